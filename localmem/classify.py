@@ -1,0 +1,155 @@
+"""Memory types: validation of caller-given types and the regex classifier (§2.4)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from localmem.errors import ValidationError
+
+__all__ = [
+    "DEFAULT_TYPE",
+    "FALLBACK_CONFIDENCE",
+    "MEMORY_TYPES",
+    "TYPE_ALIASES",
+    "classify",
+    "normalize_memory_type",
+]
+
+MEMORY_TYPES: tuple[str, ...] = (
+    "Decision",
+    "Pattern",
+    "Preference",
+    "Style",
+    "Habit",
+    "Insight",
+    "Context",
+)
+
+# AutoMem falls back to the non-canonical "Memory"; we use a canonical type.
+DEFAULT_TYPE = "Context"
+FALLBACK_CONFIDENCE = 0.3
+
+_ALIAS_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "Context",
+        (
+            "memory", "milestone", "document", "meeting_notes", "project",
+            "timeline", "organization", "person", "personal_situation",
+            "practical_info",
+        ),
+    ),
+    ("Insight", ("analysis", "observation", "issue", "legal_analysis")),
+    ("Pattern", ("template",)),
+    (
+        "Preference",
+        (
+            "interests", "personality", "emotional_patterns",
+            "relationship_dynamics", "communication",
+        ),
+    ),
+    ("Habit", ("health_habits",)),
+)
+
+TYPE_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        **{name.lower(): name for name in MEMORY_TYPES},
+        **{alias: canonical for canonical, aliases in _ALIAS_GROUPS for alias in aliases},
+    }
+)
+
+_TYPE_SEPARATORS = re.compile(r"[\s\-]+")
+
+# Patterns run against lowercased content, types tried in MEMORY_TYPES order.
+_CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tuple(
+    (memory_type, tuple(re.compile(pattern) for pattern in patterns))
+    for memory_type, patterns in (
+        (
+            "Decision",
+            (
+                r"decided to", r"chose (\w+) over", r"going with", r"picked",
+                r"selected", r"will use", r"choosing", r"opted for",
+            ),
+        ),
+        (
+            "Pattern",
+            (
+                r"usually", r"typically", r"tend to", r"pattern i noticed",
+                r"often", r"frequently", r"regularly", r"consistently",
+            ),
+        ),
+        (
+            "Preference",
+            (
+                r"prefer", r"like.*better", r"favorite", r"always use",
+                r"rather than", r"instead of", r"favor",
+            ),
+        ),
+        (
+            "Style",
+            (
+                r"wrote.*in.*style", r"communicated", r"responded to",
+                r"formatted as", r"using.*tone", r"expressed as",
+            ),
+        ),
+        (
+            "Habit",
+            (
+                r"\balways\b(?!\s+use\b)", r"every time", r"habitually",
+                r"routine", r"daily", r"weekly", r"monthly",
+            ),
+        ),
+        (
+            "Insight",
+            (
+                r"realized", r"discovered", r"learned that", r"understood",
+                r"figured out", r"insight", r"revelation",
+            ),
+        ),
+        (
+            "Context",
+            (
+                r"during", r"while working on", r"in the context of", r"when",
+                r"at the time", r"situation was",
+            ),
+        ),
+    )
+)
+
+
+def normalize_memory_type(value: str) -> str:
+    """Map a type name or alias (any case) to its canonical memory type.
+
+    Spaces and hyphens count as underscores (``"meeting notes"`` → Context).
+    Unknown or empty types raise ``ValidationError`` (AutoMem stores them as
+    given; we reject them).
+    """
+    if isinstance(value, str):
+        key = _TYPE_SEPARATORS.sub("_", value.strip().lower())
+        canonical = TYPE_ALIASES.get(key)
+        if canonical is not None:
+            return canonical
+    raise ValidationError(
+        f"Invalid memory type {value!r}: 'type' must be one of "
+        f"{', '.join(MEMORY_TYPES)}"
+    )
+
+
+def classify(content: str) -> tuple[str, float]:
+    """Classify content by AutoMem's regex rules into ``(type, confidence)``.
+
+    The first type (in MEMORY_TYPES order) with any pattern hit wins, with
+    confidence 0.6, or 0.6 + 0.1 per matching pattern (≤ 0.95) when several
+    of its patterns match. No hit → ``("Context", 0.3)``.
+    """
+    text = (content or "").lower()
+    for memory_type, patterns in _CLASSIFIER_PATTERNS:
+        matches = sum(1 for pattern in patterns if pattern.search(text))
+        if matches == 0:
+            continue
+        if matches == 1:
+            return memory_type, 0.6
+        # Rounded so stored confidences read 0.8, not 0.8000000000000002.
+        return memory_type, round(min(0.95, 0.6 + 0.1 * matches), 4)
+    return DEFAULT_TYPE, FALLBACK_CONFIDENCE

@@ -1,0 +1,140 @@
+"""All weights and limits of recall, read from AutoMem's environment variable names."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+_TRUE = frozenset({"1", "true", "yes", "y", "on"})
+_FALSE = frozenset({"0", "false", "no", "n", "off"})
+
+
+@dataclass(frozen=True)
+class Config:
+    """Recall configuration; defaults are AutoMem's."""
+
+    weight_vector: float = 0.35
+    weight_keyword: float = 0.35
+    weight_metadata: float = 0.35
+    weight_exact: float = 0.20
+    weight_importance: float = 0.10
+    weight_confidence: float = 0.05
+    weight_recency: float = 0.10
+    weight_tag: float = 0.20
+    weight_relation: float = 0.25
+    weight_relevance: float = 0.0
+    weight_temporal: float = 0.1
+    recency_window_days: float = 180.0
+    recency_curve: str = "linear"  # linear | exp
+    tag_score_token_cap: int = 0
+
+    max_limit: int = 100
+    relation_limit: int = 5
+    expansion_limit: int = 25
+    min_score: float = 0.0
+    adaptive_floor: bool = True
+    metadata_search_enabled: bool = True
+    vector_overfetch: int = 4
+    vector_fetch_cap: int = 200
+    excluded_types: tuple[str, ...] = ("MetaPattern",)
+    relevance_gate: float = 0.0
+    recency_bias: str = "off"  # off | on | auto
+
+    # localmem's own knobs
+    keyword_fetch: int = 50  # FTS5 candidates per query before scoring
+    track_access: bool = True  # update last_accessed for recalled seeds
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Config":
+        """Read AutoMem's variable names (SEARCH_WEIGHT_*, RECALL_*) over the defaults."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+
+        def number(name: str, attr: str, *, minimum: float | None = None) -> None:
+            raw = env.get(name)
+            if raw is None or not raw.strip():
+                return
+            try:
+                value = float(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+            if not math.isfinite(value):
+                raise ConfigError(f"{name} must be finite, got {raw!r}")
+            if minimum is not None:
+                value = max(minimum, value)
+            values[attr] = value
+
+        def integer(name: str, attr: str, *, minimum: int) -> None:
+            raw = env.get(name)
+            if raw is None or not raw.strip():
+                return
+            try:
+                values[attr] = max(minimum, int(raw))
+            except ValueError as exc:
+                raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
+
+        for suffix in ("VECTOR", "KEYWORD", "METADATA", "EXACT", "IMPORTANCE", "CONFIDENCE",
+                       "RECENCY", "TAG", "RELATION", "RELEVANCE"):
+            number(f"SEARCH_WEIGHT_{suffix}", f"weight_{suffix.lower()}")
+        number("SEARCH_WEIGHT_TEMPORAL", "weight_temporal", minimum=0.0)
+        number("SEARCH_RECENCY_WINDOW_DAYS", "recency_window_days")
+        if values.get("recency_window_days", 1.0) <= 0:
+            values["recency_window_days"] = 180.0
+        curve = env.get("SEARCH_RECENCY_CURVE", "").strip().lower()
+        if curve in ("linear", "exp"):
+            values["recency_curve"] = curve
+        integer("SEARCH_TAG_SCORE_TOKEN_CAP", "tag_score_token_cap", minimum=0)
+
+        integer("RECALL_MAX_LIMIT", "max_limit", minimum=1)
+        integer("RECALL_RELATION_LIMIT", "relation_limit", minimum=1)
+        integer("RECALL_EXPANSION_LIMIT", "expansion_limit", minimum=1)
+        number("RECALL_MIN_SCORE", "min_score", minimum=0.0)
+        raw = env.get("RECALL_ADAPTIVE_FLOOR")
+        if raw is not None and raw.strip():
+            values["adaptive_floor"] = raw.strip().lower() in ("true", "1", "yes")
+        raw = env.get("RECALL_METADATA_SEARCH_ENABLED")
+        if raw is not None and raw.strip():
+            values["metadata_search_enabled"] = raw.strip().lower() not in ("0", "false", "no")
+        integer("RECALL_VECTOR_OVERFETCH", "vector_overfetch", minimum=1)
+        integer("RECALL_VECTOR_FETCH_CAP", "vector_fetch_cap", minimum=1)
+        raw = env.get("RECALL_EXCLUDED_TYPES")
+        if raw is not None:
+            values["excluded_types"] = tuple(t.strip() for t in raw.split(",") if t.strip())
+        number("RECALL_RELEVANCE_GATE", "relevance_gate")
+        if "relevance_gate" in values:
+            values["relevance_gate"] = min(1.0, max(0.0, values["relevance_gate"]))
+        bias = env.get("RECALL_RECENCY_BIAS", "").strip().lower()
+        if bias in ("off", "on", "auto"):
+            values["recency_bias"] = bias
+        raw = env.get("LOCALMEM_TRACK_ACCESS")
+        if raw is not None and raw.strip().lower() in _FALSE:
+            values["track_access"] = False
+        return cls(**values)
+
+    def with_changes(self, **changes: Any) -> "Config":
+        """A copy with some fields changed."""
+        names = {f.name for f in fields(self)}
+        unknown = set(changes) - names
+        if unknown:
+            raise ConfigError(f"Unknown Config fields: {', '.join(sorted(unknown))}")
+        return replace(self, **changes)
+
+
+def parse_bool(value: Any, default: bool) -> bool:
+    """AutoMem's boolean parsing: yes/no words, anything else is the default."""
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    return default

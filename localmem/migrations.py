@@ -1,0 +1,72 @@
+"""Numbered schema migrations, applied in order inside one transaction each.
+
+The schema version lives in the ``meta`` table. Opening a file whose version
+is newer than the newest migration here is refused, so an old localmem never
+writes to a schema it does not understand.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import apsw
+
+from .errors import ConfigError
+from .statements import Statements
+
+
+def _run_script(conn: apsw.Connection, sql: str) -> None:
+    # apsw stops a multi-statement execute at the first statement returning
+    # rows; migration scripts return none, but drain every result to be sure.
+    for _ in conn.execute(sql):
+        pass
+
+
+def migration_0001_initial(conn: apsw.Connection, sql: Statements) -> None:
+    _run_script(conn, sql["migration_0001_initial"])
+
+
+def migration_0002_fulltext(conn: apsw.Connection, sql: Statements) -> None:
+    _run_script(conn, sql["migration_0002_fulltext"])
+
+
+MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
+    migration_0001_initial,
+    migration_0002_fulltext,
+)
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    """The file's schema version; 0 for a new, empty file."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if not has_meta:
+        other = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1"
+        ).fetchone()
+        if other:
+            raise ConfigError("Not a localmem database: it has tables but no localmem meta table")
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERSION) -> int:
+    """Bring the schema up to ``target``; returns the version reached."""
+    current = schema_version(conn)
+    if current > LATEST_VERSION:
+        raise ConfigError(
+            f"Database schema version {current} is newer than this localmem supports "
+            f"({LATEST_VERSION}); upgrade localmem to open it"
+        )
+    for version in range(current + 1, target + 1):
+        with conn:  # one transaction per step: an interrupted step leaves the previous version intact
+            MIGRATIONS[version - 1](conn, sql)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(version),),
+            )
+    return max(current, target)

@@ -1,0 +1,1 @@
+"""Recall: parameters, candidate channels, scoring, filtering and the pipeline."""

@@ -1,0 +1,98 @@
+"""Candidate channels of recall: vector kNN, FTS5 keywords and trending, all in SQL."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..records import rows_as_dicts, to_record
+from ..text import extract_keywords, substring_match_score
+from ..timeparse import format_timestamp
+from .params import RecallParams
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+MAX_MATCH_TERMS = 32
+_FALLBACK_TOKEN = re.compile(r"\w+")
+
+
+def scope_bindings(params: RecallParams, excluded_types: tuple[str, ...], *,
+                   with_tags: bool = True) -> dict[str, Any]:
+    """Named parameters of the recall_scope_filter fragment."""
+    tags = params.tags if with_tags else []
+    return {
+        "excluded_types": json.dumps(list(excluded_types)),
+        "window_start": format_timestamp(params.window_start) if params.window_start else None,
+        "window_end": format_timestamp(params.window_end) if params.window_end else None,
+        "tags": json.dumps(tags) if tags else None,
+        "tag_match": params.tag_match,
+        "tag_mode": params.tag_mode,
+        "tag_count": len(tags),
+        "exclude_tags": json.dumps(params.exclude_tags) if params.exclude_tags else None,
+    }
+
+
+def fts_match_expression(query: str) -> str | None:
+    """An FTS5 MATCH string OR-ing the query's keywords, each quoted so no user text is syntax."""
+    terms = extract_keywords(query.lower()) or [
+        t for t in _FALLBACK_TOKEN.findall(query.lower()) if t.strip("_")
+    ]
+    terms = terms[:MAX_MATCH_TERMS]
+    if not terms:
+        return None
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def _candidate(row: dict[str, Any], match_type: str, match_score: float, source: str,
+               similarity: float | None) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "memory": to_record(row),
+        "match_type": match_type,
+        "match_score": match_score,
+        "source": source,
+        "_similarity": similarity,
+    }
+
+
+def vector_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
+                      query_vector: bytes, k: int) -> list[dict[str, Any]]:
+    scoped = scope["tags"] is not None or params.has_window
+    statement = store.sql["recall_vector_scoped" if scoped else "recall_vector"]
+    rows = rows_as_dicts(store.conn.execute(statement, {**scope, "query_vector": query_vector,
+                                                       "k": min(k, 4096)}))
+    out = []
+    for row in rows:
+        similarity = row["similarity"]
+        if similarity is None:  # a zero or NaN vector: nothing to rank by
+            continue
+        out.append(_candidate(row, "vector", float(similarity), "qdrant", float(similarity)))
+    return out
+
+
+def keyword_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
+                       query: str, query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
+    match = fts_match_expression(query)
+    if match is None:
+        return []
+    rows = rows_as_dicts(store.conn.execute(store.sql["recall_keyword"], {
+        **scope, "match": match, "query_vector": query_vector, "k": k}))
+    out = []
+    for row in rows:
+        record_tags = json.loads(row["tags"]) if row["tags"] else []
+        score = substring_match_score(query, row["content"], record_tags)
+        similarity = row["similarity"]
+        candidate = _candidate(row, "keyword", score, "graph",
+                               float(similarity) if similarity is not None else None)
+        candidate["_bm25"] = -float(row["bm25"])
+        out.append(candidate)
+    return out
+
+
+def trending_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
+                        k: int) -> list[dict[str, Any]]:
+    rows = rows_as_dicts(store.conn.execute(store.sql["recall_trending"], {
+        **scope, "order_by": params.sort, "k": k}))
+    return [_candidate(row, "trending", float(row["importance"]), "graph", None) for row in rows]

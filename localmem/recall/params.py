@@ -1,0 +1,233 @@
+"""Parsing and validating recall parameters (AutoMem's GET /recall rules).
+
+The Python API and the HTTP route both come through here, so values may be
+Python objects or query-string text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping
+
+from ..config import Config, parse_bool
+from ..errors import ValidationError
+from ..tags import canonical_prefix_filter, prepare_tag_filters
+from ..timeparse import parse_timestamp, resolve_time_window
+from ..validation import check_text, validate_embedding
+
+SORT_MODES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
+STATE_MODES = ("current", "history")
+RECENCY_MODES = ("off", "on", "auto")
+MAX_QUERY_CHARS = 10_000
+MAX_LIST_ITEMS = 100
+
+ALIASES = {
+    "order_by": "sort",
+    "time": "time_query",
+    "expand_associations": "expand_relations",
+    "expand": "expand_relations",
+    "entity_expansion": "expand_entities",
+    "relation_expansion_limit": "expansion_limit",
+    "lang": "language",
+    "file_path": "active_path",
+    "focus_path": "active_path",
+}
+PARAMETERS = frozenset({
+    "query", "queries", "embedding", "limit", "sort", "tags", "exclude_tags", "tag_mode",
+    "tag_match", "time_query", "start", "end", "context", "language", "active_path",
+    "context_tags", "context_types", "priority_ids", "expand_relations", "expand_entities",
+    "relation_limit", "expansion_limit", "expand_min_importance", "expand_min_strength",
+    "expand_respect_tags", "state_mode", "current_only", "state_debug", "recency_bias",
+    "scope_fallback", "min_score", "adaptive_floor", "auto_decompose", "per_query_limit", "now",
+})
+
+
+@dataclass
+class RecallParams:
+    query: str = ""
+    queries: list[str] = field(default_factory=list)
+    embedding: bytes | None = None
+    limit: int = 5
+    per_query_limit: int = 5
+    sort: str = "score"
+    tags: list[str] = field(default_factory=list)
+    exclude_tags: list[str] = field(default_factory=list)
+    tag_mode: str = "any"
+    tag_match: str = "prefix"
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    context: str = ""
+    language: str | None = None
+    active_path: str | None = None
+    context_tags: list[str] = field(default_factory=list)
+    context_types: list[str] = field(default_factory=list)
+    priority_ids: list[str] = field(default_factory=list)
+    expand_relations: bool = False
+    expand_entities: bool = False
+    relation_limit: int = 5
+    expansion_limit: int = 25
+    expand_min_importance: float | None = None
+    expand_min_strength: float | None = None
+    expand_respect_tags: bool = False
+    state_mode: str = "current"
+    state_debug: bool = False
+    recency_bias: str = "off"
+    scope_fallback: bool = False
+    min_score: float = 0.0
+    adaptive_floor: bool = True
+    auto_decompose: bool = False
+    now: datetime | None = None
+
+    @property
+    def has_window(self) -> bool:
+        return self.window_start is not None or self.window_end is not None
+
+    @property
+    def current_only(self) -> bool:
+        return self.state_mode == "current"
+
+
+def _text(value: Any, name: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValidationError(f"'{name}' must be a string")
+    if len(value) > MAX_QUERY_CHARS:
+        raise ValidationError(f"'{name}' must be at most {MAX_QUERY_CHARS} characters")
+    return check_text(value, name).strip()
+
+
+def split_multi(value: Any, name: str) -> list[str]:
+    """Repeated values and comma-separated parts, empties dropped (AutoMem's _split_multi_value)."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ValidationError(f"'{name}' must be a string or a list of strings")
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ValidationError(f"'{name}' must contain only strings")
+        out.extend(part.strip() for part in check_text(item, name).split(",") if part.strip())
+    if len(out) > MAX_LIST_ITEMS:
+        raise ValidationError(f"'{name}' accepts at most {MAX_LIST_ITEMS} values")
+    return out
+
+
+def _tag_list(value: Any, name: str) -> list[str]:
+    """``tags``: a string is one tag (AutoMem does not comma-split it); lists are stripped."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise ValidationError(f"'{name}' must be a string or a list of strings")
+    if len(items) > MAX_LIST_ITEMS:
+        raise ValidationError(f"'{name}' accepts at most {MAX_LIST_ITEMS} values")
+    return [check_text(i, name) for i in items]
+
+
+def _int(value: Any, default: int, lo: int, hi: int) -> int:
+    """AutoMem's lenient int: non-integers give the default, the rest is clamped."""
+    if value is None or isinstance(value, bool):
+        return default
+    try:
+        number = int(value) if not isinstance(value, float) else int(value) if math.isfinite(value) else default
+    except (TypeError, ValueError):
+        return default
+    return max(lo, min(hi, number))
+
+
+def _unit_float(value: Any, default: float | None) -> float | None:
+    if value is None or isinstance(value, bool):
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    if not math.isfinite(number):
+        return default
+    return max(0.0, min(1.0, number))
+
+
+def _choice(value: Any, choices: tuple[str, ...], default: str) -> str:
+    text = str(value).strip().lower() if value is not None else ""
+    return text if text in choices else default
+
+
+def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int | None) -> RecallParams:
+    """Validate raw parameters into RecallParams; ValidationError (400) on bad input."""
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = ALIASES.get(key, key)
+        if name not in PARAMETERS:
+            raise ValidationError(f"Unknown recall parameter '{key}'")
+        if value is None or name in values and values[name] is not None:
+            values.setdefault(name, value)
+            continue
+        values[name] = value
+
+    p = RecallParams()
+    now = values.get("now")
+    p.now = parse_timestamp(now, field="now") if now is not None else None
+    query = _text(values.get("query"), "query")
+    p.query = "" if query == "*" else query
+    p.queries = [q for q in split_multi(values.get("queries"), "queries") if q != "*"]
+    for q in p.queries:
+        _text(q, "queries")
+    if values.get("embedding") is not None:
+        if dimensions is None:
+            raise ValidationError("This store has no vector index; 'embedding' cannot be used")
+        p.embedding = validate_embedding(values["embedding"], dimensions)
+    p.limit = _int(values.get("limit"), 5, 1, config.max_limit)
+    p.per_query_limit = _int(values.get("per_query_limit"), p.limit, 1, config.max_limit)
+    p.tag_mode = _choice(values.get("tag_mode"), ("any", "all"), "any")
+    p.tag_match = _choice(values.get("tag_match"), ("prefix", "exact"), "prefix")
+    tags = prepare_tag_filters(_tag_list(values.get("tags"), "tags"))
+    if p.tag_match == "prefix":
+        tags = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in tags) if t))
+    p.tags = tags
+    excluded = prepare_tag_filters(split_multi(values.get("exclude_tags"), "exclude_tags"))
+    p.exclude_tags = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in excluded) if t))
+    time_query = values.get("time_query")
+    if time_query is not None and not isinstance(time_query, str):
+        raise ValidationError("'time_query' must be a string")
+    p.window_start, p.window_end = resolve_time_window(
+        time_query, values.get("start"), values.get("end"), p.now
+    )
+    p.context = _text(values.get("context"), "context").lower()
+    p.language = _text(values.get("language"), "language").lower() or None
+    p.active_path = _text(values.get("active_path"), "active_path") or None
+    p.context_tags = [t.lower() for t in split_multi(values.get("context_tags"), "context_tags")]
+    p.context_types = [t.title() for t in split_multi(values.get("context_types"), "context_types")]
+    p.priority_ids = list(dict.fromkeys(split_multi(values.get("priority_ids"), "priority_ids")))
+    p.expand_relations = parse_bool(values.get("expand_relations"), False)
+    p.expand_entities = parse_bool(values.get("expand_entities"), False)
+    p.relation_limit = _int(values.get("relation_limit"), config.relation_limit, 1, 200)
+    p.expansion_limit = _int(values.get("expansion_limit"), config.expansion_limit, 1, 500)
+    p.expand_min_importance = _unit_float(values.get("expand_min_importance"), None)
+    p.expand_min_strength = _unit_float(values.get("expand_min_strength"), None)
+    p.expand_respect_tags = parse_bool(values.get("expand_respect_tags"), False)
+
+    state_mode = values.get("state_mode")
+    if state_mode is not None and str(state_mode).strip():
+        mode = str(state_mode).strip().lower()
+        if mode not in STATE_MODES:
+            raise ValidationError("'state_mode' must be 'current' or 'history'")
+        p.state_mode = mode
+    if values.get("current_only") is not None:
+        current = parse_bool(values["current_only"], True)
+        p.state_mode = "current" if current else "history"
+    p.state_debug = parse_bool(values.get("state_debug"), False)
+    p.recency_bias = _choice(values.get("recency_bias"), RECENCY_MODES, config.recency_bias)
+    p.scope_fallback = parse_bool(values.get("scope_fallback"), False)
+    p.min_score = _unit_float(values.get("min_score"), config.min_score) or 0.0
+    p.adaptive_floor = parse_bool(values.get("adaptive_floor"), config.adaptive_floor)
+    p.auto_decompose = parse_bool(values.get("auto_decompose"), False)
+
+    sort = _choice(values.get("sort"), SORT_MODES, "score")
+    if sort == "score" and not p.query and not p.queries and p.embedding is None and p.has_window:
+        sort = "time_desc"
+    p.sort = sort
+    return p

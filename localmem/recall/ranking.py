@@ -1,0 +1,80 @@
+"""Deduplication and result ordering (AutoMem's _dedupe_results and sort keys)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..text import fingerprint
+from .scoring import parse_epoch
+
+
+def dedupe(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Merge results with the same id or the same normalised content; the higher score wins.
+
+    Ties go to the newer timestamp. A merged winner lists every id it stood
+    for in ``deduped_from``. Returns the survivors (first-seen order) and how
+    many were removed.
+    """
+    buckets: list[dict[str, Any]] = []
+    sources: list[list[str]] = []
+    by_key: dict[str, int] = {}
+    removed = 0
+    for result in results:
+        keys = [f"id:{result['id']}"]
+        content_fp = fingerprint(result["memory"].get("content") or "")
+        if content_fp:
+            keys.append(f"fp:{content_fp}")
+        index = next((by_key[k] for k in keys if k in by_key), None)
+        if index is None:
+            by_key.update({k: len(buckets) for k in keys})
+            buckets.append(result)
+            sources.append([result["id"]])
+            continue
+        removed += 1
+        sources[index].append(result["id"])
+        current = buckets[index]
+        if _beats(result, current):
+            buckets[index] = result
+        for k in keys:
+            by_key.setdefault(k, index)
+    out = []
+    for result, ids in zip(buckets, sources):
+        unique = sorted(set(ids))
+        if len(unique) > 1:
+            result = {**result, "deduped_from": unique}
+        out.append(result)
+    return out, removed
+
+
+def _beats(challenger: dict[str, Any], holder: dict[str, Any]) -> bool:
+    a, b = challenger.get("final_score", 0.0), holder.get("final_score", 0.0)
+    if a != b:
+        return a > b
+    return (challenger["memory"].get("timestamp") or "") > (holder["memory"].get("timestamp") or "")
+
+
+def score_sort_key(result: dict[str, Any]) -> tuple[float, bool, float, float, float]:
+    """Highest score first; ties by vector source, channel score, importance, then newest."""
+    memory = result["memory"]
+    importance = memory.get("importance")
+    return (
+        -float(result.get("final_score", 0.0)),
+        result.get("source") != "qdrant",
+        -float(result.get("original_score") or 0.0),
+        -float(importance) if isinstance(importance, (int, float)) else 0.0,
+        -(parse_epoch(memory.get("timestamp")) or 0.0),
+    )
+
+
+def time_sort_key(result: dict[str, Any]) -> tuple[str, str, str]:
+    memory = result["memory"]
+    first = memory.get("updated_at") or memory.get("timestamp") or memory.get("last_accessed") or ""
+    second = memory.get("timestamp") or memory.get("updated_at") or memory.get("last_accessed") or ""
+    return (first, second, result["id"])
+
+
+def sort_results(results: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
+    """``score``, or time order: time_* and updated_* share one key (updated_at, then timestamp)."""
+    if sort == "score":
+        return sorted(results, key=score_sort_key)
+    return sorted(results, key=time_sort_key, reverse=sort.endswith("_desc"))

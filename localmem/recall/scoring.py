@@ -1,0 +1,144 @@
+"""The 10-component recall score, as small pure functions (AutoMem's _compute_metadata_score)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable
+
+from ..config import Config
+from ..text import keyword_share
+from ..timeparse import parse_timestamp
+
+_METADATA_TOKEN = re.compile(r"[a-z0-9_\-]+")
+MAX_METADATA_TERM = 256
+COMPONENT_KEYS = ("vector", "keyword", "metadata", "relation", "tag", "importance",
+                  "confidence", "recency", "exact", "relevance")
+
+
+def parse_epoch(value: Any) -> float | None:
+    """Seconds since the epoch of a stored timestamp; None when missing or unparseable."""
+    if not value:
+        return None
+    try:
+        return parse_timestamp(value).timestamp()
+    except Exception:
+        return None
+
+
+def recency_score(timestamp: Any, now: datetime, window_days: float, curve: str) -> float:
+    """1.0 for now or the future, decaying over the window (linear) or with it as half-life (exp)."""
+    epoch = parse_epoch(timestamp)
+    if epoch is None:
+        return 0.0
+    age_days = (now.timestamp() - epoch) / 86400.0
+    if age_days <= 0:
+        return 1.0
+    if curve == "exp":
+        return 0.5 ** (age_days / window_days)
+    return max(0.0, 1.0 - age_days / window_days)
+
+
+def metadata_terms(metadata: Any) -> set[str]:
+    """Every short metadata string, lowercased whole and as tokens (key 'entities' skipped)."""
+    terms: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key != "entities":
+                    walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str) and len(value) <= MAX_METADATA_TERM:
+            lowered = value.lower()
+            terms.add(lowered)
+            terms.update(_METADATA_TOKEN.findall(lowered))
+
+    walk(metadata)
+    return terms
+
+
+def tag_score(tokens: list[str], tags: Iterable[str], meta_terms: set[str], token_cap: int) -> float:
+    """Share of query keywords equal to one of the memory's tags or metadata terms."""
+    if not tokens:
+        return 0.0
+    terms = {t.lower() for t in tags} | meta_terms
+    hits = sum(1 for token in tokens if token in terms)
+    denominator = min(len(tokens), token_cap) if token_cap > 0 else len(tokens)
+    return min(1.0, hits / denominator)
+
+
+def exact_score(query: str, meta_terms: set[str]) -> float:
+    """1.0 when the whole query equals a metadata string or token."""
+    text = query.lower().strip()
+    return 1.0 if text and text in meta_terms else 0.0
+
+
+def keyword_component(match_type: str, match_score: float, tokens: list[str], content: str) -> float:
+    """A keyword/trending hit keeps its channel score; others get the share of keywords in content."""
+    if match_type in ("keyword", "trending"):
+        return min(1.0, max(0.0, match_score))
+    return keyword_share(tokens, content) if tokens else 0.0
+
+
+@dataclass(frozen=True)
+class ScoreInputs:
+    """What the score of one candidate depends on."""
+
+    match_type: str
+    match_score: float
+    similarity: float | None
+    relation_score: float | None
+    metadata_score: float
+    memory: dict[str, Any]
+    context_bonus: float = 0.0
+
+
+def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: datetime,
+                    config: Config) -> tuple[float, dict[str, Any]]:
+    """Final score and the score_components block for one candidate."""
+    memory = inputs.memory
+    meta_terms = metadata_terms(memory.get("metadata") or {})
+    vector = max(0.0, inputs.similarity) if inputs.similarity is not None else 0.0
+    keyword = keyword_component(inputs.match_type, inputs.match_score, tokens, memory.get("content") or "")
+    metadata = inputs.metadata_score
+    exact = exact_score(query, meta_terms)
+    evidence = max(vector, keyword, metadata, exact)
+    components: dict[str, Any] = {
+        "vector": vector,
+        "keyword": keyword,
+        "metadata": metadata,
+        "relation": inputs.relation_score or 0.0,
+        "tag": tag_score(tokens, memory.get("tags") or [], meta_terms, config.tag_score_token_cap),
+        "importance": _number(memory.get("importance")),
+        "confidence": _number(memory.get("confidence")),
+        "recency": recency_score(memory.get("timestamp"), now, config.recency_window_days,
+                                 config.recency_curve),
+        "exact": exact,
+        "relevance": _number(memory.get("relevance_score")),
+    }
+    gated = False
+    if tokens and config.relevance_gate > 0 and evidence < config.relevance_gate:
+        factor = evidence / config.relevance_gate
+        for key in ("importance", "confidence", "recency", "tag", "relevance"):
+            components[key] *= factor
+        gated = True
+    weights = {
+        "vector": config.weight_vector, "keyword": config.weight_keyword,
+        "metadata": config.weight_metadata, "relation": config.weight_relation,
+        "tag": config.weight_tag, "importance": config.weight_importance,
+        "confidence": config.weight_confidence, "recency": config.weight_recency,
+        "exact": config.weight_exact, "relevance": config.weight_relevance,
+    }
+    final = sum(components[k] * weights[k] for k in COMPONENT_KEYS) + inputs.context_bonus
+    components["context"] = inputs.context_bonus
+    components["evidence"] = evidence
+    components["relevance_gated"] = gated
+    return final, components
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0

@@ -1,0 +1,85 @@
+"""Memory rows: from SQL rows to the public record, and the write-side row."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+import apsw
+
+from .tags import compute_tag_prefixes
+
+
+@dataclass
+class MemoryRow:
+    """Every stored column of a memory, validated and ready to bind."""
+
+    id: str
+    content: str
+    summary: str | None
+    type: str
+    confidence: float
+    importance: float
+    tags: list[str]
+    timestamp: str
+    updated_at: str
+    last_accessed: str
+    t_valid: str | None
+    t_invalid: str | None
+    archived: bool
+    metadata: dict[str, Any]
+    context: str
+    relevance_score: float | None
+
+    def bindings(self) -> dict[str, Any]:
+        values = asdict(self)
+        values["tags"] = json.dumps(self.tags, ensure_ascii=False)
+        values["metadata"] = json.dumps(self.metadata, ensure_ascii=False, allow_nan=False)
+        values["archived"] = int(self.archived)
+        return values
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "MemoryRow":
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in record.items() if k in names})
+
+
+RECORD_FIELDS = (
+    "id", "content", "summary", "type", "confidence", "importance", "tags",
+    "tag_prefixes", "timestamp", "updated_at", "last_accessed", "t_valid",
+    "t_invalid", "archived", "metadata", "context", "relevance_score",
+)
+
+
+def rows_as_dicts(cursor: apsw.Cursor) -> Iterable[dict[str, Any]]:
+    """Yield each row of an executed cursor as a column-name dict."""
+    names: list[str] | None = None
+    for row in cursor:
+        if names is None:
+            names = [d[0] for d in cursor.getdescription()]
+        yield dict(zip(names, row))
+
+
+def to_record(row: dict[str, Any]) -> dict[str, Any]:
+    """The public memory record from a ``memories`` row (extra columns ignored)."""
+    tags = json.loads(row["tags"]) if row.get("tags") else []
+    return {
+        "id": row["id"],
+        "content": row["content"],
+        "summary": row["summary"],
+        "type": row["type"],
+        "confidence": row["confidence"],
+        "importance": row["importance"],
+        "tags": tags,
+        "tag_prefixes": compute_tag_prefixes(tags),
+        "timestamp": row["timestamp"],
+        "updated_at": row["updated_at"],
+        "last_accessed": row["last_accessed"],
+        "t_valid": row["t_valid"],
+        "t_invalid": row["t_invalid"],
+        "archived": bool(row["archived"]),
+        "metadata": json.loads(row["metadata"]) if row.get("metadata") else {},
+        "context": row["context"],
+        "relevance_score": row["relevance_score"],
+    }

@@ -1,0 +1,1 @@
+DELETE FROM memory_embeddings WHERE pk = :pk;

@@ -1,0 +1,1 @@
+DELETE FROM memories_fts WHERE rowid = :pk;

@@ -1,0 +1,1 @@
+INSERT INTO memories_fts (rowid, content, tags) VALUES (:pk, :content, :tags);

@@ -1,0 +1,1 @@
+DELETE FROM memory_tag_prefixes WHERE pk = :pk;

@@ -1,0 +1,1 @@
+DELETE FROM memory_tags WHERE pk = :pk;

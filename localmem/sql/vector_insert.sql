@@ -1,0 +1,1 @@
+INSERT INTO memory_vectors (pk, embedding) VALUES (:pk, :embedding);

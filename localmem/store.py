@@ -1,0 +1,491 @@
+"""MemoryStore: the public Python API over one SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import apsw
+
+from . import writes
+from .classify import classify, normalize_memory_type
+from .config import Config
+from .database import MEMORY_PATH, connect
+from .embedders import Embedder, EmbedderUnavailable, resolve_embedder
+from .errors import ConfigError, NotFoundError, ValidationError
+from .migrations import LATEST_VERSION, migrate
+from .progress import ProgressBar
+from .records import MemoryRow, rows_as_dicts, to_record
+from .relations import AUTHORABLE_TYPES, RELATION_TYPES, SUPERSESSION_TYPES
+from .statements import Statements
+from .tags import normalize_tags, prepare_tag_filters
+from .text import generate_summary
+from .timeparse import format_timestamp
+from .validation import (
+    check_text,
+    encode_json,
+    validate_content,
+    validate_context_name,
+    validate_embedding,
+    validate_int,
+    validate_metadata,
+    validate_timestamp,
+    validate_unit_interval,
+    validate_uuid,
+)
+
+STORE_FIELDS = frozenset({
+    "content", "tags", "importance", "confidence", "type", "timestamp", "metadata",
+    "embedding", "t_valid", "t_invalid", "id", "context", "updated_at", "last_accessed",
+    "archived", "summary", "relevance_score",
+})
+UPDATE_FIELDS = STORE_FIELDS - {"id"}
+# Edge properties callers may set, across all relation types (AutoMem's registry).
+EDGE_PROPERTIES = frozenset(
+    p for rt in RELATION_TYPES.values() for p in rt.properties
+) | {"timestamp", "observations", "role"}
+BY_TAG_MAX_LIMIT = 200
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class MemoryStore:
+    """A memory store in one SQLite file (or ``":memory:"``).
+
+    ``embedder`` is ``"auto"``, ``"hash"``, ``"none"``, a sentence-transformers
+    model name or path, or any object with ``name``, ``dimensions`` and
+    ``embed(texts)``. ``clock`` returns the current time (tests pin it).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = MEMORY_PATH,
+        *,
+        embedder: Any = "auto",
+        config: Config | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.path = str(path) if str(path) == MEMORY_PATH else str(Path(path).expanduser())
+        self.config = config if config is not None else Config.from_env()
+        self.clock = clock or utc_now
+        self.sql = Statements()
+        self.embedder: Embedder | None = resolve_embedder(embedder)
+        self.embedder_error: str | None = None
+        self.conn = connect(self.path)
+        try:
+            migrate(self.conn, self.sql)
+            self.dimensions = self._settle_dimensions()
+        except BaseException:
+            self.conn.close()
+            raise
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.conn.close()
+
+    def __enter__(self) -> "MemoryStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        name = self.embedder.name if self.embedder else "none"
+        return f"MemoryStore({self.path!r}, embedder={name!r})"
+
+    # -- internals --------------------------------------------------------
+
+    def _meta(self, key: str) -> str | None:
+        row = self.conn.execute(self.sql["meta_get"], {"key": key}).fetchone()
+        return row[0] if row else None
+
+    def _settle_dimensions(self) -> int | None:
+        """Compare the embedder with what the file recorded; create the vec0 index once known."""
+        stored = self._meta("dimensions")
+        stored_dims = int(stored) if stored else None
+        if self.embedder is None:
+            return stored_dims
+        try:
+            dims = int(self.embedder.dimensions)
+        except EmbedderUnavailable as exc:
+            self.embedder_error = str(exc)
+            return stored_dims
+        if dims <= 0:
+            raise ConfigError(f"Embedder {self.embedder.name!r} reports {dims} dimensions")
+        if stored_dims is not None and stored_dims != dims:
+            raise ConfigError(
+                f"Embedding dimension mismatch: the database {self.path} was created with "
+                f"{self._meta('embedder')!r} ({stored_dims} dimensions), but embedder "
+                f"{self.embedder.name!r} has {dims} dimensions"
+            )
+        if stored_dims is None:
+            with self.conn:
+                self.conn.execute(self.sql["meta_set"], {"key": "dimensions", "value": str(dims)})
+                self.conn.execute(self.sql["meta_set"], {"key": "embedder", "value": self.embedder.name})
+                self.conn.execute(self.sql["vector_index_create"].format(dimensions=dims))
+        elif self._meta("embedder") != self.embedder.name:
+            warnings.warn(
+                f"Database {self.path} was embedded with {self._meta('embedder')!r}; "
+                f"opening it with {self.embedder.name!r} (same dimension) mixes vector spaces",
+                stacklevel=3,
+            )
+        return dims
+
+    @property
+    def has_vector_index(self) -> bool:
+        return self.dimensions is not None
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def embed_texts(self, texts: list[str]) -> list[bytes] | None:
+        """Embed texts as float32 bytes; None when the embedder is missing or fails to load."""
+        if self.embedder is None or not self.has_vector_index or not texts:
+            return None
+        try:
+            vectors = self.embedder.embed(list(texts))
+        except EmbedderUnavailable as exc:
+            self.embedder_error = str(exc)
+            return None
+        if len(vectors) != len(texts):
+            raise ConfigError(f"Embedder {self.embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
+        return [validate_embedding(v, self.dimensions) for v in vectors]
+
+    def _pk_and_record(self, memory_id: str) -> tuple[int, dict[str, Any]]:
+        memory_id = validate_uuid(memory_id)
+        rows = list(rows_as_dicts(self.conn.execute(self.sql["memory_by_id"], {"id": memory_id})))
+        if not rows:
+            raise NotFoundError("Memory not found")
+        return rows[0]["pk"], to_record(rows[0])
+
+    def _build_row(self, fields: Mapping[str, Any], *, now: datetime) -> MemoryRow:
+        unknown = set(fields) - STORE_FIELDS
+        if unknown:
+            raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
+        content = validate_content(fields.get("content"))
+        tags = normalize_tags(fields.get("tags"))
+        importance = validate_unit_interval(fields.get("importance"), "importance", 0.5)
+        confidence = validate_unit_interval(fields.get("confidence"), "confidence", None)
+        if fields.get("type") is not None:
+            if not isinstance(fields["type"], str):
+                raise ValidationError("'type' must be a string")
+            memory_type = normalize_memory_type(fields["type"])
+            confidence = 0.9 if confidence is None else confidence
+        else:
+            memory_type, classified = classify(content)
+            confidence = classified if confidence is None else confidence
+        metadata = validate_metadata(fields.get("metadata"))
+        t_valid = validate_timestamp(fields.get("t_valid"), "t_valid")
+        t_invalid = validate_timestamp(fields.get("t_invalid"), "t_invalid")
+        timestamp = validate_timestamp(fields.get("timestamp"), "timestamp") or format_timestamp(now)
+        updated_at = validate_timestamp(fields.get("updated_at"), "updated_at") or timestamp
+        last_accessed = validate_timestamp(fields.get("last_accessed"), "last_accessed") or updated_at
+        memory_id = fields.get("id")
+        memory_id = validate_uuid(memory_id, "id") if memory_id is not None else str(uuid.uuid4())
+        summary = fields.get("summary")
+        if summary is not None:
+            if not isinstance(summary, str):
+                raise ValidationError("'summary' must be a string")
+            summary = check_text(summary, "summary")
+        relevance = fields.get("relevance_score")
+        if relevance is not None:
+            relevance = validate_unit_interval(relevance, "relevance_score", None)
+        return MemoryRow(
+            id=memory_id,
+            content=content,
+            summary=summary if summary is not None else generate_summary(content),
+            type=memory_type,
+            confidence=float(confidence),
+            importance=float(importance),
+            tags=tags,
+            timestamp=timestamp,
+            updated_at=updated_at,
+            last_accessed=last_accessed,
+            t_valid=t_valid or timestamp,
+            t_invalid=t_invalid,
+            archived=bool(fields.get("archived", False)),
+            metadata=metadata,
+            context=validate_context_name(fields.get("context")),
+            relevance_score=relevance,
+        )
+
+    def _check_id_free(self, memory_id: str) -> None:
+        if self.conn.execute(self.sql["memory_by_id"], {"id": memory_id}).fetchone():
+            raise ValidationError(f"A memory with id {memory_id} already exists")
+
+    def _insert_rows(self, rows: list[MemoryRow], embeddings: list[bytes | None]) -> None:
+        for row, embedding in zip(rows, embeddings):
+            self._check_id_free(row.id)
+            writes.insert_memory(self.conn, self.sql, row, embedding, self.has_vector_index)
+
+    def _prepare(self, items: list[Mapping[str, Any]], *, batch_size: int = 256,
+                 progress: ProgressBar | None = None) -> tuple[list[MemoryRow], list[bytes | None]]:
+        """Validate items and compute their embeddings (outside any transaction)."""
+        now = self.now()
+        rows = [self._build_row(item, now=now) for item in items]
+        ids = [row.id for row in rows]
+        if len(set(ids)) != len(ids):
+            raise ValidationError("Duplicate ids in one batch")
+        embeddings: list[bytes | None] = [None] * len(rows)
+        to_embed: list[int] = []
+        for index, item in enumerate(items):
+            if item.get("embedding") is not None:
+                if not self.has_vector_index:
+                    raise ValidationError("This store has no vector index (embedder 'none'); drop 'embedding'")
+                embeddings[index] = validate_embedding(item["embedding"], self.dimensions)
+            else:
+                to_embed.append(index)
+        for start in range(0, len(to_embed), batch_size):
+            chunk = to_embed[start:start + batch_size]
+            vectors = self.embed_texts([rows[i].content for i in chunk])
+            if vectors is not None:
+                for i, vector in zip(chunk, vectors):
+                    embeddings[i] = vector
+            if progress is not None:
+                progress.advance(len(chunk))
+        return rows, embeddings
+
+    # -- writes -----------------------------------------------------------
+
+    def store(self, content: str, **fields: Any) -> str:
+        """Store one memory; returns its id. Validation and defaults follow AutoMem's POST /memory."""
+        rows, embeddings = self._prepare([{**fields, "content": content}])
+        with self.conn:
+            self._insert_rows(rows, embeddings)
+        return rows[0].id
+
+    def store_many(self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256,
+                   progress: bool = False) -> list[str]:
+        """Store many memories in one transaction (all or nothing); returns their ids."""
+        batch_size = validate_int(batch_size, "batch_size", default=256, minimum=1, maximum=10_000)
+        items = list(items)
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise ValidationError(f"Memory at index {index} must be an object")
+        bar = ProgressBar(len(items), "embedding") if progress else None
+        try:
+            rows, embeddings = self._prepare(items, batch_size=batch_size, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
+        with self.conn:
+            self._insert_rows(rows, embeddings)
+        return [row.id for row in rows]
+
+    def get(self, memory_id: str) -> dict[str, Any]:
+        """The memory record; ``NotFoundError`` if there is none."""
+        return self._pk_and_record(memory_id)[1]
+
+    def update(self, memory_id: str, **fields: Any) -> dict[str, Any]:
+        """Change fields of a memory; re-embeds only when the content changed."""
+        unknown = set(fields) - UPDATE_FIELDS
+        if unknown:
+            raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
+        pk, current = self._pk_and_record(memory_id)
+        merged: dict[str, Any] = {k: current[k] for k in STORE_FIELDS - {"embedding"} if k in current}
+        content_changed = "content" in fields and validate_content(fields["content"]) != current["content"]
+        if content_changed and "summary" not in fields:
+            merged.pop("summary")  # regenerated from the new content
+        if "type" not in fields and "confidence" in fields:
+            merged["type"] = current["type"]
+        merged.update({k: v for k, v in fields.items() if k != "embedding"})
+        if "updated_at" not in fields:
+            merged["updated_at"] = self.now()
+        new = self._build_row(merged, now=self.now())
+        embedding: bytes | None = None
+        embedding_changed = False
+        if fields.get("embedding") is not None:
+            if not self.has_vector_index:
+                raise ValidationError("This store has no vector index (embedder 'none'); drop 'embedding'")
+            embedding = validate_embedding(fields["embedding"], self.dimensions)
+            embedding_changed = True
+        elif content_changed:
+            vectors = self.embed_texts([new.content])
+            embedding = vectors[0] if vectors else None  # a stale vector is worse than none
+            embedding_changed = True
+        old = MemoryRow.from_record(current)
+        with self.conn:
+            writes.update_memory(self.conn, self.sql, pk, old, new, embedding,
+                                 embedding_changed, self.has_vector_index)
+        return self.get(memory_id)
+
+    def delete(self, memory_id: str) -> None:
+        """Remove a memory with its edges, tags, FTS and vector rows."""
+        pk, _ = self._pk_and_record(memory_id)
+        with self.conn:
+            writes.delete_memory(self.conn, self.sql, pk, self.has_vector_index)
+
+    def associate(self, memory1_id: str, memory2_id: str, type: str = "RELATES_TO",
+                  strength: float = 0.5, **properties: Any) -> dict[str, Any]:
+        """Create or update the edge ``memory1 -[type]-> memory2`` (idempotent per pair and type)."""
+        if memory1_id is None or memory2_id is None:
+            raise ValidationError("'memory1_id' and 'memory2_id' are required")
+        first = validate_uuid(memory1_id)
+        second = validate_uuid(memory2_id)
+        if first == second:
+            raise ValidationError("Cannot associate a memory with itself")
+        relation = (type or "RELATES_TO").upper() if isinstance(type, str) else None
+        if relation not in AUTHORABLE_TYPES:
+            raise ValidationError(f"Relation type must be one of {list(AUTHORABLE_TYPES)}")
+        weight = validate_unit_interval(strength, "strength", 0.5)
+        unknown = set(properties) - EDGE_PROPERTIES
+        if unknown:
+            raise ValidationError(
+                f"Unknown relation propert{'y' if len(unknown) == 1 else 'ies'}: {', '.join(sorted(unknown))}"
+            )
+        props = validate_metadata({k: v for k, v in properties.items() if v is not None})
+        now = format_timestamp(self.now())
+        with self.conn:
+            pks = {
+                row[0]: row[1]
+                for row in self.conn.execute(
+                    "SELECT id, pk FROM memories WHERE id IN (?, ?)", (first, second)
+                )
+            }
+            if len(pks) != 2:
+                raise NotFoundError("One or both memories do not exist")
+            self.conn.execute(self.sql["edge_upsert"], {
+                "src": pks[first], "dst": pks[second], "type": relation,
+                "strength": weight, "updated_at": now, "properties": encode_json(props),
+            })
+        return {"memory1_id": first, "memory2_id": second, "relation_type": relation,
+                "strength": weight, **props}
+
+    def supersede(self, old_id: str, new_content_or_id: str, *, relation: str = "INVALIDATED_BY",
+                  reason: str | None = None, **store_fields: Any) -> dict[str, Any]:
+        """Replace a memory by a new one (stored now, or an existing id), atomically.
+
+        The old memory gets ``t_invalid = now`` and supersession metadata, and
+        an edge ``old -[relation]-> new`` (strength 0.9) is written.
+        """
+        relation = relation.upper() if isinstance(relation, str) else relation
+        if relation not in SUPERSESSION_TYPES:
+            raise ValidationError(f"'relation' must be one of {list(SUPERSESSION_TYPES)}")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > 2000):
+            raise ValidationError("'reason' must be a string of at most 2000 characters")
+        old_pk, old = self._pk_and_record(old_id)
+        new_id: str | None = None
+        rows: list[MemoryRow] = []
+        embeddings: list[bytes | None] = []
+        if isinstance(new_content_or_id, str) and not store_fields:
+            try:
+                candidate = validate_uuid(new_content_or_id)
+            except ValidationError:
+                candidate = None
+            if candidate is not None:
+                self._pk_and_record(candidate)  # must exist
+                new_id = candidate
+        if new_id is None:
+            rows, embeddings = self._prepare([{**store_fields, "content": new_content_or_id}])
+            new_id = rows[0].id
+        if new_id == old["id"]:
+            raise ValidationError("A memory cannot supersede itself")
+        now = self.now()
+        metadata = dict(old["metadata"])
+        metadata.update({"deprecated": True, "superseded_by": new_id, "supersede_relation": relation})
+        if reason:
+            metadata["supersede_reason"] = reason
+        updated_old = MemoryRow.from_record({**old, "t_invalid": format_timestamp(now),
+                                             "metadata": metadata,
+                                             "updated_at": format_timestamp(now)})
+        edge_props = {"reason": reason} if reason else {}
+        with self.conn:
+            self._insert_rows(rows, embeddings)
+            writes.update_memory(self.conn, self.sql, old_pk, MemoryRow.from_record(old),
+                                 updated_old, None, False, self.has_vector_index)
+            new_pk = self.conn.execute("SELECT pk FROM memories WHERE id = ?", (new_id,)).fetchone()[0]
+            self.conn.execute(self.sql["edge_upsert"], {
+                "src": old_pk, "dst": new_pk, "type": relation, "strength": 0.9,
+                "updated_at": format_timestamp(now), "properties": encode_json(edge_props),
+            })
+        return {"memory_id": new_id, "superseded_memory_id": old["id"],
+                "relation_type": relation, "association_created": True}
+
+    # -- reads ------------------------------------------------------------
+
+    def by_tag(self, tags: Any, *, limit: int = 20, offset: int = 0) -> dict[str, Any]:
+        """Enumerate memories having any of the tags (exact, case-insensitive)."""
+        wanted = prepare_tag_filters(normalize_tags(tags, split_commas=True))
+        if not wanted:
+            raise ValidationError("'tags' query parameter is required")
+        limit = validate_int(limit, "limit", default=20, minimum=1, maximum=BY_TAG_MAX_LIMIT)
+        offset = validate_int(offset, "offset", default=0, minimum=-1, maximum=2**62)
+        if offset < 0:
+            raise ValidationError("'offset' must be a non-negative integer")
+        rows = list(rows_as_dicts(self.conn.execute(
+            self.sql["by_tag"], {"tags": json.dumps(wanted), "limit": limit + 1, "offset": offset})))
+        has_more = len(rows) > limit
+        memories = [to_record(r) for r in rows[:limit]]
+        result: dict[str, Any] = {
+            "status": "success", "tags": wanted, "count": len(memories), "limit": limit,
+            "offset": offset, "has_more": has_more, "memories": memories,
+        }
+        if has_more:
+            result["next_offset"] = offset + limit
+        return result
+
+    def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:
+        """Hybrid recall with every parameter of AutoMem's GET /recall."""
+        from .recall.pipeline import run_recall
+
+        return run_recall(self, {"query": query, **params})
+
+    def touch(self, memory_ids: list[str], when: datetime) -> None:
+        """Set last_accessed for recalled memories in one write (skipped when disabled)."""
+        if not memory_ids or not self.config.track_access:
+            return
+        try:
+            with self.conn:
+                self.conn.execute(self.sql["touch_last_accessed"],
+                                  {"now": format_timestamp(when), "ids": json.dumps(memory_ids)})
+        except apsw.ReadOnlyError:
+            pass  # a read-only file still answers recalls
+
+    def health(self) -> dict[str, Any]:
+        """Counts per table, whether the derived indexes agree, embedder and file facts."""
+        counts = next(rows_as_dicts(self.conn.execute(self.sql["health_counts"])))
+        fts_rows = self.conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
+        vectors = (self.conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+                   if self.has_vector_index else 0)
+        tags_agree = counts["tagged_memories"] == counts["memories_with_tags"]
+        indexes_agree = (fts_rows == counts["memories"]
+                         and (not self.has_vector_index or vectors == counts["embeddings"])
+                         and tags_agree)
+        vector_ok = self.embedder is not None and self.has_vector_index and self.embedder_error is None
+        size = 0
+        if self.path != MEMORY_PATH:
+            size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal")
+                       if os.path.exists(p))
+        return {
+            "status": "healthy" if indexes_agree else "degraded",
+            "memory_count": counts["memories"],
+            "vector_count": vectors,
+            "embedding_count": counts["embeddings"],
+            "fts_count": fts_rows,
+            "edge_count": counts["edges"],
+            "tag_count": counts["tags"],
+            "memories_without_embedding": counts["memories_without_embedding"],
+            "indexes_agree": indexes_agree,
+            "embedder": {
+                "name": self.embedder.name if self.embedder else "none",
+                "dimensions": self.dimensions,
+                "recorded": self._meta("embedder"),
+                "available": vector_ok,
+                "error": self.embedder_error,
+            },
+            "schema_version": int(self._meta("schema_version") or 0),
+            "latest_schema_version": LATEST_VERSION,
+            "path": self.path,
+            "file_size_bytes": size,
+        }

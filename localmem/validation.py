@@ -1,0 +1,183 @@
+"""Validation and defaults for stored fields (AutoMem's POST /memory rules).
+
+Every function raises ``ValidationError`` with a message a caller can act on;
+nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from array import array
+from datetime import datetime
+from typing import Any, Sequence
+
+from .errors import ValidationError
+from .timeparse import format_timestamp, parse_timestamp
+
+CONTENT_HARD_LIMIT = 2000
+MAX_TEXT_FIELD = 256
+MAX_CONTEXT_NAME = 128
+MAX_METADATA_DEPTH = 32
+MAX_METADATA_BYTES = 1_000_000
+
+
+def check_text(value: str, field: str) -> str:
+    """Reject text SQLite cannot store faithfully: NUL bytes and lone surrogates."""
+    if "\x00" in value:
+        raise ValidationError(f"'{field}' must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(f"'{field}' is not valid Unicode text (lone surrogate)") from exc
+    return value
+
+
+def validate_content(content: Any) -> str:
+    if content is None or not isinstance(content, str) or not content.strip():
+        raise ValidationError("'content' is required")
+    text = check_text(content.strip(), "content")
+    if len(text) > CONTENT_HARD_LIMIT:
+        raise ValidationError(
+            f"Content exceeds maximum length of {CONTENT_HARD_LIMIT} characters "
+            f"({len(text)} provided). Please split into smaller memories or summarize."
+        )
+    return text
+
+
+def validate_unit_interval(value: Any, field: str, default: float | None) -> float | None:
+    """A number in [0, 1] (importance, confidence, strength); None gives the default."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ValidationError(f"'{field}' must be a number") from None
+        else:
+            raise ValidationError(f"'{field}' must be a number")
+    number = float(value)
+    if not math.isfinite(number) or number < 0.0 or number > 1.0:
+        raise ValidationError(f"'{field}' must be between 0 and 1")
+    return number
+
+
+def _check_json_value(value: Any, depth: int, path: str) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise ValidationError(f"'metadata' is nested deeper than {MAX_METADATA_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"'metadata' keys must be strings (at {path})")
+            check_text(key, "metadata")
+            _check_json_value(item, depth + 1, f"{path}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_json_value(item, depth + 1, f"{path}[{index}]")
+    elif isinstance(value, str):
+        check_text(value, "metadata")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"'metadata' numbers must be finite (at {path})")
+    elif value is None or isinstance(value, (bool, int)):
+        return
+    else:
+        raise ValidationError(
+            f"'metadata' values must be JSON types, got {type(value).__name__} at {path}"
+        )
+
+
+def validate_metadata(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError("'metadata' must be an object")
+    _check_json_value(value, 1, "metadata")
+    if len(encode_json(value)) > MAX_METADATA_BYTES:
+        raise ValidationError(f"'metadata' is larger than {MAX_METADATA_BYTES} bytes")
+    return value
+
+
+def encode_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def validate_uuid(value: Any, field: str = "memory_id") -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a valid UUID")
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError:
+        raise ValidationError(f"{field} must be a valid UUID") from None
+
+
+def validate_timestamp(value: Any, field: str) -> str | None:
+    """An ISO 8601 / datetime / epoch value as a UTC ISO string; None stays None."""
+    if value is None:
+        return None
+    return format_timestamp(parse_timestamp(value, field=field))
+
+
+def validate_embedding(value: Any, dimensions: int | None) -> bytes:
+    """A finite, non-zero float vector of the store's dimension, as float32 bytes."""
+    if isinstance(value, str):
+        parts = [p for p in value.split(",") if p.strip()]
+        try:
+            value = [float(p) for p in parts]
+        except ValueError:
+            raise ValidationError("Embedding must contain numeric values") from None
+    if not isinstance(value, Sequence) and not hasattr(value, "tolist"):
+        raise ValidationError("Embedding must be a list of numbers")
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    numbers: list[float] = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            raise ValidationError("Embedding must contain numeric values")
+        numbers.append(float(item))
+    if dimensions is not None and len(numbers) != dimensions:
+        raise ValidationError(f"Embedding must contain exactly {dimensions} values")
+    if not numbers:
+        raise ValidationError("Embedding must not be empty")
+    if not all(math.isfinite(n) for n in numbers):
+        raise ValidationError("Embedding values must be finite numbers")
+    if not any(numbers):
+        raise ValidationError("Embedding must not be the zero vector")
+    return array("f", numbers).tobytes()
+
+
+def validate_context_name(value: Any) -> str:
+    if value is None:
+        return "default"
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("'context' must be a non-empty string")
+    name = check_text(value.strip(), "context")
+    if len(name) > MAX_CONTEXT_NAME:
+        raise ValidationError(f"'context' must be at most {MAX_CONTEXT_NAME} characters")
+    return name
+
+
+def validate_int(value: Any, field: str, *, default: int, minimum: int, maximum: int) -> int:
+    """An integer parameter; non-integers are an error, out-of-range values are clamped."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise ValidationError(f"'{field}' must be an integer")
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise ValidationError(f"'{field}' must be an integer")
+        value = int(value)
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ValidationError(f"'{field}' must be an integer") from None
+    if not isinstance(value, int):
+        raise ValidationError(f"'{field}' must be an integer")
+    return max(minimum, min(maximum, value))
+
+
+def now_iso(now: datetime) -> str:
+    return format_timestamp(now)
