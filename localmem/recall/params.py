@@ -78,7 +78,7 @@ class RecallParams:
     min_score: float = 0.0
     adaptive_floor: bool = True
     auto_decompose: bool = False
-    now: datetime | None = None
+    now: datetime | None = None  # always set by parse_recall_params
 
     @property
     def has_window(self) -> bool:
@@ -156,8 +156,12 @@ def _choice(value: Any, choices: tuple[str, ...], default: str) -> str:
     return text if text in choices else default
 
 
-def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int | None) -> RecallParams:
-    """Validate raw parameters into RecallParams; ValidationError (400) on bad input."""
+def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int | None,
+                        default_now: datetime) -> RecallParams:
+    """Validate raw parameters into RecallParams; ValidationError (400) on bad input.
+
+    ``default_now`` is the reference time when the caller gives no ``now``.
+    """
     values: dict[str, Any] = {}
     for key, value in raw.items():
         name = ALIASES.get(key, key)
@@ -170,7 +174,7 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
 
     p = RecallParams()
     now = values.get("now")
-    p.now = parse_timestamp(now, field="now") if now is not None else None
+    p.now = parse_timestamp(now, field="now") if now is not None else default_now
     query = _text(values.get("query"), "query")
     p.query = "" if query == "*" else query
     p.queries = [q for q in split_multi(values.get("queries"), "queries") if q != "*"]

@@ -107,9 +107,8 @@ def _public(result: dict[str, Any]) -> dict[str, Any]:
 def run_recall(store: "MemoryStore", raw: dict[str, Any]) -> dict[str, Any]:
     """Answer one recall request with AutoMem's GET /recall response body."""
     started = time.perf_counter()
-    params = parse_recall_params(raw, store.config, store.dimensions)
-    now = params.now or store.now()
-    params.now = now
+    params = parse_recall_params(raw, store.config, store.dimensions, store.now())
+    now = params.now
     vectors = QueryVectors(store, params.embedding)
 
     queries = params.queries or [params.query]
