@@ -21,7 +21,7 @@ from .errors import ConfigError, NotFoundError, ValidationError
 from .migrations import LATEST_VERSION, migrate
 from .progress import ProgressBar
 from .records import MemoryRow, rows_as_dicts, to_record
-from .relations import AUTHORABLE_TYPES, RELATION_TYPES, SUPERSESSION_TYPES
+from .relations import AUTHORABLE_TYPES, DEFAULT_EXPAND_TYPES, RELATION_TYPES, SUPERSESSION_TYPES
 from .statements import Statements
 from .tags import normalize_tags, prepare_tag_filters
 from .text import generate_summary
@@ -269,6 +269,8 @@ class MemoryStore:
                    progress: bool = False) -> list[str]:
         """Store many memories in one transaction (all or nothing); returns their ids."""
         batch_size = validate_int(batch_size, "batch_size", default=256, minimum=1, maximum=10_000)
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise ValidationError("'items' must be a list of memory objects")
         items = list(items)
         for index, item in enumerate(items):
             if not isinstance(item, Mapping):
@@ -440,6 +442,31 @@ class MemoryStore:
         from .recall.pipeline import run_recall
 
         return run_recall(self, {"query": query, **params})
+
+    def related(self, memory_id: str, relationship_types: Any = None, max_depth: int = 1,
+                limit: int = 5) -> dict[str, Any]:
+        """Memories within ``max_depth`` (1–3) undirected hops, most important first."""
+        memory_id = validate_uuid(memory_id)
+        if relationship_types is None or relationship_types == "" or relationship_types == []:
+            types = list(DEFAULT_EXPAND_TYPES)
+        else:
+            raw = relationship_types.split(",") if isinstance(relationship_types, str) else relationship_types
+            if not isinstance(raw, (list, tuple)) or not all(isinstance(t, str) for t in raw):
+                raise ValidationError("'relationship_types' must be a list of strings")
+            types = list(dict.fromkeys(t.strip().upper() for t in raw if t.strip()))
+            unknown = [t for t in types if t not in RELATION_TYPES]
+            if unknown:
+                raise ValidationError(
+                    f"Unknown relationship type(s) {unknown}; valid: {sorted(RELATION_TYPES)}")
+        depth = validate_int(max_depth, "max_depth", default=1, minimum=1, maximum=3)
+        limit = validate_int(limit, "limit", default=self.config.relation_limit, minimum=1, maximum=200)
+        self._pk_and_record(memory_id)
+        rows = rows_as_dicts(self.conn.execute(self.sql["related_memories"], {
+            "id": memory_id, "max_depth": depth, "types": json.dumps(types), "limit": limit}))
+        related = [{**to_record(row), "depth": row["depth"]} for row in rows]
+        return {"status": "success", "memory_id": memory_id, "count": len(related),
+                "related_memories": related, "relationship_types": types,
+                "max_depth": depth, "limit": limit}
 
     def touch(self, memory_ids: list[str], when: datetime) -> None:
         """Set last_accessed for recalled memories in one write (skipped when disabled)."""

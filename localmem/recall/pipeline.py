@@ -1,18 +1,30 @@
-"""The recall pipeline: channels → scoring → dedup/sort → state filter → gates → response."""
+"""The recall pipeline, in AutoMem's order:
+
+per query: channels → score → min_score → dedup → sort → cut;
+then: merge queries → seeds → relation expansion → entity expansion →
+current-state filter → recency bias → adaptive floor / min_score →
+scope fallback → relation hydration → response → last_accessed.
+"""
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..text import extract_keywords
-from ..timeparse import format_timestamp
+from ..timeparse import format_timestamp, query_has_temporal_intent
 from .channels import keyword_candidates, scope_bindings, trending_candidates, vector_candidates
+from .entities import expand_entities
+from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
 from .params import RecallParams, parse_recall_params
 from .ranking import dedupe, sort_results
-from .scoring import ScoreInputs, score_candidate
-from .state import apply_state_filter
+from .scope import passes_scope
+from .scoring import ScoreInputs, parse_epoch, score_candidate
+from .state import active_replacements, apply_state_filter, state_reason
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -40,62 +52,266 @@ class QueryVectors:
         return self._cache[query]
 
 
-def vector_fetch_size(params: RecallParams, limit: int, config_overfetch: int, cap: int,
-                      max_limit: int, has_text: bool) -> int:
-    """AutoMem's over-fetch: more vector candidates than asked for, so re-ranking has room."""
-    fetch = max(limit, min(limit * config_overfetch, cap))
-    if params.tags and has_text:
-        fetch = max(limit, min(max(fetch, max_limit), cap))
-    return fetch
+class Recall:
+    """One recall request against one store."""
 
+    def __init__(self, store: "MemoryStore", params: RecallParams) -> None:
+        self.store = store
+        self.config = store.config
+        self.params = params
+        self.now: datetime = params.now  # type: ignore[assignment]
+        self.vectors = QueryVectors(store, params.embedding)
+        self.vector_pool = 0
 
-def run_single_query(store: "MemoryStore", params: RecallParams, query: str, limit: int,
-                     vectors: QueryVectors, now: Any) -> list[dict[str, Any]]:
-    """Candidates for one query, scored, filtered, deduplicated, sorted and cut to ``limit``."""
-    config = store.config
-    scope = scope_bindings(params, config.excluded_types)
-    query_vector = vectors.for_query(query)
-    has_text = bool(query) or params.embedding is not None
-    candidates: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    # -- scoring ----------------------------------------------------------
 
-    def admit(found: list[dict[str, Any]]) -> None:
-        for candidate in found:
-            if candidate["id"] not in seen:
-                seen.add(candidate["id"])
-                candidates.append(candidate)
+    def fill_similarity(self, results: list[dict[str, Any]], query: str) -> None:
+        """Cosine to the query for results no vector search scored (one query)."""
+        query_vector = self.vectors.for_query(query)
+        missing = [r for r in results if r.get("_similarity") is None]
+        if query_vector is None or not missing:
+            return
+        rows = self.store.conn.execute(self.store.sql["recall_similarity"], {
+            "ids": json.dumps([r["id"] for r in missing]), "query_vector": query_vector})
+        similarity = {row[0]: row[1] for row in rows}
+        for result in missing:
+            if similarity.get(result["id"]) is not None:
+                result["_similarity"] = float(similarity[result["id"]])
 
-    fetch = vector_fetch_size(params, limit, config.vector_overfetch, config.vector_fetch_cap,
-                              config.max_limit, has_text)
-    if query_vector is not None:
-        admit(vector_candidates(store, params, scope, query_vector, fetch))
-    if query:
-        admit(keyword_candidates(store, params, scope, query, query_vector, max(fetch, config.keyword_fetch)))
-    if not query and query_vector is None:
-        admit(trending_candidates(store, params, scope, limit))
-
-    tokens = extract_keywords(query.lower())
-    for candidate in candidates:
+    def score(self, result: dict[str, Any], query: str) -> None:
+        """Set final_score, score, original_score and score_components of one result."""
+        tokens = extract_keywords(query.lower())
         final, components = score_candidate(
             ScoreInputs(
-                match_type=candidate["match_type"],
-                match_score=candidate["match_score"],
-                similarity=candidate["_similarity"],
-                relation_score=candidate.get("relation_score"),
-                metadata_score=candidate.get("_metadata_score", 0.0),
-                memory=candidate["memory"],
+                match_type=result["match_type"],
+                match_score=float(result.get("match_score") or 0.0),
+                similarity=result.get("_similarity"),
+                relation_score=result.get("relation_score"),
+                metadata_score=result.get("_metadata_score", 0.0),
+                memory=result["memory"],
             ),
-            query, tokens, now, config,
+            query, tokens, self.now, self.config,
         )
-        candidate["final_score"] = final
-        candidate["score"] = final
-        candidate.setdefault("original_score", candidate["match_score"])
-        candidate["score_components"] = components
-        candidate["_query"] = query
-    if params.min_score > 0:
-        candidates = [c for c in candidates if c["final_score"] >= params.min_score]
-    candidates, _ = dedupe(candidates)
-    return sort_results(candidates, params.sort)[:limit]
+        bonus = result.get("_entity_bonus")
+        if bonus:
+            final += bonus
+            components["entity_expansion"] = bonus
+        result["final_score"] = final
+        result["score"] = final
+        result.setdefault("original_score", result.get("match_score", 0.0))
+        result["score_components"] = components
+        result["_query"] = query
+
+    def scorer(self, query: str):
+        def score(result: dict[str, Any]) -> None:
+            self.fill_similarity([result], query)
+            self.score(result, query)
+        return score
+
+    # -- one query --------------------------------------------------------
+
+    def vector_fetch_size(self, limit: int, has_text: bool) -> int:
+        """AutoMem's over-fetch: more vector candidates than asked for, so re-ranking has room."""
+        config = self.config
+        fetch = max(limit, min(limit * config.vector_overfetch, config.vector_fetch_cap))
+        if self.params.tags and has_text:
+            fetch = max(limit, min(max(fetch, config.max_limit), config.vector_fetch_cap))
+        return fetch
+
+    def run_query(self, query: str, limit: int) -> list[dict[str, Any]]:
+        """Candidates for one query, scored, filtered, deduplicated, sorted and cut to ``limit``."""
+        params, store = self.params, self.store
+        scope = scope_bindings(params, self.config.excluded_types)
+        query_vector = self.vectors.for_query(query)
+        has_text = bool(query) or params.embedding is not None
+        candidates: list[dict[str, Any]] = []
+        seen: set[str] = set()
+
+        def admit(found: list[dict[str, Any]]) -> None:
+            for candidate in found:
+                if candidate["id"] not in seen:
+                    seen.add(candidate["id"])
+                    candidates.append(candidate)
+
+        fetch = self.vector_fetch_size(limit, has_text)
+        if query_vector is not None:
+            found = vector_candidates(store, params, scope, query_vector, fetch)
+            self.vector_pool += len(found)
+            admit(found)
+        if query:
+            admit(keyword_candidates(store, params, scope, query, query_vector,
+                                     max(fetch, self.config.keyword_fetch)))
+        if not query and query_vector is None:
+            admit(trending_candidates(store, params, scope, limit))
+        for candidate in candidates:
+            self.score(candidate, query)
+        if params.min_score > 0:
+            candidates = [c for c in candidates if c["final_score"] >= params.min_score]
+        candidates, _ = dedupe(candidates)
+        return sort_results(candidates, params.sort)[:limit]
+
+    # -- later stages -----------------------------------------------------
+
+    def in_scope(self, memory: dict[str, Any]) -> bool:
+        return passes_scope(memory, self.params, self.config.excluded_types)
+
+    def apply_recency_bias(self, results: list[dict[str, Any]], queries: list[str]) -> bool:
+        """Re-rank toward newer memories (``on``, or ``auto`` on temporal-intent queries)."""
+        params = self.params
+        active = params.recency_bias == "on" or (
+            params.recency_bias == "auto" and any(query_has_temporal_intent(q) for q in queries if q))
+        if not active or params.sort != "score" or not results:
+            return False
+        epochs = {r["id"]: parse_epoch(r["memory"].get("timestamp")) for r in results}
+        valid = [e for e in epochs.values() if e is not None]
+        spread = (max(valid) - min(valid)) if valid else 0.0
+        weight = self.config.weight_temporal
+        if spread > 0 and weight > 0:
+            low = min(valid)
+            for result in results:
+                epoch = epochs[result["id"]]
+                if epoch is None:
+                    continue
+                relative = (epoch - low) / spread
+                result["final_score"] += weight * relative
+                result["score"] = result["final_score"]
+                result["score_components"]["temporal"] = relative
+            results.sort(key=lambda r: -r["final_score"])
+        return True
+
+    def scope_fallback(self, results: list[dict[str, Any]], seen: set[str]) -> list[dict[str, Any]]:
+        """Fill a short tag-scoped answer from an unscoped vector search, marked outside_tag_scope."""
+        params = self.params
+        query = params.query or (params.queries[0] if params.queries else "")
+        query_vector = self.vectors.for_query(query)
+        free = params.limit - len(results)
+        if query_vector is None or free <= 0:
+            return []
+        unscoped = replace(params, tags=[])
+        scope = scope_bindings(unscoped, self.config.excluded_types)
+        found = vector_candidates(self.store, unscoped, scope,
+                                  query_vector, min(params.limit * 2, self.config.max_limit))
+        now_iso = format_timestamp(self.now)
+        found = [c for c in found if c["id"] not in seen and not self.in_scope(c["memory"])
+                 and (not params.current_only or state_reason(c["memory"], now_iso) is None)]
+        if params.current_only:
+            superseded = active_replacements(self.store, [c["id"] for c in found], now_iso)
+            found = [c for c in found if c["id"] not in superseded]
+        for candidate in found:
+            self.score(candidate, query)
+            candidate["outside_tag_scope"] = True
+        if params.min_score > 0:
+            found = [c for c in found if c["final_score"] >= params.min_score]
+        found.sort(key=lambda r: -r["final_score"])
+        return found[:free]
+
+    # -- the whole request ------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        params = self.params
+        queries = params.queries or [params.query]
+        per_query_limit = params.per_query_limit if params.queries else params.limit
+        gathered: list[dict[str, Any]] = []
+        for query in queries:
+            gathered.extend(self.run_query(query, per_query_limit))
+        merged, dedup_removed = dedupe(gathered)
+        seeds = sort_results(merged, params.sort)[: params.limit]
+        seen = {r["id"] for r in seeds}
+        primary_query = params.query or (params.queries[0] if params.queries else "")
+
+        expansions: list[dict[str, Any]] = []
+        if params.expand_relations:
+            expansions = expand_relations(self.store, params, seeds, seen, self.scorer(primary_query))
+            seen.update(r["id"] for r in expansions)
+        entity_results: list[dict[str, Any]] = []
+        entity_names: list[str] = []
+        if params.expand_entities:
+            entity_results, entity_names = expand_entities(
+                self.store, params, seeds + expansions, seen, self.scorer(primary_query))
+        results = seeds + expansions + entity_results
+
+        state_filter = None
+        if params.current_only:
+            results, state_filter = apply_state_filter(
+                self.store, results, self.now, params.state_debug, self.in_scope)
+        recency_applied = self.apply_recency_bias(results, queries)
+        results, score_filter = apply_score_gates(
+            results, sort=params.sort, use_adaptive=params.adaptive_floor, min_score=params.min_score)
+        fallback_active = (params.scope_fallback and bool(params.tags) and self.vectors.available
+                           and bool(primary_query or params.embedding is not None)
+                           and len(results) < params.limit)
+        if fallback_active:
+            results = results + self.scope_fallback(results, seen | {r["id"] for r in results})
+        hydrate_relations(self.store, results)
+        response = self.response(results, queries, dedup_removed, state_filter, score_filter,
+                                 seeds, expansions, entity_results, entity_names,
+                                 recency_applied, fallback_active)
+        response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        self.store.touch([r["id"] for r in seeds], self.now)
+        return response
+
+    def response(self, results, queries, dedup_removed, state_filter, score_filter, seeds,
+                 expansions, entity_results, entity_names, recency_applied, fallback_active
+                 ) -> dict[str, Any]:
+        params = self.params
+        response: dict[str, Any] = {
+            "status": "success",
+            "query": params.query,
+            "results": [_public(r) for r in results],
+            "count": len(results),
+            "dedup_removed": dedup_removed,
+            "sort": params.sort,
+            "state_mode": params.state_mode,
+        }
+        if state_filter is not None:
+            response["state_filter"] = state_filter
+        if params.queries:
+            response["queries"] = queries
+        else:
+            response["keywords"] = extract_keywords(params.query.lower())
+        response["vector_search"] = {
+            "enabled": self.vectors.available,
+            "matched": self.vector_pool > 0,
+        }
+        if not self.vectors.available:
+            response["degraded"] = True
+            response["degraded_reason"] = "embedding_unavailable"
+        if params.expand_relations:
+            response["expansion"] = {
+                "enabled": True, "seed_count": len(seeds), "expanded_count": len(expansions),
+                "relation_limit": params.relation_limit, "expansion_limit": params.expansion_limit,
+                "respect_tags": params.expand_respect_tags,
+            }
+        if params.expand_entities:
+            response["entity_expansion"] = {
+                "enabled": True, "expanded_count": len(entity_results), "entities_found": entity_names,
+            }
+        if params.has_window:
+            response["time_window"] = {
+                "start": format_timestamp(params.window_start) if params.window_start else None,
+                "end": format_timestamp(params.window_end) if params.window_end else None,
+            }
+        if params.tags:
+            semantic = self.vectors.available and bool(params.query or params.queries or params.embedding)
+            response["tags"] = params.tags
+            response["tag_scope"] = {
+                "filtered": True,
+                "pool_size_hint": self.vector_pool if semantic else None,
+                "gated_low_evidence": sum(1 for r in results
+                                          if r.get("score_components", {}).get("relevance_gated")),
+            }
+        if fallback_active:
+            response["scope_fallback"] = True
+        if recency_applied:
+            response["recency_bias"] = "on"
+        if params.exclude_tags:
+            response["exclude_tags"] = params.exclude_tags
+        if score_filter is not None:
+            response["score_filter"] = score_filter
+        response["tag_mode"] = params.tag_mode
+        response["tag_match"] = params.tag_match
+        return response
 
 
 def _public(result: dict[str, Any]) -> dict[str, Any]:
@@ -106,68 +322,5 @@ def _public(result: dict[str, Any]) -> dict[str, Any]:
 
 def run_recall(store: "MemoryStore", raw: dict[str, Any]) -> dict[str, Any]:
     """Answer one recall request with AutoMem's GET /recall response body."""
-    started = time.perf_counter()
     params = parse_recall_params(raw, store.config, store.dimensions, store.now())
-    now = params.now
-    vectors = QueryVectors(store, params.embedding)
-
-    queries = params.queries or [params.query]
-    per_query_limit = params.per_query_limit if params.queries else params.limit
-    gathered: list[dict[str, Any]] = []
-    for query in queries:
-        gathered.extend(run_single_query(store, params, query, per_query_limit, vectors, now))
-    merged, dedup_removed = dedupe(gathered)
-    seeds = sort_results(merged, params.sort)[: params.limit]
-    results = list(seeds)
-
-    state_filter = None
-    if params.current_only:
-        results, state_filter = apply_state_filter(results, now, params.state_debug)
-    results, score_filter = apply_score_gates(
-        results, sort=params.sort, use_adaptive=params.adaptive_floor, min_score=params.min_score)
-
-    response: dict[str, Any] = {
-        "status": "success",
-        "query": params.query,
-        "results": [_public(r) for r in results],
-        "count": len(results),
-        "dedup_removed": dedup_removed,
-        "sort": params.sort,
-        "state_mode": params.state_mode,
-    }
-    if state_filter is not None:
-        response["state_filter"] = state_filter
-    if params.queries:
-        response["queries"] = queries
-    else:
-        response["keywords"] = extract_keywords(params.query.lower())
-    vector_enabled = vectors.available
-    response["vector_search"] = {
-        "enabled": vector_enabled,
-        "matched": any(r["match_type"] == "vector" for r in results),
-    }
-    if not vector_enabled:
-        response["degraded"] = True
-        response["degraded_reason"] = "embedding_unavailable"
-    if params.has_window:
-        response["time_window"] = {
-            "start": format_timestamp(params.window_start) if params.window_start else None,
-            "end": format_timestamp(params.window_end) if params.window_end else None,
-        }
-    if params.tags:
-        response["tags"] = params.tags
-        has_semantic = bool(params.query or params.queries) and vector_enabled or params.embedding is not None
-        response["tag_scope"] = {
-            "filtered": True,
-            "pool_size_hint": sum(1 for r in gathered if r["match_type"] == "vector") if has_semantic else None,
-            "gated_low_evidence": sum(1 for r in results if r["score_components"].get("relevance_gated")),
-        }
-    if params.exclude_tags:
-        response["exclude_tags"] = params.exclude_tags
-    if score_filter is not None:
-        response["score_filter"] = score_filter
-    response["tag_mode"] = params.tag_mode
-    response["tag_match"] = params.tag_match
-    response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
-    store.touch([r["id"] for r in results], now)
-    return response
+    return Recall(store, params).run()

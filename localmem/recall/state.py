@@ -1,15 +1,23 @@
-"""The current-state filter: hide archived, not-yet-valid and expired memories."""
+"""The current-state filter: hide archived, not-yet-valid, expired and superseded
+memories, and put the head of a supersession chain in a superseded memory's place."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from ..records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+MAX_SUPERSESSION_HOPS = 5
 
 
 def state_reason(memory: dict[str, Any], now_iso: str) -> str | None:
-    """Why a memory is not current, or None (AutoMem's reason order)."""
+    """Why a memory is not current, leaving supersession aside (AutoMem's reason order)."""
     if memory.get("archived"):
         return "archived"
     if memory.get("t_valid") and memory["t_valid"] > now_iso:
@@ -19,24 +27,84 @@ def state_reason(memory: dict[str, Any], now_iso: str) -> str | None:
     return None
 
 
-def apply_state_filter(results: list[dict[str, Any]], now: datetime,
-                       debug: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Drop results that are not current; returns the kept ones and the state_filter block."""
+def active_replacements(store: "MemoryStore", memory_ids: list[str],
+                        now_iso: str) -> dict[str, dict[str, Any]]:
+    """For each id that a supersession chain leads away from, its current head.
+
+    One recursive CTE walks every chain (≤ 5 hops, cycle-safe); the head is
+    the deepest node on the walk that is itself current. The first hop's
+    relation type and strength are kept as provenance.
+    """
+    if not memory_ids:
+        return {}
+    rows = rows_as_dicts(store.conn.execute(store.sql["state_replacements"], {
+        "ids": json.dumps(memory_ids), "max_depth": MAX_SUPERSESSION_HOPS}))
+    heads: dict[str, dict[str, Any]] = {}
+    for row in rows:  # ordered by origin, then depth: deeper current nodes overwrite
+        memory = to_record(row)
+        if memory["id"] == row["origin_id"] or state_reason(memory, now_iso) is not None:
+            continue
+        heads[row["origin_id"]] = {
+            "memory": memory,
+            "relation_type": row["relation_type"],
+            "strength": float(row["relation_strength"] or 0.0),
+        }
+    return heads
+
+
+def apply_state_filter(store: "MemoryStore", results: list[dict[str, Any]], now: datetime,
+                       debug: bool, replacement_allowed: Callable[[dict[str, Any]], bool]
+                       ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Drop results that are not current, injecting supersession heads in their place.
+
+    ``replacement_allowed`` says whether a head passes the request's scope
+    (time window, tags, exclude_tags); a head outside it is not injected.
+    """
     now_iso = format_timestamp(now)
+    heads = active_replacements(store, [r["id"] for r in results], now_iso)
+    present = {r["id"] for r in results}
     kept: list[dict[str, Any]] = []
     suppressed: list[dict[str, Any]] = []
+    replacements: list[dict[str, Any]] = []
     for result in results:
         reason = state_reason(result["memory"], now_iso)
+        head = heads.get(result["id"])
+        if reason is None and head is not None:
+            reason = "superseded"
         if reason is None:
             kept.append(result)
-        else:
-            suppressed.append({"id": result["id"], "reason": reason})
+            continue
+        entry: dict[str, Any] = {"id": result["id"], "reason": reason}
+        if head is not None:
+            head_id = head["memory"]["id"]
+            entry["replacement_id"] = head_id
+            entry["relation_type"] = head["relation_type"]
+            if head_id not in present and replacement_allowed(head["memory"]):
+                present.add(head_id)
+                kept.append({
+                    "id": head_id,
+                    "score": result.get("final_score", 0.0),
+                    "match_score": result.get("match_score", 0.0),
+                    "match_type": "state_replacement",
+                    "source": "graph",
+                    "memory": head["memory"],
+                    "relations": [{"type": head["relation_type"], "strength": head["strength"],
+                                   "from": result["id"]}],
+                    "state_replaces": result["id"],
+                    "final_score": result.get("final_score", 0.0),
+                    "original_score": result.get("original_score", 0.0),
+                    "score_components": dict(result.get("score_components") or {}),
+                    "_query": result.get("_query", ""),
+                })
+                replacements.append({"id": head_id, "replaces_id": result["id"],
+                                     "relation_type": head["relation_type"]})
+        suppressed.append(entry)
     block: dict[str, Any] = {
         "current_only": True,
         "suppressed_count": len(suppressed),
-        "replacement_count": 0,
+        "replacement_count": len(replacements),
     }
     if debug:
         block["suppressed"] = suppressed
-        block["replacements"] = []
+        block["replacements"] = replacements
     return kept, block
