@@ -45,6 +45,7 @@ STORE_FIELDS = frozenset({
     "archived", "summary", "relevance_score",
 })
 UPDATE_FIELDS = STORE_FIELDS - {"id"}
+CLEARABLE_FIELDS = frozenset({"t_invalid", "relevance_score"})
 # Edge properties callers may set, across all relation types (AutoMem's registry).
 EDGE_PROPERTIES = frozenset(
     p for rt in RELATION_TYPES.values() for p in rt.properties
@@ -54,6 +55,15 @@ BY_TAG_MAX_LIMIT = 200
 
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _validate_archived(value: Any) -> bool:
+    """A boolean (or 0/1); ``bool("false")`` would silently archive."""
+    if value is None:
+        return False
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise ValidationError("'archived' must be a boolean")
 
 
 class MemoryStore:
@@ -214,7 +224,7 @@ class MemoryStore:
             last_accessed=last_accessed,
             t_valid=t_valid or timestamp,
             t_invalid=t_invalid,
-            archived=bool(fields.get("archived", False)),
+            archived=_validate_archived(fields.get("archived")),
             metadata=metadata,
             context=validate_context_name(fields.get("context")),
             relevance_score=relevance,
@@ -233,7 +243,14 @@ class MemoryStore:
                  progress: ProgressBar | None = None) -> tuple[list[MemoryRow], list[bytes | None]]:
         """Validate items and compute their embeddings (outside any transaction)."""
         now = self.now()
-        rows = [self._build_row(item, now=now) for item in items]
+        rows = []
+        for index, item in enumerate(items):
+            try:
+                rows.append(self._build_row(item, now=now))
+            except ValidationError as exc:
+                if len(items) == 1:
+                    raise
+                raise ValidationError(f"Memory at index {index}: {exc.message}") from exc
         ids = [row.id for row in rows]
         if len(set(ids)) != len(ids):
             raise ValidationError("Duplicate ids in one batch")
@@ -294,6 +311,8 @@ class MemoryStore:
         unknown = set(fields) - UPDATE_FIELDS
         if unknown:
             raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
+        # None leaves a field as it is, except for the fields where None means "clear it".
+        fields = {k: v for k, v in fields.items() if v is not None or k in CLEARABLE_FIELDS}
         pk, current = self._pk_and_record(memory_id)
         merged: dict[str, Any] = {k: current[k] for k in STORE_FIELDS - {"embedding"} if k in current}
         content_changed = "content" in fields and validate_content(fields["content"]) != current["content"]

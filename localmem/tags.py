@@ -24,6 +24,10 @@ _TAGS_TYPE_MESSAGE = "'tags' must be a list of strings or a single string"
 def _check_tag(tag: str) -> None:
     if "\x00" in tag:
         raise ValidationError("Tags must not contain NUL characters")
+    try:
+        tag.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("Tags must be valid Unicode text (lone surrogate)") from None
     if len(tag) > MAX_TAG_LENGTH:
         raise ValidationError(
             f"Tag too long ({len(tag)} characters); the maximum is {MAX_TAG_LENGTH}"

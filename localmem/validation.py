@@ -35,7 +35,9 @@ def check_text(value: str, field: str) -> str:
 
 
 def validate_content(content: Any) -> str:
-    if content is None or not isinstance(content, str) or not content.strip():
+    if content is not None and not isinstance(content, str):
+        raise ValidationError(f"'content' must be a string, not {type(content).__name__}")
+    if content is None or not content.strip():
         raise ValidationError("'content' is required")
     text = check_text(content.strip(), "content")
     if len(text) > CONTENT_HARD_LIMIT:
@@ -141,11 +143,14 @@ def validate_embedding(value: Any, dimensions: int | None) -> bytes:
         raise ValidationError(f"Embedding must contain exactly {dimensions} values")
     if not numbers:
         raise ValidationError("Embedding must not be empty")
-    if not all(math.isfinite(n) for n in numbers):
-        raise ValidationError("Embedding values must be finite numbers")
-    if not any(numbers):
+    # Check the float32 values actually stored: 1e300 becomes inf and 1e-50
+    # becomes 0.0 when narrowed, which would poison every cosine.
+    packed = array("f", numbers)
+    if not all(math.isfinite(n) for n in packed):
+        raise ValidationError("Embedding values must be finite numbers (within float32 range)")
+    if not any(packed):
         raise ValidationError("Embedding must not be the zero vector")
-    return array("f", numbers).tobytes()
+    return packed.tobytes()
 
 
 def validate_context_name(value: Any) -> str:

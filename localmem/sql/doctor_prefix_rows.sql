@@ -1,0 +1,1 @@
+SELECT pk, prefix FROM memory_tag_prefixes;

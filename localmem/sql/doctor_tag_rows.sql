@@ -1,0 +1,1 @@
+SELECT pk, tag FROM memory_tags;

@@ -1,0 +1,1 @@
+SELECT type, count(*) AS count FROM memories GROUP BY type ORDER BY count DESC, type;
