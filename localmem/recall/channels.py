@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import rows_as_dicts, to_record
 from ..text import extract_keywords, substring_match_score
+from .metadata_search import metadata_match_score, metadata_scan_limit, metadata_slot_count, prefilter_terms
 from ..timeparse import format_timestamp
 from .params import RecallParams
 
@@ -96,3 +97,38 @@ def trending_candidates(store: "MemoryStore", params: RecallParams, scope: dict[
     rows = rows_as_dicts(store.conn.execute(store.sql["recall_trending"], {
         **scope, "order_by": params.sort, "k": k}))
     return [_candidate(row, "trending", float(row["importance"]), "graph", None) for row in rows]
+
+
+def metadata_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
+                        query: str, limit: int, seen: set[str]) -> list[dict[str, Any]]:
+    """The metadata sidecar: strong matches of whitelisted metadata values.
+
+    Returns up to ``max(1, min(limit, 10))`` new candidates plus "upgrades"
+    of already-seen ones (the later dedup keeps the higher-scored copy).
+    """
+    terms = prefilter_terms(query)
+    if not terms:
+        return []
+    rows = rows_as_dicts(store.conn.execute(store.sql["recall_metadata"], {
+        **scope, "terms": json.dumps(terms), "k": metadata_scan_limit(limit)}))
+    scored = []
+    for row in rows:
+        score = metadata_match_score(query, row["metadata"])
+        if score > 0:
+            candidate = _candidate(row, "metadata", score, "graph", None)
+            candidate["_metadata_score"] = score
+            scored.append(candidate)
+    scored.sort(key=lambda c: -c["match_score"])
+    new = [c for c in scored if c["id"] not in seen][: metadata_slot_count(limit)]
+    upgrades = [c for c in scored if c["id"] in seen]
+    return new + upgrades
+
+
+def priority_candidates(store: "MemoryStore", scope: dict[str, Any],
+                        memory_ids: list[str]) -> list[dict[str, Any]]:
+    """Listed ids fetched directly (match_type priority_id), only those within the scope."""
+    if not memory_ids:
+        return []
+    rows = rows_as_dicts(store.conn.execute(store.sql["recall_by_ids"], {
+        **scope, "ids": json.dumps(memory_ids)}))
+    return [_candidate(row, "priority_id", 0.0, "graph", None) for row in rows]

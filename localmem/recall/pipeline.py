@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..text import extract_keywords
 from ..timeparse import format_timestamp, query_has_temporal_intent
-from .channels import keyword_candidates, scope_bindings, trending_candidates, vector_candidates
+from .channels import (
+    keyword_candidates,
+    metadata_candidates,
+    priority_candidates,
+    scope_bindings,
+    trending_candidates,
+    vector_candidates,
+)
+from .context import ContextProfile, build_context_profile, context_priority_block, needs_injection
+from .decompose import decompose_query
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
@@ -62,6 +71,18 @@ class Recall:
         self.now: datetime = params.now  # type: ignore[assignment]
         self.vectors = QueryVectors(store, params.embedding)
         self.vector_pool = 0
+        self.profiles: dict[str, ContextProfile | None] = {}
+        self.context_injected = False
+
+    def profile(self, query: str) -> ContextProfile | None:
+        """The context profile for one query (language detection looks at the query too)."""
+        if query not in self.profiles:
+            p = self.params
+            self.profiles[query] = build_context_profile(
+                query=query, context=p.context, language=p.language, active_path=p.active_path,
+                context_tags=p.context_tags, context_types=p.context_types,
+                priority_ids=p.priority_ids)
+        return self.profiles[query]
 
     # -- scoring ----------------------------------------------------------
 
@@ -90,7 +111,7 @@ class Recall:
                 metadata_score=result.get("_metadata_score", 0.0),
                 memory=result["memory"],
             ),
-            query, tokens, self.now, self.config,
+            query, tokens, self.now, self.config, self.profile(query),
         )
         bonus = result.get("_entity_bonus")
         if bonus:
@@ -143,12 +164,56 @@ class Recall:
                                      max(fetch, self.config.keyword_fetch)))
         if not query and query_vector is None:
             admit(trending_candidates(store, params, scope, limit))
+        if query and self.config.metadata_search_enabled:
+            for candidate in metadata_candidates(store, params, scope, query, limit, seen):
+                seen.add(candidate["id"])
+                candidates.append(candidate)  # upgrades of seen ids too; dedup keeps the better copy
+        self.fill_similarity(candidates, query)
         for candidate in candidates:
             self.score(candidate, query)
         if params.min_score > 0:
             candidates = [c for c in candidates if c["final_score"] >= params.min_score]
         candidates, _ = dedupe(candidates)
-        return sort_results(candidates, params.sort)[:limit]
+        ranked = sort_results(candidates, params.sort)
+        profile = self.profile(query)
+        if profile is not None and needs_injection(profile, ranked[:limit]):
+            injected = self.inject_priority(profile, query, scope, ranked, limit)
+            if injected:
+                self.context_injected = True
+                ranked = sort_results(ranked + injected, params.sort)
+        return self.priority_first(ranked, limit)
+
+    def inject_priority(self, profile: ContextProfile, query: str, scope: dict[str, Any],
+                        present: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+        """Memories the context asks for that the search missed: listed ids, then priority tags."""
+        seen = {r["id"] for r in present}
+        found = priority_candidates(self.store, scope, [i for i in profile.priority_ids if i not in seen])
+        if profile.priority_tags:
+            tagged = replace(self.params, tags=sorted(profile.priority_tags), tag_mode="any",
+                             tag_match="prefix")
+            tag_scope = scope_bindings(tagged, self.config.excluded_types)
+            for candidate in trending_candidates(self.store, tagged, tag_scope, max(1, min(limit, 3))):
+                if self.in_scope(candidate["memory"]):
+                    found.append(candidate)
+        out: list[dict[str, Any]] = []
+        for candidate in found:
+            if candidate["id"] in seen:
+                continue
+            seen.add(candidate["id"])
+            out.append(candidate)
+        self.fill_similarity(out, query)
+        for candidate in out:
+            self.score(candidate, query)
+        return out
+
+    def priority_first(self, ranked: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+        """Listed priority ids first (in the order given), then the rest, cut to ``limit``."""
+        order = {memory_id: n for n, memory_id in enumerate(self.params.priority_ids)}
+        if not order:
+            return ranked[:limit]
+        first = sorted((r for r in ranked if r["id"] in order), key=lambda r: order[r["id"]])
+        rest = [r for r in ranked if r["id"] not in order]
+        return (first + rest)[:limit]
 
     # -- later stages -----------------------------------------------------
 
@@ -210,13 +275,19 @@ class Recall:
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
         params = self.params
-        queries = params.queries or [params.query]
-        per_query_limit = params.per_query_limit if params.queries else params.limit
+        if params.queries:
+            queries = params.queries
+        elif params.auto_decompose and params.query:
+            queries = [params.query] + decompose_query(params.query)
+        else:
+            queries = [params.query]
+        multi = len(queries) > 1 or bool(params.queries)
+        per_query_limit = params.per_query_limit if multi else params.limit
         gathered: list[dict[str, Any]] = []
         for query in queries:
             gathered.extend(self.run_query(query, per_query_limit))
         merged, dedup_removed = dedupe(gathered)
-        seeds = sort_results(merged, params.sort)[: params.limit]
+        seeds = self.priority_first(sort_results(merged, params.sort), params.limit)
         seen = {r["id"] for r in seeds}
         primary_query = params.query or (params.queries[0] if params.queries else "")
 
@@ -244,8 +315,8 @@ class Recall:
         if fallback_active:
             results = results + self.scope_fallback(results, seen | {r["id"] for r in results})
         hydrate_relations(self.store, results)
-        response = self.response(results, queries, dedup_removed, state_filter, score_filter,
-                                 seeds, expansions, entity_results, entity_names,
+        response = self.response(results, queries if multi else None, dedup_removed, state_filter,
+                                 score_filter, seeds, expansions, entity_results, entity_names,
                                  recency_applied, fallback_active)
         response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self.store.touch([r["id"] for r in seeds], self.now)
@@ -266,7 +337,7 @@ class Recall:
         }
         if state_filter is not None:
             response["state_filter"] = state_filter
-        if params.queries:
+        if queries is not None:
             response["queries"] = queries
         else:
             response["keywords"] = extract_keywords(params.query.lower())
@@ -311,6 +382,9 @@ class Recall:
             response["score_filter"] = score_filter
         response["tag_mode"] = params.tag_mode
         response["tag_match"] = params.tag_match
+        profile = next((p for p in self.profiles.values() if p is not None), None)
+        if profile is not None:
+            response["context_priority"] = context_priority_block(profile, self.context_injected)
         return response
 
 

@@ -10,6 +10,7 @@ from typing import Any, Iterable
 from ..config import Config
 from ..text import keyword_share
 from ..timeparse import parse_timestamp
+from .context import ContextProfile, context_bonus
 
 _METADATA_TOKEN = re.compile(r"[a-z0-9_\-]+")
 MAX_METADATA_TERM = 256
@@ -94,14 +95,17 @@ class ScoreInputs:
     relation_score: float | None
     metadata_score: float
     memory: dict[str, Any]
-    context_bonus: float = 0.0
 
 
 def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: datetime,
-                    config: Config) -> tuple[float, dict[str, Any]]:
-    """Final score and the score_components block for one candidate."""
+                    config: Config, profile: ContextProfile | None = None) -> tuple[float, dict[str, Any]]:
+    """Final score and the score_components block for one candidate.
+
+    ``profile`` (context hints) adds the unweighted context bonus.
+    """
     memory = inputs.memory
     meta_terms = metadata_terms(memory.get("metadata") or {})
+    bonus = context_bonus(profile, memory, meta_terms)
     vector = max(0.0, inputs.similarity) if inputs.similarity is not None else 0.0
     keyword = keyword_component(inputs.match_type, inputs.match_score, tokens, memory.get("content") or "")
     metadata = inputs.metadata_score
@@ -133,8 +137,8 @@ def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: dat
         "confidence": config.weight_confidence, "recency": config.weight_recency,
         "exact": config.weight_exact, "relevance": config.weight_relevance,
     }
-    final = sum(components[k] * weights[k] for k in COMPONENT_KEYS) + inputs.context_bonus
-    components["context"] = inputs.context_bonus
+    final = sum(components[k] * weights[k] for k in COMPONENT_KEYS) + bonus
+    components["context"] = bonus
     components["evidence"] = evidence
     components["relevance_gated"] = gated
     return final, components
