@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import threading
 import uuid
 import warnings
 from datetime import datetime, timezone
@@ -57,6 +59,20 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a public method under the store's lock.
+
+    One apsw connection is shared by every thread that uses the store; a
+    transaction opened by one thread must not take in another thread's
+    statements, so calls are serialized.
+    """
+    @functools.wraps(method)
+    def wrapper(self: "MemoryStore", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
 def _validate_archived(value: Any) -> bool:
     """A boolean (or 0/1); ``bool("false")`` would silently archive."""
     if value is None:
@@ -86,6 +102,7 @@ class MemoryStore:
         self.config = config if config is not None else Config.from_env()
         self.clock = clock or utc_now
         self.sql = Statements()
+        self._lock = threading.RLock()
         self.embedder: Embedder | None = resolve_embedder(embedder)
         self.embedder_error: str | None = None
         self.conn = connect(self.path)
@@ -99,6 +116,7 @@ class MemoryStore:
 
     # -- lifecycle --------------------------------------------------------
 
+    @_serialized
     def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -275,6 +293,7 @@ class MemoryStore:
 
     # -- writes -----------------------------------------------------------
 
+    @_serialized
     def store(self, content: str, **fields: Any) -> str:
         """Store one memory; returns its id. Validation and defaults follow AutoMem's POST /memory."""
         rows, embeddings = self._prepare([{**fields, "content": content}])
@@ -282,6 +301,7 @@ class MemoryStore:
             self._insert_rows(rows, embeddings)
         return rows[0].id
 
+    @_serialized
     def store_many(self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256,
                    progress: bool = False) -> list[str]:
         """Store many memories in one transaction (all or nothing); returns their ids."""
@@ -302,10 +322,12 @@ class MemoryStore:
             self._insert_rows(rows, embeddings)
         return [row.id for row in rows]
 
+    @_serialized
     def get(self, memory_id: str) -> dict[str, Any]:
         """The memory record; ``NotFoundError`` if there is none."""
         return self._pk_and_record(memory_id)[1]
 
+    @_serialized
     def update(self, memory_id: str, **fields: Any) -> dict[str, Any]:
         """Change fields of a memory; re-embeds only when the content changed."""
         unknown = set(fields) - UPDATE_FIELDS
@@ -341,12 +363,14 @@ class MemoryStore:
                                  embedding_changed, self.has_vector_index)
         return self.get(memory_id)
 
+    @_serialized
     def delete(self, memory_id: str) -> None:
         """Remove a memory with its edges, tags, FTS and vector rows."""
         pk, _ = self._pk_and_record(memory_id)
         with self.conn:
             writes.delete_memory(self.conn, self.sql, pk, self.has_vector_index)
 
+    @_serialized
     def associate(self, memory1_id: str, memory2_id: str, type: str = "RELATES_TO",
                   strength: float = 0.5, **properties: Any) -> dict[str, Any]:
         """Create or update the edge ``memory1 -[type]-> memory2`` (idempotent per pair and type)."""
@@ -383,6 +407,7 @@ class MemoryStore:
         return {"memory1_id": first, "memory2_id": second, "relation_type": relation,
                 "strength": weight, **props}
 
+    @_serialized
     def supersede(self, old_id: str, new_content_or_id: str, *, relation: str = "INVALIDATED_BY",
                   reason: str | None = None, **store_fields: Any) -> dict[str, Any]:
         """Replace a memory by a new one (stored now, or an existing id), atomically.
@@ -435,6 +460,7 @@ class MemoryStore:
 
     # -- reads ------------------------------------------------------------
 
+    @_serialized
     def by_tag(self, tags: Any, *, limit: int = 20, offset: int = 0) -> dict[str, Any]:
         """Enumerate memories having any of the tags (exact, case-insensitive)."""
         wanted = prepare_tag_filters(normalize_tags(tags, split_commas=True))
@@ -456,12 +482,14 @@ class MemoryStore:
             result["next_offset"] = offset + limit
         return result
 
+    @_serialized
     def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:
         """Hybrid recall with every parameter of AutoMem's GET /recall."""
         from .recall.pipeline import run_recall
 
         return run_recall(self, {"query": query, **params})
 
+    @_serialized
     def related(self, memory_id: str, relationship_types: Any = None, max_depth: int = 1,
                 limit: int = 5) -> dict[str, Any]:
         """Memories within ``max_depth`` (1–3) undirected hops, most important first."""
@@ -498,6 +526,7 @@ class MemoryStore:
         except apsw.ReadOnlyError:
             pass  # a read-only file still answers recalls
 
+    @_serialized
     def health(self) -> dict[str, Any]:
         """Counts per table, whether the derived indexes agree, embedder and file facts."""
         counts = next(rows_as_dicts(self.conn.execute(self.sql["health_counts"])))
