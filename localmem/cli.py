@@ -31,11 +31,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 SORT_CHOICES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
-DEFAULT_TERMINAL_WIDTH = 120
-
-if __package__ is None:  # pragma: no cover - run as a script, not as part of the package
-    raise SystemExit("run localmem as `python -m localmem` or the `localmem` command")
-
+DEFAULT_TERMINAL_WIDTH = 160
 
 # -- paths and embedder ----------------------------------------------------
 
@@ -104,6 +100,7 @@ def choose_embedder(explicit: str | None, path: str) -> str:
 
 
 def terminal_width() -> int:
+    """The terminal's width; ``$COLUMNS`` or a generous default when output is piped."""
     return max(60, shutil.get_terminal_size((DEFAULT_TERMINAL_WIDTH, 24)).columns)
 
 
@@ -434,10 +431,12 @@ def recall_lines(response: dict[str, Any]) -> list[str]:
                      short(memory.get("content", ""), 200), ", ".join(memory.get("tags") or []),
                      str(result.get("id", ""))])
     lines = table(["#", "score", "match", "content", "tags", "id"], rows, flex=3,
-                  caps={4: 28}, right=(0, 1)) if rows else ["no memories found"]
+                  caps={4: 24}, right=(0, 1)) if rows else ["no memories found"]
     vector = response.get("vector_search") or {}
     summary = [f"{response.get('count', len(rows))} result{'' if len(rows) == 1 else 's'}",
                f"vector search {'on' if vector.get('enabled') else 'off'}"]
+    if response.get("sort") not in (None, "score"):
+        summary.append(f"sorted {response['sort']}")
     if response.get("query_time_ms") is not None:
         summary.append(f"{response['query_time_ms']:.0f} ms")
     window = response.get("time_window")
@@ -527,7 +526,7 @@ def cmd_by_tag(args: argparse.Namespace, out: Output) -> int:
     rows = [[f"{m['importance']:.2f}", (m["timestamp"] or "")[:10], m["type"], short(m["content"], 200),
              ", ".join(m["tags"]), m["id"]] for m in page["memories"]]
     if rows:
-        out.lines(table(["imp.", "date", "type", "content", "tags", "id"], rows, flex=3, caps={4: 28}))
+        out.lines(table(["imp.", "date", "type", "content", "tags", "id"], rows, flex=3, caps={4: 24}))
     else:
         out.line("no memories with " + ", ".join(page["tags"]))
     first = page["offset"] + 1 if rows else page["offset"]

@@ -100,7 +100,7 @@ RECALLS: tuple[DemoRecall, ...] = (
                "tags=project:alpha matches project:alpha and anything below it (prefix match)",
                {"query": "bug fixes", "tags": ["project:alpha"], "limit": 4}),
     DemoRecall("Time window",
-               "time_query='last 30 days' (no query: the most important memories in the window)",
+               "time_query='last 30 days'; with no query, the newest first",
                {"time_query": "last 30 days", "limit": 5}),
     DemoRecall("Superseded memory",
                "the Celery decision was superseded; current-state recall shows its replacement",
@@ -200,8 +200,9 @@ def format_recall(response: dict[str, Any], now: datetime, texts: dict[str, str]
         notes.append(f"window: {window.get('start') or '...'} to {window.get('end') or '...'}")
     expansion = response.get("expansion")
     if expansion:
-        notes.append(f"expansion: {expansion.get('expanded_count', 0)} related memories from "
-                     f"{expansion.get('seed_count', 0)} seeds")
+        expanded, seeds = expansion.get("expanded_count", 0), expansion.get("seed_count", 0)
+        notes.append(f"expansion: {expanded} related memor{'y' if expanded == 1 else 'ies'} from "
+                     f"{seeds} seed{'' if seeds == 1 else 's'}")
     for note in notes:
         lines.append(f"  ({note})")
     return lines
@@ -228,7 +229,7 @@ def run_demo(store: "MemoryStore", *, out: Callable[[str], None], as_json: bool 
         out(f"== {demo.title}: {demo.explanation}")
         out(f"   recall({shown})")
         if response.get("degraded") and not degraded_noted:
-            reason = store.embedder_error or response.get("degraded_reason")
+            reason = _short(store.embedder_error or response.get("degraded_reason") or "", 160)
             out(f"   note: degraded - vector search is off ({reason}); keyword, tag and graph "
                 "channels still answer")
             degraded_noted = True

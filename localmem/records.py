@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import apsw
@@ -33,7 +33,7 @@ class MemoryRow:
     relevance_score: float | None
 
     def bindings(self) -> dict[str, Any]:
-        values = asdict(self)
+        values = dict(self.__dict__)  # shallow: asdict() would deep-copy tags and metadata
         values["tags"] = json.dumps(self.tags, ensure_ascii=False)
         values["metadata"] = json.dumps(self.metadata, ensure_ascii=False, allow_nan=False)
         values["archived"] = int(self.archived)

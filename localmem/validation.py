@@ -11,7 +11,7 @@ import math
 import uuid
 from array import array
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from .errors import ValidationError
 from .timeparse import format_timestamp, parse_timestamp
@@ -130,23 +130,26 @@ def validate_embedding(value: Any, dimensions: int | None) -> bytes:
             value = [float(p) for p in parts]
         except ValueError:
             raise ValidationError("Embedding must contain numeric values") from None
-    if not isinstance(value, Sequence) and not hasattr(value, "tolist"):
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
+        value = value.tolist()  # numpy arrays and the like
+    if not isinstance(value, (list, tuple)):
         raise ValidationError("Embedding must be a list of numbers")
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    numbers: list[float] = []
-    for item in value:
-        if isinstance(item, bool) or not isinstance(item, (int, float)):
-            raise ValidationError("Embedding must contain numeric values")
-        numbers.append(float(item))
-    if dimensions is not None and len(numbers) != dimensions:
+    numeric = (int, float)
+    if not all(type(item) in numeric or (isinstance(item, numeric) and not isinstance(item, bool))
+               for item in value):
+        raise ValidationError("Embedding must contain numeric values")
+    if dimensions is not None and len(value) != dimensions:
         raise ValidationError(f"Embedding must contain exactly {dimensions} values")
-    if not numbers:
+    if not value:
         raise ValidationError("Embedding must not be empty")
     # Check the float32 values actually stored: 1e300 becomes inf and 1e-50
-    # becomes 0.0 when narrowed, which would poison every cosine.
-    packed = array("f", numbers)
-    if not all(math.isfinite(n) for n in packed):
+    # becomes 0.0 when narrowed, which would poison every cosine. A sum in
+    # double precision is NaN or inf exactly when some element is.
+    try:
+        packed = array("f", value)
+    except OverflowError:
+        raise ValidationError("Embedding values must be finite numbers (within float32 range)") from None
+    if not math.isfinite(sum(packed)):
         raise ValidationError("Embedding values must be finite numbers (within float32 range)")
     if not any(packed):
         raise ValidationError("Embedding must not be the zero vector")

@@ -30,9 +30,10 @@ def _index_text(conn: apsw.Connection, sql: Statements, pk: int, row: MemoryRow)
 
 
 def _set_embedding(
-    conn: apsw.Connection, sql: Statements, pk: int, embedding: bytes | None, has_index: bool
+    conn: apsw.Connection, sql: Statements, pk: int, embedding: bytes | None, has_index: bool,
+    *, replacing: bool = True,
 ) -> None:
-    if has_index:
+    if has_index and replacing:
         conn.execute(sql["vector_delete"], {"pk": pk})
     if embedding is None:
         conn.execute(sql["embedding_delete"], {"pk": pk})
@@ -50,7 +51,7 @@ def insert_memory(
     _index_tags(conn, sql, pk, row.tags)
     _index_text(conn, sql, pk, row)
     if embedding is not None:
-        _set_embedding(conn, sql, pk, embedding, has_index)
+        _set_embedding(conn, sql, pk, embedding, has_index, replacing=False)
     return pk
 
 
