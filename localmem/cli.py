@@ -17,14 +17,19 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import apsw
 
 from . import __version__
 from .database import MEMORY_PATH
-from .errors import LocalMemError, ValidationError
+from .errors import LocalMemError, NotFoundError, ValidationError
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -36,7 +41,7 @@ DEFAULT_TERMINAL_WIDTH = 160
 # -- paths and embedder ----------------------------------------------------
 
 
-def default_db_path(environ: "os._Environ[str] | dict[str, str] | None" = None) -> str:
+def default_db_path(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
     """``$LOCALMEM_DB``, else ``$XDG_DATA_HOME/localmem/memory.db``, else ``~/.local/share/...``."""
     env = os.environ if environ is None else environ
     explicit = (env.get("LOCALMEM_DB") or "").strip()
@@ -300,7 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20, metavar="N", help="page size (default 20, max 200)")
     p.add_argument("--offset", type=int, default=0, metavar="N")
 
-    p = command("import", cmd_import, "import memories and edges from JSONL (as written by export)")
+    p = command("import", cmd_import, "import memories and edges from JSONL (as written by export)",
+                epilog="Vectors in the file are stored as they are: create the target database with the "
+                       "same --embedder as the exporting one (or use --reembed).")
     p.add_argument("file", metavar="FILE", help="JSONL file, or '-' for stdin")
     p.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
     p.add_argument("--batch-size", type=int, default=1000, metavar="N",
@@ -332,7 +339,9 @@ def db_path(args: argparse.Namespace) -> str:
     return getattr(args, "db", None) or default_db_path()
 
 
-def open_store(args: argparse.Namespace, *, must_exist: bool = False, path: str | None = None) -> Any:
+def open_store(args: argparse.Namespace, *, must_exist: bool = False,
+               path: str | None = None) -> MemoryStore:
+    """Open the database named by ``--db`` (or ``path``) with the chosen embedder."""
     from .store import MemoryStore
 
     path = path or db_path(args)
@@ -387,6 +396,15 @@ def record_lines(record: dict[str, Any]) -> list[str]:
     lines.append("")
     lines.extend(record["content"].splitlines() or [""])
     return lines
+
+
+@contextmanager
+def _naming(memory_id: str) -> Iterator[None]:
+    """Say which memory was not found."""
+    try:
+        yield
+    except NotFoundError as exc:
+        raise NotFoundError(f"{exc.message}: {memory_id.strip()}") from None
 
 
 def cmd_store(args: argparse.Namespace, out: Output) -> int:
@@ -470,7 +488,7 @@ def cmd_recall(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_get(args: argparse.Namespace, out: Output) -> int:
-    with open_store(args, must_exist=True) as store:
+    with open_store(args, must_exist=True) as store, _naming(args.id):
         record = store.get(args.id)
     if out.as_json:
         out.json(record)
@@ -486,7 +504,7 @@ def cmd_update(args: argparse.Namespace, out: Output) -> int:
     if not fields:
         raise ValidationError("nothing to update: give --content, --tags, --importance, --confidence, "
                               "--type, --timestamp, --t-valid, --t-invalid or --metadata")
-    with open_store(args, must_exist=True) as store:
+    with open_store(args, must_exist=True) as store, _naming(args.id):
         record = store.update(args.id, **fields)
     if out.as_json:
         out.json({"status": "success", "memory_id": record["id"], "memory": record})
@@ -496,7 +514,7 @@ def cmd_update(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_delete(args: argparse.Namespace, out: Output) -> int:
-    with open_store(args, must_exist=True) as store:
+    with open_store(args, must_exist=True) as store, _naming(args.id):
         store.delete(args.id)
     memory_id = args.id.strip()
     if out.as_json:
@@ -546,44 +564,39 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
     from .transfer import Importer
 
     show_progress = args.progress or out.stderr.isatty()
-    lines: Iterable[str]
-    source: TextIO | None = None
-    if args.file == "-":
-        stdin = sys.stdin
-        if hasattr(stdin, "reconfigure") and (stdin.encoding or "").lower().replace("-", "") != "utf8":
-            stdin.reconfigure(encoding="utf-8")
-        lines = list(stdin) if show_progress else stdin
-        total = sum(1 for line in lines if line.strip()) if show_progress else 0
-    else:
-        path = Path(args.file).expanduser()
-        if not path.is_file():
-            raise LocalMemError(f"no such file: {args.file}")
-        total = _count_lines(path) if show_progress else 0
-        source = open(path, encoding="utf-8-sig")
-        lines = source
-    bar = ProgressBar(total, "importing", stream=out.stderr) if show_progress else None
-    try:
-        with open_store(args) as store:
-            importer = Importer(store, chunk_size=args.batch_size, progress=bar,
-                                embed_missing=args.embed_missing, reembed=args.reembed,
-                                skip_existing=args.skip_existing)
-            try:
-                for lineno, text in enumerate(lines, 1):
-                    importer.feed(lineno, text)
-                result = importer.finish()
-            except ValidationError as exc:
-                kept = importer.result.memories
-                if kept:
-                    exc.message += (f" (nothing of that chunk was written; {kept} memories from earlier "
-                                    "chunks were imported)")
-                    exc.args = (exc.message,)
-                raise
-            embedder_error = store.embedder_error
-    finally:
+    with ExitStack() as stack:
+        lines: Iterable[str]
+        if args.file == "-":
+            stdin = sys.stdin
+            if hasattr(stdin, "reconfigure") and (stdin.encoding or "").lower().replace("-", "") != "utf8":
+                stdin.reconfigure(encoding="utf-8")
+            lines = list(stdin) if show_progress else stdin  # counted for the bar
+            total = sum(1 for line in lines if line.strip()) if show_progress else 0
+        else:
+            path = Path(args.file).expanduser()
+            if not path.is_file():
+                raise LocalMemError(f"no such file: {args.file}")
+            total = _count_lines(path) if show_progress else 0
+            lines = stack.enter_context(open(path, encoding="utf-8-sig"))
+        store = stack.enter_context(open_store(args))
+        bar = ProgressBar(total, "importing", stream=out.stderr) if show_progress else None
         if bar is not None:
-            bar.close()
-        if source is not None:
-            source.close()
+            stack.callback(bar.close)
+        importer = Importer(store, chunk_size=args.batch_size, progress=bar,
+                            embed_missing=args.embed_missing, reembed=args.reembed,
+                            skip_existing=args.skip_existing)
+        try:
+            for lineno, text in enumerate(lines, 1):
+                importer.feed(lineno, text)
+            result = importer.finish()
+        except ValidationError as exc:
+            kept = importer.result.memories
+            if kept:
+                exc.message += (f" (nothing of that chunk was written; {kept} memories from earlier "
+                                "chunks were imported)")
+                exc.args = (exc.message,)
+            raise
+        embedder_error = store.embedder_error
     if out.as_json:
         out.json({"status": "success", **result.as_dict()})
     else:
@@ -630,12 +643,15 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def collect_stats(store: Any, top: int) -> dict[str, Any]:
+def collect_stats(store: MemoryStore, top: int) -> dict[str, Any]:
+    """``store.health()`` plus type, context, edge-type and tag counts and the time span."""
     def pairs(name: str, **bindings: Any) -> list[tuple[str, int]]:
-        return [(row[0], row[1]) for row in store.conn.execute(store.sql[name], bindings)]
+        with store._lock:
+            return [(row[0], row[1]) for row in store.conn.execute(store.sql[name], bindings)]
 
     health = store.health()
-    overview = store.conn.execute(store.sql["stats_overview"]).fetchone()
+    with store._lock:
+        overview = store.conn.execute(store.sql["stats_overview"]).fetchone()
     return {
         "status": "success",
         **health,
@@ -664,11 +680,11 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
     rows = [
         ("database", f"{stats['path']} ({human_size(stats['file_size_bytes'])}, schema {stats['schema_version']})"),
         ("embedder", embedder_text),
-        ("memories", f"{stats['memory_count']} ({stats['archived_count']} archived, "
-                     f"{stats['invalidated_count']} invalidated or superseded)"),
-        ("indexes", f"{stats['fts_count']} full-text rows, {stats['embedding_count']} embeddings, "
-                    f"{stats['vector_count']} vectors, {stats['tag_count']} tag rows - "
-                    + ("agree" if stats["indexes_agree"] else "DISAGREE (run localmem doctor)")),
+        ("memories", (f"{stats['memory_count']} ({stats['archived_count']} archived, "
+                      f"{stats['invalidated_count']} invalidated or superseded)")),
+        ("indexes", (f"{stats['fts_count']} full-text rows, {stats['embedding_count']} embeddings, "
+                     f"{stats['vector_count']} vectors, {stats['tag_count']} tag rows - "
+                     + ("agree" if stats["indexes_agree"] else "DISAGREE (run localmem doctor)"))),
         ("edges", f"{stats['edge_count']}" + (f" ({counts(stats['edge_types'])})" if stats["edge_types"] else "")),
         ("time span", f"{stats['oldest']} to {stats['newest']}" if stats["oldest"] else "-"),
         ("types", counts(stats["types"])),
@@ -813,8 +829,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     out = Output(bool(getattr(args, "json", False)))
     with warnings.catch_warnings():
-        warnings.simplefilter("default")
-        warnings.showwarning = _show_warning
+        warnings.showwarning = _show_warning  # "warning: ..." lines, not file:line dumps
         try:
             return func(args, out)
         except ValidationError as exc:

@@ -8,9 +8,10 @@ and relation expansion.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -116,7 +117,7 @@ RECALLS: tuple[DemoRecall, ...] = (
 )
 
 
-def populate(store: "MemoryStore", now: datetime) -> dict[str, str]:
+def populate(store: MemoryStore, now: datetime) -> dict[str, str]:
     """Store the demo memories and edges; returns their ids by key."""
     def when(days: float) -> datetime:
         return now - timedelta(days=days, hours=(days * 7) % 9)
@@ -208,7 +209,7 @@ def format_recall(response: dict[str, Any], now: datetime, texts: dict[str, str]
     return lines
 
 
-def run_demo(store: "MemoryStore", *, out: Callable[[str], None], as_json: bool = False) -> dict[str, Any]:
+def run_demo(store: MemoryStore, *, out: Callable[[str], None], as_json: bool = False) -> dict[str, Any]:
     """Populate ``store`` and run the demo recalls; prints unless ``as_json``; returns everything."""
     now = store.now()
     ids = populate(store, now)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from . import writes
 from .embedders import UnavailableEmbedder
@@ -73,17 +74,17 @@ def _memory_label(row: Any) -> str:
     return row[1] if len(row) > 1 and row[1] else f"pk {row[0]}"
 
 
-def _vector_table_exists(store: "MemoryStore") -> bool:
+def _vector_table_exists(store: MemoryStore) -> bool:
     return bool(store.conn.execute(store.sql["doctor_vector_table"]).fetchone()[0])
 
 
-def embedder_usable(store: "MemoryStore") -> bool:
+def embedder_usable(store: MemoryStore) -> bool:
     """Whether the store's embedder may work (not known to be unavailable)."""
     return (store.embedder is not None and store.has_vector_index and store.embedder_error is None
             and not isinstance(store.embedder, UnavailableEmbedder))
 
 
-def _tag_checks(store: "MemoryStore") -> tuple[Check, Check]:
+def _tag_checks(store: MemoryStore) -> tuple[Check, Check]:
     conn, sql = store.conn, store.sql
     tags = Check("tags", "tag rows match each memory's tags")
     prefixes = Check("tag_prefixes", "tag prefix rows match each memory's tags")
@@ -122,8 +123,13 @@ def _tag_checks(store: "MemoryStore") -> tuple[Check, Check]:
     return tags, prefixes
 
 
-def check(store: "MemoryStore") -> list[Check]:
+def check(store: MemoryStore) -> list[Check]:
     """Run every check; returns them all (passed ones with ``count == 0``)."""
+    with store._lock:  # the store serializes users of its one connection
+        return _check(store)
+
+
+def _check(store: MemoryStore) -> list[Check]:
     conn, sql = store.conn, store.sql
     results: list[Check] = []
 
@@ -144,7 +150,8 @@ def check(store: "MemoryStore") -> list[Check]:
         foreign.count = len(rows)
         foreign.message = (_plural(len(rows), "row points", "rows point") + " to missing rows ("
                            + ", ".join(f"{t}: {n}" for t, n in sorted(per_table.items())) + ")")
-        foreign.sample = [f"{r[0]} rowid {r[1]} -> {r[2]}" for r in rows[:SAMPLE_SIZE]]
+        foreign.sample = [f"{r[0]}{'' if r[1] is None else f' rowid {r[1]}'} -> {r[2]}"
+                          for r in rows[:SAMPLE_SIZE]]
     results.append(foreign)
 
     def rows_check(name: str, description: str, query: str, message: Callable[[int], str],
@@ -223,12 +230,12 @@ def problems(checks: list[Check]) -> list[Check]:
     return [c for c in checks if not c.ok and c.severity == PROBLEM]
 
 
-def _drain(cursor: "apsw.Cursor") -> None:
+def _drain(cursor: apsw.Cursor) -> None:
     for _ in cursor:
         pass
 
 
-def repair(store: "MemoryStore", *, progress: bool = False) -> dict[str, Any]:
+def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
     """Rebuild the derived tables and fill in missing embeddings; returns what was done.
 
     One transaction rebuilds the FTS rows, the tag and prefix rows and the
@@ -239,7 +246,7 @@ def repair(store: "MemoryStore", *, progress: bool = False) -> dict[str, Any]:
     conn, sql = store.conn, store.sql
     done: dict[str, Any] = {}
     dims = store.dimensions
-    with conn:
+    with store._lock, conn:
         _drain(conn.execute(sql["repair_edges_dangling"]))
         done["dangling_edges_removed"] = conn.changes()
         if dims is not None:
@@ -265,7 +272,8 @@ def repair(store: "MemoryStore", *, progress: bool = False) -> dict[str, Any]:
             done["vector_rows_rebuilt"] = conn.changes()
     done["memories_embedded"] = 0
     if dims is not None and store.embedder is not None:
-        missing = [(pk, content) for pk, _id, content in conn.execute(sql["doctor_embeddings_missing"])]
+        with store._lock:
+            missing = [(pk, content) for pk, _id, content in conn.execute(sql["doctor_embeddings_missing"])]
         bar = ProgressBar(len(missing), "embedding") if progress and missing else None
         try:
             for start in range(0, len(missing), EMBED_BATCH):
@@ -274,7 +282,7 @@ def repair(store: "MemoryStore", *, progress: bool = False) -> dict[str, Any]:
                 if vectors is None:
                     done["embedder_error"] = store.embedder_error or "the embedder is unavailable"
                     break
-                with conn:
+                with store._lock, conn:
                     for (pk, _), vector in zip(batch, vectors):
                         writes._set_embedding(conn, sql, pk, vector, True)
                 done["memories_embedded"] += len(batch)

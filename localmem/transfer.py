@@ -26,9 +26,10 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import ValidationError
 from .progress import ProgressBar
@@ -72,9 +73,14 @@ class ImportResult:
                 "not_embedded": self.not_embedded}
 
 
+# Characters that str.splitlines() (and JavaScript) treat as line breaks but
+# JSON leaves unescaped; escaped so every record stays on one physical line.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def dump_line(value: dict[str, Any]) -> str:
-    """One JSONL line: compact, UTF-8 text kept as is (JSON escapes every newline)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """One JSONL line: compact UTF-8, with every line-breaking character escaped."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_LINE_BREAKS)
 
 
 def decode_embedding(blob: bytes | None) -> list[float] | None:
@@ -87,7 +93,7 @@ def decode_embedding(blob: bytes | None) -> list[float] | None:
 # -- export ---------------------------------------------------------------
 
 
-def iter_export(store: "MemoryStore") -> Iterator[dict[str, Any]]:
+def iter_export(store: MemoryStore) -> Iterator[dict[str, Any]]:
     """Every memory line, then every edge line, as dicts (read in one snapshot)."""
     with store.conn:  # one read transaction: memories and edges from the same moment
         for row in rows_as_dicts(store.conn.execute(store.sql["export_memories"])):
@@ -105,15 +111,16 @@ def iter_export(store: "MemoryStore") -> Iterator[dict[str, Any]]:
             }
 
 
-def export_jsonl(store: "MemoryStore", out: TextIO) -> tuple[int, int]:
+def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
     """Write the whole store as JSONL; returns (memories, edges) written."""
     memories = edges = 0
-    for item in iter_export(store):
-        out.write(dump_line(item) + "\n")
-        if item["kind"] == "memory":
-            memories += 1
-        else:
-            edges += 1
+    with store._lock:  # the store serializes users of its one connection
+        for item in iter_export(store):
+            out.write(dump_line(item) + "\n")
+            if item["kind"] == "memory":
+                memories += 1
+            else:
+                edges += 1
     return memories, edges
 
 
@@ -121,19 +128,20 @@ def export_jsonl(store: "MemoryStore", out: TextIO) -> tuple[int, int]:
 
 
 @contextmanager
-def _embedding_disabled(store: "MemoryStore") -> Iterator[None]:
+def _embedding_disabled(store: MemoryStore) -> Iterator[None]:
     """Let ``store_many`` keep memories without an embedding as they are.
 
     The importer decides itself which memories get embedded (and embeds them
     beforehand); ``store_many`` would otherwise embed every memory that
     arrives without a vector, which breaks the lossless round trip.
     """
-    saved = store.embedder
-    store.embedder = None
-    try:
-        yield
-    finally:
-        store.embedder = saved
+    with store._lock:  # no other call may run with the embedder switched off
+        saved = store.embedder
+        store.embedder = None
+        try:
+            yield
+        finally:
+            store.embedder = saved
 
 
 @dataclass
@@ -146,7 +154,7 @@ class _PendingMemory:
 class Importer:
     """Streams JSONL lines into a store; see ``import_jsonl``."""
 
-    def __init__(self, store: "MemoryStore", *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+    def __init__(self, store: MemoryStore, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                  progress: ProgressBar | None = None, embed_missing: bool = False,
                  reembed: bool = False, skip_existing: bool = False) -> None:
         if chunk_size < 1:
@@ -185,13 +193,13 @@ class Importer:
 
     def _memory(self, lineno: int, value: dict[str, Any]) -> _PendingMemory:
         item = {k: v for k, v in value.items() if k not in DERIVED_FIELDS}
-        if "embedding" not in item:
+        if self.reembed:
+            item.pop("embedding", None)
+            wants = True
+        elif "embedding" not in item:
             wants = True  # new data: embed like any stored memory
         elif item["embedding"] is None:
             wants = self.embed_missing  # exported without an embedding: keep it so
-            del item["embedding"]
-        elif self.reembed:
-            wants = True
             del item["embedding"]
         else:
             wants = False
@@ -243,8 +251,9 @@ class Importer:
             if row.id in lines_by_id:
                 raise ImportLineError(pending.line, f"duplicate id {row.id} (also on line {lines_by_id[row.id]})")
             lines_by_id[row.id] = pending.line
-        existing = {r[0] for r in store.conn.execute(
-            store.sql["memory_ids_existing"], {"ids": json.dumps(list(lines_by_id))})}
+        with store._lock:
+            existing = {r[0] for r in store.conn.execute(
+                store.sql["memory_ids_existing"], {"ids": json.dumps(list(lines_by_id))})}
         if existing and not self.skip_existing:
             first = min(existing, key=lines_by_id.__getitem__)
             raise ImportLineError(lines_by_id[first], f"a memory with id {first} already exists "
@@ -274,7 +283,7 @@ class Importer:
         edges, self._edges = self._edges, []
         for start in range(0, len(edges), self.chunk_size):
             chunk = edges[start:start + self.chunk_size]
-            with store.conn:
+            with store._lock, store.conn:
                 for lineno, binding in chunk:
                     store.conn.execute(store.sql["import_edge"], binding)
                     if store.conn.changes() == 0:
@@ -291,7 +300,7 @@ class Importer:
         return self.result
 
 
-def import_jsonl(store: "MemoryStore", lines: Iterable[str], *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+def import_jsonl(store: MemoryStore, lines: Iterable[str], *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                  progress: ProgressBar | None = None, embed_missing: bool = False,
                  reembed: bool = False, skip_existing: bool = False) -> ImportResult:
     """Import JSONL lines (as written by ``export_jsonl``) into ``store``.
