@@ -1,0 +1,552 @@
+"""The HTTP API: AutoMem-compatible routes over a MemoryStore (Starlette).
+
+Every response is JSON, errors included, in AutoMem's envelope
+``{"status": "error", "code": N, "message": "..."}``. The store's methods are
+synchronous (and serialized by the store's own lock), so each endpoint runs
+them in the thread pool and the event loop stays free.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import inspect
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..recall.params import ALIASES as RECALL_ALIASES
+from ..recall.params import PARAMETERS as RECALL_PARAMETERS
+from ..store import EDGE_PROPERTIES, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
+from ..timeparse import format_timestamp
+from ..validation import validate_uuid
+from .security import TOKEN_ENV_VARS, resolve_token
+
+__all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token"]
+
+logger = logging.getLogger("localmem.http")
+
+MAX_BATCH = 500
+MAX_BODY_BYTES = 32 * 1024 * 1024
+# Query-string parameters of GET /recall that take every repeated value
+# (``tags`` is not comma-split by AutoMem; the others are, in recall's parser).
+RECALL_MULTI_VALUE = frozenset({"tags", "queries", "exclude_tags", "context_tags",
+                                "context_types", "priority_ids"})
+RECALL_KNOWN = RECALL_PARAMETERS | frozenset(RECALL_ALIASES)
+# Path segments under /memory/ that are routes of their own, not ids.
+RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
+AUTHENTICATED_SCOPE_KEY = "localmem.authenticated"
+
+Endpoint = Callable[[Request], Awaitable[JSONResponse]]
+
+
+# -- helpers ---------------------------------------------------------------
+
+
+def error_response(code: int, message: str, *, headers: dict[str, str] | None = None,
+                   **extra: Any) -> JSONResponse:
+    body = {"status": "error", "code": code, "message": message, **extra}
+    return JSONResponse(body, status_code=code, headers=headers)
+
+
+def _locked(store: MemoryStore) -> AbstractContextManager[Any]:
+    """The store's (re-entrant) lock, to make a few store calls one step."""
+    lock = getattr(store, "_lock", None)
+    return lock if lock is not None else nullcontext()
+
+
+def _touch(store: MemoryStore, memory_ids: list[str]) -> None:
+    """Mark memories as accessed (AutoMem does so on GET /memory/{id} and by-tag)."""
+    touch = getattr(store, "touch", None)
+    if touch is None or not memory_ids:
+        return
+    with _locked(store):
+        touch(memory_ids, store.now())
+
+
+def _vector_channel(store: MemoryStore) -> bool:
+    return (getattr(store, "embedder", None) is not None and store.has_vector_index
+            and store.embedder_error is None)
+
+
+def _elapsed_ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object; 400 "JSON body is required" otherwise."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_BODY_BYTES:
+        raise LocalMemError(f"Request body exceeds {MAX_BODY_BYTES} bytes", code=413)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise LocalMemError(f"Request body exceeds {MAX_BODY_BYTES} bytes", code=413)
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    try:
+        payload = json.loads(raw, parse_constant=_reject_constant) if raw.strip() else None
+    except (ValueError, RecursionError):
+        payload = None
+    if not isinstance(payload, dict):
+        raise ValidationError("JSON body is required")
+    return payload
+
+
+def _pick(payload: dict[str, Any], allowed: Iterable[str]) -> dict[str, Any]:
+    """The fields a route understands; others are ignored, as AutoMem does."""
+    allowed = set(allowed)
+    return {k: v for k, v in payload.items() if k in allowed}
+
+
+def _query_value(request: Request, name: str) -> str | None:
+    """The first value of a query parameter (as Flask's ``args.get``); blank → None."""
+    values = request.query_params.getlist(name)
+    if not values or not values[0].strip():
+        return None
+    return values[0]
+
+
+def _memory_id(request: Request) -> str:
+    memory_id = request.path_params["memory_id"]
+    if memory_id in RESERVED_MEMORY_PATHS:
+        raise HTTPException(405, headers={"Allow": RESERVED_MEMORY_PATHS[memory_id]})
+    return validate_uuid(memory_id)
+
+
+def _endpoint(fn: Endpoint) -> Endpoint:
+    """Errors as JSON envelopes: LocalMemError by its code, anything else 500 (logged)."""
+    @functools.wraps(fn)
+    async def wrapper(request: Request) -> JSONResponse:
+        try:
+            return await fn(request)
+        except HTTPException:
+            raise
+        except LocalMemError as exc:
+            code = exc.code if 400 <= exc.code <= 599 else 500
+            if code >= 500:
+                logger.error("%s %s failed: %s", request.method, request.url.path, exc.message)
+            return error_response(code, exc.message)
+        except Exception:
+            logger.exception("Unhandled error in %s %s", request.method, request.url.path)
+            return error_response(500, "Internal server error")
+    return wrapper
+
+
+def _by_method(**handlers: Endpoint) -> Endpoint:
+    """One route, several methods (so a 405 lists them all in ``Allow``)."""
+    async def dispatch(request: Request) -> JSONResponse:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await handlers[method](request)
+    return _endpoint(dispatch)
+
+
+# -- authentication --------------------------------------------------------
+
+
+def _strip_api_key(query_string: bytes) -> tuple[bytes, bytes | None]:
+    """Remove ``api_key`` from a raw query string; returns (rest, first api_key value)."""
+    kept: list[bytes] = []
+    found: bytes | None = None
+    for part in query_string.split(b"&"):
+        name, _, value = part.partition(b"=")
+        if unquote_to_bytes(name.replace(b"+", b" ")) == b"api_key":
+            if found is None:
+                found = unquote_to_bytes(value.replace(b"+", b" "))
+            continue
+        kept.append(part)
+    return b"&".join(kept), found
+
+
+def _token_from_headers(scope: Scope) -> bytes | None:
+    """``Authorization: Bearer <t>`` (any case), else ``X-API-Key`` (AutoMem's order)."""
+    authorization = api_key = None
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization" and authorization is None:
+            authorization = value
+        elif name == b"x-api-key" and api_key is None:
+            api_key = value
+    if authorization is not None and authorization[:7].lower() == b"bearer ":
+        return authorization[7:].strip()
+    if api_key is not None and api_key.strip():
+        return api_key.strip()
+    return None
+
+
+class AuthMiddleware:
+    """Require the API token on every route but ``/health`` and OPTIONS.
+
+    ``?api_key=`` is always removed from the query string before the request
+    goes further, so it never reaches a route, recall, or the access log.
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode("utf-8") if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        # In place: the server's access log reads the same scope.
+        scope["query_string"], query_token = _strip_api_key(scope.get("query_string", b""))
+        if self.token is None:
+            scope[AUTHENTICATED_SCOPE_KEY] = True
+            await self.app(scope, receive, send)
+            return
+        supplied = _token_from_headers(scope) or query_token
+        ok = supplied is not None and hmac.compare_digest(supplied, self.token)
+        scope[AUTHENTICATED_SCOPE_KEY] = ok
+        if ok or scope["method"] == "OPTIONS" or scope["path"] == "/health":
+            await self.app(scope, receive, send)
+            return
+        response = error_response(401, "Unauthorized", headers={"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
+
+
+# -- the application -------------------------------------------------------
+
+
+def create_app(store: MemoryStore, *, token: str | None = None,
+               cors_origins: list[str] | None = None) -> Starlette:
+    """The HTTP API over ``store``.
+
+    ``token`` (else ``$LOCALMEM_API_TOKEN`` / ``$AUTOMEM_API_TOKEN``) turns on
+    authentication; ``cors_origins`` turns on CORS for those origins.
+    """
+    api_token = resolve_token(token)
+    call = run_in_threadpool
+
+    async def health(request: Request) -> JSONResponse:
+        info = await call(store.health)
+        vector_ok = bool(info.get("embedder", {}).get("available"))
+        if not info.get("indexes_agree", True):
+            sync_status = "drift_detected"
+        elif not store.has_vector_index:
+            sync_status = "unknown"
+        elif info.get("vector_count") == info.get("memory_count"):
+            sync_status = "synced"
+        else:
+            sync_status = "drift_detected"
+        degraded = not vector_ok or sync_status == "drift_detected"
+        dims = info.get("embedder", {}).get("dimensions")
+        body = {
+            **info,
+            "status": "degraded" if degraded else "healthy",
+            "falkordb": "connected",
+            "qdrant": "connected" if vector_ok else "unconfigured",
+            "sync_status": sync_status,
+            "vector_dimensions": {"configured": dims, "effective": dims, "collection": dims,
+                                  "mismatch": False},
+            "enrichment": {"status": "stopped", "queue_depth": 0, "pending": 0, "inflight": 0,
+                           "processed": 0, "failed": 0},
+            "graph": "memories",
+            "timestamp": format_timestamp(store.now()),
+        }
+        if not request.scope.get(AUTHENTICATED_SCOPE_KEY):
+            body.pop("path", None)  # the file location is for authenticated callers only
+        return JSONResponse(body)
+
+    async def store_memory(request: Request) -> JSONResponse:
+        start = time.perf_counter()
+        payload = await _json_object(request)
+        fields = _pick(payload, STORE_FIELDS - {"content"})
+
+        def work() -> tuple[dict[str, Any], str, str]:
+            with _locked(store):
+                memory_id = store.store(payload.get("content"), **fields)
+                record = store.get(memory_id)
+                if fields.get("embedding") is not None:
+                    return record, "provided", "stored"
+                if _vector_channel(store):
+                    return record, "generated", "stored"
+                return record, "skipped", "failed" if store.embedder_error else "unconfigured"
+
+        record, embedding_status, vector_status = await call(work)
+        return JSONResponse({
+            "status": "success",
+            "memory_id": record["id"],
+            "stored_at": record["timestamp"],
+            "type": record["type"],
+            "confidence": record["confidence"],
+            "qdrant": vector_status,
+            "embedding_status": embedding_status,
+            "enrichment": "disabled",
+            "metadata": record["metadata"],
+            "timestamp": record["timestamp"],
+            "updated_at": record["updated_at"],
+            "last_accessed": record["last_accessed"],
+            "query_time_ms": _elapsed_ms(start),
+            "memory": record,
+        }, status_code=201)
+
+    async def store_batch(request: Request) -> JSONResponse:
+        start = time.perf_counter()
+        payload = await _json_object(request)
+        items = payload.get("memories")
+        if not isinstance(items, list) or not items:
+            raise ValidationError("'memories' must be a non-empty array")
+        if len(items) > MAX_BATCH:
+            raise ValidationError(f"Batch size limit is {MAX_BATCH} memories per request")
+        cleaned = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ValidationError(f"Memory at index {index} must be an object")
+            cleaned.append(_pick(item, STORE_FIELDS))
+        provided = sum(1 for item in cleaned if item.get("embedding") is not None)
+
+        def work() -> tuple[list[str], bool]:
+            with _locked(store):
+                ids = store.store_many(cleaned)
+                return ids, _vector_channel(store)
+
+        ids, vectors_ok = await call(work)
+        stored_vectors = len(ids) if vectors_ok else provided
+        return JSONResponse({
+            "status": "success",
+            "stored": len(ids),
+            "memory_ids": ids,
+            "qdrant": f"stored ({stored_vectors})" if stored_vectors else "unconfigured",
+            "embedding_status": ("provided" if provided == len(ids) else
+                                 "generated" if vectors_ok else
+                                 "partial" if provided else "skipped"),
+            "enrichment": "disabled",
+            "query_time_ms": _elapsed_ms(start),
+        }, status_code=201)
+
+    async def get_memory(request: Request) -> JSONResponse:
+        memory_id = _memory_id(request)
+
+        def work() -> dict[str, Any]:
+            with _locked(store):
+                record = store.get(memory_id)
+                _touch(store, [record["id"]])
+                return record
+
+        return JSONResponse({"status": "success", "memory": await call(work)})
+
+    async def update_memory(request: Request) -> JSONResponse:
+        memory_id = _memory_id(request)
+        payload = await _json_object(request)
+        record = await call(functools.partial(store.update, memory_id, **_pick(payload, UPDATE_FIELDS)))
+        return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record})
+
+    async def delete_memory(request: Request) -> JSONResponse:
+        memory_id = _memory_id(request)
+        await call(store.delete, memory_id)
+        return JSONResponse({"status": "success", "memory_id": memory_id})
+
+    def _tag_args(request: Request) -> tuple[list[str] | None, str | None, str | None]:
+        # Repeated ``tags`` and comma-separated ones (AutoMem's normalize_tag_list).
+        tags = [part for value in request.query_params.getlist("tags")
+                for part in value.split(",") if part.strip()] or None
+        return tags, _query_value(request, "limit"), _query_value(request, "offset")
+
+    async def by_tag(request: Request) -> JSONResponse:
+        tags, limit, offset = _tag_args(request)
+
+        def work() -> dict[str, Any]:
+            with _locked(store):
+                result = store.by_tag(tags, limit=limit, offset=offset)
+                _touch(store, [m["id"] for m in result["memories"]])
+                return result
+
+        return JSONResponse(await call(work))
+
+    async def delete_by_tag(request: Request) -> JSONResponse:
+        tags, _, _ = _tag_args(request)
+
+        def work() -> tuple[list[str], int]:
+            deleted = 0
+            with _locked(store):
+                while True:
+                    page = store.by_tag(tags, limit=200, offset=0)
+                    if not page["memories"]:
+                        return page["tags"], deleted
+                    for memory in page["memories"]:
+                        try:
+                            store.delete(memory["id"])
+                        except NotFoundError:
+                            continue
+                        deleted += 1
+
+        wanted, deleted = await call(work)
+        return JSONResponse({"status": "success", "tags": wanted, "deleted_count": deleted})
+
+    def _association_args(item: dict[str, Any]) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "memory1_id": item.get("memory1_id"),
+            "memory2_id": item.get("memory2_id"),
+            **_pick(item, EDGE_PROPERTIES),
+        }
+        if item.get("type") is not None:
+            args["type"] = item["type"]
+        if item.get("strength") is not None:
+            args["strength"] = item["strength"]
+        return args
+
+    async def associate(request: Request) -> JSONResponse:
+        payload = await _json_object(request)
+        if "associations" in payload:
+            return await associate_batch(payload["associations"])
+        result = await call(functools.partial(store.associate, **_association_args(payload)))
+        return JSONResponse({
+            "status": "success",
+            "message": f"Association created between {result['memory1_id']} and {result['memory2_id']}",
+            **result,
+        }, status_code=201)
+
+    async def associate_batch(items: Any) -> JSONResponse:
+        if not isinstance(items, list) or not items:
+            raise ValidationError("'associations' must be a non-empty array")
+        if len(items) > MAX_BATCH:
+            raise ValidationError(f"Batch size limit is {MAX_BATCH} associations per request")
+
+        def work() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            succeeded: list[dict[str, Any]] = []
+            failed: list[dict[str, Any]] = []
+            for index, item in enumerate(items):
+                if not isinstance(item, dict):
+                    failed.append({"index": index, "reason": f"Association at index {index} must be an object"})
+                    continue
+                try:
+                    result = store.associate(**_association_args(item))
+                except LocalMemError as exc:
+                    failed.append({"index": index, "reason": exc.message})
+                    continue
+                succeeded.append({"index": index, "memory1_id": result["memory1_id"],
+                                  "memory2_id": result["memory2_id"],
+                                  "relation_type": result["relation_type"],
+                                  "strength": result["strength"]})
+            return succeeded, failed
+
+        succeeded, failed = await call(work)
+        report = {
+            "created_count": len(succeeded),
+            "failed_count": len(failed),
+            "succeeded": succeeded,
+            "failed": failed,
+            "summary": f"{len(succeeded)}/{len(items)} associations created successfully",
+        }
+        if not succeeded:
+            return error_response(400, f"No associations were created: {failed[0]['reason']}", **report)
+        if failed:
+            return JSONResponse({"status": "partial_success", **report}, status_code=207)
+        return JSONResponse({"status": "success", **report}, status_code=201)
+
+    async def recall(request: Request) -> JSONResponse:
+        raw = recall_params(request)
+        return JSONResponse(await call(functools.partial(store.recall, **raw)))
+
+    async def related(request: Request) -> JSONResponse:
+        memory_id = request.path_params["memory_id"]
+        types = [t for t in request.query_params.getlist("relationship_types") if t.strip()]
+        result = await call(functools.partial(
+            store.related, memory_id,
+            relationship_types=",".join(types) if types else None,
+            max_depth=_query_value(request, "max_depth"),
+            limit=_query_value(request, "limit"),
+        ))
+        return JSONResponse(result)
+
+    async def recall_v1(request: Request) -> JSONResponse:
+        method = getattr(store, "recall_v1", None)
+        if method is None:
+            return error_response(
+                501, "POST /api/v1/memory/recall is not implemented by this MemoryStore yet")
+        payload = await _json_object(request)
+        if payload.get("query") is None:
+            raise ValidationError("'query' is required")
+        parameters = inspect.signature(method).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            payload = _pick(payload, parameters)  # extra fields are ignored, as pydantic does
+        return JSONResponse(await call(functools.partial(method, **payload)))
+
+    routes = [
+        Route("/health", _endpoint(health), methods=["GET"]),
+        Route("/memory", _endpoint(store_memory), methods=["POST"]),
+        # Before /memory/{memory_id}, which would otherwise take these paths.
+        Route("/memory/batch", _endpoint(store_batch), methods=["POST"]),
+        Route("/memory/by-tag", _by_method(GET=by_tag, DELETE=delete_by_tag),
+              methods=["GET", "DELETE"]),
+        Route("/memory/{memory_id}",
+              _by_method(GET=get_memory, PATCH=update_memory, DELETE=delete_memory),
+              methods=["GET", "PATCH", "DELETE"]),
+        Route("/associate", _endpoint(associate), methods=["POST"]),
+        Route("/recall", _endpoint(recall), methods=["GET"]),
+        Route("/memories/{memory_id}/related", _endpoint(related), methods=["GET"]),
+        Route("/api/v1/memory/recall", _endpoint(recall_v1), methods=["POST"]),
+    ]
+    middleware = []
+    if cors_origins:
+        middleware.append(Middleware(
+            CORSMiddleware, allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+            allow_headers=["Content-Type", "X-API-Key", "Authorization"],
+        ))
+    middleware.append(Middleware(AuthMiddleware, token=api_token))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+    )
+    app.router.redirect_slashes = False  # a redirect is not JSON; /memory/ is simply 404
+    app.state.store = store
+    app.state.auth_required = api_token is not None
+    return app
+
+
+def recall_params(request: Request) -> dict[str, Any]:
+    """GET /recall's query string as ``store.recall`` keyword arguments.
+
+    List parameters keep every repeated value (recall comma-splits all of
+    them but ``tags``); the others take the first value, and blank ones are
+    dropped. Parameters recall does not know (``format``, ``offset`` sent by
+    AutoMem's MCP client, ``api_key``) are ignored, as AutoMem does.
+    Canonical names come before their aliases, so ``sort`` wins over ``order_by``.
+    """
+    params = request.query_params
+    names = sorted(dict.fromkeys(params.keys()), key=lambda k: k in RECALL_ALIASES)
+    raw: dict[str, Any] = {}
+    for key in names:
+        if key not in RECALL_KNOWN:
+            continue
+        if RECALL_ALIASES.get(key, key) in RECALL_MULTI_VALUE:
+            raw[key] = params.getlist(key)
+            continue
+        value = _query_value(request, key)
+        if value is not None:
+            raw[key] = value
+    return raw
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    return error_response(exc.status_code, exc.detail, headers=dict(exc.headers or {}))
+
+
+async def _server_error(request: Request, exc: Exception) -> JSONResponse:
+    # Only errors outside the endpoints get here; the server logs the traceback.
+    return error_response(500, "Internal server error")
+

@@ -1,0 +1,40 @@
+"""Run the HTTP API with uvicorn (``localmem serve``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigError
+from .security import check_bind, is_loopback, resolve_token
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["check_bind", "is_loopback", "resolve_token", "serve"]
+
+
+def serve(store: MemoryStore, host: str = "127.0.0.1", port: int = 8001,
+          token: str | None = None, log_level: str = "info", *,
+          cors_origins: list[str] | None = None) -> None:
+    """Serve the HTTP API for ``store`` until interrupted (blocks).
+
+    The token is ``token``, else ``$LOCALMEM_API_TOKEN``, else
+    ``$AUTOMEM_API_TOKEN``. Without one, only a loopback address is allowed
+    (``ConfigError`` otherwise).
+    """
+    api_token = resolve_token(token)
+    check_bind(host, api_token)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"Invalid port {port!r}: must be an integer from 0 to 65535")
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ImportError as exc:
+        raise ConfigError(
+            "The HTTP server needs the 'server' extra: pip install 'localmem[server]'"
+        ) from exc
+    app = create_app(store, token=api_token, cors_origins=cors_origins)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level,
+                            lifespan="off", server_header=False)
+    uvicorn.Server(config).run()

@@ -1,0 +1,592 @@
+"""The six MCP tools: names, descriptions, JSON input/output schemas, annotations.
+
+Shaped as AutoMem's MCP client (``mcp-automem`` 0.15.0) declares them, so an
+assistant prompted for AutoMem finds the same tools and arguments. Plain data
+(no SDK import): ``server.py`` turns each entry into an ``mcp`` ``Tool``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..classify import MEMORY_TYPES
+from ..relations import AUTHORABLE_TYPES, SUPERSESSION_TYPES
+
+BATCH_MAX_ITEMS = 500
+CONTENT_SOFT_LIMIT = 500
+CONTENT_HARD_LIMIT = 2000
+ENUMERATION_MAX_LIMIT = 200
+
+RELATION_DESCRIPTIONS = {
+    "RELATES_TO": "General relationship",
+    "LEADS_TO": "Causal relationship (bug → solution)",
+    "OCCURRED_BEFORE": "Temporal sequence",
+    "PREFERS_OVER": "User/team preference (props: context, reason)",
+    "EXEMPLIFIES": "Concrete example of a pattern (props: pattern_type, confidence)",
+    "CONTRADICTS": "Conflicting information (props: resolution, reason)",
+    "REINFORCES": "Strengthens validity (props: observations)",
+    "INVALIDATED_BY": "Superseded by newer information (props: reason, timestamp)",
+    "EVOLVED_INTO": "Knowledge progression (props: confidence, reason)",
+    "DERIVED_FROM": "Derived or implementation relationship (props: transformation, confidence)",
+    "PART_OF": "Hierarchical membership (props: role, context)",
+}
+
+_STRING_LIST = {"type": "array", "items": {"type": "string"}}
+_UNIT = {"type": "number", "minimum": 0, "maximum": 1}
+
+# -- store_memory -------------------------------------------------------------
+
+STORE_SINGLE_FIELDS = (
+    "content", "tags", "importance", "embedding", "metadata", "timestamp", "type",
+    "confidence", "id", "t_valid", "t_invalid", "updated_at", "last_accessed",
+    "supersedes_memory_id", "supersede_relation", "supersede_reason",
+)
+BATCH_ITEM_FIELDS = ("content", "tags", "importance", "timestamp", "type", "confidence", "metadata")
+BATCH_DISALLOWED_FIELDS = ("id", "embedding", "t_valid", "t_invalid")
+
+STORE_MEMORY = {
+    "name": "store_memory",
+    "title": "Store Memory",
+    "description": f"""Store memory in one of two modes — single-memory (set top-level `content`) or batch (set `memories: [...]` for up to {BATCH_MAX_ITEMS}).
+
+**Mode 1 — Single (default):** pass top-level `content` plus any optional fields (tags, importance, metadata, type, confidence, embedding, t_valid, t_invalid, etc.).
+
+**Mode 1b — Supersede/correct:** pass top-level `content` plus `supersedes_memory_id`. In one transaction the new memory is stored, the old one is marked invalid (`t_invalid=now`, supersede metadata merged into its metadata), and old → new is linked with `INVALIDATED_BY` (default) or `EVOLVED_INTO`. Ranked recall then returns the replacement instead of the old memory.
+
+**Mode 2 — Batch:** pass `memories: [{{ content, tags?, importance?, metadata?, timestamp?, type?, confidence? }}, ...]` to store up to {BATCH_MAX_ITEMS} memories in one call (all or nothing). Batch mode does NOT accept `id`, `embedding`, `t_valid` or `t_invalid` per item — use single mode for those.
+
+**Content size guidelines (per item):**
+- Target: 150-300 characters (one meaningful paragraph)
+- Recommended maximum: {CONTENT_SOFT_LIMIT} characters
+- Hard limit: {CONTENT_HARD_LIMIT} characters (rejected)
+- Format: "Brief title. Context and details. Impact/outcome."
+
+**When to use:**
+- After making a decision: store the reasoning and outcome
+- When discovering a pattern: store the pattern and where it applies
+- After fixing a bug: store the root cause and solution
+- When learning user preferences: store what they prefer and why
+- For bulk ingestion (imports, seeding): use batch mode
+
+**Examples:**
+- store_memory({{ content: "Chose PostgreSQL over MongoDB for user service. Need ACID for transactions.", tags: ["architecture", "database"], importance: 0.9 }})
+- store_memory({{ content: "User prefers early returns over nested conditionals.", tags: ["code-style"], importance: 0.7 }})
+- store_memory({{ content: "User now prefers SQLite for small local tools.", supersedes_memory_id: "old-id", supersede_reason: "Correction from user" }})""",
+    "annotations": {
+        "title": "Store Memory", "readOnlyHint": False, "destructiveHint": False,
+        "idempotentHint": False, "openWorldHint": False,
+    },
+    "always_load": True,
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "content": {
+                "type": "string",
+                "description": "Single-memory mode (XOR with `memories`). The memory content to store. "
+                               "Be specific: include context, reasoning, and outcome.",
+            },
+            "memories": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": BATCH_MAX_ITEMS,
+                "description": f"Batch mode (XOR with `content`). Up to {BATCH_MAX_ITEMS} memory objects to store "
+                               "in one call. Each item supports content (required), tags, importance, timestamp, "
+                               "type, confidence, metadata. No `id`, `embedding`, `t_valid` or `t_invalid` per item.",
+                "items": {
+                    "type": "object",
+                    "required": ["content"],
+                    "properties": {
+                        "content": {"type": "string"},
+                        "tags": _STRING_LIST,
+                        "importance": _UNIT,
+                        "timestamp": {"type": "string"},
+                        "type": {"type": "string", "enum": list(MEMORY_TYPES)},
+                        "confidence": _UNIT,
+                        "metadata": {"type": "object"},
+                    },
+                },
+            },
+            "tags": {**_STRING_LIST, "description": 'Single-memory mode. Tags to categorize the memory '
+                                                    '(e.g., ["project-name", "bug-fix", "auth"])'},
+            "importance": {**_UNIT, "description": "Single-memory mode. Importance: 0.9+ critical decisions, "
+                                                   "0.7-0.9 patterns/bugs, 0.5-0.7 minor notes (default 0.5)"},
+            "embedding": {
+                "type": "array", "items": {"type": "number"},
+                "description": "Single-memory mode only. Optional embedding vector (computed locally if omitted); "
+                               "its length must match the store's dimension.",
+            },
+            "metadata": {"type": "object", "description": "Single-memory mode. Optional structured metadata "
+                                                          '(e.g., { files_modified: ["auth.ts"], error_type: "timeout" })'},
+            "timestamp": {"type": "string", "description": "Single-memory mode. Optional ISO timestamp (defaults to now)"},
+            "type": {"type": "string", "enum": list(MEMORY_TYPES),
+                     "description": "Single-memory mode. Memory type (classified from the content when omitted)"},
+            "confidence": {**_UNIT, "description": "Single-memory mode. Classification confidence "
+                                                   "(0-1, default 0.9 when type provided)"},
+            "id": {"type": "string", "description": "Single-memory mode only. Custom memory ID (a UUID that is not "
+                                                    "in use yet; generated if omitted)"},
+            "t_valid": {"type": "string", "description": "Single-memory mode only. ISO 8601 timestamp when the "
+                                                         "memory becomes valid"},
+            "t_invalid": {"type": "string", "description": "Single-memory mode only. ISO 8601 timestamp when the "
+                                                           "memory expires"},
+            "updated_at": {"type": "string", "description": "Single-memory mode. ISO 8601 last-updated timestamp"},
+            "last_accessed": {"type": "string", "description": "Single-memory mode. ISO 8601 last-accessed timestamp"},
+            "supersedes_memory_id": {
+                "type": "string",
+                "description": "Single-memory supersede mode. Existing memory ID that this new memory replaces or corrects.",
+            },
+            "supersede_relation": {
+                "type": "string", "enum": list(SUPERSESSION_TYPES), "default": "INVALIDATED_BY",
+                "description": "Single-memory supersede mode. Relationship to create from old memory to new memory.",
+            },
+            "supersede_reason": {
+                "type": "string",
+                "description": "Single-memory supersede mode. Optional reason stored on the old memory's metadata "
+                               "and on the relationship.",
+            },
+        },
+        "additionalProperties": False,
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "memory_id": {"type": "string", "description": "Single-mode result: unique ID of the stored memory "
+                                                           "(use for associations)"},
+            "memory_ids": {"type": "array", "items": {"type": "string"},
+                           "description": "Batch-mode result: IDs of the stored memories."},
+            "superseded_memory_id": {"type": "string",
+                                     "description": "Supersede-mode result: ID of the old memory marked invalid."},
+            "association_created": {"type": "boolean",
+                                    "description": "Supersede-mode result: whether old → new association was created."},
+            "relation_type": {"type": "string", "description": "Supersede-mode result: the old → new relation."},
+            "stored": {"type": "integer", "description": "Batch-mode result: number of memories stored."},
+            "type": {"type": "string", "description": "Single-mode result: the stored memory type."},
+            "confidence": {"type": "number", "description": "Single-mode result: the type confidence."},
+            "content_length": {"type": "integer"},
+            "size_warning": {"type": "boolean"},
+            "message": {"type": "string", "description": "Confirmation message"},
+        },
+        "required": ["message"],
+    },
+}
+
+# -- recall_memory --------------------------------------------------------------
+
+RANKED_ONLY_PARAMS = (
+    "query", "queries", "embedding", "time_query", "start", "end", "exclude_tags",
+    "expand_relations", "expand_entities", "auto_decompose", "expansion_limit",
+    "relation_limit", "expand_min_importance", "expand_min_strength", "current_only",
+    "state_debug", "state_mode", "recency_bias", "scope_fallback", "expand_respect_tags",
+    "min_score", "adaptive_floor", "sort", "context", "language", "active_path",
+    "context_tags", "context_types", "priority_ids", "per_query_limit",
+)
+RECALL_FORMATS = ("text", "items", "detailed", "json")
+
+RECALL_MEMORY = {
+    "name": "recall_memory",
+    "title": "Recall Memory",
+    "description": """Recall memories in one of three modes. The mode is selected by which params you pass.
+
+**Mode 1 — ID fetch:** pass `memory_id` to retrieve a single memory by ID, in full (never truncated; includes t_valid, t_invalid and archived). All other params are ignored. An unknown ID returns an empty result.
+
+**Mode 2 — Tag enumeration:** pass `tags` + `exhaustive: true` for paginated exact-match listing (NOT ranked retrieval), ordered by importance then recency. Use this for cleanup/audit workflows where ranked retrieval undercounts large tag sets. Pair with `limit` (≤200, default 20) and `offset`; follow `next_offset` while `has_more` is true. Tag matching is exact, case-insensitive, any-of — `tag_match: "prefix"`, `tag_mode: "all"` and every ranked-only parameter are rejected in this mode.
+
+**Mode 3 — Ranked retrieval (default):** hybrid search across vector, keyword, tags, recency, and optional graph expansion. The primary tool for finding relevant context. By default only current memories are returned (superseded/expired ones are replaced or suppressed); set `state_mode: "history"` (or `current_only: false`) for audits. `offset` > 0 is rejected here — raise `limit` instead.
+
+Responses are budgeted (default ~18k tokens, `AUTOMEM_RECALL_TOKEN_BUDGET`): text/items/detailed show 400-character content previews; trailing results are dropped when the budget is exceeded (`truncation` says how many). Fetch a full record with `memory_id`.
+
+**Examples:**
+- recall_memory({ query: "database architecture decisions", tags: ["my-project"], limit: 5 })
+- recall_memory({ memory_id: "abc123" })  // Mode 1
+- recall_memory({ tags: ["benchmark-test"], exhaustive: true, limit: 50 })  // Mode 2 (add offset for later pages)
+- recall_memory({ query: "auth", exclude_tags: ["deprecated"] })  // Mode 3 with exclusion
+- recall_memory({ query: "What is Sarah's sister's job?", expand_entities: true })  // Mode 3 multi-hop""",
+    "annotations": {
+        "title": "Recall Memory", "readOnlyHint": True, "destructiveHint": False,
+        "idempotentHint": True, "openWorldHint": False,
+    },
+    "always_load": True,
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "memory_id": {"type": "string", "description": "MODE: ID fetch. When set, fetches the single memory "
+                                                           "by ID and IGNORES all other params."},
+            "exhaustive": {"type": "boolean", "description": "MODE: tag enumeration. When true, requires non-empty "
+                                                             "`tags`; paginated exact-match listing, NOT ranked "
+                                                             "retrieval. `limit` ≤ 200."},
+            "query": {"type": "string", "description": "Semantic search query (natural language). Describe what "
+                                                       "you're looking for. `*` means no query."},
+            "queries": {**_STRING_LIST, "description": "Multiple queries for broader recall. Results are deduplicated."},
+            "embedding": {"type": "array", "items": {"type": "number"},
+                          "description": "Optional embedding vector for direct similarity search"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 200,
+                      "description": "Max memories to return. Ranked mode: default 5, capped at 100 "
+                                     "(RECALL_MAX_LIMIT). Enumeration mode: default 20, at most 200."},
+            "tags": {**_STRING_LIST, "description": "Filter by tags. Use project name as first tag for scoping."},
+            "exclude_tags": {**_STRING_LIST, "description": "Ranked-mode only. Tags to exclude from results (any "
+                                                            "match excludes; independent of tag_match)."},
+            "tag_mode": {"type": "string", "enum": ["any", "all"],
+                         "description": '"any" matches memories with any tag (default), "all" requires all tags'},
+            "tag_match": {"type": "string", "enum": ["exact", "prefix"],
+                          "description": '"prefix" for starts-with matching (ranked default), "exact" for exact '
+                                         "tag match (the only choice in enumeration mode)"},
+            "time_query": {"type": "string", "description": 'Natural language time filter: "today", "yesterday", '
+                                                            '"last week", "last 30 days"'},
+            "start": {"type": "string", "description": "ISO timestamp lower bound (alternative to time_query)"},
+            "end": {"type": "string", "description": "ISO timestamp upper bound"},
+            "expand_entities": {"type": "boolean", "description": "Enable multi-hop reasoning via entity expansion. "
+                                                                  "Finds memories about people/places mentioned in "
+                                                                  "seed results."},
+            "expand_relations": {"type": "boolean", "description": "Follow graph relationships from seed results "
+                                                                   "to find related memories."},
+            "expand_respect_tags": {"type": "boolean", "description": "Ranked-mode only. When true, graph expansion "
+                                                                      "stays within the requested tag scope."},
+            "auto_decompose": {"type": "boolean", "description": "Auto-extract entities and topics from query to "
+                                                                 "generate supplementary searches."},
+            "expansion_limit": {"type": "integer", "minimum": 1, "maximum": 500,
+                                "description": "Max total expanded memories (default: 25)"},
+            "relation_limit": {"type": "integer", "minimum": 1, "maximum": 200,
+                               "description": "Max relations to follow per seed memory (default: 5)"},
+            "expand_min_importance": {**_UNIT, "description": "Minimum importance for expanded results (seed "
+                                                              "results are never filtered)."},
+            "expand_min_strength": {**_UNIT, "description": "Minimum relation strength to follow during graph "
+                                                            "expansion."},
+            "current_only": {"type": "boolean", "default": True,
+                             "description": "Ranked-mode only. Legacy lifecycle flag; when true, superseded, "
+                                            "expired, not-yet-valid and archived memories are suppressed. Wins "
+                                            "over state_mode when both are given."},
+            "state_debug": {"type": "boolean", "default": False,
+                            "description": "Ranked-mode only. Include suppression/replacement IDs and reasons in "
+                                           "state_filter."},
+            "state_mode": {"type": "string", "enum": ["current", "history"],
+                           "description": "Ranked-mode only. `current` (default) returns active memories; "
+                                          "`history` includes superseded/invalidated ones for audit timelines."},
+            "recency_bias": {"type": "string", "enum": ["auto", "on", "off"],
+                             "description": "Ranked-mode only. Relative-recency re-rank: auto (when the query asks "
+                                            "for recent things), on, or off."},
+            "scope_fallback": {"type": "boolean", "description": "Ranked-mode only. Fill short tag-scoped results "
+                                                                 "from an unscoped vector search (marked "
+                                                                 "outside_tag_scope)."},
+            "min_score": {**_UNIT, "description": "Ranked-mode only. Minimum final score for returned results."},
+            "adaptive_floor": {"type": "boolean", "description": "Ranked-mode only. Adaptive score floor that drops "
+                                                                 "weak matches (default on)."},
+            "context": {"type": "string", "description": 'Context label (e.g., "coding-style", "architecture"). '
+                                                         "Boosts matching preferences."},
+            "language": {"type": "string", "description": 'Programming language hint (e.g., "python", '
+                                                          '"typescript"). Prioritizes language-specific memories.'},
+            "active_path": {"type": "string", "description": "Current file path for language auto-detection "
+                                                             '(e.g., "src/auth.ts")'},
+            "context_tags": {**_STRING_LIST, "description": "Priority tags to boost in results"},
+            "context_types": {**_STRING_LIST, "description": 'Priority memory types to boost (e.g., ["Style", '
+                                                             '"Preference"])'},
+            "priority_ids": {**_STRING_LIST, "description": "Memory IDs to boost and fetch when the search missed "
+                                                            "them (filters still apply)"},
+            "per_query_limit": {"type": "integer", "minimum": 1, "maximum": 50,
+                                "description": "Per-query result limit when using queries[] (default: limit)"},
+            "sort": {"type": "string", "enum": ["score", "time_desc", "time_asc", "updated_desc", "updated_asc"],
+                     "description": "Result ordering (use time_* for chronological recaps)"},
+            "format": {"type": "string", "enum": list(RECALL_FORMATS), "default": "text",
+                       "description": "Output format: text (default), items (one block per memory), detailed "
+                                      "(adds type/confidence/metadata keys/relation stubs), json (raw per-memory "
+                                      "fields incl. full content/metadata/relations; the whole-response token "
+                                      "budget still applies). text/items/detailed show a 400-char content preview."},
+            "offset": {"type": "integer", "minimum": 0,
+                       "description": "Enumeration mode only (exhaustive: true): records to skip when paging. "
+                                      "Ranked recall rejects offset > 0 — raise limit instead."},
+        },
+        "additionalProperties": False,
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "description": "Number of memories found (before any budget trimming)"},
+            "mode": {"type": "string", "enum": ["ranked", "enumeration", "id_fetch"],
+                     "description": "Mode that produced the result."},
+            "has_more": {"type": "boolean", "description": "Enumeration mode only: true if more records exist "
+                                                           "past this page."},
+            "limit": {"type": "integer", "description": "Enumeration mode only: page size of this request."},
+            "offset": {"type": "integer", "description": "Enumeration mode only: offset used for this response."},
+            "next_offset": {"type": "integer", "description": "Enumeration mode only, when has_more: the offset "
+                                                              "of the next page."},
+            "results": {
+                "type": "array",
+                "description": "Array of matching memories with scores",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "memory_id": {"type": "string"},
+                        "summary": {"type": "string", "description": "Stored one-sentence summary (additive; "
+                                                                     "does not replace content)."},
+                        "content": {"type": "string", "description": "Memory content (preview-capped in "
+                                                                     "budgeted formats)."},
+                        "content_truncated": {"type": "boolean"},
+                        "content_chars": {"type": "integer"},
+                        "tags": _STRING_LIST,
+                        "importance": {"type": "number"},
+                        "final_score": {"type": "number"},
+                        "match_type": {"type": "string"},
+                        "created_at": {"type": "string"},
+                        "updated_at": {"type": "string"},
+                        "t_valid": {"type": "string"},
+                        "t_invalid": {"type": "string"},
+                        "archived": {"type": "boolean"},
+                        "deduped_from": _STRING_LIST,
+                        "outside_tag_scope": {"type": "boolean"},
+                        "state_replaces": {"type": "string"},
+                        "metadata_keys": _STRING_LIST,
+                        "relations_total": {"type": "integer"},
+                    },
+                    "required": ["memory_id"],
+                },
+            },
+            "truncation": {"type": "object", "description": "Present when the response budget dropped results: "
+                                                            "{ applied, omitted_results, reason }."},
+            "dedup_removed": {"type": "integer"},
+            "query": {"type": "string"},
+            "sort": {"type": "string"},
+            "exclude_tags": _STRING_LIST,
+            "state_filter": {"type": "object"},
+            "state_mode": {"type": "string", "enum": ["current", "history"]},
+            "tag_scope": {"type": "object"},
+            "scope_fallback": {"type": "boolean"},
+            "recency_bias": {"type": "string", "enum": ["auto", "on", "off"]},
+            "score_filter": {"type": "object"},
+            "queries": _STRING_LIST,
+            "vector_search": {"type": "object"},
+            "query_time_ms": {"type": "number"},
+            "degraded": {"type": "boolean"},
+            "degraded_reason": {"type": "string"},
+        },
+        "required": ["count", "results"],
+    },
+}
+
+# -- associate_memories -----------------------------------------------------------
+
+ASSOCIATION_PROPERTY_SCHEMAS: dict[str, Any] = {
+    "context": {"type": "string", "description": "Relation-specific context for PREFERS_OVER or PART_OF."},
+    "reason": {"type": "string", "description": "Relation-specific reason for PREFERS_OVER, CONTRADICTS, "
+                                                "INVALIDATED_BY, or EVOLVED_INTO."},
+    "pattern_type": {"type": "string", "description": "Relation-specific pattern label for EXEMPLIFIES."},
+    "confidence": {**_UNIT, "description": "Relation-specific confidence for EXEMPLIFIES, EVOLVED_INTO, "
+                                           "or DERIVED_FROM."},
+    "resolution": {"type": "string", "description": "Relation-specific resolution for CONTRADICTS."},
+    "observations": {**_STRING_LIST, "description": "Relation-specific observations for REINFORCES."},
+    "timestamp": {"type": "string", "description": "Relation-specific timestamp for INVALIDATED_BY."},
+    "transformation": {"type": "string", "description": "Relation-specific transformation note for DERIVED_FROM."},
+    "role": {"type": "string", "description": "Relation-specific role for PART_OF."},
+}
+ASSOCIATION_FIELDS = ("memory1_id", "memory2_id", "type", "strength", *ASSOCIATION_PROPERTY_SCHEMAS)
+
+_ASSOCIATION_CORE = {
+    "memory1_id": {"type": "string", "description": "ID of the source memory (from store_memory or recall results)"},
+    "memory2_id": {"type": "string", "description": "ID of the target memory to link to"},
+    "type": {"type": "string", "enum": list(AUTHORABLE_TYPES), "description": "Relationship type "
+                                                                              "(memory1 -[type]-> memory2)"},
+    "strength": {**_UNIT, "description": "Relationship strength: 0.9+ direct causation, 0.7-0.9 strong relation, "
+                                         "0.5-0.7 moderate"},
+}
+
+ASSOCIATE_MEMORIES = {
+    "name": "associate_memories",
+    "title": "Associate Memories",
+    "description": f"""Create typed relationships between memories. This builds a knowledge graph that improves recall by surfacing related context. Supports single-pair mode or batch mode with associations[] (max {BATCH_MAX_ITEMS}). Re-linking the same pair with the same type updates the relationship.
+
+**When to use:**
+- After storing a new memory: link it to related existing memories
+- When a bug fix relates to an original feature implementation
+- When a new decision updates or invalidates a previous one
+- To connect patterns with their concrete examples
+
+**Authorable relationship types:**
+{chr(10).join(f"- {name}: {text}" for name, text in RELATION_DESCRIPTIONS.items())}
+
+**Read-only/internal relations:** SIMILAR_TO, PRECEDED_BY and DISCOVERED may appear in recall results but are not valid inputs here.
+
+**Examples:**
+- associate_memories({{ memory1_id: "bug-fix-123", memory2_id: "feature-456", type: "RELATES_TO", strength: 0.9 }})
+- associate_memories({{ memory1_id: "old-decision", memory2_id: "new-decision", type: "EVOLVED_INTO", strength: 0.8 }})
+- associate_memories({{ associations: [{{ memory1_id: "a", memory2_id: "b", type: "RELATES_TO", strength: 0.8 }}] }})""",
+    "annotations": {
+        "title": "Associate Memories", "readOnlyHint": False, "destructiveHint": False,
+        "idempotentHint": True, "openWorldHint": False,
+    },
+    "always_load": True,
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            **_ASSOCIATION_CORE,
+            **ASSOCIATION_PROPERTY_SCHEMAS,
+            "associations": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": BATCH_MAX_ITEMS,
+                "description": f"Batch mode. Up to {BATCH_MAX_ITEMS} associations. Do not combine with top-level "
+                               "memory1_id/memory2_id/type/strength.",
+                "items": {
+                    "type": "object",
+                    "properties": {**_ASSOCIATION_CORE, **ASSOCIATION_PROPERTY_SCHEMAS},
+                    "required": ["memory1_id", "memory2_id", "type", "strength"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        "additionalProperties": False,
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "success": {"type": "boolean", "description": "Whether every requested association was created."},
+            "message": {"type": "string", "description": "Confirmation message"},
+            "relation_type": {"type": "string"},
+            "strength": {"type": "number"},
+            "status": {"type": "string"},
+            "created_count": {"type": "integer"},
+            "failed_count": {"type": "integer"},
+            "succeeded": {"type": "array", "items": {"type": "object"}},
+            "failed": {"type": "array", "items": {"type": "object"}},
+            "summary": {"type": "string"},
+        },
+        "required": ["success", "message"],
+    },
+}
+
+# -- update_memory -------------------------------------------------------------------
+
+UPDATE_FIELDS = ("content", "tags", "importance", "metadata", "timestamp", "t_valid", "t_invalid",
+                 "updated_at", "last_accessed", "type", "confidence")
+
+UPDATE_MEMORY = {
+    "name": "update_memory",
+    "title": "Update Memory",
+    "description": """Update an existing memory's content, tags, importance, metadata or timestamps. Use this to correct or enhance memories rather than storing duplicates. Changing the content re-embeds the memory; `metadata` replaces the whole metadata object; `t_invalid: null` clears an expiry.
+
+**Examples:**
+- update_memory({ memory_id: "abc123", importance: 0.95 })  // Increase importance
+- update_memory({ memory_id: "abc123", tags: ["project-x", "critical", "auth"] })  // Replace tags
+- update_memory({ memory_id: "abc123", content: "Updated: PostgreSQL chosen for ACID + team expertise" })""",
+    "annotations": {
+        "title": "Update Memory", "readOnlyHint": False, "destructiveHint": False,
+        "idempotentHint": True, "openWorldHint": False,
+    },
+    "always_load": False,
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "memory_id": {"type": "string", "description": "ID of the memory to update (from store_memory or "
+                                                           "recall results)"},
+            "content": {"type": "string", "description": "New content (replaces existing)"},
+            "tags": {**_STRING_LIST, "description": "New tags (replaces existing)"},
+            "importance": {**_UNIT, "description": "New importance score"},
+            "metadata": {"type": "object", "description": "New metadata (replaces the existing object)"},
+            "timestamp": {"type": "string", "description": "Override creation timestamp"},
+            "t_valid": {"type": "string", "description": "ISO 8601 timestamp when the memory becomes valid"},
+            "t_invalid": {"type": ["string", "null"], "description": "ISO 8601 timestamp when the memory expires "
+                                                                    "or was superseded; null clears it"},
+            "updated_at": {"type": "string", "description": "Explicit update timestamp (default: now)"},
+            "last_accessed": {"type": "string", "description": "Last access timestamp"},
+            "type": {"type": "string", "enum": list(MEMORY_TYPES), "description": "Memory type classification"},
+            "confidence": {**_UNIT, "description": "Confidence score for the memory type"},
+        },
+        "required": ["memory_id"],
+        "additionalProperties": False,
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "memory_id": {"type": "string", "description": "ID of the updated memory"},
+            "updated_fields": _STRING_LIST,
+            "message": {"type": "string", "description": "Confirmation message"},
+        },
+        "required": ["memory_id", "message"],
+    },
+}
+
+# -- delete_memory -------------------------------------------------------------------
+
+DELETE_MEMORY = {
+    "name": "delete_memory",
+    "title": "Delete Memory",
+    "description": """Delete a memory by ID (`memory_id`) or bulk-delete by tag (`tags`). Use sparingly — consider `update_memory` instead.
+
+**Mode 1 — Single (default):** pass `memory_id` to delete one memory with its relationships and embedding.
+
+**Mode 2 — Bulk-by-tag:** pass `tags: [...]` to delete ALL memories tagged with ANY of these tags. Tag matching is exact (case-insensitive), any-of. There is NO dry-run — check with `recall_memory({ tags, exhaustive: true })` first if uncertain.
+
+**Examples:**
+- delete_memory({ memory_id: "abc123" })  // Mode 1
+- delete_memory({ tags: ["benchmark-test"] })  // Mode 2, bulk by tag""",
+    "annotations": {
+        "title": "Delete Memory", "readOnlyHint": False, "destructiveHint": True,
+        "idempotentHint": False, "openWorldHint": False,
+    },
+    "always_load": False,
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "memory_id": {"type": "string", "description": "Single-delete mode (XOR with `tags`). ID of the memory "
+                                                           "to delete."},
+            "tags": {**_STRING_LIST, "description": "Bulk-delete mode (XOR with `memory_id`). Deletes ALL memories "
+                                                    "tagged with ANY of these tags. Exact match, case-insensitive. "
+                                                    "No dry-run."},
+        },
+        "additionalProperties": False,
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "memory_id": {"type": "string", "description": "Single-delete result: ID of the deleted memory."},
+            "deleted_count": {"type": "integer", "description": "Bulk-delete result: number of memories deleted."},
+            "tags": {**_STRING_LIST, "description": "Bulk-delete result: tags used for the bulk delete."},
+            "message": {"type": "string", "description": "Confirmation message"},
+        },
+        "required": ["message"],
+    },
+}
+
+# -- check_database_health -------------------------------------------------------------
+
+CHECK_DATABASE_HEALTH = {
+    "name": "check_database_health",
+    "title": "Check Database Health",
+    "description": """Check the health of the local memory database (one SQLite file): memory, vector, full-text and relationship counts, whether the indexes agree, and whether the embedding model is available.
+
+**When to use:**
+- Before a session to verify the memory store is available
+- When memory operations are failing unexpectedly
+- To check storage statistics
+
+**Example:**
+- check_database_health({})""",
+    "annotations": {
+        "title": "Check Database Health", "readOnlyHint": True, "destructiveHint": False,
+        "idempotentHint": True, "openWorldHint": False,
+    },
+    "always_load": False,
+    "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["healthy", "degraded", "error"],
+                       "description": "Overall health. degraded: the store answers but an index or the "
+                                      "embedding model needs attention."},
+            "backend": {"type": "string", "description": "Backend type (localmem)"},
+            "statistics": {"type": "object", "description": "Counts, embedder, schema version, file facts."},
+            "error": {"type": "string", "description": "Error message if status is error"},
+        },
+        "required": ["status", "backend"],
+    },
+}
+
+TOOLS: tuple[dict[str, Any], ...] = (
+    STORE_MEMORY, RECALL_MEMORY, ASSOCIATE_MEMORIES, UPDATE_MEMORY, DELETE_MEMORY, CHECK_DATABASE_HEALTH,
+)
+TOOL_NAMES: tuple[str, ...] = tuple(t["name"] for t in TOOLS)
+TOOLS_BY_NAME: dict[str, dict[str, Any]] = {t["name"]: t for t in TOOLS}
+
+INSTRUCTIONS = (
+    "localmem is the assistant's persistent long-term memory (one local SQLite file, hybrid vector + keyword "
+    "+ graph recall). Use recall_memory to retrieve context (session start, before decisions, when debugging), "
+    "store_memory to persist decisions, patterns, preferences and fixes, and associate_memories to link related "
+    "memories. update_memory edits a memory in place, delete_memory removes one memory by ID or bulk-deletes by "
+    "tag, and check_database_health reports store statistics."
+)
