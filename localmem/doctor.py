@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import writes
+from .threads import write_text_rows
 from .embedders import UnavailableEmbedder
 from .progress import ProgressBar
 from .tags import compute_tag_prefixes
@@ -253,7 +254,7 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
             _drain(conn.execute(sql["repair_embeddings_invalid"], {"bytes": dims * 4}))
             done["invalid_embeddings_removed"] = conn.changes()
         _drain(conn.execute(sql["repair_fts"]))
-        done["fts_rows_rebuilt"] = conn.changes()
+        done["fts_rows_rebuilt"] = write_text_rows(conn, sql, None)
         _drain(conn.execute(sql["repair_tags_clear"]))
         retagged = 0
         for pk, _memory_id, raw in list(conn.execute(sql["doctor_memory_tags"])):

@@ -7,12 +7,14 @@ writes to a schema it does not understand.
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 import apsw
 
 from .errors import ConfigError
 from .statements import Statements
+from .threads import thread_key, write_text_rows
 
 
 def _run_script(conn: apsw.Connection, sql: str) -> None:
@@ -30,9 +32,26 @@ def migration_0002_fulltext(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0002_fulltext"])
 
 
+def migration_0003_threads(conn: apsw.Connection, sql: Statements) -> None:
+    """Thread keys for existing memories, then the FTS index rebuilt with thread context."""
+    _run_script(conn, sql["migration_0003_threads"])
+    rows = list(conn.execute("SELECT pk, context, metadata, tags FROM memories"))
+    for pk, context, metadata, tags in rows:
+        try:
+            meta, tag_list = json.loads(metadata or "{}"), json.loads(tags or "[]")
+        except ValueError:
+            continue
+        if isinstance(meta, dict) and isinstance(tag_list, list):
+            key = thread_key(context, meta, [t for t in tag_list if isinstance(t, str)])
+            if key is not None:
+                conn.execute(sql["memory_set_thread"], {"pk": pk, "thread": key})
+    write_text_rows(conn, sql, None)
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
+    migration_0003_threads,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

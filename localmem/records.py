@@ -9,6 +9,7 @@ from typing import Any, Iterable
 import apsw
 
 from .tags import compute_tag_prefixes
+from .threads import thread_key
 
 
 @dataclass
@@ -32,8 +33,13 @@ class MemoryRow:
     context: str
     relevance_score: float | None
 
+    @property
+    def thread(self) -> str | None:
+        return thread_key(self.context, self.metadata, self.tags)
+
     def bindings(self) -> dict[str, Any]:
         values = dict(self.__dict__)  # shallow: asdict() would deep-copy tags and metadata
+        values["thread"] = self.thread
         values["tags"] = json.dumps(self.tags, ensure_ascii=False)
         values["metadata"] = json.dumps(self.metadata, ensure_ascii=False, allow_nan=False)
         values["archived"] = int(self.archived)

@@ -253,9 +253,9 @@ class MemoryStore:
             raise ValidationError(f"A memory with id {memory_id} already exists")
 
     def _insert_rows(self, rows: list[MemoryRow], embeddings: list[bytes | None]) -> None:
-        for row, embedding in zip(rows, embeddings):
+        for row in rows:
             self._check_id_free(row.id)
-            writes.insert_memory(self.conn, self.sql, row, embedding, self.has_vector_index)
+        writes.insert_memories(self.conn, self.sql, rows, embeddings, self.has_vector_index)
 
     def _prepare(self, items: list[Mapping[str, Any]], *, batch_size: int = 256,
                  progress: ProgressBar | None = None) -> tuple[list[MemoryRow], list[bytes | None]]:
@@ -366,9 +366,10 @@ class MemoryStore:
     @_serialized
     def delete(self, memory_id: str) -> None:
         """Remove a memory with its edges, tags, FTS and vector rows."""
-        pk, _ = self._pk_and_record(memory_id)
+        pk, record = self._pk_and_record(memory_id)
         with self.conn:
-            writes.delete_memory(self.conn, self.sql, pk, self.has_vector_index)
+            writes.delete_memory(self.conn, self.sql, pk, MemoryRow.from_record(record),
+                                 self.has_vector_index)
 
     @_serialized
     def associate(self, memory1_id: str, memory2_id: str, type: str = "RELATES_TO",

@@ -14,6 +14,7 @@ import apsw
 from .records import MemoryRow
 from .statements import Statements
 from .tags import compute_tag_prefixes
+from .threads import affected_rows, write_text_rows
 
 
 def _index_tags(conn: apsw.Connection, sql: Statements, pk: int, tags: list[str]) -> None:
@@ -23,10 +24,6 @@ def _index_tags(conn: apsw.Connection, sql: Statements, pk: int, tags: list[str]
         sql["memory_tag_prefixes_insert"],
         {"pk": pk, "prefixes": json.dumps(compute_tag_prefixes(tags))},
     )
-
-
-def _index_text(conn: apsw.Connection, sql: Statements, pk: int, row: MemoryRow) -> None:
-    conn.execute(sql["fts_insert"], {"pk": pk, "content": row.content, "tags": " ".join(row.tags)})
 
 
 def _set_embedding(
@@ -43,16 +40,31 @@ def _set_embedding(
         conn.execute(sql["vector_insert"], {"pk": pk, "embedding": embedding})
 
 
-def insert_memory(
-    conn: apsw.Connection, sql: Statements, row: MemoryRow, embedding: bytes | None, has_index: bool
-) -> int:
-    """Insert a memory and all its index rows; returns its integer key."""
-    pk = conn.execute(sql["memory_insert"], row.bindings()).fetchone()[0]
-    _index_tags(conn, sql, pk, row.tags)
-    _index_text(conn, sql, pk, row)
-    if embedding is not None:
-        _set_embedding(conn, sql, pk, embedding, has_index, replacing=False)
-    return pk
+def insert_memories(
+    conn: apsw.Connection, sql: Statements, rows: list[MemoryRow],
+    embeddings: list[bytes | None], has_index: bool,
+) -> list[int]:
+    """Insert memories and all their index rows; returns their integer keys.
+
+    Full-text rows are written last, in one pass, because a threaded memory's
+    row (and its neighbours') carries the text of its thread neighbours.
+    """
+    pks: list[int] = []
+    threaded: list[int] = []
+    for row, embedding in zip(rows, embeddings):
+        pk = conn.execute(sql["memory_insert"], row.bindings()).fetchone()[0]
+        pks.append(pk)
+        _index_tags(conn, sql, pk, row.tags)
+        if embedding is not None:
+            _set_embedding(conn, sql, pk, embedding, has_index, replacing=False)
+        if row.thread is not None:
+            threaded.append(pk)
+    stamps = [row.timestamp for row in rows if row.thread is not None]
+    neighbours = affected_rows(conn, sql, threaded, stamps)
+    for pk in neighbours - set(pks):
+        conn.execute(sql["fts_delete"], {"pk": pk})
+    write_text_rows(conn, sql, set(pks) | neighbours, stamps)
+    return pks
 
 
 def update_memory(
@@ -66,20 +78,27 @@ def update_memory(
     has_index: bool,
 ) -> None:
     """Rewrite a memory; derived rows are rebuilt only where their source changed."""
+    text_changed = (new.content != old.content or new.tags != old.tags
+                    or new.thread != old.thread
+                    or (new.thread is not None and new.timestamp != old.timestamp))
+    before = affected_rows(conn, sql, [pk], [old.timestamp]) if text_changed and old.thread else set()
     conn.execute(sql["memory_update"], {**new.bindings(), "pk": pk})
     if new.tags != old.tags:
         conn.execute(sql["memory_tags_delete"], {"pk": pk})
         conn.execute(sql["memory_tag_prefixes_delete"], {"pk": pk})
         _index_tags(conn, sql, pk, new.tags)
-    if new.content != old.content or new.tags != old.tags:
-        conn.execute(sql["fts_delete"], {"pk": pk})
-        _index_text(conn, sql, pk, new)
+    if text_changed:
+        after = affected_rows(conn, sql, [pk], [new.timestamp]) if new.thread else set()
+        write_text_rows(conn, sql, before | after | {pk}, [old.timestamp, new.timestamp])
     if embedding_changed:
         _set_embedding(conn, sql, pk, embedding, has_index)
 
 
-def delete_memory(conn: apsw.Connection, sql: Statements, pk: int, has_index: bool) -> None:
+def delete_memory(conn: apsw.Connection, sql: Statements, pk: int, row: MemoryRow,
+                  has_index: bool) -> None:
+    neighbours = affected_rows(conn, sql, [pk], [row.timestamp]) if row.thread else set()
     conn.execute(sql["fts_delete"], {"pk": pk})
     if has_index:
         conn.execute(sql["vector_delete"], {"pk": pk})
     conn.execute(sql["memory_delete"], {"pk": pk})
+    write_text_rows(conn, sql, neighbours - {pk}, [row.timestamp])

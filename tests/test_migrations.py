@@ -48,12 +48,12 @@ def make_v1_file(path) -> None:
 
 def test_new_store_is_at_latest_version(tmp_path):
     with new_store(str(tmp_path / "m.db")) as s:
-        assert LATEST_VERSION == len(MIGRATIONS) == 2
-        assert meta(s, "schema_version") == "2"
-        assert schema_version(s.conn) == 2
+        assert LATEST_VERSION == len(MIGRATIONS) == 3
+        assert meta(s, "schema_version") == str(LATEST_VERSION)
+        assert schema_version(s.conn) == LATEST_VERSION
         assert meta(s, "dimensions") == "384"
         assert meta(s, "embedder") == "hash"
-        assert s.health()["schema_version"] == 2
+        assert s.health()["schema_version"] == LATEST_VERSION
 
 
 def test_migrate_reports_version_and_is_idempotent(tmp_path):
@@ -62,9 +62,9 @@ def test_migrate_reports_version_and_is_idempotent(tmp_path):
     assert schema_version(conn) == 0
     assert migrate(conn, sql, target=1) == 1
     assert schema_version(conn) == 1
-    assert migrate(conn, sql) == 2
-    assert migrate(conn, sql) == 2
-    assert schema_version(conn) == 2
+    assert migrate(conn, sql) == LATEST_VERSION
+    assert migrate(conn, sql) == LATEST_VERSION
+    assert schema_version(conn) == LATEST_VERSION
     conn.close()
 
 
@@ -84,8 +84,8 @@ def test_version_1_file_is_migrated_and_backfilled(tmp_path):
     path = str(tmp_path / "old.db")
     make_v1_file(path)
     with new_store(path) as s:
-        assert meta(s, "schema_version") == "2"
-        assert s.health()["schema_version"] == 2
+        assert meta(s, "schema_version") == str(LATEST_VERSION)
+        assert s.health()["schema_version"] == LATEST_VERSION
         # The FTS backfill indexed the old memory's content and tags.
         assert fts_ids(s, "zebra") == {OLD_ID}
         assert fts_ids(s, "giraffe") == {OLD_ID}
@@ -113,7 +113,7 @@ def test_migration_of_empty_version_1_file(tmp_path):
     migrate(conn, Statements(), target=1)
     conn.close()
     with new_store(str(path)) as s:
-        assert meta(s, "schema_version") == "2"
+        assert meta(s, "schema_version") == str(LATEST_VERSION)
         assert counts(s)["memories_fts"] == 0
 
 
@@ -142,8 +142,8 @@ def test_migrate_refuses_newer_version_directly(tmp_path):
     conn = connect(tmp_path / "m.db")
     migrate(conn, Statements())
     with conn:
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-    with pytest.raises(ConfigError, match="schema version 3 is newer"):
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(LATEST_VERSION + 1),))
+    with pytest.raises(ConfigError, match=f"schema version {LATEST_VERSION + 1} is newer"):
         migrate(conn, Statements())
     conn.close()
 

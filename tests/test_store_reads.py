@@ -11,6 +11,7 @@ import pytest
 from localmem import MemoryStore, NotFoundError, ValidationError
 from localmem.embedders import EmbedderUnavailable
 from localmem.records import RECORD_FIELDS
+from localmem.migrations import LATEST_VERSION
 from tests.store_helpers import (
     FIXED_ISO,
     FIXED_NOW,
@@ -200,7 +201,7 @@ def test_health_counts_agree_with_sql(store):
     assert health["status"] == "healthy"
     assert health["embedder"] == {"name": "hash", "dimensions": 384, "recorded": "hash",
                                   "available": True, "error": None}
-    assert (health["schema_version"], health["latest_schema_version"]) == (2, 2)
+    assert health["schema_version"] == health["latest_schema_version"] == LATEST_VERSION
     assert health["path"] == ":memory:"
     assert health["file_size_bytes"] == 0
 

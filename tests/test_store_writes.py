@@ -967,7 +967,8 @@ def fail_on_call(n: int, original):
 
 
 def test_store_failure_after_memory_insert_rolls_back(populated, monkeypatch):
-    monkeypatch.setattr(localmem.writes, "_index_text", fail_on_call(1, localmem.writes._index_text))
+    # The full-text rows are written after the memory, tag and vector rows.
+    monkeypatch.setattr(localmem.writes, "write_text_rows", fail_on_call(1, localmem.writes.write_text_rows))
     before = snapshot(populated)
     with pytest.raises(RuntimeError, match="injected failure"):
         populated.store("half written", tags=["x:y"])
@@ -990,7 +991,7 @@ def test_store_failure_after_vector_insert_rolls_back(populated, monkeypatch):
 
 
 def test_store_many_failure_on_second_item_rolls_back_the_first(populated, monkeypatch):
-    monkeypatch.setattr(localmem.writes, "_index_text", fail_on_call(2, localmem.writes._index_text))
+    monkeypatch.setattr(localmem.writes, "_index_tags", fail_on_call(2, localmem.writes._index_tags))
     before = snapshot(populated)
     with pytest.raises(RuntimeError):
         populated.store_many([{"content": "first", "tags": ["a"]}, {"content": "second"}])

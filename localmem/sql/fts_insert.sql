@@ -1,1 +1,2 @@
-INSERT INTO memories_fts (rowid, content, tags) VALUES (:pk, :content, :tags);
+INSERT INTO memories_fts (rowid, content, tags, prev1, next1, prev2, next2, prev3, next3)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);

@@ -1,0 +1,1 @@
+UPDATE memories SET thread = :thread WHERE pk = :pk;
