@@ -329,6 +329,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rebuild the derived indexes and embed memories that have no embedding")
 
     command("demo", cmd_demo, "store a sample memory set in a temporary database and run example recalls")
+
+    p = command("serve", cmd_serve, "serve the AutoMem-compatible HTTP API (needs the 'server' extra)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8001, help="port (default 8001)")
+    p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+
+    command("mcp", cmd_mcp, "serve the memory tools to an MCP client over stdio (needs the 'mcp' extra)")
     return parser
 
 
@@ -796,6 +803,29 @@ def cmd_demo(args: argparse.Namespace, out: Output) -> int:
             elif result["degraded"]:
                 out.line("")
                 out.line("The embedding model was unavailable, so this ran degraded (no vector channel).")
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace, out: Output) -> int:
+    from .http.security import check_bind, resolve_token
+
+    token = resolve_token(None)
+    check_bind(args.host, token)  # refuse a non-loopback bind without a token before opening anything
+    from .http.server import serve
+
+    with open_store(args) as store:
+        serve(store, host=args.host, port=args.port, token=token, log_level=args.log_level)
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace, out: Output) -> int:
+    from .mcp_server.__main__ import store_factory
+
+    try:
+        from .mcp_server.server import run_stdio
+    except ImportError as exc:
+        raise LocalMemError(f"the MCP server needs the 'mcp' extra (pip install 'localmem[mcp]'): {exc}") from exc
+    run_stdio(store_factory(getattr(args, "db", None), getattr(args, "embedder", None)))
     return EXIT_OK
 
 

@@ -833,3 +833,23 @@ def test_demo_with_the_real_model(cli, tmp_path: Path) -> None:
     current = [r["memory"]["content"] for r in runs["Superseded memory"]["results"]]
     assert any("Redis Streams" in c for c in current)
     assert not any(c.startswith("Alpha's background jobs run on Celery") for c in current)
+
+
+def test_serve_refuses_a_public_bind_without_a_token(cli, monkeypatch) -> None:
+    monkeypatch.delenv("LOCALMEM_API_TOKEN", raising=False)
+    monkeypatch.delenv("AUTOMEM_API_TOKEN", raising=False)
+    result = cli("serve", "--host", "0.0.0.0")
+    assert result.code == 1
+    assert "without an API token" in result.err
+
+
+def test_mcp_command_answers_the_handshake(db: Path) -> None:
+    pytest.importorskip("mcp")
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}})
+    proc = subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), "--embedder", "hash", "mcp"],
+                          input=request + "\n", capture_output=True, text=True, env=subprocess_env(),
+                          timeout=60, check=False)
+    reply = json.loads(proc.stdout.splitlines()[0])
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "localmem"
