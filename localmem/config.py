@@ -46,6 +46,12 @@ class Config:
 
     # localmem's own knobs
     keyword_fetch: int = 50  # FTS5 candidates per query before scoring
+    # "bm25": BM25 over content + thread context, normalised by an ideal match
+    # (recall/keywords.py); "automem": AutoMem's substring score / keyword share.
+    keyword_scoring: str = "bm25"
+    # bm25() column weights: content, tags, then thread neighbours
+    # prev1, next1, prev2, next2, prev3, next3 (tags feed the tag component instead).
+    keyword_column_weights: tuple[float, ...] = (1.0, 0.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.15)
     track_access: bool = True  # update last_accessed for recalled seeds
 
     @classmethod
@@ -110,6 +116,9 @@ class Config:
         bias = env.get("RECALL_RECENCY_BIAS", "").strip().lower()
         if bias in ("off", "on", "auto"):
             values["recency_bias"] = bias
+        scoring = env.get("LOCALMEM_KEYWORD_SCORING", "").strip().lower()
+        if scoring in ("bm25", "automem"):
+            values["keyword_scoring"] = scoring
         raw = env.get("LOCALMEM_TRACK_ACCESS")
         if raw is not None and raw.strip().lower() in _FALSE:
             values["track_access"] = False

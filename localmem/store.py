@@ -103,6 +103,7 @@ class MemoryStore:
         self.clock = clock or utc_now
         self.sql = Statements()
         self._lock = threading.RLock()
+        self._tokenizer: Any = None
         self.embedder: Embedder | None = resolve_embedder(embedder)
         self.embedder_error: str | None = None
         self.conn = connect(self.path)
@@ -169,6 +170,15 @@ class MemoryStore:
                 stacklevel=3,
             )
         return dims
+
+    def query_tokens(self, text: str) -> list[str]:
+        """``text`` as the full-text index tokenizes it (porter-stemmed, lowercased)."""
+        if self._tokenizer is None:
+            from .recall.keywords import tokenizer
+
+            self._tokenizer = tokenizer(self.conn)
+        return list(self._tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None,
+                                    include_offsets=False, include_colocated=False))
 
     @property
     def has_vector_index(self) -> bool:

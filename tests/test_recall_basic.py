@@ -86,17 +86,42 @@ def test_keyword_hit_gets_its_cosine_and_vector_hit_its_keyword_share(memory_sto
     assert by_id[worded]["score_components"]["keyword"] == 1.0
 
 
-def test_keyword_only_candidate_uses_channel_score(memory_store_factory):
+def test_keyword_only_candidate_gets_normalised_bm25(memory_store_factory):
     store = memory_store_factory(embedder="none")
     memory_id = store.store("Chose PostgreSQL over MongoDB for the primary database.",
                             tags=["project-alpha", "database"])
     response = store.recall("PostgreSQL database decisions")
     [result] = response["results"]
     assert result["id"] == memory_id and result["match_type"] == "keyword"
-    # AutoMem's substring score: 2+2 (content) + 1 (tag) over 3*3+3.
-    assert result["score_components"]["keyword"] == pytest.approx(5 / 12)
+    # Two of three keywords, each once: BM25 over the ideal match is 2/3 (the
+    # unknown keyword "decisions" weighs as much as the known ones).
+    assert result["score_components"]["keyword"] == pytest.approx(2 / 3)
+    assert result["match_score"] == pytest.approx(2 / 3)
     assert response["vector_search"]["enabled"] is False
     assert response["degraded"] is True and response["degraded_reason"] == "embedding_unavailable"
+
+
+def test_automem_keyword_scoring_preset(memory_store_factory):
+    from localmem import Config
+    store = memory_store_factory(embedder="none",
+                                 config=Config.from_env({"LOCALMEM_KEYWORD_SCORING": "automem"}))
+    store.store("Chose PostgreSQL over MongoDB for the primary database.",
+                tags=["project-alpha", "database"])
+    [result] = store.recall("PostgreSQL database decisions")["results"]
+    # AutoMem's substring score: 2+2 (content) + 1 (tag) over 3*3+3.
+    assert result["score_components"]["keyword"] == pytest.approx(5 / 12)
+
+
+def test_keyword_score_weighs_rare_words_over_common_ones(memory_store_factory):
+    store = memory_store_factory(embedder="none")
+    for i in range(8):
+        store.store(f"meeting notes number {i} about the roadmap")
+    rare = store.store("meeting notes on zanzibar")
+    common = store.store("meeting notes on the roadmap")
+    results = {r["id"]: r for r in store.recall("zanzibar roadmap", limit=20,
+                                                 adaptive_floor=False)["results"]}
+    assert results[rare]["score_components"]["keyword"] > results[common]["score_components"]["keyword"]
+    assert 0 < results[rare]["score_components"]["keyword"] <= 1
 
 
 def test_fts_syntax_in_query_is_plain_text(memory_store):

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Any
 
 from ..records import rows_as_dicts, to_record
-from ..text import extract_keywords, substring_match_score
 from .metadata_search import metadata_match_score, metadata_scan_limit, metadata_slot_count, prefilter_terms
 from ..timeparse import format_timestamp
+from .keywords import bm25_weights_sql, match_expression, query_terms
 from .params import RecallParams
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-MAX_MATCH_TERMS = 32
-_FALLBACK_TOKEN = re.compile(r"\w+")
 
 
 def scope_bindings(params: RecallParams, excluded_types: tuple[str, ...], *,
@@ -33,17 +30,6 @@ def scope_bindings(params: RecallParams, excluded_types: tuple[str, ...], *,
         "tag_count": len(tags),
         "exclude_tags": json.dumps(params.exclude_tags) if params.exclude_tags else None,
     }
-
-
-def fts_match_expression(query: str) -> str | None:
-    """An FTS5 MATCH string OR-ing the query's keywords, each quoted so no user text is syntax."""
-    terms = extract_keywords(query.lower()) or [
-        t for t in _FALLBACK_TOKEN.findall(query.lower()) if t.strip("_")
-    ]
-    terms = terms[:MAX_MATCH_TERMS]
-    if not terms:
-        return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
 def _candidate(row: dict[str, Any], match_type: str, match_score: float, source: str,
@@ -75,20 +61,19 @@ def vector_candidates(store: "MemoryStore", params: RecallParams, scope: dict[st
 
 def keyword_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
                        query: str, query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
-    match = fts_match_expression(query)
+    """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later."""
+    match = match_expression(query_terms(query))
     if match is None:
         return []
-    rows = rows_as_dicts(store.conn.execute(store.sql["recall_keyword"], {
+    statement = store.sql["recall_keyword"].format(
+        weights=bm25_weights_sql(store.config.keyword_column_weights))
+    rows = rows_as_dicts(store.conn.execute(statement, {
         **scope, "match": match, "query_vector": query_vector, "k": k}))
     out = []
     for row in rows:
-        record_tags = json.loads(row["tags"]) if row["tags"] else []
-        score = substring_match_score(query, row["content"], record_tags)
         similarity = row["similarity"]
-        candidate = _candidate(row, "keyword", score, "graph",
-                               float(similarity) if similarity is not None else None)
-        candidate["_bm25"] = -float(row["bm25"])
-        out.append(candidate)
+        out.append(_candidate(row, "keyword", 0.0, "graph",
+                              float(similarity) if similarity is not None else None))
     return out
 
 

@@ -26,6 +26,7 @@ from .channels import (
 )
 from .context import ContextProfile, build_context_profile, context_priority_block, needs_injection
 from .decompose import decompose_query
+from .keywords import KeywordScorer
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
@@ -72,6 +73,7 @@ class Recall:
         self.vectors = QueryVectors(store, params.embedding)
         self.vector_pool = 0
         self.profiles: dict[str, ContextProfile | None] = {}
+        self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.context_injected = False
 
     def profile(self, query: str) -> ContextProfile | None:
@@ -99,6 +101,24 @@ class Recall:
             if similarity.get(result["id"]) is not None:
                 result["_similarity"] = float(similarity[result["id"]])
 
+    def fill_keyword(self, results: list[dict[str, Any]], query: str) -> None:
+        """Keyword scores (BM25 with thread context, normalised) for results that have none."""
+        missing = [r for r in results if "_keyword" not in r]
+        if not missing:
+            return
+        if query not in self.keyword_scorers:
+            self.keyword_scorers[query] = KeywordScorer(self.store, query)
+        scores = self.keyword_scorers[query].scores(missing)
+        for result in missing:
+            result["_keyword"] = scores.get(result["id"], 0.0)
+            if result["match_type"] == "keyword":
+                result["match_score"] = result["_keyword"]
+
+    def prepare(self, results: list[dict[str, Any]], query: str) -> None:
+        """Fill both evidence scores every candidate gets: cosine and keyword."""
+        self.fill_similarity(results, query)
+        self.fill_keyword(results, query)
+
     def score(self, result: dict[str, Any], query: str) -> None:
         """Set final_score, score, original_score and score_components of one result."""
         tokens = extract_keywords(query.lower())
@@ -110,6 +130,7 @@ class Recall:
                 relation_score=result.get("relation_score"),
                 metadata_score=result.get("_metadata_score", 0.0),
                 memory=result["memory"],
+                keyword=result.get("_keyword", 0.0),
             ),
             query, tokens, self.now, self.config, self.profile(query),
         )
@@ -125,7 +146,7 @@ class Recall:
 
     def scorer(self, query: str):
         def score(result: dict[str, Any]) -> None:
-            self.fill_similarity([result], query)
+            self.prepare([result], query)
             self.score(result, query)
         return score
 
@@ -168,7 +189,7 @@ class Recall:
             for candidate in metadata_candidates(store, params, scope, query, limit, seen):
                 seen.add(candidate["id"])
                 candidates.append(candidate)  # upgrades of seen ids too; dedup keeps the better copy
-        self.fill_similarity(candidates, query)
+        self.prepare(candidates, query)
         for candidate in candidates:
             self.score(candidate, query)
         if params.min_score > 0:
@@ -201,7 +222,7 @@ class Recall:
                 continue
             seen.add(candidate["id"])
             out.append(candidate)
-        self.fill_similarity(out, query)
+        self.prepare(out, query)
         for candidate in out:
             self.score(candidate, query)
         return out
@@ -262,6 +283,7 @@ class Recall:
         if params.current_only:
             superseded = active_replacements(self.store, [c["id"] for c in found], now_iso)
             found = [c for c in found if c["id"] not in superseded]
+        self.prepare(found, query)
         for candidate in found:
             self.score(candidate, query)
             candidate["outside_tag_scope"] = True

@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from ..config import Config
-from ..text import keyword_share
 from ..timeparse import parse_timestamp
 from .context import ContextProfile, context_bonus
 
@@ -78,11 +77,11 @@ def exact_score(query: str, meta_terms: set[str]) -> float:
     return 1.0 if text and text in meta_terms else 0.0
 
 
-def keyword_component(match_type: str, match_score: float, tokens: list[str], content: str) -> float:
-    """A keyword/trending hit keeps its channel score; others get the share of keywords in content."""
-    if match_type in ("keyword", "trending"):
+def keyword_component(match_type: str, match_score: float, keyword: float) -> float:
+    """Trending results count their channel score (importance), as AutoMem does; others their keyword score."""
+    if match_type == "trending":
         return min(1.0, max(0.0, match_score))
-    return keyword_share(tokens, content) if tokens else 0.0
+    return min(1.0, max(0.0, keyword))
 
 
 @dataclass(frozen=True)
@@ -95,6 +94,7 @@ class ScoreInputs:
     relation_score: float | None
     metadata_score: float
     memory: dict[str, Any]
+    keyword: float = 0.0  # from recall/keywords.py
 
 
 def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: datetime,
@@ -107,7 +107,7 @@ def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: dat
     meta_terms = metadata_terms(memory.get("metadata") or {})
     bonus = context_bonus(profile, memory, meta_terms)
     vector = max(0.0, inputs.similarity) if inputs.similarity is not None else 0.0
-    keyword = keyword_component(inputs.match_type, inputs.match_score, tokens, memory.get("content") or "")
+    keyword = keyword_component(inputs.match_type, inputs.match_score, inputs.keyword)
     metadata = inputs.metadata_score
     exact = exact_score(query, meta_terms)
     evidence = max(vector, keyword, metadata, exact)

@@ -1,11 +1,12 @@
--- Keyword channel: FTS5 bm25 over content and tags within the scope; each
--- hit also gets its cosine to the query vector from the plain embedding copy.
-SELECT m.*, f.rank AS bm25,
+-- Keyword channel: FTS5 bm25 over content and thread context within the
+-- scope (column weights filled in from the configuration); each hit also
+-- gets its cosine to the query vector from the plain embedding copy.
+SELECT m.*, -bm25(memories_fts, {weights}) AS bm25,
        CASE WHEN :query_vector IS NULL OR e.embedding IS NULL THEN NULL
             ELSE 1.0 - vec_distance_cosine(e.embedding, :query_vector) END AS similarity
 FROM memories_fts AS f
 JOIN memories AS m ON m.pk = f.rowid
 LEFT JOIN memory_embeddings AS e ON e.pk = m.pk
 WHERE memories_fts MATCH :match AND {{recall_scope_filter}}
-ORDER BY f.rank
+ORDER BY bm25(memories_fts, {weights})
 LIMIT :k;

@@ -1,0 +1,285 @@
+"""Retrieval quality on LoCoMo: localmem's recall against BM25 and dense baselines.
+
+Each dialog turn becomes one memory; each category 1-4 question with
+evidence is asked through ``MemoryStore.recall`` scoped to its conversation.
+A question's score at k is the share of its evidence turns found in the top
+k. Baselines (plain FTS5 BM25, dense MiniLM cosine) run in the same process
+over the same memories.
+
+    python benchmarks/locomo.py [--data PATH] [--embedder auto|hash] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from array import array
+import math
+import os
+import re
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from localmem import Config, MemoryStore  # noqa: E402
+from localmem.recall.keywords import query_terms  # noqa: E402
+
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
+KS = (1, 5, 10, 20)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
+
+
+def session_time(text: str) -> str:
+    """'1:56 pm on 8 May, 2023' -> ISO 8601 UTC."""
+    parsed = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    return parsed.replace(tzinfo=timezone.utc).isoformat()
+
+
+def normalise_evidence(raw: list[str]) -> list[str]:
+    out = []
+    for item in raw:
+        for part in item.split(";"):
+            match = _EVIDENCE.search(part.strip())
+            if match:
+                out.append(f"D{int(match.group(1))}:{int(match.group(2))}")
+    return out
+
+
+def turns_of(sample: dict) -> list[dict]:
+    """Every turn of a conversation in order, with its session number and time."""
+    conversation = sample["conversation"]
+    sessions = sorted((int(k.split("_")[1]) for k in conversation
+                       if re.fullmatch(r"session_\d+", k)))
+    turns = []
+    for number in sessions:
+        when = session_time(conversation[f"session_{number}_date_time"])
+        for turn in conversation[f"session_{number}"]:
+            turns.append({**turn, "session": number, "timestamp": when})
+    return turns
+
+
+def memory_item(turn: dict, conv_index: int) -> dict:
+    content = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        content += f" [shared an image: {turn['blip_caption']}]"
+    return {
+        "content": content[:2000],
+        "timestamp": turn["timestamp"],
+        "tags": [f"conv:{conv_index}", f"speaker:{turn['speaker']}", f"session:{turn['session']}"],
+        "metadata": {"dia_id": turn["dia_id"], "speaker": turn["speaker"], "session": turn["session"]},
+    }
+
+
+def questions_of(sample: dict, known: set[str]) -> list[dict]:
+    out = []
+    for qa in sample["qa"]:
+        if qa.get("category") not in CATEGORIES:
+            continue
+        evidence = [e for e in normalise_evidence(qa.get("evidence") or []) if e in known]
+        if evidence:
+            out.append({"question": qa["question"], "evidence": set(evidence),
+                        "category": qa["category"]})
+    return out
+
+
+def metrics(ranked: list[str], evidence: set[str]) -> dict[str, float]:
+    out = {f"R@{k}": len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
+    first = next((i for i, d in enumerate(ranked) if d in evidence), None)
+    out["MRR"] = 1.0 / (first + 1) if first is not None else 0.0
+    dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(ranked[:10]) if d in evidence)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(10, len(evidence))))
+    out["nDCG@10"] = dcg / ideal
+    return out
+
+
+def build_bm25_baseline(store: MemoryStore) -> None:
+    """A plain FTS5 table (content only, porter) beside localmem's own index."""
+    store.conn.execute("CREATE VIRTUAL TABLE temp.baseline_fts USING fts5("
+                       "content, tokenize='porter unicode61 remove_diacritics 2')")
+    with store.conn:
+        store.conn.execute("INSERT INTO temp.baseline_fts (rowid, content) SELECT pk, content FROM memories")
+
+
+def bm25_baseline(store: MemoryStore, question: str, conv_tag: str, k: int) -> list[str]:
+    """Plain FTS5 bm25 over content, porter stemming, OR of non-stopword keywords."""
+    terms = query_terms(question)
+    if not terms:
+        return []
+    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    rows = store.conn.execute(
+        "SELECT json_extract(m.metadata, '$.dia_id') FROM temp.baseline_fts AS f "
+        "JOIN memories AS m ON m.pk = f.rowid "
+        "JOIN memory_tags AS t ON t.pk = m.pk AND t.tag = ? "
+        "WHERE baseline_fts MATCH ? ORDER BY bm25(baseline_fts) LIMIT ?",
+        (conv_tag, match, k))
+    return [r[0] for r in rows]
+
+
+def dense_baseline(store: MemoryStore, query_vector: bytes, conv_tag: str, k: int) -> list[str]:
+    rows = store.conn.execute(
+        "SELECT json_extract(m.metadata, '$.dia_id') FROM memory_embeddings AS e "
+        "JOIN memories AS m ON m.pk = e.pk "
+        "JOIN memory_tags AS t ON t.pk = m.pk AND t.tag = ? "
+        "ORDER BY vec_distance_cosine(e.embedding, ?) LIMIT ?",
+        (conv_tag, query_vector, k))
+    return [r[0] for r in rows]
+
+
+def evaluate(store: MemoryStore, questions: list[dict], recall_params: dict) -> dict[str, dict]:
+    """Per-retriever list of per-question metric dicts."""
+    results: dict[str, list] = {"localmem": [], "bm25": [], "dense": []}
+    for q in questions:
+        tag = q["conv_tag"]
+        response = store.recall(q["question"], tags=[tag], limit=20, adaptive_floor=False,
+                                **recall_params)
+        ranked = [r["memory"]["metadata"].get("dia_id") for r in response["results"]]
+        results["localmem"].append((q, metrics(ranked, q["evidence"])))
+        results["bm25"].append((q, metrics(bm25_baseline(store, q["question"], tag, 20), q["evidence"])))
+        if store.embedder is not None:
+            vector = store.embed_texts([q["question"]])
+            if vector:
+                results["dense"].append((q, metrics(dense_baseline(store, vector[0], tag, 20), q["evidence"])))
+    return results
+
+
+def summarise(rows: list) -> dict[str, dict[str, float]]:
+    """Mean of each metric, overall and per category."""
+    groups: dict[str, list] = {"overall": [m for _, m in rows]}
+    for q, m in rows:
+        groups.setdefault(CATEGORIES[q["category"]], []).append(m)
+    return {name: {key: sum(m[key] for m in ms) / len(ms) for key in ms[0]} | {"n": len(ms)}
+            for name, ms in groups.items() if ms}
+
+
+def build_store(data: list, embedder: str, path: str, config: Config, *, threads: bool = True,
+                vectors: dict[str, bytes] | None = None) -> tuple[MemoryStore, list[dict]]:
+    """One memory per turn. ``threads=False`` drops the session from tags and
+    metadata (no thread context); ``vectors`` reuses embeddings by dia_id."""
+    store = MemoryStore(path, embedder=embedder, config=config)
+    questions = []
+    for index, sample in enumerate(data):
+        turns = turns_of(sample)
+        items = [memory_item(t, index) for t in turns]
+        for item in items:
+            if not threads:
+                item["tags"] = item["tags"][:2]
+                del item["metadata"]["session"]
+            if vectors is not None:
+                item["embedding"] = list(array("f", vectors[f"{index}/{item['metadata']['dia_id']}"]))
+        store.store_many(items, batch_size=128)
+        known = {t["dia_id"] for t in turns}
+        for q in questions_of(sample, known):
+            q["conv_tag"] = f"conv:{index}"
+            questions.append(q)
+    return store, questions
+
+
+def localmem_only(store: MemoryStore, questions: list[dict], params: dict) -> list:
+    rows = []
+    for q in questions:
+        response = store.recall(q["question"], tags=[q["conv_tag"]], limit=20, adaptive_floor=False,
+                                **params)
+        rows.append((q, metrics([r["memory"]["metadata"].get("dia_id") for r in response["results"]],
+                                q["evidence"])))
+    return rows
+
+
+def ablations(data: list, store: MemoryStore, questions: list[dict], params: dict,
+              embedder: str):
+    """(label, per-question metrics) with one lever removed at a time."""
+    base = store.config
+    variants = [
+        ("BM25 keyword score (AutoMem's substring score / keyword share instead)",
+         {"keyword_scoring": "automem"}),
+        ("thread context in the keyword score (content column only)",
+         {"keyword_column_weights": (1.0, 0.0, 0, 0, 0, 0, 0, 0)}),
+        ("tag / metadata component (SEARCH_WEIGHT_TAG=0)", {"weight_tag": 0.0}),
+        ("vector component (SEARCH_WEIGHT_VECTOR=0)", {"weight_vector": 0.0}),
+    ]
+    for label, changes in variants:
+        store.config = base.with_changes(**changes)
+        yield label, localmem_only(store, questions, params)
+    store.config = base
+    vectors = {f"{json.loads(tags)[0].split(':')[1]}/{dia}": blob for dia, tags, blob in store.conn.execute(
+        "SELECT json_extract(m.metadata, '$.dia_id'), m.tags, e.embedding FROM memories AS m "
+        "JOIN memory_embeddings AS e ON e.pk = m.pk")}
+    flat, flat_questions = build_store(data, embedder, ":memory:", base, threads=False, vectors=vectors)
+    with flat:
+        yield "threads (no session in tags or metadata)", localmem_only(flat, flat_questions, params)
+
+
+def table(name: str, summary: dict) -> list[str]:
+    lines = []
+    for group in ["overall", *CATEGORIES.values()]:
+        if group not in summary:
+            continue
+        s = summary[group]
+        lines.append(f"| {name} | {group} | {s['n']} | " + " | ".join(
+            f"{s[k]:.3f}" for k in ["R@1", "R@5", "R@10", "R@20", "MRR", "nDCG@10"]) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--param", action="append", default=[],
+                        help="extra recall parameter key=value (repeatable)")
+    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument("--ablations", action="store_true",
+                        help="also run localmem with one lever removed at a time")
+    args = parser.parse_args(argv)
+    data = json.loads(Path(args.data).read_text())
+    started = time.perf_counter()
+    config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
+    store, questions = build_store(data, args.embedder, ":memory:", config)
+    build_bm25_baseline(store)
+    built = time.perf_counter() - started
+    params = dict(p.split("=", 1) for p in args.param)
+    results = evaluate(store, questions, params)
+    header = ["| retriever | category | n | R@1 | R@5 | R@10 | R@20 | MRR | nDCG@10 |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = list(header)
+    for name in ("bm25", "dense", "localmem"):
+        if results[name]:
+            lines += table(name, summarise(results[name]))
+    if args.ablations:
+        lines += ["", "Ablations (overall; one lever removed at a time, same data, same run):", "",
+                  "| localmem without … | R@1 | R@5 | R@10 | R@20 | MRR | nDCG@10 |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for label, rows in ablations(data, store, questions, params, args.embedder):
+            s = summarise(rows)["overall"]
+            lines.append(f"| {label} | " + " | ".join(
+                f"{s[k]:.3f}" for k in ["R@1", "R@5", "R@10", "R@20", "MRR", "nDCG@10"]) + " |")
+    elapsed = time.perf_counter() - started
+    print("\n".join(lines))
+    print(f"\n{len(questions)} questions, {store.health()['memory_count']} memories; "
+          f"ingest {built:.1f} s, total {elapsed:.1f} s")
+    if args.write:
+        write_results("\n".join(lines), args, len(questions), elapsed)
+    return 0
+
+
+def write_results(body: str, args: argparse.Namespace, n: int, elapsed: float) -> None:
+    path = Path(__file__).resolve().parent / "RESULTS.md"
+    text = path.read_text() if path.exists() else "# localmem benchmarks\n"
+    command = "python benchmarks/locomo.py --write" + "".join(f" --param {p}" for p in args.param)
+    section = (f"<!-- locomo:start -->\n## Retrieval quality (LoCoMo dev)\n\n"
+               f"Command: `{command}` (embedder `{args.embedder}`), "
+               f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {n} questions, {elapsed:.0f} s.\n\n"
+               f"{body}\n<!-- locomo:end -->")
+    if "<!-- locomo:start -->" in text:
+        text = re.sub(r"<!-- locomo:start -->.*<!-- locomo:end -->", lambda _: section, text, flags=re.S)
+    else:
+        text = text.rstrip() + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

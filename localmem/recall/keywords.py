@@ -1,0 +1,127 @@
+"""The keyword component: FTS5 BM25 over a memory's content and its thread
+context, normalised by what an ideal match would score.
+
+``keyword = min(1, bm25(memory) / Σ idf(term))``: a memory that contains
+every query keyword once, at average length, scores 1; one that contains a
+third of the (equally rare) keywords scores a third — AutoMem's "share of
+query keywords in content", made aware of how rare each keyword is and of the
+words of the memory's thread neighbours (weighted lower the further away
+they are). A keyword no memory contains gets the mean weight of those that
+occur: it cannot tell memories apart, but a match still lacks it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from ..text import extract_keywords, keyword_share, substring_match_score
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+MAX_MATCH_TERMS = 32
+# Function words dropped before BM25, on top of AutoMem's 26 stopwords: in a
+# small store a question word like "did" is rare and would outweigh the
+# words that carry the meaning.
+FUNCTION_WORDS = frozenset("""
+    a about above across after again against all almost along already also although always am
+    among an and another any anybody anyone anything anyway anywhere are around as at be became
+    because become been before being below between both but by can cannot could did do does
+    doing done down during each either else ever every for from further get gets getting got
+    had has have having he her here hers herself him himself his how however i if in into is it
+    its itself just least less let like many may me might mine more most much must my myself
+    neither never no nobody none nor not nothing now of off often on once one only onto or other
+    others our ours ourselves out over own per perhaps please quite rather really said same
+    say says she should since so some somebody someone something sometimes still such than that
+    the their theirs them themselves then there these they thing things this those though
+    through thus to too toward towards under until up upon us very via was we were what whatever
+    when whenever where wherever whether which while who whoever whom whose why will with within
+    without would yes yet you your yours yourself yourselves
+""".split())
+IDF_FLOOR = 1e-6  # FTS5's own floor for terms in more than half the rows
+_FALLBACK_TOKEN = re.compile(r"\w+")
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's keywords (AutoMem's extraction) less function words; else its plain words."""
+    lowered = query.lower()
+    keywords = extract_keywords(lowered)
+    terms = [k for k in keywords if k not in FUNCTION_WORDS] or keywords or [
+        t for t in _FALLBACK_TOKEN.findall(lowered) if t.strip("_")]
+    return terms[:MAX_MATCH_TERMS]
+
+
+def match_expression(terms: list[str]) -> str | None:
+    """An FTS5 MATCH string OR-ing the terms, each quoted so no user text is syntax."""
+    if not terms:
+        return None
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def bm25_weights_sql(weights: tuple[float, ...]) -> str:
+    return ", ".join(repr(float(w)) for w in weights)
+
+
+class KeywordScorer:
+    """Keyword scores of memories for one query (one object per query per recall)."""
+
+    def __init__(self, store: "MemoryStore", query: str) -> None:
+        self.store = store
+        self.query = query
+        self.mode = store.config.keyword_scoring
+        self.terms = query_terms(query)
+        self.match = match_expression(self.terms)
+        self._ideal: float | None = None
+
+    def _document_frequency(self, term: str) -> int:
+        tokens = self.store.query_tokens(term)
+        if len(tokens) == 1:
+            row = self.store.conn.execute(self.store.sql["fts_term_rows"], {"term": tokens[0]}).fetchone()
+            return int(row[0]) if row else 0
+        if not tokens:
+            return 0
+        row = self.store.conn.execute(self.store.sql["fts_phrase_rows"],
+                                      {"match": match_expression([term])}).fetchone()
+        return int(row[0])
+
+    @property
+    def ideal(self) -> float:
+        """Σ idf over the query terms: the BM25 score of a memory matching each once."""
+        if self._ideal is None:
+            total = self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0]
+            weights: list[float | None] = []
+            for term in self.terms:
+                n = self._document_frequency(term)
+                weights.append(max(IDF_FLOOR, math.log((total - n + 0.5) / (n + 0.5))) if n else None)
+            known = [w for w in weights if w is not None]
+            mean = sum(known) / len(known) if known else 1.0
+            self._ideal = sum(w if w is not None else mean for w in weights)
+        return self._ideal
+
+    def scores(self, candidates: list[dict[str, Any]]) -> dict[str, float]:
+        """Keyword score by memory id for the candidates (absent = 0)."""
+        if not self.terms or not candidates:
+            return {}
+        if self.mode == "automem":
+            return {c["id"]: (substring_match_score(self.query, c["memory"]["content"], c["memory"]["tags"])
+                              if c["match_type"] == "keyword"
+                              else keyword_share(self.terms, c["memory"]["content"]))
+                    for c in candidates}
+        ideal = self.ideal
+        if ideal <= 0:
+            return {}
+        statement = self.store.sql["recall_keyword_scores"].format(
+            weights=bm25_weights_sql(self.store.config.keyword_column_weights))
+        rows = self.store.conn.execute(statement, {
+            "match": self.match, "ids": json.dumps([c["id"] for c in candidates])})
+        return {memory_id: min(1.0, score / ideal) for memory_id, score in rows}
+
+
+def tokenizer(conn: apsw.Connection) -> Any:
+    """The FTS5 tokenizer of the full-text index (porter over unicode61), callable from Python."""
+    return conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])

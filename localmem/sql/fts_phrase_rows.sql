@@ -1,0 +1,1 @@
+SELECT count(*) FROM memories_fts WHERE memories_fts MATCH :match;
