@@ -269,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
 def write_results(body: str, args: argparse.Namespace, n: int, elapsed: float) -> None:
     path = Path(__file__).resolve().parent / "RESULTS.md"
     text = path.read_text() if path.exists() else "# localmem benchmarks\n"
-    command = "python benchmarks/locomo.py --write" + "".join(f" --param {p}" for p in args.param)
+    command = ("python benchmarks/locomo.py --write" + (" --ablations" if args.ablations else "")
+               + "".join(f" --param {p}" for p in args.param))
     section = (f"<!-- locomo:start -->\n## Retrieval quality (LoCoMo dev)\n\n"
                f"Command: `{command}` (embedder `{args.embedder}`), "
                f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {n} questions, {elapsed:.0f} s.\n\n"
