@@ -1,7 +1,7 @@
 """localmem: a memory store for AI assistants in one SQLite file."""
 
 from .config import Config
-from .errors import AuthError, ConfigError, LocalMemError, NotFoundError, ValidationError
+from .errors import AuthError, ConfigError, LocalMemError, NotFoundError, StorageError, ValidationError
 from .store import MemoryStore
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "LocalMemError",
     "MemoryStore",
     "NotFoundError",
+    "StorageError",
     "ValidationError",
 ]
 __version__ = "0.1.0"

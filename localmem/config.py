@@ -54,6 +54,20 @@ class Config:
     keyword_column_weights: tuple[float, ...] = (1.0, 0.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.15)
     track_access: bool = True  # update last_accessed for recalled seeds
 
+    # Kagura-style recall (recall_v1, localmem/kagura/)
+    # Hybrid weights: each arm is normalised by its best score, then mixed.
+    v1_semantic_weight: float = 0.6
+    v1_keyword_weight: float = 0.4
+    # confidence.level bands on the raw top cosine: below the first is "none",
+    # below the second "low", below the third "moderate", else "high".
+    # Calibrated for all-MiniLM-L6-v2 (benchmarks/confidence_calibration.py).
+    v1_confidence_bands: tuple[float, float, float] = (0.25, 0.40, 0.60)
+    # Cosine from which two current memories of one context are reported as
+    # a supersede_candidate (a suggestion; nothing is changed).
+    v1_near_duplicate: float = 0.95
+    # A sentence-transformers cross-encoder for use_rerank (name or local path).
+    rerank_model: str | None = None
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Config":
         """Read AutoMem's variable names (SEARCH_WEIGHT_*, RECALL_*) over the defaults."""
@@ -122,6 +136,17 @@ class Config:
         raw = env.get("LOCALMEM_TRACK_ACCESS")
         if raw is not None and raw.strip().lower() in _FALSE:
             values["track_access"] = False
+        number("LOCALMEM_V1_SEMANTIC_WEIGHT", "v1_semantic_weight", minimum=0.0)
+        number("LOCALMEM_V1_KEYWORD_WEIGHT", "v1_keyword_weight", minimum=0.0)
+        number("LOCALMEM_V1_NEAR_DUPLICATE", "v1_near_duplicate")
+        if "v1_near_duplicate" in values and not 0.0 < values["v1_near_duplicate"] <= 1.0:
+            raise ConfigError("LOCALMEM_V1_NEAR_DUPLICATE must be in (0, 1]")
+        raw = env.get("LOCALMEM_V1_CONFIDENCE_BANDS")
+        if raw is not None and raw.strip():
+            values["v1_confidence_bands"] = _parse_bands(raw)
+        raw = env.get("LOCALMEM_RERANK_MODEL")
+        if raw is not None and raw.strip():
+            values["rerank_model"] = raw.strip()
         return cls(**values)
 
     def with_changes(self, **changes: Any) -> "Config":
@@ -131,6 +156,18 @@ class Config:
         if unknown:
             raise ConfigError(f"Unknown Config fields: {', '.join(sorted(unknown))}")
         return replace(self, **changes)
+
+
+def _parse_bands(raw: str) -> tuple[float, float, float]:
+    """``"0.25,0.40,0.60"``: three increasing cosines (none / low / moderate upper bounds)."""
+    try:
+        bands = tuple(float(part) for part in raw.split(","))
+    except ValueError as exc:
+        raise ConfigError(f"LOCALMEM_V1_CONFIDENCE_BANDS must be three numbers, got {raw!r}") from exc
+    if len(bands) != 3 or not all(math.isfinite(b) for b in bands) or not bands[0] <= bands[1] <= bands[2]:
+        raise ConfigError(
+            f"LOCALMEM_V1_CONFIDENCE_BANDS must be three increasing numbers, got {raw!r}")
+    return bands  # type: ignore[return-value]
 
 
 def parse_bool(value: Any, default: bool) -> bool:

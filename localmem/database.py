@@ -1,31 +1,115 @@
-"""Opening the SQLite file: permissions, pragmas and the sqlite-vec extension."""
+"""Opening the SQLite file: permissions, pragmas, the sqlite-vec extension, transactions.
+
+Concurrency model (many processes on one file):
+
+* WAL journal: readers never block writers and writers never block readers.
+* Write transactions start with ``BEGIN IMMEDIATE`` (``transaction()``; also the
+  connection's ``transaction_mode``, so a bare ``with conn:`` does the same).
+  A writer takes the write lock before it reads anything, so it waits on the
+  busy timeout (``BUSY_TIMEOUT_MS``) while another writer commits. A deferred
+  transaction that reads first and writes later cannot wait: SQLite fails its
+  lock upgrade at once with "database is locked".
+* Multi-statement reads that must agree (recall, health, doctor, export) run
+  in ``read_transaction()``: one snapshot, no write lock.
+
+Checkpointing (what keeps the WAL file bounded), done by ``WalCheckpointer``,
+the connection's WAL hook, after every commit:
+
+* at ``WAL_AUTOCHECKPOINT_PAGES`` frames (8 MiB at 8 KiB pages) a PASSIVE
+  checkpoint, as SQLite's own autocheckpoint would: it never waits;
+* at ``WAL_TRUNCATE_BYTES`` (32 MiB) a TRUNCATE checkpoint, waiting at most
+  ``CHECKPOINT_WAIT_MS`` for readers to move on (PASSIVE if they do not);
+* ``PRAGMA journal_size_limit`` (32 MiB): a WAL that was reset is cut back to
+  that size, so a burst does not leave a large file behind.
+
+So the WAL stays under about 32 MiB plus the largest single transaction, as
+long as no reader holds one snapshot for longer than the checkpoints take to
+retry (localmem's own reads last one call).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import apsw
 import sqlite_vec
 
-from .errors import ConfigError
+from .errors import ConfigError, StorageError
 
 MEMORY_PATH = ":memory:"
 BUSY_TIMEOUT_MS = 10_000
+WAL_AUTOCHECKPOINT_PAGES = 1000
+WAL_TRUNCATE_BYTES = 32 * 1024 * 1024
+JOURNAL_SIZE_LIMIT_BYTES = 32 * 1024 * 1024
+CHECKPOINT_WAIT_MS = 200
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
 
 
 def create_private_file(path: Path) -> None:
-    """Create the database file (and its directory) readable by the owner only.
+    """Create the database file (and any missing directories) readable by the owner only.
 
     SQLite gives the -wal and -shm files the same mode as the database file,
-    so creating the file ourselves with 0600 keeps all three private.
+    so creating the file ourselves with 0600 keeps all three private. The
+    modes are set with chmod after creation, so the umask cannot widen them
+    (0o000) or lock the owner out (0o277).
     """
     if path.exists():
         return
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
-    os.close(fd)
+    missing: list[Path] = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIRECTORY_MODE)
+        except FileExistsError:
+            continue  # another process made it first; leave its mode alone
+        os.chmod(directory, DIRECTORY_MODE)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return  # created concurrently by another process
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+
+
+class WalCheckpointer:
+    """The WAL hook: PASSIVE checkpoints as the WAL grows, TRUNCATE past a size bound.
+
+    Installing a WAL hook replaces SQLite's autocheckpoint, so this does its
+    work too. It runs in the committing thread after the write lock is
+    released; errors are swallowed (a checkpoint that cannot run now is
+    retried after the next commit).
+    """
+
+    def __init__(self, page_size: int) -> None:
+        self.page_size = max(512, page_size)
+        self.truncate_pages = max(WAL_AUTOCHECKPOINT_PAGES, WAL_TRUNCATE_BYTES // self.page_size)
+
+    def __call__(self, conn: apsw.Connection, dbname: str, pages: int) -> int:
+        if pages < WAL_AUTOCHECKPOINT_PAGES:
+            return apsw.SQLITE_OK
+        try:
+            if pages >= self.truncate_pages:
+                conn.set_busy_timeout(CHECKPOINT_WAIT_MS)
+                try:
+                    conn.wal_checkpoint(dbname, apsw.SQLITE_CHECKPOINT_TRUNCATE)
+                    return apsw.SQLITE_OK
+                except apsw.BusyError:
+                    pass  # a reader still needs old frames: copy what we can
+                finally:
+                    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            conn.wal_checkpoint(dbname, apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except apsw.Error:
+            pass
+        return apsw.SQLITE_OK
 
 
 def connect(path: str | os.PathLike[str]) -> apsw.Connection:
@@ -42,7 +126,11 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
         target = str(file_path)
     try:
         conn = apsw.Connection(target)
-        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    except apsw.Error as exc:
+        raise ConfigError(f"Cannot open database {target}: {exc}") from exc
+    try:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.transaction_mode = "IMMEDIATE"  # `with conn:` too takes the write lock up front
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
@@ -53,8 +141,115 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA mmap_size = 268435456")
+            conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES}")
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            conn.set_wal_hook(WalCheckpointer(page_size))
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA temp_store = MEMORY")
     except apsw.Error as exc:
+        conn.close()
         raise ConfigError(f"Cannot open database {target}: {exc}") from exc
     return conn
+
+
+# -- errors ------------------------------------------------------------------
+
+_STORAGE_ERRORS: tuple[tuple[type[apsw.Error], int, str], ...] = (
+    (apsw.FullError, 507, "The disk is full (or the database reached its size limit)"),
+    (apsw.ReadOnlyError, 503, "The database file is read-only"),
+    (apsw.BusyError, 503, "The database is busy: another process kept it locked for more than "
+                          f"{BUSY_TIMEOUT_MS // 1000} s"),
+    (apsw.IOError, 503, "The database file could not be read or written (I/O error)"),
+    (apsw.CorruptError, 503, "The database file is damaged; restore it from a backup or an export"),
+    (apsw.NotADBError, 503, "The file is not a SQLite database"),
+    (apsw.CantOpenError, 503, "The database file (or its -wal/-shm companions) cannot be opened"),
+)
+
+
+def storage_error(exc: BaseException) -> BaseException:
+    """``exc`` as a ``StorageError`` when it is a resource fault; otherwise ``exc`` itself.
+
+    A failed write that SQLite already rolled back makes apsw's own rollback
+    fail with "no transaction is active"; the original fault is then the
+    exception's context, and that is what is reported.
+    """
+    if (isinstance(exc, apsw.SQLError) and "no transaction is active" in str(exc)
+            and isinstance(exc.__context__, apsw.Error)):
+        exc = exc.__context__
+    for kind, code, message in _STORAGE_ERRORS:
+        if isinstance(exc, kind):
+            return StorageError(f"{message}; nothing was changed ({exc})", code=code)
+    return exc
+
+
+def _rollback(conn: apsw.Connection) -> None:
+    if conn.in_transaction:  # SQLite rolls back by itself after some errors (full disk, I/O)
+        try:
+            conn.execute("ROLLBACK")
+        except apsw.Error:
+            pass
+
+
+def _raise_translated(exc: BaseException) -> None:
+    translated = storage_error(exc)
+    if translated is exc:
+        raise exc
+    raise translated from exc
+
+
+@contextmanager
+def transaction(conn: apsw.Connection, *, busy_timeout_ms: int | None = None) -> Iterator[apsw.Connection]:
+    """A write transaction: ``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error.
+
+    Nested inside another transaction it is a savepoint. Resource faults
+    (full disk, read-only file, lock held past the busy timeout, I/O errors)
+    come out as ``StorageError``; the transaction is rolled back first.
+    ``busy_timeout_ms`` waits less (or more) than ``BUSY_TIMEOUT_MS`` for the
+    write lock.
+    """
+    if conn.in_transaction:
+        with conn:  # a savepoint
+            yield conn
+        return
+    if busy_timeout_ms is not None:
+        conn.set_busy_timeout(busy_timeout_ms)
+    try:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            _raise_translated(exc)
+    finally:
+        if busy_timeout_ms is not None:
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    try:
+        yield conn
+    except BaseException as exc:
+        _rollback(conn)
+        if isinstance(exc, apsw.Error):
+            _raise_translated(exc)
+        raise
+    try:
+        conn.execute("COMMIT")
+    except apsw.Error as exc:
+        _rollback(conn)
+        _raise_translated(exc)
+
+
+@contextmanager
+def read_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """Several reads from one snapshot (``BEGIN DEFERRED``), without taking the write lock.
+
+    Inside another transaction it adds nothing. Nothing may be written in
+    it: upgrading a read snapshot to a write cannot wait for the lock.
+    """
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN DEFERRED")
+    try:
+        yield conn
+    except BaseException:
+        _rollback(conn)
+        raise
+    if conn.in_transaction:
+        conn.execute("COMMIT")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import writes
+from .database import read_transaction, transaction
 from .threads import write_text_rows
 from .embedders import UnavailableEmbedder
 from .progress import ProgressBar
@@ -126,7 +127,9 @@ def _tag_checks(store: MemoryStore) -> tuple[Check, Check]:
 
 def check(store: MemoryStore) -> list[Check]:
     """Run every check; returns them all (passed ones with ``count == 0``)."""
-    with store._lock:  # the store serializes users of its one connection
+    # The store serializes users of its one connection; one read snapshot, so
+    # writes by other processes during the checks cannot look like drift.
+    with store._lock, read_transaction(store.conn):
         return _check(store)
 
 
@@ -247,7 +250,7 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
     conn, sql = store.conn, store.sql
     done: dict[str, Any] = {}
     dims = store.dimensions
-    with store._lock, conn:
+    with store._lock, transaction(conn):
         _drain(conn.execute(sql["repair_edges_dangling"]))
         done["dangling_edges_removed"] = conn.changes()
         if dims is not None:
@@ -283,7 +286,7 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
                 if vectors is None:
                     done["embedder_error"] = store.embedder_error or "the embedder is unavailable"
                     break
-                with store._lock, conn:
+                with store._lock, transaction(conn):
                     for (pk, _), vector in zip(batch, vectors):
                         writes._set_embedding(conn, sql, pk, vector, True)
                 done["memories_embedded"] += len(batch)

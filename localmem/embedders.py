@@ -11,6 +11,10 @@ built in:
 - ``UnavailableEmbedder``: stands in for a model that cannot be loaded, so a
   store can still open (without vectors) and report that it is degraded.
 
+``localmem.onnx_embedder.OnnxEmbedder`` runs the same sentence-transformers
+model with onnxruntime from a cached export, without importing torch (the
+fast cold path; the ``onnx`` extra).
+
 ``resolve_embedder()`` turns the ``embedder=`` argument of ``MemoryStore``
 into one of these. Callers that embed catch ``EmbedderUnavailable``.
 """
@@ -259,6 +263,12 @@ class SentenceTransformerEmbedder:
             if self._dimensions is None and reported is not None:
                 self._dimensions = reported
             self._model = model
+            if self.path is not None and _installed("onnxruntime"):
+                # Export once for the torch-free ONNX path (localmem.onnx_embedder);
+                # skipped when cached or disabled, never fails the load.
+                from .onnx_embedder import auto_export
+
+                auto_export(self.name, model)
             return model
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -325,8 +335,15 @@ def resolve_embedder(spec: Any, *, environ: Mapping[str, str] | None = None) -> 
 
     ``"none"``/None: no vector channel. ``"hash"`` or ``"hash:N"``: a
     ``HashEmbedder``. ``"auto"``: ``$LOCALMEM_MODEL`` or all-MiniLM-L6-v2, or an
-    ``UnavailableEmbedder`` when sentence-transformers is not installed. Any
-    other string: a model name or local path. Objects with ``name``,
+    ``UnavailableEmbedder`` when neither sentence-transformers nor an ONNX
+    export can run it. Any other string: a model name or local path.
+
+    A model (from ``"auto"`` or by name) runs as an ``OnnxEmbedder`` when
+    onnxruntime is installed and the cache holds an export of it (see
+    ``localmem.onnx_embedder``; ``$LOCALMEM_ONNX=0`` turns this off), else as
+    a ``SentenceTransformerEmbedder``; both give the same vectors under the
+    same name. ``"onnx:MODEL"`` forces the ONNX embedder, ``"st:MODEL"``
+    sentence-transformers (the reference). Objects with ``name``,
     ``dimensions`` and ``embed`` are returned as they are.
     """
     if spec is None:
@@ -348,11 +365,24 @@ def resolve_embedder(spec: Any, *, environ: Mapping[str, str] | None = None) -> 
         if lowered == "auto":
             env = os.environ if environ is None else environ
             model = (env.get("LOCALMEM_MODEL") or "").strip() or DEFAULT_MODEL
+            fast = _onnx_embedder(model)
+            if fast is not None:
+                return fast
             missing = [m for m in ("sentence_transformers", "torch") if not _installed(m)]
             if missing:
                 return UnavailableEmbedder(model, f"{' and '.join(missing)} not installed")
             return SentenceTransformerEmbedder(model)
-        return SentenceTransformerEmbedder(text)
+        prefix, sep, rest = text.partition(":")
+        if sep and prefix.strip().lower() in ("onnx", "st", "sentence-transformers"):
+            rest = rest.strip()
+            if not rest:
+                raise ConfigError(f"bad embedder {spec!r}: expected '{prefix.strip()}:MODEL'")
+            if prefix.strip().lower() == "onnx":
+                from .onnx_embedder import OnnxEmbedder
+
+                return OnnxEmbedder(rest)
+            return SentenceTransformerEmbedder(rest)
+        return _onnx_embedder(text) or SentenceTransformerEmbedder(text)
     if isinstance(spec, (HashEmbedder, SentenceTransformerEmbedder, UnavailableEmbedder)):
         return spec
     problems = []
@@ -371,6 +401,19 @@ def resolve_embedder(spec: Any, *, environ: Mapping[str, str] | None = None) -> 
             "or path, or an object with name, dimensions and embed"
         )
     return spec
+
+
+def _onnx_embedder(model: str) -> Embedder | None:
+    """An ``OnnxEmbedder`` for ``model`` when onnxruntime is installed and an export is cached."""
+    if not _installed("onnxruntime") or (os.environ.get("LOCALMEM_ONNX") or "").strip().lower() in (
+        "0", "false", "no", "off", "never",
+    ):
+        return None
+    from .onnx_embedder import OnnxEmbedder, find_export, runtime_available
+
+    if not runtime_available() or find_export(model) is None:
+        return None
+    return OnnxEmbedder(model)
 
 
 def known_dimensions(model: str, *, path: str | None = None) -> int | None:

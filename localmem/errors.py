@@ -49,3 +49,13 @@ class ConfigError(LocalMemError):
     """The store cannot be opened as configured (500-class, raised at open)."""
 
     code = 500
+
+
+class StorageError(LocalMemError):
+    """The file could not take the operation: disk full, read-only, locked too long, I/O error.
+
+    503 (507 for a full disk). The transaction was rolled back, so the file
+    holds exactly what it held before the call.
+    """
+
+    code = 503

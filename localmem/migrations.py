@@ -12,6 +12,7 @@ from typing import Callable
 
 import apsw
 
+from .database import transaction
 from .errors import ConfigError
 from .statements import Statements
 from .threads import thread_key, write_text_rows
@@ -48,10 +49,26 @@ def migration_0003_threads(conn: apsw.Connection, sql: Statements) -> None:
     write_text_rows(conn, sql, None)
 
 
+def migration_0004_metadata_terms(conn: apsw.Connection, sql: Statements) -> None:
+    """The metadata-term index, filled from existing memories."""
+    from .recall.metadata_search import metadata_index_terms
+
+    _run_script(conn, sql["migration_0004_metadata_terms"])
+    for pk, metadata in list(conn.execute("SELECT pk, metadata FROM memories WHERE metadata <> '{}'")):
+        try:
+            meta = json.loads(metadata)
+        except ValueError:
+            continue
+        terms = metadata_index_terms(meta) if isinstance(meta, dict) else []
+        if terms:
+            conn.execute(sql["metadata_terms_insert"], {"pk": pk, "terms": json.dumps(terms)})
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
     migration_0003_threads,
+    migration_0004_metadata_terms,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
@@ -81,7 +98,12 @@ def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERS
             f"({LATEST_VERSION}); upgrade localmem to open it"
         )
     for version in range(current + 1, target + 1):
-        with conn:  # one transaction per step: an interrupted step leaves the previous version intact
+        # One transaction per step: an interrupted step leaves the previous
+        # version intact. The write lock is taken first and the version read
+        # again under it, so processes opening a new file at once migrate it once.
+        with transaction(conn):
+            if schema_version(conn) >= version:
+                continue
             MIGRATIONS[version - 1](conn, sql)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "

@@ -17,9 +17,9 @@ import apsw
 from . import writes
 from .classify import classify, normalize_memory_type
 from .config import Config
-from .database import MEMORY_PATH, connect
+from .database import MEMORY_PATH, connect, read_transaction, storage_error, transaction
 from .embedders import Embedder, EmbedderUnavailable, resolve_embedder
-from .errors import ConfigError, NotFoundError, ValidationError
+from .errors import ConfigError, NotFoundError, StorageError, ValidationError
 from .migrations import LATEST_VERSION, migrate
 from .progress import ProgressBar
 from .records import MemoryRow, rows_as_dicts, to_record
@@ -53,6 +53,8 @@ EDGE_PROPERTIES = frozenset(
     p for rt in RELATION_TYPES.values() for p in rt.properties
 ) | {"timestamp", "observations", "role"}
 BY_TAG_MAX_LIMIT = 200
+# How long recall's last_accessed write waits for the write lock before it is skipped.
+TOUCH_WAIT_MS = 1000
 
 
 def utc_now() -> datetime:
@@ -64,12 +66,19 @@ def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
 
     One apsw connection is shared by every thread that uses the store; a
     transaction opened by one thread must not take in another thread's
-    statements, so calls are serialized.
+    statements, so calls are serialized. Resource faults of SQLite (full
+    disk, read-only file, lock timeout, I/O errors) come out as ``StorageError``.
     """
     @functools.wraps(method)
     def wrapper(self: "MemoryStore", *args: Any, **kwargs: Any) -> Any:
         with self._lock:
-            return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except apsw.Error as exc:
+                translated = storage_error(exc)
+                if translated is exc:
+                    raise
+                raise translated from exc
     return wrapper
 
 
@@ -104,6 +113,7 @@ class MemoryStore:
         self.sql = Statements()
         self._lock = threading.RLock()
         self._tokenizer: Any = None
+        self._touch_queue: list[tuple[list[str], datetime]] | None = None
         self.embedder: Embedder | None = resolve_embedder(embedder)
         self.embedder_error: str | None = None
         self.conn = connect(self.path)
@@ -159,7 +169,14 @@ class MemoryStore:
                 f"{self.embedder.name!r} has {dims} dimensions"
             )
         if stored_dims is None:
-            with self.conn:
+            with transaction(self.conn):
+                recorded = self._meta("dimensions")  # another process may have just recorded it
+                if recorded is not None and int(recorded) != dims:
+                    raise ConfigError(
+                        f"Embedding dimension mismatch: the database {self.path} was created with "
+                        f"{self._meta('embedder')!r} ({recorded} dimensions), but embedder "
+                        f"{self.embedder.name!r} has {dims} dimensions"
+                    )
                 self.conn.execute(self.sql["meta_set"], {"key": "dimensions", "value": str(dims)})
                 self.conn.execute(self.sql["meta_set"], {"key": "embedder", "value": self.embedder.name})
                 self.conn.execute(self.sql["vector_index_create"].format(dimensions=dims))
@@ -307,7 +324,7 @@ class MemoryStore:
     def store(self, content: str, **fields: Any) -> str:
         """Store one memory; returns its id. Validation and defaults follow AutoMem's POST /memory."""
         rows, embeddings = self._prepare([{**fields, "content": content}])
-        with self.conn:
+        with transaction(self.conn):
             self._insert_rows(rows, embeddings)
         return rows[0].id
 
@@ -328,7 +345,7 @@ class MemoryStore:
         finally:
             if bar is not None:
                 bar.close()
-        with self.conn:
+        with transaction(self.conn):
             self._insert_rows(rows, embeddings)
         return [row.id for row in rows]
 
@@ -346,6 +363,38 @@ class MemoryStore:
         # None leaves a field as it is, except for the fields where None means "clear it".
         fields = {k: v for k, v in fields.items() if v is not None or k in CLEARABLE_FIELDS}
         pk, current = self._pk_and_record(memory_id)
+        new, content_changed = self._merged_update(current, fields)
+        embedding: bytes | None = None
+        embedding_changed = False
+        if fields.get("embedding") is not None:
+            if not self.has_vector_index:
+                raise ValidationError("This store has no vector index (embedder 'none'); drop 'embedding'")
+            embedding = validate_embedding(fields["embedding"], self.dimensions)
+            embedding_changed = True
+        elif content_changed:
+            vectors = self.embed_texts([new.content])  # outside the write lock
+            embedding = vectors[0] if vectors else None  # a stale vector is worse than none
+            embedding_changed = True
+        embedded_content = new.content if embedding_changed else None
+        with transaction(self.conn):
+            # Merge onto the memory as it is now, under the write lock: another
+            # process may have changed it since it was read above, and its
+            # change must not be overwritten with the older values.
+            pk, latest = self._pk_and_record(memory_id)
+            if latest != current:
+                new, content_changed = self._merged_update(latest, fields)
+                if fields.get("embedding") is None:
+                    embedding_changed = content_changed
+                    if content_changed and new.content != embedded_content:
+                        vectors = self.embed_texts([new.content])
+                        embedding = vectors[0] if vectors else None
+                current = latest
+            writes.update_memory(self.conn, self.sql, pk, MemoryRow.from_record(current), new,
+                                 embedding, embedding_changed, self.has_vector_index)
+        return self.get(memory_id)
+
+    def _merged_update(self, current: dict[str, Any], fields: dict[str, Any]) -> tuple[MemoryRow, bool]:
+        """The row ``update`` writes over ``current``, and whether the content changes."""
         merged: dict[str, Any] = {k: current[k] for k in STORE_FIELDS - {"embedding"} if k in current}
         content_changed = "content" in fields and validate_content(fields["content"]) != current["content"]
         if content_changed and "summary" not in fields:
@@ -355,29 +404,14 @@ class MemoryStore:
         merged.update({k: v for k, v in fields.items() if k != "embedding"})
         if "updated_at" not in fields:
             merged["updated_at"] = self.now()
-        new = self._build_row(merged, now=self.now())
-        embedding: bytes | None = None
-        embedding_changed = False
-        if fields.get("embedding") is not None:
-            if not self.has_vector_index:
-                raise ValidationError("This store has no vector index (embedder 'none'); drop 'embedding'")
-            embedding = validate_embedding(fields["embedding"], self.dimensions)
-            embedding_changed = True
-        elif content_changed:
-            vectors = self.embed_texts([new.content])
-            embedding = vectors[0] if vectors else None  # a stale vector is worse than none
-            embedding_changed = True
-        old = MemoryRow.from_record(current)
-        with self.conn:
-            writes.update_memory(self.conn, self.sql, pk, old, new, embedding,
-                                 embedding_changed, self.has_vector_index)
-        return self.get(memory_id)
+        return self._build_row(merged, now=self.now()), content_changed
 
     @_serialized
     def delete(self, memory_id: str) -> None:
         """Remove a memory with its edges, tags, FTS and vector rows."""
-        pk, record = self._pk_and_record(memory_id)
-        with self.conn:
+        memory_id = validate_uuid(memory_id)
+        with transaction(self.conn):  # read under the write lock: the row deleted is the row read
+            pk, record = self._pk_and_record(memory_id)
             writes.delete_memory(self.conn, self.sql, pk, MemoryRow.from_record(record),
                                  self.has_vector_index)
 
@@ -402,7 +436,7 @@ class MemoryStore:
             )
         props = validate_metadata({k: v for k, v in properties.items() if v is not None})
         now = format_timestamp(self.now())
-        with self.conn:
+        with transaction(self.conn):
             pks = {
                 row[0]: row[1]
                 for row in self.conn.execute(
@@ -449,19 +483,23 @@ class MemoryStore:
         if new_id == old["id"]:
             raise ValidationError("A memory cannot supersede itself")
         now = self.now()
-        metadata = dict(old["metadata"])
-        metadata.update({"deprecated": True, "superseded_by": new_id, "supersede_relation": relation})
-        if reason:
-            metadata["supersede_reason"] = reason
-        updated_old = MemoryRow.from_record({**old, "t_invalid": format_timestamp(now),
-                                             "metadata": metadata,
-                                             "updated_at": format_timestamp(now)})
         edge_props = {"reason": reason} if reason else {}
-        with self.conn:
+        with transaction(self.conn):
+            old_pk, old = self._pk_and_record(old_id)  # as it is now, under the write lock
+            metadata = dict(old["metadata"])
+            metadata.update({"deprecated": True, "superseded_by": new_id, "supersede_relation": relation})
+            if reason:
+                metadata["supersede_reason"] = reason
+            updated_old = MemoryRow.from_record({**old, "t_invalid": format_timestamp(now),
+                                                 "metadata": metadata,
+                                                 "updated_at": format_timestamp(now)})
             self._insert_rows(rows, embeddings)
             writes.update_memory(self.conn, self.sql, old_pk, MemoryRow.from_record(old),
                                  updated_old, None, False, self.has_vector_index)
-            new_pk = self.conn.execute("SELECT pk FROM memories WHERE id = ?", (new_id,)).fetchone()[0]
+            found = self.conn.execute("SELECT pk FROM memories WHERE id = ?", (new_id,)).fetchone()
+            if found is None:  # the existing successor was deleted meanwhile
+                raise NotFoundError("Memory not found")
+            new_pk = found[0]
             self.conn.execute(self.sql["edge_upsert"], {
                 "src": old_pk, "dst": new_pk, "type": relation, "strength": 0.9,
                 "updated_at": format_timestamp(now), "properties": encode_json(edge_props),
@@ -498,7 +536,17 @@ class MemoryStore:
         """Hybrid recall with every parameter of AutoMem's GET /recall."""
         from .recall.pipeline import run_recall
 
-        return run_recall(self, {"query": query, **params})
+        # One read snapshot for every statement of the recall (no write lock);
+        # the last_accessed write is queued and done after the snapshot ends.
+        self._touch_queue = []
+        try:
+            with read_transaction(self.conn):
+                response = run_recall(self, {"query": query, **params})
+        finally:
+            queued, self._touch_queue = self._touch_queue, None
+        for memory_ids, when in queued:
+            self.touch(memory_ids, when)
+        return response
 
     @_serialized
     def related(self, memory_id: str, relationship_types: Any = None, max_depth: int = 1,
@@ -530,16 +578,23 @@ class MemoryStore:
         """Set last_accessed for recalled memories in one write (skipped when disabled)."""
         if not memory_ids or not self.config.track_access:
             return
+        if self._touch_queue is not None:  # inside recall's read snapshot: write after it
+            self._touch_queue.append((list(memory_ids), when))
+            return
         try:
-            with self.conn:
+            with transaction(self.conn, busy_timeout_ms=TOUCH_WAIT_MS):
                 self.conn.execute(self.sql["touch_last_accessed"],
                                   {"now": format_timestamp(when), "ids": json.dumps(memory_ids)})
-        except apsw.ReadOnlyError:
-            pass  # a read-only file still answers recalls
+        except StorageError:
+            pass  # read-only file, or writers kept the lock: last_accessed is advisory
 
     @_serialized
     def health(self) -> dict[str, Any]:
         """Counts per table, whether the derived indexes agree, embedder and file facts."""
+        with read_transaction(self.conn):  # one snapshot: concurrent writes cannot skew the counts
+            return self._health()
+
+    def _health(self) -> dict[str, Any]:
         counts = next(rows_as_dicts(self.conn.execute(self.sql["health_counts"])))
         fts_rows = self.conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
         vectors = (self.conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .database import read_transaction, transaction
 from .errors import ValidationError
 from .progress import ProgressBar
 from .records import rows_as_dicts, to_record
@@ -95,7 +96,7 @@ def decode_embedding(blob: bytes | None) -> list[float] | None:
 
 def iter_export(store: MemoryStore) -> Iterator[dict[str, Any]]:
     """Every memory line, then every edge line, as dicts (read in one snapshot)."""
-    with store.conn:  # one read transaction: memories and edges from the same moment
+    with read_transaction(store.conn):  # one snapshot: memories and edges from the same moment
         for row in rows_as_dicts(store.conn.execute(store.sql["export_memories"])):
             record = to_record(row)
             yield {"kind": "memory", **record, "embedding": decode_embedding(row["embedding"])}
@@ -283,7 +284,7 @@ class Importer:
         edges, self._edges = self._edges, []
         for start in range(0, len(edges), self.chunk_size):
             chunk = edges[start:start + self.chunk_size]
-            with store._lock, store.conn:
+            with store._lock, transaction(store.conn):
                 for lineno, binding in chunk:
                     store.conn.execute(store.sql["import_edge"], binding)
                     if store.conn.changes() == 0:

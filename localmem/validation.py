@@ -130,25 +130,43 @@ def validate_embedding(value: Any, dimensions: int | None) -> bytes:
             value = [float(p) for p in parts]
         except ValueError:
             raise ValidationError("Embedding must contain numeric values") from None
+    packed: array | None = None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        if len(raw) % 4:
+            raise ValidationError("Embedding bytes must be little-endian float32 values")
+        packed = array("f")
+        packed.frombytes(raw)
+    elif hasattr(value, "dtype") and hasattr(value, "astype") and hasattr(value, "tobytes"):
+        if value.dtype.kind not in "fiu":  # numpy arrays: no per-element Python work
+            raise ValidationError("Embedding must contain numeric values")
+        packed = array("f")
+        packed.frombytes(value.astype("<f4").ravel().tobytes())
+    if packed is not None:
+        return _check_packed(packed, dimensions)
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
-        value = value.tolist()  # numpy arrays and the like
+        value = value.tolist()
     if not isinstance(value, (list, tuple)):
         raise ValidationError("Embedding must be a list of numbers")
     numeric = (int, float)
     if not all(type(item) in numeric or (isinstance(item, numeric) and not isinstance(item, bool))
                for item in value):
         raise ValidationError("Embedding must contain numeric values")
-    if dimensions is not None and len(value) != dimensions:
-        raise ValidationError(f"Embedding must contain exactly {dimensions} values")
-    if not value:
-        raise ValidationError("Embedding must not be empty")
     # Check the float32 values actually stored: 1e300 becomes inf and 1e-50
-    # becomes 0.0 when narrowed, which would poison every cosine. A sum in
-    # double precision is NaN or inf exactly when some element is.
+    # becomes 0.0 when narrowed, which would poison every cosine.
     try:
         packed = array("f", value)
     except OverflowError:
         raise ValidationError("Embedding values must be finite numbers (within float32 range)") from None
+    return _check_packed(packed, dimensions)
+
+
+def _check_packed(packed: array, dimensions: int | None) -> bytes:
+    if dimensions is not None and len(packed) != dimensions:
+        raise ValidationError(f"Embedding must contain exactly {dimensions} values")
+    if not packed:
+        raise ValidationError("Embedding must not be empty")
+    # A sum in double precision is NaN or inf exactly when some element is.
     if not math.isfinite(sum(packed)):
         raise ValidationError("Embedding values must be finite numbers (within float32 range)")
     if not any(packed):

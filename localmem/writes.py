@@ -11,6 +11,7 @@ import json
 
 import apsw
 
+from .recall.metadata_search import metadata_index_terms
 from .records import MemoryRow
 from .statements import Statements
 from .tags import compute_tag_prefixes
@@ -24,6 +25,12 @@ def _index_tags(conn: apsw.Connection, sql: Statements, pk: int, tags: list[str]
         sql["memory_tag_prefixes_insert"],
         {"pk": pk, "prefixes": json.dumps(compute_tag_prefixes(tags))},
     )
+
+
+def _index_metadata(conn: apsw.Connection, sql: Statements, pk: int, metadata: dict) -> None:
+    terms = metadata_index_terms(metadata)
+    if terms:
+        conn.execute(sql["metadata_terms_insert"], {"pk": pk, "terms": json.dumps(terms)})
 
 
 def _set_embedding(
@@ -55,6 +62,7 @@ def insert_memories(
         pk = conn.execute(sql["memory_insert"], row.bindings()).fetchone()[0]
         pks.append(pk)
         _index_tags(conn, sql, pk, row.tags)
+        _index_metadata(conn, sql, pk, row.metadata)
         if embedding is not None:
             _set_embedding(conn, sql, pk, embedding, has_index, replacing=False)
         if row.thread is not None:
@@ -87,6 +95,9 @@ def update_memory(
         conn.execute(sql["memory_tags_delete"], {"pk": pk})
         conn.execute(sql["memory_tag_prefixes_delete"], {"pk": pk})
         _index_tags(conn, sql, pk, new.tags)
+    if new.metadata != old.metadata:
+        conn.execute(sql["metadata_terms_delete"], {"pk": pk})
+        _index_metadata(conn, sql, pk, new.metadata)
     if text_changed:
         after = affected_rows(conn, sql, [pk], [new.timestamp]) if new.thread else set()
         write_text_rows(conn, sql, before | after | {pk}, [old.timestamp, new.timestamp])

@@ -169,3 +169,13 @@ def test_expansions_do_not_update_last_accessed(memory_store_factory):
     assert other in ids(response)
     assert store.get(other)["last_accessed"] == "2024-01-01T00:00:00+00:00"
     assert store.get(seed)["last_accessed"] != "2024-01-01T00:00:00+00:00"
+
+
+def test_metadata_term_index_follows_updates_and_deletes(store):
+    memory_id = store.store("Deploy checklist", metadata={"tool": "Claude Code"})
+    assert ids(store.recall("notes for claude code")) == [memory_id]
+    store.update(memory_id, metadata={"tool": "vim"})
+    assert store.recall("notes for claude code")["count"] == 0
+    assert ids(store.recall("notes for the tool vim")) == [memory_id]
+    store.delete(memory_id)
+    assert store.conn.execute("SELECT count(*) FROM memory_metadata_terms").fetchone()[0] == 0

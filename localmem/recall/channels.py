@@ -41,6 +41,7 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
         "match_score": match_score,
         "source": source,
         "_similarity": similarity,
+        "_pk": row["pk"],
     }
 
 
@@ -72,8 +73,10 @@ def keyword_candidates(store: "MemoryStore", params: RecallParams, scope: dict[s
     out = []
     for row in rows:
         similarity = row["similarity"]
-        out.append(_candidate(row, "keyword", 0.0, "graph",
-                              float(similarity) if similarity is not None else None))
+        candidate = _candidate(row, "keyword", 0.0, "graph",
+                               float(similarity) if similarity is not None else None)
+        candidate["_bm25"] = row["bm25"]
+        out.append(candidate)
     return out
 
 

@@ -65,7 +65,7 @@ def expand_relations(store: "MemoryStore", params: RecallParams, seeds: list[dic
         if len(expanded) >= params.expansion_limit:
             continue
         expanded[row["id"]] = {
-            "id": row["id"], "memory": memory, "match_type": "relation",
+            "id": row["id"], "_pk": row["pk"], "memory": memory, "match_type": "relation",
             "match_score": relation_score, "relation_score": relation_score, "source": "graph",
             "relations": [edge], "related_to": [edge], "_similarity": None,
         }

@@ -115,11 +115,15 @@ class KeywordScorer:
         ideal = self.ideal
         if ideal <= 0:
             return {}
-        statement = self.store.sql["recall_keyword_scores"].format(
-            weights=bm25_weights_sql(self.store.config.keyword_column_weights))
-        rows = self.store.conn.execute(statement, {
-            "match": self.match, "ids": json.dumps([c["id"] for c in candidates])})
-        return {memory_id: min(1.0, score / ideal) for memory_id, score in rows}
+        raw: dict[str, float] = {c["id"]: c["_bm25"] for c in candidates if c.get("_bm25") is not None}
+        missing = {c["_pk"]: c["id"] for c in candidates if c["id"] not in raw and "_pk" in c}
+        if missing:
+            statement = self.store.sql["recall_keyword_scores"].format(
+                weights=bm25_weights_sql(self.store.config.keyword_column_weights))
+            for pk, score in self.store.conn.execute(statement, {
+                    "match": self.match, "pks": json.dumps(list(missing))}):
+                raw[missing[pk]] = score
+        return {memory_id: min(1.0, score / ideal) for memory_id, score in raw.items()}
 
 
 def tokenizer(conn: apsw.Connection) -> Any:

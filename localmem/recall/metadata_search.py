@@ -306,3 +306,18 @@ def metadata_match_score(query: str, metadata: Mapping[str, Any] | str | None) -
         best = max(best, _value_score(len(hits), len(value_tokens), len(query_terms), exact,
                                       explicit, bool(requested) and not requested_here))
     return best
+
+
+def metadata_index_terms(metadata: Mapping[str, Any]) -> list[str]:
+    """Every value token (≥ 3 chars) of the whitelisted fields, entities included.
+
+    These rows of ``memory_metadata_terms`` let the sidecar find candidates by
+    index lookups instead of scanning metadata text.
+    """
+    everything = set(METADATA_SEARCH_FIELDS)
+    terms: dict[str, None] = {}
+    for _field, value in metadata_values(metadata, everything):
+        for token in _tokens(value):
+            if len(token) >= 3:
+                terms.setdefault(token, None)
+    return list(terms)

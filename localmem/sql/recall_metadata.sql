@@ -1,8 +1,9 @@
--- Metadata sidecar prefilter: memories in scope whose metadata text contains
--- any of the query's value terms; Python scores the survivors.
+-- Metadata sidecar candidates: memories in scope having any of the query's
+-- value terms in a whitelisted metadata field (an index lookup); Python
+-- scores the survivors.
 SELECT m.* FROM memories AS m
-WHERE {{recall_scope_filter}}
-  AND m.metadata <> '{}'
-  AND EXISTS (SELECT 1 FROM json_each(:terms) AS t WHERE instr(lower(m.metadata), t.value) > 0)
+WHERE m.pk IN (SELECT t.pk FROM memory_metadata_terms AS t
+               WHERE t.term IN (SELECT value FROM json_each(:terms)))
+  AND {{recall_scope_filter}}
 ORDER BY m.importance DESC, m.timestamp DESC
 LIMIT :k;

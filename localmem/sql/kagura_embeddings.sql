@@ -1,0 +1,1 @@
+SELECT e.pk, e.embedding FROM memory_embeddings AS e WHERE e.pk IN (SELECT value FROM json_each(:pks));

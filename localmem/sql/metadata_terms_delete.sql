@@ -1,0 +1,1 @@
+DELETE FROM memory_metadata_terms WHERE pk = :pk;
