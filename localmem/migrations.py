@@ -64,11 +64,22 @@ def migration_0004_metadata_terms(conn: apsw.Connection, sql: Statements) -> Non
             conn.execute(sql["metadata_terms_insert"], {"pk": pk, "terms": json.dumps(terms)})
 
 
+def migration_0005_vector_codes(conn: apsw.Connection, sql: Statements) -> None:
+    """The code index, built from the stored embeddings when the dimension is known."""
+    from . import vector_index
+
+    _run_script(conn, sql["migration_0005_vector_codes"])
+    row = conn.execute(sql["meta_get"], {"key": "dimensions"}).fetchone()
+    if row and row[0]:
+        vector_index.rebuild(conn, sql, int(row[0]))
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
     migration_0003_threads,
     migration_0004_metadata_terms,
+    migration_0005_vector_codes,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

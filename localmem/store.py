@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import apsw
 
-from . import writes
+from . import vector_index, writes
 from .classify import classify, normalize_memory_type
 from .config import Config
 from .database import MEMORY_PATH, connect, read_transaction, storage_error, transaction
@@ -54,7 +54,7 @@ EDGE_PROPERTIES = frozenset(
 ) | {"timestamp", "observations", "role"}
 BY_TAG_MAX_LIMIT = 200
 # How long recall's last_accessed write waits for the write lock before it is skipped.
-TOUCH_WAIT_MS = 1000
+TOUCH_WAIT_MS = 500
 
 
 def utc_now() -> datetime:
@@ -180,6 +180,7 @@ class MemoryStore:
                 self.conn.execute(self.sql["meta_set"], {"key": "dimensions", "value": str(dims)})
                 self.conn.execute(self.sql["meta_set"], {"key": "embedder", "value": self.embedder.name})
                 self.conn.execute(self.sql["vector_index_create"].format(dimensions=dims))
+                vector_index.create(self.conn, self.sql, dims)
         elif self._meta("embedder") != self.embedder.name:
             warnings.warn(
                 f"Database {self.path} was embedded with {self._meta('embedder')!r}; "
@@ -547,6 +548,19 @@ class MemoryStore:
         for memory_ids, when in queued:
             self.touch(memory_ids, when)
         return response
+
+    @_serialized
+    def recall_v1(self, query: str, *, k: int = 5, filters: Mapping[str, Any] | None = None,
+                  search_mode: str | None = None, use_rerank: bool | None = None,
+                  include_explore_hints: bool = False, include_superseded: bool = False,
+                  full: int | None = None, now: Any = None) -> dict[str, Any]:
+        """Kagura's POST /api/v1/memory/recall: the RecallResponse body (localmem/kagura/)."""
+        from .kagura import run_recall_v1
+
+        return run_recall_v1(self, {
+            "query": query, "k": k, "filters": filters, "search_mode": search_mode,
+            "use_rerank": use_rerank, "include_explore_hints": include_explore_hints,
+            "include_superseded": include_superseded, "full": full, "now": now})
 
     @_serialized
     def related(self, memory_id: str, relationship_types: Any = None, max_depth: int = 1,

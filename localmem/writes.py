@@ -11,6 +11,7 @@ import json
 
 import apsw
 
+from . import vector_index
 from .recall.metadata_search import metadata_index_terms
 from .records import MemoryRow
 from .statements import Statements
@@ -39,12 +40,14 @@ def _set_embedding(
 ) -> None:
     if has_index and replacing:
         conn.execute(sql["vector_delete"], {"pk": pk})
+        vector_index.delete(conn, sql, pk)
     if embedding is None:
         conn.execute(sql["embedding_delete"], {"pk": pk})
         return
     conn.execute(sql["embedding_upsert"], {"pk": pk, "embedding": embedding})
     if has_index:
         conn.execute(sql["vector_insert"], {"pk": pk, "embedding": embedding})
+        vector_index.insert(conn, sql, pk, embedding)
 
 
 def insert_memories(
@@ -111,5 +114,6 @@ def delete_memory(conn: apsw.Connection, sql: Statements, pk: int, row: MemoryRo
     conn.execute(sql["fts_delete"], {"pk": pk})
     if has_index:
         conn.execute(sql["vector_delete"], {"pk": pk})
+        vector_index.delete(conn, sql, pk)
     conn.execute(sql["memory_delete"], {"pk": pk})
     write_text_rows(conn, sql, neighbours - {pk}, [row.timestamp])

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from ..records import rows_as_dicts, to_record
 from .metadata_search import metadata_match_score, metadata_scan_limit, metadata_slot_count, prefilter_terms
 from ..timeparse import format_timestamp
-from .keywords import bm25_weights_sql, match_expression, query_terms
+from ..vector_index import knn_parameters
+from .keywords import KeywordScorer, bm25_weights_sql
 from .params import RecallParams
 
 if TYPE_CHECKING:
@@ -49,8 +50,7 @@ def vector_candidates(store: "MemoryStore", params: RecallParams, scope: dict[st
                       query_vector: bytes, k: int) -> list[dict[str, Any]]:
     scoped = scope["tags"] is not None or params.has_window
     statement = store.sql["recall_vector_scoped" if scoped else "recall_vector"]
-    rows = rows_as_dicts(store.conn.execute(statement, {**scope, "query_vector": query_vector,
-                                                       "k": min(k, 4096)}))
+    rows = rows_as_dicts(store.conn.execute(statement, {**scope, **knn_parameters(query_vector, k)}))
     out = []
     for row in rows:
         similarity = row["similarity"]
@@ -61,9 +61,9 @@ def vector_candidates(store: "MemoryStore", params: RecallParams, scope: dict[st
 
 
 def keyword_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
-                       query: str, query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
+                       scorer: KeywordScorer, query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
     """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later."""
-    match = match_expression(query_terms(query))
+    match = scorer.candidate_match()
     if match is None:
         return []
     statement = store.sql["recall_keyword"].format(
@@ -75,7 +75,8 @@ def keyword_candidates(store: "MemoryStore", params: RecallParams, scope: dict[s
         similarity = row["similarity"]
         candidate = _candidate(row, "keyword", 0.0, "graph",
                                float(similarity) if similarity is not None else None)
-        candidate["_bm25"] = row["bm25"]
+        if match == scorer.match:  # all terms searched: the channel's BM25 is the score's
+            candidate["_bm25"] = row["bm25"]
         out.append(candidate)
     return out
 

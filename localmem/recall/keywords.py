@@ -44,6 +44,10 @@ FUNCTION_WORDS = frozenset("""
     without would yes yet you your yours yourself yourselves
 """.split())
 IDF_FLOOR = 1e-6  # FTS5's own floor for terms in more than half the rows
+# Candidate search skips terms in more than this many memories (or this share):
+# they cost 10-100 ms on a large store and rank nothing; scoring still counts them.
+COMMON_TERM_ROWS = 2000
+COMMON_TERM_SHARE = 0.02
 _FALLBACK_TOKEN = re.compile(r"\w+")
 
 
@@ -77,6 +81,7 @@ class KeywordScorer:
         self.terms = query_terms(query)
         self.match = match_expression(self.terms)
         self._ideal: float | None = None
+        self._df: tuple[int, list[int]] | None = None
 
     def _document_frequency(self, term: str) -> int:
         tokens = self.store.query_tokens(term)
@@ -89,19 +94,38 @@ class KeywordScorer:
                                       {"match": match_expression([term])}).fetchone()
         return int(row[0])
 
+    def _frequencies(self) -> tuple[int, list[int]]:
+        """(memories in the store, document frequency of each term), computed once."""
+        if self._df is None:
+            total = self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0]
+            self._df = (total, [self._document_frequency(term) for term in self.terms])
+        return self._df
+
     @property
     def ideal(self) -> float:
         """Σ idf over the query terms: the BM25 score of a memory matching each once."""
         if self._ideal is None:
-            total = self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0]
-            weights: list[float | None] = []
-            for term in self.terms:
-                n = self._document_frequency(term)
-                weights.append(max(IDF_FLOOR, math.log((total - n + 0.5) / (n + 0.5))) if n else None)
+            total, frequencies = self._frequencies()
+            weights = [max(IDF_FLOOR, math.log((total - n + 0.5) / (n + 0.5))) if n else None
+                       for n in frequencies]
             known = [w for w in weights if w is not None]
             mean = sum(known) / len(known) if known else 1.0
             self._ideal = sum(w if w is not None else mean for w in weights)
         return self._ideal
+
+    def candidate_match(self) -> str | None:
+        """MATCH for finding candidates: the selective terms (the rarest one if none is)."""
+        if not self.terms:
+            return None
+        total, frequencies = self._frequencies()
+        limit = max(COMMON_TERM_ROWS, COMMON_TERM_SHARE * total)
+        selective = [t for t, n in zip(self.terms, frequencies) if 0 < n <= limit]
+        if not selective:
+            present = [(n, t) for t, n in zip(self.terms, frequencies) if n > 0]
+            if not present:
+                return None
+            selective = [min(present)[1]]
+        return match_expression(selective)
 
     def scores(self, candidates: list[dict[str, Any]]) -> dict[str, float]:
         """Keyword score by memory id for the candidates (absent = 0)."""

@@ -101,14 +101,17 @@ class Recall:
             if similarity.get(result["id"]) is not None:
                 result["_similarity"] = float(similarity[result["id"]])
 
+    def keyword_scorer(self, query: str) -> KeywordScorer:
+        if query not in self.keyword_scorers:
+            self.keyword_scorers[query] = KeywordScorer(self.store, query)
+        return self.keyword_scorers[query]
+
     def fill_keyword(self, results: list[dict[str, Any]], query: str) -> None:
         """Keyword scores (BM25 with thread context, normalised) for results that have none."""
         missing = [r for r in results if "_keyword" not in r]
         if not missing:
             return
-        if query not in self.keyword_scorers:
-            self.keyword_scorers[query] = KeywordScorer(self.store, query)
-        scores = self.keyword_scorers[query].scores(missing)
+        scores = self.keyword_scorer(query).scores(missing)
         for result in missing:
             result["_keyword"] = scores.get(result["id"], 0.0)
             if result["match_type"] == "keyword":
@@ -181,7 +184,7 @@ class Recall:
             self.vector_pool += len(found)
             admit(found)
         if query:
-            admit(keyword_candidates(store, params, scope, query, query_vector,
+            admit(keyword_candidates(store, params, scope, self.keyword_scorer(query), query_vector,
                                      max(fetch, self.config.keyword_fetch)))
         if not query and query_vector is None:
             admit(trending_candidates(store, params, scope, limit))

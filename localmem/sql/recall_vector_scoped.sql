@@ -1,10 +1,6 @@
 -- Vector channel for tag- or time-scoped recall: the scope is pushed into
--- the kNN as a pk IN (...) pre-filter, so k rows come back whenever k match.
-WITH knn AS MATERIALIZED (
-    SELECT pk, distance FROM memory_vectors
-    WHERE embedding MATCH :query_vector AND k = :k
-      AND pk IN (SELECT m.pk FROM memories AS m WHERE {{recall_scope_filter}})
-)
+-- the kNN as a pre-filter (vector_knn_scoped).
+WITH {{vector_knn_scoped}}
 SELECT m.*, 1.0 - knn.distance AS similarity
 FROM knn JOIN memories AS m ON m.pk = knn.pk
 ORDER BY knn.distance;

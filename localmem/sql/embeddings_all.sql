@@ -1,0 +1,1 @@
+SELECT pk, embedding FROM memory_embeddings ORDER BY pk;
