@@ -217,10 +217,10 @@ def measure_tier(name: str, n: int, args: argparse.Namespace, say: Callable[[str
         "SELECT embedding FROM memory_embeddings ORDER BY pk")), dtype=np.float32).reshape(-1, DIMS)
     pks = np.array([r[0] for r in store.conn.execute("SELECT pk FROM memory_embeddings ORDER BY pk")])
     floor_ms, vector_ms, hits = [], [], []
-    from localmem.recall.channels import scope_bindings, vector_candidates
+    from localmem.recall.channels import make_scope, vector_candidates
     from localmem.recall.params import parse_recall_params
     params = parse_recall_params({}, store.config, store.dimensions, NOW)
-    scope = scope_bindings(params, store.config.excluded_types)
+    scope = make_scope(params, store.config.excluded_types)
     id_of = dict(store.conn.execute("SELECT pk, id FROM memories"))
     for _mode, _kwargs, vector in work[: min(100, len(work))]:
         q = np.frombuffer(vector, dtype=np.float32)
@@ -230,7 +230,7 @@ def measure_tier(name: str, n: int, args: argparse.Namespace, say: Callable[[str
         floor_ms.append((time.perf_counter() - started) * 1000)
         exact = {id_of[int(pks[i])] for i in top}
         started = time.perf_counter()
-        found = vector_candidates(store, params, scope, vector, 10)
+        found = vector_candidates(store, scope, vector, 10)
         vector_ms.append((time.perf_counter() - started) * 1000)
         hits.append(len(exact & {c["id"] for c in found[:10]}) / 10)
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())

@@ -147,7 +147,7 @@ def test_vector_overfetch_sizes(memory_store):
 
     assert fetch({}, 5, True) == 20
     assert fetch({}, 100, True) == 200
-    assert fetch({"tags": ["x"]}, 5, True) == 100
+    assert fetch({"tags": ["x"]}, 5, True) == 20  # no AutoMem tag widening: the kNN runs within the scope
     assert fetch({"tags": ["x"]}, 5, False) == 20
     assert fetch({}, 5, True, {"RECALL_VECTOR_OVERFETCH": "1"}) == 5
     assert fetch({}, 5, True, {"RECALL_VECTOR_FETCH_CAP": "8"}) == 8

@@ -1,36 +1,56 @@
-"""Candidate channels of recall: vector kNN, FTS5 keywords and trending, all in SQL."""
+"""Candidate channels of recall: vector kNN, FTS5 keywords, trending, metadata
+and listed ids, all in SQL, each within the request's scope."""
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..records import rows_as_dicts, to_record
-from .metadata_search import metadata_match_score, metadata_scan_limit, metadata_slot_count, prefilter_terms
 from ..timeparse import format_timestamp
 from ..vector_index import knn_parameters
 from .keywords import KeywordScorer, bm25_weights_sql
+from .metadata_search import metadata_match_score, metadata_scan_limit, metadata_slot_count, prefilter_terms
 from .params import RecallParams
+from .scope import scope_clause
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
 
+@dataclass(frozen=True)
+class Scope:
+    """The hard filters of a request: SQL bindings plus the clause for the filters in use."""
 
-def scope_bindings(params: RecallParams, excluded_types: tuple[str, ...], *,
-                   with_tags: bool = True) -> dict[str, Any]:
-    """Named parameters of the recall_scope_filter fragment."""
-    tags = params.tags if with_tags else []
-    return {
+    params: RecallParams
+    bindings: dict[str, Any]
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether tags or a time window restrict the memories considered."""
+        return bool(self.params.tags) or self.params.has_window
+
+    def statement(self, store: "MemoryStore", name: str, *, driving: bool = True) -> str:
+        return store.sql.compose(name, scope=scope_clause(store.sql, self.params, driving=driving))
+
+
+def make_scope(params: RecallParams, excluded_types: tuple[str, ...], *,
+               with_tags: bool = True) -> Scope:
+    """The scope of a request (``with_tags=False``: the same without its tag filter)."""
+    if not with_tags:
+        params = replace(params, tags=[])
+    return Scope(params, {
         "excluded_types": json.dumps(list(excluded_types)),
         "window_start": format_timestamp(params.window_start) if params.window_start else None,
         "window_end": format_timestamp(params.window_end) if params.window_end else None,
-        "tags": json.dumps(tags) if tags else None,
+        "tags": json.dumps(params.tags) if params.tags else None,
         "tag_match": params.tag_match,
         "tag_mode": params.tag_mode,
-        "tag_count": len(tags),
+        "tag_count": len(params.tags),
         "exclude_tags": json.dumps(params.exclude_tags) if params.exclude_tags else None,
-    }
+    })
 
 
 def _candidate(row: dict[str, Any], match_type: str, match_score: float, source: str,
@@ -46,50 +66,77 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
     }
 
 
-def vector_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
-                      query_vector: bytes, k: int) -> list[dict[str, Any]]:
-    scoped = scope["tags"] is not None or params.has_window
-    statement = store.sql["recall_vector_scoped" if scoped else "recall_vector"]
-    rows = rows_as_dicts(store.conn.execute(statement, {**scope, **knn_parameters(query_vector, k)}))
+# Score every memory in scope exactly when the scope holds at most this many
+# memories, or this share of the store; beyond that the widened code kNN is cheaper.
+EXACT_SCAN_ROWS = 4000
+EXACT_SCAN_SHARE = 0.15
+
+
+def _vector_rows(store: "MemoryStore", scope: Scope, query_vector: bytes, k: int) -> Any:
+    """Pick the cheapest exact-enough plan for the scope.
+
+    No scope: the code kNN. A narrow scope (≤ EXACT_SCAN_ROWS): exact cosines
+    of the memories in it. A broad one: the code kNN widened by the share of
+    memories outside the scope, then filtered (a vec0 pk-list pre-filter costs
+    more than either on a large store).
+    """
+    knn = scope.statement(store, "recall_vector", driving=False)
+    if not scope.narrowed:
+        return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, k)})
+    total = store.conn.execute(store.sql["memory_max_pk"]).fetchone()[0] or 0
+    exact_limit = max(EXACT_SCAN_ROWS, int(EXACT_SCAN_SHARE * total))
+    tagged, windowed = store.conn.execute(
+        store.sql["recall_scope_size"], {**scope.bindings, "cap": exact_limit + 1}).fetchone()
+    size = min(n for n in (tagged, windowed) if n is not None)
+    if size <= exact_limit:
+        return store.conn.execute(scope.statement(store, "recall_vector_exact"),
+                                  {**scope.bindings, "query_vector": query_vector, "k": k})
+    widened = math.ceil(k * max(1, total) / size)
+    return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, widened)})
+
+
+def vector_candidates(store: "MemoryStore", scope: Scope, query_vector: bytes,
+                      k: int) -> list[dict[str, Any]]:
     out = []
-    for row in rows:
+    for row in rows_as_dicts(_vector_rows(store, scope, query_vector, k)):
         similarity = row["similarity"]
         if similarity is None:  # a zero or NaN vector: nothing to rank by
             continue
         out.append(_candidate(row, "vector", float(similarity), "qdrant", float(similarity)))
+        if len(out) >= k:
+            break
     return out
 
 
-def keyword_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
-                       scorer: KeywordScorer, query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
+def keyword_candidates(store: "MemoryStore", scope: Scope, scorer: KeywordScorer,
+                       query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
     """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later."""
-    match = scorer.candidate_match()
+    match = scorer.match
     if match is None:
         return []
-    statement = store.sql["recall_keyword"].format(
+    name = "recall_keyword" if scope.narrowed else "recall_keyword_broad"
+    statement = scope.statement(store, name, driving=scope.narrowed).format(
         weights=bm25_weights_sql(store.config.keyword_column_weights))
     rows = rows_as_dicts(store.conn.execute(statement, {
-        **scope, "match": match, "query_vector": query_vector, "k": k}))
+        **scope.bindings, "match": match, "query_vector": query_vector, "k": k}))
     out = []
     for row in rows:
         similarity = row["similarity"]
         candidate = _candidate(row, "keyword", 0.0, "graph",
                                float(similarity) if similarity is not None else None)
-        if match == scorer.match:  # all terms searched: the channel's BM25 is the score's
-            candidate["_bm25"] = row["bm25"]
+        candidate["_bm25"] = row["bm25"]  # the same terms and weights as the keyword score
         out.append(candidate)
     return out
 
 
-def trending_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
-                        k: int) -> list[dict[str, Any]]:
-    rows = rows_as_dicts(store.conn.execute(store.sql["recall_trending"], {
-        **scope, "order_by": params.sort, "k": k}))
+def trending_candidates(store: "MemoryStore", scope: Scope, k: int) -> list[dict[str, Any]]:
+    rows = rows_as_dicts(store.conn.execute(scope.statement(store, "recall_trending"), {
+        **scope.bindings, "order_by": scope.params.sort, "k": k}))
     return [_candidate(row, "trending", float(row["importance"]), "graph", None) for row in rows]
 
 
-def metadata_candidates(store: "MemoryStore", params: RecallParams, scope: dict[str, Any],
-                        query: str, limit: int, seen: set[str]) -> list[dict[str, Any]]:
+def metadata_candidates(store: "MemoryStore", scope: Scope, query: str, limit: int,
+                        seen: set[str]) -> list[dict[str, Any]]:
     """The metadata sidecar: strong matches of whitelisted metadata values.
 
     Returns up to ``max(1, min(limit, 10))`` new candidates plus "upgrades"
@@ -98,8 +145,8 @@ def metadata_candidates(store: "MemoryStore", params: RecallParams, scope: dict[
     terms = prefilter_terms(query)
     if not terms:
         return []
-    rows = rows_as_dicts(store.conn.execute(store.sql["recall_metadata"], {
-        **scope, "terms": json.dumps(terms), "k": metadata_scan_limit(limit)}))
+    rows = rows_as_dicts(store.conn.execute(scope.statement(store, "recall_metadata", driving=False), {
+        **scope.bindings, "terms": json.dumps(terms), "k": metadata_scan_limit(limit)}))
     scored = []
     for row in rows:
         score = metadata_match_score(query, row["metadata"])
@@ -113,11 +160,11 @@ def metadata_candidates(store: "MemoryStore", params: RecallParams, scope: dict[
     return new + upgrades
 
 
-def priority_candidates(store: "MemoryStore", scope: dict[str, Any],
+def priority_candidates(store: "MemoryStore", scope: Scope,
                         memory_ids: list[str]) -> list[dict[str, Any]]:
     """Listed ids fetched directly (match_type priority_id), only those within the scope."""
     if not memory_ids:
         return []
-    rows = rows_as_dicts(store.conn.execute(store.sql["recall_by_ids"], {
-        **scope, "ids": json.dumps(memory_ids)}))
+    rows = rows_as_dicts(store.conn.execute(scope.statement(store, "recall_by_ids", driving=False), {
+        **scope.bindings, "ids": json.dumps(memory_ids)}))
     return [_candidate(row, "priority_id", 0.0, "graph", None) for row in rows]

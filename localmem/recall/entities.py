@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from .channels import scope_bindings, trending_candidates
+from .channels import make_scope, trending_candidates
 from .params import RecallParams
 
 if TYPE_CHECKING:
@@ -63,8 +63,8 @@ def expand_entities(store: "MemoryStore", params: RecallParams, sources: list[di
         tag = f"entity:{category}:{slugify(name)}"
         extra = params.tags if params.expand_respect_tags else []
         search = replace(params, tags=[tag, *extra], tag_mode="all", tag_match="prefix")
-        scope = scope_bindings(search, store.config.excluded_types)
-        for candidate in trending_candidates(store, search, scope, PER_ENTITY + len(seen)):
+        scope = make_scope(search, store.config.excluded_types)
+        for candidate in trending_candidates(store, scope, PER_ENTITY + len(seen)):
             if candidate["id"] in seen or len(expanded) >= params.expansion_limit:
                 continue
             if sum(1 for e in expanded if e["expanded_from_entity"] == name) >= PER_ENTITY:

@@ -44,8 +44,8 @@ FUNCTION_WORDS = frozenset("""
     without would yes yet you your yours yourself yourselves
 """.split())
 IDF_FLOOR = 1e-6  # FTS5's own floor for terms in more than half the rows
-# Candidate search skips terms in more than this many memories (or this share):
-# they cost 10-100 ms on a large store and rank nothing; scoring still counts them.
+# On large stores the keyword score leaves out terms in more than this many
+# memories and this share of them (see KeywordScorer.searched).
 COMMON_TERM_ROWS = 2000
 COMMON_TERM_SHARE = 0.02
 _FALLBACK_TOKEN = re.compile(r"\w+")
@@ -79,9 +79,9 @@ class KeywordScorer:
         self.query = query
         self.mode = store.config.keyword_scoring
         self.terms = query_terms(query)
-        self.match = match_expression(self.terms)
-        self._ideal: float | None = None
         self._df: tuple[int, list[int]] | None = None
+        self._searched: list[tuple[str, int]] | None = None
+        self._ideal: float | None = None
 
     def _document_frequency(self, term: str) -> int:
         tokens = self.store.query_tokens(term)
@@ -102,34 +102,45 @@ class KeywordScorer:
         return self._df
 
     @property
-    def ideal(self) -> float:
-        """Σ idf over the query terms: the BM25 score of a memory matching each once."""
-        if self._ideal is None:
+    def searched(self) -> list[tuple[str, int]]:
+        """The terms the score uses, with their document frequencies.
+
+        On a large store, terms in more than COMMON_TERM_ROWS memories and
+        COMMON_TERM_SHARE of them are left out (the rarest one is kept if all
+        are common): each costs a scan of tens of thousands of postings and
+        weighs little next to the rare terms.
+        """
+        if self._searched is None:
             total, frequencies = self._frequencies()
+            limit = max(COMMON_TERM_ROWS, COMMON_TERM_SHARE * total)
+            pairs = list(zip(self.terms, frequencies))
+            kept = [(t, n) for t, n in pairs if n <= limit]
+            if not any(n for _, n in kept):
+                present = sorted((n, t) for t, n in pairs if n > 0)
+                kept = [(present[0][1], present[0][0])] if present else []
+            self._searched = kept
+        return self._searched
+
+    @property
+    def match(self) -> str | None:
+        """MATCH string of the searched terms (for candidates and for scores alike)."""
+        return match_expression([t for t, _ in self.searched])
+
+    @property
+    def ideal(self) -> float:
+        """Σ idf over the searched terms: the BM25 score of a memory matching each once."""
+        if self._ideal is None:
+            total, _ = self._frequencies()
             weights = [max(IDF_FLOOR, math.log((total - n + 0.5) / (n + 0.5))) if n else None
-                       for n in frequencies]
+                       for _, n in self.searched]
             known = [w for w in weights if w is not None]
             mean = sum(known) / len(known) if known else 1.0
             self._ideal = sum(w if w is not None else mean for w in weights)
         return self._ideal
 
-    def candidate_match(self) -> str | None:
-        """MATCH for finding candidates: the selective terms (the rarest one if none is)."""
-        if not self.terms:
-            return None
-        total, frequencies = self._frequencies()
-        limit = max(COMMON_TERM_ROWS, COMMON_TERM_SHARE * total)
-        selective = [t for t, n in zip(self.terms, frequencies) if 0 < n <= limit]
-        if not selective:
-            present = [(n, t) for t, n in zip(self.terms, frequencies) if n > 0]
-            if not present:
-                return None
-            selective = [min(present)[1]]
-        return match_expression(selective)
-
     def scores(self, candidates: list[dict[str, Any]]) -> dict[str, float]:
         """Keyword score by memory id for the candidates (absent = 0)."""
-        if not self.terms or not candidates:
+        if not self.terms or not candidates or self.match is None:
             return {}
         if self.mode == "automem":
             return {c["id"]: (substring_match_score(self.query, c["memory"]["content"], c["memory"]["tags"])

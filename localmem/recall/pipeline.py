@@ -20,7 +20,8 @@ from .channels import (
     keyword_candidates,
     metadata_candidates,
     priority_candidates,
-    scope_bindings,
+    Scope,
+    make_scope,
     trending_candidates,
     vector_candidates,
 )
@@ -156,17 +157,19 @@ class Recall:
     # -- one query --------------------------------------------------------
 
     def vector_fetch_size(self, limit: int, has_text: bool) -> int:
-        """AutoMem's over-fetch: more vector candidates than asked for, so re-ranking has room."""
+        """AutoMem's over-fetch: more vector candidates than asked for, so re-ranking has room.
+
+        AutoMem widens tag-scoped searches to RECALL_MAX_LIMIT because Qdrant
+        filters after its search; localmem searches within the scope
+        (channels._vector_rows), so the plain over-fetch is enough.
+        """
         config = self.config
-        fetch = max(limit, min(limit * config.vector_overfetch, config.vector_fetch_cap))
-        if self.params.tags and has_text:
-            fetch = max(limit, min(max(fetch, config.max_limit), config.vector_fetch_cap))
-        return fetch
+        return max(limit, min(limit * config.vector_overfetch, config.vector_fetch_cap))
 
     def run_query(self, query: str, limit: int) -> list[dict[str, Any]]:
         """Candidates for one query, scored, filtered, deduplicated, sorted and cut to ``limit``."""
         params, store = self.params, self.store
-        scope = scope_bindings(params, self.config.excluded_types)
+        scope = make_scope(params, self.config.excluded_types)
         query_vector = self.vectors.for_query(query)
         has_text = bool(query) or params.embedding is not None
         candidates: list[dict[str, Any]] = []
@@ -180,16 +183,16 @@ class Recall:
 
         fetch = self.vector_fetch_size(limit, has_text)
         if query_vector is not None:
-            found = vector_candidates(store, params, scope, query_vector, fetch)
+            found = vector_candidates(store, scope, query_vector, fetch)
             self.vector_pool += len(found)
             admit(found)
         if query:
-            admit(keyword_candidates(store, params, scope, self.keyword_scorer(query), query_vector,
+            admit(keyword_candidates(store, scope, self.keyword_scorer(query), query_vector,
                                      max(fetch, self.config.keyword_fetch)))
         if not query and query_vector is None:
-            admit(trending_candidates(store, params, scope, limit))
+            admit(trending_candidates(store, scope, limit))
         if query and self.config.metadata_search_enabled:
-            for candidate in metadata_candidates(store, params, scope, query, limit, seen):
+            for candidate in metadata_candidates(store, scope, query, limit, seen):
                 seen.add(candidate["id"])
                 candidates.append(candidate)  # upgrades of seen ids too; dedup keeps the better copy
         self.prepare(candidates, query)
@@ -207,7 +210,7 @@ class Recall:
                 ranked = sort_results(ranked + injected, params.sort)
         return self.priority_first(ranked, limit)
 
-    def inject_priority(self, profile: ContextProfile, query: str, scope: dict[str, Any],
+    def inject_priority(self, profile: ContextProfile, query: str, scope: Scope,
                         present: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
         """Memories the context asks for that the search missed: listed ids, then priority tags."""
         seen = {r["id"] for r in present}
@@ -215,8 +218,8 @@ class Recall:
         if profile.priority_tags:
             tagged = replace(self.params, tags=sorted(profile.priority_tags), tag_mode="any",
                              tag_match="prefix")
-            tag_scope = scope_bindings(tagged, self.config.excluded_types)
-            for candidate in trending_candidates(self.store, tagged, tag_scope, max(1, min(limit, 3))):
+            tag_scope = make_scope(tagged, self.config.excluded_types)
+            for candidate in trending_candidates(self.store, tag_scope, max(1, min(limit, 3))):
                 if self.in_scope(candidate["memory"]):
                     found.append(candidate)
         out: list[dict[str, Any]] = []
@@ -277,8 +280,8 @@ class Recall:
         if query_vector is None or free <= 0:
             return []
         unscoped = replace(params, tags=[])
-        scope = scope_bindings(unscoped, self.config.excluded_types)
-        found = vector_candidates(self.store, unscoped, scope,
+        scope = make_scope(unscoped, self.config.excluded_types)
+        found = vector_candidates(self.store, scope,
                                   query_vector, min(params.limit * 2, self.config.max_limit))
         now_iso = format_timestamp(self.now)
         found = [c for c in found if c["id"] not in seen and not self.in_scope(c["memory"])

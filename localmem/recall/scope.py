@@ -1,12 +1,34 @@
-"""The recall scope checked in Python, for memories that arrive outside the SQL channels
-(state replacements, graph and entity expansions, priority ids)."""
+"""The recall scope: as SQL for the channels, and checked in Python for memories
+that arrive outside them (state replacements, graph and entity expansions)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..timeparse import format_timestamp
 from .params import RecallParams
+
+if TYPE_CHECKING:
+    from ..statements import Statements
+
+
+def scope_clause(sql: "Statements", params: RecallParams, *, with_tags: bool = True,
+                 driving: bool = True) -> str:
+    """The WHERE clause (alias m) for the filters in use, from the scope_*.sql fragments.
+
+    ``driving`` picks the tag test that lets the tag index drive the search
+    (``pk IN (...)``); otherwise a per-row EXISTS, cheap when the rows to
+    check are few (the hits of a kNN).
+    """
+    parts = [sql.fragment("scope_base")]
+    if params.has_window:
+        parts.append(sql.fragment("scope_window"))
+    if with_tags and params.tags:
+        style = "in" if driving else "exists"
+        parts.append(sql.fragment(f"scope_tags_{params.tag_match}_{params.tag_mode}_{style}"))
+    if params.exclude_tags:
+        parts.append(sql.fragment("scope_exclude"))
+    return "\n  AND ".join(f"({part})" for part in parts)
 
 
 def passes_scope(memory: dict[str, Any], params: RecallParams, excluded_types: tuple[str, ...],

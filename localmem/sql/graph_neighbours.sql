@@ -27,7 +27,7 @@ ranked AS (
                PARTITION BY w.seed, w.node
                ORDER BY w.depth, w.via_updated DESC) AS per_node,
            m.timestamp AS node_timestamp
-    FROM walk AS w JOIN memories AS m ON m.pk = w.node
+    FROM walk AS w CROSS JOIN memories AS m ON m.pk = w.node  -- CROSS JOIN: walk drives
     WHERE w.depth > 0
       AND m.type NOT IN (SELECT value FROM json_each(:excluded_types))
 ),
@@ -42,7 +42,7 @@ SELECT s.id AS seed_id, l.seed_rank AS seed_rank, l.depth AS depth,
        l.via_type AS relation_type, l.via_strength AS relation_strength,
        l.via_properties AS relation_properties, l.via_direction AS direction, m.*
 FROM limited AS l
-JOIN memories AS s ON s.pk = l.seed
-JOIN memories AS m ON m.pk = l.node
+CROSS JOIN memories AS s ON s.pk = l.seed
+CROSS JOIN memories AS m ON m.pk = l.node
 WHERE l.per_seed <= :per_seed_limit
 ORDER BY l.seed_rank, l.per_seed;

@@ -1,3 +1,3 @@
 -- Priority ids fetched directly, still within the recall scope.
 SELECT m.* FROM memories AS m
-WHERE m.id IN (SELECT value FROM json_each(:ids)) AND {{recall_scope_filter}};
+WHERE m.id IN (SELECT value FROM json_each(:ids)) AND {{scope}};

@@ -6,7 +6,7 @@ WITH hits AS MATERIALIZED (
     SELECT f.rowid AS pk, -bm25(memories_fts, {weights}) AS bm25
     FROM memories_fts AS f
     JOIN memories AS m ON m.pk = f.rowid
-    WHERE memories_fts MATCH :match AND {{recall_scope_filter}}
+    WHERE memories_fts MATCH :match AND {{scope}}
     ORDER BY bm25(memories_fts, {weights})
     LIMIT :k
 )

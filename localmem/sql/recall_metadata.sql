@@ -4,6 +4,6 @@
 SELECT m.* FROM memories AS m
 WHERE m.pk IN (SELECT t.pk FROM memory_metadata_terms AS t
                WHERE t.term IN (SELECT value FROM json_each(:terms)))
-  AND {{recall_scope_filter}}
+  AND {{scope}}
 ORDER BY m.importance DESC, m.timestamp DESC
 LIMIT :k;

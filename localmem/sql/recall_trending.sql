@@ -1,7 +1,7 @@
 -- Trending channel (no query): the most important memories in scope, or the
 -- newest / oldest (by updated_at, else timestamp) when a time sort is asked for.
 SELECT m.* FROM memories AS m
-WHERE {{recall_scope_filter}}
+WHERE {{scope}}
 ORDER BY
     CASE WHEN :order_by = 'score' THEN m.importance END DESC,
     CASE WHEN :order_by IN ('time_desc', 'updated_desc') THEN coalesce(m.updated_at, m.timestamp) END DESC,

@@ -2,5 +2,5 @@
 WITH {{vector_knn}}
 SELECT m.*, 1.0 - knn.distance AS similarity
 FROM knn JOIN memories AS m ON m.pk = knn.pk
-WHERE {{recall_scope_filter}}
+WHERE {{scope}}
 ORDER BY knn.distance;

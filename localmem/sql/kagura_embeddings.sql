@@ -1,1 +1,0 @@
-SELECT e.pk, e.embedding FROM memory_embeddings AS e WHERE e.pk IN (SELECT value FROM json_each(:pks));
