@@ -30,17 +30,18 @@ class Statements:
             self._files[name] = text
         return text
 
-    def fragment(self, name: str) -> str:
+    def fragment(self, name: str, **slots: str) -> str:
         """A fragment's SQL without its comment lines or trailing semicolon."""
-        return _COMMENT_LINE.sub("", self[name]).strip().rstrip(";")
+        return _COMMENT_LINE.sub("", self.compose(name, **slots)).strip().rstrip(";")
 
     def compose(self, name: str, **slots: str) -> str:
-        """The statement with ``{{slot}}`` placeholders filled from ``slots``, then from files."""
+        """The statement with ``{{slot}}`` placeholders filled from ``slots``, else from
+        the fragment file of that name (at any depth of inclusion)."""
         key = (name, tuple(sorted(slots.items())))
         sql = self._cache.get(key)
         if sql is None:
             sql = _INCLUDE.sub(
-                lambda m: slots[m.group(1)] if m.group(1) in slots else self.fragment(m.group(1)),
+                lambda m: slots[m.group(1)] if m.group(1) in slots else self.fragment(m.group(1), **slots),
                 self._file(name))
             self._cache[key] = sql
         return sql

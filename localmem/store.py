@@ -179,7 +179,6 @@ class MemoryStore:
                     )
                 self.conn.execute(self.sql["meta_set"], {"key": "dimensions", "value": str(dims)})
                 self.conn.execute(self.sql["meta_set"], {"key": "embedder", "value": self.embedder.name})
-                self.conn.execute(self.sql["vector_index_create"].format(dimensions=dims))
                 vector_index.create(self.conn, self.sql, dims)
         elif self._meta("embedder") != self.embedder.name:
             warnings.warn(
@@ -611,7 +610,7 @@ class MemoryStore:
     def _health(self) -> dict[str, Any]:
         counts = next(rows_as_dicts(self.conn.execute(self.sql["health_counts"])))
         fts_rows = self.conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
-        vectors = (self.conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+        vectors = (self.conn.execute("SELECT count(*) FROM memory_vector_codes").fetchone()[0]
                    if self.has_vector_index else 0)
         tags_agree = counts["tagged_memories"] == counts["memories_with_tags"]
         indexes_agree = (fts_rows == counts["memories"]

@@ -39,14 +39,12 @@ def _set_embedding(
     *, replacing: bool = True,
 ) -> None:
     if has_index and replacing:
-        conn.execute(sql["vector_delete"], {"pk": pk})
         vector_index.delete(conn, sql, pk)
     if embedding is None:
         conn.execute(sql["embedding_delete"], {"pk": pk})
         return
     conn.execute(sql["embedding_upsert"], {"pk": pk, "embedding": embedding})
     if has_index:
-        conn.execute(sql["vector_insert"], {"pk": pk, "embedding": embedding})
         vector_index.insert(conn, sql, pk, embedding)
 
 
@@ -113,7 +111,6 @@ def delete_memory(conn: apsw.Connection, sql: Statements, pk: int, row: MemoryRo
     neighbours = affected_rows(conn, sql, [pk], [row.timestamp]) if row.thread else set()
     conn.execute(sql["fts_delete"], {"pk": pk})
     if has_index:
-        conn.execute(sql["vector_delete"], {"pk": pk})
         vector_index.delete(conn, sql, pk)
     conn.execute(sql["memory_delete"], {"pk": pk})
     write_text_rows(conn, sql, neighbours - {pk}, [row.timestamp])

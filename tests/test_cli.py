@@ -494,7 +494,7 @@ def build_rich_store(path: Path) -> dict[str, str]:
         ids["no_vector"] = store.store("Memory whose embedding was never computed")
         pk = store.conn.execute("SELECT pk FROM memories WHERE id = ?", (ids["no_vector"],)).fetchone()[0]
         with store.conn:
-            store.conn.execute(store.sql["vector_delete"], {"pk": pk})
+            store.conn.execute(store.sql["vector_codes_delete"], {"pk": pk})
             store.conn.execute(store.sql["embedding_delete"], {"pk": pk})
         ids["old"] = store.store("Jobs run on Celery", tags=["queue"])
         ids["new"] = store.supersede(ids["old"], "Jobs run on Redis Streams", reason="fewer services",
@@ -702,10 +702,10 @@ def corrupt(db: Path) -> dict[str, str]:
         conn = store.conn
         conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk[ids["fts"]],))
         conn.execute("INSERT INTO memories_fts (rowid, content, tags) VALUES (9999, 'ghost', '')")
-        conn.execute("DELETE FROM memory_vectors WHERE pk = ?", (pk[ids["vector"]],))
+        conn.execute("DELETE FROM memory_vector_codes WHERE pk = ?", (pk[ids["vector"]],))
         conn.execute("DELETE FROM memory_tags WHERE pk = ? AND tag = 'shared'", (pk[ids["tags"]],))
         conn.execute("DELETE FROM memory_tag_prefixes WHERE pk = ? AND prefix = 'topic'", (pk[ids["prefix"]],))
-        conn.execute("DELETE FROM memory_vectors WHERE pk = ?", (pk[ids["embedding"]],))
+        conn.execute("DELETE FROM memory_vector_codes WHERE pk = ?", (pk[ids["embedding"]],))
         conn.execute("DELETE FROM memory_embeddings WHERE pk = ?", (pk[ids["embedding"]],))
         conn.execute("PRAGMA foreign_keys = OFF")
         conn.execute("INSERT INTO edges (src, dst, type, strength, updated_at, properties) "

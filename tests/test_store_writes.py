@@ -34,6 +34,7 @@ from tests.store_helpers import (
     snapshot,
     tag_rows,
     unit_vector,
+    codes_of,
     vector_blob,
 )
 
@@ -289,7 +290,7 @@ def test_store_writes_every_index(store):
     after = counts(store)
     assert {k: after[k] - before[k] for k in after} == {
         "memories": 1, "memory_tags": 1, "memory_tag_prefixes": 2, "edges": 0,
-        "memory_embeddings": 1, "meta": 0, "memories_fts": 1, "memory_vectors": 1,
+        "memory_embeddings": 1, "meta": 0, "memories_fts": 1, "memory_vector_codes": 1,
     }
     assert fts_ids(store, "kettle") == {memory_id}
     assert fts_ids(store, "kitchen") == {memory_id}  # tags are indexed too
@@ -299,7 +300,7 @@ def test_store_writes_every_index(store):
 def test_store_embeds_content_with_the_embedder(store):
     memory_id = store.store("  Kettle descaling schedule ")
     assert embedding_blob(store, memory_id) == hash_blob("Kettle descaling schedule")
-    assert vector_blob(store, memory_id) == embedding_blob(store, memory_id)
+    assert vector_blob(store, memory_id) == codes_of(store, embedding_blob(store, memory_id))
 
 
 def test_store_uses_given_embedding_without_calling_embedder():
@@ -309,7 +310,7 @@ def test_store_uses_given_embedding_without_calling_embedder():
         memory_id = s.store("x", embedding=vector)
         assert embedder.calls == []
         assert embedding_blob(s, memory_id) == float32(vector)
-        assert vector_blob(s, memory_id) == float32(vector)
+        assert vector_blob(s, memory_id) == codes_of(s, float32(vector))
 
 
 def test_store_accepts_comma_separated_embedding_string(store):
@@ -425,7 +426,7 @@ def test_update_content_re_embeds_and_reindexes(clocked, clock):
     new_blob = embedding_blob(clocked, memory_id)
     assert new_blob != old_blob
     assert new_blob == hash_blob("The teapot is green. Brand new.")
-    assert vector_blob(clocked, memory_id) == new_blob
+    assert vector_blob(clocked, memory_id) == codes_of(clocked, new_blob)
     assert fts_ids(clocked, "teapot") == {memory_id}
     assert fts_ids(clocked, "kettle") == set()
     assert fts_ids(clocked, "home") == {memory_id}
@@ -443,7 +444,7 @@ def test_update_without_content_change_does_not_re_embed(clock):
                           content="  The kettle is blue  ")  # same after strip
         assert len(embedder.calls) == calls
         assert embedding_blob(s, memory_id) == blob
-        assert vector_blob(s, memory_id) == blob
+        assert vector_blob(s, memory_id) == codes_of(s, blob)
         assert record["importance"] == 0.9
         assert record["updated_at"] == clock.iso
         assert_consistent(s)
@@ -508,7 +509,7 @@ def test_update_explicit_embedding(store):
     memory_id = store.store("x")
     store.update(memory_id, embedding=unit_vector(384, 3))
     assert embedding_blob(store, memory_id) == float32(unit_vector(384, 3))
-    assert vector_blob(store, memory_id) == float32(unit_vector(384, 3))
+    assert vector_blob(store, memory_id) == codes_of(store, float32(unit_vector(384, 3)))
     assert_consistent(store)
 
 
@@ -544,10 +545,10 @@ def test_delete_removes_every_trace(populated):
     after = counts(populated)
     assert after["memories"] == before["memories"] - 1
     assert after["memories_fts"] == before["memories_fts"] - 1
-    assert after["memory_vectors"] == before["memory_vectors"] - 1
+    assert after["memory_vector_codes"] == before["memory_vector_codes"] - 1
     assert after["memory_embeddings"] == before["memory_embeddings"] - 1
     assert after["edges"] == 0
-    for table in ("memory_tags", "memory_tag_prefixes", "memory_embeddings", "memory_vectors"):
+    for table in ("memory_tags", "memory_tag_prefixes", "memory_embeddings", "memory_vector_codes"):
         assert scalar(populated, f"SELECT count(*) FROM {table} WHERE pk = ?", (pk,)) == 0
     assert scalar(populated, "SELECT count(*) FROM edges WHERE src = ? OR dst = ?", (pk, pk)) == 0
     assert scalar(populated, "SELECT count(*) FROM memories_fts WHERE rowid = ?", (pk,)) == 0
@@ -940,7 +941,7 @@ def test_indexes_agree_after_a_sequence_of_writes(clock):
         assert_consistent(s)
 
         c = counts(s)
-        assert c["memories"] == c["memories_fts"] == c["memory_embeddings"] == c["memory_vectors"] == 9
+        assert c["memories"] == c["memories_fts"] == c["memory_embeddings"] == c["memory_vector_codes"] == 9
         assert c["edges"] == 1  # 3->4 and 4->5 went with 4; 5->new remains
         assert fts_ids(s, "bravo") == {ids[0]}
         assert ids[0] not in fts_ids(s, "alpha")

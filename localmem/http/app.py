@@ -30,14 +30,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..kagura import RequestValidationError, parse_request, restrict_contexts
+from ..kagura.request import REQUEST_FIELDS as RECALL_V1_FIELDS
 from ..recall.params import ALIASES as RECALL_ALIASES
 from ..recall.params import PARAMETERS as RECALL_PARAMETERS
 from ..store import EDGE_PROPERTIES, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..timeparse import format_timestamp
 from ..validation import validate_uuid
-from .security import TOKEN_ENV_VARS, resolve_token
+from .security import TOKEN_ENV_VARS, TokenScopes, resolve_token, resolve_tokens
 
-__all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token"]
+__all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token",
+           "resolve_tokens"]
 
 logger = logging.getLogger("localmem.http")
 
@@ -51,6 +54,10 @@ RECALL_KNOWN = RECALL_PARAMETERS | frozenset(RECALL_ALIASES)
 # Path segments under /memory/ that are routes of their own, not ids.
 RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
 AUTHENTICATED_SCOPE_KEY = "localmem.authenticated"
+# The contexts the caller's token may see (None: every context).
+CONTEXTS_SCOPE_KEY = "localmem.contexts"
+# Routes a context-scoped token may call: the context-aware ones (and /health).
+CONTEXT_AWARE_PATHS = frozenset({"/api/v1/memory/recall"})
 
 Endpoint = Callable[[Request], Awaitable[JSONResponse]]
 
@@ -147,7 +154,8 @@ def _endpoint(fn: Endpoint) -> Endpoint:
             code = exc.code if 400 <= exc.code <= 599 else 500
             if code >= 500:
                 logger.error("%s %s failed: %s", request.method, request.url.path, exc.message)
-            return error_response(code, exc.message)
+            body = {**exc.to_dict(), "code": code}  # the envelope, plus any detail (422)
+            return JSONResponse(body, status_code=code)
         except Exception:
             logger.exception("Unhandled error in %s %s", request.method, request.url.path)
             return error_response(500, "Internal server error")
@@ -195,15 +203,29 @@ def _token_from_headers(scope: Scope) -> bytes | None:
 
 
 class AuthMiddleware:
-    """Require the API token on every route but ``/health`` and OPTIONS.
+    """Require an API token on every route but ``/health`` and OPTIONS.
+
+    ``tokens`` maps each accepted token to the contexts it may see (None:
+    every context). A token scoped to some contexts may call only the
+    context-aware routes (``POST /api/v1/memory/recall``); anything else
+    answers 403. The contexts travel in the ASGI scope to the route.
 
     ``?api_key=`` is always removed from the query string before the request
     goes further, so it never reaches a route, recall, or the access log.
     """
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, tokens: TokenScopes | None) -> None:
         self.app = app
-        self.token = token.encode("utf-8") if token else None
+        self.tokens = [(t.encode("utf-8"), contexts) for t, contexts in (tokens or {}).items()]
+
+    def _match(self, supplied: bytes | None) -> tuple[bool, frozenset[str] | None]:
+        found, contexts = False, None
+        if supplied is None:
+            return found, contexts
+        for token, scoped in self.tokens:  # every comparison runs: no early exit to time
+            if hmac.compare_digest(supplied, token) and not found:
+                found, contexts = True, scoped
+        return found, contexts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -211,14 +233,22 @@ class AuthMiddleware:
             return
         # In place: the server's access log reads the same scope.
         scope["query_string"], query_token = _strip_api_key(scope.get("query_string", b""))
-        if self.token is None:
+        scope[CONTEXTS_SCOPE_KEY] = None
+        if not self.tokens:
             scope[AUTHENTICATED_SCOPE_KEY] = True
             await self.app(scope, receive, send)
             return
-        supplied = _token_from_headers(scope) or query_token
-        ok = supplied is not None and hmac.compare_digest(supplied, self.token)
+        ok, contexts = self._match(_token_from_headers(scope) or query_token)
         scope[AUTHENTICATED_SCOPE_KEY] = ok
-        if ok or scope["method"] == "OPTIONS" or scope["path"] == "/health":
+        scope[CONTEXTS_SCOPE_KEY] = contexts
+        open_route = scope["method"] == "OPTIONS" or scope["path"] == "/health"
+        scoped_out = contexts is not None and scope["path"] not in CONTEXT_AWARE_PATHS
+        if ok and scoped_out and not open_route:
+            response = error_response(
+                403, "This token is scoped to contexts; it may only call POST /api/v1/memory/recall")
+            await response(scope, receive, send)
+            return
+        if ok or open_route:
             await self.app(scope, receive, send)
             return
         response = error_response(401, "Unauthorized", headers={"WWW-Authenticate": "Bearer"})
@@ -229,13 +259,16 @@ class AuthMiddleware:
 
 
 def create_app(store: MemoryStore, *, token: str | None = None,
+               tokens: str | dict[str, Any] | None = None,
                cors_origins: list[str] | None = None) -> Starlette:
     """The HTTP API over ``store``.
 
     ``token`` (else ``$LOCALMEM_API_TOKEN`` / ``$AUTOMEM_API_TOKEN``) turns on
-    authentication; ``cors_origins`` turns on CORS for those origins.
+    authentication with a token that sees everything; ``tokens`` (else
+    ``$LOCALMEM_API_TOKENS``, ``"tokenA=ctx1,ctx2;tokenB=*"``) adds tokens
+    scoped to contexts; ``cors_origins`` turns on CORS for those origins.
     """
-    api_token = resolve_token(token)
+    api_tokens = resolve_tokens(token, tokens)
     call = run_in_threadpool
 
     async def health(request: Request) -> JSONResponse:
@@ -475,13 +508,26 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         if method is None:
             return error_response(
                 501, "POST /api/v1/memory/recall is not implemented by this MemoryStore yet")
-        payload = await _json_object(request)
-        if payload.get("query") is None:
-            raise ValidationError("'query' is required")
+        try:
+            payload = await _json_object(request)
+        except ValidationError as exc:
+            raise RequestValidationError([{"loc": ["body"], "msg": exc.message,
+                                           "type": "model_attributes_type"}]) from None
+        # Only the request's own fields: extra ones are ignored (as pydantic does),
+        # and ``now`` is for Python callers, not for the wire.
+        parse_request(_pick(payload, RECALL_V1_FIELDS))  # 422 with every problem, store untouched
         parameters = inspect.signature(method).parameters
+        allowed = set(RECALL_V1_FIELDS)
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            payload = _pick(payload, parameters)  # extra fields are ignored, as pydantic does
-        return JSONResponse(await call(functools.partial(method, **payload)))
+            allowed &= set(parameters)
+        arguments = _pick(payload, allowed)
+        contexts = request.scope.get(CONTEXTS_SCOPE_KEY)
+
+        def work() -> dict[str, Any]:
+            with restrict_contexts(contexts):
+                return method(**arguments)
+
+        return JSONResponse(await call(work))
 
     routes = [
         Route("/health", _endpoint(health), methods=["GET"]),
@@ -505,7 +551,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
             allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["Content-Type", "X-API-Key", "Authorization"],
         ))
-    middleware.append(Middleware(AuthMiddleware, token=api_token))
+    middleware.append(Middleware(AuthMiddleware, tokens=api_tokens))
     app = Starlette(
         routes=routes,
         middleware=middleware,
@@ -513,7 +559,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     )
     app.router.redirect_slashes = False  # a redirect is not JSON; /memory/ is simply 404
     app.state.store = store
-    app.state.auth_required = api_token is not None
+    app.state.auth_required = bool(api_tokens)
     return app
 
 

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
+from collections.abc import Iterable, Mapping
 
 from ..errors import ConfigError
 
-__all__ = ["TOKEN_ENV_VARS", "check_bind", "is_loopback", "resolve_token"]
+__all__ = ["SCOPED_TOKENS_ENV_VAR", "TOKEN_ENV_VARS", "TokenScopes", "check_bind", "is_loopback",
+           "parse_scoped_tokens", "resolve_token", "resolve_tokens"]
 
 TOKEN_ENV_VARS = ("LOCALMEM_API_TOKEN", "AUTOMEM_API_TOKEN")
+SCOPED_TOKENS_ENV_VAR = "LOCALMEM_API_TOKENS"
+ALL_CONTEXTS = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
+_ENTRY_SEPARATORS = re.compile(r"[;\n]")
+
+# token -> the contexts it may see (None: every context, and every route)
+TokenScopes = dict[str, "frozenset[str] | None"]
 
 
 def resolve_token(token: str | None = None) -> str | None:
@@ -25,6 +34,83 @@ def resolve_token(token: str | None = None) -> str | None:
         if value.strip():
             return value.strip()
     return None
+
+
+def _context_set(token_label: str, value: object) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        items: Iterable[object] = value.split(",")
+    elif isinstance(value, Iterable):
+        items = value
+    else:
+        raise ConfigError(f"Contexts of {token_label} must be '*' or a list of context names")
+    names = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(f"Contexts of {token_label} must be strings")
+        if item.strip():
+            names.append(item.strip())
+    if ALL_CONTEXTS in names:
+        if len(names) > 1:
+            raise ConfigError(f"{token_label}: '*' (every context) cannot be combined with names")
+        return None
+    if not names:
+        raise ConfigError(f"{token_label} lists no context (use '*' for every context)")
+    return frozenset(names)
+
+
+def parse_scoped_tokens(text: str) -> TokenScopes:
+    """``"tokenA=work,notes; tokenB=*"`` → ``{"tokenA": {"work", "notes"}, "tokenB": None}``.
+
+    Entries are separated by ``;`` or newlines; each is ``TOKEN=CONTEXTS``,
+    split at the *last* ``=`` (so base64 tokens ending in ``=`` work);
+    CONTEXTS is ``*`` (every context) or a comma-separated list of names.
+    """
+    scopes: TokenScopes = {}
+    for number, entry in enumerate(_ENTRY_SEPARATORS.split(text), start=1):
+        entry = entry.strip()
+        if not entry:
+            continue
+        token, sep, contexts = entry.rpartition("=")
+        token = token.strip()
+        label = f"{SCOPED_TOKENS_ENV_VAR} entry {number}"
+        if not sep or not token:
+            raise ConfigError(f"{label} must look like TOKEN=context1,context2 or TOKEN=*")
+        if token in scopes:
+            raise ConfigError(f"{label}: the same token is listed twice")
+        scopes[token] = _context_set(label, contexts)
+    return scopes
+
+
+def resolve_tokens(token: str | None = None,
+                   tokens: str | Mapping[str, object] | None = None) -> TokenScopes:
+    """Every accepted token with its contexts.
+
+    The single token (``token``, else ``$LOCALMEM_API_TOKEN`` /
+    ``$AUTOMEM_API_TOKEN``) sees every context; ``tokens`` (else
+    ``$LOCALMEM_API_TOKENS``) adds scoped ones. A token listed in both, or
+    twice, is a ``ConfigError``: one token has one scope. Empty: no auth.
+    """
+    scopes: TokenScopes = {}
+    if isinstance(tokens, Mapping):
+        for number, (name, contexts) in enumerate(tokens.items(), start=1):
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigError(f"Scoped token {number} must be a non-empty string")
+            if name.strip() in scopes:
+                raise ConfigError(f"Scoped token {number} is listed twice")
+            label = f"scoped token {number}"
+            scopes[name.strip()] = _context_set(label, contexts)
+    else:
+        text = tokens if tokens is not None and tokens.strip() else os.environ.get(SCOPED_TOKENS_ENV_VAR, "")
+        scopes = parse_scoped_tokens(text)
+    single = resolve_token(token)
+    if single is not None:
+        if single in scopes:
+            raise ConfigError(f"The API token also appears in the scoped tokens ({SCOPED_TOKENS_ENV_VAR}); "
+                              f"give each token one scope")
+        scopes[single] = None
+    return scopes
 
 
 def is_loopback(host: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from .security import check_bind, is_loopback, resolve_token
+from .security import check_bind, is_loopback, resolve_token, resolve_tokens
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -15,15 +15,16 @@ __all__ = ["check_bind", "is_loopback", "resolve_token", "serve"]
 
 def serve(store: MemoryStore, host: str = "127.0.0.1", port: int = 8001,
           token: str | None = None, log_level: str = "info", *,
-          cors_origins: list[str] | None = None) -> None:
+          cors_origins: list[str] | None = None, tokens: str | dict | None = None) -> None:
     """Serve the HTTP API for ``store`` until interrupted (blocks).
 
     The token is ``token``, else ``$LOCALMEM_API_TOKEN``, else
-    ``$AUTOMEM_API_TOKEN``. Without one, only a loopback address is allowed
-    (``ConfigError`` otherwise).
+    ``$AUTOMEM_API_TOKEN``; context-scoped tokens come from ``tokens``, else
+    ``$LOCALMEM_API_TOKENS``. Without any token, only a loopback address is
+    allowed (``ConfigError`` otherwise).
     """
-    api_token = resolve_token(token)
-    check_bind(host, api_token)
+    api_tokens = resolve_tokens(token, tokens)
+    check_bind(host, next(iter(api_tokens), None))
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ConfigError(f"Invalid port {port!r}: must be an integer from 0 to 65535")
     try:
@@ -34,7 +35,7 @@ def serve(store: MemoryStore, host: str = "127.0.0.1", port: int = 8001,
         raise ConfigError(
             "The HTTP server needs the 'server' extra: pip install 'localmem[server]'"
         ) from exc
-    app = create_app(store, token=api_token, cors_origins=cors_origins)
+    app = create_app(store, token=token, tokens=tokens, cors_origins=cors_origins)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level,
                             lifespan="off", server_header=False)
     uvicorn.Server(config).run()

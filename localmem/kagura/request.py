@@ -77,10 +77,21 @@ class _Collector:
         self.errors: list[dict[str, Any]] = []
 
     def add(self, loc: tuple[Any, ...], msg: str, kind: str, value: Any = None) -> None:
-        entry: dict[str, Any] = {"loc": ["body", *loc], "msg": msg, "type": kind}
+        # Everything echoed must render as strict JSON: no NaN or infinity, no
+        # lone surrogates (a key or value the caller sent), or the 422 becomes a 500.
+        entry: dict[str, Any] = {"loc": ["body", *(_printable(part) for part in loc)],
+                                 "msg": _printable(msg), "type": kind}
         if value is not None and isinstance(value, (str, int, float, bool)):
-            entry["input"] = value
+            if not (isinstance(value, float) and not math.isfinite(value)):
+                entry["input"] = _printable(value)
         self.errors.append(entry)
+
+
+def _printable(value: Any) -> Any:
+    """Text with lone surrogates escaped (``\\ud800``); other values unchanged."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
 
 
 def _integer(value: Any, loc: tuple[Any, ...], errors: _Collector, *, default: int,

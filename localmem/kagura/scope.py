@@ -31,7 +31,7 @@ class SearchScope:
     def context_only(self) -> bool:
         """True when nothing but the contexts narrows the search."""
         f = self.filters
-        return not (f.types or f.raw_types or f.scope or f.tags or self.excluded_types)
+        return not (f.types or f.raw_types or f.scope or f.tags)
 
     @property
     def unfiltered(self) -> bool:

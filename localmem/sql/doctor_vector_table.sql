@@ -1,1 +1,1 @@
-SELECT count(*) FROM sqlite_master WHERE name = 'memory_vectors';
+SELECT count(*) FROM sqlite_master WHERE name = 'memory_vector_codes';

@@ -1,10 +1,8 @@
--- Semantic arm with the scope (contexts, type, scope, tags) pushed into the
--- kNN as a pk IN (...) pre-filter, so :k rows come back whenever :k match.
-WITH knn AS MATERIALIZED (
-    SELECT pk, distance FROM memory_vectors
-    WHERE embedding MATCH :query_vector AND k = :k
-      AND pk IN (SELECT m.pk FROM memories AS m WHERE {{kagura_scope_filter}})
-)
-SELECT m.*, 1.0 - knn.distance AS similarity, 1 AS in_scope
-FROM knn JOIN memories AS m ON m.pk = knn.pk
-ORDER BY knn.distance;
+-- Semantic arm within a scope (contexts, type, scope, tags): the exact cosine
+-- of the memories in scope, best first, so :k rows come back whenever :k match.
+SELECT m.*, 1.0 - vec_distance_cosine(e.embedding, :query_vector) AS similarity, 1 AS in_scope
+FROM memories AS m
+JOIN memory_embeddings AS e ON e.pk = m.pk
+WHERE {{kagura_scope_filter}}
+ORDER BY similarity DESC
+LIMIT :k;

@@ -2,4 +2,4 @@
 -- (memory_vector_codes, created in Python once the dimension is known); the
 -- float32 vec0 index it replaces is dropped. Exact cosines come from
 -- memory_embeddings.
--- (the DROP of memory_vectors lands once every reader uses the codes)
+DROP TABLE IF EXISTS memory_vectors;

@@ -1,0 +1,148 @@
+"""POST /api/v1/memory/recall over a MemoryStore: request → scope → search →
+supersession folding → rerank → cut → annotations → response."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..timeparse import format_timestamp
+from .confidence import keyword_confidence, semantic_confidence
+from .content import SpanFinder, content_fields
+from .duplicates import contradictions, near_duplicates
+from .folding import Entry, fold, versions
+from .hints import explore_hints, related_tags, tag_suggestions
+from .request import RecallRequest, parse_request
+from .rerank import rerank
+from .scope import SearchScope, resolve_scope
+from .search import Candidate, SearchOutcome, run_search
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+SELECTOR = {"applied": False, "reason": "no_provider"}
+
+
+def _metadata_text(metadata: dict[str, Any], key: str) -> str | None:
+    value = metadata.get(key)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def memory_response(candidate: Candidate, score: float | None, *, folded: bool) -> dict[str, Any]:
+    """The MemoryResponse fields of one row (annotations are filled in later)."""
+    m = candidate.memory
+    metadata = m.get("metadata") or {}
+    scope = metadata.get("scope")
+    return {
+        "memory_id": m["id"],
+        "summary": m.get("summary") or "",
+        "context_summary": _metadata_text(metadata, "context_summary"),
+        "type": m["type"],
+        "importance": m["importance"],
+        "scope": str(scope).lower() if scope is not None else "persistent",
+        "created_at": m["timestamp"],
+        "updated_at": m["updated_at"],
+        "client": _metadata_text(metadata, "client"),
+        "tags": list(m.get("tags") or []),
+        "context": m["context"],
+        "score": None if score is None else round(score, 6),
+        "source_uri": _metadata_text(metadata, "source_uri"),
+        "source_type": _metadata_text(metadata, "source_type"),
+        "superseded_by": None,
+        "contradicts": [],
+        "supersede_candidate": None,
+        "folded": folded,
+        "version": 1,
+        "content": None,
+        "content_truncated": None,
+        "content_next_offset": None,
+        "spans": [],
+    }
+
+
+def _confidence(outcome: SearchOutcome, fold_dropped: set[str], result_count: int,
+                store: "MemoryStore", entries: list[Entry]) -> dict[str, Any]:
+    if outcome.semantic_ran:
+        cosines = [c.cosine for c in outcome.semantic_pool
+                   if c.cosine is not None and c.id not in fold_dropped]
+        return semantic_confidence(cosines, result_count, store.config.v1_confidence_bands,
+                                   store.config.v1_near_duplicate)
+    scores = [c.score for c in outcome.candidates if c.id not in fold_dropped]
+    top = entries[0].score if entries else None
+    return keyword_confidence(scores, result_count, top)
+
+
+def run_recall_v1(store: "MemoryStore", raw: Mapping[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
+    request: RecallRequest = parse_request(raw)
+    now = request.now or store.now()
+    now_iso = format_timestamp(now)
+    scope: SearchScope = resolve_scope(store, request.filters)
+    outcome = run_search(store, request.query, request.search_mode, scope, request.k)
+    folding = fold(store, outcome.candidates, scope, now_iso, request.include_superseded)
+
+    entries = folding.entries
+    texts = [e.memory["content"] for e in entries]
+    entries, rerank_report, rerank_scores = rerank(store, request.query, entries, texts,
+                                                   request.use_rerank, request.k)
+    entries, rerank_scores = entries[:request.k], rerank_scores[:request.k]
+
+    # One row per entry, then (include_superseded) its folded older versions.
+    groups: list[list[tuple[Candidate, dict[str, Any]]]] = []
+    for entry, rerank_score in zip(entries, rerank_scores, strict=True):
+        head = memory_response(entry.head, entry.score, folded=entry.standalone_superseded)
+        head["score_components"] = entry.head.components()
+        if entry.via is not None:  # an older version's match put (or lifted) the head here
+            head["score_components"]["via_version"] = entry.via
+        if rerank_score is not None:
+            head["rerank_score"] = round(rerank_score, 6)
+        group = [(entry.head, head)]
+        if request.include_superseded:
+            for old in entry.folded:
+                row = memory_response(old, old.score, folded=True)
+                row["score_components"] = old.components()
+                group.append((old, row))
+        groups.append(group)
+    ids = [row["memory_id"] for group in groups for _, row in group]
+    version_of = versions(store, ids)
+    rows: list[tuple[Candidate, dict[str, Any]]] = []
+    for group in groups:
+        for _, row in group:
+            row["version"] = version_of.get(row["memory_id"], 1)
+            if row["folded"]:
+                successor = folding.successors.get(row["memory_id"])
+                if successor is not None and (scope.contexts is None or successor[1] in scope.contexts):
+                    row["superseded_by"] = successor[0]
+        rows.append(group[0])
+        rows.extend(sorted(group[1:], key=lambda item: -item[1]["version"]))
+
+    contradicting = contradictions(store, scope, ids)
+    current = [c for c, row in rows if not row["folded"]]
+    duplicates = near_duplicates(store, current, outcome, scope, now_iso)
+    finder = SpanFinder(store, request.query)
+    for position, (candidate, row) in enumerate(rows):
+        row["contradicts"] = contradicting.get(row["memory_id"], [])
+        row["supersede_candidate"] = duplicates.get(row["memory_id"])
+        row.update(content_fields(candidate.memory["content"], position < request.full))
+        row["spans"] = finder.spans(candidate.memory["content"])
+
+    results = [row for _, row in rows]
+    response: dict[str, Any] = {
+        "results": results,
+        "related_tags": related_tags(store, scope, [c.memory for c, _ in rows], now_iso),
+        "explore_hints": (explore_hints(store, scope, [r["memory_id"] for r in results
+                                                       if not r["folded"]], now_iso)
+                          if request.include_explore_hints else None),
+        "tag_suggestions": tag_suggestions(store, scope),
+        "confidence": _confidence(outcome, folding.dropped, len(results), store, entries),
+    }
+    if outcome.degraded_reason is not None:
+        response["degraded"] = True
+        response["degraded_reason"] = outcome.degraded_reason
+    response["selector"] = dict(SELECTOR)
+    response["rerank"] = rerank_report
+    response["search_mode"] = request.search_mode
+    response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    store.touch([r["memory_id"] for r in results if not r["folded"]], now)
+    return response
+

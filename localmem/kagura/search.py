@@ -1,0 +1,229 @@
+"""The two search arms and how they are mixed.
+
+- semantic: vec0 kNN of the query vector within the scope (raw cosine);
+- keyword: FTS5 BM25 within the scope (content and thread-context columns,
+  the same column weights as recall).
+
+``hybrid`` (the default) runs both, fills in the other arm's score for
+every candidate (its cosine from the stored embedding, its BM25 by pk),
+normalises each arm by its best score in this request and mixes them
+``(w_s · semantic + w_k · keyword) / (w_s + w_k)`` (0.6 / 0.4 by default,
+``LOCALMEM_V1_SEMANTIC_WEIGHT`` / ``LOCALMEM_V1_KEYWORD_WEIGHT``).
+``semantic`` scores by raw cosine; ``keyword`` by BM25 over the best BM25.
+Without a usable embedder (or when vec0 fails) both ``hybrid`` and
+``semantic`` fall back to the keyword arm and say so (``degraded``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from ..vector_index import knn_parameters
+from ..embedders import EmbedderUnavailable
+from ..records import rows_as_dicts, to_record
+from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
+from .scope import SearchScope
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+logger = logging.getLogger("localmem.kagura")
+
+MIN_POOL = 50            # candidates per arm at least (the confidence background too)
+MAX_KNN = 4096
+
+
+@dataclass
+class Candidate:
+    """One memory found by the search, with its evidence from each arm."""
+
+    pk: int
+    memory: dict[str, Any]
+    cosine: float | None = None   # raw cosine to the query vector
+    bm25: float = 0.0             # raw BM25 (0: no keyword match)
+    semantic: float = 0.0         # cosine normalised by the best cosine of the request
+    keyword: float = 0.0          # BM25 normalised by the best BM25 of the request
+    score: float = 0.0
+    arms: set[str] = field(default_factory=set)
+    found: bool = True  # False: brought in by the chain walk (a head), not by the search
+
+    @property
+    def id(self) -> str:
+        return self.memory["id"]
+
+    def components(self) -> dict[str, Any]:
+        if not self.found:
+            return {"semantic": None, "keyword": None, "cosine": None, "bm25": None}
+        return {"semantic": round(self.semantic, 6), "keyword": round(self.keyword, 6),
+                "cosine": None if self.cosine is None else round(self.cosine, 6),
+                "bm25": round(self.bm25, 6)}
+
+
+@dataclass
+class SearchOutcome:
+    candidates: list[Candidate]
+    semantic_pool: list[Candidate]      # the semantic arm's hits, nearest first
+    semantic_ran: bool
+    degraded_reason: str | None
+    query_vector: bytes | None
+    # Cosine of the last kNN neighbour when the kNN was cut at its k (the
+    # pool then holds every in-scope memory at least this close); None when
+    # the kNN returned everything there was.
+    knn_cutoff: float | None
+    pool_size: int
+
+
+def pool_size(store: "MemoryStore", k: int) -> int:
+    config = store.config
+    return max(k, min(config.vector_fetch_cap, max(MIN_POOL, k * config.vector_overfetch)))
+
+
+def _query_vector(store: "MemoryStore", query: str) -> tuple[bytes | None, str | None]:
+    if store.embedder is None or not store.has_vector_index:
+        return None, "embedding_unavailable"
+    try:
+        vectors = store.embed_texts([query])
+    except EmbedderUnavailable:
+        vectors = None
+    except Exception:  # a broken embedder must not break recall: keyword arm only
+        logger.exception("Embedding the recall query failed")
+        vectors = None
+    if not vectors:
+        return None, "embedding_unavailable"
+    return vectors[0], None
+
+
+def _semantic_arm(store: "MemoryStore", scope: SearchScope, vector: bytes, size: int
+                  ) -> tuple[list[Candidate], float | None]:
+    scoped = not scope.unfiltered
+    statement = store.sql["kagura_vector_scoped" if scoped else "kagura_vector"]
+    rows = list(rows_as_dicts(store.conn.execute(
+        statement, {**scope.bindings(), **knn_parameters(vector, min(size, MAX_KNN))})))
+    cutoff = None
+    if len(rows) >= min(size, MAX_KNN) and rows and rows[-1]["similarity"] is not None:
+        cutoff = float(rows[-1]["similarity"])
+    out = []
+    for row in rows:
+        if not row["in_scope"] or row["similarity"] is None:
+            continue
+        out.append(Candidate(pk=row["pk"], memory=to_record(row), cosine=float(row["similarity"]),
+                             arms={"semantic"}))
+    return out, cutoff
+
+
+def _keyword_arm(store: "MemoryStore", scope: SearchScope, match: str, vector: bytes | None,
+                 size: int) -> list[Candidate]:
+    statement = store.sql["kagura_keyword"].format(
+        weights=bm25_weights_sql(store.config.keyword_column_weights))
+    rows = rows_as_dicts(store.conn.execute(statement, {
+        **scope.bindings(), "match": match, "query_vector": vector, "k": size}))
+    out = []
+    for row in rows:
+        similarity = row["similarity"]
+        out.append(Candidate(pk=row["pk"], memory=to_record(row),
+                             cosine=float(similarity) if similarity is not None else None,
+                             bm25=max(0.0, float(row["bm25"] or 0.0)), arms={"keyword"}))
+    return out
+
+
+def _fill_bm25(store: "MemoryStore", match: str, candidates: list[Candidate]) -> None:
+    missing = [c for c in candidates if "keyword" not in c.arms]
+    if not missing:
+        return
+    statement = store.sql["kagura_keyword_scores"].format(
+        weights=bm25_weights_sql(store.config.keyword_column_weights))
+    scores = {pk: score for pk, score in store.conn.execute(
+        statement, {"match": match, "pks": json.dumps([c.pk for c in missing])})}
+    for candidate in missing:
+        candidate.bm25 = max(0.0, float(scores.get(candidate.pk) or 0.0))
+
+
+def _fill_cosine(store: "MemoryStore", vector: bytes, candidates: list[Candidate]) -> None:
+    missing = [c for c in candidates if c.cosine is None]
+    if not missing:
+        return
+    rows = store.conn.execute(store.sql["kagura_similarity"], {
+        "pks": json.dumps([c.pk for c in missing]), "query_vector": vector})
+    cosine = {pk: value for pk, value in rows}
+    for candidate in missing:
+        if cosine.get(candidate.pk) is not None:
+            candidate.cosine = float(cosine[candidate.pk])
+
+
+def rank(candidates: list[Any], score: Any = None) -> None:
+    """Sort in place: score desc, then importance desc, newest first, id (stable passes).
+
+    ``score`` maps an item to its score (default ``item.score``); items carry ``memory``.
+    """
+    key = score or (lambda c: c.score)
+    candidates.sort(key=lambda c: c.memory["id"])
+    candidates.sort(key=lambda c: c.memory.get("timestamp") or "", reverse=True)
+    candidates.sort(key=lambda c: (key(c), float(c.memory.get("importance") or 0.0)), reverse=True)
+
+
+def run_search(store: "MemoryStore", query: str, mode: str, scope: SearchScope, k: int
+               ) -> SearchOutcome:
+    """Candidates of one request, scored and sorted best first."""
+    size = pool_size(store, k)
+    match = match_expression(query_terms(query))
+    vector: bytes | None = None
+    degraded: str | None = None
+    semantic: list[Candidate] = []
+    cutoff: float | None = None
+    semantic_ran = False
+    if mode in ("hybrid", "semantic"):
+        vector, degraded = _query_vector(store, query)
+        if vector is not None:
+            try:
+                semantic, cutoff = _semantic_arm(store, scope, vector, size)
+                semantic_ran = True
+            except apsw.Error:
+                logger.exception("Vector search failed; answering from the keyword arm")
+                vector, degraded = None, "vector_search_unavailable"
+    use_keyword = mode in ("hybrid", "keyword") or not semantic_ran
+    keyword: list[Candidate] = []
+    if use_keyword and match is not None:
+        keyword = _keyword_arm(store, scope, match, vector, size)
+
+    merged: dict[int, Candidate] = {c.pk: c for c in semantic}
+    for candidate in keyword:
+        present = merged.get(candidate.pk)
+        if present is None:
+            merged[candidate.pk] = candidate
+        else:
+            present.bm25 = candidate.bm25
+            present.arms.add("keyword")
+    candidates = list(merged.values())
+    if semantic_ran and use_keyword and match is not None:
+        _fill_bm25(store, match, candidates)
+    if semantic_ran and vector is not None:
+        _fill_cosine(store, vector, candidates)
+    # A candidate with neither a positive cosine nor a keyword match has no evidence at all.
+    candidates = [c for c in candidates
+                  if c.bm25 > 0 or "keyword" in c.arms or (c.cosine is not None and c.cosine > 0)]
+
+    best_cosine = max((c.cosine for c in semantic if c.cosine is not None and c.cosine > 0), default=0.0)
+    best_bm25 = max((c.bm25 for c in candidates), default=0.0)
+    ws, wk = store.config.v1_semantic_weight, store.config.v1_keyword_weight
+    if ws + wk <= 0:
+        ws, wk = 0.6, 0.4
+    for c in candidates:
+        if semantic_ran and best_cosine > 0 and c.cosine is not None:
+            c.semantic = min(1.0, max(0.0, c.cosine) / best_cosine)
+        if best_bm25 > 0:
+            c.keyword = min(1.0, c.bm25 / best_bm25)
+        if not semantic_ran:
+            c.score = c.keyword
+        elif mode == "semantic":
+            c.score = c.cosine if c.cosine is not None else 0.0
+        else:
+            c.score = (ws * c.semantic + wk * c.keyword) / (ws + wk)
+    rank(candidates)
+    return SearchOutcome(candidates=candidates, semantic_pool=semantic, semantic_ran=semantic_ran,
+                         degraded_reason=degraded if not semantic_ran and mode != "keyword" else None,
+                         query_vector=vector, knn_cutoff=cutoff, pool_size=size)

@@ -1,1 +1,0 @@
-INSERT INTO memory_vectors (pk, embedding) VALUES (:pk, :embedding);
