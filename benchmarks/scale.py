@@ -127,13 +127,15 @@ def cached(n: int, rebuild: bool, say: Callable[[str], None]) -> tuple[Path, dic
 # -- workload -----------------------------------------------------------------
 
 def workload(store: MemoryStore, count: int) -> list[tuple[str, dict[str, Any], bytes]]:
-    """(mode, recall kwargs, query vector) — plain, tag-scoped, time-windowed, expand_relations."""
+    """(mode, recall kwargs, query vector): plain, tag-scoped (one whole tag, or a
+    first segment shared by a third of all memories), time-windowed, expand_relations."""
     rng = random.Random(SEED + 7)
     npr = np.random.default_rng(SEED + 7)
     sample = list(store.conn.execute(
         "SELECT m.content, m.tags, e.embedding FROM memories AS m JOIN memory_embeddings AS e "
         "ON e.pk = m.pk WHERE m.pk % 97 = 0 LIMIT ?", (count,)))
-    modes = ["plain", "tag-scoped", "time-windowed", "expand_relations"]
+    modes = ["plain", "tag-scoped (one tag)", "tag-scoped (broad prefix)", "time-windowed",
+             "expand_relations"]
     out = []
     for i in range(count):
         content, tags, blob = sample[i % len(sample)]
@@ -143,7 +145,9 @@ def workload(store: MemoryStore, count: int) -> list[tuple[str, dict[str, Any], 
         vector /= np.linalg.norm(vector)
         mode = modes[i % len(modes)]
         kwargs: dict[str, Any] = {"query": query, "limit": 10}
-        if mode == "tag-scoped":
+        if mode == "tag-scoped (one tag)":  # e.g. project:alpha, 1-7% of memories
+            kwargs["tags"] = [json.loads(tags)[0]]
+        elif mode == "tag-scoped (broad prefix)":  # e.g. project, about a third of memories
             kwargs["tags"] = [json.loads(tags)[0].split(":")[0]]
         elif mode == "time-windowed":
             kwargs["time_query"] = rng.choice(["last 30 days", "last month", "this year", "last week"])

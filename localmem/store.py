@@ -537,7 +537,10 @@ class MemoryStore:
         from .recall.pipeline import run_recall
 
         # One read snapshot for every statement of the recall (no write lock);
-        # the last_accessed write is queued and done after the snapshot ends.
+        # the last_accessed write is queued and done after the snapshot ends
+        # (by the outermost call, should a recall run inside another one).
+        if self._touch_queue is not None or self.conn.in_transaction:
+            return run_recall(self, {"query": query, **params})
         self._touch_queue = []
         try:
             with read_transaction(self.conn):

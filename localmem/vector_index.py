@@ -24,6 +24,7 @@ CODE_SPREAD = 0.7  # thresholds at ±0.7 standard deviations of a unit vector's 
 MIN_CODE_CANDIDATES = 80
 CODE_OVERSAMPLE = 2
 MAX_K = 4096  # sqlite-vec's largest k
+ALL_TIME = 1e15  # seconds: beyond any timestamp, for "no window"
 
 
 def padded_dimensions(dims: int) -> int:
@@ -43,11 +44,15 @@ def code_parameters(vector: bytes) -> dict[str, bytes]:
     }
 
 
-def knn_parameters(query_vector: bytes, k: int) -> dict[str, Any]:
-    """Bindings of vector_knn.sql / vector_knn_scoped.sql."""
+def knn_parameters(query_vector: bytes, k: int, window: tuple[float | None, float | None] = (None, None)
+                   ) -> dict[str, Any]:
+    """Bindings of vector_knn.sql; ``window`` bounds the timestamps (unix seconds)."""
     k = max(1, min(k, MAX_K))
+    start, end = window
     return {**code_parameters(query_vector), "query_vector": query_vector, "k": k,
-            "k_codes": min(MAX_K, max(MIN_CODE_CANDIDATES, CODE_OVERSAMPLE * k))}
+            "k_codes": min(MAX_K, max(MIN_CODE_CANDIDATES, CODE_OVERSAMPLE * k)),
+            "ts_from": -ALL_TIME if start is None else start,
+            "ts_to": ALL_TIME if end is None else end}
 
 
 def create(conn: apsw.Connection, sql: Statements, dims: int) -> None:
@@ -56,6 +61,11 @@ def create(conn: apsw.Connection, sql: Statements, dims: int) -> None:
 
 def insert(conn: apsw.Connection, sql: Statements, pk: int, vector: bytes) -> None:
     conn.execute(sql["vector_codes_insert"], {"pk": pk, **code_parameters(vector)})
+
+
+def set_time(conn: apsw.Connection, sql: Statements, pk: int) -> None:
+    """Copy a changed timestamp into the index (the memory row is already updated)."""
+    conn.execute(sql["vector_codes_set_time"], {"pk": pk})
 
 
 def delete(conn: apsw.Connection, sql: Statements, pk: int) -> None:

@@ -104,6 +104,8 @@ def update_memory(
         write_text_rows(conn, sql, before | after | {pk}, [old.timestamp, new.timestamp])
     if embedding_changed:
         _set_embedding(conn, sql, pk, embedding, has_index)
+    elif has_index and new.timestamp != old.timestamp:
+        vector_index.set_time(conn, sql, pk)
 
 
 def delete_memory(conn: apsw.Connection, sql: Statements, pk: int, row: MemoryRow,

@@ -32,6 +32,13 @@ class Scope:
         """Whether tags or a time window restrict the memories considered."""
         return bool(self.params.tags) or self.params.has_window
 
+    @property
+    def epoch_window(self) -> tuple[float | None, float | None]:
+        """The time window in unix seconds, for the code index's timestamp column."""
+        p = self.params
+        return (p.window_start.timestamp() if p.window_start else None,
+                p.window_end.timestamp() if p.window_end else None)
+
     def statement(self, store: "MemoryStore", name: str, *, driving: bool = True) -> str:
         return store.sql.compose(name, scope=scope_clause(store.sql, self.params, driving=driving))
 
@@ -75,24 +82,24 @@ EXACT_SCAN_SHARE = 0.15
 def _vector_rows(store: "MemoryStore", scope: Scope, query_vector: bytes, k: int) -> Any:
     """Pick the cheapest exact-enough plan for the scope.
 
-    No scope: the code kNN. A narrow scope (≤ EXACT_SCAN_ROWS): exact cosines
-    of the memories in it. A broad one: the code kNN widened by the share of
-    memories outside the scope, then filtered (a vec0 pk-list pre-filter costs
-    more than either on a large store).
+    The time window is applied inside the code scan. Without tags: the code
+    kNN. With tags, a narrow scope (≤ EXACT_SCAN_ROWS, or EXACT_SCAN_SHARE of
+    the store) gets the exact cosines of its memories; a broad one the code
+    kNN widened by the share of memories outside it, then filtered.
     """
     knn = scope.statement(store, "recall_vector", driving=False)
-    if not scope.narrowed:
-        return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, k)})
+    window = scope.epoch_window
+    if not scope.params.tags:
+        return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, k, window)})
     total = store.conn.execute(store.sql["memory_max_pk"]).fetchone()[0] or 0
     exact_limit = max(EXACT_SCAN_ROWS, int(EXACT_SCAN_SHARE * total))
-    tagged, windowed = store.conn.execute(
+    tagged, _ = store.conn.execute(
         store.sql["recall_scope_size"], {**scope.bindings, "cap": exact_limit + 1}).fetchone()
-    size = min(n for n in (tagged, windowed) if n is not None)
-    if size <= exact_limit:
+    if tagged <= exact_limit:
         return store.conn.execute(scope.statement(store, "recall_vector_exact"),
                                   {**scope.bindings, "query_vector": query_vector, "k": k})
-    widened = math.ceil(k * max(1, total) / size)
-    return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, widened)})
+    widened = math.ceil(k * max(1, total) / tagged)
+    return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, widened, window)})
 
 
 def vector_candidates(store: "MemoryStore", scope: Scope, query_vector: bytes,

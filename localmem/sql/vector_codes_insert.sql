@@ -1,1 +1,2 @@
-INSERT INTO memory_vector_codes (pk, codes) VALUES (:pk, {{vector_codes}});
+INSERT INTO memory_vector_codes (pk, codes, ts)
+VALUES (:pk, {{vector_codes}}, (SELECT unixepoch(timestamp, 'subsec') FROM memories WHERE pk = :pk));

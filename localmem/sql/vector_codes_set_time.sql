@@ -1,0 +1,3 @@
+UPDATE memory_vector_codes
+SET ts = (SELECT unixepoch(timestamp, 'subsec') FROM memories WHERE pk = :pk)
+WHERE pk = :pk;
