@@ -718,8 +718,9 @@ def test_unauthenticated_server_recall_v1_dispatch_and_500(caplog, monkeypatch):
         assert response.status_code == 200
         assert response.json() == {"query": "auth errors", "k": 3,
                                    "filters": {"context_id": "work"}, "search_mode": None}
-        assert_error(c.post("/api/v1/memory/recall", json={"k": 3}), 400, "query")
-        assert_error(c.post("/api/v1/memory/recall", content=b"[]"), 400, "JSON body is required")
+        # Invalid requests are 422 (Kagura's validation error), before the store is called.
+        assert_error(c.post("/api/v1/memory/recall", json={"k": 3}), 422, "query")
+        assert_error(c.post("/api/v1/memory/recall", content=b"[]"), 422, "JSON body is required")
         with caplog.at_level(logging.ERROR, logger="localmem.http"):
             broken = c.get("/recall?query=x")
         body = assert_error(broken, 500)
