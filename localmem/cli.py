@@ -189,8 +189,9 @@ def _global_options() -> argparse.ArgumentParser:
                             "$XDG_DATA_HOME/localmem/memory.db or ~/.local/share/localmem/memory.db)")
     group.add_argument("--embedder", metavar="NAME", default=argparse.SUPPRESS,
                        help="auto, hash, hash:N, none, or a sentence-transformers model name or path "
-                            "(default: $LOCALMEM_EMBEDDER, else the embedder the database was made "
-                            "with, else auto)")
+                            "(run through ONNX when exported, see 'embedder export'; onnx:MODEL or "
+                            "st:MODEL forces one) (default: $LOCALMEM_EMBEDDER, else the embedder the "
+                            "database was made with, else auto)")
     group.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                        help="machine-readable JSON output")
     return parent
@@ -327,6 +328,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("doctor", cmd_doctor, "check that memories, full-text, vectors, tags and edges agree")
     p.add_argument("--repair", action="store_true",
                    help="rebuild the derived indexes and embed memories that have no embedding")
+
+    p = command("backup", cmd_backup,
+                "copy the database to DEST with SQLite's online backup (consistent while other processes write)")
+    p.add_argument("dest", metavar="DEST", help="the backup file to write (mode 0600)")
+    p.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
+
+    p = command("restore", cmd_restore,
+                "replace the database's contents with a backup made by 'localmem backup' "
+                "(the current contents are saved beside it first)")
+    p.add_argument("src", metavar="SRC", help="the backup file to restore")
 
     command("demo", cmd_demo, "store a sample memory set in a temporary database and run example recalls")
 
@@ -792,6 +803,46 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK if not final else EXIT_ERROR
 
 
+def cmd_backup(args: argparse.Namespace, out: Output) -> int:
+    from .backup import backup_database
+
+    path = db_path(args)
+    if path == MEMORY_PATH:
+        raise ValidationError("an in-memory database cannot be backed up; give --db PATH")
+    result = backup_database(path, args.dest, overwrite=args.force)
+    if out.as_json:
+        out.json(result)
+    else:
+        out.line(f"backed up {result['memories']} memories and {result['edges']} edges to {result['path']} "
+                 f"({human_size(result['bytes'])}, schema {result['schema_version']})")
+    return EXIT_OK
+
+
+def cmd_restore(args: argparse.Namespace, out: Output) -> int:
+    from . import doctor
+    from .backup import restore_database
+
+    path = db_path(args)
+    if path == MEMORY_PATH:
+        raise ValidationError("cannot restore into an in-memory database; give --db PATH")
+    result = restore_database(args.src, path)
+    with open_store(args, path=path) as store:  # migrates a backup from an older localmem
+        health = store.health()
+        found = doctor.problems(doctor.check(store))
+    result.update({"schema_version": health["schema_version"], "memories": health["memory_count"],
+                   "edges": health["edge_count"], "problem_count": len(found)})
+    if out.as_json:
+        out.json(result)
+    else:
+        out.line(f"restored {result['memories']} memories and {result['edges']} edges from {result['source']} "
+                 f"into {result['path']}")
+        if result["saved_previous"]:
+            out.line(f"the previous contents were saved to {result['saved_previous']}")
+        if found:
+            out.line(f"{len(found)} problem(s) found: run 'localmem doctor' for details")
+    return EXIT_OK if not found else EXIT_ERROR
+
+
 def cmd_demo(args: argparse.Namespace, out: Output) -> int:
     from .demo import run_demo
 
@@ -818,10 +869,11 @@ def cmd_demo(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, out: Output) -> int:
-    from .http.security import check_bind, resolve_token
+    from .http.security import check_bind, resolve_token, resolve_tokens
 
     token = resolve_token(None)
-    check_bind(args.host, token)  # refuse a non-loopback bind without a token before opening anything
+    # Refuse a non-loopback bind without any token (single or scoped) before opening anything.
+    check_bind(args.host, next(iter(resolve_tokens(token)), None))
     from .http.server import serve
 
     with open_store(args) as store:

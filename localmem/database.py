@@ -6,30 +6,37 @@ Concurrency model (many processes on one file):
 * Write transactions start with ``BEGIN IMMEDIATE`` (``transaction()``; also the
   connection's ``transaction_mode``, so a bare ``with conn:`` does the same).
   A writer takes the write lock before it reads anything, so it waits on the
-  busy timeout (``BUSY_TIMEOUT_MS``) while another writer commits. A deferred
-  transaction that reads first and writes later cannot wait: SQLite fails its
-  lock upgrade at once with "database is locked".
+  busy handler (``LockWait``, ``BUSY_TIMEOUT_MS``) while another writer
+  commits. A deferred transaction that reads first and writes later cannot
+  wait: SQLite fails its lock upgrade at once with "database is locked".
 * Multi-statement reads that must agree (recall, health, doctor, export) run
   in ``read_transaction()``: one snapshot, no write lock.
+* Resource faults (full disk, read-only file, lock timeout, I/O errors) leave
+  ``transaction()`` as ``StorageError``, after the rollback.
 
 Checkpointing (what keeps the WAL file bounded), done by ``WalCheckpointer``,
-the connection's WAL hook, after every commit:
+the connection's WAL hook, after a commit:
 
-* at ``WAL_AUTOCHECKPOINT_PAGES`` frames (8 MiB at 8 KiB pages) a PASSIVE
-  checkpoint, as SQLite's own autocheckpoint would: it never waits;
-* at ``WAL_TRUNCATE_BYTES`` (32 MiB) a TRUNCATE checkpoint, waiting at most
-  ``CHECKPOINT_WAIT_MS`` for readers to move on (PASSIVE if they do not);
+* each time the WAL has grown by ``WAL_AUTOCHECKPOINT_PAGES`` frames (8 MiB at
+  8 KiB pages) a PASSIVE checkpoint, as SQLite's own autocheckpoint would: it
+  never waits. Readers that keep arriving stop SQLite from restarting the log
+  after it, so on its own the WAL would keep growing;
+* from ``WAL_TRUNCATE_BYTES`` (32 MiB) a TRUNCATE checkpoint instead, which
+  waits at most ``CHECKPOINT_WAIT_MS`` for the current readers to finish
+  (new ones read the database file) and empties the WAL; PASSIVE if they do not;
 * ``PRAGMA journal_size_limit`` (32 MiB): a WAL that was reset is cut back to
   that size, so a burst does not leave a large file behind.
 
-So the WAL stays under about 32 MiB plus the largest single transaction, as
-long as no reader holds one snapshot for longer than the checkpoints take to
-retry (localmem's own reads last one call).
+So the WAL stays under about 32 MiB + 8 MiB + the largest single transaction,
+as long as no reader keeps one snapshot open across every retry (localmem's
+own reads last one call; a long export is the exception).
 """
 
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -80,6 +87,34 @@ def create_private_file(path: Path) -> None:
         os.close(fd)
 
 
+class LockWait:
+    """The busy handler: retry every few milliseconds until ``timeout_ms`` has passed.
+
+    SQLite's built-in busy timeout backs off to 100 ms sleeps, so a process
+    that has waited a while looks rarely and newer waiters keep taking the
+    lock first; under steady contention its waits grow to seconds. Short
+    jittered sleeps keep every waiter looking often (the sleep releases the GIL).
+    """
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout = timeout_ms / 1000
+        self.started = 0.0
+
+    def __call__(self, count: int) -> bool:
+        now = time.monotonic()
+        if count == 0:
+            self.started = now
+        elif now - self.started >= self.timeout:
+            return False  # give up: the statement fails with SQLITE_BUSY
+        time.sleep(min(0.0005 * (count + 1), 0.004) * random.uniform(0.5, 1.5))
+        return True
+
+
+def set_lock_wait(conn: apsw.Connection, timeout_ms: int) -> None:
+    """Wait up to ``timeout_ms`` for locks held by other connections (see ``LockWait``)."""
+    conn.set_busy_handler(LockWait(timeout_ms))
+
+
 class WalCheckpointer:
     """The WAL hook: PASSIVE checkpoints as the WAL grows, TRUNCATE past a size bound.
 
@@ -92,24 +127,50 @@ class WalCheckpointer:
     def __init__(self, page_size: int) -> None:
         self.page_size = max(512, page_size)
         self.truncate_pages = max(WAL_AUTOCHECKPOINT_PAGES, WAL_TRUNCATE_BYTES // self.page_size)
+        self.last_attempt = 0  # WAL frames when this connection last checkpointed
+        self.checkpoints = 0  # attempts made, and how many of them truncated the WAL
+        self.truncations = 0
 
     def __call__(self, conn: apsw.Connection, dbname: str, pages: int) -> int:
-        if pages < WAL_AUTOCHECKPOINT_PAGES:
+        if pages < self.last_attempt:
+            self.last_attempt = 0  # the WAL was reset (by any connection) since
+        # SQLite's own autocheckpoint retries after every commit once the WAL is
+        # past the threshold, which costs a WAL scan per commit while readers
+        # keep the log from being reset; retry only as the log grows instead.
+        if pages < WAL_AUTOCHECKPOINT_PAGES or pages - self.last_attempt < WAL_AUTOCHECKPOINT_PAGES:
             return apsw.SQLITE_OK
+        self.last_attempt = pages
+        self.checkpoints += 1
         try:
             if pages >= self.truncate_pages:
-                conn.set_busy_timeout(CHECKPOINT_WAIT_MS)
+                set_lock_wait(conn, CHECKPOINT_WAIT_MS)
                 try:
                     conn.wal_checkpoint(dbname, apsw.SQLITE_CHECKPOINT_TRUNCATE)
+                    self.truncations += 1
+                    self.last_attempt = 0
                     return apsw.SQLITE_OK
                 except apsw.BusyError:
                     pass  # a reader still needs old frames: copy what we can
                 finally:
-                    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+                    set_lock_wait(conn, BUSY_TIMEOUT_MS)
             conn.wal_checkpoint(dbname, apsw.SQLITE_CHECKPOINT_PASSIVE)
         except apsw.Error:
             pass
         return apsw.SQLITE_OK
+
+
+def _enable_wal(conn: apsw.Connection) -> None:
+    """Switch to WAL, retrying: while other processes open a new file at the same moment,
+    SQLite can refuse the switch with SQLITE_BUSY without calling the busy handler."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def connect(path: str | os.PathLike[str]) -> apsw.Connection:
@@ -129,7 +190,7 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     except apsw.Error as exc:
         raise ConfigError(f"Cannot open database {target}: {exc}") from exc
     try:
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        set_lock_wait(conn, BUSY_TIMEOUT_MS)
         conn.transaction_mode = "IMMEDIATE"  # `with conn:` too takes the write lock up front
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
@@ -138,7 +199,7 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
             # Larger pages suit the 1.5 KB embedding rows; only settable before the first write.
             conn.execute("PRAGMA page_size = 8192")
         if target != MEMORY_PATH:
-            conn.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA mmap_size = 268435456")
             conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES}")
@@ -212,7 +273,7 @@ def transaction(conn: apsw.Connection, *, busy_timeout_ms: int | None = None) ->
             yield conn
         return
     if busy_timeout_ms is not None:
-        conn.set_busy_timeout(busy_timeout_ms)
+        set_lock_wait(conn, busy_timeout_ms)
     try:
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -220,7 +281,7 @@ def transaction(conn: apsw.Connection, *, busy_timeout_ms: int | None = None) ->
             _raise_translated(exc)
     finally:
         if busy_timeout_ms is not None:
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            set_lock_wait(conn, BUSY_TIMEOUT_MS)
     try:
         yield conn
     except BaseException as exc:
