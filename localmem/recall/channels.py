@@ -77,6 +77,10 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
 # memories, or this share of the store; beyond that the widened code kNN is cheaper.
 EXACT_SCAN_ROWS = 4000
 EXACT_SCAN_SHARE = 0.15
+# A broad scope widens the code kNN by the share of memories outside it, up to
+# this k: sqlite-vec's top-k selection costs O(rows x k), so past it the time
+# goes up faster than the in-scope candidates help (the keyword channel fills in).
+MAX_WIDENED_K = 64
 
 
 def _vector_rows(store: "MemoryStore", scope: Scope, query_vector: bytes, k: int) -> Any:
@@ -85,7 +89,8 @@ def _vector_rows(store: "MemoryStore", scope: Scope, query_vector: bytes, k: int
     The time window is applied inside the code scan. Without tags: the code
     kNN. With tags, a narrow scope (≤ EXACT_SCAN_ROWS, or EXACT_SCAN_SHARE of
     the store) gets the exact cosines of its memories; a broad one the code
-    kNN widened by the share of memories outside it, then filtered.
+    kNN widened by the share of memories outside it (up to MAX_WIDENED_K),
+    then filtered.
     """
     knn = scope.statement(store, "recall_vector", driving=False)
     window = scope.epoch_window
@@ -98,7 +103,7 @@ def _vector_rows(store: "MemoryStore", scope: Scope, query_vector: bytes, k: int
     if tagged <= exact_limit:
         return store.conn.execute(scope.statement(store, "recall_vector_exact"),
                                   {**scope.bindings, "query_vector": query_vector, "k": k})
-    widened = math.ceil(k * max(1, total) / tagged)
+    widened = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
     return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, widened, window)})
 
 
