@@ -413,7 +413,7 @@ def _onnx_embedder(model: str) -> Embedder | None:
 
     if not runtime_available() or find_export(model) is None:
         return None
-    return OnnxEmbedder(model)
+    return OnnxEmbedder(model, fallback=True)
 
 
 def known_dimensions(model: str, *, path: str | None = None) -> int | None:

@@ -5,12 +5,15 @@ Importing sentence-transformers (and with it torch, sklearn and scipy) costs
 time there. This module runs *the same model* from an ONNX export instead:
 
 - ``export_model()`` exports the model's transformer once, with ``torch.onnx``
-  (so only where torch and sentence-transformers are installed), checks the
-  export against sentence-transformers on a fixed set of texts, and publishes
-  it atomically into the cache (``$LOCALMEM_CACHE_DIR``, else
-  ``$XDG_CACHE_HOME/localmem``, else ``~/.cache/localmem``), keyed by the
-  model folder's identity (its configuration and tokenizer files, the size and
-  modification time of its weights, its real path).
+  (so only where torch, sentence-transformers and onnx are installed), with
+  the weights in a file beside the graph (onnxruntime maps it rather than
+  parsing it), checks the export against sentence-transformers on a fixed set
+  of texts (same token ids, cosine >= 0.9999), and publishes it atomically
+  into the cache (``$LOCALMEM_CACHE_DIR``, else ``$XDG_CACHE_HOME/localmem``,
+  else ``~/.cache/localmem``), keyed by the model folder's identity (its
+  configuration and tokenizer files, the size and modification time of its
+  weights, its real path). Concurrent exporters queue on a lock file; exports
+  of earlier states of the same folder are deleted.
 - ``OnnxEmbedder`` loads that export with onnxruntime and the model's own
   ``tokenizer.json`` with the ``tokenizers`` library, and applies the
   sentence-transformers pipeline from the model folder's files: truncation at
@@ -20,7 +23,8 @@ time there. This module runs *the same model* from an ONNX export instead:
   database made with one opens with the other. It never imports torch.
 
 ``resolve_embedder`` picks ``OnnxEmbedder`` for ``"auto"`` and plain model
-names when onnxruntime is installed and an export is cached; ``"onnx:MODEL"``
+names when onnxruntime is installed and an export is cached (falling back to
+sentence-transformers if the export then fails to load); ``"onnx:MODEL"``
 forces it and ``"st:MODEL"`` forces sentence-transformers. A
 ``SentenceTransformerEmbedder`` exports the model the first time it loads it
 (``auto_export``), so the next process takes the fast path.
@@ -82,8 +86,9 @@ __all__ = [
 
 log = logging.getLogger("localmem.onnx")
 
-FORMAT_VERSION = 1  # bump when the export's graph or meta change meaning
+FORMAT_VERSION = 2  # bump when the export's graph, files or meta change meaning
 ONNX_FILE = "model.onnx"
+DATA_FILE = "model.onnx.data"  # the weights, stored beside the graph: onnxruntime maps them, not parses them
 META_FILE = "export.json"
 OPSET = 17
 VERIFY_MIN_COSINE = 0.9999  # an export that agrees less than this with sentence-transformers is refused
@@ -375,10 +380,10 @@ def _valid_export(target: Path, key: str | None = None) -> dict[str, Any] | None
     if key is not None and meta.get("key") != key:
         return None
     try:
-        size = (target / ONNX_FILE).stat().st_size
+        sizes = ((target / ONNX_FILE).stat().st_size, (target / DATA_FILE).stat().st_size)
     except OSError:
         return None
-    if size != meta.get("onnx_bytes"):
+    if sizes != (meta.get("onnx_bytes"), meta.get("data_bytes")):
         return None
     return meta
 
@@ -415,10 +420,15 @@ class OnnxEmbedder:
         *,
         export_path: str | os.PathLike[str] | None = None,
         environ: Mapping[str, str] | None = None,
+        fallback: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"embedding model must be a non-empty string, got {model!r}")
         self.name = model.strip()
+        # fallback: when the ONNX path cannot load (a broken onnxruntime, a deleted
+        # export...), embed with sentence-transformers instead of failing.
+        self.fallback = fallback
+        self._delegate: Any = None
         self.path = _local_model_path(self.name)
         self._export_path = Path(export_path) if export_path is not None else None
         self._environ = environ
@@ -433,7 +443,7 @@ class OnnxEmbedder:
         self.export_path: Path | None = None  # set by load()
 
     def __repr__(self) -> str:
-        return f"OnnxEmbedder({self.name!r})"
+        return f"OnnxEmbedder({self.name!r}{', fallback=True' if self.fallback else ''})"
 
     @property
     def dimensions(self) -> int:
@@ -526,7 +536,20 @@ class OnnxEmbedder:
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"OnnxEmbedder can only embed str, got {type(text).__name__}")
-        self.load()
+        if self._delegate is not None:
+            return self._delegate.embed(texts)
+        try:
+            self.load()
+        except EmbedderUnavailable as ex:
+            if not self.fallback or not all(_installed(m) for m in ("sentence_transformers", "torch")):
+                raise
+            from .embedders import SentenceTransformerEmbedder
+
+            log.warning("%s; using sentence-transformers instead", ex.message)
+            with self._lock:
+                if self._delegate is None:
+                    self._delegate = SentenceTransformerEmbedder(self.name)
+            return self._delegate.embed(texts)
         try:
             vectors = self._embed(texts)
         except EmbedderUnavailable:
@@ -707,6 +730,28 @@ def _clean_stale(root: Path) -> None:
                 pass
 
 
+def _prune_superseded(root: Path, target: Path, folder: Path) -> None:
+    """Delete exports of earlier states of the same model folder (older weights or format).
+
+    A process still using one keeps its open, mapped files (POSIX); a new
+    process would not pick it (its key no longer matches).
+    """
+    prefix = target.name.rsplit("-", 1)[0] + "-"
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(prefix) or entry.name == target.name or not entry.is_dir():
+            continue
+        meta = _read_json(Path(entry.path) / META_FILE)
+        if isinstance(meta, dict) and meta.get("folder") == str(folder):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            for suffix in (".lock", ".failed"):
+                with contextlib.suppress(OSError):
+                    (root / f"{entry.name}{suffix}").unlink()
+
+
 def _versions() -> dict[str, str]:
     versions = {"python": sys.version.split()[0]}
     for module in ("torch", "transformers", "sentence_transformers", "onnx", "onnxruntime"):
@@ -807,6 +852,26 @@ def _torch_export(st_model: Any, auto_model: Any, path: Path) -> tuple[str, ...]
     return tuple(names)
 
 
+def _externalize(path: Path) -> None:
+    """Move the weights out of the graph file into ``DATA_FILE`` beside it.
+
+    onnxruntime memory-maps external weights instead of parsing them out of
+    the protobuf: a cold session load drops from about 0.2 s to 0.07-0.1 s
+    for all-MiniLM-L6-v2 (90 MB).
+    """
+    import onnx
+
+    model = onnx.load(str(path))
+    onnx.save_model(
+        model,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=DATA_FILE,
+        size_threshold=1024,
+    )
+
+
 def _verify(st_model: Any, model: str, temp: Path, texts: Sequence[str]) -> float:
     """Minimum cosine between the export and sentence-transformers over ``texts`` (batched and one by one)."""
     embedder = OnnxEmbedder(model, export_path=temp)
@@ -892,6 +957,7 @@ def export_model(
             try:
                 os.chmod(temp, 0o755)  # mkdtemp makes it private; the cache is readable like its files
                 inputs = _torch_export(st_model, auto_model, temp / ONNX_FILE)
+                _externalize(temp / ONNX_FILE)
                 exported = time.perf_counter()
                 worst = _verify(st_model, model, temp, verify_texts)
                 if worst < VERIFY_MIN_COSINE:
@@ -899,8 +965,10 @@ def export_model(
                         f"the ONNX export of {model!r} disagrees with sentence-transformers "
                         f"(min cosine {worst:.6f} < {VERIFY_MIN_COSINE})"
                     )
-                with open(temp / ONNX_FILE, "rb") as fp:
-                    os.fsync(fp.fileno())
+                for name in (ONNX_FILE, DATA_FILE):
+                    os.chmod(temp / name, 0o644)
+                    with open(temp / name, "rb") as fp:
+                        os.fsync(fp.fileno())
                 meta = {
                     "format": FORMAT_VERSION,
                     "model": model.strip(),
@@ -911,6 +979,7 @@ def export_model(
                     "output": "token_embeddings",
                     "opset": OPSET,
                     "onnx_bytes": (temp / ONNX_FILE).stat().st_size,
+                    "data_bytes": (temp / DATA_FILE).stat().st_size,
                     "verify_min_cosine": worst,
                     "verify_texts": len(verify_texts),
                     "export_seconds": round(exported - started, 3),
@@ -926,6 +995,8 @@ def export_model(
                 shutil.rmtree(temp, ignore_errors=True)
                 raise
             seconds = time.perf_counter() - started
+            if published:
+                _prune_superseded(root, target, folder)
     finally:
         _process_lock.release()
     with contextlib.suppress(OSError):
@@ -1009,7 +1080,9 @@ def status(model: str, *, environ: Mapping[str, str] | None = None) -> dict[str,
     meta = _valid_export(target, key)
     info["exported"] = meta is not None
     if meta is not None:
-        info["export"] = {k: meta.get(k) for k in ("created", "verify_min_cosine", "onnx_bytes", "versions")}
+        info["export"] = {
+            k: meta.get(k) for k in ("created", "verify_min_cosine", "onnx_bytes", "data_bytes", "versions")
+        }
     failed = _read_json(target.with_name(f"{target.name}.failed"))
     if isinstance(failed, dict):
         info["last_auto_export_error"] = failed.get("error")
