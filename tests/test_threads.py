@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from localmem.threads import thread_key
 
 T0 = "2025-02-01T10:00:00+00:00"
