@@ -47,10 +47,9 @@ for entry in (str(ROOT), str(HERE)):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
-from ingest import HEADER, generate_memories, nproc  # noqa: E402
+from ingest import generate_memories, nproc  # noqa: E402
+from results_file import RESULTS, write_section  # noqa: E402
 
-RESULTS = HERE / "RESULTS.md"
-START, END = "<!-- cold-start:start -->", "<!-- cold-start:end -->"
 MODEL = "all-MiniLM-L6-v2"
 QUERY = "what did we decide about the database migration?"
 PARITY_QUERIES = (
@@ -239,15 +238,7 @@ def versions() -> str:
 
 
 def write_results(section: str) -> None:
-    text = RESULTS.read_text("utf-8") if RESULTS.exists() else HEADER
-    block = f"{START}\n{section.rstrip()}\n{END}"
-    if START in text and END in text and text.index(START) < text.index(END):
-        before, rest = text.split(START, 1)
-        after = rest.split(END, 1)[1]
-        text = before + block + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text, "utf-8")
+    write_section("cold-start", section)
 
 
 def main(argv: list[str] | None = None) -> int:

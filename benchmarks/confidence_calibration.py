@@ -47,10 +47,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from localmem import Config, MemoryStore  # noqa: E402
 import locomo  # noqa: E402  (turns_of, memory_item, questions_of)
+from results_file import write_section  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-START, END = "<!-- confidence:start -->", "<!-- confidence:end -->"
 
 OFF_TOPIC = [
     "How do I configure TLS certificates for a Kubernetes ingress controller?",
@@ -234,18 +234,6 @@ def report(sets: dict[str, list[dict]], config: Config, seconds: float, embedder
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    current = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# localmem benchmarks\n"
-    block = f"{START}\n{text}\n{END}"
-    if START in current and END in current:
-        head, rest = current.split(START, 1)
-        _, tail = rest.split(END, 1)
-        current = head + block + tail
-    else:
-        current = current.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(current, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
@@ -267,7 +255,7 @@ def main() -> None:
     text = report(sets, store.config, time.perf_counter() - started, store.embedder.name)
     print(text)
     if args.write:
-        write_section(text)
+        write_section("confidence", text)
         print(f"\nwrote {RESULTS}")
     store.close()
 

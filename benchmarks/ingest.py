@@ -53,16 +53,8 @@ import apsw  # noqa: E402
 import numpy as np  # noqa: E402
 
 from localmem.store import MemoryStore  # noqa: E402
+from results_file import write_section  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-START, END = "<!-- ingest:start -->", "<!-- ingest:end -->"
-HEADER = (
-    "# localmem benchmarks\n\n"
-    "Each script in `benchmarks/` writes its own section below, between its\n"
-    "`<!-- name:start -->` / `<!-- name:end -->` markers, and leaves the rest alone.\n"
-    "The machine is shared and noisy: compare ratios to the same-run baselines,\n"
-    "not absolute rates across runs.\n"
-)
 DIMS = 384
 SEED = 20240601
 
@@ -421,15 +413,7 @@ def fmt_rate(rate: float) -> str:
 
 
 def write_results(section: str) -> None:
-    text = RESULTS.read_text("utf-8") if RESULTS.exists() else HEADER
-    block = f"{START}\n{section.rstrip()}\n{END}"
-    if START in text and END in text and text.index(START) < text.index(END):
-        before, rest = text.split(START, 1)
-        after = rest.split(END, 1)[1]
-        text = before + block + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text, "utf-8")
+    write_section("ingest", section)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -595,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
         print(prof)
     if not args.no_write:
         write_results(section)
-        say(f"wrote {RESULTS}")
+        say("wrote benchmarks/RESULTS.md")
     return 0
 
 

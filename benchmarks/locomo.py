@@ -25,9 +25,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import query_terms  # noqa: E402
+from results_file import write_section  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
 KS = (1, 5, 10, 20)
@@ -267,19 +269,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_results(body: str, args: argparse.Namespace, n: int, elapsed: float) -> None:
-    path = Path(__file__).resolve().parent / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# localmem benchmarks\n"
     command = ("python benchmarks/locomo.py --write" + (" --ablations" if args.ablations else "")
                + "".join(f" --param {p}" for p in args.param))
-    section = (f"<!-- locomo:start -->\n## Retrieval quality (LoCoMo dev)\n\n"
-               f"Command: `{command}` (embedder `{args.embedder}`), "
-               f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {n} questions, {elapsed:.0f} s.\n\n"
-               f"{body}\n<!-- locomo:end -->")
-    if "<!-- locomo:start -->" in text:
-        text = re.sub(r"<!-- locomo:start -->.*<!-- locomo:end -->", lambda _: section, text, flags=re.S)
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    path.write_text(text)
+    write_section("locomo", f"## Retrieval quality (LoCoMo dev)\n\n"
+                            f"Command: `{command}` (embedder `{args.embedder}`), "
+                            f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {n} questions, {elapsed:.0f} s.\n\n"
+                            f"{body}")
 
 
 if __name__ == "__main__":

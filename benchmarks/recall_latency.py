@@ -66,7 +66,6 @@ from ingest import (
     CAUSES,
     CHANNELS,
     HABITS,
-    HEADER,
     INSIGHTS,
     MEETINGS,
     PEOPLE,
@@ -80,15 +79,14 @@ from ingest import (
     nproc,
     version,
 )
+from results_file import write_section  # noqa: E402
 
 from localmem.config import Config
 from localmem.migrations import LATEST_VERSION
 from localmem.relations import AUTHORABLE_TYPES, RELATION_TYPES
 from localmem.store import MemoryStore
 
-RESULTS = HERE / "RESULTS.md"
 CACHE = HERE / ".cache"
-START, END = "<!-- recall-latency:start -->", "<!-- recall-latency:end -->"
 SEED = 20240601
 BUILD_VERSION = 1  # bump when the build below changes in a way the plan hash cannot see
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.timezone.utc)  # just after the newest generated memory
@@ -554,15 +552,7 @@ def git_revision() -> str:
 
 
 def write_results(section: str) -> None:
-    text = RESULTS.read_text("utf-8") if RESULTS.exists() else HEADER
-    block = f"{START}\n{section.rstrip()}\n{END}"
-    if START in text and END in text and text.index(START) < text.index(END):
-        before, rest = text.split(START, 1)
-        after = rest.split(END, 1)[1]
-        text = before + block + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text, "utf-8")
+    write_section("recall-latency", section)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -756,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
     print(section)
     if not args.no_write:
         write_results(section)
-        say(f"wrote {RESULTS}")
+        say("wrote benchmarks/RESULTS.md")
     return 0
 
 

@@ -38,6 +38,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import localmem.recall.pipeline as pipeline  # noqa: E402
 from ingest import generate_memories  # noqa: E402
+from results_file import write_section  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import KeywordScorer  # noqa: E402
 
@@ -271,14 +272,7 @@ def render(results: list[dict[str, Any]], command: str) -> str:
 
 
 def write_results(body: str) -> None:
-    path = HERE / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# localmem benchmarks\n"
-    section = f"<!-- scale:start -->\n## Speed at scale\n\n{body}\n<!-- scale:end -->"
-    if "<!-- scale:start -->" in text:
-        text = re.sub(r"<!-- scale:start -->.*<!-- scale:end -->", lambda _: section, text, flags=re.S)
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    path.write_text(text)
+    write_section("scale", f"## Speed at scale\n\n{body}")
 
 
 def main(argv: list[str] | None = None) -> int:
