@@ -690,12 +690,6 @@ def test_related_memories(client):
 # --- Kagura recall, routing errors, 500 -----------------------------------------------------------
 
 
-def test_recall_v1_without_store_support_is_501(client):
-    if hasattr(MemoryStore, "recall_v1"):
-        pytest.skip("MemoryStore.recall_v1 exists; see test_recall_v1_dispatch")
-    assert_error(client.post("/api/v1/memory/recall", json={"query": "x"}), 501, "not implemented")
-
-
 class _ProbeStore(MemoryStore):
     """recall_v1 echoes its arguments; recall fails the way a bug would."""
 
