@@ -48,7 +48,7 @@ for entry in (str(ROOT), str(HERE)):
         sys.path.insert(0, entry)
 
 from ingest import generate_memories, nproc  # noqa: E402
-from results_file import RESULTS, write_section  # noqa: E402
+from results_file import RESULTS, git_revision, write_section  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 QUERY = "what did we decide about the database migration?"
@@ -212,17 +212,6 @@ def stats(values: list[float]) -> dict[str, float]:
         "mean": statistics.fmean(values),
         "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
     }
-
-
-def git_revision() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "localmem"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return f"{sha}{' + uncommitted changes under localmem/' if dirty else ''}"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def versions() -> str:

@@ -43,7 +43,6 @@ import random
 import re
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -79,7 +78,7 @@ from ingest import (
     nproc,
     version,
 )
-from results_file import write_section  # noqa: E402
+from results_file import git_revision, write_section  # noqa: E402
 
 from localmem.config import Config
 from localmem.migrations import LATEST_VERSION
@@ -538,17 +537,6 @@ def pct(values: list[float], q: float) -> float:
 # --------------------------------------------------------------------------
 # Reporting
 # --------------------------------------------------------------------------
-
-
-def git_revision() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "localmem"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return f"{sha}{' + uncommitted changes under localmem/' if dirty else ''}"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def write_results(section: str) -> None:

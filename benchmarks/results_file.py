@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = (
     "# localmem benchmarks\n\n"
@@ -25,3 +27,15 @@ def write_section(name: str, body: str, path: Path = RESULTS) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(text, "utf-8")
+
+
+def git_revision() -> str:
+    """The checked-out commit, marked when localmem/ has uncommitted changes."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "localmem"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return f"{sha}{' + uncommitted changes under localmem/' if dirty else ''}"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"

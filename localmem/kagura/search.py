@@ -118,8 +118,10 @@ def _semantic_arm(store: "MemoryStore", scope: SearchScope, vector: bytes, size:
 
 def _keyword_arm(store: "MemoryStore", scope: SearchScope, match: str, vector: bytes | None,
                  size: int) -> list[Candidate]:
-    statement = store.sql["kagura_keyword"].format(
-        weights=bm25_weights_sql(store.config.keyword_column_weights))
+    # The recall keyword channel's statement, with Kagura's scope in its scope slot.
+    statement = store.sql.compose(
+        "recall_keyword", scope=store.sql.fragment("kagura_scope_filter")
+    ).format(weights=bm25_weights_sql(store.config.keyword_column_weights))
     rows = rows_as_dicts(store.conn.execute(statement, {
         **scope.bindings(), "match": match, "query_vector": vector, "k": size}))
     out = []
