@@ -65,7 +65,7 @@ EMBED_ST = (
     f"v = E({MODEL!r}).embed([{QUERY!r}]); assert len(v[0]) == 384"
 )
 EMBED_ONNX = (
-    "from localmem.onnx_embedder import OnnxEmbedder as E; "
+    "from localmem.embedders import OnnxEmbedder as E; "
     f"v = E({MODEL!r}).embed([{QUERY!r}]); assert len(v[0]) == 384"
 )
 ONNX_PROBE = """
@@ -80,7 +80,7 @@ import json, sys, time
 t = [time.perf_counter()]
 import numpy, onnxruntime, tokenizers
 t.append(time.perf_counter())
-from localmem.onnx_embedder import OnnxEmbedder
+from localmem.embedders import OnnxEmbedder
 e = OnnxEmbedder(sys.argv[1])
 e.load()
 t.append(time.perf_counter())
@@ -134,7 +134,7 @@ def run(argv: list[str], env: dict[str, str], *, check: bool = True) -> tuple[fl
 
 
 def ensure_export(cache: Path, env: dict[str, str], say) -> dict[str, Any]:
-    from localmem.onnx_embedder import find_export
+    from localmem.embedders.onnx_cache import find_export
 
     os.environ["LOCALMEM_CACHE_DIR"] = str(cache)
     existing = find_export(MODEL)
@@ -171,7 +171,7 @@ def parity(db: Path, env: dict[str, str], say) -> dict[str, Any]:
     import numpy as np
 
     from localmem.embedders import SentenceTransformerEmbedder
-    from localmem.onnx_embedder import OnnxEmbedder
+    from localmem.embedders import OnnxEmbedder
 
     reference = SentenceTransformerEmbedder(MODEL).embed(list(PARITY_QUERIES))
     fast = OnnxEmbedder(MODEL).embed(list(PARITY_QUERIES))

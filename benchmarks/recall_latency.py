@@ -81,7 +81,7 @@ from ingest import (
 from results_file import git_revision, write_section  # noqa: E402
 
 from localmem.config import Config
-from localmem.migrations import LATEST_VERSION
+from localmem.storage.migrations import LATEST_VERSION
 from localmem.relations import AUTHORABLE_TYPES, RELATION_TYPES
 from localmem.store import MemoryStore
 

@@ -73,7 +73,7 @@ class TimedConnection:
     and how long the lock is then held (until COMMIT or ROLLBACK)."""
 
     def __init__(self, conn: Any) -> None:
-        from localmem.database import WalCheckpointer
+        from localmem.storage.database import WalCheckpointer
 
         self._conn = conn
         self.lock_wait = Timings()
@@ -395,7 +395,7 @@ LOCK_MODES = {
 
 def store_loop_process(mode: str, waits: str, path: str, deadline: float, out: str, index: int) -> None:
     """``store()`` in a loop under one lock strategy (the old one is rebuilt by patching)."""
-    from localmem import database
+    from localmem.storage import database
     from localmem import store as store_module
 
     store, _ = _open(path)
@@ -504,7 +504,8 @@ def seed_store(path: str, n: int, shared: int) -> list[str]:
 
 def verify(path: str, acks: list[Any], seeded: int) -> dict[str, Any]:
     """Every acknowledged write present and intact; nothing duplicated; indexes and file sound."""
-    from localmem import MemoryStore, doctor
+    from localmem import MemoryStore
+    from localmem.maintenance import doctor
 
     expected: dict[str, dict[str, Any]] = {}
     deleted: set[str] = set()
@@ -696,7 +697,7 @@ IMPORT_CHILD = r"""
 import sys, json
 sys.path.insert(0, sys.argv[4])
 from localmem import MemoryStore
-from localmem.transfer import Importer
+from localmem.maintenance.transfer import Importer
 path, source, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = MemoryStore(path, embedder="hash:384")
 importer = Importer(store, chunk_size=batch, skip_existing=True)
@@ -724,7 +725,8 @@ def run_crash(kills: int, *, memories: int = 3000, batch: int = 100, seed: int =
     previous one stopped. A batch counts as acknowledged once the child prints
     its ids, after ``store_many`` returned (the transaction committed).
     """
-    from localmem import MemoryStore, doctor
+    from localmem import MemoryStore
+    from localmem.maintenance import doctor
 
     rng = random.Random(seed)
     folder = Path(workdir or tempfile.mkdtemp(prefix="localmem-crash-"))
@@ -834,7 +836,8 @@ def run_cli_crash(kills: int, *, memories: int = 3000, batch: int = 100, seed: i
     saw in the file: the count must never go down, always be whole batches,
     and ``doctor`` must stay clean.
     """
-    from localmem import MemoryStore, doctor
+    from localmem import MemoryStore
+    from localmem.maintenance import doctor
 
     rng = random.Random(seed)
     folder = Path(workdir or tempfile.mkdtemp(prefix="localmem-cli-crash-"))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import apsw
 
 from . import __version__
-from .database import MEMORY_PATH
+from .storage.database import MEMORY_PATH
 from .errors import LocalMemError, NotFoundError, ValidationError
 
 if TYPE_CHECKING:
@@ -590,7 +590,7 @@ def _count_lines(path: Path) -> int:
 
 def cmd_import(args: argparse.Namespace, out: Output) -> int:
     from .progress import ProgressBar
-    from .transfer import Importer
+    from .maintenance.transfer import Importer
 
     show_progress = args.progress or out.stderr.isatty()
     with ExitStack() as stack:
@@ -641,7 +641,7 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: Output) -> int:
-    from .transfer import export_jsonl
+    from .maintenance.transfer import export_jsonl
 
     with open_store(args, must_exist=True) as store:
         if args.file == "-":
@@ -754,7 +754,7 @@ def _check_lines(checks: list[Any]) -> list[str]:
 
 
 def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
-    from . import doctor
+    from .maintenance import doctor
 
     with open_store(args, must_exist=True) as store:
         checks = doctor.check(store)
@@ -804,7 +804,7 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_backup(args: argparse.Namespace, out: Output) -> int:
-    from .backup import backup_database
+    from .maintenance.backup import backup_database
 
     path = db_path(args)
     if path == MEMORY_PATH:
@@ -819,8 +819,8 @@ def cmd_backup(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, out: Output) -> int:
-    from . import doctor
-    from .backup import restore_database
+    from .maintenance import doctor
+    from .maintenance.backup import restore_database
 
     path = db_path(args)
     if path == MEMORY_PATH:
@@ -882,7 +882,9 @@ def cmd_serve(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_embedder(args: argparse.Namespace, out: Output) -> int:
-    from .onnx_embedder import export_model, model_for_spec, status
+    from .embedders import model_for_spec
+    from .embedders.onnx_cache import status
+    from .embedders.onnx_export import export_model
 
     model = args.model or model_for_spec(choose_embedder(getattr(args, "embedder", None), db_path(args)))
     if args.action == "status":

@@ -14,17 +14,20 @@ from typing import Any, Callable, Iterable, Mapping
 
 import apsw
 
-from . import vector_index, writes
+from .storage import vector_index, writes
 from .classify import classify, normalize_memory_type
 from .config import Config
-from .database import MEMORY_PATH, connect, read_transaction, storage_error, transaction
-from .embedders import Embedder, EmbedderUnavailable, resolve_embedder
-from .errors import ConfigError, NotFoundError, StorageError, ValidationError
-from .migrations import LATEST_VERSION, migrate
+from .storage.backend import Backend
+from .storage.database import MEMORY_PATH, connect, read_transaction, storage_error, transaction
+from .embedders import EmbedderUnavailable, resolve_embedder
+from .errors import ConfigError, NotFoundError, ValidationError
+from .storage.migrations import LATEST_VERSION, migrate
+from .kagura import run_recall_v1
 from .progress import ProgressBar
-from .records import MemoryRow, rows_as_dicts, to_record
+from .recall.pipeline import run_recall
+from .storage.records import MemoryRow, rows_as_dicts, to_record
 from .relations import AUTHORABLE_TYPES, DEFAULT_EXPAND_TYPES, RELATION_TYPES, SUPERSESSION_TYPES
-from .statements import Statements
+from .storage.statements import Statements
 from .tags import normalize_tags, prepare_tag_filters
 from .text import generate_summary
 from .timeparse import format_timestamp
@@ -53,8 +56,6 @@ EDGE_PROPERTIES = frozenset(
     p for rt in RELATION_TYPES.values() for p in rt.properties
 ) | {"timestamp", "observations", "role"}
 BY_TAG_MAX_LIMIT = 200
-# How long recall's last_accessed write waits for the write lock before it is skipped.
-TOUCH_WAIT_MS = 500
 
 
 def utc_now() -> datetime:
@@ -80,6 +81,12 @@ def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
                     raise
                 raise translated from exc
     return wrapper
+
+
+def _on_backend(name: str, doc: str) -> property:
+    """A store attribute that lives on its backend (readable and settable, as before)."""
+    return property(lambda self: getattr(self._backend, name),
+                    lambda self, value: setattr(self._backend, name, value), doc=doc)
 
 
 def _validate_archived(value: Any) -> bool:
@@ -108,22 +115,32 @@ class MemoryStore:
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.path = str(path) if str(path) == MEMORY_PATH else str(Path(path).expanduser())
-        self.config = config if config is not None else Config.from_env()
-        self.clock = clock or utc_now
-        self.sql = Statements()
         self._lock = threading.RLock()
-        self._tokenizer: Any = None
-        self._touch_queue: list[tuple[list[str], datetime]] | None = None
-        self.embedder: Embedder | None = resolve_embedder(embedder)
-        self.embedder_error: str | None = None
-        self.conn = connect(self.path)
+        resolved = resolve_embedder(embedder)
+        sql = Statements()
+        conn = connect(self.path)
+        self._backend = Backend(conn, sql, config=config if config is not None else Config.from_env(),
+                                embedder=resolved, clock=clock or utc_now)
         try:
-            migrate(self.conn, self.sql)
-            self.dimensions = self._settle_dimensions()
+            migrate(conn, sql)
+            self._backend.dimensions = self._settle_dimensions()
         except BaseException:
-            self.conn.close()
+            conn.close()
             raise
         self._closed = False
+
+    conn = _on_backend("conn", "The apsw connection (one per store, serialized by the store's lock).")
+    sql = _on_backend("sql", "The SQL statements, by file name.")
+    config = _on_backend("config", "Weights and limits (``localmem.Config``).")
+    clock = _on_backend("clock", "Returns the current time (tests pin it).")
+    embedder = _on_backend("embedder", "The embedder, or None for no vector channel.")
+    dimensions = _on_backend("dimensions", "The vector length the file records, or None.")
+    embedder_error = _on_backend("embedder_error", "Why the embedder could not run, if it could not.")
+
+    @property
+    def backend(self) -> Backend:
+        """What the recall pipelines are handed: connection, statements, embedder, config, clock."""
+        return self._backend
 
     # -- lifecycle --------------------------------------------------------
 
@@ -146,8 +163,7 @@ class MemoryStore:
     # -- internals --------------------------------------------------------
 
     def _meta(self, key: str) -> str | None:
-        row = self.conn.execute(self.sql["meta_get"], {"key": key}).fetchone()
-        return row[0] if row else None
+        return self._backend.meta(key)
 
     def _settle_dimensions(self) -> int | None:
         """Compare the embedder with what the file recorded; create the vec0 index once known."""
@@ -190,32 +206,18 @@ class MemoryStore:
 
     def query_tokens(self, text: str) -> list[str]:
         """``text`` as the full-text index tokenizes it (porter-stemmed, lowercased)."""
-        if self._tokenizer is None:
-            from .recall.keywords import tokenizer
-
-            self._tokenizer = tokenizer(self.conn)
-        return list(self._tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None,
-                                    include_offsets=False, include_colocated=False))
+        return self._backend.query_tokens(text)
 
     @property
     def has_vector_index(self) -> bool:
-        return self.dimensions is not None
+        return self._backend.has_vector_index
 
     def now(self) -> datetime:
-        return self.clock()
+        return self._backend.now()
 
     def embed_texts(self, texts: list[str]) -> list[bytes] | None:
         """Embed texts as float32 bytes; None when the embedder is missing or fails to load."""
-        if self.embedder is None or not self.has_vector_index or not texts:
-            return None
-        try:
-            vectors = self.embedder.embed(list(texts))
-        except EmbedderUnavailable as exc:
-            self.embedder_error = str(exc)
-            return None
-        if len(vectors) != len(texts):
-            raise ConfigError(f"Embedder {self.embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
-        return [validate_embedding(v, self.dimensions) for v in vectors]
+        return self._backend.embed_texts(texts)
 
     def _pk_and_record(self, memory_id: str) -> tuple[int, dict[str, Any]]:
         memory_id = validate_uuid(memory_id)
@@ -534,21 +536,20 @@ class MemoryStore:
     @_serialized
     def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:
         """Hybrid recall with every parameter of AutoMem's GET /recall."""
-        from .recall.pipeline import run_recall
-
         # One read snapshot for every statement of the recall (no write lock);
         # the last_accessed write is queued and done after the snapshot ends
         # (by the outermost call, should a recall run inside another one).
-        if self._touch_queue is not None or self.conn.in_transaction:
-            return run_recall(self, {"query": query, **params})
-        self._touch_queue = []
+        backend = self._backend
+        if backend.touch_queue is not None or self.conn.in_transaction:
+            return run_recall(backend, {"query": query, **params})
+        backend.touch_queue = []
         try:
             with read_transaction(self.conn):
-                response = run_recall(self, {"query": query, **params})
+                response = run_recall(backend, {"query": query, **params})
         finally:
-            queued, self._touch_queue = self._touch_queue, None
+            queued, backend.touch_queue = backend.touch_queue, None
         for memory_ids, when in queued:
-            self.touch(memory_ids, when)
+            backend.touch(memory_ids, when)
         return response
 
     @_serialized
@@ -557,9 +558,7 @@ class MemoryStore:
                   include_explore_hints: bool = False, include_superseded: bool = False,
                   full: int | None = None, now: Any = None) -> dict[str, Any]:
         """Kagura's POST /api/v1/memory/recall: the RecallResponse body (localmem/kagura/)."""
-        from .kagura import run_recall_v1
-
-        return run_recall_v1(self, {
+        return run_recall_v1(self._backend, {
             "query": query, "k": k, "filters": filters, "search_mode": search_mode,
             "use_rerank": use_rerank, "include_explore_hints": include_explore_hints,
             "include_superseded": include_superseded, "full": full, "now": now})
@@ -592,17 +591,7 @@ class MemoryStore:
 
     def touch(self, memory_ids: list[str], when: datetime) -> None:
         """Set last_accessed for recalled memories in one write (skipped when disabled)."""
-        if not memory_ids or not self.config.track_access:
-            return
-        if self._touch_queue is not None:  # inside recall's read snapshot: write after it
-            self._touch_queue.append((list(memory_ids), when))
-            return
-        try:
-            with transaction(self.conn, busy_timeout_ms=TOUCH_WAIT_MS):
-                self.conn.execute(self.sql["touch_last_accessed"],
-                                  {"now": format_timestamp(when), "ids": json.dumps(memory_ids)})
-        except StorageError:
-            pass  # read-only file, or writers kept the lock: last_accessed is advisory
+        self._backend.touch(memory_ids, when)
 
     @_serialized
     def health(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ _onnx_cache: list[str] = []
 
 
 def pytest_configure(config):
-    # Hermetic ONNX cache (localmem.onnx_embedder): no test reads or writes the user's
+    # Hermetic ONNX cache (localmem.embedders.onnx_cache): no test reads or writes the user's
     # ~/.cache/localmem, and loading sentence-transformers exports nothing on its own,
     # so "auto" stays the sentence-transformers embedder unless a test makes an export.
     _onnx_cache.append(tempfile.mkdtemp(prefix="localmem-test-cache-"))

@@ -117,7 +117,7 @@ def vector_blob(store: MemoryStore, memory_id: str) -> bytes | None:
 
 def codes_of(store: MemoryStore, embedding: bytes) -> bytes:
     """The code the vector index holds for an embedding (computed by sqlite-vec)."""
-    from localmem.vector_index import code_parameters
+    from localmem.storage.vector_index import code_parameters
 
     sql = "SELECT " + store.sql.fragment("vector_codes")
     return store.conn.execute(sql, code_parameters(embedding)).fetchone()[0]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from localmem.recall.metadata_search import (
+from localmem.metadata_search import (
     FIELD_ALIASES,
     FIELD_TOKENS,
     METADATA_SEARCH_FIELDS,

@@ -8,9 +8,9 @@ import apsw
 import pytest
 
 from localmem import ConfigError, MemoryStore
-from localmem.database import connect
-from localmem.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
-from localmem.statements import Statements
+from localmem.storage.database import connect
+from localmem.storage.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
+from localmem.storage.statements import Statements
 from tests.store_helpers import FIXED_ISO, FIXED_NOW, counts, fts_ids, new_store, scalar
 
 OLD_ID = "11111111-2222-4333-8444-555555555555"

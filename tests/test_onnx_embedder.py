@@ -1,4 +1,4 @@
-"""The ONNX embedder (localmem.onnx_embedder): same vectors as sentence-transformers, no torch.
+"""The ONNX embedder (localmem.embedders.onnx_*): same vectors as sentence-transformers, no torch.
 
 The first half needs no model: pipeline reading, the cache key, atomic
 publishing, locking, concurrent exporters (with a fake exporter) and
@@ -23,27 +23,26 @@ from typing import Any
 
 import pytest
 
-import localmem.onnx_embedder as onnx_mod
+import localmem.embedders.onnx_cache as onnx_cache
+import localmem.embedders.onnx_export as onnx_mod
 from localmem.embedders import (
     EmbedderUnavailable,
     SentenceTransformerEmbedder,
     resolve_embedder,
 )
 from localmem.errors import ConfigError
-from localmem.onnx_embedder import (
+from localmem.embedders import OnnxEmbedder, OnnxExportError, model_for_spec
+from localmem.embedders.onnx_cache import (
     DATA_FILE,
     FORMAT_VERSION,
     META_FILE,
     ONNX_FILE,
-    OnnxEmbedder,
-    OnnxExportError,
     cache_root,
     export_dir,
     find_export,
-    model_for_spec,
     model_key,
-    read_pipeline,
 )
+from localmem.embedders.st_pipeline import read_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,7 +114,7 @@ def fake_export(model: str) -> Path:
     target.mkdir(parents=True)
     (target / ONNX_FILE).write_bytes(b"not really onnx")
     (target / DATA_FILE).write_bytes(b"weights")
-    folder = onnx_mod.model_folder(model)
+    folder = onnx_cache.model_folder(model)
     meta = {"format": FORMAT_VERSION, "key": model_key(folder), "folder": str(folder),
             "onnx_bytes": len(b"not really onnx"), "data_bytes": len(b"weights")}
     (target / META_FILE).write_text(json.dumps(meta))
@@ -129,7 +128,7 @@ def test_import_is_light():
     completed = run_python(
         """
         import sys
-        import localmem, localmem.embedders, localmem.onnx_embedder, localmem.cli
+        import localmem, localmem.embedders, localmem.cli
         heavy = [m for m in ("torch", "sentence_transformers", "transformers", "onnxruntime",
                              "tokenizers", "onnx") if m in sys.modules]
         assert not heavy, heavy
@@ -262,14 +261,14 @@ def test_publish_is_atomic_and_first_wins(tmp_path: Path):
     for folder, text in ((first, "one"), (second, "two")):
         folder.mkdir()
         (folder / ONNX_FILE).write_text(text)
-    assert onnx_mod._publish(first, target) is True
-    assert onnx_mod._publish(second, target) is False
+    assert onnx_cache.publish(first, target) is True
+    assert onnx_cache.publish(second, target) is False
     assert (target / ONNX_FILE).read_text() == "one"
     assert not first.exists() and not second.exists()
     third = tmp_path / ".tmp-3"
     third.mkdir()
     (third / ONNX_FILE).write_text("three")
-    assert onnx_mod._publish(third, target, replace=True) is True
+    assert onnx_cache.publish(third, target, replace=True) is True
     assert (target / ONNX_FILE).read_text() == "three"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]
 
@@ -279,7 +278,7 @@ def test_file_lock_excludes_other_holders(tmp_path: Path):
     held, release, seen = threading.Event(), threading.Event(), []
 
     def holder() -> None:
-        with onnx_mod._file_lock(lock, wait=True) as ok:
+        with onnx_cache.file_lock(lock, wait=True) as ok:
             seen.append(ok)
             held.set()
             release.wait(10)
@@ -287,11 +286,11 @@ def test_file_lock_excludes_other_holders(tmp_path: Path):
     thread = threading.Thread(target=holder)
     thread.start()
     assert held.wait(10)
-    with onnx_mod._file_lock(lock, wait=False) as ok:
+    with onnx_cache.file_lock(lock, wait=False) as ok:
         seen.append(ok)
     release.set()
     thread.join()
-    with onnx_mod._file_lock(lock, wait=False) as ok:
+    with onnx_cache.file_lock(lock, wait=False) as ok:
         seen.append(ok)
     assert seen == [True, False, True] or os.name == "nt"
 
@@ -299,7 +298,7 @@ def test_file_lock_excludes_other_holders(tmp_path: Path):
 FAKE_EXPORTER = """
 import json, os, sys, time
 from pathlib import Path
-import localmem.onnx_embedder as o
+import localmem.embedders.onnx_export as o
 
 o.EXPORT_REQUIREMENTS = o.RUNTIME_REQUIREMENTS = ()
 o._check_st_model = lambda st_model, pipeline: None
@@ -406,9 +405,9 @@ def test_stale_temp_folders_are_cleaned(tmp_path: Path, cache: Path, monkeypatch
     stale, fresh = root / ".tmp-dead-1", root / ".tmp-alive-2"
     for folder in (stale, fresh):
         folder.mkdir(parents=True)
-    old = time.time() - 2 * onnx_mod.STALE_TEMP_SECONDS
+    old = time.time() - 2 * onnx_cache.STALE_TEMP_SECONDS
     os.utime(stale, (old, old))
-    onnx_mod._clean_stale(root)
+    onnx_cache.clean_stale(root)
     assert not stale.exists() and fresh.exists()
 
 
@@ -431,7 +430,7 @@ def test_auto_export_failure_is_remembered(tmp_path: Path, cache: Path, monkeypa
     assert len(calls) == 1  # the second load does not retry a failed export
     failed = list((cache / "onnx").glob("*.failed"))
     assert len(failed) == 1 and "disagrees" in failed[0].read_text()
-    assert "disagrees" in onnx_mod.status(model)["last_auto_export_error"]
+    assert "disagrees" in onnx_cache.status(model)["last_auto_export_error"]
 
 
 def test_model_for_spec():
@@ -642,7 +641,7 @@ def test_query_path_imports_neither_torch_nor_sentence_transformers(real):
         import sys, time
         started = time.perf_counter()
         from localmem.embedders import resolve_embedder
-        from localmem.onnx_embedder import OnnxEmbedder
+        from localmem.embedders import OnnxEmbedder
         embedder = resolve_embedder("auto", environ={})
         assert isinstance(embedder, OnnxEmbedder), embedder
         [vector] = embedder.embed(["what did we decide about the database?"])

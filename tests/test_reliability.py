@@ -18,7 +18,7 @@ import apsw
 import pytest
 
 from localmem import MemoryStore, StorageError
-from localmem.database import (
+from localmem.storage.database import (
     CHECKPOINT_WAIT_MS,
     WAL_AUTOCHECKPOINT_PAGES,
     WAL_TRUNCATE_BYTES,

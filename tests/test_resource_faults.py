@@ -21,9 +21,11 @@ from pathlib import Path
 import apsw
 import pytest
 
-from localmem import LocalMemError, MemoryStore, StorageError, doctor, migrations
+from localmem import LocalMemError, MemoryStore, StorageError
+from localmem.maintenance import doctor
+from localmem.storage import migrations
 from localmem.cli import main as cli_main
-from localmem.migrations import LATEST_VERSION, schema_version
+from localmem.storage.migrations import LATEST_VERSION, schema_version
 from tests.store_helpers import assert_consistent, new_store, snapshot
 from tests.test_migrations import OLD_ID, make_v1_file
 
@@ -227,7 +229,8 @@ def test_failed_migration_step_leaves_the_previous_version_usable(tmp_path, monk
 MIGRATION_CHILD = r"""
 import sys, time
 sys.path.insert(0, sys.argv[2])
-from localmem import MemoryStore, migrations
+from localmem import MemoryStore
+from localmem.storage import migrations
 last = migrations.MIGRATIONS[-1]
 def slow(conn, sql):
     last(conn, sql)

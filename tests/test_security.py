@@ -21,10 +21,11 @@ from typing import Any
 import apsw
 import pytest
 
-from localmem import LocalMemError, MemoryStore, doctor
-from localmem.backup import backup_database, restore_database
+from localmem import LocalMemError, MemoryStore
+from localmem.maintenance import doctor
+from localmem.maintenance.backup import backup_database, restore_database
 from localmem.cli import main as cli_main
-from localmem.migrations import LATEST_VERSION
+from localmem.storage.migrations import LATEST_VERSION
 from tests.store_helpers import assert_consistent, new_store
 
 pytest.importorskip("starlette")

@@ -10,8 +10,8 @@ import pytest
 
 from localmem import MemoryStore, NotFoundError, ValidationError
 from localmem.embedders import EmbedderUnavailable
-from localmem.records import RECORD_FIELDS
-from localmem.migrations import LATEST_VERSION
+from localmem.storage.records import RECORD_FIELDS
+from localmem.storage.migrations import LATEST_VERSION
 from tests.store_helpers import (
     FIXED_ISO,
     FIXED_NOW,

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-import localmem.writes
+import localmem.storage.writes
 from localmem import MemoryStore, NotFoundError, ValidationError
 from localmem.embedders import HashEmbedder
 from localmem.relations import AUTHORABLE_TYPES
@@ -726,7 +726,7 @@ def test_supersede_is_atomic(populated, monkeypatch):
         raise RuntimeError("disk on fire")
 
     # update_memory runs after the new memory was inserted with all its index rows.
-    monkeypatch.setattr(localmem.writes, "update_memory", boom)
+    monkeypatch.setattr(localmem.storage.writes, "update_memory", boom)
     before = snapshot(populated)
     with pytest.raises(RuntimeError, match="disk on fire"):
         populated.supersede(populated.ids[0], "replacement fact", tags=["db"])
@@ -969,7 +969,7 @@ def fail_on_call(n: int, original):
 
 def test_store_failure_after_memory_insert_rolls_back(populated, monkeypatch):
     # The full-text rows are written after the memory, tag and vector rows.
-    monkeypatch.setattr(localmem.writes, "write_text_rows", fail_on_call(1, localmem.writes.write_text_rows))
+    monkeypatch.setattr(localmem.storage.writes, "write_text_rows", fail_on_call(1, localmem.storage.writes.write_text_rows))
     before = snapshot(populated)
     with pytest.raises(RuntimeError, match="injected failure"):
         populated.store("half written", tags=["x:y"])
@@ -978,13 +978,13 @@ def test_store_failure_after_memory_insert_rolls_back(populated, monkeypatch):
 
 def test_store_failure_after_vector_insert_rolls_back(populated, monkeypatch):
     # _set_embedding runs last; failing after it has written the vec0 row.
-    original = localmem.writes._set_embedding
+    original = localmem.storage.writes._set_embedding
 
     def write_then_fail(*args, **kwargs):
         original(*args, **kwargs)
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(localmem.writes, "_set_embedding", write_then_fail)
+    monkeypatch.setattr(localmem.storage.writes, "_set_embedding", write_then_fail)
     before = snapshot(populated)
     with pytest.raises(RuntimeError):
         populated.store("half written")
@@ -992,7 +992,7 @@ def test_store_failure_after_vector_insert_rolls_back(populated, monkeypatch):
 
 
 def test_store_many_failure_on_second_item_rolls_back_the_first(populated, monkeypatch):
-    monkeypatch.setattr(localmem.writes, "_index_tags", fail_on_call(2, localmem.writes._index_tags))
+    monkeypatch.setattr(localmem.storage.writes, "_index_tags", fail_on_call(2, localmem.storage.writes._index_tags))
     before = snapshot(populated)
     with pytest.raises(RuntimeError):
         populated.store_many([{"content": "first", "tags": ["a"]}, {"content": "second"}])
@@ -1015,13 +1015,13 @@ def test_embedder_failure_stores_nothing(populated, monkeypatch):
 
 
 def test_update_failure_rolls_back(populated, monkeypatch):
-    original = localmem.writes._set_embedding
+    original = localmem.storage.writes._set_embedding
 
     def write_then_fail(*args, **kwargs):
         original(*args, **kwargs)
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(localmem.writes, "_set_embedding", write_then_fail)
+    monkeypatch.setattr(localmem.storage.writes, "_set_embedding", write_then_fail)
     before = snapshot(populated)
     with pytest.raises(RuntimeError):
         populated.update(populated.ids[0], content="brand new words", tags=["fresh"])
@@ -1030,13 +1030,13 @@ def test_update_failure_rolls_back(populated, monkeypatch):
 
 
 def test_delete_failure_rolls_back(populated, monkeypatch):
-    original = localmem.writes.delete_memory
+    original = localmem.storage.writes.delete_memory
 
     def delete_then_fail(*args, **kwargs):
         original(*args, **kwargs)
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(localmem.writes, "delete_memory", delete_then_fail)
+    monkeypatch.setattr(localmem.storage.writes, "delete_memory", delete_then_fail)
     before = snapshot(populated)
     with pytest.raises(RuntimeError):
         populated.delete(populated.ids[1])

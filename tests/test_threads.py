@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from localmem.threads import thread_key
+from localmem.storage.threads import thread_key
 
 T0 = "2025-02-01T10:00:00+00:00"
 
@@ -129,9 +129,9 @@ def test_reply_is_found_by_the_words_of_the_question_it_answers(memory_store_fac
 
 
 def test_migration_to_threads_backfills_context(tmp_path, memory_store_factory):
-    from localmem.database import connect
-    from localmem.migrations import migrate
-    from localmem.statements import Statements
+    from localmem.storage.database import connect
+    from localmem.storage.migrations import migrate
+    from localmem.storage.statements import Statements
 
     path = tmp_path / "v2.db"
     conn = connect(path)

@@ -9,7 +9,7 @@ import pytest
 
 from localmem.recall.channels import make_scope, vector_candidates
 from localmem.recall.params import parse_recall_params
-from localmem.vector_index import code_parameters, padded_dimensions
+from localmem.storage.vector_index import code_parameters, padded_dimensions
 
 DIMS = 64
 

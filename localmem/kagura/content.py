@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from ..recall.keywords import FUNCTION_WORDS, tokenizer
+from ..recall.keywords import FUNCTION_WORDS
+from ..storage.backend import fts_tokenizer
 from ..text import SEARCH_STOPWORDS
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 CONTENT_LIMIT = 1500
 MAX_SPANS = 50
@@ -37,8 +38,8 @@ def content_fields(content: str, carry: bool) -> dict[str, Any]:
 class SpanFinder:
     """Matches of one query's terms in contents."""
 
-    def __init__(self, store: "MemoryStore", query: str) -> None:
-        self._tokenize = tokenizer(store.conn)
+    def __init__(self, backend: "Backend", query: str) -> None:
+        self._tokenize = fts_tokenizer(backend.conn)
         encoded = query.encode("utf-8")
         words = [(stem, encoded[start:end].decode("utf-8", "ignore").lower())
                  for start, end, stem in self._tokenize(encoded, apsw.FTS5_TOKENIZE_QUERY, None,

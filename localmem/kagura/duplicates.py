@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
-from ..records import rows_as_dicts, to_record
+from ..storage.records import rows_as_dicts, to_record
 from ..recall.state import state_reason
 from .folding import direct_successors
 from .scope import SearchScope
 from .search import Candidate, SearchOutcome
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 logger = logging.getLogger("localmem.kagura")
 
@@ -50,27 +50,27 @@ RARE_WORDS = 6          # the result's rarest words, OR-ed in one FTS5 query
 WORD_NEIGHBOURS = 50    # memories sharing most of them, compared by cosine
 
 
-def _rare_words(store: "MemoryStore", content: str) -> list[str]:
+def _rare_words(backend: "Backend", content: str) -> list[str]:
     """The words of ``content`` that the fewest memories contain (at most RARE_WORDS)."""
     stems: dict[str, str] = {}
     for word in query_terms(content):
-        tokens = store.query_tokens(word)
+        tokens = backend.query_tokens(word)
         if len(tokens) == 1:
             stems[word] = tokens[0]
     if not stems:
         return []
-    frequency = dict(store.conn.execute(store.sql["kagura_term_frequencies"],
+    frequency = dict(backend.conn.execute(backend.sql["kagura_term_frequencies"],
                                         {"terms": json.dumps(sorted(set(stems.values())))}))
     known = [w for w in stems if frequency.get(stems[w])]
     known.sort(key=lambda w: (frequency[stems[w]], w))
     return known[:RARE_WORDS]
 
 
-def contradictions(store: "MemoryStore", scope: SearchScope, ids: list[str]) -> dict[str, list[str]]:
+def contradictions(backend: "Backend", scope: SearchScope, ids: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     if not ids:
         return out
-    for source, other in store.conn.execute(store.sql["kagura_contradicts"], {
+    for source, other in backend.conn.execute(backend.sql["kagura_contradicts"], {
             "ids": json.dumps(ids), "contexts": scope.contexts_json}):
         listed = out.setdefault(source, [])
         if other not in listed:
@@ -89,26 +89,26 @@ def _in_pool(candidate: Candidate, outcome: SearchOutcome, scope: SearchScope, t
     return bound > outcome.knn_cutoff + 1e-6
 
 
-def near_duplicates(store: "MemoryStore", results: list[Candidate], outcome: SearchOutcome,
+def near_duplicates(backend: "Backend", results: list[Candidate], outcome: SearchOutcome,
                     scope: SearchScope, now_iso: str) -> dict[str, dict[str, Any]]:
     """``supersede_candidate`` by result id, for current results that have one."""
-    if not store.has_vector_index or not results or outcome.degraded_reason == "vector_search_unavailable":
+    if not backend.has_vector_index or not results or outcome.degraded_reason == "vector_search_unavailable":
         return {}
     try:
-        return _near_duplicates(store, results, outcome, scope, now_iso)
+        return _near_duplicates(backend, results, outcome, scope, now_iso)
     except apsw.Error:
         logger.exception("Near-duplicate detection failed; no supersede_candidate this time")
         return {}
 
 
-def _near_duplicates(store: "MemoryStore", results: list[Candidate], outcome: SearchOutcome,
+def _near_duplicates(backend: "Backend", results: list[Candidate], outcome: SearchOutcome,
                      scope: SearchScope, now_iso: str) -> dict[str, dict[str, Any]]:
-    threshold = float(store.config.v1_near_duplicate)
+    threshold = float(backend.config.v1_near_duplicate)
     results = [r for r in results if r.pk >= 0]
     pairs: dict[int, list[tuple[int, float]]] = {}
     pool = [c.pk for c in outcome.semantic_pool]
     if len(pool) > 1:  # every result against the pool: one cheap query
-        for left, right, similarity in store.conn.execute(store.sql["kagura_pair_similarity"], {
+        for left, right, similarity in backend.conn.execute(backend.sql["kagura_pair_similarity"], {
                 "left": json.dumps([r.pk for r in results]), "right": json.dumps(pool),
                 "threshold": threshold}):
             pairs.setdefault(left, []).append((right, float(similarity)))
@@ -116,14 +116,14 @@ def _near_duplicates(store: "MemoryStore", results: list[Candidate], outcome: Se
     # share most of their rarest words.
     exact = [r for r in results if not _in_pool(r, outcome, scope, threshold)][:EXACT_ROWS]
     if exact:
-        statement = store.sql["kagura_near_duplicates"].format(weights=bm25_weights_sql(
-            (1.0,) + (0.0,) * (len(store.config.keyword_column_weights) - 1)))
+        statement = backend.sql["kagura_near_duplicates"].format(weights=bm25_weights_sql(
+            (1.0,) + (0.0,) * (len(backend.config.keyword_column_weights) - 1)))
         known = {(left, right) for left, found in pairs.items() for right, _ in found}
         for r in exact:
-            match = match_expression(_rare_words(store, r.memory["content"]))
+            match = match_expression(_rare_words(backend, r.memory["content"]))
             if match is None:
                 continue
-            for right, similarity in store.conn.execute(statement, {
+            for right, similarity in backend.conn.execute(statement, {
                     "match": match, "context": r.memory["context"], "pk": r.pk,
                     "k": WORD_NEIGHBOURS, "threshold": threshold}):
                 if (r.pk, right) not in known:
@@ -131,12 +131,12 @@ def _near_duplicates(store: "MemoryStore", results: list[Candidate], outcome: Se
     if not pairs:
         return {}
     other_pks = sorted({pk for found in pairs.values() for pk, _ in found})
-    others = {row["pk"]: to_record(row) for row in rows_as_dicts(store.conn.execute(
-        store.sql["kagura_memories_by_pks"], {"pks": json.dumps(other_pks)}))}
-    superseded = direct_successors(store, [m["id"] for m in others.values()])
+    others = {row["pk"]: to_record(row) for row in rows_as_dicts(backend.conn.execute(
+        backend.sql["kagura_memories_by_pks"], {"pks": json.dumps(other_pks)}))}
+    superseded = direct_successors(backend, [m["id"] for m in others.values()])
     everyone = sorted(set(other_pks) | set(pairs))
-    linked = {frozenset(pair) for pair in store.conn.execute(
-        store.sql["kagura_supersession_links"], {"pks": json.dumps(everyone)})}
+    linked = {frozenset(pair) for pair in backend.conn.execute(
+        backend.sql["kagura_supersession_links"], {"pks": json.dumps(everyone)})}
     out: dict[str, dict[str, Any]] = {}
     for r in results:
         best: tuple[float, dict[str, Any]] | None = None

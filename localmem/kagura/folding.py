@@ -25,13 +25,13 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..records import rows_as_dicts
+from ..storage.records import rows_as_dicts
 from ..recall.state import active_replacements, state_reason
 from .scope import SearchScope
 from .search import Candidate, rank
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 MAX_VERSION_DEPTH = 50
 
@@ -59,40 +59,40 @@ class FoldOutcome:
     dropped: set[str]                        # candidates that are not returned in any form
 
 
-def direct_successors(store: "MemoryStore", ids: list[str]) -> dict[str, tuple[str, str]]:
+def direct_successors(backend: "Backend", ids: list[str]) -> dict[str, tuple[str, str]]:
     if not ids:
         return {}
     out: dict[str, tuple[str, str]] = {}
-    for row in store.conn.execute(store.sql["kagura_successors"], {"ids": json.dumps(ids)}):
+    for row in backend.conn.execute(backend.sql["kagura_successors"], {"ids": json.dumps(ids)}):
         source, successor, context, _ = row
         out.setdefault(source, (successor, context))
     return out
 
 
-def versions(store: "MemoryStore", ids: list[str]) -> dict[str, int]:
+def versions(backend: "Backend", ids: list[str]) -> dict[str, int]:
     if not ids:
         return {}
-    rows = store.conn.execute(store.sql["kagura_versions"], {
+    rows = backend.conn.execute(backend.sql["kagura_versions"], {
         "ids": json.dumps(ids), "max_depth": MAX_VERSION_DEPTH})
     return {memory_id: int(version) for memory_id, version in rows}
 
 
-def _hydrate_pks(store: "MemoryStore", heads: list[Candidate]) -> None:
+def _hydrate_pks(backend: "Backend", heads: list[Candidate]) -> None:
     """Integer keys of heads that came from the chain walk rather than the search."""
     if not heads:
         return
-    rows = rows_as_dicts(store.conn.execute(store.sql["memories_by_ids"],
+    rows = rows_as_dicts(backend.conn.execute(backend.sql["memories_by_ids"],
                                             {"ids": json.dumps([h.id for h in heads])}))
     pks = {row["id"]: row["pk"] for row in rows}
     for head in heads:
         head.pk = pks.get(head.id, -1)
 
 
-def fold(store: "MemoryStore", candidates: list[Candidate], scope: SearchScope, now_iso: str,
+def fold(backend: "Backend", candidates: list[Candidate], scope: SearchScope, now_iso: str,
          include_superseded: bool) -> FoldOutcome:
     """Group candidates (sorted best first) into ranked entries."""
-    successors = direct_successors(store, [c.id for c in candidates])
-    heads = active_replacements(store, list(successors), now_iso) if successors else {}
+    successors = direct_successors(backend, [c.id for c in candidates])
+    heads = active_replacements(backend, list(successors), now_iso) if successors else {}
     by_id = {c.id: c for c in candidates}
     entries: dict[str, Entry] = {}
     dropped: set[str] = set()
@@ -126,7 +126,7 @@ def fold(store: "MemoryStore", candidates: list[Candidate], scope: SearchScope, 
         entry.score = max(entry.score, best.score)
         if own is None or best.score > own:
             entry.via = best.id
-    _hydrate_pks(store, [e.head for e in entries.values() if e.head.pk < 0])
+    _hydrate_pks(backend, [e.head for e in entries.values() if e.head.pk < 0])
     ranked = list(entries.values()) + standalone
     rank(ranked, score=lambda e: e.score)
     return FoldOutcome(entries=ranked, successors=successors, dropped=dropped)

@@ -26,13 +26,13 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ..records import rows_as_dicts, to_record
+from ..storage.records import rows_as_dicts, to_record
 from ..recall.state import state_reason
 from .folding import direct_successors
 from .scope import SearchScope
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 RELATED_TAGS_LIMIT = 10
 SUGGESTIONS_PER_TAG = 5
@@ -41,7 +41,7 @@ NEAR_SPELLING = 0.8
 _SEPARATORS = re.compile(r"[\s_\-.]+")
 
 
-def related_tags(store: "MemoryStore", scope: SearchScope, memories: list[dict[str, Any]],
+def related_tags(backend: "Backend", scope: SearchScope, memories: list[dict[str, Any]],
                  now_iso: str) -> list[dict[str, Any]]:
     seen: Counter[str] = Counter()
     spelling: dict[str, str] = {}
@@ -53,7 +53,7 @@ def related_tags(store: "MemoryStore", scope: SearchScope, memories: list[dict[s
     params = {"contexts": scope.contexts_json, "now": now_iso,
               "tags": json.dumps(list(seen)) if seen else None,
               "limit": max(len(seen), RELATED_TAGS_LIMIT)}
-    rows = list(rows_as_dicts(store.conn.execute(store.sql["kagura_related_tags"], params)))
+    rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_related_tags"], params)))
     if seen:
         rows.sort(key=lambda r: (-seen[r["tag"]], -r["count"], r["tag"]))
     return [{"tag": spelling.get(r["tag"], r["tag"]), "count": r["count"],
@@ -99,17 +99,17 @@ def _resemblance(wanted: str, wanted_last: str, candidate: str) -> float:
     return best if best >= NEAR_SPELLING else 0.0
 
 
-def tag_suggestions(store: "MemoryStore", scope: SearchScope) -> dict[str, list[str]] | None:
+def tag_suggestions(backend: "Backend", scope: SearchScope) -> dict[str, list[str]] | None:
     requested = scope.filters.requested_tags
     if not requested:
         return None
-    present = {row[0] for row in store.conn.execute(store.sql["kagura_tags_present"], {
+    present = {row[0] for row in backend.conn.execute(backend.sql["kagura_tags_present"], {
         "tags": json.dumps(list(requested)), "contexts": scope.contexts_json})}
     missing = {canonical: raw for canonical, raw in requested.items() if canonical not in present}
     if not missing:
         return None
-    vocabulary = {row[0]: row[1] for row in store.conn.execute(
-        store.sql["kagura_tag_vocabulary"], {"contexts": scope.contexts_json,
+    vocabulary = {row[0]: row[1] for row in backend.conn.execute(
+        backend.sql["kagura_tag_vocabulary"], {"contexts": scope.contexts_json,
                                              "limit": VOCABULARY_LIMIT})}
     suggestions: dict[str, list[str]] = {}
     for canonical, raw in missing.items():
@@ -122,25 +122,25 @@ def tag_suggestions(store: "MemoryStore", scope: SearchScope) -> dict[str, list[
     return suggestions or None
 
 
-def explore_hints(store: "MemoryStore", scope: SearchScope, result_ids: list[str], now_iso: str
+def explore_hints(backend: "Backend", scope: SearchScope, result_ids: list[str], now_iso: str
                   ) -> list[dict[str, str]]:
     if not result_ids:
         return []
     hints = [{"memory_id": result_ids[0], "reason": "top_result"}]
     used = {result_ids[0]}
-    degrees = {memory_id: degree for memory_id, degree in store.conn.execute(
-        store.sql["kagura_degrees"], {"ids": json.dumps(result_ids), "contexts": scope.contexts_json})}
+    degrees = {memory_id: degree for memory_id, degree in backend.conn.execute(
+        backend.sql["kagura_degrees"], {"ids": json.dumps(result_ids), "contexts": scope.contexts_json})}
     central = [(degrees.get(i, 0), -n, i) for n, i in enumerate(result_ids) if i not in used]
     central = [c for c in central if c[0] > 0]
     if central:
         best = max(central)[2]
         hints.append({"memory_id": best, "reason": "high_centrality"})
         used.add(best)
-    rows = list(rows_as_dicts(store.conn.execute(store.sql["kagura_neighbours"], {
+    rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_neighbours"], {
         "ids": json.dumps(result_ids[:3]), "exclude": json.dumps(result_ids),
         "contexts": scope.contexts_json, "limit": 50})))
     candidates = [to_record(row) for row in rows]
-    superseded = direct_successors(store, [m["id"] for m in candidates])
+    superseded = direct_successors(backend, [m["id"] for m in candidates])
     for memory in candidates:
         if memory["id"] in used or memory["id"] in superseded or state_reason(memory, now_iso):
             continue

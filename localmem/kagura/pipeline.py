@@ -18,7 +18,7 @@ from .scope import SearchScope, resolve_scope
 from .search import Candidate, SearchOutcome, run_search
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 SELECTOR = {"applied": False, "reason": "no_provider"}
 
@@ -61,29 +61,29 @@ def memory_response(candidate: Candidate, score: float | None, *, folded: bool) 
 
 
 def _confidence(outcome: SearchOutcome, fold_dropped: set[str], result_count: int,
-                store: "MemoryStore", entries: list[Entry]) -> dict[str, Any]:
+                backend: "Backend", entries: list[Entry]) -> dict[str, Any]:
     if outcome.semantic_ran:
         cosines = [c.cosine for c in outcome.semantic_pool
                    if c.cosine is not None and c.id not in fold_dropped]
-        return semantic_confidence(cosines, result_count, store.config.v1_confidence_bands,
-                                   store.config.v1_near_duplicate)
+        return semantic_confidence(cosines, result_count, backend.config.v1_confidence_bands,
+                                   backend.config.v1_near_duplicate)
     scores = [c.score for c in outcome.candidates if c.id not in fold_dropped]
     top = entries[0].score if entries else None
     return keyword_confidence(scores, result_count, top)
 
 
-def run_recall_v1(store: "MemoryStore", raw: Mapping[str, Any]) -> dict[str, Any]:
+def run_recall_v1(backend: "Backend", raw: Mapping[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     request: RecallRequest = parse_request(raw)
-    now = request.now or store.now()
+    now = request.now or backend.now()
     now_iso = format_timestamp(now)
-    scope: SearchScope = resolve_scope(store, request.filters)
-    outcome = run_search(store, request.query, request.search_mode, scope, request.k)
-    folding = fold(store, outcome.candidates, scope, now_iso, request.include_superseded)
+    scope: SearchScope = resolve_scope(backend, request.filters)
+    outcome = run_search(backend, request.query, request.search_mode, scope, request.k)
+    folding = fold(backend, outcome.candidates, scope, now_iso, request.include_superseded)
 
     entries = folding.entries
     texts = [e.memory["content"] for e in entries]
-    entries, rerank_report, rerank_scores = rerank(store, request.query, entries, texts,
+    entries, rerank_report, rerank_scores = rerank(backend, request.query, entries, texts,
                                                    request.use_rerank, request.k)
     entries, rerank_scores = entries[:request.k], rerank_scores[:request.k]
 
@@ -104,7 +104,7 @@ def run_recall_v1(store: "MemoryStore", raw: Mapping[str, Any]) -> dict[str, Any
                 group.append((old, row))
         groups.append(group)
     ids = [row["memory_id"] for group in groups for _, row in group]
-    version_of = versions(store, ids)
+    version_of = versions(backend, ids)
     rows: list[tuple[Candidate, dict[str, Any]]] = []
     for group in groups:
         for _, row in group:
@@ -116,10 +116,10 @@ def run_recall_v1(store: "MemoryStore", raw: Mapping[str, Any]) -> dict[str, Any
         rows.append(group[0])
         rows.extend(sorted(group[1:], key=lambda item: -item[1]["version"]))
 
-    contradicting = contradictions(store, scope, ids)
+    contradicting = contradictions(backend, scope, ids)
     current = [c for c, row in rows if not row["folded"]]
-    duplicates = near_duplicates(store, current, outcome, scope, now_iso)
-    finder = SpanFinder(store, request.query)
+    duplicates = near_duplicates(backend, current, outcome, scope, now_iso)
+    finder = SpanFinder(backend, request.query)
     for position, (candidate, row) in enumerate(rows):
         row["contradicts"] = contradicting.get(row["memory_id"], [])
         row["supersede_candidate"] = duplicates.get(row["memory_id"])
@@ -129,12 +129,12 @@ def run_recall_v1(store: "MemoryStore", raw: Mapping[str, Any]) -> dict[str, Any
     results = [row for _, row in rows]
     response: dict[str, Any] = {
         "results": results,
-        "related_tags": related_tags(store, scope, [c.memory for c, _ in rows], now_iso),
-        "explore_hints": (explore_hints(store, scope, [r["memory_id"] for r in results
+        "related_tags": related_tags(backend, scope, [c.memory for c, _ in rows], now_iso),
+        "explore_hints": (explore_hints(backend, scope, [r["memory_id"] for r in results
                                                        if not r["folded"]], now_iso)
                           if request.include_explore_hints else None),
-        "tag_suggestions": tag_suggestions(store, scope),
-        "confidence": _confidence(outcome, folding.dropped, len(results), store, entries),
+        "tag_suggestions": tag_suggestions(backend, scope),
+        "confidence": _confidence(outcome, folding.dropped, len(results), backend, entries),
     }
     if outcome.degraded_reason is not None:
         response["degraded"] = True
@@ -143,6 +143,6 @@ def run_recall_v1(store: "MemoryStore", raw: Mapping[str, Any]) -> dict[str, Any
     response["rerank"] = rerank_report
     response["search_mode"] = request.search_mode
     response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
-    store.touch([r["memory_id"] for r in results if not r["folded"]], now)
+    backend.touch([r["memory_id"] for r in results if not r["folded"]], now)
     return response
 

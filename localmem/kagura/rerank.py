@@ -5,7 +5,7 @@ The reranker is any object with ``predict(pairs) -> scores`` (pairs of
 ``CrossEncoder`` loaded from ``Config.rerank_model``
 (``LOCALMEM_RERANK_MODEL``: a model name or a local folder), or one given
 with ``set_reranker(store, obj)``. It is loaded once per store, on first
-use; a model that cannot load (not installed, not downloaded, offline) is
+use, and kept on the store's backend; a model that cannot load (not installed, not downloaded, offline) is
 remembered as unavailable and the search runs unreranked, saying so.
 
 ``use_rerank``: true → rerank when a reranker is available (else
@@ -19,31 +19,26 @@ remembered as unavailable and the search runs unreranked, saying so.
 from __future__ import annotations
 
 import logging
-import threading
-import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 logger = logging.getLogger("localmem.kagura")
 
 RERANK_POOL_MIN = 20
-_UNAVAILABLE = object()
-_rerankers: "weakref.WeakKeyDictionary[Any, tuple[Any, str | None]]" = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
+_UNAVAILABLE = object()  # a configured model that could not load, remembered as such
 
 
-def set_reranker(store: "MemoryStore", reranker: Any, name: str | None = None) -> None:
-    """Use ``reranker`` (an object with ``predict(pairs)``) for this store; None forgets it."""
-    with _lock:
-        if reranker is None:
-            _rerankers.pop(store, None)
-            return
-        if not callable(getattr(reranker, "predict", None)):
-            raise TypeError("a reranker needs a predict(pairs) method")
-        _rerankers[store] = (reranker, name or getattr(reranker, "name", None)
-                             or type(reranker).__name__)
+def set_reranker(target: Any, reranker: Any, name: str | None = None) -> None:
+    """Use ``reranker`` (an object with ``predict(pairs)``) for a store (or its backend); None forgets it."""
+    backend: "Backend" = getattr(target, "backend", target)
+    if reranker is None:
+        backend.reranker = None
+        return
+    if not callable(getattr(reranker, "predict", None)):
+        raise TypeError("a reranker needs a predict(pairs) method")
+    backend.reranker = (reranker, name or getattr(reranker, "name", None) or type(reranker).__name__)
 
 
 def _load(model: str) -> Any:
@@ -52,14 +47,13 @@ def _load(model: str) -> Any:
     return CrossEncoder(model)
 
 
-def resolve(store: "MemoryStore") -> tuple[Any, str | None, bool]:
+def resolve(backend: "Backend") -> tuple[Any, str | None, bool]:
     """(reranker or None, its name, whether one is configured at all)."""
-    with _lock:
-        known = _rerankers.get(store)
+    known = backend.reranker
     if known is not None:
         reranker, name = known
         return (None if reranker is _UNAVAILABLE else reranker), name, True
-    model = store.config.rerank_model
+    model = backend.config.rerank_model
     if not model:
         return None, None, False
     try:
@@ -67,12 +61,11 @@ def resolve(store: "MemoryStore") -> tuple[Any, str | None, bool]:
     except Exception as exc:  # ImportError, OSError (not downloaded / offline), bad config …
         logger.warning("Reranker %r is unavailable: %s", model, exc)
         reranker = _UNAVAILABLE
-    with _lock:
-        _rerankers.setdefault(store, (reranker, model))
+    backend.reranker = (reranker, model)
     return (None if reranker is _UNAVAILABLE else reranker), model, True
 
 
-def rerank(store: "MemoryStore", query: str, items: list[Any], texts: list[str],
+def rerank(backend: "Backend", query: str, items: list[Any], texts: list[str],
            requested: bool | None, k: int
            ) -> tuple[list[Any], dict[str, Any], list[float | None]]:
     """Reorder ``items`` (best first) by cross-encoder score of their ``texts``.
@@ -83,7 +76,7 @@ def rerank(store: "MemoryStore", query: str, items: list[Any], texts: list[str],
     none: list[float | None] = [None] * len(items)
     if requested is False:
         return items, {"applied": False, "reason": "disabled"}, none
-    reranker, name, configured = resolve(store)
+    reranker, name, configured = resolve(backend)
     if reranker is None:
         reason = "unavailable" if (requested or configured) else "not_configured"
         return items, {"applied": False, "reason": reason}, none

@@ -16,7 +16,7 @@ from .access import visible_contexts
 from .request import Filters
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 CONTEXT_NOT_FOUND = "Context not found"
 
@@ -85,11 +85,11 @@ class SearchScope:
         return True
 
 
-def resolve_scope(store: "MemoryStore", filters: Filters) -> SearchScope:
+def resolve_scope(backend: "Backend", filters: Filters) -> SearchScope:
     """The scope of a request; ``NotFoundError`` for a missing or hidden context."""
     visible = visible_contexts()
     if filters.context_id is not None:
-        exists = bool(store.conn.execute(store.sql["kagura_context_exists"],
+        exists = bool(backend.conn.execute(backend.sql["kagura_context_exists"],
                                          {"context": filters.context_id}).fetchone()[0])
         if not exists or (visible is not None and filters.context_id not in visible):
             raise NotFoundError(CONTEXT_NOT_FOUND)
@@ -99,4 +99,4 @@ def resolve_scope(store: "MemoryStore", filters: Filters) -> SearchScope:
     else:
         contexts = None
     return SearchScope(contexts=contexts, filters=filters,
-                       excluded_types=tuple(store.config.excluded_types))
+                       excluded_types=tuple(backend.config.excluded_types))

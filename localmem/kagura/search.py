@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from ..vector_index import knn_parameters
+from ..storage.vector_index import knn_parameters
 from ..embedders import EmbedderUnavailable
-from ..records import rows_as_dicts, to_record
+from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
 from .scope import SearchScope
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 logger = logging.getLogger("localmem.kagura")
 
@@ -78,16 +78,16 @@ class SearchOutcome:
     pool_size: int
 
 
-def pool_size(store: "MemoryStore", k: int) -> int:
-    config = store.config
+def pool_size(backend: "Backend", k: int) -> int:
+    config = backend.config
     return max(k, min(config.vector_fetch_cap, max(MIN_POOL, k * config.vector_overfetch)))
 
 
-def _query_vector(store: "MemoryStore", query: str) -> tuple[bytes | None, str | None]:
-    if store.embedder is None or not store.has_vector_index:
+def _query_vector(backend: "Backend", query: str) -> tuple[bytes | None, str | None]:
+    if backend.embedder is None or not backend.has_vector_index:
         return None, "embedding_unavailable"
     try:
-        vectors = store.embed_texts([query])
+        vectors = backend.embed_texts([query])
     except EmbedderUnavailable:
         vectors = None
     except Exception:  # a broken embedder must not break recall: keyword arm only
@@ -98,11 +98,11 @@ def _query_vector(store: "MemoryStore", query: str) -> tuple[bytes | None, str |
     return vectors[0], None
 
 
-def _semantic_arm(store: "MemoryStore", scope: SearchScope, vector: bytes, size: int
+def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: int
                   ) -> tuple[list[Candidate], float | None]:
     scoped = not scope.unfiltered
-    statement = store.sql["kagura_vector_scoped" if scoped else "kagura_vector"]
-    rows = list(rows_as_dicts(store.conn.execute(
+    statement = backend.sql["kagura_vector_scoped" if scoped else "kagura_vector"]
+    rows = list(rows_as_dicts(backend.conn.execute(
         statement, {**scope.bindings(), **knn_parameters(vector, min(size, MAX_KNN))})))
     cutoff = None
     if len(rows) >= min(size, MAX_KNN) and rows and rows[-1]["similarity"] is not None:
@@ -116,13 +116,13 @@ def _semantic_arm(store: "MemoryStore", scope: SearchScope, vector: bytes, size:
     return out, cutoff
 
 
-def _keyword_arm(store: "MemoryStore", scope: SearchScope, match: str, vector: bytes | None,
+def _keyword_arm(backend: "Backend", scope: SearchScope, match: str, vector: bytes | None,
                  size: int) -> list[Candidate]:
     # The recall keyword channel's statement, with Kagura's scope in its scope slot.
-    statement = store.sql.compose(
-        "recall_keyword", scope=store.sql.fragment("kagura_scope_filter")
-    ).format(weights=bm25_weights_sql(store.config.keyword_column_weights))
-    rows = rows_as_dicts(store.conn.execute(statement, {
+    statement = backend.sql.compose(
+        "recall_keyword", scope=backend.sql.fragment("kagura_scope_filter")
+    ).format(weights=bm25_weights_sql(backend.config.keyword_column_weights))
+    rows = rows_as_dicts(backend.conn.execute(statement, {
         **scope.bindings(), "match": match, "query_vector": vector, "k": size}))
     out = []
     for row in rows:
@@ -133,23 +133,23 @@ def _keyword_arm(store: "MemoryStore", scope: SearchScope, match: str, vector: b
     return out
 
 
-def _fill_bm25(store: "MemoryStore", match: str, candidates: list[Candidate]) -> None:
+def _fill_bm25(backend: "Backend", match: str, candidates: list[Candidate]) -> None:
     missing = [c for c in candidates if "keyword" not in c.arms]
     if not missing:
         return
-    statement = store.sql["kagura_keyword_scores"].format(
-        weights=bm25_weights_sql(store.config.keyword_column_weights))
-    scores = {pk: score for pk, score in store.conn.execute(
+    statement = backend.sql["kagura_keyword_scores"].format(
+        weights=bm25_weights_sql(backend.config.keyword_column_weights))
+    scores = {pk: score for pk, score in backend.conn.execute(
         statement, {"match": match, "pks": json.dumps([c.pk for c in missing])})}
     for candidate in missing:
         candidate.bm25 = max(0.0, float(scores.get(candidate.pk) or 0.0))
 
 
-def _fill_cosine(store: "MemoryStore", vector: bytes, candidates: list[Candidate]) -> None:
+def _fill_cosine(backend: "Backend", vector: bytes, candidates: list[Candidate]) -> None:
     missing = [c for c in candidates if c.cosine is None]
     if not missing:
         return
-    rows = store.conn.execute(store.sql["kagura_similarity"], {
+    rows = backend.conn.execute(backend.sql["kagura_similarity"], {
         "pks": json.dumps([c.pk for c in missing]), "query_vector": vector})
     cosine = {pk: value for pk, value in rows}
     for candidate in missing:
@@ -168,10 +168,10 @@ def rank(candidates: list[Any], score: Any = None) -> None:
     candidates.sort(key=lambda c: (key(c), float(c.memory.get("importance") or 0.0)), reverse=True)
 
 
-def run_search(store: "MemoryStore", query: str, mode: str, scope: SearchScope, k: int
+def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k: int
                ) -> SearchOutcome:
     """Candidates of one request, scored and sorted best first."""
-    size = pool_size(store, k)
+    size = pool_size(backend, k)
     match = match_expression(query_terms(query))
     vector: bytes | None = None
     degraded: str | None = None
@@ -179,10 +179,10 @@ def run_search(store: "MemoryStore", query: str, mode: str, scope: SearchScope, 
     cutoff: float | None = None
     semantic_ran = False
     if mode in ("hybrid", "semantic"):
-        vector, degraded = _query_vector(store, query)
+        vector, degraded = _query_vector(backend, query)
         if vector is not None:
             try:
-                semantic, cutoff = _semantic_arm(store, scope, vector, size)
+                semantic, cutoff = _semantic_arm(backend, scope, vector, size)
                 semantic_ran = True
             except apsw.Error:
                 logger.exception("Vector search failed; answering from the keyword arm")
@@ -190,7 +190,7 @@ def run_search(store: "MemoryStore", query: str, mode: str, scope: SearchScope, 
     use_keyword = mode in ("hybrid", "keyword") or not semantic_ran
     keyword: list[Candidate] = []
     if use_keyword and match is not None:
-        keyword = _keyword_arm(store, scope, match, vector, size)
+        keyword = _keyword_arm(backend, scope, match, vector, size)
 
     merged: dict[int, Candidate] = {c.pk: c for c in semantic}
     for candidate in keyword:
@@ -202,16 +202,16 @@ def run_search(store: "MemoryStore", query: str, mode: str, scope: SearchScope, 
             present.arms.add("keyword")
     candidates = list(merged.values())
     if semantic_ran and use_keyword and match is not None:
-        _fill_bm25(store, match, candidates)
+        _fill_bm25(backend, match, candidates)
     if semantic_ran and vector is not None:
-        _fill_cosine(store, vector, candidates)
+        _fill_cosine(backend, vector, candidates)
     # A candidate with neither a positive cosine nor a keyword match has no evidence at all.
     candidates = [c for c in candidates
                   if c.bm25 > 0 or "keyword" in c.arms or (c.cosine is not None and c.cosine > 0)]
 
     best_cosine = max((c.cosine for c in semantic if c.cosine is not None and c.cosine > 0), default=0.0)
     best_bm25 = max((c.bm25 for c in candidates), default=0.0)
-    ws, wk = store.config.v1_semantic_weight, store.config.v1_keyword_weight
+    ws, wk = backend.config.v1_semantic_weight, backend.config.v1_keyword_weight
     if ws + wk <= 0:
         ws, wk = 0.6, 0.4
     for c in candidates:

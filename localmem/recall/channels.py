@@ -8,16 +8,21 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..records import rows_as_dicts, to_record
+from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
-from ..vector_index import knn_parameters
+from ..storage.vector_index import knn_parameters
 from .keywords import KeywordScorer, bm25_weights_sql
-from .metadata_search import metadata_match_score, metadata_scan_limit, metadata_slot_count, prefilter_terms
+from ..metadata_search import (
+    metadata_match_score,
+    metadata_scan_limit,
+    metadata_slot_count,
+    prefilter_terms,
+)
 from .params import RecallParams
 from .scope import scope_clause
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,8 @@ class Scope:
         return (p.window_start.timestamp() if p.window_start else None,
                 p.window_end.timestamp() if p.window_end else None)
 
-    def statement(self, store: "MemoryStore", name: str, *, driving: bool = True) -> str:
-        return store.sql.compose(name, scope=scope_clause(store.sql, self.params, driving=driving))
+    def statement(self, backend: "Backend", name: str, *, driving: bool = True) -> str:
+        return backend.sql.compose(name, scope=scope_clause(backend.sql, self.params, driving=driving))
 
 
 def make_scope(params: RecallParams, excluded_types: tuple[str, ...], *,
@@ -83,7 +88,7 @@ EXACT_SCAN_SHARE = 0.15
 MAX_WIDENED_K = 64
 
 
-def _vector_rows(store: "MemoryStore", scope: Scope, query_vector: bytes, k: int) -> Any:
+def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) -> Any:
     """Pick the cheapest exact-enough plan for the scope.
 
     The time window is applied inside the code scan. Without tags: the code
@@ -92,25 +97,25 @@ def _vector_rows(store: "MemoryStore", scope: Scope, query_vector: bytes, k: int
     kNN widened by the share of memories outside it (up to MAX_WIDENED_K),
     then filtered.
     """
-    knn = scope.statement(store, "recall_vector", driving=False)
+    knn = scope.statement(backend, "recall_vector", driving=False)
     window = scope.epoch_window
     if not scope.params.tags:
-        return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, k, window)})
-    total = store.conn.execute(store.sql["memory_max_pk"]).fetchone()[0] or 0
+        return backend.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, k, window)})
+    total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
     exact_limit = max(EXACT_SCAN_ROWS, int(EXACT_SCAN_SHARE * total))
-    tagged, _ = store.conn.execute(
-        store.sql["recall_scope_size"], {**scope.bindings, "cap": exact_limit + 1}).fetchone()
+    tagged, _ = backend.conn.execute(
+        backend.sql["recall_scope_size"], {**scope.bindings, "cap": exact_limit + 1}).fetchone()
     if tagged <= exact_limit:
-        return store.conn.execute(scope.statement(store, "recall_vector_exact"),
+        return backend.conn.execute(scope.statement(backend, "recall_vector_exact"),
                                   {**scope.bindings, "query_vector": query_vector, "k": k})
     widened = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
-    return store.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, widened, window)})
+    return backend.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, widened, window)})
 
 
-def vector_candidates(store: "MemoryStore", scope: Scope, query_vector: bytes,
+def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
                       k: int) -> list[dict[str, Any]]:
     out = []
-    for row in rows_as_dicts(_vector_rows(store, scope, query_vector, k)):
+    for row in rows_as_dicts(_vector_rows(backend, scope, query_vector, k)):
         similarity = row["similarity"]
         if similarity is None:  # a zero or NaN vector: nothing to rank by
             continue
@@ -120,16 +125,16 @@ def vector_candidates(store: "MemoryStore", scope: Scope, query_vector: bytes,
     return out
 
 
-def keyword_candidates(store: "MemoryStore", scope: Scope, scorer: KeywordScorer,
+def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
                        query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
     """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later."""
     match = scorer.match
     if match is None:
         return []
     name = "recall_keyword" if scope.narrowed else "recall_keyword_broad"
-    statement = scope.statement(store, name, driving=scope.narrowed).format(
-        weights=bm25_weights_sql(store.config.keyword_column_weights))
-    rows = rows_as_dicts(store.conn.execute(statement, {
+    statement = scope.statement(backend, name, driving=scope.narrowed).format(
+        weights=bm25_weights_sql(backend.config.keyword_column_weights))
+    rows = rows_as_dicts(backend.conn.execute(statement, {
         **scope.bindings, "match": match, "query_vector": query_vector, "k": k}))
     out = []
     for row in rows:
@@ -141,13 +146,13 @@ def keyword_candidates(store: "MemoryStore", scope: Scope, scorer: KeywordScorer
     return out
 
 
-def trending_candidates(store: "MemoryStore", scope: Scope, k: int) -> list[dict[str, Any]]:
-    rows = rows_as_dicts(store.conn.execute(scope.statement(store, "recall_trending"), {
+def trending_candidates(backend: "Backend", scope: Scope, k: int) -> list[dict[str, Any]]:
+    rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, "recall_trending"), {
         **scope.bindings, "order_by": scope.params.sort, "k": k}))
     return [_candidate(row, "trending", float(row["importance"]), "graph", None) for row in rows]
 
 
-def metadata_candidates(store: "MemoryStore", scope: Scope, query: str, limit: int,
+def metadata_candidates(backend: "Backend", scope: Scope, query: str, limit: int,
                         seen: set[str]) -> list[dict[str, Any]]:
     """The metadata sidecar: strong matches of whitelisted metadata values.
 
@@ -157,7 +162,7 @@ def metadata_candidates(store: "MemoryStore", scope: Scope, query: str, limit: i
     terms = prefilter_terms(query)
     if not terms:
         return []
-    rows = rows_as_dicts(store.conn.execute(scope.statement(store, "recall_metadata", driving=False), {
+    rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, "recall_metadata", driving=False), {
         **scope.bindings, "terms": json.dumps(terms), "k": metadata_scan_limit(limit)}))
     scored = []
     for row in rows:
@@ -172,11 +177,11 @@ def metadata_candidates(store: "MemoryStore", scope: Scope, query: str, limit: i
     return new + upgrades
 
 
-def priority_candidates(store: "MemoryStore", scope: Scope,
+def priority_candidates(backend: "Backend", scope: Scope,
                         memory_ids: list[str]) -> list[dict[str, Any]]:
     """Listed ids fetched directly (match_type priority_id), only those within the scope."""
     if not memory_ids:
         return []
-    rows = rows_as_dicts(store.conn.execute(scope.statement(store, "recall_by_ids", driving=False), {
+    rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, "recall_by_ids", driving=False), {
         **scope.bindings, "ids": json.dumps(memory_ids)}))
     return [_candidate(row, "priority_id", 0.0, "graph", None) for row in rows]

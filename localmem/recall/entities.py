@@ -10,7 +10,7 @@ from .channels import make_scope, trending_candidates
 from .params import RecallParams
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 ENTITY_BONUS = 0.15
 MAX_ENTITIES_SEARCHED = 5
@@ -45,7 +45,7 @@ def collect_entities(results: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return list(found)
 
 
-def expand_entities(store: "MemoryStore", params: RecallParams, sources: list[dict[str, Any]],
+def expand_entities(backend: "Backend", params: RecallParams, sources: list[dict[str, Any]],
                     seen: set[str], score: Callable[[dict[str, Any]], None]
                     ) -> tuple[list[dict[str, Any]], list[str]]:
     """Memories tagged ``entity:<category>:<slug>`` for up to 5 entities of the sources.
@@ -63,8 +63,8 @@ def expand_entities(store: "MemoryStore", params: RecallParams, sources: list[di
         tag = f"entity:{category}:{slugify(name)}"
         extra = params.tags if params.expand_respect_tags else []
         search = replace(params, tags=[tag, *extra], tag_mode="all", tag_match="prefix")
-        scope = make_scope(search, store.config.excluded_types)
-        for candidate in trending_candidates(store, scope, PER_ENTITY + len(seen)):
+        scope = make_scope(search, backend.config.excluded_types)
+        for candidate in trending_candidates(backend, scope, PER_ENTITY + len(seen)):
             if candidate["id"] in seen or len(expanded) >= params.expansion_limit:
                 continue
             if sum(1 for e in expanded if e["expanded_from_entity"] == name) >= PER_ENTITY:

@@ -6,18 +6,18 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..records import rows_as_dicts, to_record
+from ..storage.records import rows_as_dicts, to_record
 from ..relations import DEFAULT_EXPAND_TYPES
 from .params import RecallParams
 from .scope import passes_scope
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 RELATION_SUMMARY_CONTENT = 160
 
 
-def expand_relations(store: "MemoryStore", params: RecallParams, seeds: list[dict[str, Any]],
+def expand_relations(backend: "Backend", params: RecallParams, seeds: list[dict[str, Any]],
                      seen: set[str], score: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
     """Neighbours of the seeds, scored and sorted, at most ``expansion_limit`` in all.
 
@@ -30,11 +30,11 @@ def expand_relations(store: "MemoryStore", params: RecallParams, seeds: list[dic
     if not seeds:
         return []
     seed_scores = {s["id"]: float(s.get("final_score", 0.0)) for s in seeds}
-    rows = rows_as_dicts(store.conn.execute(store.sql["graph_neighbours"], {
+    rows = rows_as_dicts(backend.conn.execute(backend.sql["graph_neighbours"], {
         "ids": json.dumps([s["id"] for s in seeds]),
         "max_depth": 1,
         "types": json.dumps(list(DEFAULT_EXPAND_TYPES)),
-        "excluded_types": json.dumps(list(store.config.excluded_types)),
+        "excluded_types": json.dumps(list(backend.config.excluded_types)),
         "per_seed_limit": params.relation_limit,
     }))
     expanded: dict[str, dict[str, Any]] = {}
@@ -47,7 +47,7 @@ def expand_relations(store: "MemoryStore", params: RecallParams, seeds: list[dic
         memory = to_record(row)
         if params.expand_min_importance is not None and memory["importance"] < params.expand_min_importance:
             continue
-        if not passes_scope(memory, params, store.config.excluded_types,
+        if not passes_scope(memory, params, backend.config.excluded_types,
                             with_tags=params.expand_respect_tags):
             continue
         seed_id = row["seed_id"]
@@ -93,14 +93,14 @@ def relation_summary(row: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def hydrate_relations(store: "MemoryStore", results: list[dict[str, Any]]) -> None:
+def hydrate_relations(backend: "Backend", results: list[dict[str, Any]]) -> None:
     """Fill ``relations`` of results that have none with their outgoing edges (one query)."""
     needing = [r for r in results if not r.get("relations")]
     if not needing:
         return
     by_source: dict[str, list[dict[str, Any]]] = {}
-    rows = rows_as_dicts(store.conn.execute(store.sql["relations_outgoing"], {
-        "ids": json.dumps([r["id"] for r in needing]), "limit": store.config.relation_limit}))
+    rows = rows_as_dicts(backend.conn.execute(backend.sql["relations_outgoing"], {
+        "ids": json.dumps([r["id"] for r in needing]), "limit": backend.config.relation_limit}))
     for row in rows:
         by_source.setdefault(row["source_id"], []).append({
             "type": row["relation_type"],

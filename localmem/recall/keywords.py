@@ -17,12 +17,11 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-import apsw
 
 from ..text import extract_keywords, keyword_share, substring_match_score
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 MAX_MATCH_TERMS = 32
 # Function words dropped before BM25, on top of AutoMem's 26 stopwords: in a
@@ -74,30 +73,30 @@ def bm25_weights_sql(weights: tuple[float, ...]) -> str:
 class KeywordScorer:
     """Keyword scores of memories for one query (one object per query per recall)."""
 
-    def __init__(self, store: "MemoryStore", query: str) -> None:
-        self.store = store
+    def __init__(self, backend: "Backend", query: str) -> None:
+        self.backend = backend
         self.query = query
-        self.mode = store.config.keyword_scoring
+        self.mode = backend.config.keyword_scoring
         self.terms = query_terms(query)
         self._df: tuple[int, list[int]] | None = None
         self._searched: list[tuple[str, int]] | None = None
         self._ideal: float | None = None
 
     def _document_frequency(self, term: str) -> int:
-        tokens = self.store.query_tokens(term)
+        tokens = self.backend.query_tokens(term)
         if len(tokens) == 1:
-            row = self.store.conn.execute(self.store.sql["fts_term_rows"], {"term": tokens[0]}).fetchone()
+            row = self.backend.conn.execute(self.backend.sql["fts_term_rows"], {"term": tokens[0]}).fetchone()
             return int(row[0]) if row else 0
         if not tokens:
             return 0
-        row = self.store.conn.execute(self.store.sql["fts_phrase_rows"],
+        row = self.backend.conn.execute(self.backend.sql["fts_phrase_rows"],
                                       {"match": match_expression([term])}).fetchone()
         return int(row[0])
 
     def _frequencies(self) -> tuple[int, list[int]]:
         """(memories in the store, document frequency of each term), computed once."""
         if self._df is None:
-            total = self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0]
+            total = self.backend.conn.execute(self.backend.sql["memory_count"]).fetchone()[0]
             self._df = (total, [self._document_frequency(term) for term in self.terms])
         return self._df
 
@@ -153,14 +152,9 @@ class KeywordScorer:
         raw: dict[str, float] = {c["id"]: c["_bm25"] for c in candidates if c.get("_bm25") is not None}
         missing = {c["_pk"]: c["id"] for c in candidates if c["id"] not in raw and "_pk" in c}
         if missing:
-            statement = self.store.sql["recall_keyword_scores"].format(
-                weights=bm25_weights_sql(self.store.config.keyword_column_weights))
-            for pk, score in self.store.conn.execute(statement, {
+            statement = self.backend.sql["recall_keyword_scores"].format(
+                weights=bm25_weights_sql(self.backend.config.keyword_column_weights))
+            for pk, score in self.backend.conn.execute(statement, {
                     "match": self.match, "pks": json.dumps(list(missing))}):
                 raw[missing[pk]] = score
         return {memory_id: min(1.0, score / ideal) for memory_id, score in raw.items()}
-
-
-def tokenizer(conn: apsw.Connection) -> Any:
-    """The FTS5 tokenizer of the full-text index (porter over unicode61), callable from Python."""
-    return conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])

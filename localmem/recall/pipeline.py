@@ -38,16 +38,16 @@ from .scoring import ScoreInputs, parse_epoch, score_candidate
 from .state import active_replacements, apply_state_filter, state_reason
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 
 class QueryVectors:
     """Query embeddings for one request, computed once per distinct text."""
 
-    def __init__(self, store: "MemoryStore", explicit: bytes | None) -> None:
-        self.store = store
+    def __init__(self, backend: "Backend", explicit: bytes | None) -> None:
+        self.backend = backend
         self.explicit = explicit
-        self.available = explicit is not None or (store.embedder is not None and store.has_vector_index)
+        self.available = explicit is not None or (backend.embedder is not None and backend.has_vector_index)
         self._cache: dict[str, bytes | None] = {}
 
     def for_query(self, query: str) -> bytes | None:
@@ -56,7 +56,7 @@ class QueryVectors:
         if not query or not self.available:
             return None
         if query not in self._cache:
-            vectors = self.store.embed_texts([query])
+            vectors = self.backend.embed_texts([query])
             if vectors is None:
                 self.available = False
             self._cache[query] = vectors[0] if vectors else None
@@ -66,12 +66,12 @@ class QueryVectors:
 class Recall:
     """One recall request against one store."""
 
-    def __init__(self, store: "MemoryStore", params: RecallParams) -> None:
-        self.store = store
-        self.config = store.config
+    def __init__(self, backend: "Backend", params: RecallParams) -> None:
+        self.backend = backend
+        self.config = backend.config
         self.params = params
         self.now: datetime = params.now  # type: ignore[assignment]
-        self.vectors = QueryVectors(store, params.embedding)
+        self.vectors = QueryVectors(backend, params.embedding)
         self.vector_pool = 0
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
@@ -95,7 +95,7 @@ class Recall:
         missing = [r for r in results if r.get("_similarity") is None]
         if query_vector is None or not missing:
             return
-        rows = self.store.conn.execute(self.store.sql["recall_similarity"], {
+        rows = self.backend.conn.execute(self.backend.sql["recall_similarity"], {
             "ids": json.dumps([r["id"] for r in missing]), "query_vector": query_vector})
         similarity = {row[0]: row[1] for row in rows}
         for result in missing:
@@ -104,7 +104,7 @@ class Recall:
 
     def keyword_scorer(self, query: str) -> KeywordScorer:
         if query not in self.keyword_scorers:
-            self.keyword_scorers[query] = KeywordScorer(self.store, query)
+            self.keyword_scorers[query] = KeywordScorer(self.backend, query)
         return self.keyword_scorers[query]
 
     def fill_keyword(self, results: list[dict[str, Any]], query: str) -> None:
@@ -168,7 +168,7 @@ class Recall:
 
     def run_query(self, query: str, limit: int) -> list[dict[str, Any]]:
         """Candidates for one query, scored, filtered, deduplicated, sorted and cut to ``limit``."""
-        params, store = self.params, self.store
+        params, backend = self.params, self.backend
         scope = make_scope(params, self.config.excluded_types)
         query_vector = self.vectors.for_query(query)
         has_text = bool(query) or params.embedding is not None
@@ -183,16 +183,16 @@ class Recall:
 
         fetch = self.vector_fetch_size(limit, has_text)
         if query_vector is not None:
-            found = vector_candidates(store, scope, query_vector, fetch)
+            found = vector_candidates(backend, scope, query_vector, fetch)
             self.vector_pool += len(found)
             admit(found)
         if query:
-            admit(keyword_candidates(store, scope, self.keyword_scorer(query), query_vector,
+            admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector,
                                      max(fetch, self.config.keyword_fetch)))
         if not query and query_vector is None:
-            admit(trending_candidates(store, scope, limit))
+            admit(trending_candidates(backend, scope, limit))
         if query and self.config.metadata_search_enabled:
-            for candidate in metadata_candidates(store, scope, query, limit, seen):
+            for candidate in metadata_candidates(backend, scope, query, limit, seen):
                 seen.add(candidate["id"])
                 candidates.append(candidate)  # upgrades of seen ids too; dedup keeps the better copy
         self.prepare(candidates, query)
@@ -214,12 +214,12 @@ class Recall:
                         present: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
         """Memories the context asks for that the search missed: listed ids, then priority tags."""
         seen = {r["id"] for r in present}
-        found = priority_candidates(self.store, scope, [i for i in profile.priority_ids if i not in seen])
+        found = priority_candidates(self.backend, scope, [i for i in profile.priority_ids if i not in seen])
         if profile.priority_tags:
             tagged = replace(self.params, tags=sorted(profile.priority_tags), tag_mode="any",
                              tag_match="prefix")
             tag_scope = make_scope(tagged, self.config.excluded_types)
-            for candidate in trending_candidates(self.store, tag_scope, max(1, min(limit, 3))):
+            for candidate in trending_candidates(self.backend, tag_scope, max(1, min(limit, 3))):
                 if self.in_scope(candidate["memory"]):
                     found.append(candidate)
         out: list[dict[str, Any]] = []
@@ -281,13 +281,13 @@ class Recall:
             return []
         unscoped = replace(params, tags=[])
         scope = make_scope(unscoped, self.config.excluded_types)
-        found = vector_candidates(self.store, scope,
+        found = vector_candidates(self.backend, scope,
                                   query_vector, min(params.limit * 2, self.config.max_limit))
         now_iso = format_timestamp(self.now)
         found = [c for c in found if c["id"] not in seen and not self.in_scope(c["memory"])
                  and (not params.current_only or state_reason(c["memory"], now_iso) is None)]
         if params.current_only:
-            superseded = active_replacements(self.store, [c["id"] for c in found], now_iso)
+            superseded = active_replacements(self.backend, [c["id"] for c in found], now_iso)
             found = [c for c in found if c["id"] not in superseded]
         self.prepare(found, query)
         for candidate in found:
@@ -321,19 +321,19 @@ class Recall:
 
         expansions: list[dict[str, Any]] = []
         if params.expand_relations:
-            expansions = expand_relations(self.store, params, seeds, seen, self.scorer(primary_query))
+            expansions = expand_relations(self.backend, params, seeds, seen, self.scorer(primary_query))
             seen.update(r["id"] for r in expansions)
         entity_results: list[dict[str, Any]] = []
         entity_names: list[str] = []
         if params.expand_entities:
             entity_results, entity_names = expand_entities(
-                self.store, params, seeds + expansions, seen, self.scorer(primary_query))
+                self.backend, params, seeds + expansions, seen, self.scorer(primary_query))
         results = seeds + expansions + entity_results
 
         state_filter = None
         if params.current_only:
             results, state_filter = apply_state_filter(
-                self.store, results, self.now, params.state_debug, self.in_scope)
+                self.backend, results, self.now, params.state_debug, self.in_scope)
         recency_applied = self.apply_recency_bias(results, queries)
         results, score_filter = apply_score_gates(
             results, sort=params.sort, use_adaptive=params.adaptive_floor, min_score=params.min_score)
@@ -342,12 +342,12 @@ class Recall:
                            and len(results) < params.limit)
         if fallback_active:
             results = results + self.scope_fallback(results, seen | {r["id"] for r in results})
-        hydrate_relations(self.store, results)
+        hydrate_relations(self.backend, results)
         response = self.response(results, queries if multi else None, dedup_removed, state_filter,
                                  score_filter, seeds, expansions, entity_results, entity_names,
                                  recency_applied, fallback_active)
         response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        self.store.touch([r["id"] for r in seeds], self.now)
+        self.backend.touch([r["id"] for r in seeds], self.now)
         return response
 
     def response(self, results, queries, dedup_removed, state_filter, score_filter, seeds,
@@ -422,7 +422,7 @@ def _public(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_recall(store: "MemoryStore", raw: dict[str, Any]) -> dict[str, Any]:
+def run_recall(backend: "Backend", raw: dict[str, Any]) -> dict[str, Any]:
     """Answer one recall request with AutoMem's GET /recall response body."""
-    params = parse_recall_params(raw, store.config, store.dimensions, store.now())
-    return Recall(store, params).run()
+    params = parse_recall_params(raw, backend.config, backend.dimensions, backend.now())
+    return Recall(backend, params).run()

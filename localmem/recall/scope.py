@@ -9,7 +9,7 @@ from ..timeparse import format_timestamp
 from .params import RecallParams
 
 if TYPE_CHECKING:
-    from ..statements import Statements
+    from ..storage.statements import Statements
 
 
 def scope_clause(sql: "Statements", params: RecallParams, *, with_tags: bool = True,

@@ -7,11 +7,11 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..records import rows_as_dicts, to_record
+from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from ..storage.backend import Backend
 
 MAX_SUPERSESSION_HOPS = 5
 
@@ -27,7 +27,7 @@ def state_reason(memory: dict[str, Any], now_iso: str) -> str | None:
     return None
 
 
-def active_replacements(store: "MemoryStore", memory_ids: list[str],
+def active_replacements(backend: "Backend", memory_ids: list[str],
                         now_iso: str) -> dict[str, dict[str, Any]]:
     """For each id that a supersession chain leads away from, its current head.
 
@@ -37,7 +37,7 @@ def active_replacements(store: "MemoryStore", memory_ids: list[str],
     """
     if not memory_ids:
         return {}
-    rows = rows_as_dicts(store.conn.execute(store.sql["state_replacements"], {
+    rows = rows_as_dicts(backend.conn.execute(backend.sql["state_replacements"], {
         "ids": json.dumps(memory_ids), "max_depth": MAX_SUPERSESSION_HOPS}))
     heads: dict[str, dict[str, Any]] = {}
     for row in rows:  # ordered by origin, then depth: deeper current nodes overwrite
@@ -52,7 +52,7 @@ def active_replacements(store: "MemoryStore", memory_ids: list[str],
     return heads
 
 
-def apply_state_filter(store: "MemoryStore", results: list[dict[str, Any]], now: datetime,
+def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: datetime,
                        debug: bool, replacement_allowed: Callable[[dict[str, Any]], bool]
                        ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Drop results that are not current, injecting supersession heads in their place.
@@ -61,7 +61,7 @@ def apply_state_filter(store: "MemoryStore", results: list[dict[str, Any]], now:
     (time window, tags, exclude_tags); a head outside it is not injected.
     """
     now_iso = format_timestamp(now)
-    heads = active_replacements(store, [r["id"] for r in results], now_iso)
+    heads = active_replacements(backend, [r["id"] for r in results], now_iso)
     present = {r["id"] for r in results}
     kept: list[dict[str, Any]] = []
     suppressed: list[dict[str, Any]] = []

@@ -44,7 +44,7 @@ from pathlib import Path
 import apsw
 import sqlite_vec
 
-from .errors import ConfigError, StorageError
+from ..errors import ConfigError, StorageError
 
 MEMORY_PATH = ":memory:"
 BUSY_TIMEOUT_MS = 10_000

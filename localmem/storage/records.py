@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 import apsw
 
-from .tags import compute_tag_prefixes
+from ..tags import compute_tag_prefixes
 from .threads import thread_key
 
 

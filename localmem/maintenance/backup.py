@@ -25,7 +25,7 @@ from typing import Any
 
 import apsw
 
-from .database import (
+from ..storage.database import (
     BUSY_TIMEOUT_MS,
     FILE_MODE,
     connect,
@@ -33,8 +33,8 @@ from .database import (
     set_lock_wait,
     storage_error,
 )
-from .errors import ConfigError, LocalMemError
-from .migrations import LATEST_VERSION, schema_version
+from ..errors import ConfigError, LocalMemError
+from ..storage.migrations import LATEST_VERSION, schema_version
 
 __all__ = ["backup_database", "describe", "restore_database"]
 

@@ -16,17 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import vector_index, writes
-from .database import read_transaction, transaction
-from .threads import write_text_rows
-from .embedders import UnavailableEmbedder
-from .progress import ProgressBar
-from .tags import compute_tag_prefixes
+from ..storage import vector_index, writes
+from ..storage.database import read_transaction, transaction
+from ..storage.threads import write_text_rows
+from ..embedders import UnavailableEmbedder
+from ..progress import ProgressBar
+from ..tags import compute_tag_prefixes
 
 if TYPE_CHECKING:
     import apsw
 
-    from .store import MemoryStore
+    from ..store import MemoryStore
 
 SAMPLE_SIZE = 5
 EMBED_BATCH = 256

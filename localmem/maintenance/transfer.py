@@ -31,11 +31,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .database import read_transaction, transaction
-from .errors import ValidationError
-from .progress import ProgressBar
-from .records import rows_as_dicts, to_record
-from .validation import (
+from ..storage.database import read_transaction, transaction
+from ..errors import ValidationError
+from ..progress import ProgressBar
+from ..storage.records import rows_as_dicts, to_record
+from ..validation import (
     encode_json,
     validate_embedding,
     validate_metadata,
@@ -45,7 +45,7 @@ from .validation import (
 )
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from ..store import MemoryStore
 
 DEFAULT_CHUNK_SIZE = 1000
 EDGE_FIELDS = frozenset({"memory1_id", "memory2_id", "relation_type", "strength", "updated_at", "properties"})

@@ -13,7 +13,7 @@ from typing import Callable
 import apsw
 
 from .database import transaction
-from .errors import ConfigError
+from ..errors import ConfigError
 from .statements import Statements
 from .threads import thread_key, write_text_rows
 
@@ -51,7 +51,7 @@ def migration_0003_threads(conn: apsw.Connection, sql: Statements) -> None:
 
 def migration_0004_metadata_terms(conn: apsw.Connection, sql: Statements) -> None:
     """The metadata-term index, filled from existing memories."""
-    from .recall.metadata_search import metadata_index_terms
+    from ..metadata_search import metadata_index_terms
 
     _run_script(conn, sql["migration_0004_metadata_terms"])
     for pk, metadata in list(conn.execute("SELECT pk, metadata FROM memories WHERE metadata <> '{}'")):

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import apsw
 
 from .statements import Statements
-from .timeparse import format_timestamp, parse_timestamp
+from ..timeparse import format_timestamp, parse_timestamp
 
 THREAD_FIELDS = ("thread", "session")
 THREAD_TAG_PREFIXES = ("thread:", "session:")

@@ -12,10 +12,10 @@ import json
 import apsw
 
 from . import vector_index
-from .recall.metadata_search import metadata_index_terms
+from ..metadata_search import metadata_index_terms
 from .records import MemoryRow
 from .statements import Statements
-from .tags import compute_tag_prefixes
+from ..tags import compute_tag_prefixes
 from .threads import affected_rows, write_text_rows
 
 

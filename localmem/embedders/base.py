@@ -1,0 +1,61 @@
+"""What an embedder is: the protocol the store needs, the error it raises, and a stand-in."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from ..errors import LocalMemError
+from .model_files import known_dimensions
+
+
+class EmbedderUnavailable(LocalMemError):
+    """The embedding model cannot be loaded or run; the vector channel is off."""
+
+    code = 503
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the store needs from an embedder. Any object with these will do."""
+
+    name: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Return one vector of ``dimensions`` floats per text."""
+        ...
+
+
+class OnnxExportError(EmbedderUnavailable):
+    """The model cannot be exported to ONNX, or the export disagrees with sentence-transformers."""
+
+
+class UnavailableEmbedder:
+    """Stands in for an embedder that cannot run; ``embed()`` always raises.
+
+    ``dimensions`` is still known when the model files or the table of
+    well-known models say so, so a store can open and record it.
+    """
+
+    def __init__(self, name: str, reason: str, *, dimensions: int | None = None) -> None:
+        self.name = name
+        self.reason = reason
+        self._dimensions = dimensions if dimensions is not None else known_dimensions(name)
+
+    def __repr__(self) -> str:
+        return f"UnavailableEmbedder({self.name!r}, {self.reason!r})"
+
+    @property
+    def dimensions(self) -> int:
+        """The model's dimension; raises ``EmbedderUnavailable`` if it cannot be known."""
+        if self._dimensions is None:
+            raise EmbedderUnavailable(
+                f"embedding model {self.name!r} is unavailable ({self.reason}) "
+                "and its dimension is unknown"
+            )
+        return self._dimensions
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Always raises ``EmbedderUnavailable``."""
+        raise EmbedderUnavailable(f"embedding model {self.name!r} is unavailable: {self.reason}")
+

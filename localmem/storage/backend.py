@@ -1,0 +1,99 @@
+"""Backend: what the recall pipelines read and write through.
+
+``MemoryStore`` owns one ``Backend``: the open connection, its statements,
+the embedder, the configuration and the clock. The pipelines (``recall/``,
+``kagura/``) are handed the backend, never the store, so they depend on
+nothing above the storage layer.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Callable
+
+import apsw
+
+from ..config import Config
+from ..embedders import Embedder, EmbedderUnavailable
+from ..errors import ConfigError, StorageError
+from ..timeparse import format_timestamp
+from ..validation import validate_embedding
+from .database import transaction
+from .statements import Statements
+
+# How long recall's last_accessed write waits for the write lock before it is skipped.
+TOUCH_WAIT_MS = 500
+
+
+def fts_tokenizer(conn: apsw.Connection) -> Any:
+    """The FTS5 tokenizer of the full-text index (porter over unicode61), callable from Python."""
+    return conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+
+
+class Backend:
+    """One open database and what answers from it: connection, statements, embedder, config, clock.
+
+    ``dimensions`` is the vector length the file records (None: no vector
+    index yet). ``embedder_error`` keeps why the embedder could not run.
+    ``reranker`` is Kagura's cross-encoder, once resolved.
+    """
+
+    def __init__(self, conn: apsw.Connection, sql: Statements, *, config: Config,
+                 embedder: Embedder | None, clock: Callable[[], datetime]) -> None:
+        self.conn = conn
+        self.sql = sql
+        self.config = config
+        self.embedder = embedder
+        self.clock = clock
+        self.dimensions: int | None = None
+        self.embedder_error: str | None = None
+        self.reranker: tuple[Any, str | None] | None = None
+        self._tokenizer: Any = None
+        # While a recall reads its snapshot, last_accessed writes wait here.
+        self.touch_queue: list[tuple[list[str], datetime]] | None = None
+
+    @property
+    def has_vector_index(self) -> bool:
+        return self.dimensions is not None
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute(self.sql["meta_get"], {"key": key}).fetchone()
+        return row[0] if row else None
+
+    def query_tokens(self, text: str) -> list[str]:
+        """``text`` as the full-text index tokenizes it (porter-stemmed, lowercased)."""
+        if self._tokenizer is None:
+            self._tokenizer = fts_tokenizer(self.conn)
+        return list(self._tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None,
+                                    include_offsets=False, include_colocated=False))
+
+    def embed_texts(self, texts: list[str]) -> list[bytes] | None:
+        """Embed texts as float32 bytes; None when the embedder is missing or fails to load."""
+        if self.embedder is None or not self.has_vector_index or not texts:
+            return None
+        try:
+            vectors = self.embedder.embed(list(texts))
+        except EmbedderUnavailable as exc:
+            self.embedder_error = str(exc)
+            return None
+        if len(vectors) != len(texts):
+            raise ConfigError(f"Embedder {self.embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
+        return [validate_embedding(v, self.dimensions) for v in vectors]
+
+    def touch(self, memory_ids: list[str], when: datetime) -> None:
+        """Set last_accessed for recalled memories in one write (skipped when disabled)."""
+        if not memory_ids or not self.config.track_access:
+            return
+        if self.touch_queue is not None:  # inside recall's read snapshot: write after it
+            self.touch_queue.append((list(memory_ids), when))
+            return
+        try:
+            with transaction(self.conn, busy_timeout_ms=TOUCH_WAIT_MS):
+                self.conn.execute(self.sql["touch_last_accessed"],
+                                  {"now": format_timestamp(when), "ids": json.dumps(memory_ids)})
+        except StorageError:
+            pass  # read-only file, or writers kept the lock: last_accessed is advisory
