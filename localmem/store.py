@@ -7,20 +7,19 @@ import json
 import os
 import threading
 import uuid
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import apsw
 
-from .storage import vector_index, writes
+from .storage import writes
 from .classify import classify, normalize_memory_type
 from .config import Config
 from .storage.backend import Backend
 from .storage.database import MEMORY_PATH, connect, read_transaction, storage_error, transaction
-from .embedders import EmbedderUnavailable, resolve_embedder
-from .errors import ConfigError, NotFoundError, ValidationError
+from .embedders import resolve_embedder
+from .errors import NotFoundError, ValidationError
 from .storage.migrations import LATEST_VERSION, migrate
 from .kagura import run_recall_v1
 from .progress import ProgressBar
@@ -123,7 +122,7 @@ class MemoryStore:
                                 embedder=resolved, clock=clock or utc_now)
         try:
             migrate(conn, sql)
-            self._backend.dimensions = self._settle_dimensions()
+            self._backend.settle_dimensions(self.path)
         except BaseException:
             conn.close()
             raise
@@ -164,45 +163,6 @@ class MemoryStore:
 
     def _meta(self, key: str) -> str | None:
         return self._backend.meta(key)
-
-    def _settle_dimensions(self) -> int | None:
-        """Compare the embedder with what the file recorded; create the vec0 index once known."""
-        stored = self._meta("dimensions")
-        stored_dims = int(stored) if stored else None
-        if self.embedder is None:
-            return stored_dims
-        try:
-            dims = int(self.embedder.dimensions)
-        except EmbedderUnavailable as exc:
-            self.embedder_error = str(exc)
-            return stored_dims
-        if dims <= 0:
-            raise ConfigError(f"Embedder {self.embedder.name!r} reports {dims} dimensions")
-        if stored_dims is not None and stored_dims != dims:
-            raise ConfigError(
-                f"Embedding dimension mismatch: the database {self.path} was created with "
-                f"{self._meta('embedder')!r} ({stored_dims} dimensions), but embedder "
-                f"{self.embedder.name!r} has {dims} dimensions"
-            )
-        if stored_dims is None:
-            with transaction(self.conn):
-                recorded = self._meta("dimensions")  # another process may have just recorded it
-                if recorded is not None and int(recorded) != dims:
-                    raise ConfigError(
-                        f"Embedding dimension mismatch: the database {self.path} was created with "
-                        f"{self._meta('embedder')!r} ({recorded} dimensions), but embedder "
-                        f"{self.embedder.name!r} has {dims} dimensions"
-                    )
-                self.conn.execute(self.sql["meta_set"], {"key": "dimensions", "value": str(dims)})
-                self.conn.execute(self.sql["meta_set"], {"key": "embedder", "value": self.embedder.name})
-                vector_index.create(self.conn, self.sql, dims)
-        elif self._meta("embedder") != self.embedder.name:
-            warnings.warn(
-                f"Database {self.path} was embedded with {self._meta('embedder')!r}; "
-                f"opening it with {self.embedder.name!r} (same dimension) mixes vector spaces",
-                stacklevel=3,
-            )
-        return dims
 
     def query_tokens(self, text: str) -> list[str]:
         """``text`` as the full-text index tokenizes it (porter-stemmed, lowercased)."""

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from localmem import MemoryStore
-from localmem.cli import choose_embedder, default_db_path, embedder_spec_for, main
+from localmem.cli import main
+from localmem.settings import choose_embedder, default_db_path, embedder_spec_for
 
 REPO = Path(__file__).resolve().parents[1]
 MISSING_ID = "00000000-0000-4000-8000-000000000000"

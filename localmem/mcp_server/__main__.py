@@ -16,7 +16,7 @@ def store_factory(db: str | None = None, embedder: str | None = None) -> Callabl
     else ``auto``.
     """
     def make() -> Any:
-        from ..cli import choose_embedder, default_db_path
+        from ..settings import choose_embedder, default_db_path
         from ..store import MemoryStore
 
         path = db or default_db_path()

@@ -9,6 +9,7 @@ nothing above the storage layer.
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import datetime
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ from ..embedders import Embedder, EmbedderUnavailable
 from ..errors import ConfigError, StorageError
 from ..timeparse import format_timestamp
 from ..validation import validate_embedding
+from . import vector_index
 from .database import transaction
 from .statements import Statements
 
@@ -63,6 +65,50 @@ class Backend:
     def meta(self, key: str) -> str | None:
         row = self.conn.execute(self.sql["meta_get"], {"key": key}).fetchone()
         return row[0] if row else None
+
+    def settle_dimensions(self, path: str) -> None:
+        """Compare the embedder with what the file recorded; create the vector index once known.
+
+        Sets ``dimensions``; a dimension that differs from the file's raises ``ConfigError``.
+        """
+        self.dimensions = self._dimensions_for(path)
+
+    def _dimensions_for(self, path: str) -> int | None:
+        stored = self.meta("dimensions")
+        stored_dims = int(stored) if stored else None
+        if self.embedder is None:
+            return stored_dims
+        try:
+            dims = int(self.embedder.dimensions)
+        except EmbedderUnavailable as exc:
+            self.embedder_error = str(exc)
+            return stored_dims
+        if dims <= 0:
+            raise ConfigError(f"Embedder {self.embedder.name!r} reports {dims} dimensions")
+        if stored_dims is not None and stored_dims != dims:
+            raise self._mismatch(path, stored_dims, dims)
+        if stored_dims is None:
+            with transaction(self.conn):
+                recorded = self.meta("dimensions")  # another process may have just recorded it
+                if recorded is not None and int(recorded) != dims:
+                    raise self._mismatch(path, int(recorded), dims)
+                self.conn.execute(self.sql["meta_set"], {"key": "dimensions", "value": str(dims)})
+                self.conn.execute(self.sql["meta_set"], {"key": "embedder", "value": self.embedder.name})
+                vector_index.create(self.conn, self.sql, dims)
+        elif self.meta("embedder") != self.embedder.name:
+            warnings.warn(
+                f"Database {path} was embedded with {self.meta('embedder')!r}; "
+                f"opening it with {self.embedder.name!r} (same dimension) mixes vector spaces",
+                stacklevel=4,  # the caller of MemoryStore(...)
+            )
+        return dims
+
+    def _mismatch(self, path: str, recorded: int, dims: int) -> ConfigError:
+        assert self.embedder is not None
+        return ConfigError(
+            f"Embedding dimension mismatch: the database {path} was created with "
+            f"{self.meta('embedder')!r} ({recorded} dimensions), but embedder "
+            f"{self.embedder.name!r} has {dims} dimensions")
 
     def query_tokens(self, text: str) -> list[str]:
         """``text`` as the full-text index tokenizes it (porter-stemmed, lowercased)."""

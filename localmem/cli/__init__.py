@@ -1,0 +1,85 @@
+"""The ``localmem`` command line: store, recall, maintain and move memories.
+
+``localmem [--db PATH] [--embedder NAME] [--json] COMMAND ...``; the global
+options are also accepted after the command. Exit codes: 0 success, 2 bad
+usage or invalid input (``ValidationError``), 1 anything else (not found,
+configuration, database errors, doctor problems), with ``error: ...`` on
+stderr. One module per command group (``memories``, ``recall``,
+``maintenance``, ``servers``, ``demo``, ``embedder``); ``parser`` puts them
+together and ``output`` formats for people.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from typing import Any, TextIO
+
+import apsw
+
+from ..errors import LocalMemError, ValidationError
+from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from .output import Output
+from .parser import build_parser
+
+__all__ = ["main"]
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def _exit_code(code: Any) -> int:
+    if code is None:
+        return EXIT_OK
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return EXIT_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors (argparse exits 2)
+        return _exit_code(exc.code)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    out = Output(bool(getattr(args, "json", False)))
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning  # "warning: ..." lines, not file:line dumps
+        try:
+            return func(args, out)
+        except ValidationError as exc:
+            out.note(f"error: {exc.message}")
+            return EXIT_USAGE
+        except LocalMemError as exc:
+            out.note(f"error: {exc.message}")
+            return EXIT_ERROR
+        except apsw.Error as exc:
+            out.note(f"error: database error: {exc}")
+            return EXIT_ERROR
+        except BrokenPipeError:
+            # The reader went away (say, `localmem export | head`): stop quietly.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            return EXIT_ERROR
+        except OSError as exc:
+            out.note(f"error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""))
+            return EXIT_ERROR
+        except KeyboardInterrupt:
+            out.note("interrupted")
+            return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

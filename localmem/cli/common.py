@@ -1,0 +1,84 @@
+"""What every command shares: exit codes, opening the store, option values."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..settings import choose_embedder, default_db_path
+from ..storage.database import MEMORY_PATH
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+    from .output import Output
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+# A command function: parsed arguments and where to write, to an exit code.
+CommandFunc = Callable[[argparse.Namespace, "Output"], int]
+# Adds a subcommand with the global options; returns its parser for the arguments.
+AddCommand = Callable[..., argparse.ArgumentParser]
+
+
+def db_path(args: argparse.Namespace) -> str:
+    return getattr(args, "db", None) or default_db_path()
+
+
+def open_store(args: argparse.Namespace, *, must_exist: bool = False,
+               path: str | None = None) -> MemoryStore:
+    """Open the database named by ``--db`` (or ``path``) with the chosen embedder."""
+    from ..store import MemoryStore
+
+    path = path or db_path(args)
+    if must_exist and path != MEMORY_PATH and not Path(path).expanduser().exists():
+        raise LocalMemError(f"no database at {path} (give --db PATH or set $LOCALMEM_DB; "
+                            "'localmem store' or 'localmem import' creates one)")
+    return MemoryStore(path, embedder=choose_embedder(getattr(args, "embedder", None), path))
+
+
+def split_list(values: Sequence[str] | None) -> list[str] | None:
+    """Repeated and comma-separated values as one list (None when the option was not given)."""
+    if values is None:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def json_object(text: str | None, option: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValidationError(f"{option} must be valid JSON: {exc}") from None
+
+
+def key_values(pairs: Sequence[str] | None, option: str) -> dict[str, Any]:
+    """``key=value`` pairs; a key given twice collects a list."""
+    values: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ValidationError(f"{option} expects key=value, got {pair!r}")
+        if key in values:
+            previous = values[key]
+            values[key] = (previous if isinstance(previous, list) else [previous]) + [value]
+        else:
+            values[key] = value
+    return values
+
+
+@contextmanager
+def naming(memory_id: str) -> Iterator[None]:
+    """Say which memory was not found."""
+    try:
+        yield
+    except NotFoundError as exc:
+        raise NotFoundError(f"{exc.message}: {memory_id.strip()}") from None

@@ -1,0 +1,316 @@
+"""Maintenance commands: import, export, stats, doctor, backup, restore."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LocalMemError, ValidationError
+from ..storage.database import MEMORY_PATH
+from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
+from .output import Output, human_size
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+
+def register(command: AddCommand) -> None:
+    """import, export, stats, doctor, backup, restore."""
+    p = command("import", cmd_import, "import memories and edges from JSONL (as written by export)",
+                epilog="Vectors in the file are stored as they are: create the target database with the "
+                       "same --embedder as the exporting one (or use --reembed).")
+    p.add_argument("file", metavar="FILE", help="JSONL file, or '-' for stdin")
+    p.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
+    p.add_argument("--batch-size", type=int, default=1000, metavar="N",
+                   help="memories per transaction (default 1000)")
+    p.add_argument("--skip-existing", action="store_true", help="leave memories whose id exists untouched")
+    p.add_argument("--embed-missing", action="store_true",
+                   help="also embed memories exported without an embedding")
+    p.add_argument("--reembed", action="store_true",
+                   help="ignore the file's vectors and embed everything with this database's embedder")
+
+    p = command("export", cmd_export, "export every memory (with its vector) and edge as JSONL")
+    p.add_argument("file", nargs="?", default="-", metavar="FILE", help="output file, or '-' for stdout (default)")
+
+    p = command("stats", cmd_stats, "counts, types and top tags")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="how many tags to list (default 10)")
+
+    p = command("doctor", cmd_doctor, "check that memories, full-text, vectors, tags and edges agree")
+    p.add_argument("--repair", action="store_true",
+                   help="rebuild the derived indexes and embed memories that have no embedding")
+
+    p = command("backup", cmd_backup,
+                "copy the database to DEST with SQLite's online backup (consistent while other processes write)")
+    p.add_argument("dest", metavar="DEST", help="the backup file to write (mode 0600)")
+    p.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
+
+    p = command("restore", cmd_restore,
+                "replace the database's contents with a backup made by 'localmem backup' "
+                "(the current contents are saved beside it first)")
+    p.add_argument("src", metavar="SRC", help="the backup file to restore")
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fp:
+        return sum(1 for line in fp if line.strip())
+
+
+def cmd_import(args: argparse.Namespace, out: Output) -> int:
+    from ..progress import ProgressBar
+    from ..maintenance.transfer import Importer
+
+    show_progress = args.progress or out.stderr.isatty()
+    with ExitStack() as stack:
+        lines: Iterable[str]
+        if args.file == "-":
+            stdin = sys.stdin
+            if hasattr(stdin, "reconfigure") and (stdin.encoding or "").lower().replace("-", "") != "utf8":
+                stdin.reconfigure(encoding="utf-8")
+            lines = list(stdin) if show_progress else stdin  # counted for the bar
+            total = sum(1 for line in lines if line.strip()) if show_progress else 0
+        else:
+            path = Path(args.file).expanduser()
+            if not path.is_file():
+                raise LocalMemError(f"no such file: {args.file}")
+            total = _count_lines(path) if show_progress else 0
+            lines = stack.enter_context(open(path, encoding="utf-8-sig"))
+        store = stack.enter_context(open_store(args))
+        bar = ProgressBar(total, "importing", stream=out.stderr) if show_progress else None
+        if bar is not None:
+            stack.callback(bar.close)
+        importer = Importer(store, chunk_size=args.batch_size, progress=bar,
+                            embed_missing=args.embed_missing, reembed=args.reembed,
+                            skip_existing=args.skip_existing)
+        try:
+            for lineno, text in enumerate(lines, 1):
+                importer.feed(lineno, text)
+            result = importer.finish()
+        except ValidationError as exc:
+            kept = importer.result.memories
+            if kept:
+                exc.message += (f" (nothing of that chunk was written; {kept} memories from earlier "
+                                "chunks were imported)")
+                exc.args = (exc.message,)
+            raise
+        embedder_error = store.embedder_error
+    if out.as_json:
+        out.json({"status": "success", **result.as_dict()})
+    else:
+        text = f"imported {result.memories} memories and {result.edges} edges"
+        if result.skipped:
+            text += f" ({result.skipped} existing memories skipped)"
+        out.line(text)
+    if result.not_embedded:
+        out.note(f"warning: {result.not_embedded} memories were stored without an embedding "
+                 f"({embedder_error or 'the embedder is unavailable'}); run 'localmem doctor --repair' "
+                 "with a working embedder to add them")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, out: Output) -> int:
+    from ..maintenance.transfer import export_jsonl
+
+    with open_store(args, must_exist=True) as store:
+        if args.file == "-":
+            stream = out.stdout
+            if (hasattr(stream, "reconfigure")
+                    and (getattr(stream, "encoding", "") or "").lower().replace("-", "") != "utf8"):
+                stream.reconfigure(encoding="utf-8")
+            export_jsonl(store, stream)
+            stream.flush()
+            return EXIT_OK
+        target = Path(args.file).expanduser()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Write next to the target, then rename: an interrupted export never
+        # leaves a half-written file under the final name.
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fp:
+                memories, edges = export_jsonl(store, fp)
+            os.replace(temp, target)
+        except BaseException:
+            if os.path.exists(temp):
+                os.unlink(temp)
+            raise
+    if out.as_json:
+        out.json({"status": "success", "path": str(target), "memories": memories, "edges": edges})
+    else:
+        out.line(f"exported {memories} memories and {edges} edges to {target}")
+    return EXIT_OK
+
+
+def collect_stats(store: MemoryStore, top: int) -> dict[str, Any]:
+    """``store.health()`` plus type, context, edge-type and tag counts and the time span."""
+    def pairs(name: str, **bindings: Any) -> list[tuple[str, int]]:
+        with store._lock:
+            return [(row[0], row[1]) for row in store.conn.execute(store.sql[name], bindings)]
+
+    health = store.health()
+    with store._lock:
+        overview = store.conn.execute(store.sql["stats_overview"]).fetchone()
+    return {
+        "status": "success",
+        **health,
+        "types": dict(pairs("stats_types")),
+        "contexts": dict(pairs("stats_contexts")),
+        "edge_types": dict(pairs("stats_edge_types")),
+        "top_tags": [{"tag": tag, "count": count} for tag, count in pairs("stats_top_tags", limit=max(0, top))],
+        "oldest": overview[0],
+        "newest": overview[1],
+        "archived_count": overview[2] or 0,
+        "invalidated_count": overview[3] or 0,
+    }
+
+
+def stats_lines(stats: dict[str, Any]) -> list[str]:
+    def counts(mapping: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in mapping.items()) or "-"
+
+    embedder = stats["embedder"]
+    dims = f"{embedder['dimensions']} dimensions" if embedder.get("dimensions") else "no vector index"
+    embedder_text = f"{embedder['name']}, {dims}"
+    if embedder.get("recorded") and embedder["recorded"] != embedder["name"]:
+        embedder_text += f" (database made with {embedder['recorded']})"
+    if embedder.get("error"):
+        embedder_text += f" - unavailable: {embedder['error']}"
+    rows = [
+        ("database", f"{stats['path']} ({human_size(stats['file_size_bytes'])}, schema {stats['schema_version']})"),
+        ("embedder", embedder_text),
+        ("memories", (f"{stats['memory_count']} ({stats['archived_count']} archived, "
+                      f"{stats['invalidated_count']} invalidated or superseded)")),
+        ("indexes", (f"{stats['fts_count']} full-text rows, {stats['embedding_count']} embeddings, "
+                     f"{stats['vector_count']} vectors, {stats['tag_count']} tag rows - "
+                     + ("agree" if stats["indexes_agree"] else "DISAGREE (run localmem doctor)"))),
+        ("edges", f"{stats['edge_count']}" + (f" ({counts(stats['edge_types'])})" if stats["edge_types"] else "")),
+        ("time span", f"{stats['oldest']} to {stats['newest']}" if stats["oldest"] else "-"),
+        ("types", counts(stats["types"])),
+        ("contexts", counts(stats["contexts"])),
+        ("top tags", ", ".join(f"{t['tag']} {t['count']}" for t in stats["top_tags"]) or "-"),
+    ]
+    if stats["memories_without_embedding"]:
+        rows.insert(4, ("no vector", f"{stats['memories_without_embedding']} memories have no embedding"))
+    width = max(len(name) for name, _ in rows)
+    return [f"{name.ljust(width)}  {value}" for name, value in rows]
+
+
+def cmd_stats(args: argparse.Namespace, out: Output) -> int:
+    with open_store(args, must_exist=True) as store:
+        stats = collect_stats(store, args.top)
+    if out.as_json:
+        out.json(stats)
+    else:
+        out.lines(stats_lines(stats))
+    return EXIT_OK
+
+
+def _check_lines(checks: list[Any]) -> list[str]:
+    lines = []
+    for item in checks:
+        if item.skipped:
+            status, text = "skipped", f"{item.description} ({item.skipped})"
+        elif item.ok:
+            status, text = "ok", item.description
+        else:
+            status = "PROBLEM" if item.severity == "problem" else "warning"
+            text = item.message
+            if item.sample:
+                more = f", ... ({item.count} in all)" if item.count > len(item.sample) else ""
+                text += ": " + ", ".join(item.sample) + more
+        lines.append(f"  {status:<8} {text}")
+    return lines
+
+
+def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
+    from ..maintenance import doctor
+
+    with open_store(args, must_exist=True) as store:
+        checks = doctor.check(store)
+        found = doctor.problems(checks)
+        report: dict[str, Any] = {"path": store.path, "checks": [c.as_dict() for c in checks],
+                                  "problem_count": len(found)}
+        if not out.as_json:
+            out.line(f"checking {store.path}")
+            out.lines(_check_lines(checks))
+        final = found
+        if args.repair:
+            actions = doctor.repair(store, progress=out.stderr.isatty())
+            after = doctor.check(store)
+            final = doctor.problems(after)
+            report["repair"] = actions
+            report["after_repair"] = [c.as_dict() for c in after]
+            if not out.as_json:
+                done = [f"{actions.get('fts_rows_rebuilt', 0)} full-text rows rebuilt",
+                        f"{actions.get('memories_retagged', 0)} memories re-tagged"]
+                if "vector_rows_rebuilt" in actions:
+                    done.append(f"{actions['vector_rows_rebuilt']} vector rows rebuilt")
+                done.append(f"{actions.get('memories_embedded', 0)} memories embedded")
+                for key, label in (("dangling_edges_removed", "dangling edges removed"),
+                                   ("invalid_embeddings_removed", "invalid embeddings removed")):
+                    if actions.get(key):
+                        done.append(f"{actions[key]} {label}")
+                out.line("")
+                out.line("repair: " + ", ".join(done))
+                if actions.get("embedder_error"):
+                    out.line(f"  could not embed: {actions['embedder_error']}")
+                remaining = [c for c in after if not c.ok]
+                if remaining:
+                    out.line("after repair:")
+                    out.lines(_check_lines(remaining))
+    report["status"] = "ok" if not final else "problems"
+    report["remaining_problem_count"] = len(final)
+    if out.as_json:
+        out.json(report)
+    elif not final:
+        out.line("no problems found" if not args.repair else "no problems remain")
+    else:
+        hint = "" if args.repair else "; 'localmem doctor --repair' rebuilds the derived indexes"
+        if any(c.name == "integrity" for c in final):
+            hint += "; the file itself is damaged: restore it from an export or a backup"
+        out.line(f"{len(final)} problem{'' if len(final) == 1 else 's'} found{hint}")
+    return EXIT_OK if not final else EXIT_ERROR
+
+
+def cmd_backup(args: argparse.Namespace, out: Output) -> int:
+    from ..maintenance.backup import backup_database
+
+    path = db_path(args)
+    if path == MEMORY_PATH:
+        raise ValidationError("an in-memory database cannot be backed up; give --db PATH")
+    result = backup_database(path, args.dest, overwrite=args.force)
+    if out.as_json:
+        out.json(result)
+    else:
+        out.line(f"backed up {result['memories']} memories and {result['edges']} edges to {result['path']} "
+                 f"({human_size(result['bytes'])}, schema {result['schema_version']})")
+    return EXIT_OK
+
+
+def cmd_restore(args: argparse.Namespace, out: Output) -> int:
+    from ..maintenance import doctor
+    from ..maintenance.backup import restore_database
+
+    path = db_path(args)
+    if path == MEMORY_PATH:
+        raise ValidationError("cannot restore into an in-memory database; give --db PATH")
+    result = restore_database(args.src, path)
+    with open_store(args, path=path) as store:  # migrates a backup from an older localmem
+        health = store.health()
+        found = doctor.problems(doctor.check(store))
+    result.update({"schema_version": health["schema_version"], "memories": health["memory_count"],
+                   "edges": health["edge_count"], "problem_count": len(found)})
+    if out.as_json:
+        out.json(result)
+    else:
+        out.line(f"restored {result['memories']} memories and {result['edges']} edges from {result['source']} "
+                 f"into {result['path']}")
+        if result["saved_previous"]:
+            out.line(f"the previous contents were saved to {result['saved_previous']}")
+        if found:
+            out.line(f"{len(found)} problem(s) found: run 'localmem doctor' for details")
+    return EXIT_OK if not found else EXIT_ERROR

@@ -1,0 +1,182 @@
+"""Commands on single memories: store, get, update, delete, associate, by-tag."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import ValidationError
+from .common import EXIT_OK, AddCommand, json_object, naming, open_store, split_list
+from .output import Output, short, table
+
+
+def register(command: AddCommand) -> None:
+    """store, get, update, delete, associate, by-tag."""
+    p = command("store", cmd_store, "store a memory and print its id")
+    p.add_argument("content", help="the memory text ('-' reads it from stdin)")
+    p.add_argument("--tags", action="append", metavar="A,B", help="tags, comma-separated or repeated")
+    p.add_argument("--importance", metavar="X", help="importance in [0, 1] (default 0.5)")
+    p.add_argument("--confidence", metavar="X", help="type confidence in [0, 1]")
+    p.add_argument("--type", metavar="T", help="memory type (Decision, Preference, ...; default: classified)")
+    p.add_argument("--timestamp", metavar="TS", help="creation time, ISO 8601 (default: now)")
+    p.add_argument("--t-valid", metavar="TS", help="valid from (default: the timestamp)")
+    p.add_argument("--t-invalid", metavar="TS", help="valid until")
+    p.add_argument("--metadata", metavar="JSON", help="a JSON object")
+    p.add_argument("--context", metavar="NAME", help="context (namespace) name (default: default)")
+
+    p = command("get", cmd_get, "show one memory")
+    p.add_argument("id", help="memory id")
+
+    p = command("update", cmd_update, "change fields of a memory")
+    p.add_argument("id", help="memory id")
+    p.add_argument("--content", help="new text (re-embedded)")
+    p.add_argument("--tags", action="append", metavar="A,B", help="replace the tags ('' clears them)")
+    p.add_argument("--importance", metavar="X")
+    p.add_argument("--confidence", metavar="X")
+    p.add_argument("--type", metavar="T")
+    p.add_argument("--timestamp", metavar="TS")
+    p.add_argument("--t-valid", metavar="TS")
+    p.add_argument("--t-invalid", metavar="TS")
+    p.add_argument("--metadata", metavar="JSON", help="replace the metadata with this JSON object")
+
+    p = command("delete", cmd_delete, "delete a memory with its edges")
+    p.add_argument("id", help="memory id")
+
+    p = command("associate", cmd_associate, "link two memories: ID1 -[TYPE]-> ID2")
+    p.add_argument("id1")
+    p.add_argument("id2")
+    p.add_argument("--type", default="RELATES_TO", metavar="T",
+                   help="relation type (default RELATES_TO; LEADS_TO, PREFERS_OVER, PART_OF, ...)")
+    p.add_argument("--strength", default=None, metavar="S", help="strength in [0, 1] (default 0.5)")
+
+    p = command("by-tag", cmd_by_tag, "list memories having any of the tags (exact, case-insensitive)")
+    p.add_argument("tags", nargs="+", metavar="TAG")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="page size (default 20, max 200)")
+    p.add_argument("--offset", type=int, default=0, metavar="N")
+
+
+def _store_fields(args: argparse.Namespace) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    tags = split_list(args.tags)
+    if tags is not None:
+        fields["tags"] = tags
+    for name in ("importance", "confidence", "type", "timestamp", "t_valid", "t_invalid"):
+        value = getattr(args, name, None)
+        if value is not None:
+            fields[name] = value
+    if args.metadata is not None:
+        fields["metadata"] = json_object(args.metadata, "--metadata")
+    return fields
+
+
+def record_lines(record: dict[str, Any]) -> list[str]:
+    """A memory record as ``field  value`` lines, then its content."""
+    rows: list[tuple[str, str]] = [
+        ("id", record["id"]),
+        ("type", f"{record['type']} (confidence {record['confidence']:.2f})"),
+        ("importance", f"{record['importance']:.2f}"),
+        ("tags", ", ".join(record["tags"]) or "-"),
+        ("context", record["context"]),
+        ("timestamp", record["timestamp"]),
+        ("updated_at", record["updated_at"]),
+        ("last_accessed", record["last_accessed"]),
+        ("t_valid", record["t_valid"] or "-"),
+    ]
+    if record.get("t_invalid"):
+        rows.append(("t_invalid", record["t_invalid"]))
+    if record.get("archived"):
+        rows.append(("archived", "yes"))
+    if record.get("relevance_score") is not None:
+        rows.append(("relevance", f"{record['relevance_score']:.2f}"))
+    if record.get("summary") and record["summary"] != record["content"]:
+        rows.append(("summary", record["summary"]))
+    if record.get("metadata"):
+        rows.append(("metadata", json.dumps(record["metadata"], ensure_ascii=False)))
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
+    lines.append("")
+    lines.extend(record["content"].splitlines() or [""])
+    return lines
+
+
+def cmd_store(args: argparse.Namespace, out: Output) -> int:
+    content = sys.stdin.read() if args.content == "-" else args.content
+    fields = _store_fields(args)
+    if args.context is not None:
+        fields["context"] = args.context
+    with open_store(args) as store:
+        memory_id = store.store(content, **fields)
+        if out.as_json:
+            out.json({"status": "success", "memory_id": memory_id, "memory": store.get(memory_id)})
+        else:
+            out.line(memory_id)
+    return EXIT_OK
+
+
+def cmd_get(args: argparse.Namespace, out: Output) -> int:
+    with open_store(args, must_exist=True) as store, naming(args.id):
+        record = store.get(args.id)
+    if out.as_json:
+        out.json(record)
+    else:
+        out.lines(record_lines(record))
+    return EXIT_OK
+
+
+def cmd_update(args: argparse.Namespace, out: Output) -> int:
+    fields = _store_fields(args)
+    if args.content is not None:
+        fields["content"] = sys.stdin.read() if args.content == "-" else args.content
+    if not fields:
+        raise ValidationError("nothing to update: give --content, --tags, --importance, --confidence, "
+                              "--type, --timestamp, --t-valid, --t-invalid or --metadata")
+    with open_store(args, must_exist=True) as store, naming(args.id):
+        record = store.update(args.id, **fields)
+    if out.as_json:
+        out.json({"status": "success", "memory_id": record["id"], "memory": record})
+    else:
+        out.lines(record_lines(record))
+    return EXIT_OK
+
+
+def cmd_delete(args: argparse.Namespace, out: Output) -> int:
+    with open_store(args, must_exist=True) as store, naming(args.id):
+        store.delete(args.id)
+    memory_id = args.id.strip()
+    if out.as_json:
+        out.json({"status": "success", "memory_id": memory_id, "deleted": True})
+    else:
+        out.line(f"deleted {memory_id}")
+    return EXIT_OK
+
+
+def cmd_associate(args: argparse.Namespace, out: Output) -> int:
+    with open_store(args, must_exist=True) as store:
+        edge = store.associate(args.id1, args.id2, args.type, args.strength)
+    if out.as_json:
+        out.json({"status": "success", **edge})
+    else:
+        out.line(f"{edge['memory1_id']} -[{edge['relation_type']}]-> {edge['memory2_id']} "
+                 f"(strength {edge['strength']:.2f})")
+    return EXIT_OK
+
+
+def cmd_by_tag(args: argparse.Namespace, out: Output) -> int:
+    with open_store(args, must_exist=True) as store:
+        page = store.by_tag(args.tags, limit=args.limit, offset=args.offset)
+    if out.as_json:
+        out.json(page)
+        return EXIT_OK
+    rows = [[f"{m['importance']:.2f}", (m["timestamp"] or "")[:10], m["type"], short(m["content"], 200),
+             ", ".join(m["tags"]), m["id"]] for m in page["memories"]]
+    if rows:
+        out.lines(table(["imp.", "date", "type", "content", "tags", "id"], rows, flex=3, caps={4: 24}))
+    else:
+        out.line("no memories with " + ", ".join(page["tags"]))
+    first = page["offset"] + 1 if rows else page["offset"]
+    more = f"; more with --offset {page['next_offset']}" if page.get("has_more") else ""
+    out.line("")
+    out.line(f"(showing {first}-{page['offset'] + page['count']}{more})")
+    return EXIT_OK

@@ -1,0 +1,100 @@
+"""The recall command: ranked memories for a query, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import EXIT_OK, AddCommand, key_values, open_store, split_list
+from .output import Output, short, table
+
+SORT_CHOICES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
+
+
+def register(command: AddCommand) -> None:
+    """recall."""
+    p = command("recall", cmd_recall, "hybrid recall: rank memories for a query")
+    p.add_argument("query", nargs="?", help="what to look for (omit for the most important memories)")
+    p.add_argument("--limit", type=int, metavar="N", help="how many results (default 5)")
+    p.add_argument("--tags", action="append", metavar="A,B", help="only memories with these tags")
+    p.add_argument("--tag-mode", choices=("any", "all"), help="any (default) or all of --tags")
+    p.add_argument("--tag-match", choices=("prefix", "exact"),
+                   help="prefix (default; project matches project:alpha) or exact")
+    p.add_argument("--exclude-tags", action="append", metavar="A,B", help="leave out memories with these tags")
+    p.add_argument("--time-query", metavar="EXPR", help="'today', 'last week', 'last 30 days', ...")
+    p.add_argument("--start", metavar="TS", help="window start, ISO 8601")
+    p.add_argument("--end", metavar="TS", help="window end, ISO 8601")
+    p.add_argument("--sort", choices=SORT_CHOICES, help="score (default) or a time order")
+    p.add_argument("--context", metavar="NAME", help="context (namespace) name")
+    p.add_argument("--expand-relations", action="store_true", default=None,
+                   help="follow edges from the results to related memories")
+    p.add_argument("--state-mode", choices=("current", "history"),
+                   help="current (default: hide superseded/expired memories) or history")
+    p.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="any other recall parameter (repeatable), e.g. --param min_score=0.3")
+
+
+def recall_params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if args.query is not None:
+        params["query"] = args.query
+    simple = ("limit", "tag_mode", "tag_match", "time_query", "start", "end", "sort", "context",
+              "expand_relations", "state_mode")
+    for name in simple:
+        value = getattr(args, name)
+        if value is not None:
+            params[name] = value
+    tags = split_list(args.tags)
+    if tags is not None:
+        params["tags"] = tags
+    excluded = split_list(args.exclude_tags)
+    if excluded is not None:
+        params["exclude_tags"] = excluded
+    params.update(key_values(args.param, "--param"))
+    return params
+
+
+def recall_lines(response: dict[str, Any]) -> list[str]:
+    rows = []
+    for rank, result in enumerate(response.get("results", []), 1):
+        memory = result.get("memory") or {}
+        rows.append([str(rank), f"{result.get('final_score', 0.0):.3f}", str(result.get("match_type", "")),
+                     short(memory.get("content", ""), 200), ", ".join(memory.get("tags") or []),
+                     str(result.get("id", ""))])
+    lines = table(["#", "score", "match", "content", "tags", "id"], rows, flex=3,
+                  caps={4: 24}, right=(0, 1)) if rows else ["no memories found"]
+    vector = response.get("vector_search") or {}
+    summary = [f"{response.get('count', len(rows))} result{'' if len(rows) == 1 else 's'}",
+               f"vector search {'on' if vector.get('enabled') else 'off'}"]
+    if response.get("sort") not in (None, "score"):
+        summary.append(f"sorted {response['sort']}")
+    if response.get("query_time_ms") is not None:
+        summary.append(f"{response['query_time_ms']:.0f} ms")
+    window = response.get("time_window")
+    if window:
+        summary.append(f"window {window.get('start') or '...'} to {window.get('end') or '...'}")
+    state = response.get("state_filter") or {}
+    if state.get("suppressed_count"):
+        summary.append(f"{state['suppressed_count']} not current hidden (--state-mode history shows them)")
+    expansion = response.get("expansion")
+    if expansion:
+        summary.append(f"{expansion.get('expanded_count', 0)} related by expansion")
+    lines.append("")
+    lines.append("(" + "; ".join(summary) + ")")
+    if response.get("degraded"):
+        lines.append(f"note: degraded ({response.get('degraded_reason')}): answered without the vector "
+                     "channel, from keyword, tag and graph matches")
+    return lines
+
+
+def cmd_recall(args: argparse.Namespace, out: Output) -> int:
+    params = recall_params(args)
+    with open_store(args, must_exist=True) as store:
+        response = store.recall(**params)
+        if out.as_json:
+            out.json(response)
+            return EXIT_OK
+        out.lines(recall_lines(response))
+        if response.get("degraded") and store.embedder_error:
+            out.note(f"warning: {store.embedder_error}")
+    return EXIT_OK

@@ -1,0 +1,43 @@
+"""Server commands: the HTTP API (serve) and the MCP stdio server (mcp)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import LocalMemError
+from .common import EXIT_OK, AddCommand, open_store
+from .output import Output
+
+
+def register(command: AddCommand) -> None:
+    """serve, mcp."""
+    p = command("serve", cmd_serve, "serve the AutoMem-compatible HTTP API (needs the 'server' extra)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8001, help="port (default 8001)")
+    p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+
+    command("mcp", cmd_mcp, "serve the memory tools to an MCP client over stdio (needs the 'mcp' extra)")
+
+
+def cmd_serve(args: argparse.Namespace, out: Output) -> int:
+    from ..http.security import check_bind, resolve_token, resolve_tokens
+
+    token = resolve_token(None)
+    # Refuse a non-loopback bind without any token (single or scoped) before opening anything.
+    check_bind(args.host, next(iter(resolve_tokens(token)), None))
+    from ..http.server import serve
+
+    with open_store(args) as store:
+        serve(store, host=args.host, port=args.port, token=token, log_level=args.log_level)
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace, out: Output) -> int:
+    from ..mcp_server.__main__ import store_factory
+
+    try:
+        from ..mcp_server.server import run_stdio
+    except ImportError as exc:
+        raise LocalMemError(f"the MCP server needs the 'mcp' extra (pip install 'localmem[mcp]'): {exc}") from exc
+    run_stdio(store_factory(getattr(args, "db", None), getattr(args, "embedder", None)))
+    return EXIT_OK

@@ -1,0 +1,77 @@
+"""Settings the interfaces share: which database file, and which embedder for it.
+
+The CLI, the MCP server and the HTTP server all open a store the same way:
+the path from ``--db``, else ``$LOCALMEM_DB``, else the user data dir; the
+embedder from ``--embedder``, else ``$LOCALMEM_EMBEDDER``, else the one the
+file was created with, else ``auto``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import apsw
+
+from .storage.database import MEMORY_PATH
+
+
+def default_db_path(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
+    """``$LOCALMEM_DB``, else ``$XDG_DATA_HOME/localmem/memory.db``, else ``~/.local/share/...``."""
+    env = os.environ if environ is None else environ
+    explicit = (env.get("LOCALMEM_DB") or "").strip()
+    if explicit:
+        return explicit
+    base = (env.get("XDG_DATA_HOME") or "").strip()
+    if not base or not os.path.isabs(base):  # the XDG spec says to ignore relative paths
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "localmem", "memory.db")
+
+
+def recorded_embedder(path: str) -> str | None:
+    """The embedder name a database file recorded when it was created, if any (read-only peek)."""
+    if path == MEMORY_PATH:
+        return None
+    file_path = Path(path).expanduser()
+    try:
+        if not file_path.is_file() or file_path.stat().st_size == 0:
+            return None
+    except OSError:
+        return None
+    try:
+        conn = apsw.Connection(str(file_path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        return row[0] if row and row[0] else None
+    except apsw.Error:
+        return None
+    finally:
+        conn.close()
+
+
+def embedder_spec_for(name: str) -> str:
+    """The ``embedder=`` argument that recreates a recorded embedder name."""
+    match = re.fullmatch(r"hash-([0-9]+)", name)
+    if match:
+        return f"hash:{match.group(1)}"
+    return name
+
+
+def choose_embedder(explicit: str | None, path: str) -> str:
+    """``--embedder``, else ``$LOCALMEM_EMBEDDER``, else what the file recorded, else ``auto``.
+
+    Reusing the recorded embedder keeps a database made with ``hash`` (or a
+    particular model) in one vector space without repeating ``--embedder``.
+    """
+    if explicit and explicit.strip():
+        return explicit.strip()
+    env = (os.environ.get("LOCALMEM_EMBEDDER") or "").strip()
+    if env:
+        return env
+    recorded = recorded_embedder(path)
+    if recorded:
+        return embedder_spec_for(recorded)
+    return "auto"

@@ -1,0 +1,129 @@
+"""The package's imports run one way: no circles, and no layer imports one above it.
+
+Every import counts — at module level, inside functions and under
+``TYPE_CHECKING`` — because each is a dependency a reader has to hold in mind.
+Importing a module's parent package (which Python does implicitly) does not.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "localmem"
+
+# Lowest first. A module may import its own layer and those below it.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("errors", "config")),
+    ("helpers", ("text", "tags", "timeparse", "validation", "classify", "relations", "progress",
+                 "metadata_search", "embedders")),
+    ("storage", ("storage",)),
+    ("pipelines", ("recall", "kagura")),
+    ("store", ("store",)),
+    ("around the store", ("maintenance", "settings", "demo", "pytest_plugin", "")),
+    ("interfaces", ("cli", "http", "mcp_server", "__main__")),
+]
+
+
+def module_names() -> dict[str, tuple[Path, bool]]:
+    """Dotted name -> (file, is a package's __init__)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        found[".".join(parts)] = (path, is_package)
+    return found
+
+
+@functools.cache
+def import_graph() -> dict[str, set[str]]:
+    modules = module_names()
+    graph: dict[str, set[str]] = {}
+    for name, (path, is_package) in modules.items():
+        package = name if is_package else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                for alias in node.names:  # `from pkg import module` imports the module
+                    child = f"{source}.{alias.name}"
+                    targets.add(child if child in modules else source)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def layer_of(module: str) -> int:
+    relative = module.removeprefix("localmem").lstrip(".")
+    top = relative.split(".")[0]
+    for index, (_, roots) in enumerate(LAYERS):
+        if top in roots:
+            return index
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS in {__file__}")
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_graph_is_read_from_the_code():
+    graph = import_graph()
+    assert "localmem.storage.backend" in graph["localmem.store"]
+    assert "localmem.recall.pipeline" in graph["localmem.store"]
+    assert "localmem.embedders.onnx_export" in graph["localmem.embedders.sentence_transformer"]  # in a function
+
+
+def test_no_import_circle():
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("module", sorted(import_graph()))
+def test_no_module_imports_a_higher_layer(module: str):
+    mine = layer_of(module)
+    higher = sorted(t for t in import_graph()[module] if layer_of(t) > mine)
+    assert not higher, (f"{module} ({LAYERS[mine][0]}) imports {higher} from a higher layer")
