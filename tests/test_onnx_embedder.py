@@ -9,6 +9,7 @@ sentence-transformers.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import math
@@ -199,29 +200,45 @@ def test_read_pipeline_refuses_what_it_cannot_mirror(tmp_path: Path, overrides: 
         read_pipeline(fake_model(tmp_path / "m", **overrides))
 
 
-def test_model_key_tracks_the_folder(tmp_path: Path):
+def test_model_key_tracks_the_model_not_the_folder(tmp_path: Path, cache: Path):
     folder = fake_model(tmp_path / "m")
     key = model_key(folder)
     assert key == model_key(folder)
     (folder / "README.md").write_text("docs do not matter")
     assert model_key(folder) == key
+    # the same model installed in another virtual environment shares the export
+    elsewhere = fake_model(tmp_path / "other-venv" / "site-packages" / "m")
+    assert model_key(elsewhere) == key
     weights = folder / "model.safetensors"
     stat = weights.stat()
     os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    touched = model_key(folder)
-    assert touched != key
-    weights.write_bytes(b"\0" * 65)
-    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    assert model_key(folder) not in (key, touched)  # size
-    resized = model_key(folder)
+    assert model_key(folder) == key  # a reinstall touches the files, the model is the same
+    weights.write_bytes(b"\1" * 64)
+    assert model_key(folder) != key  # the weights' content
+    changed = model_key(folder)
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 128}))
-    assert model_key(folder) != resized  # configuration content
-    # the same files elsewhere are another model state
-    other = fake_model(tmp_path / "copy")
-    assert model_key(other) != model_key(folder)
-    (other / "model.safetensors").unlink()
+    assert model_key(folder) != changed  # configuration content
+    (elsewhere / "model.safetensors").unlink()
     with pytest.raises(EmbedderUnavailable):
-        model_key(other)
+        model_key(elsewhere)
+
+
+def test_weights_are_hashed_once_per_file_state(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch):
+    folder = fake_model(tmp_path / "m")
+    key = model_key(folder)
+    book = json.loads((cache / "onnx" / onnx_cache.DIGESTS_FILE).read_text())
+    assert len(book) == 1 and list(book.values()) == [hashlib.sha256(b"\0" * 64).hexdigest()]
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", counting_open)
+    assert model_key(folder) == key
+    assert not any(p.endswith("model.safetensors") for p in opened)  # the remembered digest
+
 
 
 def test_find_export_needs_a_complete_current_export(tmp_path: Path, cache: Path):
@@ -246,9 +263,7 @@ def test_find_export_needs_a_complete_current_export(tmp_path: Path, cache: Path
     assert find_export(model) is None
     (target / META_FILE).write_text(meta)
     # new weights: the old export no longer applies, and a new one would go elsewhere
-    weights = Path(model) / "model.safetensors"
-    stat = weights.stat()
-    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    (Path(model) / "model.safetensors").write_bytes(b"\2" * 64)
     assert find_export(model) is None
     assert export_dir(model) != target
     # not a local model: no export, no error
@@ -380,7 +395,8 @@ def test_busy_exporter_does_not_wait(tmp_path: Path, cache: Path):
 
 def test_export_prunes_earlier_states_of_the_same_folder(tmp_path: Path, cache: Path):
     model = str(fake_model(tmp_path / "m"))
-    other = str(fake_model(tmp_path / "other" / "m"))  # same slug, another folder: kept
+    other = str(fake_model(tmp_path / "other" / "m"))  # same slug, another model: kept
+    (Path(other) / "model.safetensors").write_bytes(b"\3" * 64)
     old = fake_export(model)
     (old / META_FILE).write_text(json.dumps({"format": 1, "folder": model}))
     (cache / "onnx" / f"{old.name}.lock").touch()
@@ -388,9 +404,7 @@ def test_export_prunes_earlier_states_of_the_same_folder(tmp_path: Path, cache: 
     script = tmp_path / "fake_export.py"
     script.write_text(FAKE_EXPORTER)
     env = dict(os.environ, PYTHONPATH=str(ROOT), EXPORT_LOG=str(tmp_path / "log"), LOCALMEM_CACHE_DIR=str(cache))
-    weights = Path(model) / "model.safetensors"
-    stat = weights.stat()
-    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # new weights
+    (Path(model) / "model.safetensors").write_bytes(b"\2" * 64)  # new weights
     completed = subprocess.run([sys.executable, str(script), model, "wait"], check=False, capture_output=True,
                                text=True, env=env, timeout=60)
     assert completed.returncode == 0, completed.stderr
@@ -722,3 +736,21 @@ def test_sentence_transformers_load_exports_once(real, tmp_path: Path, monkeypat
     [vector] = embedder.embed(["The cat sat on the mat."])
     [expected] = real["reference"].embed(["The cat sat on the mat."])
     assert cosine(vector, expected) >= 0.9999
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not (RUNTIME and EXPORTER), reason="ONNX runtime, exporter or offline MiniLM missing")
+def test_first_run_says_what_it_is_doing(tmp_path: Path):
+    env = {**os.environ, "LOCALMEM_CACHE_DIR": str(tmp_path / "fresh-cache"), "HF_HUB_OFFLINE": "1"}
+    env.pop("LOCALMEM_ONNX_EXPORT", None)
+    command = [sys.executable, "-m", "localmem", "--db", str(tmp_path / "m.db"), "store", "hello there"]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert first.returncode == 0, first.stderr
+    notes = first.stderr.splitlines()
+    assert any("loading the embedding model all-MiniLM-L6-v2" in line for line in notes), first.stderr
+    assert any("exporting all-MiniLM-L6-v2 to ONNX once" in line for line in notes), first.stderr
+    assert any("checking it against sentence-transformers" in line for line in notes), first.stderr
+    assert any(line.startswith("localmem: exported all-MiniLM-L6-v2 to ONNX in") for line in notes)
+    second = subprocess.run(command[:-1] + ["again"], capture_output=True, text=True, env=env, cwd=ROOT,
+                            timeout=300)
+    assert second.returncode == 0 and "export" not in second.stderr, second.stderr  # the fast path, quietly

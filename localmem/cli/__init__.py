@@ -11,9 +11,12 @@ together and ``output`` formats for people.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 import apsw
@@ -29,6 +32,24 @@ __all__ = ["main"]
 def _show_warning(message: Any, category: Any, filename: str, lineno: int,
                   file: TextIO | None = None, line: str | None = None) -> None:
     sys.stderr.write(f"warning: {message}\n")
+
+
+@contextmanager
+def _model_notes() -> Iterator[None]:
+    """Show the embedding model's loading and one-time ONNX export steps on stderr."""
+    logger = logging.getLogger("localmem.onnx")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("localmem: %(message)s"))
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def _exit_code(code: Any) -> int:
@@ -52,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     out = Output(bool(getattr(args, "json", False)))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _model_notes():
         warnings.showwarning = _show_warning  # "warning: ..." lines, not file:line dumps
         try:
             return func(args, out)

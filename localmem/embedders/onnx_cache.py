@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -32,6 +34,7 @@ FORMAT_VERSION = 2  # bump when the export's graph, files or meta change meaning
 ONNX_FILE = "model.onnx"
 DATA_FILE = "model.onnx.data"  # the weights, stored beside the graph: onnxruntime maps them, not parses them
 META_FILE = "export.json"
+DIGESTS_FILE = "digests.json"  # weights digests by file state (see weights_digest)
 STALE_TEMP_SECONDS = 3600  # temp export folders older than this are from dead processes
 
 RUNTIME_REQUIREMENTS = ("numpy", "onnxruntime", "tokenizers")
@@ -100,17 +103,18 @@ def onnx_root(environ: Mapping[str, str] | None = None) -> Path:
 
 
 
-def model_key(folder: str | os.PathLike[str]) -> str:
-    """A hex digest naming one state of a model folder (cheap: no hashing of the weights).
+def model_key(folder: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> str:
+    """A hex digest naming one state of a model, wherever its folder lives.
 
-    Covers the format version, the folder's real path, the content of its
-    configuration and tokenizer files, and the name, size and modification
-    time of each weights file.
+    Covers the export format, the ONNX Runtime major version, the content of
+    the folder's configuration and tokenizer files and the content of its
+    weights, but not the folder's path: the same model installed in two
+    virtual environments shares one export. The weights' digest is computed
+    once per file state and remembered (``weights_digest``).
     """
     folder = Path(folder)
     digest = hashlib.sha256()
-    digest.update(f"localmem-onnx:{FORMAT_VERSION}\0".encode())
-    digest.update(os.path.realpath(folder).encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(f"localmem-onnx:{FORMAT_VERSION}:onnxruntime-{_runtime_major()}\0".encode())
     for name in _CONFIG_FILES:
         try:
             data = (folder / name).read_bytes()
@@ -122,15 +126,47 @@ def model_key(folder: str | os.PathLike[str]) -> str:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as ex:
         raise EmbedderUnavailable(f"cannot read model folder {str(folder)!r}: {ex}") from ex
-    weights = 0
-    for entry in entries:
-        if entry.name.endswith(_WEIGHT_SUFFIXES) and entry.is_file():
-            stat = entry.stat()
-            digest.update(f"{entry.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-            weights += 1
+    weights = [e for e in entries if e.name.endswith(_WEIGHT_SUFFIXES) and e.is_file()]
     if not weights:
         raise EmbedderUnavailable(f"model folder {str(folder)!r} has no weights file")
+    for entry in weights:
+        digest.update(f"{entry.name}\0{weights_digest(Path(entry.path), environ=environ)}\0".encode())
     return digest.hexdigest()
+
+
+def _runtime_major() -> str:
+    """ONNX Runtime's major version ("none" when it is not installed), read without importing it."""
+    try:
+        return importlib.metadata.version("onnxruntime").split(".")[0]
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
+def weights_digest(path: Path, *, environ: Mapping[str, str] | None = None) -> str:
+    """The SHA-256 of a weights file, hashed once per (real path, size, mtime) and remembered.
+
+    Hashing 90 MB costs a few tenths of a second, too much for every cold
+    start; the digests are kept in ``onnx/digests.json`` in the cache.
+    """
+    stat = path.stat()
+    identity = f"{os.path.realpath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    book = onnx_root(environ) / DIGESTS_FILE
+    known = read_json(book)
+    known = known if isinstance(known, dict) else {}
+    if isinstance(known.get(identity), str):
+        return known[identity]
+    sha = hashlib.sha256()
+    with open(path, "rb") as fp:
+        for block in iter(lambda: fp.read(1 << 20), b""):
+            sha.update(block)
+    value = sha.hexdigest()
+    known[identity] = value
+    with contextlib.suppress(OSError):  # a cache: failing to remember only costs a re-hash
+        book.parent.mkdir(parents=True, exist_ok=True)
+        temp = book.with_name(f".{book.name}.{os.getpid()}.tmp")
+        temp.write_text(json.dumps(known, indent=0), encoding="utf-8")
+        os.replace(temp, book)
+    return value
 
 
 def _slug(model: str) -> str:
@@ -148,7 +184,7 @@ def export_name(model: str, key: str) -> str:
 def export_dir(model: str, *, environ: Mapping[str, str] | None = None) -> Path:
     """Where the export of ``model`` (in its current state) lives or would live."""
     folder = model_folder(model)
-    return onnx_root(environ) / export_name(model, model_key(folder))
+    return onnx_root(environ) / export_name(model, model_key(folder, environ=environ))
 
 
 def valid_export(target: Path, key: str | None = None) -> dict[str, Any] | None:
@@ -170,7 +206,7 @@ def find_export(model: str, *, environ: Mapping[str, str] | None = None) -> Path
     """The folder of a complete, current export of ``model``, or None. Never raises."""
     try:
         folder = model_folder(model)
-        key = model_key(folder)
+        key = model_key(folder, environ=environ)
     except EmbedderUnavailable:
         return None
     target = onnx_root(environ) / export_name(model, key)
@@ -296,7 +332,7 @@ def status(model: str, *, environ: Mapping[str, str] | None = None) -> dict[str,
     try:
         folder = model_folder(model)
         info["folder"] = str(folder)
-        key = model_key(folder)
+        key = model_key(folder, environ=environ)
         target = onnx_root(environ) / export_name(model, key)
         info["path"] = str(target)
         info["pipeline"] = asdict(read_pipeline(folder))

@@ -89,6 +89,19 @@ def _load_st_model(folder: Path) -> Any:
             f"cannot load embedding model from {str(folder)!r}: {type(ex).__name__}: {ex}") from ex
 
 
+class _Steps:
+    """Says each step of an export as it starts (``localmem.onnx`` log, INFO), with the time so far."""
+
+    def __init__(self, model: str, started: float) -> None:
+        self.model = model.strip()
+        self.started = started
+        self.number = 0
+
+    def __call__(self, what: str) -> None:
+        self.number += 1
+        log.info("  %d. %s (%.1f s)", self.number, what, time.perf_counter() - self.started)
+
+
 def _versions() -> dict[str, str]:
     versions = {"python": sys.version.split()[0]}
     for module in ("torch", "transformers", "sentence_transformers", "onnx", "onnxruntime"):
@@ -256,7 +269,7 @@ def export_model(
     """
     folder = model_folder(model)
     pipeline = read_pipeline(folder)
-    key = model_key(folder)
+    key = model_key(folder, environ=environ)
     root = onnx_root(environ)
     target = root / export_name(model, key)
     report: dict[str, Any] = {"model": model.strip(), "folder": str(folder), "path": str(target)}
@@ -281,15 +294,22 @@ def export_model(
                 return {**report, "status": "cached"}  # another process finished it while we waited
             clean_stale(root)
             started = time.perf_counter()
+            step = _Steps(model, started)
+            log.info("exporting %s to ONNX once, for a fast start from now on (about half a minute; "
+                     "LOCALMEM_ONNX_EXPORT=0 turns this off)", model.strip())
             if st_model is None:
+                step("loading it with sentence-transformers")
                 st_model = _load_st_model(folder)
             auto_model = _check_st_model(st_model, pipeline)
             temp = Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=root))
             try:
                 os.chmod(temp, 0o755)  # mkdtemp makes it private; the cache is readable like its files
+                step("tracing the transformer into an ONNX graph")
                 inputs = _torch_export(st_model, auto_model, temp / ONNX_FILE)
+                step("moving the weights beside the graph")
                 _externalize(temp / ONNX_FILE)
                 exported = time.perf_counter()
+                step(f"checking it against sentence-transformers on {len(verify_texts)} texts")
                 worst = _verify(st_model, model, temp, verify_texts)
                 if worst < VERIFY_MIN_COSINE:
                     raise OnnxExportError(
@@ -328,6 +348,8 @@ def export_model(
             seconds = time.perf_counter() - started
             if published:
                 prune_superseded(root, target, folder)
+                log.info("exported %s to ONNX in %.1f s (min cosine %.6f): %s",
+                         model.strip(), seconds, worst, target)
     finally:
         _process_lock.release()
     with contextlib.suppress(OSError):
@@ -369,7 +391,5 @@ def auto_export(model: str, st_model: Any) -> dict[str, Any] | None:
                 encoding="utf-8",
             )
         return None
-    if report.get("status") == "exported":
-        log.info("exported %r to ONNX at %s in %.1f s", model, report["path"], report["seconds"])
     return report
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 from ..errors import ConfigError
 from .base import EmbedderUnavailable
 from .model_files import installed, known_dimensions, local_model_path, model_dimension
+
+log = logging.getLogger("localmem.onnx")  # the model's loading and export notes share one logger
 
 
 class SentenceTransformerEmbedder:
@@ -68,6 +71,7 @@ class SentenceTransformerEmbedder:
             if self.path is not None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            log.info("loading the embedding model %s with sentence-transformers", self.name)
             try:
                 from sentence_transformers import SentenceTransformer
 
