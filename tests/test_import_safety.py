@@ -8,6 +8,7 @@ Python entry point is ``import_jsonl``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 from localmem import MemoryStore, NotFoundError, ValidationError
 from localmem.embedders import resolve_embedder
-from localmem.transfer import import_jsonl
+from localmem.transfer import export_jsonl, import_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 A = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
@@ -61,18 +62,20 @@ def seed(db: Path) -> None:
         store.associate(A, B, "PREFERS_OVER", 0.9, reason="speed")
 
 
+def exported(db: Path) -> list[dict[str, Any]]:
+    """The database's export lines (read in-process: cheaper than one more subprocess)."""
+    out = io.StringIO()
+    with MemoryStore(db, embedder="hash") as store:
+        export_jsonl(store, out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
 def edges(db: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """Every edge, read back through ``localmem export``."""
-    exported = localmem(db, "export")
-    assert exported.returncode == 0, exported.stderr
-    lines = [json.loads(line) for line in exported.stdout.splitlines() if line.strip()]
-    return {(e["memory1_id"], e["relation_type"], e["memory2_id"]): e for e in lines if e["kind"] == "edge"}
+    return {(e["memory1_id"], e["relation_type"], e["memory2_id"]): e for e in exported(db) if e["kind"] == "edge"}
 
 
 def memory_ids(db: Path) -> set[str]:
-    exported = localmem(db, "export")
-    assert exported.returncode == 0, exported.stderr
-    return {line["id"] for line in map(json.loads, exported.stdout.splitlines()) if line["kind"] == "memory"}
+    return {line["id"] for line in exported(db) if line["kind"] == "memory"}
 
 
 def failed(result: subprocess.CompletedProcess[str], line: int, needle: str) -> None:
