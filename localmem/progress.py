@@ -35,3 +35,8 @@ class ProgressBar:
         self._draw()
         self.stream.write("\n")
         self.stream.flush()
+
+    def restart(self, label: str, total: int) -> None:
+        """End this bar's line and go on with the next phase of the same job on a new one."""
+        self.close()
+        self.label, self.total, self.done, self._last_draw = label, max(0, total), 0, 0.0

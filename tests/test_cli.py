@@ -569,7 +569,10 @@ def test_import_stdin_and_json_summary(cli, tmp_path: Path) -> None:
     dump = cli("export", db_path=source, embedder=None).out
     result = cli("import", "-", "--json", stdin=dump)
     assert result.code == 0, result.err
-    assert result.json() == {"status": "success", "memories": 6, "edges": 5, "skipped": 0, "not_embedded": 0}
+    assert result.json() == {"status": "success", "memories": 6, "edges": 5, "skipped": 0, "not_embedded": 0,
+                             "mode": "all-or-nothing",
+                             "by_kind": {"memory": {"created": 6, "updated": 0, "unchanged": 0, "skipped": 0},
+                                         "edge": {"created": 5, "updated": 0, "unchanged": 0, "skipped": 0}}}
 
 
 def memory_line(content: str, **fields: Any) -> str:
@@ -602,11 +605,11 @@ def test_import_bad_line_reports_its_number_and_writes_nothing_of_the_chunk(cli,
             assert store.health()["memory_count"] == 0, needle
 
 
-def test_import_keeps_earlier_chunks_and_names_the_line(cli, tmp_path: Path) -> None:
+def test_chunked_import_keeps_earlier_chunks_and_names_the_line(cli, tmp_path: Path) -> None:
     lines = [memory_line(f"memory {i}") for i in range(5)] + [memory_line("bad", importance="high")]
     path = tmp_path / "data.jsonl"
     path.write_text("\n".join(lines), encoding="utf-8")
-    result = cli("import", str(path), "--batch-size", "2")
+    result = cli("import", str(path), "--batch-size", "2", "--chunked")
     assert result.code == 2
     assert "line 6:" in result.err and "4 memories from earlier chunks" in result.err
     assert cli("stats", "--json").json()["memory_count"] == 4

@@ -17,19 +17,32 @@ from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
 from .output import Output, human_size
 
 if TYPE_CHECKING:
+    from ..maintenance.transfer import KindCounts
     from ..store import MemoryStore
 
 
 def register(command: AddCommand) -> None:
     """import, export, stats, doctor, backup, restore."""
     p = command("import", cmd_import, "import memories and edges from JSONL (as written by export)",
-                epilog="Vectors in the file are stored as they are: create the target database with the "
-                       "same --embedder as the exporting one (or use --reembed).")
+                epilog="All or nothing: the whole file is checked (each line as 'store' or 'associate' would "
+                       "check it) and then written in one transaction, or nothing is written. A memory id or "
+                       "edge that already exists is an error unless --skip-existing or --update. Vectors in "
+                       "the file are stored as they are: create the target database with the same --embedder "
+                       "as the exporting one (or use --reembed).")
     p.add_argument("file", metavar="FILE", help="JSONL file, or '-' for stdin")
     p.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
     p.add_argument("--batch-size", type=int, default=1000, metavar="N",
-                   help="memories per transaction (default 1000)")
-    p.add_argument("--skip-existing", action="store_true", help="leave memories whose id exists untouched")
+                   help="lines checked and embedded at a time (default 1000); with --chunked, "
+                        "memories per transaction")
+    existing = p.add_mutually_exclusive_group()
+    existing.add_argument("--skip-existing", action="store_true",
+                          help="leave memories and edges that already exist as they are (counted as skipped)")
+    existing.add_argument("--update", action="store_true",
+                          help="change existing memories and edges to the fields their lines give")
+    p.add_argument("--chunked", action="store_true",
+                   help="commit every --batch-size memories on their own instead of all or nothing: an error "
+                        "keeps the earlier chunks, and --skip-existing resumes (for files too big for one "
+                        "transaction)")
     p.add_argument("--embed-missing", action="store_true",
                    help="also embed memories exported without an embedding")
     p.add_argument("--reembed", action="store_true",
@@ -81,36 +94,44 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
             total = _count_lines(path) if show_progress else 0
             lines = stack.enter_context(open(path, encoding="utf-8-sig"))
         store = stack.enter_context(open_store(args))
-        bar = ProgressBar(total, "importing", stream=out.stderr) if show_progress else None
+        label = "importing" if args.chunked else "checking"  # all or nothing: checked, then written
+        bar = ProgressBar(total, label, stream=out.stderr) if show_progress else None
         if bar is not None:
             stack.callback(bar.close)
-        importer = Importer(store, chunk_size=args.batch_size, progress=bar,
-                            embed_missing=args.embed_missing, reembed=args.reembed,
-                            skip_existing=args.skip_existing)
+        importer = stack.enter_context(Importer(
+            store, chunk_size=args.batch_size, progress=bar, embed_missing=args.embed_missing,
+            reembed=args.reembed, skip_existing=args.skip_existing, update=args.update, chunked=args.chunked))
         try:
             for lineno, text in enumerate(lines, 1):
                 importer.feed(lineno, text)
             result = importer.finish()
         except ValidationError as exc:
-            kept = importer.result.memories
-            if kept:
-                exc.message += (f" (nothing of that chunk was written; {kept} memories from earlier "
-                                "chunks were imported)")
-                exc.args = (exc.message,)
+            kept = importer.result
+            if not args.chunked:
+                exc.message += " (nothing was imported)"
+            elif kept.memories or kept.edges:
+                done = f"{kept.memories} memories" + (f" and {kept.edges} edges" if kept.edges else "")
+                exc.message += f" (nothing of that chunk was written; {done} from earlier chunks were imported)"
+            exc.args = (exc.message,)
             raise
         embedder_error = store.embedder_error
     if out.as_json:
         out.json({"status": "success", **result.as_dict()})
     else:
-        text = f"imported {result.memories} memories and {result.edges} edges"
-        if result.skipped:
-            text += f" ({result.skipped} existing memories skipped)"
-        out.line(text)
+        out.line(f"imported {result.memories} memories and {result.edges} edges "
+                 f"({_import_counts('memories', result.memory)}; {_import_counts('edges', result.edge)})")
     if result.not_embedded:
         out.note(f"warning: {result.not_embedded} memories were stored without an embedding "
                  f"({embedder_error or 'the embedder is unavailable'}); run 'localmem doctor --repair' "
                  "with a working embedder to add them")
     return EXIT_OK
+
+
+def _import_counts(kind: str, counts: KindCounts) -> str:
+    """``memories: 3 created, 1 skipped``: created always, the rest when they happened."""
+    parts = [f"{counts.created} created"] + [f"{getattr(counts, name)} {name}" for name in
+                                            ("updated", "unchanged", "skipped") if getattr(counts, name)]
+    return f"{kind}: {', '.join(parts)}"
 
 
 def cmd_export(args: argparse.Namespace, out: Output) -> int:

@@ -9,11 +9,29 @@ then one line per edge::
     {"kind": "edge", "memory1_id", "memory2_id", "relation_type", "strength",
      "updated_at", "properties": {...}}
 
-Import reads such lines back. Memories go through ``MemoryStore.store_many``
-(validated like any stored memory) in chunks, one transaction per chunk;
-edges are written afterwards with SQL, keeping their own ``updated_at`` and
-properties, system relation types included. ``export -> import -> export``
-gives identical lines.
+``export -> import -> export`` gives identical lines. The import policy:
+
+* Every line is validated as the API validates it: a memory line as
+  ``MemoryStore.store`` would store it, an edge line as
+  ``MemoryStore.associate`` would write it (no self-edges, strength in
+  [0, 1], property names ``associate`` knows), except that it keeps its own
+  ``updated_at`` and may also carry the system relation types recall reads
+  and export writes (SIMILAR_TO, PRECEDED_BY, DISCOVERED). A file may hold
+  the same memory id or edge (pair and type) only once.
+* All or nothing (the default): the whole file is checked first, edges
+  against the memories of the file and of the database, and then written in
+  one transaction; on any error nothing is written, so the same import can
+  simply be run again. Lines already checked wait in a temporary file, so
+  memory use grows with the number of ids, not with the size of the file.
+  ``chunked`` instead commits every ``chunk_size`` memories on their own
+  (edges after all memories): an error keeps the earlier chunks, and the
+  import resumes with ``skip_existing``.
+* Existing data is not changed unless asked: a memory id or edge that already
+  exists is an error naming its line (before anything is written);
+  ``skip_existing`` leaves it as it is and counts it as skipped; ``update``
+  changes it to the fields its line gives, as ``MemoryStore.update`` would
+  (a line identical to what is stored counts as unchanged). Memory lines
+  without an ``id`` are new memories every time.
 
 An exported ``"embedding": null`` means the memory had no embedding and is
 imported without one (unless ``embed_missing``); a line with no
@@ -24,17 +42,22 @@ embedder.
 from __future__ import annotations
 
 import json
-import re
+import os
+import pickle
+import tempfile
 from array import array
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..storage.database import read_transaction, transaction
+from ..storage import writes
+from ..storage.database import MEMORY_PATH, read_transaction, transaction
 from ..errors import ValidationError
 from ..progress import ProgressBar
-from ..storage.records import rows_as_dicts, to_record
+from ..storage.records import MemoryRow, rows_as_dicts, to_record
+from ..relations import RELATION_TYPES
+from ..store import EDGE_PROPERTIES
+from ..timeparse import format_timestamp
 from ..validation import (
     encode_json,
     validate_embedding,
@@ -50,7 +73,10 @@ if TYPE_CHECKING:
 DEFAULT_CHUNK_SIZE = 1000
 EDGE_FIELDS = frozenset({"memory1_id", "memory2_id", "relation_type", "strength", "updated_at", "properties"})
 DERIVED_FIELDS = frozenset({"tag_prefixes"})  # recomputed on import
-_RELATION_TYPE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
+# The 11 authorable types plus the system ones of the registry: export writes
+# whatever edges the file has, and they must come back as they were.
+IMPORT_RELATION_TYPES: tuple[str, ...] = tuple(sorted(RELATION_TYPES))
+EXISTING_HINT = "--skip-existing leaves it as it is, --update changes it"
 
 
 class ImportLineError(ValidationError):
@@ -63,15 +89,49 @@ class ImportLineError(ValidationError):
 
 
 @dataclass
-class ImportResult:
-    memories: int = 0
-    edges: int = 0
-    skipped: int = 0
-    not_embedded: int = 0  # memories that wanted an embedding but the embedder was unavailable
+class KindCounts:
+    """What an import did with the lines of one kind."""
 
-    def as_dict(self) -> dict[str, int]:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0  # --update, and the line equals what is stored
+    skipped: int = 0  # --skip-existing, and it exists
+
+    @property
+    def written(self) -> int:
+        return self.created + self.updated
+
+    def count(self, action: str) -> None:
+        name = _COUNTERS[action]
+        setattr(self, name, getattr(self, name) + 1)
+
+
+_COUNTERS = {"create": "created", "update": "updated", "unchanged": "unchanged", "skip": "skipped"}
+
+
+@dataclass
+class ImportResult:
+    memory: KindCounts = field(default_factory=KindCounts)
+    edge: KindCounts = field(default_factory=KindCounts)
+    not_embedded: int = 0  # memories that wanted an embedding but the embedder was unavailable
+    chunked: bool = False
+
+    @property
+    def memories(self) -> int:
+        return self.memory.written
+
+    @property
+    def edges(self) -> int:
+        return self.edge.written
+
+    @property
+    def skipped(self) -> int:
+        return self.memory.skipped + self.edge.skipped
+
+    def as_dict(self) -> dict[str, Any]:
         return {"memories": self.memories, "edges": self.edges, "skipped": self.skipped,
-                "not_embedded": self.not_embedded}
+                "not_embedded": self.not_embedded, "mode": "chunked" if self.chunked else "all-or-nothing",
+                "by_kind": {"memory": asdict(self.memory), "edge": asdict(self.edge)}}
 
 
 # Characters that str.splitlines() (and JavaScript) treat as line breaks but
@@ -125,50 +185,120 @@ def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
     return memories, edges
 
 
-# -- import ---------------------------------------------------------------
-
-
-@contextmanager
-def _embedding_disabled(store: MemoryStore) -> Iterator[None]:
-    """Let ``store_many`` keep memories without an embedding as they are.
-
-    The importer decides itself which memories get embedded (and embeds them
-    beforehand); ``store_many`` would otherwise embed every memory that
-    arrives without a vector, which breaks the lossless round trip.
-    """
-    with store._lock:  # no other call may run with the embedder switched off
-        saved = store.embedder
-        store.embedder = None
-        try:
-            yield
-        finally:
-            store.embedder = saved
+# -- import: validated lines ------------------------------------------------
 
 
 @dataclass
-class _PendingMemory:
+class _Memory:
     line: int
-    item: dict[str, Any]
-    wants_embedding: bool
+    item: dict[str, Any]  # the line's own fields, without "embedding" (what --update applies)
+    row: MemoryRow  # the line as store() would write it, defaults filled in
+    vector: bytes | None  # the line's vector, or the one embedded for it
+    given: bool  # the vector came from the line
+    wants_embedding: bool  # stored new without a vector, it is embedded
+    embedded: bool = False  # the embedder has been asked for ``vector`` already
+
+
+@dataclass
+class _Edge:
+    line: int
+    first: str
+    second: str
+    relation: str
+    strength: float | None  # None: not in the line (0.5 for a new edge)
+    properties: dict[str, Any] | None  # None: not in the line ({} for a new edge)
+    updated_at: str | None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.first, self.relation, self.second)
+
+
+@dataclass
+class _Action:
+    """What writing one memory line does to the store as it is now."""
+
+    memory: _Memory
+    kind: str  # "create", "update", "unchanged" or "skip"
+    pk: int | None = None
+    old: MemoryRow | None = None
+    new: MemoryRow | None = None
+    current_vector: bytes | None = None
+    needs_vector: bool = False  # the line's content must be embedded for it
+
+
+class _Spool:
+    """Checked chunks parked in an anonymous temporary file until they are written.
+
+    The file sits beside the database when it can (the data stays on its
+    disk, out of a shared /tmp), is unlinked at once and private to this
+    process, and holds only what this process wrote: so pickle is safe here.
+    """
+
+    def __init__(self, database: str) -> None:
+        folder = None if database == MEMORY_PATH else os.path.dirname(os.path.abspath(database))
+        try:
+            self._file = tempfile.TemporaryFile(prefix=".localmem-import-", dir=folder)
+        except OSError:  # a folder we may not write in: the system's temporary folder
+            self._file = tempfile.TemporaryFile(prefix="localmem-import-")
+        self._chunks = 0
+
+    def append(self, chunk: list[Any]) -> None:
+        pickle.dump(chunk, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._chunks += 1
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        self._file.flush()
+        self._file.seek(0)
+        for _ in range(self._chunks):
+            yield pickle.load(self._file)
+        self._file.seek(0, 2)
+
+    def close(self) -> None:
+        self._file.close()
 
 
 class Importer:
-    """Streams JSONL lines into a store; see ``import_jsonl``."""
+    """Streams JSONL lines into a store; see ``import_jsonl`` and the module docstring.
+
+    ``feed`` each line, then ``finish``. Call ``close`` (or use ``with``)
+    when stopping early.
+    """
 
     def __init__(self, store: MemoryStore, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                  progress: ProgressBar | None = None, embed_missing: bool = False,
-                 reembed: bool = False, skip_existing: bool = False) -> None:
+                 reembed: bool = False, skip_existing: bool = False, update: bool = False,
+                 chunked: bool = False) -> None:
         if chunk_size < 1:
             raise ValidationError("chunk size must be at least 1")
+        if skip_existing and update:
+            raise ValidationError("choose one of skip_existing (--skip-existing) and update (--update)")
         self.store = store
         self.chunk_size = chunk_size
         self.progress = progress
         self.embed_missing = embed_missing
         self.reembed = reembed
-        self.skip_existing = skip_existing
-        self.result = ImportResult()
-        self._pending: list[_PendingMemory] = []
-        self._edges: list[tuple[int, dict[str, Any]]] = []
+        self.on_existing = "skip" if skip_existing else "update" if update else "error"
+        self.chunked = chunked
+        self.result = ImportResult(chunked=chunked)
+        self.lines = 0  # non-blank lines fed
+        self._now = store.now()
+        self._ids: dict[str, int] = {}  # every memory id of the file -> its line
+        self._edge_lines: dict[tuple[str, str, str], int] = {}
+        self._pending: list[_Memory] = []
+        self._pending_edges: list[_Edge] = []
+        self._memories = _Spool(store.path)  # checked memory chunks (all-or-nothing mode)
+        self._edges = _Spool(store.path)  # checked edge chunks, written after every memory
+
+    def __enter__(self) -> Importer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._memories.close()
+        self._edges.close()
 
     # parsing ------------------------------------------------------------
 
@@ -183,139 +313,273 @@ class Importer:
         if not isinstance(value, dict):
             raise ImportLineError(lineno, "each line must be a JSON object")
         kind = value.pop("kind", "memory")
+        self.lines += 1  # for the progress bar of the write pass
         if kind == "memory":
             self._pending.append(self._memory(lineno, value))
             if len(self._pending) >= self.chunk_size:
                 self.flush_memories()
         elif kind == "edge":
-            self._edges.append((lineno, self._edge(lineno, value)))
+            self._pending_edges.append(self._edge(lineno, value))
+            if len(self._pending_edges) >= self.chunk_size:
+                self._edges.append(self._pending_edges)
+                self._pending_edges = []
         else:
             raise ImportLineError(lineno, f"unknown kind {kind!r} (expected 'memory' or 'edge')")
 
-    def _memory(self, lineno: int, value: dict[str, Any]) -> _PendingMemory:
+    def _memory(self, lineno: int, value: dict[str, Any]) -> _Memory:
         item = {k: v for k, v in value.items() if k not in DERIVED_FIELDS}
+        missing = "embedding" not in item
+        vector_value = item.pop("embedding", None)
         if self.reembed:
-            item.pop("embedding", None)
-            wants = True
-        elif "embedding" not in item:
+            vector_value, wants = None, True
+        elif missing:
             wants = True  # new data: embed like any stored memory
-        elif item["embedding"] is None:
-            wants = self.embed_missing  # exported without an embedding: keep it so
-            del item["embedding"]
         else:
-            wants = False
-        return _PendingMemory(lineno, item, wants)
+            wants = vector_value is None and self.embed_missing  # exported without one: keep it so
+        store = self.store
+        try:
+            row = store._build_row(item, now=self._now)  # exactly store()'s validation
+            vector = None
+            if vector_value is not None:
+                if not store.has_vector_index:
+                    raise ValidationError(
+                        "this database has no vector index (embedder 'none'); "
+                        "open it with an embedder of the same dimension, or import with --reembed")
+                vector = validate_embedding(vector_value, store.dimensions)
+        except ValidationError as exc:
+            raise ImportLineError(lineno, exc.message) from None
+        if row.id in self._ids:
+            raise ImportLineError(lineno, f"duplicate id {row.id} (also on line {self._ids[row.id]})")
+        self._ids[row.id] = lineno
+        return _Memory(lineno, item, row, vector, vector is not None, wants)
 
-    def _edge(self, lineno: int, value: dict[str, Any]) -> dict[str, Any]:
+    def _edge(self, lineno: int, value: dict[str, Any]) -> _Edge:
         unknown = set(value) - EDGE_FIELDS
         if unknown:
             raise ImportLineError(lineno, f"unknown edge field(s): {', '.join(sorted(unknown))}")
-        try:
+        try:  # associate()'s rules, with the line's field names
             if value.get("memory1_id") is None or value.get("memory2_id") is None:
                 raise ValidationError("'memory1_id' and 'memory2_id' are required")
             first = validate_uuid(value["memory1_id"], "memory1_id")
             second = validate_uuid(value["memory2_id"], "memory2_id")
-            relation = value.get("relation_type")
-            if not isinstance(relation, str) or not _RELATION_TYPE.fullmatch(relation.strip().upper()):
-                raise ValidationError("'relation_type' must be a relation type name such as RELATES_TO")
-            strength = validate_unit_interval(value.get("strength"), "strength", 0.5)
-            updated_at = (validate_timestamp(value.get("updated_at"), "updated_at")
-                          or validate_timestamp(self.store.now(), "updated_at"))
-            properties = validate_metadata(value.get("properties"))
+            raw = value.get("relation_type")
+            relation = (raw or "RELATES_TO").upper() if isinstance(raw, str) else None
+            if relation not in IMPORT_RELATION_TYPES:
+                raise ValidationError(f"'relation_type' must be one of {list(IMPORT_RELATION_TYPES)}")
+            if first == second:
+                raise ValidationError("cannot associate a memory with itself (memory1_id equals memory2_id)")
+            strength = value.get("strength")
+            if strength is not None:
+                strength = validate_unit_interval(strength, "strength", None)
+            properties = value.get("properties")
+            if properties is not None:
+                properties = validate_metadata(properties)
+                names = set(properties) - EDGE_PROPERTIES
+                if names:
+                    raise ValidationError(f"Unknown relation propert{'y' if len(names) == 1 else 'ies'}: "
+                                          f"{', '.join(sorted(names))}")
+            updated_at = validate_timestamp(value.get("updated_at"), "updated_at")
         except ValidationError as exc:
             raise ImportLineError(lineno, exc.message.replace("'metadata'", "'properties'")) from None
-        return {"memory1_id": first, "memory2_id": second, "relation_type": relation.strip().upper(),
-                "strength": strength, "updated_at": updated_at, "properties": encode_json(properties)}
+        parsed = _Edge(lineno, first, second, relation, strength, properties, updated_at)
+        if parsed.key in self._edge_lines:
+            raise ImportLineError(lineno, f"duplicate edge {first} -[{relation}]-> {second} "
+                                          f"(also on line {self._edge_lines[parsed.key]})")
+        self._edge_lines[parsed.key] = lineno
+        return parsed
 
-    # writing ------------------------------------------------------------
+    # memories -----------------------------------------------------------
 
     def flush_memories(self) -> None:
+        """Check the pending memory lines against the store and embed them.
+
+        All or nothing: the chunk is parked until ``finish``. Chunked: it is
+        written now, in its own transaction.
+        """
         chunk, self._pending = self._pending, []
         if not chunk:
             return
         store = self.store
-        now = store.now()
-        rows = []
-        for pending in chunk:  # validate first, so an error names its line
-            try:
-                rows.append(store._build_row(pending.item, now=now))
-                if pending.item.get("embedding") is not None:
-                    if not store.has_vector_index:
-                        raise ValidationError(
-                            "this database has no vector index (embedder 'none'); "
-                            "open it with an embedder of the same dimension, or import with --reembed")
-                    validate_embedding(pending.item["embedding"], store.dimensions)
-            except ValidationError as exc:
-                raise ImportLineError(pending.line, exc.message) from None
-        lines_by_id: dict[str, int] = {}
-        for pending, row in zip(chunk, rows):
-            if row.id in lines_by_id:
-                raise ImportLineError(pending.line, f"duplicate id {row.id} (also on line {lines_by_id[row.id]})")
-            lines_by_id[row.id] = pending.line
         with store._lock:
-            existing = {r[0] for r in store.conn.execute(
-                store.sql["memory_ids_existing"], {"ids": json.dumps(list(lines_by_id))})}
-        if existing and not self.skip_existing:
-            first = min(existing, key=lines_by_id.__getitem__)
-            raise ImportLineError(lines_by_id[first], f"a memory with id {first} already exists "
-                                                      "(use --skip-existing to leave it as it is)")
-        keep = [(p, r) for p, r in zip(chunk, rows) if r.id not in existing]
-        self.result.skipped += len(chunk) - len(keep)
-        to_embed = [(p, r) for p, r in keep if p.wants_embedding]
-        if to_embed:
-            vectors = store.embed_texts([r.content for _, r in to_embed])
-            if vectors is None:
-                self.result.not_embedded += len(to_embed)
-            else:
-                for (pending, _), blob in zip(to_embed, vectors):
-                    pending.item["embedding"] = decode_embedding(blob)
-        items = [p.item for p, _ in keep]
-        try:
-            with _embedding_disabled(store):
-                store.store_many(items)
-        except ValidationError as exc:
-            raise ImportLineError(chunk[0].line, exc.message, last_line=chunk[-1].line) from None
-        self.result.memories += len(items)
-        if self.progress is not None:
-            self.progress.advance(len(chunk))
-
-    def write_edges(self) -> None:
-        store = self.store
-        edges, self._edges = self._edges, []
-        for start in range(0, len(edges), self.chunk_size):
-            chunk = edges[start:start + self.chunk_size]
+            actions = self._plan_memories(chunk)  # raises before any write
+        self._ensure_vectors(actions)  # outside the lock: embedding can take a while
+        if self.chunked:
             with store._lock, transaction(store.conn):
-                for lineno, binding in chunk:
-                    store.conn.execute(store.sql["import_edge"], binding)
-                    if store.conn.changes() == 0:
-                        raise ImportLineError(
-                            lineno, f"edge endpoint not found: {binding['memory1_id']} or "
-                                    f"{binding['memory2_id']} is not a memory in this database")
-            self.result.edges += len(chunk)
-            if self.progress is not None:
-                self.progress.advance(len(chunk))
+                self._write_memories(chunk)
+            self._advance(len(chunk))
+        else:
+            self._memories.append(chunk)
+            self._advance(len(chunk))
+
+    def _plan_memories(self, chunk: list[_Memory]) -> list[_Action]:
+        store = self.store
+        current = {row["id"]: row for row in rows_as_dicts(store.conn.execute(
+            store.sql["import_existing_memories"], {"ids": json.dumps([m.row.id for m in chunk])}))}
+        return [self._plan_memory(m, current.get(m.row.id)) for m in chunk]
+
+    def _plan_memory(self, memory: _Memory, current: dict[str, Any] | None) -> _Action:
+        if current is None:
+            return _Action(memory, "create", needs_vector=memory.wants_embedding)
+        if self.on_existing == "error":
+            raise ImportLineError(memory.line, f"a memory with id {memory.row.id} already exists ({EXISTING_HINT})")
+        if self.on_existing == "skip":
+            return _Action(memory, "skip")
+        record = to_record(current)
+        old = MemoryRow.from_record(record)
+        # update()'s merge of the line's fields; updated_at stays until something changes
+        fields = {**memory.item, "updated_at": memory.item.get("updated_at", old.updated_at)}
+        new, _ = self.store._merged_update(record, fields)
+        action = _Action(memory, "update", current["pk"], old, new, current["embedding"])
+        action.needs_vector = not memory.given and (self.reembed or new.content != old.content)
+        return action
+
+    def _ensure_vectors(self, actions: list[_Action]) -> None:
+        """Embed, in one batch, the lines whose vector is needed and not yet asked for."""
+        todo = [a.memory for a in actions if a.needs_vector and not a.memory.embedded]
+        if not todo:
+            return
+        vectors = self.store.embed_texts([m.row.content for m in todo])
+        for index, memory in enumerate(todo):
+            memory.vector = vectors[index] if vectors is not None else None
+            memory.embedded = True
+
+    def _write_memories(self, chunk: list[_Memory]) -> None:
+        """Write a checked chunk inside the caller's transaction, re-planned on the store as it is now."""
+        store = self.store
+        actions = self._plan_memories(chunk)  # another writer may have changed the store meanwhile
+        self._ensure_vectors(actions)
+        rows: list[MemoryRow] = []
+        vectors: list[bytes | None] = []
+        for action in actions:
+            memory = action.memory
+            vector = memory.vector if (memory.given or action.needs_vector) else None
+            if action.kind == "create":
+                rows.append(memory.row)
+                vectors.append(vector)
+                if action.needs_vector and vector is None:
+                    self.result.not_embedded += 1
+            elif action.kind == "update":
+                assert action.old is not None and action.new is not None and action.pk is not None
+                content_changed = action.new.content != action.old.content
+                if vector is None and not content_changed:
+                    vector_changed = False  # --reembed without an embedder: keep the vector there is
+                else:  # a changed content drops a stale vector, as update() does
+                    vector_changed = (memory.given or action.needs_vector) and vector != action.current_vector
+                if action.new == action.old and not vector_changed:
+                    action.kind = "unchanged"
+                    continue
+                if "updated_at" not in memory.item:
+                    action.new.updated_at = format_timestamp(self._now)
+                if vector_changed and vector is None:
+                    self.result.not_embedded += 1
+                writes.update_memory(store.conn, store.sql, action.pk, action.old, action.new,
+                                     vector, vector_changed, store.has_vector_index)
+        if rows:
+            store._insert_rows(rows, vectors)
+        for action in actions:
+            self.result.memory.count(action.kind)
+
+    # edges --------------------------------------------------------------
+
+    def _plan_edges(self, chunk: list[_Edge]) -> list[tuple[str, dict[str, Any] | None]]:
+        """Check a chunk of edges on the store as it is: each one's action and what to write."""
+        store = self.store
+        outside = sorted({i for e in chunk for i in (e.first, e.second) if i not in self._ids})
+        known = {r[0] for r in store.conn.execute(store.sql["memory_ids_existing"], {"ids": json.dumps(outside)})}
+        for e in chunk:
+            for endpoint in (e.first, e.second):
+                if endpoint not in self._ids and endpoint not in known:
+                    raise ImportLineError(e.line, f"edge endpoint not found: {endpoint} is not a memory "
+                                                  "in this file or in the database")
+        current = {row["position"]: row for row in rows_as_dicts(store.conn.execute(
+            store.sql["import_existing_edges"], {"edges": json.dumps([list(e.key) for e in chunk])}))}
+        return [self._plan_edge(e, current.get(index)) for index, e in enumerate(chunk)]
+
+    def _plan_edge(self, edge: _Edge, current: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+        binding = {"memory1_id": edge.first, "memory2_id": edge.second, "relation_type": edge.relation}
+        if current is None:
+            return "create", {**binding, "strength": 0.5 if edge.strength is None else edge.strength,
+                              "properties": encode_json(edge.properties or {}),
+                              "updated_at": edge.updated_at or format_timestamp(self._now)}
+        if self.on_existing == "error":
+            raise ImportLineError(edge.line, f"an edge {edge.first} -[{edge.relation}]-> {edge.second} "
+                                             f"already exists ({EXISTING_HINT})")
+        if self.on_existing == "skip":
+            return "skip", None
+        # update: the fields the line gives replace the stored ones
+        strength = current["strength"] if edge.strength is None else edge.strength
+        stored = json.loads(current["properties"]) if current["properties"] else {}
+        properties = stored if edge.properties is None else edge.properties
+        if (strength == current["strength"] and properties == stored
+                and edge.updated_at in (None, current["updated_at"])):
+            return "unchanged", None
+        return "update", {**binding, "strength": strength, "properties": encode_json(properties),
+                          "updated_at": edge.updated_at or format_timestamp(self._now)}
+
+    def _write_edges(self, chunk: list[_Edge]) -> None:
+        store = self.store
+        for edge, (action, binding) in zip(chunk, self._plan_edges(chunk)):
+            if binding is not None:
+                store.conn.execute(store.sql["import_edge"], binding)
+                if store.conn.changes() == 0:  # an endpoint was deleted since the check
+                    raise ImportLineError(edge.line, "edge endpoint not found: "
+                                                     f"{edge.first} or {edge.second} is no longer a memory")
+            self.result.edge.count(action)
+
+    # finishing ----------------------------------------------------------
+
+    def _advance(self, count: int) -> None:
+        if self.progress is not None:
+            self.progress.advance(count)
 
     def finish(self) -> ImportResult:
+        """Check what is left, then write (all or nothing: everything, in one transaction)."""
+        store = self.store
         self.flush_memories()
-        self.write_edges()
+        if self._pending_edges:
+            self._edges.append(self._pending_edges)
+            self._pending_edges = []
+        if self.chunked:
+            for chunk in self._edges:
+                with store._lock, transaction(store.conn):
+                    self._write_edges(chunk)
+                self._advance(len(chunk))
+            return self.result
+        for chunk in self._edges:  # every edge checked before anything is written
+            with store._lock:
+                self._plan_edges(chunk)
+            self._advance(len(chunk))
+        if self.progress is not None:
+            self.progress.restart("importing", self.lines)
+        try:
+            with store._lock, transaction(store.conn):
+                for chunk in self._memories:
+                    self._write_memories(chunk)
+                    self._advance(len(chunk))
+                for chunk in self._edges:
+                    self._write_edges(chunk)
+                    self._advance(len(chunk))
+        except BaseException:
+            self.result = ImportResult(chunked=False)  # rolled back: nothing was imported
+            raise
         return self.result
 
 
 def import_jsonl(store: MemoryStore, lines: Iterable[str], *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                  progress: ProgressBar | None = None, embed_missing: bool = False,
-                 reembed: bool = False, skip_existing: bool = False) -> ImportResult:
+                 reembed: bool = False, skip_existing: bool = False, update: bool = False,
+                 chunked: bool = False) -> ImportResult:
     """Import JSONL lines (as written by ``export_jsonl``) into ``store``.
 
-    Memories are written in chunks of ``chunk_size``, one transaction each;
-    a bad line raises ``ImportLineError`` (a ``ValidationError``) naming it,
-    and nothing of its chunk is written (earlier chunks stay). Edges are
-    written after all memories. ``embed_missing`` also embeds memories
-    exported without an embedding; ``reembed`` ignores the file's vectors and
-    embeds every memory with this store's embedder; ``skip_existing`` leaves
-    memories whose id already exists untouched instead of failing.
+    All or nothing unless ``chunked``; an existing memory id or edge is an
+    error unless ``skip_existing`` (leave it) or ``update`` (change it). A bad
+    line raises ``ImportLineError`` (a ``ValidationError``) naming it. See
+    the module docstring for the whole policy. ``embed_missing`` also embeds
+    memories exported without an embedding; ``reembed`` ignores the file's
+    vectors and embeds every memory with this store's embedder.
     """
-    importer = Importer(store, chunk_size=chunk_size, progress=progress, embed_missing=embed_missing,
-                        reembed=reembed, skip_existing=skip_existing)
-    for lineno, text in enumerate(lines, 1):
-        importer.feed(lineno, text)
-    return importer.finish()
+    with Importer(store, chunk_size=chunk_size, progress=progress, embed_missing=embed_missing,
+                  reembed=reembed, skip_existing=skip_existing, update=update, chunked=chunked) as importer:
+        for lineno, text in enumerate(lines, 1):
+            importer.feed(lineno, text)
+        return importer.finish()
