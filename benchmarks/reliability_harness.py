@@ -700,7 +700,7 @@ from localmem import MemoryStore
 from localmem.maintenance.transfer import Importer
 path, source, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = MemoryStore(path, embedder="hash:384")
-importer = Importer(store, chunk_size=batch, skip_existing=True)
+importer = Importer(store, chunk_size=batch, skip_existing=True, chunked=True)  # one transaction per batch
 original = importer.flush_memories
 def flush_and_ack():
     chunk = [p.item.get("id") for p in importer._pending]
@@ -848,7 +848,7 @@ def run_cli_crash(kills: int, *, memories: int = 3000, batch: int = 100, seed: i
     MemoryStore(path, embedder="hash:384").close()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "localmem", "--db", path, "--embedder", "hash:384", "import", str(source),
-               "--batch-size", str(batch), "--skip-existing"]
+               "--batch-size", str(batch), "--skip-existing", "--chunked"]
     start = time.perf_counter()
     probe = subprocess.run(command[:4] + [str(folder / "probe.db")] + command[5:], env=env, capture_output=True,
                            text=True, timeout=600)
