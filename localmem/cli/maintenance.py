@@ -25,8 +25,10 @@ def register(command: AddCommand) -> None:
     """import, export, stats, doctor, backup, restore."""
     p = command("import", cmd_import, "import memories and edges from JSONL (as written by export)",
                 epilog="All or nothing: the whole file is checked (each line as 'store' or 'associate' would "
-                       "check it) and then written in one transaction, or nothing is written. A memory id or "
-                       "edge that already exists is an error unless --skip-existing or --update. Vectors in "
+                       "check it) and then written in one transaction, or nothing is written, so a failed import "
+                       "can be run again as it is. A memory id or edge that already exists is an error unless "
+                       "--skip-existing or --update (running a finished import again with either changes "
+                       "nothing; lines without an id are new memories every time). Vectors in "
                        "the file are stored as they are: create the target database with the same --embedder "
                        "as the exporting one (or use --reembed).")
     p.add_argument("file", metavar="FILE", help="JSONL file, or '-' for stdin")
