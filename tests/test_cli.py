@@ -533,7 +533,8 @@ def test_export_import_round_trip_is_lossless(cli, tmp_path: Path) -> None:
     assert second.read_bytes() == first.read_bytes()
 
     lines = read_lines(first)
-    assert [line["kind"] for line in lines] == ["memory"] * 6 + ["edge"] * 5
+    assert [line["kind"] for line in lines] == ["header"] + ["memory"] * 6 + ["edge"] * 5
+    assert lines[0]["memories"] == 6 and lines[0]["edges"] == 5 and lines[0]["embedder"] == "hash"
     memories = {line["id"]: line for line in lines if line["kind"] == "memory"}
     assert memories[ids["unicode"]]["content"] == UNICODE
     assert memories[ids["unicode"]]["metadata"]["nested"]["big"] == 2**60
@@ -673,7 +674,7 @@ def test_import_reembed_into_another_embedder(cli, tmp_path: Path) -> None:
     assert cli("export", str(dump), db_path=source, embedder=None).code == 0
     small = tmp_path / "small.db"
     plain = cli("import", str(dump), db_path=small, embedder="hash:64")
-    assert plain.code == 2 and "exactly 64 values" in plain.err
+    assert plain.code == 2 and "made by 'hash' (384 dimensions)" in plain.err and "--reembed" in plain.err
     result = cli("import", str(dump), "--reembed", db_path=small, embedder="hash:64")
     assert result.code == 0, result.err
     with MemoryStore(small, embedder="hash:64") as store:

@@ -1,6 +1,8 @@
 """JSONL export and import: a lossless dump of memories, embeddings and edges.
 
-Export writes one line per memory, in insertion order::
+Export writes a header line first (format version, the embedder that made
+the vectors, the counts: ``export_header``), then one line per memory, in
+insertion order::
 
     {"kind": "memory", ...the memory record..., "embedding": [floats] or null}
 
@@ -10,6 +12,11 @@ then one line per edge::
      "updated_at", "properties": {...}}
 
 ``export -> import -> export`` gives identical lines. The import policy:
+
+* A header, when the file has one, must be the first line; vectors made by
+  another embedder than the database's are refused unless ``reembed``, and a
+  file with fewer or more lines than its header announces is refused as
+  truncated or altered. Files without a header import as before.
 
 * Every line is validated as the API validates it: a memory line as
   ``MemoryStore.store`` would store it, an edge line as
@@ -58,6 +65,7 @@ from ..storage.records import MemoryRow, rows_as_dicts, to_record
 from ..relations import RELATION_TYPES
 from ..store import EDGE_PROPERTIES
 from ..timeparse import format_timestamp
+from .export_header import check_header, make_header
 from ..validation import (
     encode_json,
     validate_embedding,
@@ -155,8 +163,10 @@ def decode_embedding(blob: bytes | None) -> list[float] | None:
 
 
 def iter_export(store: MemoryStore) -> Iterator[dict[str, Any]]:
-    """Every memory line, then every edge line, as dicts (read in one snapshot)."""
+    """The header, every memory line, then every edge line, as dicts (read in one snapshot)."""
     with read_transaction(store.conn):  # one snapshot: memories and edges from the same moment
+        counts = next(rows_as_dicts(store.conn.execute(store.sql["export_counts"])))
+        yield make_header(store, counts["memories"], counts["edges"], counts["embeddings"])
         for row in rows_as_dicts(store.conn.execute(store.sql["export_memories"])):
             record = to_record(row)
             yield {"kind": "memory", **record, "embedding": decode_embedding(row["embedding"])}
@@ -180,7 +190,7 @@ def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
             out.write(dump_line(item) + "\n")
             if item["kind"] == "memory":
                 memories += 1
-            else:
+            elif item["kind"] == "edge":
                 edges += 1
     return memories, edges
 
@@ -282,6 +292,7 @@ class Importer:
         self.chunked = chunked
         self.result = ImportResult(chunked=chunked)
         self.lines = 0  # non-blank lines fed
+        self.announced: dict[str, int] | None = None  # the counts the header gives
         self._now = store.now()
         self._ids: dict[str, int] = {}  # every memory id of the file -> its line
         self._edge_lines: dict[tuple[str, str, str], int] = {}
@@ -313,8 +324,16 @@ class Importer:
         if not isinstance(value, dict):
             raise ImportLineError(lineno, "each line must be a JSON object")
         kind = value.pop("kind", "memory")
+        first = self.lines == 0
         self.lines += 1  # for the progress bar of the write pass
-        if kind == "memory":
+        if kind == "header":
+            if not first:
+                raise ImportLineError(lineno, "a header may only be the first line")
+            try:
+                self.announced = check_header(value, self.store, reembed=self.reembed)
+            except ValidationError as exc:
+                raise ImportLineError(lineno, exc.message) from None
+        elif kind == "memory":
             self._pending.append(self._memory(lineno, value))
             if len(self._pending) >= self.chunk_size:
                 self.flush_memories()
@@ -324,7 +343,7 @@ class Importer:
                 self._edges.append(self._pending_edges)
                 self._pending_edges = []
         else:
-            raise ImportLineError(lineno, f"unknown kind {kind!r} (expected 'memory' or 'edge')")
+            raise ImportLineError(lineno, f"unknown kind {kind!r} (expected 'header', 'memory' or 'edge')")
 
     def _memory(self, lineno: int, value: dict[str, Any]) -> _Memory:
         item = {k: v for k, v in value.items() if k not in DERIVED_FIELDS}
@@ -532,10 +551,21 @@ class Importer:
         if self.progress is not None:
             self.progress.advance(count)
 
+    def _check_counts(self) -> None:
+        """A file with a header holds exactly the lines it announces."""
+        seen = {"memories": len(self._ids), "edges": len(self._edge_lines)}
+        if self.announced is not None and seen != self.announced:
+            raise ImportLineError(1, (
+                f"the header announces {self.announced['memories']} memories and "
+                f"{self.announced['edges']} edges, the file holds {seen['memories']} and "
+                f"{seen['edges']}: it was cut short or altered"))
+
     def finish(self) -> ImportResult:
         """Check what is left, then write (all or nothing: everything, in one transaction)."""
         store = self.store
         self.flush_memories()
+        if not self.chunked:
+            self._check_counts()
         if self._pending_edges:
             self._edges.append(self._pending_edges)
             self._pending_edges = []
@@ -544,6 +574,7 @@ class Importer:
                 with store._lock, transaction(store.conn):
                     self._write_edges(chunk)
                 self._advance(len(chunk))
+            self._check_counts()  # the chunks are written: this can only tell
             return self.result
         for chunk in self._edges:  # every edge checked before anything is written
             with store._lock:
