@@ -15,7 +15,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from localmem import ConfigError, MemoryStore  # noqa: E402
 from localmem.http.app import create_app  # noqa: E402
-from localmem.http.security import parse_scoped_tokens, resolve_tokens  # noqa: E402
+from localmem.http.security import Grant, parse_scoped_tokens, resolve_tokens  # noqa: E402
 from localmem.pytest_plugin import FIXED_NOW  # noqa: E402
 
 URL = "/api/v1/memory/recall"
@@ -238,11 +238,14 @@ def test_scoped_tokens_from_the_environment(store, monkeypatch):
         assert {r["context"] for r in body["results"]} == {"work"}
         body = c.post(URL, json={"query": "redis", "k": 10}, headers=bearer(PADDED)).json()
         assert {r["context"] for r in body["results"]} == {"work", "default"}
-        assert c.get("/recall?query=redis", headers=bearer("all-access")).status_code == 200
+        # TOKEN=* sees every context, through recall only: it is not the admin token.
+        body = c.post(URL, json={"query": "redis", "k": 10}, headers=bearer("all-access")).json()
+        assert {r["context"] for r in body["results"]} == {"work", "home", "default"}
+        assert c.get("/recall?query=redis", headers=bearer("all-access")).status_code == 403
         assert c.post(URL, json={"query": "redis"}).status_code == 401
     monkeypatch.setenv("LOCALMEM_API_TOKEN", ADMIN)
-    assert resolve_tokens() == {WORK: frozenset({"work"}), PADDED: frozenset({"work", "default"}),
-                                "all-access": None, ADMIN: None}
+    assert resolve_tokens() == {WORK: Grant(frozenset({"work"})), PADDED: Grant(frozenset({"work", "default"})),
+                                "all-access": Grant(None), ADMIN: Grant(None, admin=True)}
 
 
 def test_parse_scoped_tokens():

@@ -37,7 +37,7 @@ from ..recall.params import PARAMETERS as RECALL_PARAMETERS
 from ..store import EDGE_PROPERTIES, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..timeparse import format_timestamp
 from ..validation import validate_uuid
-from .security import TOKEN_ENV_VARS, TokenScopes, resolve_token, resolve_tokens
+from .security import TOKEN_ENV_VARS, Grant, TokenScopes, resolve_token, resolve_tokens
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token",
            "resolve_tokens"]
@@ -54,10 +54,12 @@ RECALL_KNOWN = RECALL_PARAMETERS | frozenset(RECALL_ALIASES)
 # Path segments under /memory/ that are routes of their own, not ids.
 RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
 AUTHENTICATED_SCOPE_KEY = "localmem.authenticated"
+# True for the admin token, and for every caller when no token is configured.
+ADMIN_SCOPE_KEY = "localmem.admin"
 # The contexts the caller's token may see (None: every context).
 CONTEXTS_SCOPE_KEY = "localmem.contexts"
-# Routes a context-scoped token may call: the context-aware ones (and /health).
-CONTEXT_AWARE_PATHS = frozenset({"/api/v1/memory/recall"})
+# Routes a scoped token may call: recall over its contexts (and /health, trimmed).
+CONTEXT_AWARE_PATHS = frozenset({("POST", "/api/v1/memory/recall")})
 
 Endpoint = Callable[[Request], Awaitable[JSONResponse]]
 
@@ -205,10 +207,10 @@ def _token_from_headers(scope: Scope) -> bytes | None:
 class AuthMiddleware:
     """Require an API token on every route but ``/health`` and OPTIONS.
 
-    ``tokens`` maps each accepted token to the contexts it may see (None:
-    every context). A token scoped to some contexts may call only the
-    context-aware routes (``POST /api/v1/memory/recall``); anything else
-    answers 403. The contexts travel in the ASGI scope to the route.
+    ``tokens`` maps each accepted token to its ``Grant``. The admin token
+    may call everything; a scoped token (``TOKEN=ctx`` or ``TOKEN=*``) only
+    ``POST /api/v1/memory/recall``, over its contexts; anything else answers
+    403. The grant travels in the ASGI scope to the route.
 
     ``?api_key=`` is always removed from the query string before the request
     goes further, so it never reaches a route, recall, or the access log.
@@ -218,14 +220,14 @@ class AuthMiddleware:
         self.app = app
         self.tokens = [(t.encode("utf-8"), contexts) for t, contexts in (tokens or {}).items()]
 
-    def _match(self, supplied: bytes | None) -> tuple[bool, frozenset[str] | None]:
-        found, contexts = False, None
+    def _match(self, supplied: bytes | None) -> Grant | None:
+        found = None
         if supplied is None:
-            return found, contexts
-        for token, scoped in self.tokens:  # every comparison runs: no early exit to time
-            if hmac.compare_digest(supplied, token) and not found:
-                found, contexts = True, scoped
-        return found, contexts
+            return found
+        for token, grant in self.tokens:  # every comparison runs: no early exit to time
+            if hmac.compare_digest(supplied, token) and found is None:
+                found = grant
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -235,17 +237,21 @@ class AuthMiddleware:
         scope["query_string"], query_token = _strip_api_key(scope.get("query_string", b""))
         scope[CONTEXTS_SCOPE_KEY] = None
         if not self.tokens:
-            scope[AUTHENTICATED_SCOPE_KEY] = True
+            scope[AUTHENTICATED_SCOPE_KEY] = scope[ADMIN_SCOPE_KEY] = True
             await self.app(scope, receive, send)
             return
-        ok, contexts = self._match(_token_from_headers(scope) or query_token)
+        grant = self._match(_token_from_headers(scope) or query_token)
+        ok = grant is not None
         scope[AUTHENTICATED_SCOPE_KEY] = ok
-        scope[CONTEXTS_SCOPE_KEY] = contexts
+        scope[ADMIN_SCOPE_KEY] = ok and grant.admin
+        scope[CONTEXTS_SCOPE_KEY] = grant.contexts if ok else None
         open_route = scope["method"] == "OPTIONS" or scope["path"] == "/health"
-        scoped_out = contexts is not None and scope["path"] not in CONTEXT_AWARE_PATHS
-        if ok and scoped_out and not open_route:
+        scoped_out = (ok and not grant.admin
+                      and (scope["method"], scope["path"]) not in CONTEXT_AWARE_PATHS)
+        if scoped_out and not open_route:
             response = error_response(
-                403, "This token is scoped to contexts; it may only call POST /api/v1/memory/recall")
+                403, "This token is scoped (recall only): it may call only POST /api/v1/memory/recall. "
+                     "Use the admin token (LOCALMEM_API_TOKEN) for other routes.")
             await response(scope, receive, send)
             return
         if ok or open_route:
