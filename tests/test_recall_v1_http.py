@@ -23,6 +23,8 @@ ADMIN = "admin-token-for-tests"
 WORK = "work-only-token"
 PADDED = "c2NvcGVkLXRva2VuLXdpdGgtcGFkZGluZw=="  # base64 with '=' padding
 ENV_NAMES = ("LOCALMEM_API_TOKEN", "AUTOMEM_API_TOKEN", "LOCALMEM_API_TOKENS")
+# The server answers only loopback Host names (TestClient's default is "testserver").
+LOCAL = "http://localhost"
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -52,7 +54,7 @@ def store(memory_store_factory) -> MemoryStore:
 @pytest.fixture
 def client(store) -> Iterator[TestClient]:
     app = create_app(store, token=ADMIN, tokens={WORK: ["work"], PADDED: "work,default"})
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         yield c
 
 
@@ -101,7 +103,7 @@ def test_recall_body(client, store):
 def test_degraded_over_http(memory_store_factory):
     store = memory_store_factory(embedder="none")
     store.store("Redis cache eviction policy is allkeys-lru")
-    with TestClient(create_app(store, token=ADMIN)) as c:
+    with TestClient(create_app(store, token=ADMIN), base_url=LOCAL) as c:
         body = post(c, {"query": "redis eviction"}).json()
     assert body["degraded"] is True and body["degraded_reason"] == "embedding_unavailable"
     assert len(body["results"]) == 1
@@ -222,7 +224,7 @@ def test_authentication(client):
 
 
 def test_no_token_configured_means_no_auth(store):
-    with TestClient(create_app(store)) as c:
+    with TestClient(create_app(store), base_url=LOCAL) as c:
         assert c.post(URL, json={"query": "redis", "k": 10}).status_code == 200
         assert c.app.state.auth_required is False
 
@@ -232,7 +234,7 @@ def test_no_token_configured_means_no_auth(store):
 
 def test_scoped_tokens_from_the_environment(store, monkeypatch):
     monkeypatch.setenv("LOCALMEM_API_TOKENS", f" {WORK}=work ;\n{PADDED} = work, default\nall-access=*")
-    with TestClient(create_app(store)) as c:
+    with TestClient(create_app(store), base_url=LOCAL) as c:
         assert c.app.state.auth_required is True
         body = c.post(URL, json={"query": "redis", "k": 10}, headers=bearer(WORK)).json()
         assert {r["context"] for r in body["results"]} == {"work"}

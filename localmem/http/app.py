@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hmac
 import inspect
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -37,6 +36,9 @@ from ..recall.params import PARAMETERS as RECALL_PARAMETERS
 from ..store import EDGE_PROPERTIES, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..timeparse import format_timestamp
 from ..validation import validate_uuid
+from .body import MAX_BODY_BYTES, read_json_object
+from .guard import RequestGuard
+from .policy import request_policy
 from .security import TOKEN_ENV_VARS, Grant, TokenScopes, resolve_token, resolve_tokens
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token",
@@ -45,7 +47,6 @@ __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resol
 logger = logging.getLogger("localmem.http")
 
 MAX_BATCH = 500
-MAX_BODY_BYTES = 32 * 1024 * 1024
 # Query-string parameters of GET /recall that take every repeated value
 # (``tags`` is not comma-split by AutoMem; the others are, in recall's parser).
 RECALL_MULTI_VALUE = frozenset({"tags", "queries", "exclude_tags", "context_tags",
@@ -95,32 +96,6 @@ def _vector_channel(store: MemoryStore) -> bool:
 
 def _elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-async def _json_object(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object; 400 "JSON body is required" otherwise."""
-    length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise LocalMemError(f"Request body exceeds {MAX_BODY_BYTES} bytes", code=413)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise LocalMemError(f"Request body exceeds {MAX_BODY_BYTES} bytes", code=413)
-        chunks.append(chunk)
-    raw = b"".join(chunks)
-    try:
-        payload = json.loads(raw, parse_constant=_reject_constant) if raw.strip() else None
-    except (ValueError, RecursionError):
-        payload = None
-    if not isinstance(payload, dict):
-        raise ValidationError("JSON body is required")
-    return payload
 
 
 def _pick(payload: dict[str, Any], allowed: Iterable[str]) -> dict[str, Any]:
@@ -266,15 +241,24 @@ class AuthMiddleware:
 
 def create_app(store: MemoryStore, *, token: str | None = None,
                tokens: str | dict[str, Any] | None = None,
-               cors_origins: list[str] | None = None) -> Starlette:
+               cors_origins: list[str] | None = None,
+               allowed_hosts: str | list[str] | None = None,
+               allowed_origins: str | list[str] | None = None) -> Starlette:
     """The HTTP API over ``store``.
 
     ``token`` (else ``$LOCALMEM_API_TOKEN`` / ``$AUTOMEM_API_TOKEN``) turns on
-    authentication with a token that sees everything; ``tokens`` (else
-    ``$LOCALMEM_API_TOKENS``, ``"tokenA=ctx1,ctx2;tokenB=*"``) adds tokens
-    scoped to contexts; ``cors_origins`` turns on CORS for those origins.
+    authentication with the admin token; ``tokens`` (else
+    ``$LOCALMEM_API_TOKENS``, ``"tokenA=ctx1,ctx2;tokenB=*"``) adds recall-only
+    tokens scoped to contexts. ``allowed_hosts`` (else
+    ``$LOCALMEM_ALLOWED_HOSTS``) are the ``Host`` names answered besides
+    loopback ones; ``allowed_origins`` (else ``$LOCALMEM_ALLOWED_ORIGINS``;
+    ``cors_origins`` is an older name, added to them) the browser origins
+    allowed, with CORS. See ``policy`` for why.
     """
     api_tokens = resolve_tokens(token, tokens)
+    policy = request_policy(allowed_hosts, allowed_origins)
+    if cors_origins:
+        policy = request_policy(policy.allowed_hosts, [*policy.allowed_origins, *cors_origins])
     call = run_in_threadpool
 
     async def health(request: Request) -> JSONResponse:
@@ -309,7 +293,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
 
     async def store_memory(request: Request) -> JSONResponse:
         start = time.perf_counter()
-        payload = await _json_object(request)
+        payload = await read_json_object(request)
         fields = _pick(payload, STORE_FIELDS - {"content"})
 
         def work() -> tuple[dict[str, Any], str, str]:
@@ -342,7 +326,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
 
     async def store_batch(request: Request) -> JSONResponse:
         start = time.perf_counter()
-        payload = await _json_object(request)
+        payload = await read_json_object(request)
         items = payload.get("memories")
         if not isinstance(items, list) or not items:
             raise ValidationError("'memories' must be a non-empty array")
@@ -387,7 +371,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
 
     async def update_memory(request: Request) -> JSONResponse:
         memory_id = _memory_id(request)
-        payload = await _json_object(request)
+        payload = await read_json_object(request)
         record = await call(functools.partial(store.update, memory_id, **_pick(payload, UPDATE_FIELDS)))
         return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record})
 
@@ -446,7 +430,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         return args
 
     async def associate(request: Request) -> JSONResponse:
-        payload = await _json_object(request)
+        payload = await read_json_object(request)
         if "associations" in payload:
             return await associate_batch(payload["associations"])
         result = await call(functools.partial(store.associate, **_association_args(payload)))
@@ -515,7 +499,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
             return error_response(
                 501, "POST /api/v1/memory/recall is not implemented by this MemoryStore yet")
         try:
-            payload = await _json_object(request)
+            payload = await read_json_object(request)
         except ValidationError as exc:
             raise RequestValidationError([{"loc": ["body"], "msg": exc.message,
                                            "type": "model_attributes_type"}]) from None
@@ -550,10 +534,10 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/memories/{memory_id}/related", _endpoint(related), methods=["GET"]),
         Route("/api/v1/memory/recall", _endpoint(recall_v1), methods=["POST"]),
     ]
-    middleware = []
-    if cors_origins:
+    middleware = [Middleware(RequestGuard, policy=policy)]
+    if policy.allowed_origins:
         middleware.append(Middleware(
-            CORSMiddleware, allow_origins=list(cors_origins),
+            CORSMiddleware, allow_origins=list(policy.allowed_origins),
             allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["Content-Type", "X-API-Key", "Authorization"],
         ))

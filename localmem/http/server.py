@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from .policy import request_policy
 from .security import check_bind, is_loopback, resolve_token, resolve_tokens
 
 if TYPE_CHECKING:
@@ -15,18 +16,24 @@ __all__ = ["check_bind", "is_loopback", "resolve_token", "serve"]
 
 def serve(store: MemoryStore, host: str = "127.0.0.1", port: int = 8001,
           token: str | None = None, log_level: str = "info", *,
-          cors_origins: list[str] | None = None, tokens: str | dict | None = None) -> None:
+          cors_origins: list[str] | None = None, tokens: str | dict | None = None,
+          allowed_hosts: str | list[str] | None = None,
+          allowed_origins: str | list[str] | None = None) -> None:
     """Serve the HTTP API for ``store`` until interrupted (blocks).
 
     The token is ``token``, else ``$LOCALMEM_API_TOKEN``, else
     ``$AUTOMEM_API_TOKEN``; context-scoped tokens come from ``tokens``, else
     ``$LOCALMEM_API_TOKENS``. Without any token, only a loopback address is
-    allowed (``ConfigError`` otherwise).
+    allowed (``ConfigError`` otherwise). ``allowed_hosts`` (else
+    ``$LOCALMEM_ALLOWED_HOSTS``) are the ``Host`` names answered besides
+    loopback ones and ``host`` itself; ``allowed_origins`` (else
+    ``$LOCALMEM_ALLOWED_ORIGINS``) the browser origins allowed.
     """
     api_tokens = resolve_tokens(token, tokens)
     check_bind(host, next(iter(api_tokens), None))
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ConfigError(f"Invalid port {port!r}: must be an integer from 0 to 65535")
+    policy = request_policy(allowed_hosts, allowed_origins, bind_host=host)  # ConfigError early
     try:
         import uvicorn
 
@@ -35,7 +42,9 @@ def serve(store: MemoryStore, host: str = "127.0.0.1", port: int = 8001,
         raise ConfigError(
             "The HTTP server needs the 'server' extra: pip install 'localmem[server]'"
         ) from exc
-    app = create_app(store, token=token, tokens=tokens, cors_origins=cors_origins)
+    app = create_app(store, token=token, tokens=tokens, cors_origins=cors_origins,
+                     allowed_hosts=sorted(policy.allowed_hosts),
+                     allowed_origins=list(policy.allowed_origins))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level,
                             lifespan="off", server_header=False)
     uvicorn.Server(config).run()
