@@ -141,6 +141,8 @@ def test_scoped_token_reaches_only_the_context_aware_route(secured, token, conte
         response = client.request(method, path, headers={"Authorization": f"Bearer {token}"}, **kwargs)
         if path == "/health":
             assert response.status_code == 200
+            body = response.json()
+            assert not {"path", "file_size_bytes", "memory_count", "edge_count"} & set(body), body
         elif path == "/api/v1/memory/recall":
             assert response.status_code == 200
             found = {r["context"] for r in response.json()["results"]}

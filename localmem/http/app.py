@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import __version__
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..kagura import RequestValidationError, parse_request, restrict_contexts
 from ..kagura.request import REQUEST_FIELDS as RECALL_V1_FIELDS
@@ -287,9 +288,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
             "graph": "memories",
             "timestamp": format_timestamp(store.now()),
         }
-        if not request.scope.get(AUTHENTICATED_SCOPE_KEY):
-            body.pop("path", None)  # the file location is for authenticated callers only
-        return JSONResponse(body)
+        return JSONResponse(_health_for(request.scope, body))
 
     async def store_memory(request: Request) -> JSONResponse:
         start = time.perf_counter()
@@ -551,6 +550,25 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     app.state.store = store
     app.state.auth_required = bool(api_tokens)
     return app
+
+
+# What /health shows a caller that is not the admin: liveness, and for a scoped
+# token the vector channel too; never counts, the file path or its size.
+HEALTH_ANONYMOUS = ("status", "service", "version", "timestamp")
+HEALTH_SCOPED = HEALTH_ANONYMOUS + ("falkordb", "qdrant")
+
+
+def _health_for(scope: Scope, body: dict[str, Any]) -> dict[str, Any]:
+    body = {**body, "service": "localmem", "version": __version__}
+    if scope.get(ADMIN_SCOPE_KEY):
+        return body
+    if not scope.get(AUTHENTICATED_SCOPE_KEY):
+        return {key: body[key] for key in HEALTH_ANONYMOUS}
+    embedder = body.get("embedder", {})
+    contexts = scope.get(CONTEXTS_SCOPE_KEY)
+    return {**{key: body[key] for key in HEALTH_SCOPED},
+            "embedder": {key: embedder.get(key) for key in ("name", "dimensions", "available")},
+            "contexts": "*" if contexts is None else sorted(contexts)}
 
 
 def recall_params(request: Request) -> dict[str, Any]:
