@@ -54,17 +54,19 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[tuple[str, int]]:
-    """``localmem serve`` as a user starts it: no token, 127.0.0.1. Yields (base URL, port)."""
-    path = tmp_path_factory.mktemp("served") / "memory.db"
-    port = _free_port()
+def _serve_command(path: Path, *options: str) -> tuple[list[str], dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
     env["PYTHONPATH"] = str(ROOT)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "localmem", "--db", str(path), "--embedder", "hash", "serve",
-         "--port", str(port), "--log-level", "warning"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return [sys.executable, "-m", "localmem", "--db", str(path), "--embedder", "hash", "serve",
+            "--log-level", "warning", *options], env
+
+
+@contextmanager
+def local_serve(path: Path, *options: str) -> Iterator[tuple[str, int]]:
+    """``localmem serve OPTIONS`` in a subprocess on a free port; yields (base URL, port)."""
+    port = _free_port()
+    command, env = _serve_command(path, "--port", str(port), *options)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     try:
@@ -87,6 +89,13 @@ def served(tmp_path_factory) -> Iterator[tuple[str, int]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Iterator[tuple[str, int]]:
+    """``localmem serve`` as a user starts it: no token, 127.0.0.1."""
+    with local_serve(tmp_path_factory.mktemp("served") / "memory.db") as server:
+        yield server
 
 
 def memory_count(url: str) -> int:
@@ -242,6 +251,21 @@ def test_policy_configuration():
                 {"allowed_origins": "null"}, {"allowed_hosts": "a/b"}):
         with pytest.raises(ConfigError):
             request_policy(**bad)
+
+
+def test_serve_flags_allow_hosts_and_origins(tmp_path):
+    with local_serve(tmp_path / "m.db", "--allowed-host", "memory.lan",
+                     "--allowed-origin", "http://app.test") as (url, port):
+        assert httpx.get(f"{url}/recall?query=x", headers={"Host": f"memory.lan:{port}"}).status_code == 200
+        assert httpx.get(f"{url}/recall?query=x", headers={"Host": f"other.lan:{port}"}).status_code == 421
+        allowed = httpx.post(f"{url}/memory", json={"content": "from the app"},
+                             headers={"Origin": "http://app.test"})
+        assert allowed.status_code == 201
+        assert allowed.headers["access-control-allow-origin"] == "http://app.test"
+        assert httpx.get(f"{url}/health", headers={"Origin": EVIL}).status_code == 403
+    command, env = _serve_command(tmp_path / "m.db", "--allowed-origin", "app.test")
+    refused = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "is not an origin" in refused.stderr
 
 
 def test_serve_refuses_a_bad_policy_before_listening(monkeypatch):
