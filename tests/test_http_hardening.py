@@ -445,17 +445,25 @@ def test_slow_header_connections_are_closed_within_seconds(served):
     assert statuses == [200] * 6
 
 
-def test_slow_bodies_are_cut_off_and_answered_408():
+def test_slow_bodies_and_slow_second_requests_are_cut_off():
     with MemoryStore(":memory:", embedder="hash") as store, \
             serving(create_app(store, token="t0ken"), header_timeout=1, body_timeout=1.5) as url:
         port = int(url.rsplit(":", 1)[1])
         head = b"POST /memory HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         authed = _open_slow(port, head + b"X-API-Key: t0ken\r\nContent-Length: 500\r\n\r\n{")
         unauthed = _open_slow(port, head + b"Content-Length: 500\r\n\r\n{")  # answered 401 at once
-        closed = _watch([authed, unauthed], b" ", limit=8)
-        assert set(closed) == {0, 1}, "a slow body kept its connection open"
+        # A kept-alive connection: one complete request, then the next one's headers, slowly.
+        second = socket.create_connection(("127.0.0.1", port), timeout=5)
+        second.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert second.recv(65536).startswith(b"HTTP/1.1 200 ")
+        second.sendall(b"GET /health HTTP/1.1\r\n")
+        second.setblocking(False)
+        closed = _watch([authed, unauthed, second], b"X-Slow: 1\r\n", limit=8)
+        assert set(closed) == {0, 1, 2}, "a slow request kept its connection open"
         assert closed[0][0] < 4 and closed[0][1].startswith(b"HTTP/1.1 408 ") and b"body" in closed[0][1]
         assert closed[1][0] < 4 and closed[1][1].startswith(b"HTTP/1.1 401 ")
+        # Before uvicorn's 5 s keep-alive timeout could have closed it.
+        assert closed[2][0] < 4 and closed[2][1].startswith(b"HTTP/1.1 408 ") and b"headers" in closed[2][1]
         # A request that arrives in time is served normally, on a keep-alive connection.
         with httpx.Client(base_url=url, headers={"X-API-Key": "t0ken"}) as client:
             for _ in range(3):

@@ -4,11 +4,12 @@ uvicorn cancels its keep-alive timer on the first byte a client sends, and
 then waits for the rest of the request without limit: a client that sends a
 header line every few seconds (or a body one byte at a time) holds its
 connection open forever, and a few hundred such clients exhaust the
-server's file descriptors. Here the headers of each request must arrive
-within ``header_timeout`` seconds of the connection (or of the previous
-response), and its body within ``body_timeout`` seconds of its headers;
-otherwise the server answers 408 (when it has not answered yet) and closes.
-Time spent by the application is never limited.
+server's file descriptors. Here the headers of a request must arrive within
+``header_timeout`` seconds of the connection, or on a kept-alive connection of
+the request's first byte (until then uvicorn's keep-alive timeout applies),
+and its body within ``body_timeout`` seconds of its headers; otherwise the
+server answers 408 (when it has not answered yet) and closes. Time spent by
+the application is never limited.
 """
 
 from __future__ import annotations
@@ -56,17 +57,20 @@ class DeadlineH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._phase == "headers" and self._deadline is None:
+            self._arm()  # the first byte of a request on a kept-alive connection
         self._bytes_in_phase = True
         super().data_received(data)
         self._follow_state()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # may start the next request cycle
-        self._follow_state()
+        # Waiting for the next request: uvicorn's keep-alive timer runs until its first byte.
+        self._follow_state(arm_headers=False)
 
     # -- the deadline ------------------------------------------------------
 
-    def _follow_state(self) -> None:
+    def _follow_state(self, *, arm_headers: bool = True) -> None:
         """Arm a deadline when the client starts owing headers or a body; keep it while it does."""
         state = self.conn.their_state
         phase = "headers" if state is h11.IDLE else "body" if state is h11.SEND_BODY else None
@@ -75,9 +79,14 @@ class DeadlineH11Protocol(H11Protocol):
         self._disarm()
         self._phase = phase
         self._bytes_in_phase = False
-        if phase is not None and not self.transport.is_closing():
-            delay = self.header_timeout if phase == "headers" else self.body_timeout
-            self._deadline = self.loop.call_later(delay, self._expired)
+        if phase == "body" or (phase == "headers" and arm_headers):
+            self._arm()
+
+    def _arm(self) -> None:
+        if self.transport.is_closing():
+            return
+        delay = self.header_timeout if self._phase == "headers" else self.body_timeout
+        self._deadline = self.loop.call_later(delay, self._expired)
 
     def _disarm(self) -> None:
         if self._deadline is not None:
@@ -89,7 +98,7 @@ class DeadlineH11Protocol(H11Protocol):
         if self.transport.is_closing():
             return
         if self._phase == "headers":
-            answer = self._bytes_in_phase  # an idle keep-alive connection is simply closed
+            answer = self._bytes_in_phase  # a connection that sent nothing is simply closed
             message = f"The request headers did not arrive within {self.header_timeout:g} s"
         else:
             answer = self.cycle is not None and not self.cycle.response_started
