@@ -300,7 +300,7 @@ def http(store):
 
     from localmem.http.app import create_app
 
-    with TestClient(create_app(store, token=TOKEN), raise_server_exceptions=False,
+    with TestClient(create_app(store, token=TOKEN), base_url="http://localhost", raise_server_exceptions=False,
                     headers={"Authorization": f"Bearer {TOKEN}"}) as client:
         yield client
 

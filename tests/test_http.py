@@ -33,6 +33,7 @@ from localmem.http.server import serve
 
 TOKEN = "s3cret-T0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+JSON_TYPE = {"Content-Type": "application/json"}  # for raw bodies (others are refused with 415)
 MISSING_ID = "6f1e1b8a-0000-4000-8000-000000000000"
 DIMS = 384  # the hash embedder's
 
@@ -177,7 +178,9 @@ def test_auth_matrix_on_every_protected_route(client, anon, mode):
 
 
 def test_health_is_open_and_automem_shaped(client, anon, store):
-    body = anon.get("/health").json()
+    # Without the token: liveness only (tests/test_http_hardening.py has every caller kind).
+    assert set(anon.get("/health").json()) == {"status", "service", "version", "timestamp"}
+    body = client.get("/health").json()
     assert body["status"] in ("healthy", "degraded")
     for key in ("memory_count", "vector_count", "sync_status", "vector_dimensions", "enrichment",
                 "timestamp", "falkordb", "qdrant", "fts_count", "edge_count", "indexes_agree",
@@ -185,8 +188,7 @@ def test_health_is_open_and_automem_shaped(client, anon, store):
         assert key in body, key
     assert body["status"] == "healthy" and body["sync_status"] == "synced"
     assert body["vector_dimensions"]["configured"] == DIMS
-    assert "path" not in body  # the file location only for authenticated callers
-    assert client.get("/health").json()["path"] == store.path
+    assert body["path"] == store.path
 
 
 def test_options_is_exempt_and_no_cors_headers_by_default(anon):
@@ -299,12 +301,12 @@ def test_store_memory_with_embedding_type_and_id(client):
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    ({"content": b""}, "JSON body is required"),
-    ({"content": b"{not json"}, "JSON body is required"),
-    ({"content": b"[1, 2]"}, "JSON body is required"),
-    ({"content": b'"text"'}, "JSON body is required"),
-    ({"content": b'{"content": NaN}'}, "JSON body is required"),
-    ({"content": b"\xff\xfe\x00garbage"}, "JSON body is required"),
+    ({"content": b"", "headers": JSON_TYPE}, "JSON body is required"),
+    ({"content": b"{not json", "headers": JSON_TYPE}, "JSON body is required"),
+    ({"content": b"[1, 2]", "headers": JSON_TYPE}, "JSON body is required"),
+    ({"content": b'"text"', "headers": JSON_TYPE}, "JSON body is required"),
+    ({"content": b'{"content": NaN}', "headers": JSON_TYPE}, "JSON body is required"),
+    ({"content": b"\xff\xfe\x00garbage", "headers": JSON_TYPE}, "JSON body is required"),
     ({"json": {}}, "content"),
     ({"json": {"content": "   "}}, "content"),
     ({"json": {"content": 42}}, "content"),
@@ -327,18 +329,18 @@ def test_store_memory_rejects_bad_input(client, store, kwargs, fragment):
 
 
 def test_body_too_large_is_413(client, store, monkeypatch):
-    from localmem.http import app as app_module
+    from localmem.http import body as body_module
 
-    monkeypatch.setattr(app_module, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(body_module, "MAX_BODY_BYTES", 1000)
     before = store.health()["memory_count"]
     big = json.dumps({"content": "x" * 1500}).encode()
-    assert_error(client.post("/memory", content=big), 413, "exceeds")  # by Content-Length
+    assert_error(client.post("/memory", content=big, headers=JSON_TYPE), 413, "exceeds")  # by Content-Length
 
     def chunks():  # no Content-Length: counted while streaming
         yield big[:600]
         yield big[600:]
 
-    assert_error(client.post("/memory", content=chunks()), 413, "exceeds")
+    assert_error(client.post("/memory", content=chunks(), headers=JSON_TYPE), 413, "exceeds")
     assert store.health()["memory_count"] == before
 
 
@@ -407,7 +409,7 @@ def test_get_patch_delete_memory(client):
     assert memory["t_invalid"].startswith("2030-01-01")
     assert client.get(f"/memory/{mid}").json()["memory"]["content"] == "Patched content"
 
-    assert_error(client.patch(f"/memory/{mid}", content=b"nope"), 400, "JSON body is required")
+    assert_error(client.patch(f"/memory/{mid}", content=b"nope", headers=JSON_TYPE), 400, "JSON body is required")
     assert_error(client.patch(f"/memory/{mid}", json={"importance": 2}), 400, "between 0 and 1")
     assert_error(client.patch(f"/memory/{mid}", json={"content": ""}), 400, "content")
     assert_error(client.patch(f"/memory/{mid}", json={"timestamp": "garbage"}), 400, "timestamp")
@@ -714,7 +716,7 @@ def test_unauthenticated_server_recall_v1_dispatch_and_500(caplog, monkeypatch):
                                    "filters": {"context_id": "work"}, "search_mode": None}
         # Invalid requests are 422 (Kagura's validation error), before the store is called.
         assert_error(c.post("/api/v1/memory/recall", json={"k": 3}), 422, "query")
-        assert_error(c.post("/api/v1/memory/recall", content=b"[]"), 422, "JSON body is required")
+        assert_error(c.post("/api/v1/memory/recall", content=b"[]", headers=JSON_TYPE), 422, "JSON body is required")
         with caplog.at_level(logging.ERROR, logger="localmem.http"):
             broken = c.get("/recall?query=x")
         body = assert_error(broken, 500)
@@ -810,5 +812,5 @@ def test_concurrent_requests(base_url, store):
     assert after["indexes_agree"] is True
     assert after["vector_count"] == after["memory_count"] == after["fts_count"]
     assert after["memories_without_embedding"] == 0
-    served = httpx.get(f"{base_url}/health").json()
+    served = httpx.get(f"{base_url}/health", headers=AUTH).json()
     assert served["memory_count"] == after["memory_count"] and served["sync_status"] == "synced"

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from localmem import ConfigError, MemoryStore  # noqa: E402
 from localmem.http.app import create_app  # noqa: E402
-from localmem.http.security import parse_scoped_tokens, resolve_tokens  # noqa: E402
+from localmem.http.security import Grant, parse_scoped_tokens, resolve_tokens  # noqa: E402
 from localmem.pytest_plugin import FIXED_NOW  # noqa: E402
 
 URL = "/api/v1/memory/recall"
@@ -23,6 +23,8 @@ ADMIN = "admin-token-for-tests"
 WORK = "work-only-token"
 PADDED = "c2NvcGVkLXRva2VuLXdpdGgtcGFkZGluZw=="  # base64 with '=' padding
 ENV_NAMES = ("LOCALMEM_API_TOKEN", "AUTOMEM_API_TOKEN", "LOCALMEM_API_TOKENS")
+# The server answers only loopback Host names (TestClient's default is "testserver").
+LOCAL = "http://localhost"
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -52,7 +54,7 @@ def store(memory_store_factory) -> MemoryStore:
 @pytest.fixture
 def client(store) -> Iterator[TestClient]:
     app = create_app(store, token=ADMIN, tokens={WORK: ["work"], PADDED: "work,default"})
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         yield c
 
 
@@ -101,7 +103,7 @@ def test_recall_body(client, store):
 def test_degraded_over_http(memory_store_factory):
     store = memory_store_factory(embedder="none")
     store.store("Redis cache eviction policy is allkeys-lru")
-    with TestClient(create_app(store, token=ADMIN)) as c:
+    with TestClient(create_app(store, token=ADMIN), base_url=LOCAL) as c:
         body = post(c, {"query": "redis eviction"}).json()
     assert body["degraded"] is True and body["degraded_reason"] == "embedding_unavailable"
     assert len(body["results"]) == 1
@@ -222,7 +224,7 @@ def test_authentication(client):
 
 
 def test_no_token_configured_means_no_auth(store):
-    with TestClient(create_app(store)) as c:
+    with TestClient(create_app(store), base_url=LOCAL) as c:
         assert c.post(URL, json={"query": "redis", "k": 10}).status_code == 200
         assert c.app.state.auth_required is False
 
@@ -232,17 +234,20 @@ def test_no_token_configured_means_no_auth(store):
 
 def test_scoped_tokens_from_the_environment(store, monkeypatch):
     monkeypatch.setenv("LOCALMEM_API_TOKENS", f" {WORK}=work ;\n{PADDED} = work, default\nall-access=*")
-    with TestClient(create_app(store)) as c:
+    with TestClient(create_app(store), base_url=LOCAL) as c:
         assert c.app.state.auth_required is True
         body = c.post(URL, json={"query": "redis", "k": 10}, headers=bearer(WORK)).json()
         assert {r["context"] for r in body["results"]} == {"work"}
         body = c.post(URL, json={"query": "redis", "k": 10}, headers=bearer(PADDED)).json()
         assert {r["context"] for r in body["results"]} == {"work", "default"}
-        assert c.get("/recall?query=redis", headers=bearer("all-access")).status_code == 200
+        # TOKEN=* sees every context, through recall only: it is not the admin token.
+        body = c.post(URL, json={"query": "redis", "k": 10}, headers=bearer("all-access")).json()
+        assert {r["context"] for r in body["results"]} == {"work", "home", "default"}
+        assert c.get("/recall?query=redis", headers=bearer("all-access")).status_code == 403
         assert c.post(URL, json={"query": "redis"}).status_code == 401
     monkeypatch.setenv("LOCALMEM_API_TOKEN", ADMIN)
-    assert resolve_tokens() == {WORK: frozenset({"work"}), PADDED: frozenset({"work", "default"}),
-                                "all-access": None, ADMIN: None}
+    assert resolve_tokens() == {WORK: Grant(frozenset({"work"})), PADDED: Grant(frozenset({"work", "default"})),
+                                "all-access": Grant(None), ADMIN: Grant(None, admin=True)}
 
 
 def test_parse_scoped_tokens():

@@ -99,7 +99,7 @@ def test_disk_full_over_http_is_507(populated):
     store = populated
     fill_to_limit(store)
     before = snapshot(store)
-    with TestClient(create_app(store, token="t"), headers={"X-API-Key": "t"},
+    with TestClient(create_app(store, token="t"), headers={"X-API-Key": "t"}, base_url="http://localhost",
                     raise_server_exceptions=False) as client:
         response = client.post("/memory/batch", json={"memories": [
             {"content": f"bulk {i} " + "words " * 250} for i in range(100)]})

@@ -37,8 +37,11 @@ from localmem.http.app import create_app
 
 ADMIN = "admin-Token-0123456789abcdef"
 SCOPED = "scoped-Token-fedcba9876543210"
+SCOPED_ALL = "every-context-Token-0011223344"  # TOKEN=*: every context, still recall-only
 SECRET = "The vault combination is 31-41-59"
 MISSING_ID = "6f1e1b8a-0000-4000-8000-000000000000"
+# The server answers only loopback Host names (TestClient's default is "testserver").
+LOCAL = "http://localhost"
 
 
 def mode(path: Any) -> int:
@@ -53,8 +56,8 @@ def secured():
     store = MemoryStore(":memory:", embedder="hash")
     first = store.store(SECRET, tags=["vault"], context="work")
     second = store.store("Another secret note about the vault", tags=["vault"], context="home")
-    app = create_app(store, token=ADMIN, tokens={SCOPED: ["work"]})
-    with TestClient(app, raise_server_exceptions=False) as client:
+    app = create_app(store, token=ADMIN, tokens={SCOPED: ["work"], SCOPED_ALL: "*"})
+    with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
         yield client, app, store, (first, second)
     store.close()
 
@@ -129,18 +132,36 @@ def test_head_and_query_token_variants(secured):
         assert client.get(f"{path}{joined}api_key={ADMIN}").status_code in (200, 404)
 
 
-def test_scoped_token_reaches_only_the_context_aware_route(secured):
-    client, app, _, ids = secured
+@pytest.mark.parametrize("token, contexts", [(SCOPED, {"work"}), (SCOPED_ALL, {"work", "home"})],
+                         ids=["scoped to work", "scoped to *"])
+def test_scoped_token_reaches_only_the_context_aware_route(secured, token, contexts):
+    client, app, store, ids = secured
+    before = store.health()["memory_count"]
     for method, path, kwargs in concrete_requests(app, ids):
-        response = client.request(method, path, headers={"Authorization": f"Bearer {SCOPED}"}, **kwargs)
+        response = client.request(method, path, headers={"Authorization": f"Bearer {token}"}, **kwargs)
         if path == "/health":
             assert response.status_code == 200
+            body = response.json()
+            assert not {"path", "file_size_bytes", "memory_count", "edge_count"} & set(body), body
         elif path == "/api/v1/memory/recall":
             assert response.status_code == 200
-            assert {r["context"] for r in response.json()["results"]} <= {"work"}
+            found = {r["context"] for r in response.json()["results"]}
+            assert found and found <= contexts
         else:
+            body = response.json()
             assert response.status_code == 403, (method, path)
+            assert "recall only" in body["message"] and "LOCALMEM_API_TOKEN" in body["message"]
             assert SECRET not in response.text
+    assert store.health()["memory_count"] == before  # nothing stored, nothing deleted
+
+
+def test_admin_token_reaches_every_route(secured):
+    client, app, _, ids = secured
+    for method, path, kwargs in concrete_requests(app, ids):
+        if method == "DELETE" and "by-tag" in path:
+            continue  # would empty the module's store
+        response = client.request(method, path, headers={"Authorization": f"Bearer {ADMIN}"}, **kwargs)
+        assert response.status_code in (200, 201, 404), (method, path, response.text)
 
 
 @pytest.mark.parametrize("path", ["/health/", "//memory/by-tag?tags=vault", "/HEALTH", "/health/../recall?query=vault",
@@ -159,9 +180,14 @@ def test_options_without_token_discloses_nothing(secured):
     for method, path, _ in concrete_requests(app, ids):
         response = client.options(path, headers={"Origin": "http://evil.test",
                                                  "Access-Control-Request-Method": method})
-        assert response.status_code in (200, 204, 405), (path, response.status_code)
+        # A foreign origin's preflight is refused, saying why and what to configure.
+        assert response.status_code == 403, (path, response.status_code)
+        assert "LOCALMEM_ALLOWED_ORIGINS" in response.json()["message"]
         assert SECRET not in response.text
         assert not any(h.lower().startswith("access-control-") for h in response.headers)
+        response = client.options(path, headers={"Access-Control-Request-Method": method})
+        assert response.status_code in (200, 204, 405), (path, response.status_code)
+        assert SECRET not in response.text
 
 
 def test_no_cors_headers_on_any_route_unless_configured(secured):
@@ -185,7 +211,7 @@ def test_tokens_are_compared_in_constant_time(secured, monkeypatch):
     monkeypatch.setattr(http_app.hmac, "compare_digest", spy)
     client.get("/recall?query=x", headers={"Authorization": "Bearer guess"})
     # Every configured token is compared (no early exit on the first match or mismatch).
-    assert sorted(b for _, b in calls) == sorted([ADMIN.encode(), SCOPED.encode()])
+    assert sorted(b for _, b in calls) == sorted([ADMIN.encode(), SCOPED.encode(), SCOPED_ALL.encode()])
     assert all(a == b"guess" for a, _ in calls)
 
 
@@ -197,7 +223,7 @@ def test_tokens_never_reach_any_log(secured, caplog):
     _, app, _, ids = secured
     caplog.set_level(logging.DEBUG)
     with running(app) as url, httpx.Client(base_url=url, timeout=10) as client:
-        for token in (ADMIN, SCOPED, "wrong-secret-guess"):
+        for token in (ADMIN, SCOPED, SCOPED_ALL, "wrong-secret-guess"):
             for method, path, kwargs in concrete_requests(app, ids):
                 client.request(method, path, headers={"Authorization": f"Bearer {token}"}, **kwargs)
                 client.request(method, path, headers={"X-API-Key": token}, **kwargs)
@@ -207,7 +233,7 @@ def test_tokens_never_reach_any_log(secured, caplog):
     server = [r for r in caplog.records if not r.name.startswith("httpx")]
     assert any(r.name == "uvicorn.access" for r in server)
     text = "\n".join(f"{r.name} {r.getMessage()} {r.args!r} {r.exc_text or ''}" for r in server)
-    for token in (ADMIN, SCOPED, "wrong-secret-guess"):
+    for token in (ADMIN, SCOPED, SCOPED_ALL, "wrong-secret-guess"):
         assert token not in text
     assert "api_key" not in text
 

@@ -15,20 +15,30 @@ def register(command: AddCommand) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8001, help="port (default 8001)")
     p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    p.add_argument("--allowed-host", action="append", metavar="NAME",
+                   help="a Host name to answer besides loopback ones (repeatable; '*': any; "
+                        "default $LOCALMEM_ALLOWED_HOSTS)")
+    p.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
+                   help="a browser origin allowed to call the API, with CORS, such as "
+                        "http://localhost:3000 (repeatable; default $LOCALMEM_ALLOWED_ORIGINS)")
 
     command("mcp", cmd_mcp, "serve the memory tools to an MCP client over stdio (needs the 'mcp' extra)")
 
 
 def cmd_serve(args: argparse.Namespace, out: Output) -> int:
+    from ..http.policy import request_policy
     from ..http.security import check_bind, resolve_token, resolve_tokens
 
     token = resolve_token(None)
-    # Refuse a non-loopback bind without any token (single or scoped) before opening anything.
+    # Refuse a non-loopback bind without any token (single or scoped), or a malformed
+    # host or origin list, before opening anything.
     check_bind(args.host, next(iter(resolve_tokens(token)), None))
+    request_policy(args.allowed_host, args.allowed_origin, bind_host=args.host)
     from ..http.server import serve
 
     with open_store(args) as store:
-        serve(store, host=args.host, port=args.port, token=token, log_level=args.log_level)
+        serve(store, host=args.host, port=args.port, token=token, log_level=args.log_level,
+              allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)
     return EXIT_OK
 
 

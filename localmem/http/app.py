@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hmac
 import inspect
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -29,6 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import __version__
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..kagura import RequestValidationError, parse_request, restrict_contexts
 from ..kagura.request import REQUEST_FIELDS as RECALL_V1_FIELDS
@@ -37,7 +37,10 @@ from ..recall.params import PARAMETERS as RECALL_PARAMETERS
 from ..store import EDGE_PROPERTIES, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..timeparse import format_timestamp
 from ..validation import validate_uuid
-from .security import TOKEN_ENV_VARS, TokenScopes, resolve_token, resolve_tokens
+from .body import MAX_BODY_BYTES, read_json_object
+from .guard import RequestGuard
+from .policy import request_policy
+from .security import TOKEN_ENV_VARS, Grant, TokenScopes, resolve_token, resolve_tokens
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token",
            "resolve_tokens"]
@@ -45,7 +48,6 @@ __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resol
 logger = logging.getLogger("localmem.http")
 
 MAX_BATCH = 500
-MAX_BODY_BYTES = 32 * 1024 * 1024
 # Query-string parameters of GET /recall that take every repeated value
 # (``tags`` is not comma-split by AutoMem; the others are, in recall's parser).
 RECALL_MULTI_VALUE = frozenset({"tags", "queries", "exclude_tags", "context_tags",
@@ -54,10 +56,12 @@ RECALL_KNOWN = RECALL_PARAMETERS | frozenset(RECALL_ALIASES)
 # Path segments under /memory/ that are routes of their own, not ids.
 RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
 AUTHENTICATED_SCOPE_KEY = "localmem.authenticated"
+# True for the admin token, and for every caller when no token is configured.
+ADMIN_SCOPE_KEY = "localmem.admin"
 # The contexts the caller's token may see (None: every context).
 CONTEXTS_SCOPE_KEY = "localmem.contexts"
-# Routes a context-scoped token may call: the context-aware ones (and /health).
-CONTEXT_AWARE_PATHS = frozenset({"/api/v1/memory/recall"})
+# Routes a scoped token may call: recall over its contexts (and /health, trimmed).
+CONTEXT_AWARE_PATHS = frozenset({("POST", "/api/v1/memory/recall")})
 
 Endpoint = Callable[[Request], Awaitable[JSONResponse]]
 
@@ -93,32 +97,6 @@ def _vector_channel(store: MemoryStore) -> bool:
 
 def _elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-async def _json_object(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object; 400 "JSON body is required" otherwise."""
-    length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise LocalMemError(f"Request body exceeds {MAX_BODY_BYTES} bytes", code=413)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise LocalMemError(f"Request body exceeds {MAX_BODY_BYTES} bytes", code=413)
-        chunks.append(chunk)
-    raw = b"".join(chunks)
-    try:
-        payload = json.loads(raw, parse_constant=_reject_constant) if raw.strip() else None
-    except (ValueError, RecursionError):
-        payload = None
-    if not isinstance(payload, dict):
-        raise ValidationError("JSON body is required")
-    return payload
 
 
 def _pick(payload: dict[str, Any], allowed: Iterable[str]) -> dict[str, Any]:
@@ -205,10 +183,10 @@ def _token_from_headers(scope: Scope) -> bytes | None:
 class AuthMiddleware:
     """Require an API token on every route but ``/health`` and OPTIONS.
 
-    ``tokens`` maps each accepted token to the contexts it may see (None:
-    every context). A token scoped to some contexts may call only the
-    context-aware routes (``POST /api/v1/memory/recall``); anything else
-    answers 403. The contexts travel in the ASGI scope to the route.
+    ``tokens`` maps each accepted token to its ``Grant``. The admin token
+    may call everything; a scoped token (``TOKEN=ctx`` or ``TOKEN=*``) only
+    ``POST /api/v1/memory/recall``, over its contexts; anything else answers
+    403. The grant travels in the ASGI scope to the route.
 
     ``?api_key=`` is always removed from the query string before the request
     goes further, so it never reaches a route, recall, or the access log.
@@ -218,14 +196,14 @@ class AuthMiddleware:
         self.app = app
         self.tokens = [(t.encode("utf-8"), contexts) for t, contexts in (tokens or {}).items()]
 
-    def _match(self, supplied: bytes | None) -> tuple[bool, frozenset[str] | None]:
-        found, contexts = False, None
+    def _match(self, supplied: bytes | None) -> Grant | None:
+        found = None
         if supplied is None:
-            return found, contexts
-        for token, scoped in self.tokens:  # every comparison runs: no early exit to time
-            if hmac.compare_digest(supplied, token) and not found:
-                found, contexts = True, scoped
-        return found, contexts
+            return found
+        for token, grant in self.tokens:  # every comparison runs: no early exit to time
+            if hmac.compare_digest(supplied, token) and found is None:
+                found = grant
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -235,17 +213,21 @@ class AuthMiddleware:
         scope["query_string"], query_token = _strip_api_key(scope.get("query_string", b""))
         scope[CONTEXTS_SCOPE_KEY] = None
         if not self.tokens:
-            scope[AUTHENTICATED_SCOPE_KEY] = True
+            scope[AUTHENTICATED_SCOPE_KEY] = scope[ADMIN_SCOPE_KEY] = True
             await self.app(scope, receive, send)
             return
-        ok, contexts = self._match(_token_from_headers(scope) or query_token)
+        grant = self._match(_token_from_headers(scope) or query_token)
+        ok = grant is not None
         scope[AUTHENTICATED_SCOPE_KEY] = ok
-        scope[CONTEXTS_SCOPE_KEY] = contexts
+        scope[ADMIN_SCOPE_KEY] = ok and grant.admin
+        scope[CONTEXTS_SCOPE_KEY] = grant.contexts if ok else None
         open_route = scope["method"] == "OPTIONS" or scope["path"] == "/health"
-        scoped_out = contexts is not None and scope["path"] not in CONTEXT_AWARE_PATHS
-        if ok and scoped_out and not open_route:
+        scoped_out = (ok and not grant.admin
+                      and (scope["method"], scope["path"]) not in CONTEXT_AWARE_PATHS)
+        if scoped_out and not open_route:
             response = error_response(
-                403, "This token is scoped to contexts; it may only call POST /api/v1/memory/recall")
+                403, "This token is scoped (recall only): it may call only POST /api/v1/memory/recall. "
+                     "Use the admin token (LOCALMEM_API_TOKEN) for other routes.")
             await response(scope, receive, send)
             return
         if ok or open_route:
@@ -260,15 +242,24 @@ class AuthMiddleware:
 
 def create_app(store: MemoryStore, *, token: str | None = None,
                tokens: str | dict[str, Any] | None = None,
-               cors_origins: list[str] | None = None) -> Starlette:
+               cors_origins: list[str] | None = None,
+               allowed_hosts: str | list[str] | None = None,
+               allowed_origins: str | list[str] | None = None) -> Starlette:
     """The HTTP API over ``store``.
 
     ``token`` (else ``$LOCALMEM_API_TOKEN`` / ``$AUTOMEM_API_TOKEN``) turns on
-    authentication with a token that sees everything; ``tokens`` (else
-    ``$LOCALMEM_API_TOKENS``, ``"tokenA=ctx1,ctx2;tokenB=*"``) adds tokens
-    scoped to contexts; ``cors_origins`` turns on CORS for those origins.
+    authentication with the admin token; ``tokens`` (else
+    ``$LOCALMEM_API_TOKENS``, ``"tokenA=ctx1,ctx2;tokenB=*"``) adds recall-only
+    tokens scoped to contexts. ``allowed_hosts`` (else
+    ``$LOCALMEM_ALLOWED_HOSTS``) are the ``Host`` names answered besides
+    loopback ones; ``allowed_origins`` (else ``$LOCALMEM_ALLOWED_ORIGINS``;
+    ``cors_origins`` is an older name, added to them) the browser origins
+    allowed, with CORS. See ``policy`` for why.
     """
     api_tokens = resolve_tokens(token, tokens)
+    policy = request_policy(allowed_hosts, allowed_origins)
+    if cors_origins:
+        policy = request_policy(policy.allowed_hosts, [*policy.allowed_origins, *cors_origins])
     call = run_in_threadpool
 
     async def health(request: Request) -> JSONResponse:
@@ -297,13 +288,11 @@ def create_app(store: MemoryStore, *, token: str | None = None,
             "graph": "memories",
             "timestamp": format_timestamp(store.now()),
         }
-        if not request.scope.get(AUTHENTICATED_SCOPE_KEY):
-            body.pop("path", None)  # the file location is for authenticated callers only
-        return JSONResponse(body)
+        return JSONResponse(_health_for(request.scope, body))
 
     async def store_memory(request: Request) -> JSONResponse:
         start = time.perf_counter()
-        payload = await _json_object(request)
+        payload = await read_json_object(request)
         fields = _pick(payload, STORE_FIELDS - {"content"})
 
         def work() -> tuple[dict[str, Any], str, str]:
@@ -336,7 +325,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
 
     async def store_batch(request: Request) -> JSONResponse:
         start = time.perf_counter()
-        payload = await _json_object(request)
+        payload = await read_json_object(request)
         items = payload.get("memories")
         if not isinstance(items, list) or not items:
             raise ValidationError("'memories' must be a non-empty array")
@@ -381,7 +370,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
 
     async def update_memory(request: Request) -> JSONResponse:
         memory_id = _memory_id(request)
-        payload = await _json_object(request)
+        payload = await read_json_object(request)
         record = await call(functools.partial(store.update, memory_id, **_pick(payload, UPDATE_FIELDS)))
         return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record})
 
@@ -440,7 +429,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         return args
 
     async def associate(request: Request) -> JSONResponse:
-        payload = await _json_object(request)
+        payload = await read_json_object(request)
         if "associations" in payload:
             return await associate_batch(payload["associations"])
         result = await call(functools.partial(store.associate, **_association_args(payload)))
@@ -509,7 +498,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
             return error_response(
                 501, "POST /api/v1/memory/recall is not implemented by this MemoryStore yet")
         try:
-            payload = await _json_object(request)
+            payload = await read_json_object(request)
         except ValidationError as exc:
             raise RequestValidationError([{"loc": ["body"], "msg": exc.message,
                                            "type": "model_attributes_type"}]) from None
@@ -544,10 +533,10 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/memories/{memory_id}/related", _endpoint(related), methods=["GET"]),
         Route("/api/v1/memory/recall", _endpoint(recall_v1), methods=["POST"]),
     ]
-    middleware = []
-    if cors_origins:
+    middleware = [Middleware(RequestGuard, policy=policy)]
+    if policy.allowed_origins:
         middleware.append(Middleware(
-            CORSMiddleware, allow_origins=list(cors_origins),
+            CORSMiddleware, allow_origins=list(policy.allowed_origins),
             allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["Content-Type", "X-API-Key", "Authorization"],
         ))
@@ -561,6 +550,25 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     app.state.store = store
     app.state.auth_required = bool(api_tokens)
     return app
+
+
+# What /health shows a caller that is not the admin: liveness, and for a scoped
+# token the vector channel too; never counts, the file path or its size.
+HEALTH_ANONYMOUS = ("status", "service", "version", "timestamp")
+HEALTH_SCOPED = HEALTH_ANONYMOUS + ("falkordb", "qdrant")
+
+
+def _health_for(scope: Scope, body: dict[str, Any]) -> dict[str, Any]:
+    body = {**body, "service": "localmem", "version": __version__}
+    if scope.get(ADMIN_SCOPE_KEY):
+        return body
+    if not scope.get(AUTHENTICATED_SCOPE_KEY):
+        return {key: body[key] for key in HEALTH_ANONYMOUS}
+    embedder = body.get("embedder", {})
+    contexts = scope.get(CONTEXTS_SCOPE_KEY)
+    return {**{key: body[key] for key in HEALTH_SCOPED},
+            "embedder": {key: embedder.get(key) for key in ("name", "dimensions", "available")},
+            "contexts": "*" if contexts is None else sorted(contexts)}
 
 
 def recall_params(request: Request) -> dict[str, Any]:

@@ -6,11 +6,12 @@ import ipaddress
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-__all__ = ["SCOPED_TOKENS_ENV_VAR", "TOKEN_ENV_VARS", "TokenScopes", "check_bind", "is_loopback",
-           "parse_scoped_tokens", "resolve_token", "resolve_tokens"]
+__all__ = ["SCOPED_TOKENS_ENV_VAR", "TOKEN_ENV_VARS", "Grant", "TokenScopes", "check_bind",
+           "is_loopback", "parse_scoped_tokens", "resolve_token", "resolve_tokens"]
 
 TOKEN_ENV_VARS = ("LOCALMEM_API_TOKEN", "AUTOMEM_API_TOKEN")
 SCOPED_TOKENS_ENV_VAR = "LOCALMEM_API_TOKENS"
@@ -18,8 +19,25 @@ ALL_CONTEXTS = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 _ENTRY_SEPARATORS = re.compile(r"[;\n]")
 
-# token -> the contexts it may see (None: every context, and every route)
-TokenScopes = dict[str, "frozenset[str] | None"]
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one token may do.
+
+    ``admin``: every route and every context (the single API token). Otherwise
+    the token is scoped: recall through ``POST /api/v1/memory/recall`` only,
+    over ``contexts`` (None: every context, from ``TOKEN=*``; still not admin).
+    """
+
+    contexts: frozenset[str] | None = None
+    admin: bool = False
+
+
+ADMIN_GRANT = Grant(None, admin=True)
+
+# token -> what it may do
+TokenScopes = dict[str, Grant]
 
 
 def resolve_token(token: str | None = None) -> str | None:
@@ -60,14 +78,14 @@ def _context_set(token_label: str, value: object) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def parse_scoped_tokens(text: str) -> TokenScopes:
+def parse_scoped_tokens(text: str) -> dict[str, frozenset[str] | None]:
     """``"tokenA=work,notes; tokenB=*"`` → ``{"tokenA": {"work", "notes"}, "tokenB": None}``.
 
     Entries are separated by ``;`` or newlines; each is ``TOKEN=CONTEXTS``,
     split at the *last* ``=`` (so base64 tokens ending in ``=`` work);
     CONTEXTS is ``*`` (every context) or a comma-separated list of names.
     """
-    scopes: TokenScopes = {}
+    scopes: dict[str, frozenset[str] | None] = {}
     for number, entry in enumerate(_ENTRY_SEPARATORS.split(text), start=1):
         entry = entry.strip()
         if not entry:
@@ -85,14 +103,15 @@ def parse_scoped_tokens(text: str) -> TokenScopes:
 
 def resolve_tokens(token: str | None = None,
                    tokens: str | Mapping[str, object] | None = None) -> TokenScopes:
-    """Every accepted token with its contexts.
+    """Every accepted token with its grant.
 
     The single token (``token``, else ``$LOCALMEM_API_TOKEN`` /
-    ``$AUTOMEM_API_TOKEN``) sees every context; ``tokens`` (else
-    ``$LOCALMEM_API_TOKENS``) adds scoped ones. A token listed in both, or
-    twice, is a ``ConfigError``: one token has one scope. Empty: no auth.
+    ``$AUTOMEM_API_TOKEN``) is the admin token; ``tokens`` (else
+    ``$LOCALMEM_API_TOKENS``) adds scoped ones, recall-only, even ``TOKEN=*``.
+    A token listed in both, or twice, is a ``ConfigError``: one token has one
+    scope. Empty: no auth.
     """
-    scopes: TokenScopes = {}
+    scopes: dict[str, frozenset[str] | None] = {}
     if isinstance(tokens, Mapping):
         for number, (name, contexts) in enumerate(tokens.items(), start=1):
             if not isinstance(name, str) or not name.strip():
@@ -104,13 +123,14 @@ def resolve_tokens(token: str | None = None,
     else:
         text = tokens if tokens is not None and tokens.strip() else os.environ.get(SCOPED_TOKENS_ENV_VAR, "")
         scopes = parse_scoped_tokens(text)
+    grants: TokenScopes = {name: Grant(contexts) for name, contexts in scopes.items()}
     single = resolve_token(token)
     if single is not None:
-        if single in scopes:
+        if single in grants:
             raise ConfigError(f"The API token also appears in the scoped tokens ({SCOPED_TOKENS_ENV_VAR}); "
                               f"give each token one scope")
-        scopes[single] = None
-    return scopes
+        grants[single] = ADMIN_GRANT
+    return grants
 
 
 def is_loopback(host: str) -> bool:
