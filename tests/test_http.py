@@ -271,7 +271,7 @@ def test_token_never_reaches_the_access_log_or_recall(client, anon):
 def test_store_memory_returns_automem_fields(client):
     response = client.post("/memory", json={
         "content": "  We decided to use PostgreSQL for billing  ", "tags": "billing,db",
-        "importance": 0.8, "metadata": {"project": "ledger"}, "unknown_field": "ignored",
+        "importance": 0.8, "metadata": {"project": "ledger"},
     })
     assert response.status_code == 201
     body = response.json()
@@ -351,7 +351,7 @@ def test_batch_stores_all(client, store):
     before = store.health()["memory_count"]
     response = client.post("/memory/batch", json={"memories": [
         {"content": "batch one", "tags": ["batch-t"]},
-        {"content": "batch two", "importance": 0.9, "ignored": True},
+        {"content": "batch two", "importance": 0.9},
         {"content": "batch three", "embedding": [0.5] * DIMS},
     ]})
     assert response.status_code == 201
@@ -399,7 +399,7 @@ def test_get_patch_delete_memory(client):
     assert got.status_code == 200 and got.json()["memory"]["id"] == mid
     response = client.patch(f"/memory/{mid}", json={
         "content": "Patched content", "tags": ["patched"], "importance": 0.9,
-        "metadata": {"b": 2}, "memory_id": "ignored", "t_invalid": "2030-01-01T00:00:00Z"})
+        "metadata": {"b": 2}, "memory_id": mid, "t_invalid": "2030-01-01T00:00:00Z"})
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "success" and body["memory_id"] == mid
@@ -491,13 +491,12 @@ def test_associate_single(client):
     b = new_memory(client, "assoc target")
     response = client.post("/associate", json={
         "memory1_id": a, "memory2_id": b, "type": "leads_to", "strength": 0.8,
-        "reason": "because", "not_a_property": 1})
+        "reason": "because"})
     assert response.status_code == 201
     body = response.json()
     assert body["status"] == "success" and body["relation_type"] == "LEADS_TO"
     assert body["strength"] == 0.8 and body["reason"] == "because"
     assert body["message"] == f"Association created between {a} and {b}"
-    assert "not_a_property" not in body
     default = client.post("/associate", json={"memory1_id": a, "memory2_id": b}).json()
     assert default["relation_type"] == "RELATES_TO" and default["strength"] == 0.5
 
@@ -710,7 +709,7 @@ def test_unauthenticated_server_recall_v1_dispatch_and_500(caplog, monkeypatch):
             httpx.Client(base_url=url) as c:
         assert c.get("/memory/by-tag?tags=x").status_code == 200  # no token configured
         response = c.post("/api/v1/memory/recall", json={
-            "query": "auth errors", "k": 3, "filters": {"context_id": "work"}, "extra": 1})
+            "query": "auth errors", "k": 3, "filters": {"context_id": "work"}})
         assert response.status_code == 200
         assert response.json() == {"query": "auth errors", "k": 3,
                                    "filters": {"context_id": "work"}, "search_mode": None}

@@ -53,6 +53,7 @@ MAX_BATCH = 500
 RECALL_MULTI_VALUE = frozenset({"tags", "queries", "exclude_tags", "context_tags",
                                 "context_types", "priority_ids"})
 RECALL_KNOWN = RECALL_PARAMETERS | frozenset(RECALL_ALIASES)
+ASSOCIATION_FIELDS = frozenset({"memory1_id", "memory2_id", "type", "strength"})
 # Path segments under /memory/ that are routes of their own, not ids.
 RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
 AUTHENTICATED_SCOPE_KEY = "localmem.authenticated"
@@ -99,10 +100,19 @@ def _elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
-def _pick(payload: dict[str, Any], allowed: Iterable[str]) -> dict[str, Any]:
-    """The fields a route understands; others are ignored, as AutoMem does."""
+def _known_fields(payload: dict[str, Any], allowed: Iterable[str], where: str = "") -> dict[str, Any]:
+    """The body's fields, all of which the route must know (AutoMem ignores the rest silently).
+
+    A misspelt field (``improtance``) would otherwise be dropped without a
+    word and the memory stored or updated without it.
+    """
     allowed = set(allowed)
-    return {k: v for k, v in payload.items() if k in allowed}
+    unknown = sorted(set(payload) - allowed)
+    if unknown:
+        raise ValidationError(
+            f"{where}unknown field{'' if len(unknown) == 1 else 's'} "
+            f"{', '.join(repr(k) for k in unknown)}; allowed: {', '.join(sorted(allowed))}")
+    return dict(payload)
 
 
 def _query_value(request: Request, name: str) -> str | None:
@@ -293,7 +303,8 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     async def store_memory(request: Request) -> JSONResponse:
         start = time.perf_counter()
         payload = await read_json_object(request)
-        fields = _pick(payload, STORE_FIELDS - {"content"})
+        fields = _known_fields(payload, STORE_FIELDS)
+        fields.pop("content", None)
 
         def work() -> tuple[dict[str, Any], str, str]:
             with _locked(store):
@@ -335,7 +346,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise ValidationError(f"Memory at index {index} must be an object")
-            cleaned.append(_pick(item, STORE_FIELDS))
+            cleaned.append(_known_fields(item, STORE_FIELDS, f"Memory at index {index}: "))
         provided = sum(1 for item in cleaned if item.get("embedding") is not None)
 
         def work() -> tuple[list[str], bool]:
@@ -371,7 +382,10 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     async def update_memory(request: Request) -> JSONResponse:
         memory_id = _memory_id(request)
         payload = await read_json_object(request)
-        record = await call(functools.partial(store.update, memory_id, **_pick(payload, UPDATE_FIELDS)))
+        echoed = payload.pop("memory_id", memory_id)  # some clients repeat the path's id
+        if not isinstance(echoed, str) or echoed.strip().lower() != memory_id.strip().lower():
+            raise ValidationError(f"'memory_id' in the body ({echoed!r}) is not the id in the path ({memory_id})")
+        record = await call(functools.partial(store.update, memory_id, **_known_fields(payload, UPDATE_FIELDS)))
         return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record})
 
     async def delete_memory(request: Request) -> JSONResponse:
@@ -416,11 +430,12 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         wanted, deleted = await call(work)
         return JSONResponse({"status": "success", "tags": wanted, "deleted_count": deleted})
 
-    def _association_args(item: dict[str, Any]) -> dict[str, Any]:
+    def _association_args(item: dict[str, Any], where: str = "") -> dict[str, Any]:
+        properties = _known_fields(item, EDGE_PROPERTIES | ASSOCIATION_FIELDS, where)
         args: dict[str, Any] = {
             "memory1_id": item.get("memory1_id"),
             "memory2_id": item.get("memory2_id"),
-            **_pick(item, EDGE_PROPERTIES),
+            **{k: v for k, v in properties.items() if k not in ASSOCIATION_FIELDS},
         }
         if item.get("type") is not None:
             args["type"] = item["type"]
@@ -453,7 +468,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
                     failed.append({"index": index, "reason": f"Association at index {index} must be an object"})
                     continue
                 try:
-                    result = store.associate(**_association_args(item))
+                    result = store.associate(**_association_args(item, f"Association at index {index}: "))
                 except LocalMemError as exc:
                     failed.append({"index": index, "reason": exc.message})
                     continue
@@ -502,14 +517,19 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         except ValidationError as exc:
             raise RequestValidationError([{"loc": ["body"], "msg": exc.message,
                                            "type": "model_attributes_type"}]) from None
-        # Only the request's own fields: extra ones are ignored (as pydantic does),
-        # and ``now`` is for Python callers, not for the wire.
-        parse_request(_pick(payload, RECALL_V1_FIELDS))  # 422 with every problem, store untouched
+        # Only the request's own fields: an unknown one is a 422 (pydantic's
+        # extra="forbid"), not dropped; ``now`` is for Python callers, not for the wire.
+        extra = sorted(set(payload) - set(RECALL_V1_FIELDS))
+        if extra:
+            raise RequestValidationError([{"loc": ["body", name], "msg": (
+                f"Extra inputs are not permitted; the request fields are {', '.join(sorted(RECALL_V1_FIELDS))}"),
+                "type": "extra_forbidden"} for name in extra])
+        parse_request(payload)  # 422 with every problem, store untouched
         parameters = inspect.signature(method).parameters
         allowed = set(RECALL_V1_FIELDS)
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
             allowed &= set(parameters)
-        arguments = _pick(payload, allowed)
+        arguments = {k: v for k, v in payload.items() if k in allowed}
         contexts = request.scope.get(CONTEXTS_SCOPE_KEY)
 
         def work() -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""Bodies with fields a route does not know are refused, naming the field (AutoMem drops them).
+
+Against a real uvicorn server on 127.0.0.1; the store is unchanged by every refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("starlette")
+httpx = pytest.importorskip("httpx")
+
+from localmem import MemoryStore
+from localmem.http.app import create_app
+from tests.test_http import running
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[MemoryStore]:
+    with MemoryStore(":memory:", embedder="hash") as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def client(store: MemoryStore) -> Iterator[httpx.Client]:
+    with running(create_app(store)) as base_url, httpx.Client(base_url=base_url, timeout=10) as http:
+        yield http
+
+
+def refused(response: httpx.Response, code: int, *fragments: str) -> str:
+    assert response.status_code == code, response.text
+    message = response.json().get("message") or str(response.json().get("detail"))
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def test_patch_with_an_unknown_field_changes_nothing(client, store):
+    memory_id = client.post("/memory", json={"content": "The deploy runs at noon."}).json()["memory_id"]
+    before = store.get(memory_id)
+    message = refused(client.patch(f"/memory/{memory_id}", json={"bogus_field": 1, "importance": 0.9}),
+                      400, "unknown field 'bogus_field'", "allowed:", "importance")
+    assert "content" in message
+    assert store.get(memory_id) == before  # the known field was not applied either
+
+
+def test_post_with_a_misspelt_field_stores_nothing(client, store):
+    count = store.health()["memory_count"]
+    refused(client.post("/memory", json={"content": "Tabs over spaces.", "improtance": 0.9}),
+            400, "unknown field 'improtance'")
+    refused(client.post("/memory/batch", json={"memories": [{"content": "a"}, {"content": "b", "tgas": ["x"]}]}),
+            400, "Memory at index 1: unknown field 'tgas'")
+    assert store.health()["memory_count"] == count
+
+
+def test_associate_with_an_unknown_field_is_refused(client, store):
+    first = client.post("/memory", json={"content": "first"}).json()["memory_id"]
+    second = client.post("/memory", json={"content": "second"}).json()["memory_id"]
+    refused(client.post("/associate", json={"memory1_id": first, "memory2_id": second, "type": "RELATES_TO",
+                                            "strength": 0.5, "strenght": 0.9}), 400, "unknown field 'strenght'")
+    batch = client.post("/associate", json={"associations": [
+        {"memory1_id": first, "memory2_id": second, "type": "RELATES_TO", "strength": 0.5, "wieght": 1}]})
+    assert batch.json()["failed"][0]["reason"].startswith("Association at index 0: unknown field 'wieght'")
+    assert store.related(first)["count"] == 0
+
+
+def test_automem_client_fields_are_all_known(client):
+    """What AutoMem's own MCP client sends to POST /memory and PATCH /memory/{id}."""
+    stored = client.post("/memory", json={
+        "content": "We chose SQLite.", "type": "Decision", "confidence": 0.9, "tags": ["db"],
+        "importance": 0.8, "metadata": {"source": "test"}, "timestamp": "2026-11-01T10:00:00Z",
+        "t_valid": "2026-11-01T10:00:00Z", "updated_at": "2026-11-01T10:00:00Z",
+        "last_accessed": "2026-11-01T10:00:00Z"})
+    assert stored.status_code == 201, stored.text
+    memory_id = stored.json()["memory_id"]
+    patched = client.patch(f"/memory/{memory_id}", json={
+        "content": "We chose SQLite in WAL mode.", "tags": ["db"], "importance": 0.7, "metadata": {},
+        "timestamp": "2026-11-01T10:00:00Z", "updated_at": "2026-11-02T10:00:00Z", "type": "Decision",
+        "confidence": 0.8, "t_invalid": "2026-12-01T00:00:00Z", "last_accessed": "2026-11-02T10:00:00Z"})
+    assert patched.status_code == 200, patched.text
+
+
+def test_recall_v1_with_an_unknown_field_is_a_422(client):
+    response = client.post("/api/v1/memory/recall", json={"query": "sqlite", "kk": 3})
+    assert response.status_code == 422, response.text
+    [problem] = response.json()["detail"]
+    assert problem["loc"] == ["body", "kk"] and problem["type"] == "extra_forbidden"
