@@ -33,6 +33,7 @@ from .timeparse import format_timestamp
 from .validation import (
     check_text,
     encode_json,
+    strip_non_finite,
     validate_content,
     validate_context_name,
     validate_embedding,
@@ -314,7 +315,7 @@ class MemoryStore:
     @_serialized
     def get(self, memory_id: str) -> dict[str, Any]:
         """The memory record; ``NotFoundError`` if there is none."""
-        return self._pk_and_record(memory_id)[1]
+        return strip_non_finite(self._pk_and_record(memory_id)[1])
 
     @_serialized
     def update(self, memory_id: str, **fields: Any) -> dict[str, Any]:
@@ -491,7 +492,7 @@ class MemoryStore:
         }
         if has_more:
             result["next_offset"] = offset + limit
-        return result
+        return strip_non_finite(result)
 
     @_serialized
     def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:
@@ -501,7 +502,7 @@ class MemoryStore:
         # (by the outermost call, should a recall run inside another one).
         backend = self._backend
         if backend.touch_queue is not None or self.conn.in_transaction:
-            return run_recall(backend, {"query": query, **params})
+            return strip_non_finite(run_recall(backend, {"query": query, **params}))
         backend.touch_queue = []
         try:
             with read_transaction(self.conn):
@@ -510,7 +511,9 @@ class MemoryStore:
             queued, backend.touch_queue = backend.touch_queue, None
         for memory_ids, when in queued:
             backend.touch(memory_ids, when)
-        return response
+        # Scores are finite by construction (recall/scoring.py); this guards
+        # the numbers read from a row damaged on disk.
+        return strip_non_finite(response)
 
     @_serialized
     def recall_v1(self, query: str, *, k: int = 5, filters: Mapping[str, Any] | None = None,
@@ -518,10 +521,10 @@ class MemoryStore:
                   include_explore_hints: bool = False, include_superseded: bool = False,
                   full: int | None = None, now: Any = None) -> dict[str, Any]:
         """Kagura's POST /api/v1/memory/recall: the RecallResponse body (localmem/kagura/)."""
-        return run_recall_v1(self._backend, {
+        return strip_non_finite(run_recall_v1(self._backend, {
             "query": query, "k": k, "filters": filters, "search_mode": search_mode,
             "use_rerank": use_rerank, "include_explore_hints": include_explore_hints,
-            "include_superseded": include_superseded, "full": full, "now": now})
+            "include_superseded": include_superseded, "full": full, "now": now}))
 
     @_serialized
     def related(self, memory_id: str, relationship_types: Any = None, max_depth: int = 1,
@@ -545,9 +548,9 @@ class MemoryStore:
         rows = rows_as_dicts(self.conn.execute(self.sql["related_memories"], {
             "id": memory_id, "max_depth": depth, "types": json.dumps(types), "limit": limit}))
         related = [{**to_record(row), "depth": row["depth"]} for row in rows]
-        return {"status": "success", "memory_id": memory_id, "count": len(related),
-                "related_memories": related, "relationship_types": types,
-                "max_depth": depth, "limit": limit}
+        return strip_non_finite({"status": "success", "memory_id": memory_id, "count": len(related),
+                                 "related_memories": related, "relationship_types": types,
+                                 "max_depth": depth, "limit": limit})
 
     def touch(self, memory_ids: list[str], when: datetime) -> None:
         """Set last_accessed for recalled memories in one write (skipped when disabled)."""

@@ -21,6 +21,16 @@ MAX_TEXT_FIELD = 256
 MAX_CONTEXT_NAME = 128
 MAX_METADATA_DEPTH = 32
 MAX_METADATA_BYTES = 1_000_000
+# Accepted embedding norms. sqlite-vec computes cosines in float32 (sums of
+# squares and dot products), whose normal range is about 1.2e-38 to 3.4e38.
+# Any two vectors with norms in [1e-6, 1e6] have products of norms in
+# [1e-12, 1e12], so every sum stays 26 orders of magnitude inside that range
+# and subnormal components (below 1.2e-38) cannot move a cosine by more than
+# 1e-26: the cosine of an accepted vector is as exact as float32 allows.
+# Outside it, a vector of denormals (1e-40 each) has a float32 norm of 0 and
+# a cosine of +-inf; real embeddings have norms near 1 (unit length is best).
+MIN_EMBEDDING_NORM = 1e-6
+MAX_EMBEDDING_NORM = 1e6
 
 
 def check_text(value: str, field: str) -> str:
@@ -106,6 +116,35 @@ def encode_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def strip_non_finite(value: Any) -> Any:
+    """Replace NaN and infinities by None throughout a response, in place; returns it.
+
+    The last line of defence where responses are built: validation keeps
+    such numbers out of the file and the scores finite, but a row damaged on
+    disk must still not turn into a response strict JSON cannot carry.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(child, float):
+                    if not math.isfinite(child):
+                        item[key] = None
+                elif isinstance(child, (dict, list)):
+                    stack.append(child)
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                if isinstance(child, float):
+                    if not math.isfinite(child):
+                        item[index] = None
+                elif isinstance(child, (dict, list)):
+                    stack.append(child)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def validate_uuid(value: Any, field: str = "memory_id") -> str:
     if not isinstance(value, str):
         raise ValidationError(f"{field} must be a valid UUID")
@@ -166,12 +205,30 @@ def _check_packed(packed: array, dimensions: int | None) -> bytes:
         raise ValidationError(f"Embedding must contain exactly {dimensions} values")
     if not packed:
         raise ValidationError("Embedding must not be empty")
-    # A sum in double precision is NaN or inf exactly when some element is.
-    if not math.isfinite(sum(packed)):
+    # hypot works in double precision with scaling, so the norm of the float32
+    # values neither overflows nor underflows; it is NaN or inf exactly when
+    # some element is.
+    norm = math.hypot(*packed)
+    if not math.isfinite(norm):
         raise ValidationError("Embedding values must be finite numbers (within float32 range)")
-    if not any(packed):
+    if norm == 0.0:
         raise ValidationError("Embedding must not be the zero vector")
+    if not MIN_EMBEDDING_NORM <= norm <= MAX_EMBEDDING_NORM:
+        raise ValidationError(
+            f"Embedding norm {norm:.3g} is outside [{MIN_EMBEDDING_NORM:g}, {MAX_EMBEDDING_NORM:g}]: "
+            "its cosine cannot be computed reliably in float32 (scale it, unit length is best)")
     return packed.tobytes()
+
+
+def embedding_problem(blob: Any, dimensions: int) -> str | None:
+    """Why a stored embedding cannot be used for search (the rule of validate_embedding), or None."""
+    if not isinstance(blob, bytes):
+        return "Embedding is not a float32 blob"
+    try:
+        validate_embedding(blob, dimensions)
+    except ValidationError as exc:
+        return exc.message
+    return None
 
 
 def validate_context_name(value: Any) -> str:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
+from ..recall.scoring import usable_cosine
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.state import state_reason
 from .folding import direct_successors
@@ -111,7 +112,8 @@ def _near_duplicates(backend: "Backend", results: list[Candidate], outcome: Sear
         for left, right, similarity in backend.conn.execute(backend.sql["kagura_pair_similarity"], {
                 "left": json.dumps([r.pk for r in results]), "right": json.dumps(pool),
                 "threshold": threshold}):
-            pairs.setdefault(left, []).append((right, float(similarity)))
+            if (cosine := usable_cosine(similarity)) is not None:  # a damaged vector is no duplicate
+                pairs.setdefault(left, []).append((right, cosine))
     # The top results the pool cannot vouch for: their context's memories that
     # share most of their rarest words.
     exact = [r for r in results if not _in_pool(r, outcome, scope, threshold)][:EXACT_ROWS]
@@ -126,8 +128,8 @@ def _near_duplicates(backend: "Backend", results: list[Candidate], outcome: Sear
             for right, similarity in backend.conn.execute(statement, {
                     "match": match, "context": r.memory["context"], "pk": r.pk,
                     "k": WORD_NEIGHBOURS, "threshold": threshold}):
-                if (r.pk, right) not in known:
-                    pairs.setdefault(r.pk, []).append((right, float(similarity)))
+                if (r.pk, right) not in known and (cosine := usable_cosine(similarity)) is not None:
+                    pairs.setdefault(r.pk, []).append((right, cosine))
     if not pairs:
         return {}
     other_pks = sorted({pk for found in pairs.values() for pk, _ in found})

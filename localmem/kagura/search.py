@@ -27,6 +27,7 @@ from ..storage.vector_index import knn_parameters
 from ..embedders import EmbedderUnavailable
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
+from ..recall.scoring import usable_cosine
 from .scope import SearchScope
 
 if TYPE_CHECKING:
@@ -105,14 +106,14 @@ def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: i
     rows = list(rows_as_dicts(backend.conn.execute(
         statement, {**scope.bindings(), **knn_parameters(vector, min(size, MAX_KNN))})))
     cutoff = None
-    if len(rows) >= min(size, MAX_KNN) and rows and rows[-1]["similarity"] is not None:
-        cutoff = float(rows[-1]["similarity"])
+    if len(rows) >= min(size, MAX_KNN) and rows:
+        cutoff = usable_cosine(rows[-1]["similarity"])
     out = []
     for row in rows:
-        if not row["in_scope"] or row["similarity"] is None:
+        cosine = usable_cosine(row["similarity"])  # None: a zero, NaN or underflowing vector
+        if not row["in_scope"] or cosine is None:
             continue
-        out.append(Candidate(pk=row["pk"], memory=to_record(row), cosine=float(row["similarity"]),
-                             arms={"semantic"}))
+        out.append(Candidate(pk=row["pk"], memory=to_record(row), cosine=cosine, arms={"semantic"}))
     return out, cutoff
 
 
@@ -126,9 +127,7 @@ def _keyword_arm(backend: "Backend", scope: SearchScope, match: str, vector: byt
         **scope.bindings(), "match": match, "query_vector": vector, "k": size}))
     out = []
     for row in rows:
-        similarity = row["similarity"]
-        out.append(Candidate(pk=row["pk"], memory=to_record(row),
-                             cosine=float(similarity) if similarity is not None else None,
+        out.append(Candidate(pk=row["pk"], memory=to_record(row), cosine=usable_cosine(row["similarity"]),
                              bm25=max(0.0, float(row["bm25"] or 0.0)), arms={"keyword"}))
     return out
 
@@ -151,10 +150,10 @@ def _fill_cosine(backend: "Backend", vector: bytes, candidates: list[Candidate])
         return
     rows = backend.conn.execute(backend.sql["kagura_similarity"], {
         "pks": json.dumps([c.pk for c in missing]), "query_vector": vector})
-    cosine = {pk: value for pk, value in rows}
+    cosine = {pk: usable_cosine(value) for pk, value in rows}
     for candidate in missing:
         if cosine.get(candidate.pk) is not None:
-            candidate.cosine = float(cosine[candidate.pk])
+            candidate.cosine = cosine[candidate.pk]
 
 
 def rank(candidates: list[Any], score: Any = None) -> None:

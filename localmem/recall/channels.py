@@ -20,6 +20,7 @@ from ..metadata_search import (
 )
 from .params import RecallParams
 from .scope import scope_clause
+from .scoring import usable_cosine
 
 if TYPE_CHECKING:
     from ..storage.backend import Backend
@@ -116,10 +117,10 @@ def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
                       k: int) -> list[dict[str, Any]]:
     out = []
     for row in rows_as_dicts(_vector_rows(backend, scope, query_vector, k)):
-        similarity = row["similarity"]
-        if similarity is None:  # a zero or NaN vector: nothing to rank by
+        similarity = usable_cosine(row["similarity"])
+        if similarity is None:  # a zero, NaN or underflowing vector: nothing to rank by
             continue
-        out.append(_candidate(row, "vector", float(similarity), "qdrant", float(similarity)))
+        out.append(_candidate(row, "vector", similarity, "qdrant", similarity))
         if len(out) >= k:
             break
     return out
@@ -138,9 +139,7 @@ def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
         **scope.bindings, "match": match, "query_vector": query_vector, "k": k}))
     out = []
     for row in rows:
-        similarity = row["similarity"]
-        candidate = _candidate(row, "keyword", 0.0, "graph",
-                               float(similarity) if similarity is not None else None)
+        candidate = _candidate(row, "keyword", 0.0, "graph", usable_cosine(row["similarity"]))
         candidate["_bm25"] = row["bm25"]  # the same terms and weights as the keyword score
         out.append(candidate)
     return out

@@ -34,7 +34,7 @@ from .gating import apply_score_gates
 from .params import RecallParams, parse_recall_params
 from .ranking import dedupe, sort_results
 from .scope import passes_scope
-from .scoring import ScoreInputs, parse_epoch, score_candidate
+from .scoring import ScoreInputs, parse_epoch, score_candidate, usable_cosine
 from .state import active_replacements, apply_state_filter, state_reason
 
 if TYPE_CHECKING:
@@ -97,10 +97,10 @@ class Recall:
             return
         rows = self.backend.conn.execute(self.backend.sql["recall_similarity"], {
             "ids": json.dumps([r["id"] for r in missing]), "query_vector": query_vector})
-        similarity = {row[0]: row[1] for row in rows}
+        similarity = {row[0]: usable_cosine(row[1]) for row in rows}
         for result in missing:
             if similarity.get(result["id"]) is not None:
-                result["_similarity"] = float(similarity[result["id"]])
+                result["_similarity"] = similarity[result["id"]]
 
     def keyword_scorer(self, query: str) -> KeywordScorer:
         if query not in self.keyword_scorers:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,6 +16,21 @@ _METADATA_TOKEN = re.compile(r"[a-z0-9_\-]+")
 MAX_METADATA_TERM = 256
 COMPONENT_KEYS = ("vector", "keyword", "metadata", "relation", "tag", "importance",
                   "confidence", "recency", "exact", "relevance")
+
+
+# A cosine from float32 arithmetic may overshoot [-1, 1] by rounding; a value
+# further out (or NaN/inf) comes from a vector damaged on disk, not a match.
+COSINE_SLACK = 1e-3
+
+
+def usable_cosine(value: Any) -> float | None:
+    """A cosine read from SQL as a float in [-1, 1], or None when it is no usable evidence."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    cosine = float(value)
+    if not math.isfinite(cosine) or abs(cosine) > 1.0 + COSINE_SLACK:
+        return None
+    return max(-1.0, min(1.0, cosine))
 
 
 def parse_epoch(value: Any) -> float | None:
@@ -106,16 +122,17 @@ def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: dat
     memory = inputs.memory
     meta_terms = metadata_terms(memory.get("metadata") or {})
     bonus = context_bonus(profile, memory, meta_terms)
-    vector = max(0.0, inputs.similarity) if inputs.similarity is not None else 0.0
+    similarity = usable_cosine(inputs.similarity)
+    vector = max(0.0, similarity) if similarity is not None else 0.0
     keyword = keyword_component(inputs.match_type, inputs.match_score, inputs.keyword)
-    metadata = inputs.metadata_score
+    metadata = _number(inputs.metadata_score)
     exact = exact_score(query, meta_terms)
     evidence = max(vector, keyword, metadata, exact)
     components: dict[str, Any] = {
         "vector": vector,
         "keyword": keyword,
         "metadata": metadata,
-        "relation": inputs.relation_score or 0.0,
+        "relation": _number(inputs.relation_score),
         "tag": tag_score(tokens, memory.get("tags") or [], meta_terms, config.tag_score_token_cap),
         "importance": _number(memory.get("importance")),
         "confidence": _number(memory.get("confidence")),
@@ -138,6 +155,8 @@ def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: dat
         "exact": config.weight_exact, "relevance": config.weight_relevance,
     }
     final = sum(components[k] * weights[k] for k in COMPONENT_KEYS) + bonus
+    if not math.isfinite(final):  # every component is finite: only a non-finite weight gets here
+        final = 0.0
     components["context"] = bonus
     components["evidence"] = evidence
     components["relevance_gated"] = gated
@@ -145,4 +164,7 @@ def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: dat
 
 
 def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    """A stored number (importance, confidence, relevance); 0.0 when missing or not finite."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return 0.0
