@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from array import array
 from datetime import datetime
@@ -21,6 +22,11 @@ MAX_TEXT_FIELD = 256
 MAX_CONTEXT_NAME = 128
 MAX_METADATA_DEPTH = 32
 MAX_METADATA_BYTES = 1_000_000
+# JSON text from outside (CLI arguments, import lines, MCP messages) is
+# refused past this nesting before it is parsed: Python's decoder would
+# otherwise recurse until RecursionError. Stored values are limited further
+# (metadata: MAX_METADATA_DEPTH).
+MAX_JSON_DEPTH = 64
 # Accepted embedding norms. sqlite-vec computes cosines in float32 (sums of
 # squares and dot products), whose normal range is about 1.2e-38 to 3.4e38.
 # Any two vectors with norms in [1e-6, 1e6] have products of norms in
@@ -114,6 +120,53 @@ def validate_metadata(value: Any) -> dict[str, Any]:
 
 def encode_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# A JSON string literal (unrolled: no backtracking), and anything but a bracket.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_nesting(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON text (brackets in strings not counted)."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    depth = deepest = 0
+    for char in brackets:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse JSON text from outside; ValidationError naming ``field`` when it is not usable.
+
+    Strict JSON only: no NaN or Infinity, no nesting deeper than
+    ``max_depth`` (checked before parsing, so a line nested 100,000 deep is
+    refused quickly instead of exhausting the stack). Lone surrogates (the
+    escape ``\\ud800``) are decoded; the field checks reject them by name.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"'{field}' is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+    if not isinstance(text, str):
+        raise ValidationError(f"'{field}' must be JSON text")
+    if json_nesting(text) > max_depth:
+        raise ValidationError(f"'{field}' is nested deeper than {max_depth} levels")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:  # not reached below max_depth; kept so no caller ever sees one
+        raise ValidationError(f"'{field}' is nested deeper than {max_depth} levels") from None
+    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, numbers with too many digits
+        raise ValidationError(f"'{field}' is not valid JSON: {exc}") from None
 
 
 def strip_non_finite(value: Any) -> Any:
