@@ -35,7 +35,11 @@ TEMPORAL_INTENT = re.compile(
     re.IGNORECASE,
 )
 
-_LAST_N_DAYS = re.compile(r"last\s+([+-]?[0-9]+)\s+days")
+_LAST_N_DAYS = re.compile(r"last\s+([+-]?)([0-9]+)\s+days")
+# More days than timedelta holds (999,999,999) reaches past year 1 from any
+# date: such an N means "all time", without turning thousands of digits
+# into an int (which Python refuses past 4300 digits).
+MAX_DAY_DIGITS = 9
 
 
 def _invalid(field: str) -> ValidationError:
@@ -119,13 +123,15 @@ def _last_n_days(expr: str, now: datetime) -> tuple[datetime | None, datetime | 
     match = _LAST_N_DAYS.fullmatch(expr)
     if match is None:
         return None, None
-    days = int(match.group(1))
+    sign, digits = match.group(1), match.group(2).lstrip("0") or "0"
     # Deliberate difference from AutoMem: a negative N would give an inverted
     # window there; here it is simply not a recognised expression.
-    if days < 0:
+    if sign == "-" and digits != "0":
         return None, None
+    if len(digits) > MAX_DAY_DIGITS:
+        return _MIN_UTC, now
     try:
-        start = now - timedelta(days=days)
+        start = now - timedelta(days=int(digits))
     except OverflowError:
         start = _MIN_UTC
     return start, now
