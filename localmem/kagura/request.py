@@ -170,8 +170,12 @@ def _string_list(value: Any, loc: tuple[Any, ...], errors: _Collector) -> list[s
             errors.add((*loc, index), "Input should be a valid string", "string_type")
             continue
         text = item.strip()
-        if text:
-            out.append(text)
+        if not text:
+            continue
+        try:
+            out.append(check_text(text, ".".join(str(part) for part in loc)))
+        except ValidationError as exc:
+            errors.add((*loc, index), exc.message, "string_invalid")
     if len(out) > MAX_FILTER_VALUES:
         errors.add(loc, f"List should have at most {MAX_FILTER_VALUES} items", "too_long")
         return []
