@@ -144,13 +144,21 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):  # 1e999: valid JSON syntax, but no float holds it
+        raise ValueError(f"number {text[:20]} is out of range")
+    return number
+
+
 def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse JSON text from outside; ValidationError naming ``field`` when it is not usable.
 
-    Strict JSON only: no NaN or Infinity, no nesting deeper than
-    ``max_depth`` (checked before parsing, so a line nested 100,000 deep is
-    refused quickly instead of exhausting the stack). Lone surrogates (the
-    escape ``\\ud800``) are decoded; the field checks reject them by name.
+    Strict JSON only: no NaN, Infinity or numbers beyond float range, no
+    nesting deeper than ``max_depth`` (checked before parsing, so a line
+    nested 100,000 deep is refused quickly instead of exhausting the stack).
+    Lone surrogates (the escape ``\\ud800``) are decoded; the field checks
+    reject them by name.
     """
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -162,7 +170,7 @@ def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPT
     if json_nesting(text) > max_depth:
         raise ValidationError(f"'{field}' is nested deeper than {max_depth} levels")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:  # not reached below max_depth; kept so no caller ever sees one
         raise ValidationError(f"'{field}' is nested deeper than {max_depth} levels") from None
     except ValueError as exc:  # JSONDecodeError, NaN/Infinity, numbers with too many digits
