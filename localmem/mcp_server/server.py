@@ -9,6 +9,10 @@ call, or earlier by a background warm-up thread that starts once the client
 has initialized (``notifications/initialized``) or listed the tools —
 whichever comes first. Tool calls run in worker threads, so a slow call never
 blocks the protocol loop; ``MemoryStore`` serializes its own calls.
+
+The stdio transport is localmem's own (``transport.py``): the SDK's drops a
+line its JSON parser refuses (a lone surrogate escape, invalid UTF-8) without
+an answer; this one answers every request.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import anyio
 import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 if not hasattr(Server, "add_request_handler"):  # the v1 SDK registers handlers with decorators
     raise ImportError("localmem's MCP server needs the official mcp SDK version 2 (pip install 'mcp>=2.3')")
@@ -32,6 +35,7 @@ if not hasattr(Server, "add_request_handler"):  # the v1 SDK registers handlers 
 from .. import __version__
 from .handlers import call_tool
 from .tools import INSTRUCTIONS, TOOLS
+from .transport import stdio_transport
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -158,7 +162,7 @@ def build_server(store_factory: Callable[[], MemoryStore], *, warm_up: bool = Tr
 
 
 async def serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_transport() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
