@@ -14,6 +14,7 @@ timestamps, unknown enum values.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -384,3 +385,123 @@ def test_http_bodies(store, http, route, body):
             store.conn.execute("DELETE FROM edges")
             for row in keep:
                 store.conn.execute(f"INSERT INTO edges VALUES ({', '.join('?' * len(row))})", row)
+
+
+# -- vector magnitudes (float32 underflow and overflow) ----------------------------------------------------
+
+
+@FUZZ
+@given(direction=st.lists(st.floats(-1.0, 1.0, width=32), min_size=DIMS, max_size=DIMS),
+       exponent=st.integers(-46, 40), query=st.one_of(st.none(), hostile_text))
+@example(direction=[1.0] * DIMS, exponent=-40, query="redis")
+@example(direction=[0.5, -0.5] * (DIMS // 2), exponent=-20, query=None)
+@example(direction=[1.0] * DIMS, exponent=18, query="cache")
+def test_vector_magnitudes(store, direction, exponent, query):
+    """Any accepted vector, stored or as a query, has an exact cosine: never NaN/inf in a response."""
+    vector = [x * 10.0 ** exponent for x in direction]
+    accepted, result = call_checked(store, lambda: store.recall(query, embedding=vector))
+    if accepted:
+        assert_json_clean(result)
+    accepted, memory_id = call_checked(store, lambda: store.store("a vector of some magnitude", embedding=vector))
+    if not accepted:
+        return
+    try:
+        own = store.recall(embedding=vector, limit=10)
+        assert_json_clean(own)
+        mine = [r for r in own["results"] if r["id"] == memory_id]
+        assert mine and mine[0]["score_components"]["vector"] > 0.999, own["results"][:1]
+        assert_json_clean(store.recall(query or "redis cache", limit=10))
+        assert_json_clean(store.recall_v1(query or "redis cache", k=10))
+    finally:
+        store.delete(memory_id)
+
+
+# -- JSON text from outside, and the MCP wire --------------------------------------------------------------
+
+json_texts = st.one_of(
+    hostile_text,
+    hostile_json.map(lambda v: json.dumps(v)),  # NaN, Infinity, lone surrogate escapes included
+    st.integers(0, 3000).map(lambda n: "[" * n + "]" * n),
+    st.integers(0, 3000).map(lambda n: '{"a":' * n + "1" + "}" * n),
+    st.sampled_from(["[" * 100_000, '{"a":' * 50_000, "1e999", "-1e999", "9" * 5000, '"\\ud800"',
+                     '"\\udfff\\ud800"', '{"a": NaN}', "[1, 2,]", '"' + "[" * 1000 + '"', "\\", '"\\"']),
+)
+
+
+@FUZZ
+@given(text=json_texts)
+def test_decode_json(text):
+    from localmem.validation import MAX_JSON_DEPTH, decode_json, json_nesting
+
+    try:
+        value = decode_json(text, "field")
+    except LocalMemError as exc:
+        assert exc.code == 400 and "'field'" in exc.message
+        return
+    assert json_nesting(text) <= MAX_JSON_DEPTH
+    assert value == json.loads(text)
+
+
+def jsonrpc_lines() -> st.SearchStrategy[bytes]:
+    short_text = hostile_text.filter(lambda t: len(t) < 300)
+    short_json = st.recursive(st.one_of(st.none(), st.booleans(), hostile_number, short_text),
+                              lambda children: st.one_of(st.lists(children, max_size=4),
+                                                         st.dictionaries(short_text, children, max_size=4)),
+                              max_leaves=12)
+    ids = st.one_of(st.integers(-2**53, 2**53), st.text(max_size=8), st.none(), st.booleans(), st.floats(),
+                    st.lists(st.integers(), max_size=2))
+    methods = st.one_of(st.sampled_from(["tools/call", "tools/list", "initialize", "ping", "notifications/x"]),
+                        short_text, st.integers())
+    shaped = st.fixed_dictionaries(
+        {"jsonrpc": st.sampled_from(["2.0", "1.0", 2])},
+        optional={"id": ids, "method": methods, "params": st.one_of(short_json, st.fixed_dictionaries({
+            "name": short_text, "arguments": short_json})), "result": short_json, "error": short_json})
+    return st.one_of(
+        shaped.map(lambda d: json.dumps(d).encode("ascii")),  # lone surrogates as \ud800 escapes
+        shaped.map(lambda d: json.dumps(d, ensure_ascii=False).encode("utf-8", "surrogatepass")),  # invalid UTF-8
+        st.binary(max_size=300),
+        st.sampled_from([b"", b"\n", b"[" * 100_000, b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"\xff"}}',
+                         b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]']),
+    )
+
+
+@FUZZ
+@given(line=jsonrpc_lines())
+def test_mcp_wire_every_request_is_answered(line):
+    """Each line is forwarded to the server or answered; a request (an id and a method) is never dropped."""
+    pytest.importorskip("mcp")
+    import mcp.types as types
+    from mcp.shared.message import SessionMessage
+
+    from localmem.mcp_server.transport import decode_line, encode_message
+    from localmem.validation import MAX_JSON_DEPTH, json_nesting
+
+    message, answer = decode_line(line)
+    assert message is None or answer is None
+    def strict(text: str) -> Any:
+        if text in ("NaN", "Infinity", "-Infinity") or not math.isfinite(float(text)):
+            raise ValueError(text)
+        return float(text)
+
+    # What the client sent, when it is strict JSON within the depth limit; otherwise the
+    # answer is a parse error, whose id is null.
+    text = line.decode("utf-8", "surrogateescape")
+    try:
+        sent = (json.loads(text, parse_constant=strict, parse_float=strict)
+                if json_nesting(text) <= MAX_JSON_DEPTH else None)
+    except (ValueError, RecursionError):
+        sent = None
+    is_request = (isinstance(sent, dict) and isinstance(sent.get("id"), (int, str))
+                  and not isinstance(sent.get("id"), bool) and "method" in sent)
+    if is_request:
+        assert message is not None or answer is not None
+    if answer is not None:
+        reply = json.loads(encode_message(answer).decode("utf-8"))
+        assert reply["error"]["code"] in (types.PARSE_ERROR, types.INVALID_REQUEST)
+        if is_request:
+            assert reply["id"] == sent["id"]
+    if message is not None and isinstance(message.message, types.JSONRPCRequest):
+        # Whatever the request held, an answer echoing it still goes out as strict UTF-8 JSON.
+        echo = SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=message.message.id,
+                                                    result={"echo": message.message.params or {}}))
+        json.loads(encode_message(echo).decode("utf-8"))

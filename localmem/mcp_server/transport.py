@@ -125,9 +125,10 @@ def encode_message(message: SessionMessage) -> bytes:
     try:
         text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
     except PydanticSerializationError:
-        data = message.message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        # Python mode: the JSON mode of pydantic fails on the same surrogates (in keys).
+        data = message.message.model_dump(mode="python", by_alias=True, exclude_unset=True)
         text = json.dumps(strip_non_finite(_printable(data)), ensure_ascii=False, allow_nan=False,
-                          separators=(",", ":"))
+                          separators=(",", ":"), default=str)
     return (text + "\n").encode("utf-8")
 
 
