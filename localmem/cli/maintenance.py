@@ -281,6 +281,14 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
                 out.line("repair: " + ", ".join(done))
                 if actions.get("embedder_error"):
                     out.line(f"  could not embed: {actions['embedder_error']}")
+                if actions.get("unusable_embeddings_removed"):
+                    sample = actions["unusable_embeddings_sample"]
+                    for key, label in (("reembedded", "re-embedded"),
+                                       ("dropped", "dropped, served without a vector")):
+                        if actions[f"unusable_embeddings_{key}"]:
+                            out.line(f"  unusable embeddings {label}: {actions[f'unusable_embeddings_{key}']}"
+                                     f" ({', '.join(sample[key])}"
+                                     f"{', ...' if actions[f'unusable_embeddings_{key}'] > len(sample[key]) else ''})")
                 remaining = [c for c in after if not c.ok]
                 if remaining:
                     out.line("after repair:")

@@ -22,6 +22,7 @@ from ..storage.threads import write_text_rows
 from ..embedders import UnavailableEmbedder
 from ..progress import ProgressBar
 from ..tags import compute_tag_prefixes
+from ..validation import MAX_EMBEDDING_NORM, MIN_EMBEDDING_NORM, embedding_problem
 
 if TYPE_CHECKING:
     import apsw
@@ -84,6 +85,27 @@ def embedder_usable(store: MemoryStore) -> bool:
     """Whether the store's embedder may work (not known to be unavailable)."""
     return (store.embedder is not None and store.has_vector_index and store.embedder_error is None
             and not isinstance(store.embedder, UnavailableEmbedder))
+
+
+def unusable_embeddings(store: MemoryStore) -> list[tuple[int, str, str]]:
+    """``(pk, memory id, problem)`` of every embedding search cannot use.
+
+    NaN or infinite values, or a norm whose float32 cosine under- or
+    overflows: the rule that refuses such vectors as input
+    (``validate_embedding``), applied to rows written before it or by hand.
+    SQL narrows the scan; Python decides.
+    """
+    dims = store.dimensions
+    if dims is None:
+        return []
+    found = []
+    for pk, memory_id, blob in store.conn.execute(store.sql["doctor_embeddings_unusable"], {
+            "bytes": dims * 4, "zero": bytes(dims * 4),
+            "low": MIN_EMBEDDING_NORM * 2, "high": MAX_EMBEDDING_NORM / 2}):
+        problem = embedding_problem(blob, dims)
+        if problem is not None:
+            found.append((pk, memory_id, problem))
+    return found
 
 
 def _tag_checks(store: MemoryStore) -> tuple[Check, Check]:
@@ -190,8 +212,8 @@ def _check(store: MemoryStore) -> list[Check]:
                lambda n: f"{_plural(n, 'embedding', 'embeddings')} {verb(n, 'belong')} to no memory",
                label=lambda r: f"pk {r[0]}")
 
-    vector_names = ("vector_index", "embeddings_bad_length", "vectors_missing", "vectors_orphans",
-                    "vectors_differ", "embeddings_missing")
+    vector_names = ("vector_index", "embeddings_bad_length", "embeddings_unusable", "vectors_missing",
+                    "vectors_orphans", "vectors_differ", "embeddings_missing")
     if store.dimensions is None:
         for name in vector_names:
             results.append(Check(name, name.replace("_", " "), skipped="no vector index (embedder 'none')"))
@@ -207,6 +229,15 @@ def _check(store: MemoryStore) -> list[Check]:
                lambda n: f"{_plural(n, 'embedding', 'embeddings')} {'does' if n == 1 else 'do'} "
                          f"not hold {dims} float32 values",
                bindings={"bytes": dims * 4})
+    unusable = unusable_embeddings(store)
+    usable_check = Check("embeddings_unusable", "every embedding is finite with a norm float32 cosines can use")
+    if unusable:
+        n = len(unusable)
+        usable_check.count = n
+        usable_check.message = (f"{_plural(n, 'embedding', 'embeddings')} cannot be used for search "
+                                f"(first: {unusable[0][2]})")
+        usable_check.sample = [memory_id for _, memory_id, _ in unusable[:SAMPLE_SIZE]]
+    results.append(usable_check)
     if table.ok:
         rows_check("vectors_missing", "every embedding has a vector-index row", "doctor_vectors_missing",
                    lambda n: f"{_plural(n, 'embedding', 'embeddings')} {has(n)} no vector-index (vec0) row")
@@ -252,18 +283,24 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
 
     One transaction rebuilds the FTS rows, the tag and prefix rows and the
     vec0 index, and drops edges and embeddings that point nowhere (and
-    embeddings of the wrong length). Memories without an embedding are then
-    embedded in batches when the embedder works.
+    embeddings of the wrong length or that search cannot use). Memories
+    without an embedding are then embedded in batches when the embedder
+    works; an unusable embedding that cannot be replaced stays dropped, so
+    its memory is served without a vector (keyword, tag and graph channels).
     """
     conn, sql = store.conn, store.sql
     done: dict[str, Any] = {}
     dims = store.dimensions
+    unusable: list[tuple[int, str, str]] = []
     with store._lock, transaction(conn):
         _drain(conn.execute(sql["repair_edges_dangling"]))
         done["dangling_edges_removed"] = conn.changes()
         if dims is not None:
             _drain(conn.execute(sql["repair_embeddings_invalid"], {"bytes": dims * 4}))
             done["invalid_embeddings_removed"] = conn.changes()
+            unusable = unusable_embeddings(store)
+            for pk, _memory_id, _problem in unusable:
+                conn.execute(sql["embedding_delete"], {"pk": pk})
         _drain(conn.execute(sql["repair_fts"]))
         done["fts_rows_rebuilt"] = write_text_rows(conn, sql, None)
         _drain(conn.execute(sql["repair_tags_clear"]))
@@ -280,6 +317,7 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
         if dims is not None:
             done["vector_rows_rebuilt"] = vector_index.rebuild(conn, sql, dims)
     done["memories_embedded"] = 0
+    embedded: set[int] = set()
     if dims is not None and store.embedder is not None:
         with store._lock:
             missing = [(pk, content) for pk, _id, content in conn.execute(sql["doctor_embeddings_missing"])]
@@ -294,10 +332,19 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
                 with store._lock, transaction(conn):
                     for (pk, _), vector in zip(batch, vectors):
                         writes._set_embedding(conn, sql, pk, vector, True)
+                        embedded.add(pk)
                 done["memories_embedded"] += len(batch)
                 if bar is not None:
                     bar.advance(len(batch))
         finally:
             if bar is not None:
                 bar.close()
+    if dims is not None and unusable:
+        replaced = [memory_id for pk, memory_id, _ in unusable if pk in embedded]
+        dropped = [memory_id for pk, memory_id, _ in unusable if pk not in embedded]
+        done["unusable_embeddings_removed"] = len(unusable)
+        done["unusable_embeddings_reembedded"] = len(replaced)
+        done["unusable_embeddings_dropped"] = len(dropped)  # served without a vector
+        done["unusable_embeddings_sample"] = {"reembedded": replaced[:SAMPLE_SIZE],
+                                              "dropped": dropped[:SAMPLE_SIZE]}
     return done
