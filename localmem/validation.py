@@ -151,8 +151,16 @@ def _finite_float(text: str) -> float:
     return number
 
 
+class JSONTextError(ValidationError):
+    """JSON text that cannot be used; ``reason`` says why without naming the field."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"'{field}' is not valid JSON: {reason}")
+        self.reason = reason
+
+
 def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Parse JSON text from outside; ValidationError naming ``field`` when it is not usable.
+    """Parse JSON text from outside; ``JSONTextError`` (a ValidationError) naming ``field`` if unusable.
 
     Strict JSON only: no NaN, Infinity or numbers beyond float range, no
     nesting deeper than ``max_depth`` (checked before parsing, so a line
@@ -164,17 +172,18 @@ def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPT
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ValidationError(f"'{field}' is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+            raise JSONTextError(field, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if not isinstance(text, str):
-        raise ValidationError(f"'{field}' must be JSON text")
+        raise JSONTextError(field, f"expected text, not {type(text).__name__}")
+    too_deep = f"nested deeper than {max_depth} levels"
     if json_nesting(text) > max_depth:
-        raise ValidationError(f"'{field}' is nested deeper than {max_depth} levels")
+        raise JSONTextError(field, too_deep)
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:  # not reached below max_depth; kept so no caller ever sees one
-        raise ValidationError(f"'{field}' is nested deeper than {max_depth} levels") from None
+        raise JSONTextError(field, too_deep) from None
     except ValueError as exc:  # JSONDecodeError, NaN/Infinity, numbers with too many digits
-        raise ValidationError(f"'{field}' is not valid JSON: {exc}") from None
+        raise JSONTextError(field, str(exc)) from None
 
 
 def strip_non_finite(value: Any) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..settings import choose_embedder, default_db_path
 from ..storage.database import MEMORY_PATH
+from ..validation import decode_json
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -51,12 +51,10 @@ def split_list(values: Sequence[str] | None) -> list[str] | None:
 
 
 def json_object(text: str | None, option: str) -> Any:
+    """An option's JSON value; a 400-class error naming the option (nesting and NaN refused)."""
     if text is None:
         return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValidationError(f"{option} must be valid JSON: {exc}") from None
+    return decode_json(text, option)
 
 
 def key_values(pairs: Sequence[str] | None, option: str) -> dict[str, Any]:

@@ -67,6 +67,8 @@ from ..store import EDGE_PROPERTIES
 from ..timeparse import format_timestamp
 from .export_header import check_header, make_header
 from ..validation import (
+    JSONTextError,
+    decode_json,
     encode_json,
     validate_embedding,
     validate_metadata,
@@ -318,9 +320,9 @@ class Importer:
         if not text:
             return
         try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise ImportLineError(lineno, f"invalid JSON: {exc}") from None
+            value = decode_json(text, f"line {lineno}")
+        except JSONTextError as exc:  # also a line nested too deep to parse safely
+            raise ImportLineError(lineno, f"invalid JSON: {exc.reason}") from None
         if not isinstance(value, dict):
             raise ImportLineError(lineno, "each line must be a JSON object")
         kind = value.pop("kind", "memory")
