@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
+from ..validation import strip_non_finite
+
 DEFAULT_TERMINAL_WIDTH = 160
 
 
@@ -59,7 +61,8 @@ def human_size(size: int) -> str:
 
 
 def json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False)
+    # The store's answers are finite already; this is the last line for anything else printed.
+    return json.dumps(strip_non_finite(value), ensure_ascii=False, indent=2, allow_nan=False)
 
 
 class Output:
