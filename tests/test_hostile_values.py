@@ -441,3 +441,77 @@ def test_mcp_raw_pipe_every_request_is_answered_within_seconds(tmp_path):
     finally:
         stderr = pipe.close()
     assert "Traceback" not in stderr, stderr[-3000:]
+
+
+# -- item 4: doctor finds unusable embeddings in existing files, and repairs them -----------------------
+
+
+def damaged_file(tmp_path: Path, name: str) -> tuple[Path, list[str]]:
+    db = tmp_path / name
+    with MemoryStore(db, embedder="hash") as s:
+        ids = filled(s, 6)
+    for memory_id, values in zip(ids, (DENORMALS, UNDERFLOWING, [float("nan")] * DIMS)):
+        plant_vector(db, memory_id, values)
+    return db, ids[:3]
+
+
+def checks_by_name(report: dict[str, Any], key: str = "checks") -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in report[key]}
+
+
+def test_doctor_reports_unusable_embeddings_and_repair_re_embeds_them(tmp_path):
+    db, damaged = damaged_file(tmp_path, "memory.db")
+    run = run_cli("--db", str(db), "--json", "doctor")
+    assert run.returncode == 1, run.stderr[-2000:]
+    unusable = checks_by_name(json.loads(run.stdout))["embeddings_unusable"]
+    assert unusable["count"] == 3 and set(unusable["sample"]) == set(damaged)
+    assert "Embedding" in unusable["message"]
+
+    run = run_cli("--db", str(db), "--json", "doctor", "--repair")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["repair"]["unusable_embeddings_reembedded"] == 3
+    assert report["repair"]["unusable_embeddings_dropped"] == 0
+    assert checks_by_name(report, "after_repair")["embeddings_unusable"]["ok"]
+    with MemoryStore(db, embedder="hash") as s:
+        for memory_id in damaged:  # each finds itself again by its own content
+            top = s.recall(s.get(memory_id)["content"], limit=1)["results"][0]
+            assert top["id"] == memory_id and top["score_components"]["vector"] > 0.99
+
+
+def test_doctor_repair_without_an_embedder_drops_unusable_embeddings(tmp_path):
+    db, damaged = damaged_file(tmp_path, "memory.db")
+    run = run_cli("--db", str(db), "--embedder", "none", "doctor", "--repair")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "dropped, served without a vector: 3" in run.stdout
+    with MemoryStore(db, embedder="hash") as s:
+        assert s.health()["memories_without_embedding"] == 3
+        response = s.recall("memory about cats", limit=10)
+        strict_json(response)
+        assert set(damaged) & {r["id"] for r in response["results"]}  # still found by keywords
+
+
+# -- item 7: deeply nested JSON on the command line and in an import file ---------------------------------
+
+
+def test_import_of_a_line_nested_100000_deep_names_the_line(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps({"kind": "memory", "content": "fine"}) + "\n"
+                    + '{"kind": "memory", "content": "deep", "metadata": ' + '{"a": ' * 100_000 + "1"
+                    + "}" * 100_001 + "\n", encoding="utf-8")
+    db = tmp_path / "memory.db"
+    run = run_cli("--db", str(db), "--embedder", "hash", "import", str(path))
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "line 2: invalid JSON: nested deeper than" in run.stderr
+    assert "Traceback" not in run.stderr
+    with MemoryStore(db, embedder="hash") as s:
+        assert s.health()["memory_count"] == 0  # the chunk holding the bad line is not written
+
+
+def test_store_metadata_nested_deep_is_a_usage_error(tmp_path):
+    db = tmp_path / "memory.db"
+    run = run_cli("--db", str(db), "--embedder", "hash", "store", "deep metadata",
+                  "--metadata", "[" * 50_000 + "]" * 50_000)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "'--metadata' is not valid JSON: nested deeper than" in run.stderr
+    assert "Traceback" not in run.stderr
