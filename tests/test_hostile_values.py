@@ -515,3 +515,20 @@ def test_store_metadata_nested_deep_is_a_usage_error(tmp_path):
     assert run.returncode == 2, run.stderr[-2000:]
     assert "'--metadata' is not valid JSON: nested deeper than" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_mcp_answers_requests_sent_before_the_client_closes_stdin(tmp_path):
+    """``printf '...' | localmem mcp``: every request written before end of input is answered."""
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {},
+                 "clientInfo": {"name": "raw", "version": "0"}}}).encode(),
+             b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+             call(2, b"check_database_health", b"{}"),
+             call(3, b"store_memory", b'{"content":"lone \\ud800"}'),
+             call(4, b"store_memory", b'{"content":"a memory stored from a pipe"}')]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(mcp_command(tmp_path / "memory.db"), input=b"\n".join(lines) + b"\n",
+                          capture_output=True, env=env, cwd=REPO, timeout=90)
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert set(replies) == {1, 2, 3, 4}, done.stderr.decode()[-2000:]
+    assert replies[3]["result"]["isError"] and not replies[4]["result"]["isError"]

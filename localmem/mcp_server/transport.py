@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, BinaryIO
@@ -47,6 +48,34 @@ from ..validation import decode_json, strip_non_finite
 log = logging.getLogger("localmem.mcp")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# After the client closes stdin, requests already sent are still answered
+# (``printf '...' | localmem mcp``), waiting at most this long for them.
+DRAIN_SECONDS = 60.0
+
+
+class _Pending:
+    """Ids of requests forwarded to the server and not answered yet."""
+
+    def __init__(self) -> None:
+        self.ids: Counter[Any] = Counter()
+        self._changed = anyio.Event()
+
+    def forwarded(self, message: SessionMessage) -> None:
+        if isinstance(message.message, types.JSONRPCRequest):
+            self.ids[message.message.id] += 1
+
+    def answered(self, message: SessionMessage) -> None:
+        inner = message.message
+        if isinstance(inner, (types.JSONRPCResponse, types.JSONRPCError)) and self.ids[inner.id] > 0:
+            self.ids[inner.id] -= 1
+            if not self.ids[inner.id]:
+                del self.ids[inner.id]
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    async def drained(self) -> None:
+        while +self.ids:
+            await self._changed.wait()
 
 
 def _error(request_id: Any, code: int, message: str) -> SessionMessage:
@@ -174,8 +203,10 @@ async def stdio_transport(
                          MemoryObjectSendStream[SessionMessage]]]:
     """``(read_stream, write_stream)`` for ``Server.run``, over stdio (or the given binary files).
 
-    The server closes the write stream when it is done; the writer then ends
-    once the last answer is out.
+    On end of input the read stream stays open until the requests already
+    forwarded are answered (at most ``DRAIN_SECONDS``): the server stops
+    serving when it closes. The server closes the write stream when it is
+    done; the writer then ends once the last answer is out.
     """
     given = stdin is not None and stdout is not None
     with _given(stdin, stdout) if given else claimed_stdio() as (wire_in, wire_out):
@@ -183,6 +214,7 @@ async def stdio_transport(
         outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](0)
         reader_answers = outgoing.clone()  # the reader's own answers share the one writer
         reading = anyio.CancelScope()
+        pending = _Pending()
 
         async def read_lines() -> None:
             with reading:
@@ -191,9 +223,12 @@ async def stdio_transport(
                         # Abandoned on cancel: a thread blocked on the pipe must not hold up the exit.
                         raw = await anyio.to_thread.run_sync(wire_in.readline, abandon_on_cancel=True)
                         if not raw:
+                            with anyio.move_on_after(DRAIN_SECONDS):
+                                await pending.drained()
                             break
                         message, answer = decode_line(raw)
                         if message is not None:
+                            pending.forwarded(message)
                             await incoming_send.send(message)
                         if answer is not None:
                             await reader_answers.send(answer)
@@ -203,6 +238,7 @@ async def stdio_transport(
                 async for message in outgoing_receive:
                     data = encode_message(message)
                     await anyio.to_thread.run_sync(_write, wire_out, data)
+                    pending.answered(message)
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(read_lines)
