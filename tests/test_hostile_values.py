@@ -178,7 +178,7 @@ def http(store):
 
     from localmem.http.app import create_app
 
-    with TestClient(create_app(store), raise_server_exceptions=False) as client:
+    with TestClient(create_app(store), base_url="http://localhost", raise_server_exceptions=False) as client:
         yield client
 
 
