@@ -281,10 +281,10 @@ def test_restores_in_the_same_second_keep_every_previous_copy(tmp_path: Path) ->
     for _ in range(2):
         result = localmem("--db", "w.db", "--json", "restore", "good.bak", cwd=tmp_path)
         assert result.returncode == 0, result.stderr
-        saved.append(json.loads(result.stdout)["saved_previous"])
-    assert saved[0] != saved[1] and all(Path(p).is_file() for p in saved)
+        saved.append(tmp_path / json.loads(result.stdout)["saved_previous"])
+    assert saved[0] != saved[1] and all(p.is_file() for p in saved)
     assert all(p.read_bytes() == b"an earlier copy" for p in taken)
-    assert memory_count(Path(saved[1])) == 1
+    assert memory_count(saved[1]) == 1
 
 
 def test_a_damaged_backup_is_refused_in_a_few_lines(tmp_path: Path) -> None:
