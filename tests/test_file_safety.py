@@ -126,7 +126,7 @@ def test_restore_refuses_a_companion_as_source_or_target(tmp_path: Path, live: M
     assert (tmp_path / "w.db-wal").stat().st_size == 0
     (tmp_path / "sub" / "link-to-db").symlink_to(tmp_path / "w.db")
     for source in ("w.db-wal", "sub/../w.db-shm", "sub/link-to-db"):
-        assert_refused(localmem("--db", "w.db", "restore", source, cwd=tmp_path), "w.db")
+        assert_refused(localmem("--db", "w.db", "restore", source, cwd=tmp_path))
     for target in ("w.db-wal", "sub/../w.db-shm", "w.db-journal"):
         assert_refused(localmem("--db", target, "restore", "good.bak", cwd=tmp_path), "w.db")
     # Nothing else opens a companion as a database either.
