@@ -53,6 +53,9 @@ class Config:
     # prev1, next1, prev2, next2, prev3, next3 (tags feed the tag component instead).
     keyword_column_weights: tuple[float, ...] = (1.0, 0.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.15)
     track_access: bool = True  # update last_accessed for recalled seeds
+    # PRAGMA synchronous of the file (LOCALMEM_SYNCHRONOUS): NORMAL, or FULL to
+    # also sync the WAL at every commit (the last commits survive a power cut).
+    synchronous: str = "NORMAL"
 
     # Kagura-style recall (recall_v1, localmem/kagura/)
     # Hybrid weights: each arm is normalised by its best score, then mixed.
@@ -136,6 +139,12 @@ class Config:
         raw = env.get("LOCALMEM_TRACK_ACCESS")
         if raw is not None and raw.strip().lower() in _FALSE:
             values["track_access"] = False
+        raw = env.get("LOCALMEM_SYNCHRONOUS")
+        if raw is not None and raw.strip():
+            value = raw.strip().upper()
+            if value not in ("NORMAL", "FULL"):
+                raise ConfigError(f"LOCALMEM_SYNCHRONOUS must be NORMAL or FULL, got {raw!r}")
+            values["synchronous"] = value
         number("LOCALMEM_V1_SEMANTIC_WEIGHT", "v1_semantic_weight", minimum=0.0)
         number("LOCALMEM_V1_KEYWORD_WEIGHT", "v1_keyword_weight", minimum=0.0)
         number("LOCALMEM_V1_NEAR_DUPLICATE", "v1_near_duplicate")

@@ -3,7 +3,8 @@
 The CLI, the MCP server and the HTTP server all open a store the same way:
 the path from ``--db``, else ``$LOCALMEM_DB``, else the user data dir; the
 embedder from ``--embedder``, else ``$LOCALMEM_EMBEDDER``, else the one the
-file was created with, else ``auto``.
+file was created with, else ``auto``. A file that cannot be written is opened
+read-only (``opens_read_only``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import apsw
 
-from .storage.database import MEMORY_PATH
+from .errors import LocalMemError
+from .storage.database import MEMORY_PATH, connect_read_only
+from .storage.files import writable
 
 
 def default_db_path(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
@@ -40,8 +43,8 @@ def recorded_embedder(path: str) -> str | None:
     except OSError:
         return None
     try:
-        conn = apsw.Connection(str(file_path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error:
+        conn = connect_read_only(file_path)  # also on read-only media
+    except LocalMemError:
         return None
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
@@ -50,6 +53,15 @@ def recorded_embedder(path: str) -> str | None:
         return None
     finally:
         conn.close()
+
+
+def opens_read_only(path: str) -> bool:
+    """Whether to open ``path`` read-only: an existing file that cannot be written
+    (read-only media, no write permission), where reads still work."""
+    if path == MEMORY_PATH:
+        return False
+    file_path = Path(path).expanduser()
+    return file_path.exists() and not writable(file_path)
 
 
 def embedder_spec_for(name: str) -> str:

@@ -17,10 +17,17 @@ from .storage import writes
 from .classify import classify, normalize_memory_type
 from .config import Config
 from .storage.backend import Backend
-from .storage.database import MEMORY_PATH, connect, read_transaction, storage_error, transaction
+from .storage.database import (
+    MEMORY_PATH,
+    connect,
+    connect_read_only,
+    read_transaction,
+    storage_error,
+    transaction,
+)
 from .embedders import resolve_embedder
 from .errors import NotFoundError, ValidationError
-from .storage.migrations import LATEST_VERSION, migrate
+from .storage.migrations import LATEST_VERSION, migrate, require_current_schema
 from .kagura import run_recall_v1
 from .progress import ProgressBar
 from .recall.pipeline import run_recall
@@ -104,6 +111,8 @@ class MemoryStore:
     ``embedder`` is ``"auto"``, ``"hash"``, ``"none"``, a sentence-transformers
     model name or path, or any object with ``name``, ``dimensions`` and
     ``embed(texts)``. ``clock`` returns the current time (tests pin it).
+    ``read_only=True`` opens an existing file for reading only (read-only
+    media too); every write then raises ``StorageError``.
     """
 
     def __init__(
@@ -113,16 +122,24 @@ class MemoryStore:
         embedder: Any = "auto",
         config: Config | None = None,
         clock: Callable[[], datetime] | None = None,
+        read_only: bool = False,
     ) -> None:
         self.path = str(path) if str(path) == MEMORY_PATH else str(Path(path).expanduser())
+        self.read_only = bool(read_only)
         self._lock = threading.RLock()
+        config = config if config is not None else Config.from_env()
         resolved = resolve_embedder(embedder)
         sql = Statements()
-        conn = connect(self.path)
-        self._backend = Backend(conn, sql, config=config if config is not None else Config.from_env(),
-                                embedder=resolved, clock=clock or utc_now)
+        if self.read_only:
+            conn = connect_read_only(self.path)
+        else:
+            conn = connect(self.path, synchronous=config.synchronous)
+        self._backend = Backend(conn, sql, config=config, embedder=resolved, clock=clock or utc_now)
         try:
-            migrate(conn, sql)
+            if self.read_only:
+                require_current_schema(conn)  # a read-only store cannot migrate
+            else:
+                migrate(conn, sql)
             self._backend.settle_dimensions(self.path)
         except BaseException:
             conn.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
-from ..settings import choose_embedder, default_db_path
+from ..settings import choose_embedder, default_db_path, opens_read_only
 from ..storage.database import MEMORY_PATH
 from ..validation import decode_json
 
@@ -33,14 +33,19 @@ def db_path(args: argparse.Namespace) -> str:
 
 def open_store(args: argparse.Namespace, *, must_exist: bool = False,
                path: str | None = None) -> MemoryStore:
-    """Open the database named by ``--db`` (or ``path``) with the chosen embedder."""
+    """Open the database named by ``--db`` (or ``path``) with the chosen embedder.
+
+    A file that cannot be written (read-only media) is opened read-only: the
+    read commands work, and a write fails saying the store is read-only.
+    """
     from ..store import MemoryStore
 
     path = path or db_path(args)
     if must_exist and path != MEMORY_PATH and not Path(path).expanduser().exists():
         raise LocalMemError(f"no database at {path} (give --db PATH or set $LOCALMEM_DB; "
                             "'localmem store' or 'localmem import' creates one)")
-    return MemoryStore(path, embedder=choose_embedder(getattr(args, "embedder", None), path))
+    return MemoryStore(path, embedder=choose_embedder(getattr(args, "embedder", None), path),
+                       read_only=opens_read_only(path))
 
 
 def split_list(values: Sequence[str] | None) -> list[str] | None:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
@@ -137,7 +135,7 @@ def _import_counts(kind: str, counts: KindCounts) -> str:
 
 
 def cmd_export(args: argparse.Namespace, out: Output) -> int:
-    from ..maintenance.transfer import export_jsonl
+    from ..maintenance.transfer import export_file, export_jsonl
 
     with open_store(args, must_exist=True) as store:
         if args.file == "-":
@@ -149,18 +147,7 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
             stream.flush()
             return EXIT_OK
         target = Path(args.file).expanduser()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # Write next to the target, then rename: an interrupted export never
-        # leaves a half-written file under the final name.
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fp:
-                memories, edges = export_jsonl(store, fp)
-            os.replace(temp, target)
-        except BaseException:
-            if os.path.exists(temp):
-                os.unlink(temp)
-            raise
+        memories, edges = export_file(store, target)  # synced, renamed into place; never over the db
     if out.as_json:
         out.json({"status": "success", "path": str(target), "memories": memories, "edges": edges})
     else:

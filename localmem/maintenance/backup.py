@@ -3,17 +3,23 @@
 ``backup_database`` copies every page of the live database in one step, that
 is from one read snapshot: the copy is consistent even while other processes
 write (WAL readers do not block writers, and writers do not disturb the
-snapshot). It is written next to the destination under a temporary name
-(mode 0600), switched to a self-contained rollback journal, checked with
-``PRAGMA integrity_check``, synced and renamed into place, so an interrupted
-backup never leaves a half-written file under the final name.
+snapshot). The database is only read (a read-only connection, so this works
+on read-only media too). The copy is written next to the destination under a
+temporary name (mode 0600), switched to a self-contained rollback journal,
+checked with ``PRAGMA integrity_check``, synced and renamed into place, so an
+interrupted or failed backup never leaves a half-written file under the final
+name, nor a temporary one beside it.
 
 ``restore_database`` first checks that the source is a sound localmem file
 the running version understands, saves the current contents (itself an online
-backup) to ``<db>.pre-restore-<UTC time>``, then copies the source into the
-live database, again through the backup API: one write transaction under
+backup) to ``<db>.pre-restore-<UTC time>`` (``-2``, ``-3``, ... when that name
+is taken; an earlier copy is never overwritten), then copies the source into
+the live database, again through the backup API: one write transaction under
 SQLite's locks, so processes that have the file open see either the old or
 the new contents, never a mixture, and nobody has to be stopped.
+
+Neither ever writes over the database or its -wal/-shm/-journal files, nor
+restores from them (``storage.files.refuse_database_file``).
 """
 
 from __future__ import annotations
@@ -25,18 +31,30 @@ from typing import Any
 
 import apsw
 
+from ..errors import ConfigError, LocalMemError, ValidationError
 from ..storage.database import (
     BUSY_TIMEOUT_MS,
-    FILE_MODE,
     connect,
-    create_private_file,
+    connect_read_only,
+    integrity_check,
     set_lock_wait,
     storage_error,
 )
-from ..errors import ConfigError, LocalMemError
+from ..storage.files import (
+    FILE_MODE,
+    DestinationExists,
+    create_private_file,
+    fsync_path,
+    place,
+    refuse_database_file,
+    remove_database_files,
+)
 from ..storage.migrations import LATEST_VERSION, schema_version
 
 __all__ = ["backup_database", "describe", "restore_database"]
+
+# How many "-N" names a restore tries when the previous contents' name is taken.
+SAVE_NAME_ATTEMPTS = 1000
 
 
 def _copy(target: apsw.Connection, source: apsw.Connection) -> None:
@@ -57,73 +75,105 @@ def describe(conn: apsw.Connection) -> dict[str, Any]:
     return {"schema_version": version, "memories": memories, "edges": edges}
 
 
-def _integrity(conn: apsw.Connection) -> list[str]:
-    return [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
+def _summary(problems: list[str]) -> str:
+    """One line for a list of integrity problems (a damaged file can have hundreds)."""
+    first = problems[0] if len(problems[0]) <= 200 else problems[0][:197] + "..."
+    if len(problems) == 1:
+        return f"1 problem: {first}"
+    return f"{len(problems)} problems, the first: {first}"
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _refuse_directory(dest_path: Path, source_path: Path) -> None:
+    if dest_path.is_dir():
+        raise ValidationError(f"the backup cannot be {dest_path}: that is a directory; give the "
+                              f"backup's file name (say {dest_path / source_path.name})")
 
 
-def _remove(path: Path) -> None:
-    for name in (str(path), f"{path}-journal", f"{path}-wal", f"{path}-shm"):
-        try:
-            os.unlink(name)
-        except FileNotFoundError:
-            pass
-
-
-def backup_database(source: str, dest: str, *, overwrite: bool = False) -> dict[str, Any]:
-    """Copy the database at ``source`` to ``dest`` (a single self-contained file, mode 0600)."""
-    source_path = Path(source).expanduser()
-    dest_path = Path(dest).expanduser()
-    if not source_path.is_file():
-        raise LocalMemError(f"no database at {source_path}")
-    if dest_path.exists() and not overwrite:
-        raise LocalMemError(f"{dest_path} already exists (use --force to overwrite it)")
-    if dest_path.exists() and dest_path.resolve() == source_path.resolve():
-        raise LocalMemError("the backup must go to another file than the database itself")
+def _write_copy(src: apsw.Connection, dest_path: Path, *, overwrite: bool) -> dict[str, Any]:
+    """Copy ``src`` to ``dest_path`` through a checked, synced temporary file beside it."""
     temp = dest_path.with_name(f".{dest_path.name}.{os.getpid()}.tmp")
-    _remove(temp)
+    remove_database_files(temp)
     try:
         create_private_file(temp)  # 0600, and 0700 for any directory it creates
-    except OSError as exc:
-        raise LocalMemError(f"cannot write the backup to {dest_path}: {exc}") from exc
-    src = connect(source_path)
-    try:
-        info = describe(src)
-        if info["schema_version"] == 0:
-            raise ConfigError(f"{source_path} is not a localmem database (no schema)")
         copy = apsw.Connection(str(temp))
         try:
             set_lock_wait(copy, BUSY_TIMEOUT_MS)
             _copy(copy, src)
             copy.execute("PRAGMA journal_mode = DELETE")  # one file, no -wal/-shm beside it
-            problems = _integrity(copy)
-            if problems != ["ok"]:
-                raise LocalMemError("the backup copy failed its integrity check: " + "; ".join(problems[:5]))
+            problems = integrity_check(copy)
+            if problems:
+                raise LocalMemError(f"the backup copy failed its integrity check ({_summary(problems)})")
             info = describe(copy)
         finally:
             copy.close()
         os.chmod(temp, FILE_MODE)
-        _fsync(temp)
-        os.replace(temp, dest_path)
-        _fsync(dest_path.parent)
+        fsync_path(temp)
+        place(temp, dest_path, overwrite=overwrite)
     except apsw.Error as exc:
-        _remove(temp)
         translated = storage_error(exc)
         raise (translated if translated is not exc else LocalMemError(f"backup failed: {exc}")) from exc
+    except OSError as exc:
+        raise LocalMemError(f"cannot write the backup to {dest_path}: {exc.strerror or exc}") from exc
+    finally:
+        remove_database_files(temp)  # nothing is left of a failed copy (a placed one is renamed)
+    return {"path": str(dest_path), "bytes": dest_path.stat().st_size, **info}
+
+
+def _open_source(source_path: Path) -> tuple[apsw.Connection, dict[str, Any]]:
+    src = connect_read_only(source_path)
+    try:
+        info = describe(src)
+        if info["schema_version"] == 0:
+            raise ConfigError(f"{source_path} is not a localmem database (no schema)")
     except BaseException:
-        _remove(temp)
+        src.close()
         raise
+    return src, info
+
+
+def backup_database(source: str, dest: str, *, overwrite: bool = False) -> dict[str, Any]:
+    """Copy the database at ``source`` to ``dest`` (a single self-contained file, mode 0600).
+
+    ``dest`` may not be the database or one of its companion files, however
+    it is spelled, nor a directory; an existing ``dest`` is replaced only with
+    ``overwrite``.
+    """
+    source_path = Path(source).expanduser()
+    dest_path = Path(dest).expanduser()
+    if not source_path.is_file():
+        raise LocalMemError(f"no database at {source_path}")
+    refuse_database_file(dest_path, source_path, role="the backup")
+    _refuse_directory(dest_path, source_path)
+    if os.path.lexists(dest_path) and not overwrite:
+        raise LocalMemError(f"{dest_path} already exists (use --force to overwrite it)")
+    src, _ = _open_source(source_path)
+    try:
+        try:
+            written = _write_copy(src, dest_path, overwrite=overwrite)
+        except DestinationExists as exc:  # appeared while the copy was made
+            raise LocalMemError(f"{dest_path} already exists (use --force to overwrite it)") from exc
     finally:
         src.close()
-    return {"status": "success", "source": str(source_path), "path": str(dest_path),
-            "bytes": dest_path.stat().st_size, **info}
+    return {"status": "success", "source": str(source_path), **written}
+
+
+def _save_previous(target_path: Path) -> str:
+    """Back up the live database to a ``.pre-restore-<time>`` name nobody has taken."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = f"{target_path.name}.pre-restore-{stamp}"
+    src, _ = _open_source(target_path)
+    try:
+        for attempt in range(1, SAVE_NAME_ATTEMPTS + 1):
+            candidate = target_path.with_name(base if attempt == 1 else f"{base}-{attempt}")
+            if os.path.lexists(candidate):
+                continue
+            try:
+                return _write_copy(src, candidate, overwrite=False)["path"]
+            except DestinationExists:
+                continue  # another restore took the name meanwhile
+    finally:
+        src.close()
+    raise LocalMemError(f"no free name to save the current contents of {target_path} beside it ({base}-N)")
 
 
 def restore_database(source: str, target: str) -> dict[str, Any]:
@@ -136,22 +186,25 @@ def restore_database(source: str, target: str) -> dict[str, Any]:
     """
     source_path = Path(source).expanduser()
     target_path = Path(target).expanduser()
+    refuse_database_file(target_path, None, role="the database to restore into")
     if not source_path.is_file():
         raise LocalMemError(f"no backup at {source_path}")
-    if target_path.exists() and target_path.resolve() == source_path.resolve():
-        raise LocalMemError("the backup and the database are the same file")
+    refuse_database_file(source_path, target_path, role="the backup to restore")
     try:
-        src = apsw.Connection(str(source_path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error as exc:
-        raise ConfigError(f"cannot open the backup {source_path}: {exc}") from exc
+        src = connect_read_only(source_path)
+    except ConfigError as exc:
+        if isinstance(exc.__cause__, apsw.NotADBError):
+            raise ConfigError(f"{source_path} is not a SQLite database; nothing was restored") from exc
+        raise
     saved: str | None = None
     try:
         try:
-            problems = _integrity(src)
+            problems = integrity_check(src)
         except apsw.Error as exc:
-            raise ConfigError(f"{source_path} is not a SQLite database: {exc}") from exc
-        if problems != ["ok"]:
-            raise ConfigError(f"the backup {source_path} is damaged: " + "; ".join(problems[:5]))
+            raise ConfigError(f"the backup {source_path} is damaged ({exc}); nothing was restored") from exc
+        if problems:
+            raise ConfigError(f"the backup {source_path} is damaged ({_summary(problems)}); "
+                              "nothing was restored")
         info = describe(src)
         if info["schema_version"] == 0:
             raise ConfigError(f"{source_path} is not a localmem database")
@@ -159,10 +212,7 @@ def restore_database(source: str, target: str) -> dict[str, Any]:
             raise ConfigError(f"the backup's schema version {info['schema_version']} is newer than this "
                               f"localmem supports ({LATEST_VERSION}); upgrade localmem to restore it")
         if target_path.is_file() and target_path.stat().st_size > 0:
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-            saved_path = target_path.with_name(f"{target_path.name}.pre-restore-{stamp}")
-            backup_database(str(target_path), str(saved_path))
-            saved = str(saved_path)
+            saved = _save_previous(target_path)
         live = connect(target_path)
         try:
             try:
@@ -173,9 +223,9 @@ def restore_database(source: str, target: str) -> dict[str, Any]:
                 live.execute("PRAGMA journal_mode = DELETE")
                 _copy(live, src)
                 live.execute("PRAGMA journal_mode = WAL")
-            problems = _integrity(live)
-            if problems != ["ok"]:
-                raise LocalMemError("the restored database failed its integrity check: " + "; ".join(problems[:5]))
+            problems = integrity_check(live)
+            if problems:
+                raise LocalMemError(f"the restored database failed its integrity check ({_summary(problems)})")
         except apsw.Error as exc:
             translated = storage_error(exc)
             if translated is exc:

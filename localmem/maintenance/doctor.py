@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..storage import vector_index, writes
-from ..storage.database import read_transaction, transaction
+from ..storage.database import integrity_check, read_transaction, transaction
 from ..storage.threads import write_text_rows
 from ..embedders import UnavailableEmbedder
 from ..progress import ProgressBar
@@ -160,11 +160,11 @@ def _check(store: MemoryStore) -> list[Check]:
     results: list[Check] = []
 
     integrity = Check("integrity", "PRAGMA integrity_check")
-    rows = [r[0] for r in conn.execute(sql["doctor_integrity"])]
-    if rows != ["ok"]:
+    rows = integrity_check(conn)  # reads this snapshot, not what FTS5 cached from an older one
+    if rows:
         integrity.count = len(rows)
-        integrity.message = "SQLite integrity check failed: " + "; ".join(str(r) for r in rows[:SAMPLE_SIZE])
-        integrity.sample = [str(r) for r in rows[:SAMPLE_SIZE]]
+        integrity.message = "SQLite integrity check failed: " + "; ".join(rows[:SAMPLE_SIZE])
+        integrity.sample = rows[:SAMPLE_SIZE]
     results.append(integrity)
 
     foreign = Check("foreign_keys", "PRAGMA foreign_key_check")

@@ -55,10 +55,12 @@ import tempfile
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..storage import writes
 from ..storage.database import MEMORY_PATH, read_transaction, transaction
+from ..storage.files import refuse_database_file, replacing_file
 from ..errors import ValidationError
 from ..progress import ProgressBar
 from ..storage.records import MemoryRow, rows_as_dicts, to_record
@@ -195,6 +197,22 @@ def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
             elif item["kind"] == "edge":
                 edges += 1
     return memories, edges
+
+
+def export_file(store: MemoryStore, target: str | os.PathLike[str]) -> tuple[int, int]:
+    """Export to the file ``target``; returns (memories, edges) written.
+
+    The file is written beside ``target`` (0600, in 0700 directories when it
+    has to make them), synced and renamed over it, so an interrupted export
+    leaves the old file and a reported one is on the disk. ``target`` may not
+    be the database itself or a database's -wal/-shm/-journal file.
+    """
+    path = Path(target).expanduser()
+    refuse_database_file(path, None if store.path == MEMORY_PATH else store.path, role="the export")
+    if path.is_dir():
+        raise ValidationError(f"the export cannot be {target}: that is a directory; give a file name")
+    with replacing_file(path) as stream:
+        return export_jsonl(store, stream)
 
 
 # -- import: validated lines ------------------------------------------------

@@ -87,6 +87,8 @@ class Backend:
             raise ConfigError(f"Embedder {self.embedder.name!r} reports {dims} dimensions")
         if stored_dims is not None and stored_dims != dims:
             raise self._mismatch(path, stored_dims, dims)
+        if stored_dims is None and self.conn.readonly("main"):
+            return None  # nothing was ever embedded, and a read-only file gets no vector index
         if stored_dims is None:
             with transaction(self.conn):
                 recorded = self.meta("dimensions")  # another process may have just recorded it

@@ -12,7 +12,17 @@ Concurrency model (many processes on one file):
 * Multi-statement reads that must agree (recall, health, doctor, export) run
   in ``read_transaction()``: one snapshot, no write lock.
 * Resource faults (full disk, read-only file, lock timeout, I/O errors) leave
-  ``transaction()`` as ``StorageError``, after the rollback.
+  ``transaction()`` as ``StorageError``, after the rollback; on a read-only
+  connection it raises that at once.
+
+Opening: ``connect()`` refuses, before it writes anything (the WAL switch,
+the page size), a path that is another database's -wal/-shm/-journal file
+and a SQLite file of another application. ``connect_read_only()`` opens an
+existing file without writing to it, on read-only media too (``mode=ro``,
+else ``immutable=1`` when no -wal contents would be skipped).
+``PRAGMA synchronous`` is NORMAL, or FULL (``LOCALMEM_SYNCHRONOUS``).
+``integrity_check()`` is SQLite's integrity check of one snapshot (see there
+for FTS5's stale cache on long-lived connections).
 
 Checkpointing (what keeps the WAL file bounded), done by ``WalCheckpointer``,
 the connection's WAL hook, after a commit:
@@ -36,6 +46,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,6 +56,7 @@ import apsw
 import sqlite_vec
 
 from ..errors import ConfigError, StorageError
+from .files import companion_of, create_private_file, read_only_media, writable
 
 MEMORY_PATH = ":memory:"
 BUSY_TIMEOUT_MS = 10_000
@@ -52,39 +64,11 @@ WAL_AUTOCHECKPOINT_PAGES = 1000
 WAL_TRUNCATE_BYTES = 32 * 1024 * 1024
 JOURNAL_SIZE_LIMIT_BYTES = 32 * 1024 * 1024
 CHECKPOINT_WAIT_MS = 200
-FILE_MODE = 0o600
-DIRECTORY_MODE = 0o700
-
-
-def create_private_file(path: Path) -> None:
-    """Create the database file (and any missing directories) readable by the owner only.
-
-    SQLite gives the -wal and -shm files the same mode as the database file,
-    so creating the file ourselves with 0600 keeps all three private. The
-    modes are set with chmod after creation, so the umask cannot widen them
-    (0o000) or lock the owner out (0o277).
-    """
-    if path.exists():
-        return
-    missing: list[Path] = []
-    parent = path.parent
-    while not parent.exists():
-        missing.append(parent)
-        parent = parent.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=DIRECTORY_MODE)
-        except FileExistsError:
-            continue  # another process made it first; leave its mode alone
-        os.chmod(directory, DIRECTORY_MODE)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, FILE_MODE)
-    except FileExistsError:
-        return  # created concurrently by another process
-    try:
-        os.fchmod(fd, FILE_MODE)
-    finally:
-        os.close(fd)
+# PRAGMA synchronous in WAL mode: NORMAL syncs at checkpoints (a power cut can lose the
+# last commits, never consistency); FULL also syncs the WAL at every commit.
+SYNCHRONOUS_MODES = ("NORMAL", "FULL")
+READ_ONLY_MESSAGE = ("The database file is read-only (read-only media, no write permission, or "
+                     "opened with read_only=True): it can be read, not changed; nothing was changed")
 
 
 class LockWait:
@@ -173,17 +157,64 @@ def _enable_wal(conn: apsw.Connection) -> None:
             time.sleep(0.005)
 
 
-def connect(path: str | os.PathLike[str]) -> apsw.Connection:
-    """Open (creating if needed) a database with WAL, busy timeout, FKs and sqlite-vec."""
+def check_localmem_file(conn: apsw.Connection) -> None:
+    """Refuse (``ConfigError``) a SQLite file that holds tables but no localmem ``meta`` table.
+
+    Only reads: run before anything is written, so a refused file is left as it was.
+    """
+    tables = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    if tables and "meta" not in tables:
+        raise ConfigError("Not a localmem database: it has tables but no localmem meta table")
+
+
+def _refuse_companion(file_path: Path) -> None:
+    owner = companion_of(file_path)
+    if owner is not None:
+        raise ConfigError(f"{file_path} is the {owner[1]} file of the database {owner[0]}, not a "
+                          "database: give the database's own path")
+
+
+def _synchronous(mode: str) -> str:
+    value = mode.strip().upper() if isinstance(mode, str) else ""
+    if value not in SYNCHRONOUS_MODES:
+        raise ConfigError(f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, got {mode!r}")
+    return value
+
+
+def _open_hint(file_path: Path) -> str:
+    if file_path.exists() and not writable(file_path):
+        where = "is on a read-only file system" if read_only_media(file_path) else "cannot be written here"
+        return (f" (the database {where}: open it with MemoryStore(path, read_only=True); "
+                "the CLI's read commands do that by themselves)")
+    return ""
+
+
+def _load_vec(conn: apsw.Connection) -> None:
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+
+
+def connect(path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> apsw.Connection:
+    """Open (creating if needed) a database with WAL, busy timeout, FKs and sqlite-vec.
+
+    ``synchronous`` is NORMAL (the default) or FULL. A file that is another
+    database's -wal/-shm/-journal, or a SQLite file of another application,
+    is refused before anything is written to it.
+    """
     target = str(path)
+    mode = _synchronous(synchronous)
     fresh = True
+    file_path: Path | None = None
     if target != MEMORY_PATH:
         file_path = Path(target).expanduser()
+        _refuse_companion(file_path)
         fresh = not file_path.exists() or file_path.stat().st_size == 0
         try:
             create_private_file(file_path)
         except OSError as exc:
-            raise ConfigError(f"Cannot create database file {file_path}: {exc}") from exc
+            raise ConfigError(f"Cannot create database file {file_path}: {exc}{_open_hint(file_path)}") from exc
         target = str(file_path)
     try:
         conn = apsw.Connection(target)
@@ -192,15 +223,14 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     try:
         set_lock_wait(conn, BUSY_TIMEOUT_MS)
         conn.transaction_mode = "IMMEDIATE"  # `with conn:` too takes the write lock up front
-        conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
-        conn.enable_load_extension(False)
+        _load_vec(conn)
         if fresh:
             # Larger pages suit the 1.5 KB embedding rows; only settable before the first write.
             conn.execute("PRAGMA page_size = 8192")
+        check_localmem_file(conn)
         if target != MEMORY_PATH:
             _enable_wal(conn)
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {mode}")
             conn.execute("PRAGMA mmap_size = 268435456")
             conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES}")
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -209,7 +239,70 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
         conn.execute("PRAGMA temp_store = MEMORY")
     except apsw.Error as exc:
         conn.close()
-        raise ConfigError(f"Cannot open database {target}: {exc}") from exc
+        hint = _open_hint(file_path) if file_path is not None else ""
+        raise ConfigError(f"Cannot open database {target}: {exc}{hint}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open_uri(uri: str) -> apsw.Connection:
+    conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the WAL index, if any
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def connect_read_only(path: str | os.PathLike[str]) -> apsw.Connection:
+    """Open an existing database for reading only (with sqlite-vec); nothing is written to it.
+
+    ``mode=ro`` first: it sees every commit, including those still in the
+    -wal file, and other processes may keep writing. A WAL database needs its
+    -shm index, which read-only media cannot get when it is missing; there
+    the file is opened ``immutable=1`` (no locks, no WAL) when it has no
+    -wal contents that would be skipped, and refused when it does.
+    """
+    if str(path) == MEMORY_PATH:
+        raise ConfigError("An in-memory database cannot be opened read-only")
+    file_path = Path(path).expanduser()
+    _refuse_companion(file_path)
+    if not file_path.is_file():
+        raise ConfigError(f"Cannot open database {file_path} read-only: no database at {file_path}")
+    uri = file_path.absolute().as_uri()
+    try:
+        conn = _open_uri(f"{uri}?mode=ro")
+    except apsw.CantOpenError as exc:
+        wal = Path(f"{file_path}-wal")
+        if not read_only_media(file_path):
+            raise ConfigError(f"Cannot open database {file_path} read-only: {exc}") from exc
+        if wal.exists() and wal.stat().st_size > 0:
+            raise ConfigError(
+                f"Cannot open database {file_path} read-only: its -wal file holds commits that "
+                "cannot be read without the -shm file, which read-only media cannot get; copy the "
+                "database with its -wal file to writable storage") from exc
+        try:
+            conn = _open_uri(f"{uri}?immutable=1")
+        except apsw.Error as again:
+            raise ConfigError(f"Cannot open database {file_path} read-only: {again}") from again
+    except apsw.Error as exc:
+        raise ConfigError(f"Cannot open database {file_path} read-only: {exc}") from exc
+    try:
+        set_lock_wait(conn, BUSY_TIMEOUT_MS)
+        _load_vec(conn)
+        check_localmem_file(conn)
+        conn.execute("PRAGMA mmap_size = 268435456")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA temp_store = MEMORY")
+    except apsw.Error as exc:
+        conn.close()
+        raise ConfigError(f"Cannot open database {file_path} read-only: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -272,6 +365,8 @@ def transaction(conn: apsw.Connection, *, busy_timeout_ms: int | None = None) ->
         with conn:  # a savepoint
             yield conn
         return
+    if conn.readonly("main"):
+        raise StorageError(READ_ONLY_MESSAGE, code=503)
     if busy_timeout_ms is not None:
         set_lock_wait(conn, busy_timeout_ms)
     try:
@@ -314,3 +409,33 @@ def read_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
         raise
     if conn.in_transaction:
         conn.execute("COMMIT")
+
+
+_FTS5_TABLE = re.compile(r"\bUSING\s+fts5\s*\(", re.IGNORECASE)
+
+
+def integrity_check(conn: apsw.Connection) -> list[str]:
+    """SQLite's ``PRAGMA integrity_check`` from one read snapshot: the problems, one per line.
+
+    An empty list means the file is sound. FTS5 checks its inverted index
+    against the index structure it cached when this connection last read the
+    table, and does not reload it first: on a long-lived connection, after
+    other processes committed, that structure is an older snapshot's, and the
+    check reports corruption ("corruption found reading blob ...") that a
+    fresh connection does not see. Opening a cursor on each FTS5 table inside
+    the snapshot makes FTS5 drop the stale structure (its xOpen resets the
+    cache when ``PRAGMA data_version`` changed), so the check reads the
+    snapshot it runs in.
+    """
+    with read_transaction(conn):
+        tables = [name for name, sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
+            if sql and _FTS5_TABLE.search(sql)]
+        for name in tables:
+            quoted = name.replace('"', '""')
+            conn.execute(f'SELECT rowid FROM "{quoted}" LIMIT 1').fetchall()
+        rows = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
+    if rows == ["ok"]:
+        return []
+    lines = [line.strip() for row in rows for line in row.splitlines()]
+    return [line for line in lines if line and not line.startswith("*** in database")] or rows

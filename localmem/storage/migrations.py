@@ -12,7 +12,7 @@ from typing import Callable
 
 import apsw
 
-from .database import transaction
+from .database import check_localmem_file, transaction
 from ..errors import ConfigError
 from .statements import Statements
 from .threads import thread_key, write_text_rows
@@ -86,18 +86,33 @@ LATEST_VERSION = len(MIGRATIONS)
 
 def schema_version(conn: apsw.Connection) -> int:
     """The file's schema version; 0 for a new, empty file."""
+    check_localmem_file(conn)
     has_meta = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
     ).fetchone()
     if not has_meta:
-        other = conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1"
-        ).fetchone()
-        if other:
-            raise ConfigError("Not a localmem database: it has tables but no localmem meta table")
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     return int(row[0]) if row else 0
+
+
+def require_current_schema(conn: apsw.Connection) -> None:
+    """Refuse (``ConfigError``) a file that is not at this localmem's schema version.
+
+    A read-only store cannot migrate an older file, nor understand a newer one.
+    """
+    current = schema_version(conn)
+    if current > LATEST_VERSION:
+        raise ConfigError(
+            f"Database schema version {current} is newer than this localmem supports "
+            f"({LATEST_VERSION}); upgrade localmem to open it"
+        )
+    if current < LATEST_VERSION:
+        what = "is empty" if current == 0 else f"has schema version {current}"
+        raise ConfigError(
+            f"The database {what} and needs migrating to version {LATEST_VERSION}, which a "
+            "read-only store cannot do; open it once without read_only where it can be written"
+        )
 
 
 def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERSION) -> int:
