@@ -147,8 +147,23 @@ def _reject_constant(name: str) -> Any:
 def _finite_float(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):  # 1e999: valid JSON syntax, but no float holds it
-        raise ValueError(f"number {text[:20]} is out of range")
+        raise ValueError(f"the number {text[:20]} is out of range (it overflows a 64-bit float)")
     return number
+
+
+INT_MIN, INT_MAX = -2**63, 2**63 - 1  # what SQLite can store
+_INT_DIGITS = 20  # longer integer literals are out of range whatever their digits
+
+
+def _int64(text: str) -> int:
+    # Checked before int(): a 5,000-digit literal would otherwise hit Python's
+    # int-conversion limit, and a 19-digit one may still not fit in 64 bits.
+    if len(text.lstrip("-")) <= _INT_DIGITS:
+        value = int(text)
+        if INT_MIN <= value <= INT_MAX:
+            return value
+    shown = text if len(text) <= 24 else f"{text[:12]}…({len(text)} characters)"
+    raise ValueError(f"the integer {shown} is out of range (integers must fit in 64 bits)")
 
 
 class JSONTextError(ValidationError):
@@ -162,9 +177,10 @@ class JSONTextError(ValidationError):
 def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse JSON text from outside; ``JSONTextError`` (a ValidationError) naming ``field`` if unusable.
 
-    Strict JSON only: no NaN, Infinity or numbers beyond float range, no
-    nesting deeper than ``max_depth`` (checked before parsing, so a line
-    nested 100,000 deep is refused quickly instead of exhausting the stack).
+    Strict JSON only: no NaN, Infinity, floats beyond float range or
+    integers beyond 64 bits, no nesting deeper than ``max_depth`` (checked
+    before parsing, so a line nested 100,000 deep is refused quickly instead
+    of exhausting the stack).
     Lone surrogates (the escape ``\\ud800``) are decoded; the field checks
     reject them by name.
     """
@@ -179,10 +195,13 @@ def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPT
     if json_nesting(text) > max_depth:
         raise JSONTextError(field, too_deep)
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                          parse_int=_int64)
     except RecursionError:  # not reached below max_depth; kept so no caller ever sees one
         raise JSONTextError(field, too_deep) from None
-    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, numbers with too many digits
+    except json.JSONDecodeError as exc:
+        raise JSONTextError(field, f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # NaN/Infinity, numbers out of range
         raise JSONTextError(field, str(exc)) from None
 
 
