@@ -147,10 +147,18 @@ def test_http_delete_associate(memory_store):
         assert gone.status_code == 404 and f"No edge from {a} to {c}" in gone.json()["message"]
         missing = client.delete("/associate", params={"memory1_id": a, "memory2_id": MISSING_ID})
         assert missing.status_code == 404 and MISSING_ID in missing.json()["message"]
-        for bad in ({}, {"params": {"memory1_id": a}}, {"content": b"not json"}):
+        for bad in ({}, {"params": {"memory1_id": a}}, {"json": {"memory1_id": a}}):
             response = client.request("DELETE", "/associate", **bad)
             assert response.status_code == 400, response.text
             assert "'memory1_id' and 'memory2_id' are required" in response.json()["message"]
+        not_json = client.request("DELETE", "/associate", content=b"not json",
+                                  headers={"Content-Type": "application/json"})
+        assert not_json.status_code == 400 and "not valid JSON" in not_json.json()["message"]
+        form = client.request("DELETE", "/associate", content=f"memory1_id={a}&memory2_id={b}",
+                              headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert form.status_code == 415  # bodies are JSON only, as on every route
+        typo = client.request("DELETE", "/associate", json={"memory1_id": a, "memory2_id": b, "tpye": "X"})
+        assert typo.status_code == 400 and "unknown field 'tpye'" in typo.json()["message"]
         # POST /associate is still there
         assert client.post("/associate", json={"memory1_id": a, "memory2_id": c}).status_code == 201
     assert edge_rows(store) == sorted([(a, "RELATES_TO", b), (a, "RELATES_TO", c)])
