@@ -82,6 +82,24 @@ def test_associate_says_what_a_supersession_edge_means_and_when_it_updates(two):
     assert "2 (0 current; recall hides 2: 2 superseded" in ok(run_cli(db, "stats")).stdout
 
 
+def test_associate_says_what_recall_does_when_the_successor_is_not_current(tmp_path, capsys):
+    db = tmp_path / "memory.db"
+    with MemoryStore(db, embedder="hash") as store:
+        first = store.store("first")
+        expired = store.store("second", t_invalid="2020-01-01T00:00:00Z")
+        third = store.store("third")
+
+    def associate(a: str, b: str) -> str:
+        capsys.readouterr()
+        assert main(["--db", str(db), "--embedder", "hash", "associate", a, b, "--type", "INVALIDATED_BY"]) == 0
+        return capsys.readouterr().out
+
+    assert (f"{expired} is not current itself, nor does it lead to a current memory, so recall does not "
+            f"treat {first} as superseded by it") in associate(first, expired)
+    associate(expired, third)
+    assert f'recall hides "first" and shows {third}, the current end of the chain' in associate(first, expired)
+
+
 def test_supersede_command(two):
     db, old, existing = two
     made = ok(run_cli(db, "supersede", old, "We use PostgreSQL 16 for the main database.", "--tags", "db",

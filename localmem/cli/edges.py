@@ -81,6 +81,9 @@ def cmd_associate(args: argparse.Namespace, out: Output) -> int:
     with open_store(args, must_exist=True) as store:
         edge = store.associate(args.id1, args.id2, args.type, args.strength)
         texts = _starts(store, edge["memory1_id"], edge["memory2_id"])
+        # What the edge did, by recall's own rule (its successor must be current, or lead to one).
+        state = (store.get(edge["memory1_id"], with_edges=True)["state"]
+                 if edge["relation_type"] in SUPERSESSION_TYPES else None)
     _warn(out, edge)
     if out.as_json:
         out.json({"status": "success", **edge})
@@ -88,9 +91,18 @@ def cmd_associate(args: argparse.Namespace, out: Output) -> int:
     change = (f"updated from {edge['previous_strength']:.2f}" if edge.get("updated") else "new edge")
     out.line(f"{edge['memory1_id']} -[{edge['relation_type']}]-> {edge['memory2_id']} "
              f"(strength {edge['strength']:.2f}, {change})")
-    meaning = supersession_meaning(edge["relation_type"], edge["memory1_id"], edge["memory2_id"], *texts)
-    if meaning:
-        out.line(meaning)
+    if state is None:
+        return EXIT_OK
+    head = state.get("superseded_by")
+    if head is None:
+        out.line(f"{edge['memory2_id']} is not current itself, nor does it lead to a current memory, so "
+                 f"recall does not treat {edge['memory1_id']} as superseded by it")
+    elif head == edge["memory2_id"]:
+        out.line(supersession_meaning(edge["relation_type"], edge["memory1_id"], edge["memory2_id"], *texts)
+                 or "")
+    else:
+        out.line(f"{edge['memory1_id']} is now superseded by {edge['memory2_id']}, which is itself superseded: "
+                 f"recall hides \"{texts[0]}\" and shows {head}, the current end of the chain, in its place")
     return EXIT_OK
 
 
