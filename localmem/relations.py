@@ -35,3 +35,15 @@ RELATION_TYPES: dict[str, RelationType] = {
 AUTHORABLE_TYPES: tuple[str, ...] = tuple(sorted(n for n, rt in RELATION_TYPES.items() if rt.authorable))
 DEFAULT_EXPAND_TYPES: tuple[str, ...] = tuple(n for n, rt in RELATION_TYPES.items() if rt.default_expand)
 SUPERSESSION_TYPES: tuple[str, ...] = ("INVALIDATED_BY", "EVOLVED_INTO")
+
+
+def supersession_meaning(relation: str, old_id: str, new_id: str, old_text: str | None = None,
+                         new_text: str | None = None) -> str | None:
+    """What the edge ``old -[relation]-> new`` does to recall, in words; None unless it
+    is a supersession edge. The texts (say, the start of each memory) make a
+    reversed pair plain to see."""
+    if relation not in SUPERSESSION_TYPES:
+        return None
+    hidden = f'"{old_text}"' if old_text else old_id
+    shown = f'"{new_text}"' if new_text else new_id
+    return f"{old_id} is now superseded by {new_id}: recall hides {hidden} and shows {shown} in its place"

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import apsw
 
+from .storage import edges as edge_store
 from .storage import writes
 from .classify import classify, normalize_memory_type
 from .config import Config
@@ -31,6 +32,7 @@ from .storage.migrations import LATEST_VERSION, migrate, require_current_schema
 from .kagura import run_recall_v1
 from .progress import ProgressBar
 from .recall.pipeline import run_recall
+from .recall.state import memory_state, state_counts
 from .storage.records import MemoryRow, rows_as_dicts, to_record
 from .relations import AUTHORABLE_TYPES, DEFAULT_EXPAND_TYPES, RELATION_TYPES, SUPERSESSION_TYPES
 from .storage.statements import Statements
@@ -330,9 +332,22 @@ class MemoryStore:
         return [row.id for row in rows]
 
     @_serialized
-    def get(self, memory_id: str) -> dict[str, Any]:
-        """The memory record; ``NotFoundError`` if there is none."""
-        return strip_non_finite(self._pk_and_record(memory_id)[1])
+    def get(self, memory_id: str, *, with_edges: bool = False) -> dict[str, Any]:
+        """The memory record; ``NotFoundError`` if there is none.
+
+        ``with_edges=True`` adds two keys to the record: ``state`` (what
+        recall's current-state filter makes of it: ``status`` current /
+        superseded / expired / archived / not_yet_valid, and ``superseded_by``
+        the memory recall shows in its place) and ``edges`` (``outgoing`` and
+        ``incoming`` lists, each edge naming the memory at its other end).
+        """
+        if not with_edges:
+            return strip_non_finite(self._pk_and_record(memory_id)[1])
+        with read_transaction(self.conn):  # the record, its state and its edges from one snapshot
+            record = self._pk_and_record(memory_id)[1]
+            state = memory_state(self._backend, record, format_timestamp(self.now()))
+            return strip_non_finite({**record, "state": state,
+                                     "edges": edge_store.memory_edges(self.conn, self.sql, record["id"])})
 
     @_serialized
     def update(self, memory_id: str, **fields: Any) -> dict[str, Any]:
@@ -398,7 +413,13 @@ class MemoryStore:
     @_serialized
     def associate(self, memory1_id: str, memory2_id: str, type: str = "RELATES_TO",
                   strength: float = 0.5, **properties: Any) -> dict[str, Any]:
-        """Create or update the edge ``memory1 -[type]-> memory2`` (idempotent per pair and type)."""
+        """Create or update the edge ``memory1 -[type]-> memory2`` (idempotent per pair and type).
+
+        ``A -[INVALIDATED_BY]-> B`` (or ``EVOLVED_INTO``) means A is superseded
+        by B: recall hides A and shows B. When the pair already had an edge of
+        this type the answer adds ``updated: True`` and ``previous_strength``;
+        when a supersession edge closes a cycle it adds ``warnings``.
+        """
         if memory1_id is None or memory2_id is None:
             raise ValidationError("'memory1_id' and 'memory2_id' are required")
         first = validate_uuid(memory1_id)
@@ -417,20 +438,86 @@ class MemoryStore:
         props = validate_metadata({k: v for k, v in properties.items() if v is not None})
         now = format_timestamp(self.now())
         with transaction(self.conn):
-            pks = {
-                row[0]: row[1]
-                for row in self.conn.execute(
-                    "SELECT id, pk FROM memories WHERE id IN (?, ?)", (first, second)
-                )
-            }
-            if len(pks) != 2:
-                raise NotFoundError("One or both memories do not exist")
+            src, dst = self._edge_ends(first, second)
+            previous = edge_store.edge_strength(self.conn, self.sql, src, dst, relation)
             self.conn.execute(self.sql["edge_upsert"], {
-                "src": pks[first], "dst": pks[second], "type": relation,
+                "src": src, "dst": dst, "type": relation,
                 "strength": weight, "updated_at": now, "properties": encode_json(props),
             })
-        return {"memory1_id": first, "memory2_id": second, "relation_type": relation,
-                "strength": weight, **props}
+            cycle = self._supersession_cycle(src, dst, relation)
+        result = {"memory1_id": first, "memory2_id": second, "relation_type": relation,
+                  "strength": weight, **props}
+        # Only when there is something to say, so a new edge's answer keeps its shape.
+        if previous is not None:  # the pair had an edge of this type: it was updated, not created
+            result.update({"updated": True, "previous_strength": previous})
+        if cycle:
+            result["warnings"] = cycle
+        return result
+
+    def _edge_ends(self, first: str, second: str) -> tuple[int, int]:
+        """The integer keys of two memories; ``NotFoundError`` naming those that do not exist."""
+        pks = {row[0]: row[1] for row in self.conn.execute(
+            "SELECT id, pk FROM memories WHERE id IN (?, ?)", (first, second))}
+        missing = [memory_id for memory_id in dict.fromkeys((first, second)) if memory_id not in pks]
+        if missing:
+            raise NotFoundError(f"One or both memories do not exist (not found: {', '.join(missing)})")
+        return pks[first], pks[second]
+
+    def _supersession_cycle(self, src: int, dst: int, relation: str) -> list[str]:
+        """A warning when the supersession edge ``src -> dst`` closes a cycle (else none).
+
+        On a cycle every memory has a current successor, so recall counts
+        each as superseded and hides them all: almost never what was meant.
+        """
+        if relation not in SUPERSESSION_TYPES:
+            return []
+        path = edge_store.supersession_path(self.conn, self.sql, dst, src)
+        if path is None:
+            return []
+        start = self.conn.execute("SELECT id FROM memories WHERE pk = ?", (src,)).fetchone()[0]
+        return [f"this edge closes a supersession cycle ({' -> '.join([start] + path)}): every memory "
+                "on it counts as superseded by the next, so recall hides them all; remove one of the "
+                "edges to break it"]
+
+    @_serialized
+    def dissociate(self, memory1_id: str, memory2_id: str, type: str | None = None) -> dict[str, Any]:
+        """Remove the edge ``memory1 -[type]-> memory2``, or every edge memory1 -> memory2 when
+        ``type`` is None. ``NotFoundError`` when a memory or the edge does not exist.
+
+        Returns ``{"memory1_id", "memory2_id", "relation_type", "removed": N,
+        "removed_types"}``, plus ``warnings`` when memory1 stays hidden from
+        recall for another reason (say, the ``t_invalid`` that ``supersede`` set).
+        """
+        if memory1_id is None or memory2_id is None:
+            raise ValidationError("'memory1_id' and 'memory2_id' are required")
+        first = validate_uuid(memory1_id, "memory1_id")
+        second = validate_uuid(memory2_id, "memory2_id")
+        relation: str | None = None
+        if type is not None:
+            if not isinstance(type, str) or not type.strip():
+                raise ValidationError("'type' must be a relation type name such as RELATES_TO")
+            relation = type.strip().upper()
+        with transaction(self.conn):
+            src, dst = self._edge_ends(first, second)
+            removed = edge_store.delete_edges(self.conn, self.sql, src, dst, relation)
+            if not removed:
+                raise NotFoundError(f"No {relation + ' ' if relation else ''}edge from {first} to {second}")
+            warnings: list[str] = []
+            if any(t in SUPERSESSION_TYPES for t in removed):
+                old = self._pk_and_record(first)[1]
+                state = memory_state(self._backend, old, format_timestamp(self.now()))
+                if not state["current"]:
+                    why = {"expired": f"its t_invalid ({old['t_invalid']}) has passed (supersede sets "
+                                      "it); clear t_invalid to make it current again",
+                           "superseded": f"it is still superseded by {state.get('superseded_by')}",
+                           "archived": "it is archived",
+                           "not_yet_valid": f"it is not valid before {old['t_valid']}"}[state["status"]]
+                    warnings.append(f"{first} is still not current, so recall still hides it: {why}")
+        result = {"memory1_id": first, "memory2_id": second, "relation_type": relation,
+                  "removed": len(removed), "removed_types": removed}
+        if warnings:
+            result["warnings"] = warnings
+        return result
 
     @_serialized
     def supersede(self, old_id: str, new_content_or_id: str, *, relation: str = "INVALIDATED_BY",
@@ -438,14 +525,15 @@ class MemoryStore:
         """Replace a memory by a new one (stored now, or an existing id), atomically.
 
         The old memory gets ``t_invalid = now`` and supersession metadata, and
-        an edge ``old -[relation]-> new`` (strength 0.9) is written.
+        an edge ``old -[relation]-> new`` (strength 0.9) is written. The answer
+        adds ``warnings`` when that edge closes a supersession cycle.
         """
         relation = relation.upper() if isinstance(relation, str) else relation
         if relation not in SUPERSESSION_TYPES:
             raise ValidationError(f"'relation' must be one of {list(SUPERSESSION_TYPES)}")
         if reason is not None and (not isinstance(reason, str) or len(reason) > 2000):
             raise ValidationError("'reason' must be a string of at most 2000 characters")
-        old_pk, old = self._pk_and_record(old_id)
+        old_pk, old = self._named_record(old_id)
         new_id: str | None = None
         rows: list[MemoryRow] = []
         embeddings: list[bytes | None] = []
@@ -455,7 +543,7 @@ class MemoryStore:
             except ValidationError:
                 candidate = None
             if candidate is not None:
-                self._pk_and_record(candidate)  # must exist
+                self._named_record(candidate)  # must exist
                 new_id = candidate
         if new_id is None:
             rows, embeddings = self._prepare([{**store_fields, "content": new_content_or_id}])
@@ -465,7 +553,7 @@ class MemoryStore:
         now = self.now()
         edge_props = {"reason": reason} if reason else {}
         with transaction(self.conn):
-            old_pk, old = self._pk_and_record(old_id)  # as it is now, under the write lock
+            old_pk, old = self._named_record(old_id)  # as it is now, under the write lock
             metadata = dict(old["metadata"])
             metadata.update({"deprecated": True, "superseded_by": new_id, "supersede_relation": relation})
             if reason:
@@ -478,14 +566,25 @@ class MemoryStore:
                                  updated_old, None, False, self.has_vector_index)
             found = self.conn.execute("SELECT pk FROM memories WHERE id = ?", (new_id,)).fetchone()
             if found is None:  # the existing successor was deleted meanwhile
-                raise NotFoundError("Memory not found")
+                raise NotFoundError(f"Memory not found: {new_id}")
             new_pk = found[0]
             self.conn.execute(self.sql["edge_upsert"], {
                 "src": old_pk, "dst": new_pk, "type": relation, "strength": 0.9,
                 "updated_at": format_timestamp(now), "properties": encode_json(edge_props),
             })
-        return {"memory_id": new_id, "superseded_memory_id": old["id"],
-                "relation_type": relation, "association_created": True}
+            cycle = self._supersession_cycle(old_pk, new_pk, relation)
+        result = {"memory_id": new_id, "superseded_memory_id": old["id"],
+                  "relation_type": relation, "association_created": True}
+        if cycle:
+            result["warnings"] = cycle
+        return result
+
+    def _named_record(self, memory_id: str) -> tuple[int, dict[str, Any]]:
+        """``_pk_and_record``, its ``NotFoundError`` naming the id (supersede has two)."""
+        try:
+            return self._pk_and_record(memory_id)
+        except NotFoundError:
+            raise NotFoundError(f"Memory not found: {validate_uuid(memory_id)}") from None
 
     # -- reads ------------------------------------------------------------
 
@@ -572,6 +671,13 @@ class MemoryStore:
     def touch(self, memory_ids: list[str], when: datetime) -> None:
         """Set last_accessed for recalled memories in one write (skipped when disabled)."""
         self._backend.touch(memory_ids, when)
+
+    @_serialized
+    def state_counts(self) -> dict[str, int]:
+        """How many memories recall's current-state filter keeps (``current``) and hides
+        (``not_current``), by reason: ``archived``, ``not_yet_valid``, ``expired``, ``superseded``."""
+        with read_transaction(self.conn):
+            return state_counts(self._backend, format_timestamp(self.now()))
 
     @_serialized
     def health(self) -> dict[str, Any]:

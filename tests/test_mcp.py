@@ -465,8 +465,7 @@ def test_e2e_supersede_via_store_memory(mcp_server):
 
 def test_e2e_recall_modes_and_errors(mcp_server):
     missing = mcp_server.call("recall_memory", {"memory_id": ID1})
-    assert not missing.is_error and missing.structured_content["results"] == []
-    assert missing.content[0].text == "No memories found matching your query."
+    assert missing.is_error and missing.content[0].text == f"Error: recall_memory: no memory with id {ID1}"
     bad_id = mcp_server.call("recall_memory", {"memory_id": "not-a-uuid"})
     assert bad_id.is_error
     offset = mcp_server.call("recall_memory", {"query": "anything", "offset": 5})

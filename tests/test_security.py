@@ -80,6 +80,8 @@ def concrete_requests(app: Any, ids: tuple[str, str]) -> list[tuple[str, str, di
             path = route.path.replace("{memory_id}", ids[0]) + queries.get(route.path, "")
             if method == "DELETE" and "{memory_id}" in route.path:
                 path = route.path.replace("{memory_id}", MISSING_ID)
+            if method == "DELETE" and route.path == "/associate":  # names the edge in the query
+                path += f"?memory1_id={ids[0]}&memory2_id={ids[1]}"
             kwargs = {"json": bodies[route.path]} if method in ("POST", "PATCH") and route.path in bodies else {}
             found.append((method, path, kwargs))
     return found

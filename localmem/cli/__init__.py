@@ -4,7 +4,7 @@
 options are also accepted after the command. Exit codes: 0 success, 2 bad
 usage or invalid input (``ValidationError``), 1 anything else (not found,
 configuration, database errors, doctor problems), with ``error: ...`` on
-stderr. One module per command group (``memories``, ``recall``,
+stderr. One module per command group (``memories``, ``edges``, ``recall``,
 ``maintenance``, ``servers``, ``demo``, ``embedder``); ``parser`` puts them
 together and ``output`` formats for people.
 """

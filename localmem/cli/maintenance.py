@@ -174,8 +174,23 @@ def collect_stats(store: MemoryStore, top: int) -> dict[str, Any]:
         "oldest": overview[0],
         "newest": overview[1],
         "archived_count": overview[2] or 0,
-        "invalidated_count": overview[3] or 0,
+        "invalidated_count": overview[3] or 0,  # t_invalid set (past or future)
+        # What recall's current-state filter keeps and hides, by its own rules.
+        "state_counts": store.state_counts(),
     }
+
+
+def _state_text(counts: dict[str, int]) -> str:
+    """``1 current; recall hides 1: 1 superseded`` (the reasons recall gives)."""
+    if not counts["not_current"]:
+        return f"{counts['current']} current; recall hides none"
+    labels = (("superseded", "superseded"), ("expired", "expired"), ("archived", "archived"),
+              ("not_yet_valid", "not yet valid"))
+    reasons = ", ".join(f"{counts[key]} {label}" for key, label in labels if counts[key])
+    text = f"{counts['current']} current; recall hides {counts['not_current']}: {reasons}"
+    if counts["replaced"]:
+        text += f"; {counts['replaced']} of them replaced by a current memory"
+    return text
 
 
 def stats_lines(stats: dict[str, Any]) -> list[str]:
@@ -192,8 +207,7 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
     rows = [
         ("database", f"{stats['path']} ({human_size(stats['file_size_bytes'])}, schema {stats['schema_version']})"),
         ("embedder", embedder_text),
-        ("memories", (f"{stats['memory_count']} ({stats['archived_count']} archived, "
-                      f"{stats['invalidated_count']} invalidated or superseded)")),
+        ("memories", f"{stats['memory_count']} ({_state_text(stats['state_counts'])})"),
         ("indexes", (f"{stats['fts_count']} full-text rows, {stats['embedding_count']} embeddings, "
                      f"{stats['vector_count']} vectors, {stats['tag_count']} tag rows - "
                      + ("agree" if stats["indexes_agree"] else "DISAGREE (run localmem doctor)"))),

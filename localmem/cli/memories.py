@@ -1,4 +1,4 @@
-"""Commands on single memories: store, get, update, delete, associate, by-tag."""
+"""Commands on single memories: store, get, update, delete, by-tag (edges: ``edges.py``)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import sys
 from typing import Any
 
 from ..errors import ValidationError
+from . import edges
 from .common import EXIT_OK, AddCommand, json_object, naming, open_store, split_list
 from .output import Output, short, table
 
 
 def register(command: AddCommand) -> None:
-    """store, get, update, delete, associate, by-tag."""
+    """store, get, update, delete, by-tag."""
     p = command("store", cmd_store, "store a memory and print its id")
     p.add_argument("content", help="the memory text ('-' reads it from stdin)")
     p.add_argument("--tags", action="append", metavar="A,B", help="tags, comma-separated or repeated")
@@ -26,7 +27,7 @@ def register(command: AddCommand) -> None:
     p.add_argument("--metadata", metavar="JSON", help="a JSON object")
     p.add_argument("--context", metavar="NAME", help="context (namespace) name (default: default)")
 
-    p = command("get", cmd_get, "show one memory")
+    p = command("get", cmd_get, "show one memory, its state (current, superseded, expired) and its edges")
     p.add_argument("id", help="memory id")
 
     p = command("update", cmd_update, "change fields of a memory")
@@ -38,18 +39,11 @@ def register(command: AddCommand) -> None:
     p.add_argument("--type", metavar="T")
     p.add_argument("--timestamp", metavar="TS")
     p.add_argument("--t-valid", metavar="TS")
-    p.add_argument("--t-invalid", metavar="TS")
+    p.add_argument("--t-invalid", metavar="TS", help="valid until ('' clears it: current again)")
     p.add_argument("--metadata", metavar="JSON", help="replace the metadata with this JSON object")
 
     p = command("delete", cmd_delete, "delete a memory with its edges")
     p.add_argument("id", help="memory id")
-
-    p = command("associate", cmd_associate, "link two memories: ID1 -[TYPE]-> ID2")
-    p.add_argument("id1")
-    p.add_argument("id2")
-    p.add_argument("--type", default="RELATES_TO", metavar="T",
-                   help="relation type (default RELATES_TO; LEADS_TO, PREFERS_OVER, PART_OF, ...)")
-    p.add_argument("--strength", default=None, metavar="S", help="strength in [0, 1] (default 0.5)")
 
     p = command("by-tag", cmd_by_tag, "list memories having any of the tags (exact, case-insensitive)")
     p.add_argument("tags", nargs="+", metavar="TAG")
@@ -117,16 +111,21 @@ def cmd_store(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_get(args: argparse.Namespace, out: Output) -> int:
     with open_store(args, must_exist=True) as store, naming(args.id):
-        record = store.get(args.id)
+        record = store.get(args.id, with_edges=True)  # adds the keys "state" and "edges"
     if out.as_json:
         out.json(record)
     else:
         out.lines(record_lines(record))
+        out.line("")
+        out.line(f"state: {edges.state_text(record)}")
+        out.lines(edges.edge_lines(record))
     return EXIT_OK
 
 
 def cmd_update(args: argparse.Namespace, out: Output) -> int:
     fields = _store_fields(args)
+    if args.t_invalid is not None and not args.t_invalid.strip():
+        fields["t_invalid"] = None  # clears it (say, after dissociating a supersession)
     if args.content is not None:
         fields["content"] = sys.stdin.read() if args.content == "-" else args.content
     if not fields:
@@ -149,17 +148,6 @@ def cmd_delete(args: argparse.Namespace, out: Output) -> int:
         out.json({"status": "success", "memory_id": memory_id, "deleted": True})
     else:
         out.line(f"deleted {memory_id}")
-    return EXIT_OK
-
-
-def cmd_associate(args: argparse.Namespace, out: Output) -> int:
-    with open_store(args, must_exist=True) as store:
-        edge = store.associate(args.id1, args.id2, args.type, args.strength)
-    if out.as_json:
-        out.json({"status": "success", **edge})
-    else:
-        out.line(f"{edge['memory1_id']} -[{edge['relation_type']}]-> {edge['memory2_id']} "
-                 f"(strength {edge['strength']:.2f})")
     return EXIT_OK
 
 

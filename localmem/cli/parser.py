@@ -6,10 +6,10 @@ import argparse
 from typing import Any
 
 from .. import __version__
-from . import demo, embedder, maintenance, memories, recall, servers
+from . import demo, edges, embedder, maintenance, memories, recall, servers
 from .common import CommandFunc
 
-GROUPS = (memories, recall, maintenance, demo, servers, embedder)
+GROUPS = (memories, edges, recall, maintenance, demo, servers, embedder)
 
 
 def _global_options() -> argparse.ArgumentParser:

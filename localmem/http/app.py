@@ -448,11 +448,38 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         if "associations" in payload:
             return await associate_batch(payload["associations"])
         result = await call(functools.partial(store.associate, **_association_args(payload)))
+        verb = "updated" if result.get("updated") else "created"
         return JSONResponse({
             "status": "success",
-            "message": f"Association created between {result['memory1_id']} and {result['memory2_id']}",
+            "message": f"Association {verb} between {result['memory1_id']} and {result['memory2_id']}"
+                       + (f" (strength {result['previous_strength']} -> {result['strength']})"
+                          if result.get("updated") else ""),
             **result,
         }, status_code=201)
+
+    async def dissociate(request: Request) -> JSONResponse:
+        # DELETE /associate: the edge(s) memory1 -> memory2 (one ``type``, or all),
+        # named by query parameters or, failing those, a JSON body like POST's.
+        names = ("memory1_id", "memory2_id", "type")
+        args: dict[str, Any] = {k: v for k in names if (v := _query_value(request, k)) is not None}
+        required = ValidationError("'memory1_id' and 'memory2_id' are required "
+                                   "(as query parameters or in a JSON body)")
+        has_body = (request.headers.get("content-length", "0") != "0"
+                    or "transfer-encoding" in request.headers)
+        if not args and not has_body:
+            raise required
+        if not args:  # a body: a JSON object of these fields, as every route takes it (415, 400 otherwise)
+            args = _known_fields(await read_json_object(request), names)
+        if args.get("memory1_id") is None or args.get("memory2_id") is None:
+            raise required
+        result = await call(functools.partial(store.dissociate, **args))
+        count = result["removed"]
+        return JSONResponse({
+            "status": "success",
+            "message": (f"Removed {count} association{'' if count == 1 else 's'} from "
+                        f"{result['memory1_id']} to {result['memory2_id']}"),
+            **result,
+        })
 
     async def associate_batch(items: Any) -> JSONResponse:
         if not isinstance(items, list) or not items:
@@ -475,7 +502,9 @@ def create_app(store: MemoryStore, *, token: str | None = None,
                 succeeded.append({"index": index, "memory1_id": result["memory1_id"],
                                   "memory2_id": result["memory2_id"],
                                   "relation_type": result["relation_type"],
-                                  "strength": result["strength"]})
+                                  "strength": result["strength"],
+                                  **{k: result[k] for k in ("updated", "previous_strength", "warnings")
+                                     if k in result}})
             return succeeded, failed
 
         succeeded, failed = await call(work)
@@ -548,7 +577,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/memory/{memory_id}",
               _by_method(GET=get_memory, PATCH=update_memory, DELETE=delete_memory),
               methods=["GET", "PATCH", "DELETE"]),
-        Route("/associate", _endpoint(associate), methods=["POST"]),
+        Route("/associate", _by_method(POST=associate, DELETE=dissociate), methods=["POST", "DELETE"]),
         Route("/recall", _endpoint(recall), methods=["GET"]),
         Route("/memories/{memory_id}/related", _endpoint(related), methods=["GET"]),
         Route("/api/v1/memory/recall", _endpoint(recall_v1), methods=["POST"]),

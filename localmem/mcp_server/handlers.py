@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..relations import supersession_meaning
 from . import formatting
 from .tools import (
     ASSOCIATION_FIELDS,
@@ -144,6 +145,15 @@ def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+def _no_such_memory(tool: str, memory_id: str) -> ToolError:
+    """An unknown id is an error that names it, in every tool (never an empty success)."""
+    return ToolError(f"{tool}: no memory with id {memory_id}", kind="not_found", code=404)
+
+
+def _warning_lines(result: Mapping[str, Any]) -> str:
+    return "".join(f"\n⚠️ Warning: {w}" for w in result.get("warnings", ()))
+
+
 # -- store_memory -------------------------------------------------------------------------
 
 
@@ -253,7 +263,7 @@ def recall_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
         try:
             record = store.get(memory_id.strip())
         except NotFoundError:
-            record = None
+            raise _no_such_memory("recall_memory", memory_id.strip()) from None
         result = formatting.id_fetch_result(record)
     elif args.get("exhaustive") is True:
         result = _enumerate(get_store, args)
@@ -327,18 +337,52 @@ def _association(item: Mapping[str, Any], label: str) -> dict[str, Any]:
 
 
 def associate_memories(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
+    if args.get("remove") is True:
+        return _dissociate(get_store, args)
     if args.get("associations") is not None:
         return _associate_batch(get_store, args)
     association = _association(args, "single association")
     store = get_store()
     edge = store.associate(association.pop("memory1_id"), association.pop("memory2_id"),
                            association.pop("type"), association.pop("strength"), **association)
-    message = f"Association created between {edge['memory1_id']} and {edge['memory2_id']}"
+    verb = "updated" if edge.get("updated") else "created"
+    message = f"Association {verb} between {edge['memory1_id']} and {edge['memory2_id']}"
     structured = {"success": True, "message": message, "relation_type": edge["relation_type"],
-                  "strength": edge["strength"]}
-    text = (f"Association created successfully!\n\n{edge['memory1_id']} -[{edge['relation_type']}]-> "
-            f"{edge['memory2_id']} (strength {formatting.js_number(edge['strength'])})\nMessage: {message}")
-    return ToolOutput([text], structured)
+                  "strength": edge["strength"],
+                  **{k: edge[k] for k in ("updated", "previous_strength", "warnings") if k in edge}}
+    text = (f"Association {verb} successfully!\n\n{edge['memory1_id']} -[{edge['relation_type']}]-> "
+            f"{edge['memory2_id']} (strength {formatting.js_number(edge['strength'])}"
+            + (f", was {formatting.js_number(edge['previous_strength'])}" if edge.get("updated") else "")
+            + f")\nMessage: {message}")
+    meaning = supersession_meaning(edge["relation_type"], edge["memory1_id"], edge["memory2_id"])
+    if meaning:
+        text += f"\nMeaning: {meaning}"
+    return ToolOutput([text + _warning_lines(edge)], structured)
+
+
+def _dissociate(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
+    """``remove: true``: delete memory1 -[type]-> memory2 (every type when ``type`` is omitted)."""
+    extra = [k for k in ("associations", "strength", *ASSOCIATION_PROPERTY_SCHEMAS) if args.get(k) is not None]
+    if extra:
+        raise ToolError(f"associate_memories: `remove: true` takes memory1_id, memory2_id and an optional "
+                        f"type only; remove {', '.join(extra)}")
+    ids = []
+    for key in ("memory1_id", "memory2_id"):
+        value = args.get(key)
+        value = value.strip() if isinstance(value, str) else ""
+        if not value:
+            raise ToolError(f"associate_memories: {key} is required")
+        ids.append(value)
+    result = get_store().dissociate(ids[0], ids[1], args.get("type"))
+    count = result["removed"]
+    message = (f"Removed {count} association{'' if count == 1 else 's'} from {result['memory1_id']} "
+               f"to {result['memory2_id']}")
+    structured = {"success": True, "message": message, "removed": count,
+                  "removed_types": result["removed_types"],
+                  **({"relation_type": result["relation_type"]} if result["relation_type"] else {}),
+                  **({"warnings": result["warnings"]} if "warnings" in result else {})}
+    text = f"{message} ({', '.join(result['removed_types'])})."
+    return ToolOutput([text + _warning_lines(result)], structured)
 
 
 def _associate_batch(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
@@ -369,7 +413,8 @@ def _associate_batch(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOut
                            "memory2_id": association["memory2_id"], "reason": exc.message, "code": exc.code})
             continue
         succeeded.append({"index": index, "memory1_id": edge["memory1_id"], "memory2_id": edge["memory2_id"],
-                          "relation_type": edge["relation_type"], "strength": edge["strength"]})
+                          "relation_type": edge["relation_type"], "strength": edge["strength"],
+                          **{k: edge[k] for k in ("updated", "previous_strength", "warnings") if k in edge}})
     total = len(prepared)
     summary = f"{len(succeeded)}/{total} associations created successfully"
     status = "success" if not failed else "partial_success" if succeeded else "error"
@@ -397,7 +442,10 @@ def update_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
     fields = {k: args[k] for k in UPDATE_FIELDS if k in args and (args[k] is not None or k == "t_invalid")}
     if not fields:
         raise ToolError(f"update_memory: nothing to update; pass at least one of {', '.join(UPDATE_FIELDS)}")
-    record = get_store().update(memory_id, **fields)
+    try:
+        record = get_store().update(memory_id, **fields)
+    except NotFoundError:
+        raise _no_such_memory("update_memory", memory_id) from None
     message = f"Memory {record['id']} updated successfully!"
     return ToolOutput([message], {"memory_id": record["id"], "updated_fields": sorted(fields), "message": message})
 
@@ -412,7 +460,10 @@ def delete_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
         raise ToolError("delete_memory: `memory_id` or `tags` is required")
     store = get_store()
     if memory_id:
-        store.delete(memory_id)
+        try:
+            store.delete(memory_id)
+        except NotFoundError:
+            raise _no_such_memory("delete_memory", memory_id) from None
         message = f"Memory {memory_id} deleted successfully!"
         return ToolOutput([message], {"memory_id": memory_id, "message": message})
     # Collect every match first (exact, case-insensitive, any-of), then delete them.

@@ -25,8 +25,10 @@ RELATION_DESCRIPTIONS = {
     "EXEMPLIFIES": "Concrete example of a pattern (props: pattern_type, confidence)",
     "CONTRADICTS": "Conflicting information (props: resolution, reason)",
     "REINFORCES": "Strengthens validity (props: observations)",
-    "INVALIDATED_BY": "Superseded by newer information (props: reason, timestamp)",
-    "EVOLVED_INTO": "Knowledge progression (props: confidence, reason)",
+    "INVALIDATED_BY": "memory1 is superseded by newer information in memory2; recall then hides memory1 "
+                      "(props: reason, timestamp)",
+    "EVOLVED_INTO": "Knowledge progression: memory1 evolved into memory2; recall then hides memory1 "
+                    "(props: confidence, reason)",
     "DERIVED_FROM": "Derived or implementation relationship (props: transformation, confidence)",
     "PART_OF": "Hierarchical membership (props: role, context)",
 }
@@ -389,7 +391,7 @@ _ASSOCIATION_CORE = {
 ASSOCIATE_MEMORIES = {
     "name": "associate_memories",
     "title": "Associate Memories",
-    "description": f"""Create typed relationships between memories. This builds a knowledge graph that improves recall by surfacing related context. Supports single-pair mode or batch mode with associations[] (max {BATCH_MAX_ITEMS}). Re-linking the same pair with the same type updates the relationship.
+    "description": f"""Create typed relationships between memories. This builds a knowledge graph that improves recall by surfacing related context. Supports single-pair mode or batch mode with associations[] (max {BATCH_MAX_ITEMS}). Re-linking the same pair with the same type updates the relationship (the answer says so, with the previous strength). With `remove: true` it deletes the relationship memory1 -[type]-> memory2 instead (every type between them when `type` is omitted; no `strength`).
 
 **When to use:**
 - After storing a new memory: link it to related existing memories
@@ -405,9 +407,11 @@ ASSOCIATE_MEMORIES = {
 **Examples:**
 - associate_memories({{ memory1_id: "bug-fix-123", memory2_id: "feature-456", type: "RELATES_TO", strength: 0.9 }})
 - associate_memories({{ memory1_id: "old-decision", memory2_id: "new-decision", type: "EVOLVED_INTO", strength: 0.8 }})
+- associate_memories({{ memory1_id: "old-decision", memory2_id: "new-decision", type: "EVOLVED_INTO", remove: true }})  // undo it
 - associate_memories({{ associations: [{{ memory1_id: "a", memory2_id: "b", type: "RELATES_TO", strength: 0.8 }}] }})""",
     "annotations": {
-        "title": "Associate Memories", "readOnlyHint": False, "destructiveHint": False,
+        # destructive: `remove: true` deletes relationships.
+        "title": "Associate Memories", "readOnlyHint": False, "destructiveHint": True,
         "idempotentHint": True, "openWorldHint": False,
     },
     "always_load": True,
@@ -416,6 +420,10 @@ ASSOCIATE_MEMORIES = {
         "properties": {
             **_ASSOCIATION_CORE,
             **ASSOCIATION_PROPERTY_SCHEMAS,
+            "remove": {"type": "boolean", "description": "Single-pair mode: remove the relationship memory1 "
+                                                         "-[type]-> memory2 instead of creating it (every "
+                                                         "type from memory1 to memory2 when `type` is "
+                                                         "omitted). Takes no `strength` or properties."},
             "associations": {
                 "type": "array",
                 "minItems": 1,
@@ -445,6 +453,13 @@ ASSOCIATE_MEMORIES = {
             "succeeded": {"type": "array", "items": {"type": "object"}},
             "failed": {"type": "array", "items": {"type": "object"}},
             "summary": {"type": "string"},
+            "updated": {"type": "boolean", "description": "The pair already had this relationship; it "
+                                                          "was updated, from previous_strength."},
+            "previous_strength": {"type": "number"},
+            "removed": {"type": "integer", "description": "With remove: true, how many relationships "
+                                                          "were removed."},
+            "removed_types": _STRING_LIST,
+            "warnings": _STRING_LIST,
         },
         "required": ["success", "message"],
     },

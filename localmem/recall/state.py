@@ -52,6 +52,58 @@ def active_replacements(backend: "Backend", memory_ids: list[str],
     return heads
 
 
+def memory_state(backend: "Backend", memory: dict[str, Any], now_iso: str) -> dict[str, Any]:
+    """Whether recall's current-state filter keeps ``memory``, and if not, why.
+
+    ``status`` is ``current`` or the reason recall gives (``archived``,
+    ``not_yet_valid``, ``expired``, ``superseded``); ``superseded_by`` is the
+    current memory recall shows in its place (the head of its supersession
+    chain), with the first hop's ``relation_type``.
+    """
+    reason = state_reason(memory, now_iso)
+    head = active_replacements(backend, [memory["id"]], now_iso).get(memory["id"])
+    if reason is None and head is not None:
+        reason = "superseded"
+    state: dict[str, Any] = {"status": reason or "current", "current": reason is None}
+    if head is not None:
+        state["superseded_by"] = head["memory"]["id"]
+        state["relation_type"] = head["relation_type"]
+    return state
+
+
+STATE_REASONS = ("archived", "not_yet_valid", "expired", "superseded")
+
+
+def state_counts(backend: "Backend", now_iso: str) -> dict[str, int]:
+    """How many memories recall's current-state filter hides, by reason, and how many it keeps.
+
+    The same rules as :func:`apply_state_filter` (``state_reason`` first,
+    then :func:`active_replacements`), over every memory in the store. A
+    memory ``supersede`` replaced counts as ``expired`` (its ``t_invalid``
+    has passed), as recall reports it; ``replaced`` counts every hidden
+    memory that has a current successor.
+    """
+    counts = dict.fromkeys(STATE_REASONS, 0)
+    with_successor: list[str] = []
+    unexplained: set[str] = set()
+    total = 0
+    for memory_id, archived, t_valid, t_invalid, has_successor in backend.conn.execute(
+            backend.sql["state_columns"]):
+        total += 1
+        reason = state_reason({"archived": archived, "t_valid": t_valid, "t_invalid": t_invalid}, now_iso)
+        if reason is not None:
+            counts[reason] += 1
+        if has_successor:
+            with_successor.append(memory_id)
+            if reason is None:
+                unexplained.add(memory_id)
+    heads = active_replacements(backend, with_successor, now_iso)
+    counts["superseded"] = len(unexplained & heads.keys())
+    hidden = sum(counts.values())
+    # ``replaced``: hidden memories (for any reason) that recall shows a current successor for.
+    return {"current": total - hidden, "not_current": hidden, **counts, "replaced": len(heads)}
+
+
 def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: datetime,
                        debug: bool, replacement_allowed: Callable[[dict[str, Any]], bool]
                        ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
