@@ -1,5 +1,6 @@
-"""Timestamp parsing/formatting and AutoMem's natural-language time windows.
+"""Timestamp parsing/formatting and the time window of a request.
 
+The natural-language expressions themselves are read by localmem.timegrammar.
 All datetimes leaving this module are timezone-aware and in UTC.
 """
 
@@ -7,11 +8,13 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date, datetime, timedelta, timezone
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from dateutil.parser import isoparse
 
 from localmem.errors import ValidationError
+from localmem.timegrammar import read_time_expression
 
 __all__ = [
     "TEMPORAL_INTENT",
@@ -20,12 +23,11 @@ __all__ = [
     "parse_timestamp",
     "query_has_temporal_intent",
     "resolve_time_window",
+    "time_window",
+    "TimeWindow",
 ]
 
 UTC = timezone.utc
-
-_MIN_UTC = datetime.min.replace(tzinfo=UTC)
-_MAX_UTC = datetime.max.replace(tzinfo=UTC)
 
 # Word-boundary, case-insensitive (automem-behaviour.md §1.4). Multi-word
 # phrases accept any run of whitespace between their words.
@@ -34,12 +36,6 @@ TEMPORAL_INTENT = re.compile(
     r"|changed|updated|last\s+time|newest|these\s+days|anymore)\b",
     re.IGNORECASE,
 )
-
-_LAST_N_DAYS = re.compile(r"last\s+([+-]?)([0-9]+)\s+days")
-# More days than timedelta holds (999,999,999) reaches past year 1 from any
-# date: such an N means "all time", without turning thousands of digits
-# into an int (which Python refuses past 4300 digits).
-MAX_DAY_DIGITS = 9
 
 
 def _invalid(field: str) -> ValidationError:
@@ -100,101 +96,84 @@ def format_timestamp(dt: datetime) -> str:
     return _to_utc(dt).isoformat()
 
 
-def _shift(dt: datetime, delta: timedelta) -> datetime:
-    """``dt + delta`` clamped to the representable range instead of raising."""
-    try:
-        return dt + delta
-    except OverflowError:
-        return _MAX_UTC if delta > timedelta(0) else _MIN_UTC
-
-
-def _midnight(d: date) -> datetime:
-    return datetime(d.year, d.month, d.day, tzinfo=UTC)
-
-
-def _month_start(year: int, month: int) -> datetime | None:
-    """First of the month at UTC midnight; None when the year is out of range."""
-    if year < 1 or year > 9999:
-        return None
-    return datetime(year, month, 1, tzinfo=UTC)
-
-
-def _last_n_days(expr: str, now: datetime) -> tuple[datetime | None, datetime | None]:
-    match = _LAST_N_DAYS.fullmatch(expr)
-    if match is None:
-        return None, None
-    sign, digits = match.group(1), match.group(2).lstrip("0") or "0"
-    # Deliberate difference from AutoMem: a negative N would give an inverted
-    # window there; here it is simply not a recognised expression.
-    if sign == "-" and digits != "0":
-        return None, None
-    if len(digits) > MAX_DAY_DIGITS:
-        return _MIN_UTC, now
-    try:
-        start = now - timedelta(days=int(digits))
-    except OverflowError:
-        start = _MIN_UTC
-    return start, now
-
-
 def parse_time_expression(
     expr: str | None, now: datetime
 ) -> tuple[datetime | None, datetime | None]:
-    """Map AutoMem's natural-language time expressions to a ``(start, end)`` window.
+    """The ``(start, end)`` window of a natural-language time expression (localmem.timegrammar).
 
-    ``now`` is the reference instant (converted to UTC); day/week/month/year
-    boundaries fall on UTC midnight. Unknown expressions give ``(None, None)``.
+    ``now`` is the reference instant (naive is taken as UTC). Expressions
+    that are not understood give ``(None, None)``; :func:`time_window` says why.
     """
-    if not isinstance(expr, str):
+    if not isinstance(expr, str) or not expr.strip():
         return None, None
-    text = expr.strip().lower()
-    if not text:
-        return None, None
-    now = _to_utc(now)
-    today = _midnight(now.date())
+    reading = read_time_expression(expr, now)
+    return (reading.start, reading.end) if reading.understood else (None, None)
 
-    if text in ("today", "this day"):
-        return today, _shift(today, timedelta(days=1))
-    if text == "yesterday":
-        return _shift(today, timedelta(days=-1)), today
-    if text in ("last 24 hours", "past 24 hours"):
-        return _shift(now, timedelta(hours=-24)), now
-    if text in ("last 48 hours", "past 48 hours"):
-        return _shift(now, timedelta(hours=-48)), now
-    if text == "this week":
-        monday = _shift(today, timedelta(days=-today.weekday()))
-        return monday, _shift(monday, timedelta(days=7))
-    if text in ("last week", "past week"):
-        monday = _shift(today, timedelta(days=-today.weekday()))
-        return _shift(monday, timedelta(days=-7)), monday
-    if text == "this month":
-        start = _month_start(now.year, now.month)
-        if now.month == 12:
-            end = _month_start(now.year + 1, 1)
-        else:
-            end = _month_start(now.year, now.month + 1)
-        return start, end if end is not None else _MAX_UTC
-    if text in ("last month", "past month"):
-        end = _month_start(now.year, now.month)
-        if now.month == 1:
-            start = _month_start(now.year - 1, 12)
-        else:
-            start = _month_start(now.year, now.month - 1)
-        return (start if start is not None else _MIN_UTC), end
-    if text in ("last year", "past year"):
-        start = _month_start(now.year - 1, 1)
-        return (start if start is not None else _MIN_UTC), _month_start(now.year, 1)
-    if text == "this year":
-        end = _month_start(now.year + 1, 1)
-        # Matches AutoMem: in year 9999 there is no next January, so end = now.
-        return _month_start(now.year, 1), end if end is not None else now
-    if text.startswith("last ") and text.endswith(" days"):
-        return _last_n_days(text, now)
-    return None, None
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """The time window of a request, and what it was made from."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    expression: str | None = None  # the time_query as given (whitespace collapsed)
+    timezone: str = "UTC"  # where the expression's days begin: "UTC" or "+02:00"
+    error: str | None = None  # why the expression was not understood
+    warning: str | None = None  # the same as the response says it
+    requested: bool = False  # time_query, start or end was given
+
+    def describe(self) -> dict[str, str | None]:
+        """The response's ``time_window`` block."""
+        return {
+            "start": format_timestamp(self.start) if self.start is not None else None,
+            "end": format_timestamp(self.end) if self.end is not None else None,
+            "expression": self.expression,
+            "timezone": self.timezone,
+        }
 
 
 def _is_absent(value: object) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
+
+
+def time_window(
+    time_query: str | None,
+    start: object = None,
+    end: object = None,
+    now: datetime | None = None,
+) -> TimeWindow:
+    """The window from ``time_query``, with explicit ``start``/``end`` overriding each half.
+
+    ``start``/``end`` that are None or blank are treated as absent; anything
+    else must parse (``ValidationError("Invalid start time: ...")`` otherwise).
+    An expression that is not understood leaves its halves open and sets
+    ``warning``. ``now`` defaults to the current time.
+    """
+    reference = _to_utc(now) if now is not None else datetime.now(UTC)
+    # Validate both explicit bounds before using either, so errors don't
+    # depend on which half happens to be checked first.
+    explicit_start = None if _is_absent(start) else parse_timestamp(start, field="start time")
+    explicit_end = None if _is_absent(end) else parse_timestamp(end, field="end time")
+    window_start = window_end = None
+    expression = error = warning = None
+    zone = "UTC"
+    if isinstance(time_query, str) and time_query.strip():
+        reading = read_time_expression(time_query, reference)
+        expression, zone = reading.expression, reading.timezone
+        if reading.understood:
+            window_start, window_end = reading.start, reading.end
+        else:
+            error = f"{reading.expression!r} was not understood: {reading.error}"
+            applied = ("only the explicit start/end apply" if explicit_start or explicit_end
+                       else "no time window was applied")
+            warning = f"time_query {error}; {applied}"
+    if explicit_start is not None:
+        window_start = explicit_start
+    if explicit_end is not None:
+        window_end = explicit_end
+    return TimeWindow(window_start, window_end, expression, zone, error, warning,
+                      requested=expression is not None or explicit_start is not None
+                      or explicit_end is not None)
 
 
 def resolve_time_window(
@@ -203,23 +182,9 @@ def resolve_time_window(
     end: object = None,
     now: datetime | None = None,
 ) -> tuple[datetime | None, datetime | None]:
-    """Window from ``time_query``, with explicit ``start``/``end`` overriding each half.
-
-    ``start``/``end`` that are None or blank are treated as absent; anything
-    else must parse (``ValidationError("Invalid start time: ...")`` otherwise).
-    ``now`` defaults to the current time.
-    """
-    reference = _to_utc(now) if now is not None else datetime.now(UTC)
-    window_start, window_end = parse_time_expression(time_query, reference)
-    # Validate both explicit bounds before using either, so errors don't
-    # depend on which half happens to be checked first.
-    explicit_start = None if _is_absent(start) else parse_timestamp(start, field="start time")
-    explicit_end = None if _is_absent(end) else parse_timestamp(end, field="end time")
-    if explicit_start is not None:
-        window_start = explicit_start
-    if explicit_end is not None:
-        window_end = explicit_end
-    return window_start, window_end
+    """``(start, end)`` of :func:`time_window`."""
+    window = time_window(time_query, start, end, now)
+    return window.start, window.end
 
 
 def query_has_temporal_intent(q: str) -> bool:

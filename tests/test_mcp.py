@@ -267,7 +267,7 @@ def test_enumeration_rejects_every_ranked_only_parameter(memory_store, name):
               "per_query_limit": 3, "expand_min_importance": 0.5, "expand_min_strength": 0.5, "min_score": 0.1,
               "state_mode": "history", "recency_bias": "on", "sort": "time_desc"}
     booleans = {"expand_relations", "expand_entities", "auto_decompose", "current_only", "state_debug",
-                "scope_fallback", "expand_respect_tags", "adaptive_floor"}
+                "scope_fallback", "expand_respect_tags", "adaptive_floor", "strict_time"}
     value = values.get(name, False if name in booleans else "x")
     out = call_tool(lambda: memory_store, "recall_memory", {"tags": ["t"], "exhaustive": True, name: value})
     assert out.is_error and name in out.texts[0] and "ranked-only" in out.texts[0]

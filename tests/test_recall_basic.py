@@ -231,17 +231,20 @@ def timeline(memory_store):
     ("last 30 days", {"hour_ago", "yesterday", "three_days", "last_month"}),
     ("this year", {"hour_ago", "yesterday", "three_days", "last_month"}),
     ("last year", {"last_year"}),
-    ("two weeks ago", {"hour_ago", "yesterday", "three_days", "last_month", "last_year"}),
+    ("two weeks ago", set()),  # the week of 2025-02-24
+    ("the day before the launch", {"hour_ago", "yesterday", "three_days", "last_month", "last_year"}),
 ])
 def test_time_query_windows(timeline, expr, expected):
     store, named = timeline
     response = store.recall(time_query=expr, limit=50, adaptive_floor=False)
     assert set(ids(response)) == {named[n] for n in expected}
-    if expr != "two weeks ago":
-        assert "time_window" in response
+    assert response["time_window"]["expression"] == expr
+    if expr != "the day before the launch":
         assert response["sort"] == "time_desc"  # a window without a query sorts newest first
-    else:
-        assert "time_window" not in response and response["sort"] == "score"
+        assert "warnings" not in response
+    else:  # not understood: no window, and the answer says so
+        assert response["time_window"]["start"] is None and response["sort"] == "score"
+        assert "not understood" in response["warnings"][0]
 
 
 def test_explicit_start_end_override_time_query(timeline):

@@ -21,7 +21,10 @@ def register(command: AddCommand) -> None:
     p.add_argument("--tag-match", choices=("prefix", "exact"),
                    help="prefix (default; project matches project:alpha) or exact")
     p.add_argument("--exclude-tags", action="append", metavar="A,B", help="leave out memories with these tags")
-    p.add_argument("--time-query", metavar="EXPR", help="'today', 'last week', 'last 30 days', ...")
+    p.add_argument("--time-query", metavar="EXPR",
+                   help="'today', 'last 2 weeks', 'since monday', 'march 2025', '2026-11-27', ...")
+    p.add_argument("--strict-time", action="store_true", default=None,
+                   help="refuse (exit 2) a --time-query that is not understood, instead of a warning")
     p.add_argument("--start", metavar="TS", help="window start, ISO 8601")
     p.add_argument("--end", metavar="TS", help="window end, ISO 8601")
     p.add_argument("--sort", choices=SORT_CHOICES, help="score (default) or a time order")
@@ -39,7 +42,7 @@ def recall_params(args: argparse.Namespace) -> dict[str, Any]:
     if args.query is not None:
         params["query"] = args.query
     simple = ("limit", "tag_mode", "tag_match", "time_query", "start", "end", "sort", "context",
-              "expand_relations", "state_mode")
+              "expand_relations", "state_mode", "strict_time")
     for name in simple:
         value = getattr(args, name)
         if value is not None:
@@ -71,7 +74,7 @@ def recall_lines(response: dict[str, Any]) -> list[str]:
     if response.get("query_time_ms") is not None:
         summary.append(f"{response['query_time_ms']:.0f} ms")
     window = response.get("time_window")
-    if window:
+    if window and (window.get("start") or window.get("end")):
         summary.append(f"window {window.get('start') or '...'} to {window.get('end') or '...'}")
     state = response.get("state_filter") or {}
     if state.get("suppressed_count"):
@@ -91,6 +94,8 @@ def cmd_recall(args: argparse.Namespace, out: Output) -> int:
     params = recall_params(args)
     with open_store(args, must_exist=True) as store:
         response = store.recall(**params)
+        for warning in response.get("warnings") or []:
+            out.note(f"warning: {warning}")
         if out.as_json:
             out.json(response)
             return EXIT_OK

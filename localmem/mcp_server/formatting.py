@@ -53,7 +53,7 @@ ENVELOPE_FIELDS = (
     "keywords", "time_window", "tags", "exclude_tags", "tag_mode", "tag_match", "state_mode",
     "tag_scope", "scope_fallback", "recency_bias", "score_filter", "queries", "vector_search",
     "jit_enriched_count", "query_time_ms", "entities", "expansion", "entity_expansion",
-    "context_priority", "state_filter", "degraded", "degraded_reason",
+    "context_priority", "state_filter", "degraded", "degraded_reason", "warnings",
 )
 # Per-result flags surfaced in every format when present.
 RESULT_FLAGS = ("deduped_from", "expanded_from_entity", "outside_tag_scope", "jit_enriched", "state_replaces")
@@ -459,12 +459,13 @@ def build_recall_response(result: Mapping[str, Any], fmt: str = "text", *,
     id_fetch = mode == "id_fetch"
     budgeted = not id_fetch and fmt != "json"
 
+    warning_text = "".join(f"Warning: {w}\n" for w in result.get("warnings") or [])
     if not results:
         structured = {"results": [], **envelope(result)}
         structured.setdefault("count", 0)
         notes = header_notes(result) if result.get("mode") == "enumeration" else []
         text = NO_RESULTS_TEXT + (f" ({'; '.join(notes)})" if notes else "")
-        return RecallResponse([text], structured, notes=notes)
+        return RecallResponse([warning_text + text], structured, notes=notes)
 
     per_item: list[tuple[dict[str, Any], str, bool, int]] = []
     for index, item in enumerate(results):
@@ -525,5 +526,9 @@ def build_recall_response(result: Mapping[str, Any], fmt: str = "text", *,
         body = "\n\n".join(e[1] for e in kept_entries)
         texts = [f"Found {len(per_item)} memories{showing}{notes_suffix}:\n\n{body}"
                  + (f"\n\n{trailer}" if trailer else "")]
+    if warning_text and fmt == "items":
+        texts.insert(0, warning_text.rstrip("\n"))
+    elif warning_text and fmt != "json":  # json carries them in its "warnings" field
+        texts[0] = warning_text + texts[0]
     return RecallResponse(texts, structured, kept=kept, omitted=omitted,
                           content_truncated=any_truncated, notes=notes)

@@ -179,7 +179,7 @@ RANKED_ONLY_PARAMS = (
     "relation_limit", "expand_min_importance", "expand_min_strength", "current_only",
     "state_debug", "state_mode", "recency_bias", "scope_fallback", "expand_respect_tags",
     "min_score", "adaptive_floor", "sort", "context", "language", "active_path",
-    "context_tags", "context_types", "priority_ids", "per_query_limit",
+    "context_tags", "context_types", "priority_ids", "per_query_limit", "strict_time",
 )
 RECALL_FORMATS = ("text", "items", "detailed", "json")
 
@@ -232,7 +232,14 @@ Responses are budgeted (default ~18k tokens, `AUTOMEM_RECALL_TOKEN_BUDGET`): tex
                           "description": '"prefix" for starts-with matching (ranked default), "exact" for exact '
                                          "tag match (the only choice in enumeration mode)"},
             "time_query": {"type": "string", "description": 'Natural language time filter: "today", "yesterday", '
-                                                            '"last week", "last 30 days"'},
+                                                            '"last week", "last 2 weeks", "since monday", '
+                                                            '"3 days ago", "march 2025", "2026-11-27", '
+                                                            '"between 2026-11-01 and 2026-11-27". The window '
+                                                            "applied is in time_window; an expression that is "
+                                                            "not understood adds a warning."},
+            "strict_time": {"type": "boolean", "default": False,
+                            "description": "Ranked-mode only. Refuse a time_query that is not understood "
+                                           "(an error) instead of answering without a window and a warning."},
             "start": {"type": "string", "description": "ISO timestamp lower bound (alternative to time_query)"},
             "end": {"type": "string", "description": "ISO timestamp upper bound"},
             "expand_entities": {"type": "boolean", "description": "Enable multi-hop reasoning via entity expansion. "
@@ -357,6 +364,10 @@ Responses are budgeted (default ~18k tokens, `AUTOMEM_RECALL_TOKEN_BUDGET`): tex
             "query_time_ms": {"type": "number"},
             "degraded": {"type": "boolean"},
             "degraded_reason": {"type": "string"},
+            "time_window": {"type": "object", "description": "The time window applied: { start, end, "
+                                                             "expression, timezone } (null bounds are open)."},
+            "warnings": {**_STRING_LIST, "description": "What the answer could not honour, e.g. a "
+                                                        "time_query that was not understood."},
         },
         "required": ["count", "results"],
     },

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from ..config import Config, parse_bool
 from ..errors import ValidationError
 from ..tags import canonical_prefix_filter, prepare_tag_filters
-from ..timeparse import parse_timestamp, resolve_time_window
+from ..timeparse import TimeWindow, parse_timestamp, time_window
 from ..validation import check_text, validate_embedding
 
 SORT_MODES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
@@ -41,6 +41,7 @@ PARAMETERS = frozenset({
     "relation_limit", "expansion_limit", "expand_min_importance", "expand_min_strength",
     "expand_respect_tags", "state_mode", "current_only", "state_debug", "recency_bias",
     "scope_fallback", "min_score", "adaptive_floor", "auto_decompose", "per_query_limit", "now",
+    "strict_time",
 })
 
 
@@ -58,6 +59,9 @@ class RecallParams:
     tag_match: str = "prefix"
     window_start: datetime | None = None
     window_end: datetime | None = None
+    time: TimeWindow = field(default_factory=TimeWindow)  # what the window was made from
+    strict_time: bool = False
+    warnings: list[str] = field(default_factory=list)  # said in the response, never silent
     context: str = ""
     language: str | None = None
     active_path: str | None = None
@@ -197,9 +201,15 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     time_query = values.get("time_query")
     if time_query is not None and not isinstance(time_query, str):
         raise ValidationError("'time_query' must be a string")
-    p.window_start, p.window_end = resolve_time_window(
-        time_query, values.get("start"), values.get("end"), p.now
-    )
+    if time_query is not None:
+        check_text(time_query, "time_query")
+    p.strict_time = parse_bool(values.get("strict_time"), False)
+    p.time = time_window(time_query, values.get("start"), values.get("end"), p.now)
+    if p.time.warning is not None:
+        if p.strict_time:
+            raise ValidationError(f"Invalid time_query: {p.time.error} (strict_time)")
+        p.warnings.append(p.time.warning)
+    p.window_start, p.window_end = p.time.start, p.time.end
     p.context = _text(values.get("context"), "context").lower()
     p.language = _text(values.get("language"), "language").lower() or None
     p.active_path = _text(values.get("active_path"), "active_path") or None

@@ -386,11 +386,8 @@ class Recall:
             response["entity_expansion"] = {
                 "enabled": True, "expanded_count": len(entity_results), "entities_found": entity_names,
             }
-        if params.has_window:
-            response["time_window"] = {
-                "start": format_timestamp(params.window_start) if params.window_start else None,
-                "end": format_timestamp(params.window_end) if params.window_end else None,
-            }
+        if params.time.requested:
+            response["time_window"] = params.time.describe()
         if params.tags:
             semantic = self.vectors.available and bool(params.query or params.queries or params.embedding)
             response["tags"] = params.tags
@@ -413,6 +410,8 @@ class Recall:
         profile = next((p for p in self.profiles.values() if p is not None), None)
         if profile is not None:
             response["context_priority"] = context_priority_block(profile, self.context_injected)
+        if params.warnings:
+            response["warnings"] = list(params.warnings)
         return response
 
 
