@@ -40,6 +40,9 @@ from .state import active_replacements, apply_state_filter, state_reason
 if TYPE_CHECKING:
     from ..storage.backend import Backend
 
+# The most candidates a channel is asked for when re-asking for more (sqlite-vec's largest k).
+MAX_FETCH = 4096
+
 
 class QueryVectors:
     """Query embeddings for one request, computed once per distinct text."""
@@ -72,10 +75,15 @@ class Recall:
         self.params = params
         self.now: datetime = params.now  # type: ignore[assignment]
         self.vectors = QueryVectors(backend, params.embedding)
-        self.vector_pool = 0
+        self.vector_found: dict[str, int] = {}  # vector candidates per query
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.context_injected = False
+        self.hidden: dict[str, dict[str, Any]] = {}  # not-current memories kept out of the answer
+
+    @property
+    def vector_pool(self) -> int:
+        return sum(self.vector_found.values())
 
     def profile(self, query: str) -> ContextProfile | None:
         """The context profile for one query (language detection looks at the query too)."""
@@ -167,30 +175,60 @@ class Recall:
         return max(limit, min(limit * config.vector_overfetch, config.vector_fetch_cap))
 
     def run_query(self, query: str, limit: int) -> list[dict[str, Any]]:
-        """Candidates for one query, scored, filtered, deduplicated, sorted and cut to ``limit``."""
+        """Candidates for one query, scored, filtered, deduplicated, sorted and cut to ``limit``.
+
+        Every filter runs before the cut, the current-state filter included,
+        so ``limit`` results come back whenever the channels can find that
+        many current memories. When hidden memories leave a full page short,
+        the channels are asked again for more (as many more as were hidden,
+        and at least twice as many in all), up to MAX_FETCH.
+        """
+        fetch = self.vector_fetch_size(limit, bool(query) or self.params.embedding is not None)
+        trending = limit
+        while True:
+            ranked, full = self.ranked_candidates(query, limit, fetch, trending)
+            if not self.params.current_only:
+                return self.priority_first(ranked, limit)
+            kept, block = apply_state_filter(self.backend, ranked, self.now, True, self.in_scope)
+            cut = self.priority_first(kept, limit)
+            hidden = len(block["suppressed"])
+            if len(cut) >= limit or not full or not hidden:
+                break
+            wider = (min(MAX_FETCH, fetch + max(hidden, fetch)),
+                     min(MAX_FETCH, trending + max(hidden, trending)))
+            if wider == (fetch, trending):
+                break
+            fetch, trending = wider
+        self.note_hidden(ranked, cut, block["suppressed"], limit)
+        return cut
+
+    def ranked_candidates(self, query: str, limit: int, fetch: int, trending: int
+                          ) -> tuple[list[dict[str, Any]], bool]:
+        """Every candidate of one query, scored and ranked; and whether a channel filled its page."""
         params, backend = self.params, self.backend
         scope = make_scope(params, self.config.excluded_types)
         query_vector = self.vectors.for_query(query)
-        has_text = bool(query) or params.embedding is not None
         candidates: list[dict[str, Any]] = []
         seen: set[str] = set()
+        full = False
 
-        def admit(found: list[dict[str, Any]]) -> None:
+        def admit(found: list[dict[str, Any]], asked: int) -> None:
+            nonlocal full
+            full = full or len(found) >= asked
             for candidate in found:
                 if candidate["id"] not in seen:
                     seen.add(candidate["id"])
                     candidates.append(candidate)
 
-        fetch = self.vector_fetch_size(limit, has_text)
         if query_vector is not None:
             found = vector_candidates(backend, scope, query_vector, fetch)
-            self.vector_pool += len(found)
-            admit(found)
+            self.vector_found[query] = len(found)  # a second round replaces the first one's count
+            admit(found, fetch)
         if query:
-            admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector,
-                                     max(fetch, self.config.keyword_fetch)))
+            asked = max(fetch, self.config.keyword_fetch)
+            admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector, asked), asked)
         if not query and query_vector is None:
-            admit(trending_candidates(backend, scope, limit))
+            admit(trending_candidates(backend, scope, trending), trending)
         if query and self.config.metadata_search_enabled:
             for candidate in metadata_candidates(backend, scope, query, limit, seen):
                 seen.add(candidate["id"])
@@ -208,7 +246,17 @@ class Recall:
             if injected:
                 self.context_injected = True
                 ranked = sort_results(ranked + injected, params.sort)
-        return self.priority_first(ranked, limit)
+        return ranked, full
+
+    def note_hidden(self, ranked: list[dict[str, Any]], cut: list[dict[str, Any]],
+                    suppressed: list[dict[str, Any]], limit: int) -> None:
+        """Remember the hidden memories that ranked inside the cut (what the answer would have held)."""
+        position = {r["id"]: n for n, r in enumerate(ranked)}
+        if len(cut) >= limit:
+            last = max(position.get(r.get("state_replaces") or r["id"], -1) for r in cut)
+            suppressed = [e for e in suppressed if position[e["id"]] <= last]
+        for entry in suppressed:
+            self.hidden.setdefault(entry["id"], entry)
 
     def inject_priority(self, profile: ContextProfile, query: str, scope: Scope,
                         present: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -332,8 +380,14 @@ class Recall:
 
         state_filter = None
         if params.current_only:
-            results, state_filter = apply_state_filter(
-                self.backend, results, self.now, params.state_debug, self.in_scope)
+            # The seeds passed the filter in run_query; the expansions meet it here.
+            extra, block = apply_state_filter(self.backend, expansions + entity_results, self.now,
+                                              True, self.in_scope)
+            for entry in block["suppressed"]:
+                self.hidden.setdefault(entry["id"], entry)
+            seed_ids = {r["id"] for r in seeds}  # a head already among the seeds is not added twice
+            results = seeds + [r for r in extra if r["id"] not in seed_ids]
+            state_filter = self.state_filter_block(results)
         recency_applied = self.apply_recency_bias(results, queries)
         results, score_filter = apply_score_gates(
             results, sort=params.sort, use_adaptive=params.adaptive_floor, min_score=params.min_score)
@@ -349,6 +403,18 @@ class Recall:
         response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self.backend.touch([r["id"] for r in seeds], self.now)
         return response
+
+    def state_filter_block(self, results: list[dict[str, Any]]) -> dict[str, Any]:
+        """``state_filter``: what the current-state filter hid from this answer, and what took its place."""
+        replacements = [{"id": r["id"], "replaces_id": r["state_replaces"],
+                         "relation_type": r["relations"][0]["type"]}
+                        for r in results if r.get("match_type") == "state_replacement"]
+        block: dict[str, Any] = {"current_only": True, "suppressed_count": len(self.hidden),
+                                 "replacement_count": len(replacements)}
+        if self.params.state_debug:
+            block["suppressed"] = list(self.hidden.values())
+            block["replacements"] = replacements
+        return block
 
     def response(self, results, queries, dedup_removed, state_filter, score_filter, seeds,
                  expansions, entity_results, entity_names, recency_applied, fallback_active

@@ -111,19 +111,26 @@ def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: d
 
     ``replacement_allowed`` says whether a head passes the request's scope
     (time window, tags, exclude_tags); a head outside it is not injected.
+    A head already ranked above the memory it replaces stays where it is; one
+    ranked below it moves up into the replaced memory's place, unless it is
+    hidden itself (a supersession cycle hides every memory on it).
     """
     now_iso = format_timestamp(now)
     heads = active_replacements(backend, [r["id"] for r in results], now_iso)
-    present = {r["id"] for r in results}
+    listed = {r["id"] for r in results}
+    present: set[str] = set()  # ids placed so far, in rank order
     kept: list[dict[str, Any]] = []
     suppressed: list[dict[str, Any]] = []
     replacements: list[dict[str, Any]] = []
     for result in results:
+        if result["id"] in present:  # a head that was moved up already
+            continue
         reason = state_reason(result["memory"], now_iso)
         head = heads.get(result["id"])
         if reason is None and head is not None:
             reason = "superseded"
         if reason is None:
+            present.add(result["id"])
             kept.append(result)
             continue
         entry: dict[str, Any] = {"id": result["id"], "reason": reason}
@@ -131,7 +138,8 @@ def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: d
             head_id = head["memory"]["id"]
             entry["replacement_id"] = head_id
             entry["relation_type"] = head["relation_type"]
-            if head_id not in present and replacement_allowed(head["memory"]):
+            hidden_itself = head_id in listed and head_id in heads  # listed, and replaced in turn
+            if head_id not in present and not hidden_itself and replacement_allowed(head["memory"]):
                 present.add(head_id)
                 kept.append({
                     "id": head_id,
