@@ -183,7 +183,7 @@ def test_health_is_open_and_automem_shaped(client, anon, store):
     body = client.get("/health").json()
     assert body["status"] in ("healthy", "degraded")
     for key in ("memory_count", "vector_count", "sync_status", "vector_dimensions", "enrichment",
-                "timestamp", "falkordb", "qdrant", "fts_count", "edge_count", "indexes_agree",
+                "timestamp", "storage", "fts_count", "edge_count", "indexes_agree",
                 "embedder", "schema_version"):
         assert key in body, key
     assert body["status"] == "healthy" and body["sync_status"] == "synced"
@@ -240,11 +240,11 @@ def test_without_vector_channel_health_is_degraded_and_recall_still_works(monkey
     with MemoryStore(":memory:", embedder="none") as s, running(create_app(s)) as url, \
             httpx.Client(base_url=url) as c:
         stored = c.post("/memory", json={"content": "Vectorless memory about gardening"}).json()
-        assert stored["embedding_status"] == "skipped" and stored["qdrant"] == "unconfigured"
+        assert stored["embedding_status"] == "skipped" and stored["vector_index"] == "unconfigured"
         assert_error(c.post("/memory", json={"content": "x", "embedding": [0.1] * DIMS}), 400,
                      "vector index")
         health = c.get("/health").json()
-        assert health["status"] == "degraded" and health["qdrant"] == "unconfigured"
+        assert health["status"] == "degraded" and health["storage"]["vector_index"] == "unconfigured"
         assert health["memory_count"] == 1 and health["vector_count"] == 0
         assert "path" in health  # no token configured: every caller is trusted
         recall = c.get("/recall?query=gardening").json()
@@ -275,12 +275,12 @@ def test_store_memory_returns_automem_fields(client):
     })
     assert response.status_code == 201
     body = response.json()
-    for key in ("status", "memory_id", "stored_at", "type", "confidence", "qdrant",
+    for key in ("status", "memory_id", "stored_at", "type", "confidence", "vector_index",
                 "embedding_status", "enrichment", "metadata", "timestamp", "updated_at",
                 "last_accessed", "query_time_ms"):
         assert key in body, key
     assert body["status"] == "success" and body["type"] == "Decision"
-    assert body["embedding_status"] == "generated" and body["qdrant"] == "stored"
+    assert body["embedding_status"] == "generated" and body["vector_index"] == "stored"
     assert body["metadata"] == {"project": "ledger"}
     memory = client.get(f"/memory/{body['memory_id']}").json()["memory"]
     assert memory["content"] == "We decided to use PostgreSQL for billing"

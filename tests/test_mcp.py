@@ -45,7 +45,7 @@ def make_item(n: int, content: str = "short content", **extra: Any) -> dict[str,
     }
     memory.update(extra.pop("memory", {}))
     item = {"id": f"mem-{n}", "match_type": "vector", "final_score": 0.7923, "match_score": 0.82,
-            "relation_score": 0.0, "source": "qdrant", "score_components": {"vector": 0.82},
+            "relation_score": 0.0, "source": "vector", "score_components": {"vector": 0.82},
             "relations": [], "memory": memory}
     item.update(extra)
     return item

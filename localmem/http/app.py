@@ -96,6 +96,21 @@ def _vector_channel(store: MemoryStore) -> bool:
             and store.embedder_error is None)
 
 
+def _storage_state(store: MemoryStore, info: dict[str, Any], vector_ok: bool) -> dict[str, str]:
+    """What actually holds the memories: one SQLite file, its FTS5 index and its vector index."""
+    if not store.has_vector_index:
+        vectors = "unconfigured"
+    elif not vector_ok:
+        vectors = "embedder_unavailable"
+    else:
+        vectors = "ok" if info.get("vector_count") == info.get("embedding_count") else "drift"
+    return {
+        "engine": "sqlite",
+        "full_text_index": "ok" if info.get("fts_count") == info.get("memory_count") else "drift",
+        "vector_index": vectors,
+    }
+
+
 def _elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
@@ -288,14 +303,15 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         body = {
             **info,
             "status": "degraded" if degraded else "healthy",
-            "falkordb": "connected",
-            "qdrant": "connected" if vector_ok else "unconfigured",
+            # No FalkorDB or Qdrant here: say what the storage is (AutoMem's MCP client
+            # prints "falkordb"/"qdrant" only when present, so they are left out).
+            "storage": _storage_state(store, info, vector_ok),
             "sync_status": sync_status,
             "vector_dimensions": {"configured": dims, "effective": dims, "collection": dims,
                                   "mismatch": False},
             "enrichment": {"status": "stopped", "queue_depth": 0, "pending": 0, "inflight": 0,
                            "processed": 0, "failed": 0},
-            "graph": "memories",
+            "graph": "sqlite",  # the edges live in the same SQLite file
             "timestamp": format_timestamp(store.now()),
         }
         return JSONResponse(_health_for(request.scope, body))
@@ -314,7 +330,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
                     return record, "provided", "stored"
                 if _vector_channel(store):
                     return record, "generated", "stored"
-                return record, "skipped", "failed" if store.embedder_error else "unconfigured"
+                return record, "skipped", "embedder_unavailable" if store.embedder_error else "unconfigured"
 
         record, embedding_status, vector_status = await call(work)
         return JSONResponse({
@@ -323,7 +339,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
             "stored_at": record["timestamp"],
             "type": record["type"],
             "confidence": record["confidence"],
-            "qdrant": vector_status,
+            "vector_index": vector_status,  # AutoMem says "qdrant"; its MCP client never reads it here
             "embedding_status": embedding_status,
             "enrichment": "disabled",
             "metadata": record["metadata"],
@@ -360,7 +376,9 @@ def create_app(store: MemoryStore, *, token: str | None = None,
             "status": "success",
             "stored": len(ids),
             "memory_ids": ids,
+            # "qdrant" is kept: AutoMem's MCP client shows it for batches (the vector index's count).
             "qdrant": f"stored ({stored_vectors})" if stored_vectors else "unconfigured",
+            "vector_index": f"stored ({stored_vectors})" if stored_vectors else "unconfigured",
             "embedding_status": ("provided" if provided == len(ids) else
                                  "generated" if vectors_ok else
                                  "partial" if provided else "skipped"),
@@ -602,9 +620,10 @@ def create_app(store: MemoryStore, *, token: str | None = None,
 
 
 # What /health shows a caller that is not the admin: liveness, and for a scoped
-# token the vector channel too; never counts, the file path or its size.
+# token the storage state (the vector channel's among it) too; never counts,
+# the file path or its size.
 HEALTH_ANONYMOUS = ("status", "service", "version", "timestamp")
-HEALTH_SCOPED = HEALTH_ANONYMOUS + ("falkordb", "qdrant")
+HEALTH_SCOPED = HEALTH_ANONYMOUS + ("storage",)
 
 
 def _health_for(scope: Scope, body: dict[str, Any]) -> dict[str, Any]:

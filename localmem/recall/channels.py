@@ -68,6 +68,8 @@ def make_scope(params: RecallParams, excluded_types: tuple[str, ...], *,
 
 def _candidate(row: dict[str, Any], match_type: str, match_score: float, source: str,
                similarity: float | None) -> dict[str, Any]:
+    # ``source`` names the channel that found the memory (AutoMem: "qdrant" or "graph",
+    # its two stores; neither exists here). See README, "What a recall result says".
     return {
         "id": row["id"],
         "memory": to_record(row),
@@ -120,7 +122,7 @@ def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
         similarity = usable_cosine(row["similarity"])
         if similarity is None:  # a zero, NaN or underflowing vector: nothing to rank by
             continue
-        out.append(_candidate(row, "vector", similarity, "qdrant", similarity))
+        out.append(_candidate(row, "vector", similarity, "vector", similarity))
         if len(out) >= k:
             break
     return out
@@ -139,7 +141,7 @@ def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
         **scope.bindings, "match": match, "query_vector": query_vector, "k": k}))
     out = []
     for row in rows:
-        candidate = _candidate(row, "keyword", 0.0, "graph", usable_cosine(row["similarity"]))
+        candidate = _candidate(row, "keyword", 0.0, "keyword", usable_cosine(row["similarity"]))
         candidate["_bm25"] = row["bm25"]  # the same terms and weights as the keyword score
         out.append(candidate)
     return out
@@ -148,7 +150,7 @@ def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
 def trending_candidates(backend: "Backend", scope: Scope, k: int) -> list[dict[str, Any]]:
     rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, "recall_trending"), {
         **scope.bindings, "order_by": scope.params.sort, "k": k}))
-    return [_candidate(row, "trending", float(row["importance"]), "graph", None) for row in rows]
+    return [_candidate(row, "trending", float(row["importance"]), "trending", None) for row in rows]
 
 
 def metadata_candidates(backend: "Backend", scope: Scope, query: str, limit: int,
@@ -167,7 +169,7 @@ def metadata_candidates(backend: "Backend", scope: Scope, query: str, limit: int
     for row in rows:
         score = metadata_match_score(query, row["metadata"])
         if score > 0:
-            candidate = _candidate(row, "metadata", score, "graph", None)
+            candidate = _candidate(row, "metadata", score, "metadata", None)
             candidate["_metadata_score"] = score
             scored.append(candidate)
     scored.sort(key=lambda c: -c["match_score"])
@@ -183,4 +185,4 @@ def priority_candidates(backend: "Backend", scope: Scope,
         return []
     rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, "recall_by_ids", driving=False), {
         **scope.bindings, "ids": json.dumps(memory_ids)}))
-    return [_candidate(row, "priority_id", 0.0, "graph", None) for row in rows]
+    return [_candidate(row, "priority_id", 0.0, "priority", None) for row in rows]

@@ -70,7 +70,7 @@ def expand_entities(backend: "Backend", params: RecallParams, sources: list[dict
             if sum(1 for e in expanded if e["expanded_from_entity"] == name) >= PER_ENTITY:
                 break
             seen.add(candidate["id"])
-            candidate.update(match_type="entity_expansion", expanded_from_entity=name,
+            candidate.update(match_type="entity_expansion", source="entity", expanded_from_entity=name,
                              match_score=0.0, _entity_bonus=ENTITY_BONUS)
             score(candidate)
             expanded.append(candidate)

@@ -54,12 +54,12 @@ def _beats(challenger: dict[str, Any], holder: dict[str, Any]) -> bool:
 
 
 def score_sort_key(result: dict[str, Any]) -> tuple[float, bool, float, float, float]:
-    """Highest score first; ties by vector source, channel score, importance, then newest."""
+    """Highest score first; ties by vector-found first, channel score, importance, then newest."""
     memory = result["memory"]
     importance = memory.get("importance")
     return (
         -float(result.get("final_score", 0.0)),
-        result.get("source") != "qdrant",
+        result.get("source") != "vector",
         -float(result.get("original_score") or 0.0),
         -float(importance) if isinstance(importance, (int, float)) else 0.0,
         -(parse_epoch(memory.get("timestamp")) or 0.0),
