@@ -10,6 +10,9 @@ normalises each arm by its best score in this request and mixes them
 ``(w_s · semantic + w_k · keyword) / (w_s + w_k)`` (0.6 / 0.4 by default,
 ``LOCALMEM_V1_SEMANTIC_WEIGHT`` / ``LOCALMEM_V1_KEYWORD_WEIGHT``).
 ``semantic`` scores by raw cosine; ``keyword`` by BM25 over the best BM25.
+The semantic arm's nearest neighbours in scope are all kept, however weak:
+a scope that holds memories with vectors never answers an empty list there
+(``confidence`` reads ``none`` instead).
 Without a usable embedder (or when vec0 fails) both ``hybrid`` and
 ``semantic`` fall back to the keyword arm and say so (``degraded``).
 """
@@ -204,9 +207,8 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
         _fill_bm25(backend, match, candidates)
     if semantic_ran and vector is not None:
         _fill_cosine(backend, vector, candidates)
-    # A candidate with neither a positive cosine nor a keyword match has no evidence at all.
-    candidates = [c for c in candidates
-                  if c.bm25 > 0 or "keyword" in c.arms or (c.cosine is not None and c.cosine > 0)]
+    # Every semantic hit stays, however weak (a cosine of 0 or below included): like
+    # Kagura, recall answers with its top k and lets ``confidence`` say how weak they are.
 
     best_cosine = max((c.cosine for c in semantic if c.cosine is not None and c.cosine > 0), default=0.0)
     best_bm25 = max((c.bm25 for c in candidates), default=0.0)
