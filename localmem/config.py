@@ -11,6 +11,7 @@ from .errors import ConfigError
 
 _TRUE = frozenset({"1", "true", "yes", "y", "on"})
 _FALSE = frozenset({"0", "false", "no", "n", "off"})
+BOOLEAN_WORDS = _TRUE | _FALSE
 
 
 @dataclass(frozen=True)

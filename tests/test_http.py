@@ -645,7 +645,7 @@ def test_recall_embedding_and_time_window(client, recall_data):
 
 
 @pytest.mark.parametrize("query, fragment", [
-    ("state_mode=sometimes", "'state_mode' must be 'current' or 'history'"),
+    ("state_mode=sometimes", "'state_mode' must be one of current, history"),
     ("state_mode=bogus&current_only=true", "state_mode"),
     ("embedding=0.1,0.2,0.3", f"exactly {DIMS} values"),
     ("embedding=a,b", "numeric"),
@@ -657,11 +657,12 @@ def test_recall_bad_parameters(client, query, fragment):
     assert_error(client.get(f"/recall?{query}"), 400, fragment)
 
 
-def test_recall_clamps_limit(client):
+def test_recall_caps_a_huge_limit_and_refuses_a_non_number(client):
     response = client.get("/recall?limit=100000&query=kafka")
     assert response.status_code == 200
+    assert any("above the maximum" in w for w in response.json()["warnings"])
     response = client.get("/recall?limit=many&query=kafka")
-    assert response.status_code == 200
+    assert response.status_code == 400 and "'limit'" in response.json()["message"]
 
 
 # --- related ------------------------------------------------------------------------------------------

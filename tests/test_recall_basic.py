@@ -267,19 +267,21 @@ def test_sort_modes(memory_store):
     assert ids(by_time) == [old, new]  # updated_at counts before timestamp
     assert ids(s.recall("alpha note", sort="time_asc", limit=10)) == [new, old]
     assert ids(s.recall("alpha note", order_by="updated_desc", limit=10)) == [old, new]
-    assert s.recall("alpha note", sort="bogus")["sort"] == "score"
+    with pytest.raises(ValidationError, match="'sort' must be one of score, time_desc"):
+        s.recall("alpha note", sort="bogus")
     scored = s.recall("alpha note", limit=10, adaptive_floor=False)
     scores = [r["final_score"] for r in scored["results"]]
     assert scores == sorted(scores, reverse=True)
 
 
-def test_limit_is_clamped(memory_store):
+def test_limit_is_checked_and_capped(memory_store):
     for i in range(7):
         memory_store.store(f"note number {i}")
-    assert memory_store.recall(limit=0, adaptive_floor=False)["count"] == 1
-    assert memory_store.recall(limit=-5, adaptive_floor=False)["count"] == 1
-    assert memory_store.recall(limit=10**9, adaptive_floor=False)["count"] == 7
-    assert memory_store.recall(limit="abc", adaptive_floor=False)["count"] == 5
+    for bad in (0, -5, "abc"):
+        with pytest.raises(ValidationError, match="'limit'"):
+            memory_store.recall(limit=bad, adaptive_floor=False)
+    capped = memory_store.recall(limit=10**9, adaptive_floor=False)
+    assert capped["count"] == 7 and "above the maximum" in capped["warnings"][0]
     assert memory_store.recall(adaptive_floor=False)["count"] == 5
 
 

@@ -7,11 +7,12 @@ Python objects or query-string text.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
-from ..config import Config, parse_bool
+from ..config import BOOLEAN_WORDS, Config, parse_bool
 from ..errors import ValidationError
 from ..tags import canonical_prefix_filter, prepare_tag_filters
 from ..timeparse import TimeWindow, parse_timestamp, time_window
@@ -132,32 +133,69 @@ def _tag_list(value: Any, name: str) -> list[str]:
     return [check_text(i, name) for i in items]
 
 
-def _int(value: Any, default: int, lo: int, hi: int) -> int:
-    """AutoMem's lenient int: non-integers give the default, the rest is clamped."""
-    if value is None or isinstance(value, bool):
-        return default
-    try:
-        number = int(value) if not isinstance(value, float) else int(value) if math.isfinite(value) else default
-    except (TypeError, ValueError):
-        return default
-    return max(lo, min(hi, number))
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _unit_float(value: Any, default: float | None) -> float | None:
-    if value is None or isinstance(value, bool):
+def _int(value: Any, name: str, default: int, lo: int, hi: int, warnings: list[str]) -> int:
+    """An integer from ``lo``; above ``hi`` it is capped, and the answer says so (AutoMem caps silently)."""
+    if _blank(value):
         return default
-    try:
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,18}\s*", value):
+        number = int(value)
+    if number is None:
+        raise ValidationError(f"'{name}' must be an integer from {lo} to {hi}, got {value!r}")
+    if number < lo:
+        raise ValidationError(f"'{name}' must be at least {lo}, got {number}")
+    if number > hi:
+        warnings.append(f"'{name}' {number} is above the maximum {hi}; {hi} was used")
+        return hi
+    return number
+
+
+def _unit_float(value: Any, name: str, default: float | None) -> float | None:
+    """A number in [0, 1]."""
+    if _blank(value):
+        return default
+    number: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         number = float(value)
-    except (TypeError, ValueError):
-        return default
-    if not math.isfinite(number):
-        return default
-    return max(0.0, min(1.0, number))
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if number is None or not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise ValidationError(f"'{name}' must be a number from 0 to 1, got {value!r}")
+    return number
 
 
-def _choice(value: Any, choices: tuple[str, ...], default: str) -> str:
-    text = str(value).strip().lower() if value is not None else ""
-    return text if text in choices else default
+def _choice(value: Any, name: str, choices: tuple[str, ...], default: str) -> str:
+    if _blank(value):
+        return default
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise ValidationError(f"'{name}' must be one of {', '.join(choices)}; got {value!r}")
+    return text
+
+
+def _bool(value: Any, name: str, default: bool) -> bool:
+    """AutoMem's yes/no words; anything else is an error, not the default."""
+    if _blank(value):
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in BOOLEAN_WORDS:
+        return parse_bool(text, default)
+    raise ValidationError(f"'{name}' must be a boolean (true/false, yes/no, 1/0, on/off); got {value!r}")
 
 
 def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int | None,
@@ -188,10 +226,11 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
         if dimensions is None:
             raise ValidationError("This store has no vector index; 'embedding' cannot be used")
         p.embedding = validate_embedding(values["embedding"], dimensions)
-    p.limit = _int(values.get("limit"), 5, 1, config.max_limit)
-    p.per_query_limit = _int(values.get("per_query_limit"), p.limit, 1, config.max_limit)
-    p.tag_mode = _choice(values.get("tag_mode"), ("any", "all"), "any")
-    p.tag_match = _choice(values.get("tag_match"), ("prefix", "exact"), "prefix")
+    p.limit = _int(values.get("limit"), "limit", 5, 1, config.max_limit, p.warnings)
+    p.per_query_limit = _int(values.get("per_query_limit"), "per_query_limit", p.limit, 1,
+                             config.max_limit, p.warnings)
+    p.tag_mode = _choice(values.get("tag_mode"), "tag_mode", ("any", "all"), "any")
+    p.tag_match = _choice(values.get("tag_match"), "tag_match", ("prefix", "exact"), "prefix")
     tags = prepare_tag_filters(_tag_list(values.get("tags"), "tags"))
     if p.tag_match == "prefix":
         tags = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in tags) if t))
@@ -203,7 +242,7 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
         raise ValidationError("'time_query' must be a string")
     if time_query is not None:
         check_text(time_query, "time_query")
-    p.strict_time = parse_bool(values.get("strict_time"), False)
+    p.strict_time = _bool(values.get("strict_time"), "strict_time", False)
     p.time = time_window(time_query, values.get("start"), values.get("end"), p.now)
     if p.time.warning is not None:
         if p.strict_time:
@@ -216,31 +255,28 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.context_tags = [t.lower() for t in split_multi(values.get("context_tags"), "context_tags")]
     p.context_types = [t.title() for t in split_multi(values.get("context_types"), "context_types")]
     p.priority_ids = list(dict.fromkeys(split_multi(values.get("priority_ids"), "priority_ids")))
-    p.expand_relations = parse_bool(values.get("expand_relations"), False)
-    p.expand_entities = parse_bool(values.get("expand_entities"), False)
-    p.relation_limit = _int(values.get("relation_limit"), config.relation_limit, 1, 200)
-    p.expansion_limit = _int(values.get("expansion_limit"), config.expansion_limit, 1, 500)
-    p.expand_min_importance = _unit_float(values.get("expand_min_importance"), None)
-    p.expand_min_strength = _unit_float(values.get("expand_min_strength"), None)
-    p.expand_respect_tags = parse_bool(values.get("expand_respect_tags"), False)
+    p.expand_relations = _bool(values.get("expand_relations"), "expand_relations", False)
+    p.expand_entities = _bool(values.get("expand_entities"), "expand_entities", False)
+    p.relation_limit = _int(values.get("relation_limit"), "relation_limit", config.relation_limit, 1, 200,
+                            p.warnings)
+    p.expansion_limit = _int(values.get("expansion_limit"), "expansion_limit", config.expansion_limit, 1,
+                             500, p.warnings)
+    p.expand_min_importance = _unit_float(values.get("expand_min_importance"), "expand_min_importance", None)
+    p.expand_min_strength = _unit_float(values.get("expand_min_strength"), "expand_min_strength", None)
+    p.expand_respect_tags = _bool(values.get("expand_respect_tags"), "expand_respect_tags", False)
 
-    state_mode = values.get("state_mode")
-    if state_mode is not None and str(state_mode).strip():
-        mode = str(state_mode).strip().lower()
-        if mode not in STATE_MODES:
-            raise ValidationError("'state_mode' must be 'current' or 'history'")
-        p.state_mode = mode
+    p.state_mode = _choice(values.get("state_mode"), "state_mode", STATE_MODES, "current")
     if values.get("current_only") is not None:
-        current = parse_bool(values["current_only"], True)
+        current = _bool(values["current_only"], "current_only", True)
         p.state_mode = "current" if current else "history"
-    p.state_debug = parse_bool(values.get("state_debug"), False)
-    p.recency_bias = _choice(values.get("recency_bias"), RECENCY_MODES, config.recency_bias)
-    p.scope_fallback = parse_bool(values.get("scope_fallback"), False)
-    p.min_score = _unit_float(values.get("min_score"), config.min_score) or 0.0
-    p.adaptive_floor = parse_bool(values.get("adaptive_floor"), config.adaptive_floor)
-    p.auto_decompose = parse_bool(values.get("auto_decompose"), False)
+    p.state_debug = _bool(values.get("state_debug"), "state_debug", False)
+    p.recency_bias = _choice(values.get("recency_bias"), "recency_bias", RECENCY_MODES, config.recency_bias)
+    p.scope_fallback = _bool(values.get("scope_fallback"), "scope_fallback", False)
+    p.min_score = _unit_float(values.get("min_score"), "min_score", config.min_score) or 0.0
+    p.adaptive_floor = _bool(values.get("adaptive_floor"), "adaptive_floor", config.adaptive_floor)
+    p.auto_decompose = _bool(values.get("auto_decompose"), "auto_decompose", False)
 
-    sort = _choice(values.get("sort"), SORT_MODES, "score")
+    sort = _choice(values.get("sort"), "sort", SORT_MODES, "score")
     if sort == "score" and not p.query and not p.queries and p.embedding is None and p.has_window:
         sort = "time_desc"
     p.sort = sort
