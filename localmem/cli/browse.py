@@ -56,7 +56,7 @@ def memory_rows(store: MemoryStore, memories: list[dict[str, Any]]) -> tuple[lis
         Column("type", drop=3),
         Column("imp.", right=True, drop=4),
         Column("content", flex=True),
-        Column("tags", cap=24, least=10, drop=1, style="tags"),
+        Column("tags", cap=40, least=10, drop=1, style="tags"),
     ]
     rows = [[short[m["id"]], (m["timestamp"] or "")[:10], m["type"], f"{m['importance']:.2f}",
              one_line(m["content"]), m["tags"]] for m in memories]
@@ -82,16 +82,18 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
             return EXIT_OK
         if not page["memories"]:
             if page["total"]:
-                out.line(f"no memories past --offset {page['offset']} ({plural(page['total'], 'memory', 'memories')} in all)")
+                out.lines(out.wrap(f"no memories past --offset {page['offset']} "
+                                   f"({plural(page['total'], 'memory', 'memories')} in all)"))
             elif page["filters"]:
                 out.line("no memories match these filters")
             else:
-                out.line("no memories yet: 'localmem store TEXT' stores one, 'localmem import FILE' many")
+                out.lines(out.wrap("no memories yet: 'localmem store TEXT' stores one, "
+                                   "'localmem import FILE' many"))
             return EXIT_OK
         columns, rows = memory_rows(store, page["memories"])
     out.lines(out.table(columns, rows))
     out.line("")
-    out.line(out.paint(_page_line(page, page["total"]), "dim"))
+    out.lines(out.wrap(_page_line(page, page["total"]), "dim"))
     return EXIT_OK
 
 
@@ -105,11 +107,11 @@ def cmd_by_tag(args: argparse.Namespace, out: Output) -> int:
             out.line(("no memories with a tag under " if args.prefix else "no memories tagged ")
                      + " or ".join(page["tags"]))
             if not args.prefix and store.by_tag(args.tags, limit=1, prefix=True)["count"]:
-                out.line(f"(tags under them exist: 'localmem by-tag --prefix {' '.join(args.tags)}' "
-                         "lists those)")
+                out.lines(out.wrap(f"(tags under them exist: 'localmem by-tag --prefix "
+                                   f"{' '.join(args.tags)}' lists those)"))
             return EXIT_OK
         columns, rows = memory_rows(store, page["memories"])
     out.lines(out.table(columns, rows))
     out.line("")
-    out.line(out.paint(_page_line(page), "dim"))
+    out.lines(out.wrap(_page_line(page), "dim"))
     return EXIT_OK

@@ -44,11 +44,16 @@ class Command:
 
 
 def _short_help(text: str | None) -> str:
-    """The help's first clause (before a parenthesis or semicolon), one line."""
+    """The help without its parenthesised asides, up to its first semicolon, on one line."""
     if not text or text == argparse.SUPPRESS:
         return ""
     text = " ".join(text.split())
-    return re.split(r" \(|; ", text, maxsplit=1)[0].strip()
+    while True:
+        shorter = re.sub(r" ?\([^()]*\)", "", text)
+        if shorter == text:
+            break
+        text = shorter
+    return text.split("; ", 1)[0].strip()
 
 
 def _is_files(action: argparse.Action) -> bool:
@@ -272,8 +277,9 @@ def _fish_option(prog: str, option: Option, condition: str | None) -> list[str]:
             parts.append(f"-n {condition}")
         parts.append(f"-l {flag[2:]}" if flag.startswith("--") else f"-s {flag[1:]}")
         if option.takes_value:
-            if option.choices:
-                parts.append(f"-x -a {_fish_text(' '.join(option.choices))}")
+            if option.choices:  # each value described by its option's name, not the option's help
+                described = " ".join(f"{c}\\t{option.metavar.lower()}" for c in option.choices)
+                parts.append(f"-x -a {_fish_text(described)}")
             elif option.files:
                 parts.append("-r -F")
             else:
@@ -293,8 +299,9 @@ def _fish(prog: str, global_options: list[Option], commands: list[Command]) -> s
     no_command = _fish_text(f"not __fish_seen_subcommand_from {names}")
     for command in commands:
         lines.append(f"complete -c {prog} -n {no_command} -a {command.name} -d {_fish_text(command.help)}")
-    for option in global_options:
-        lines.extend(_fish_option(prog, option, None))
+    everywhere = {f for c in commands for o in c.options for f in o.flags}
+    for option in global_options:  # --version and the like only before a command
+        lines.extend(_fish_option(prog, option, None if set(option.flags) <= everywhere else no_command))
     global_flags = {f for o in global_options for f in o.flags}
     for command in commands:
         seen = _fish_text(f"__fish_seen_subcommand_from {command.name}")

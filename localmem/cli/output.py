@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -273,6 +274,12 @@ class Output:
 
     def table(self, columns: Sequence[Column], rows: Sequence[Sequence[Cell]]) -> list[str]:
         return render_table(columns, rows, width=self.width, paint=self.paint)
+
+    def wrap(self, text: str, role: str | None = None) -> list[str]:
+        """A note or summary as lines that fit the terminal (continuations indented), painted."""
+        lines = textwrap.wrap(text, width=self.width, subsequent_indent="  ", break_on_hyphens=False,
+                              break_long_words=True) or [""]
+        return [self.paint(line, role) for line in lines]
 
     def line(self, text: str = "") -> None:
         self.stdout.write(text + "\n")

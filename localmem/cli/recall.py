@@ -92,7 +92,7 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
         Column("score", right=True),
         Column("id", style="id"),
         Column("content", flex=True),
-        Column("tags", cap=24, least=10, drop=1, style="tags"),
+        Column("tags", cap=40, least=10, drop=1, style="tags"),
         Column("match", drop=2, style="dim"),
     ]
     rows = []
@@ -120,13 +120,13 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
     if expansion:
         summary.append(f"{expansion.get('expanded_count', 0)} related by expansion")
     lines.append("")
-    lines.append(out.paint("(" + "; ".join(summary) + ")", "dim"))
+    lines.extend(out.wrap("(" + "; ".join(summary) + ")", "dim"))
     confidence = confidence_line(response.get("confidence")) if rows else None
     if confidence is not None:
-        lines.append(out.paint(*confidence))
+        lines.extend(out.wrap(*confidence))
     if response.get("degraded"):
-        lines.append(f"note: degraded ({response.get('degraded_reason')}): answered without the vector "
-                     "channel, from keyword, tag and graph matches")
+        lines.extend(out.wrap(f"note: degraded ({response.get('degraded_reason')}): answered without the "
+                              "vector channel, from keyword, tag and graph matches"))
     return lines
 
 
