@@ -210,8 +210,9 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         ("database", f"{stats['path']} ({human_size(stats['file_size_bytes'])}, schema {stats['schema_version']})"),
         ("embedder", embedder_text),
         ("memories", f"{stats['memory_count']} ({_state_text(stats['state_counts'])})"),
-        ("indexes", (f"{stats['fts_count']} full-text rows, {stats['embedding_count']} embeddings, "
-                     f"{stats['vector_count']} vectors, {stats['tag_count']} tag rows - "
+        ("indexes", (f"{plural(stats['fts_count'], 'full-text row')}, "
+                     f"{plural(stats['embedding_count'], 'embedding')}, "
+                     f"{plural(stats['vector_count'], 'vector')}, {plural(stats['tag_count'], 'tag row')} - "
                      + ("agree" if stats["indexes_agree"] else "DISAGREE (run localmem doctor)"))),
         ("edges", f"{stats['edge_count']}" + (f" ({counts(stats['edge_types'])})" if stats["edge_types"] else "")),
         ("time span", f"{stats['oldest']} to {stats['newest']}" if stats["oldest"] else "-"),

@@ -15,8 +15,7 @@ from .common import CommandFunc
 from .output import COLOR_CHOICES
 
 GROUPS = (memories, edges, browse, recall, maintenance, demo, servers, embedder, shell)
-GLOBAL_POINTER = ("Global options (--db, --embedder, --json, --color) go before or after the command; "
-                  "see 'localmem --help'.")
+GLOBAL_POINTER = "Global options (--db, --embedder, --json, --color): see 'localmem --help'."
 
 
 def _global_options(described: bool) -> argparse.ArgumentParser:
@@ -29,7 +28,8 @@ def _global_options(described: bool) -> argparse.ArgumentParser:
         return help_text if described else argparse.SUPPRESS
 
     parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("global options") if described else parent
+    group = (parent.add_argument_group("global options", "accepted before or after the command")
+             if described else parent)
     group.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
                        help=text("database file (default: $LOCALMEM_DB, else "
                                  "$XDG_DATA_HOME/localmem/memory.db or ~/.local/share/localmem/memory.db)"))
