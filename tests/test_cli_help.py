@@ -186,6 +186,6 @@ def test_counts_agree_with_their_nouns(tmp_path: Path, capsys) -> None:
     assert main(["--db", str(source), "export", str(exported)]) == 0
     assert capsys.readouterr().out.startswith("exported 2 memories and 1 edge to ")
     assert main(["--db", str(target), "--embedder", "hash", "import", str(exported)]) == 0
-    assert capsys.readouterr().out.strip() == "imported 2 memories and 1 edge"
+    assert capsys.readouterr().out.startswith("imported 2 memories and 1 edge (memories: 2 created; edges: 1")
     assert main(["--db", str(target), "recall", "one memory", "--limit", "1"]) == 0
     assert "(1 result;" in capsys.readouterr().out

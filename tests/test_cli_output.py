@@ -187,9 +187,15 @@ def test_import_progress_bar_moves_within_a_batch(tmp_path: Path) -> None:
                               for i in range(400)), encoding="utf-8")
     result = run("--db", str(tmp_path / "memory.db"), "--embedder", "hash", "import", str(source), "--progress")
     assert result.returncode == 0, result.stderr
-    counts = [int(m.group(1)) for m in re.finditer(r"\] (\d+)/400", result.stderr)]
-    assert counts[0] == 0 and counts[-1] == 400  # drawn at once, and finished
-    between = sorted({c for c in counts if 0 < c < 400})
-    assert len(between) >= 4, counts  # moved while the one 1000-memory batch was embedded
-    assert counts == sorted(counts)
-    assert "imported 400 memories and 0 edges" in result.stdout
+    phases: dict[str, list[int]] = {}
+    for m in re.finditer(r"(\w+) \[[#.]+\] (\d+)/400", result.stderr):
+        phases.setdefault(m.group(1), []).append(int(m.group(2)))
+    # all or nothing: every line is checked (and embedded) first, then everything is written
+    assert list(phases) == ["checking", "importing"], result.stderr
+    checking = phases["checking"]
+    assert checking[0] == 0 and checking[-1] == 400  # drawn at once, and finished
+    assert checking == sorted(checking)
+    between = sorted({c for c in checking if 0 < c < 400})
+    assert len(between) >= 4, checking  # moved while the one 1000-memory batch was embedded
+    assert phases["importing"][-1] == 400
+    assert result.stdout.startswith("imported 400 memories and 0 edges")
