@@ -62,6 +62,20 @@ def test_every_id_argument_takes_a_unique_prefix(capsys, db: Path) -> None:
     assert out.strip() == f"deleted {LONER}"  # the full id of what was deleted
 
 
+def test_edge_commands_take_prefixes_too(capsys, db: Path) -> None:
+    code, out, err = cli(capsys, db, "associate", "f00d", "abcd1234-a", "--json")
+    assert code == 0, err
+    code, out, err = cli(capsys, db, "dissociate", "f00d", "abcd1234a", "--json")
+    assert code == 0, err
+    assert json.loads(out)["removed"] == 1
+    code, out, err = cli(capsys, db, "supersede", "abcd1234-a", "--id", "abcd1234-b", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    assert (body["superseded_memory_id"], body["memory_id"]) == (TWIN_A, TWIN_B)
+    code, out, err = cli(capsys, db, "supersede", "abcd", "new text")
+    assert code == 2 and "ambiguous" in err
+
+
 def test_an_ambiguous_prefix_lists_the_candidates_and_changes_nothing(capsys, db: Path) -> None:
     code, out, err = cli(capsys, db, "delete", "abcd")
     assert code == 2 and out == ""
