@@ -18,8 +18,8 @@ def register(command: AddCommand) -> None:
     """list, by-tag."""
     p = command("list", cmd_list, "list memories, newest first, with filters and paging",
                 epilog="Times (--since, --until) are ISO 8601 ('2025-06-01', '2025-06-01T09:00Z') or "
-                       "expressions: today, yesterday, this week, last week, this month, last month, "
-                       "this year, last year, last N days. An expression stands for its span: --since "
+                       "any time expression recall takes (today, yesterday, last week, last 30 days, "
+                       "3 days ago, since monday, ...). An expression stands for its span: --since "
                        "takes its start, --until its end; a bare date for --until includes that day.")
     p.add_argument("--tags", action="append", metavar="A,B",
                    help="only memories with any of these tags; 'project' also matches project:alpha "
