@@ -80,8 +80,8 @@ def _warn(out: Output, result: dict[str, Any]) -> None:
 
 def cmd_associate(args: argparse.Namespace, out: Output) -> int:
     with open_store(args, must_exist=True) as store:
-        edge = store.associate(resolve_id(store, args.id1, "id1"), resolve_id(store, args.id2, "id2"),
-                               args.type, args.strength)
+        edge = store.associate(resolve_id(store, args.id1, "memory1_id"),
+                               resolve_id(store, args.id2, "memory2_id"), args.type, args.strength)
         texts = _starts(store, edge["memory1_id"], edge["memory2_id"])
         # What the edge did, by recall's own rule (its successor must be current, or lead to one).
         state = (store.get(edge["memory1_id"], with_edges=True)["state"]
@@ -110,8 +110,8 @@ def cmd_associate(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_dissociate(args: argparse.Namespace, out: Output) -> int:
     with open_store(args, must_exist=True) as store:
-        result = store.dissociate(resolve_id(store, args.id1, "id1"), resolve_id(store, args.id2, "id2"),
-                                  args.type)
+        result = store.dissociate(resolve_id(store, args.id1, "memory1_id"),
+                                  resolve_id(store, args.id2, "memory2_id"), args.type)
     _warn(out, result)
     if out.as_json:
         out.json({"status": "success", **result})
