@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from .text import plural
+
 if TYPE_CHECKING:
     from .store import MemoryStore
 
@@ -202,8 +204,8 @@ def format_recall(response: dict[str, Any], now: datetime, texts: dict[str, str]
     expansion = response.get("expansion")
     if expansion:
         expanded, seeds = expansion.get("expanded_count", 0), expansion.get("seed_count", 0)
-        notes.append(f"expansion: {expanded} related memor{'y' if expanded == 1 else 'ies'} from "
-                     f"{seeds} seed{'' if seeds == 1 else 's'}")
+        notes.append(f"expansion: {plural(expanded, 'related memory', 'related memories')} from "
+                     f"{plural(seeds, 'seed')}")
     for note in notes:
         lines.append(f"  ({note})")
     return lines

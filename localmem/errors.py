@@ -59,3 +59,12 @@ class StorageError(LocalMemError):
     """
 
     code = 503
+
+
+class AmbiguousIdError(ValidationError):
+    """An id prefix matches more than one memory (HTTP 400); ``candidates`` lists some of them."""
+
+    def __init__(self, message: str, *, candidates: list[str], more: bool = False) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+        self.more = more

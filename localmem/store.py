@@ -15,6 +15,8 @@ import apsw
 
 from .storage import edges as edge_store
 from .storage import writes
+from .storage.ids import abbreviate_ids, resolve_id
+from .storage.listing import list_page
 from .classify import classify, normalize_memory_type
 from .config import Config
 from .storage.backend import Backend
@@ -36,7 +38,7 @@ from .recall.state import memory_state, state_counts
 from .storage.records import MemoryRow, rows_as_dicts, to_record
 from .relations import AUTHORABLE_TYPES, DEFAULT_EXPAND_TYPES, RELATION_TYPES, SUPERSESSION_TYPES
 from .storage.statements import Statements
-from .tags import normalize_tags, prepare_tag_filters
+from .tags import canonical_prefix_filter, normalize_tags, prepare_tag_filters
 from .text import generate_summary
 from .timeparse import format_timestamp
 from .validation import (
@@ -589,9 +591,15 @@ class MemoryStore:
     # -- reads ------------------------------------------------------------
 
     @_serialized
-    def by_tag(self, tags: Any, *, limit: int = 20, offset: int = 0) -> dict[str, Any]:
-        """Enumerate memories having any of the tags (exact, case-insensitive)."""
+    def by_tag(self, tags: Any, *, limit: int = 20, offset: int = 0, prefix: bool = False) -> dict[str, Any]:
+        """Enumerate memories having any of the tags (exact, case-insensitive).
+
+        ``prefix=True`` matches as recall's tag filter does: ``project`` finds
+        ``project:alpha`` too (the response then says ``"tag_match": "prefix"``).
+        """
         wanted = prepare_tag_filters(normalize_tags(tags, split_commas=True))
+        if prefix:
+            wanted = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in wanted) if t))
         if not wanted:
             raise ValidationError("'tags' query parameter is required")
         limit = validate_int(limit, "limit", default=20, minimum=1, maximum=BY_TAG_MAX_LIMIT)
@@ -599,7 +607,8 @@ class MemoryStore:
         if offset < 0:
             raise ValidationError("'offset' must be a non-negative integer")
         rows = list(rows_as_dicts(self.conn.execute(
-            self.sql["by_tag"], {"tags": json.dumps(wanted), "limit": limit + 1, "offset": offset})))
+            self.sql["by_tag_prefix" if prefix else "by_tag"],
+            {"tags": json.dumps(wanted), "limit": limit + 1, "offset": offset})))
         has_more = len(rows) > limit
         memories = [to_record(r) for r in rows[:limit]]
         result: dict[str, Any] = {
@@ -608,7 +617,45 @@ class MemoryStore:
         }
         if has_more:
             result["next_offset"] = offset + limit
+        if prefix:
+            result["tag_match"] = "prefix"
         return strip_non_finite(result)
+
+    @_serialized
+    def list_memories(self, *, tags: Any = None, tag_mode: str = "any", tag_match: str = "prefix",
+                      types: Any = None, context: str | None = None, since: Any = None,
+                      until: Any = None, sort: str = "time_desc", limit: int = 20,
+                      offset: int = 0) -> dict[str, Any]:
+        """Browse: a page of every memory passing the filters, newest first by default.
+
+        ``tags`` filter as recall's do (``tag_mode`` any/all, ``tag_match``
+        prefix/exact); ``types`` are memory types; ``since``/``until`` are ISO
+        8601 times or time expressions (``"last week"``); ``sort`` is one of
+        ``storage.listing.SORTS``. Returns ``{"status", "count", "total",
+        "limit", "offset", "has_more", "next_offset"?, "sort", "filters",
+        "memories"}``.
+        """
+        with read_transaction(self.conn):  # the total and the page from one snapshot
+            return strip_non_finite(list_page(
+                self.conn, self.sql, now=self.now(), tags=tags, tag_mode=tag_mode, tag_match=tag_match,
+                types=types, context=context, since=since, until=until, sort=sort, limit=limit,
+                offset=offset))
+
+    @_serialized
+    def resolve_id(self, id_or_prefix: str, field: str = "memory_id") -> str:
+        """The full id that a full id or a unique prefix (at least 4 hex digits) names, as git does.
+
+        Raises ``NotFoundError`` when no id starts with the prefix and
+        ``AmbiguousIdError`` (a ``ValidationError`` with ``candidates``) when
+        several do. A full UUID is returned without checking that it exists.
+        """
+        return resolve_id(self.conn, self.sql, id_or_prefix, field)
+
+    @_serialized
+    def short_ids(self, ids: Iterable[str], min_length: int = 8) -> dict[str, str]:
+        """Each id's shortest unique prefix of at least ``min_length`` characters (for display)."""
+        with read_transaction(self.conn):
+            return abbreviate_ids(self.conn, self.sql, ids, min_length)
 
     @_serialized
     def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:

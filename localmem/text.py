@@ -16,6 +16,7 @@ __all__ = [
     "fingerprint",
     "generate_summary",
     "keyword_share",
+    "plural",
     "substring_match_score",
 ]
 
@@ -120,3 +121,21 @@ def generate_summary(content: str) -> str:
         # One 240+ char word has no space to cut at; hard-cut instead.
         return first[:SUMMARY_MAX_CHARS]
     return first[:cut].rstrip()
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``"1 memory"``, ``"2 memories"``, ``"0 edges"``: the count with the word in its number.
+
+    ``many`` is the plural when it is not regular (``word`` + s, or -y to -ies,
+    or + es after s, x, ch, sh).
+    """
+    if count == 1:
+        return f"{count} {word}"
+    if many is None:
+        if word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u", ""):
+            many = word[:-1] + "ies"
+        elif word.endswith(("s", "x", "ch", "sh")):
+            many = word + "es"
+        else:
+            many = word + "s"
+    return f"{count} {many}"

@@ -114,7 +114,7 @@ def test_cli_dissociate(tmp_path):
     again = run_cli(db, "dissociate", a, b)
     assert again.returncode == 1 and again.stderr == f"error: No edge from {a} to {b}\n"
     bad = run_cli(db, "dissociate", a, "not-a-uuid")
-    assert bad.returncode == 2 and "memory2_id must be a valid UUID" in bad.stderr
+    assert bad.returncode == 2 and "memory2_id 'not-a-uuid' is not a memory id or id prefix" in bad.stderr
     with MemoryStore(db, embedder="hash") as store:
         assert edge_rows(store) == []
 

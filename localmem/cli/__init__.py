@@ -1,12 +1,12 @@
 """The ``localmem`` command line: store, recall, maintain and move memories.
 
-``localmem [--db PATH] [--embedder NAME] [--json] COMMAND ...``; the global
-options are also accepted after the command. Exit codes: 0 success, 2 bad
+``localmem [--db PATH] [--embedder NAME] [--json] [--color WHEN] COMMAND ...``;
+the global options are also accepted after the command. Exit codes: 0 success, 2 bad
 usage or invalid input (``ValidationError``), 1 anything else (not found,
 configuration, database errors, doctor problems), with ``error: ...`` on
-stderr. One module per command group (``memories``, ``edges``, ``recall``,
-``maintenance``, ``servers``, ``demo``, ``embedder``); ``parser`` puts them
-together and ``output`` formats for people.
+stderr. One module per command group (``memories``, ``edges``, ``browse``, ``recall``,
+``maintenance``, ``servers``, ``demo``, ``embedder``, ``shell``); ``parser``
+puts them together and ``output`` formats for people.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if func is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    out = Output(bool(getattr(args, "json", False)))
+    out = Output(bool(getattr(args, "json", False)), color=getattr(args, "color", "auto"))
     with warnings.catch_warnings(), _model_notes():
         warnings.showwarning = _show_warning  # "warning: ..." lines, not file:line dumps
         try:

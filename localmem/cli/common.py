@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..errors import AmbiguousIdError, LocalMemError, NotFoundError, ValidationError
 from ..settings import choose_embedder, default_db_path, opens_read_only
 from ..storage.database import MEMORY_PATH
 from ..validation import decode_json
@@ -76,6 +76,29 @@ def key_values(pairs: Sequence[str] | None, option: str) -> dict[str, Any]:
         else:
             values[key] = value
     return values
+
+
+def resolve_id(store: MemoryStore, text: str, what: str = "memory id") -> str:
+    """The full id a command's id argument names: a full id, or a unique prefix as git takes one.
+
+    An ambiguous prefix is a usage error that lists the candidates (short id,
+    date, start of the content), so the next try can be exact.
+    """
+    try:
+        return store.resolve_id(text, what)
+    except AmbiguousIdError as exc:
+        from .output import short
+
+        lines = [exc.message + "; candidates:"]
+        for candidate in exc.candidates:
+            try:
+                record = store.get(candidate)
+            except NotFoundError:  # deleted meanwhile
+                continue
+            lines.append(f"  {candidate}  {(record['timestamp'] or '')[:10]}  {short(record['content'], 50)}")
+        if exc.more:
+            lines.append("  ...")
+        raise AmbiguousIdError("\n".join(lines), candidates=exc.candidates, more=exc.more) from None
 
 
 @contextmanager

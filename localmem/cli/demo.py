@@ -7,6 +7,7 @@ import os
 import tempfile
 
 from ..errors import LocalMemError
+from ..text import plural
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
 
@@ -26,7 +27,7 @@ def cmd_demo(args: argparse.Namespace, out: Output) -> int:
             existing = store.health()["memory_count"]
             if existing:
                 raise LocalMemError(f"the demo needs an empty database; {path} already has "
-                                    f"{existing} memories")
+                                    f"{plural(existing, 'memory', 'memories')}")
             embedder = store.embedder.name if store.embedder is not None else "none"
             if not out.as_json:
                 where = path if explicit else f"{path} (temporary; --db PATH keeps it)"

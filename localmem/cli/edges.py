@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, ValidationError
 from ..relations import AUTHORABLE_TYPES, SUPERSESSION_TYPES, supersession_meaning
-from .common import EXIT_OK, AddCommand, json_object, open_store, split_list
+from ..text import plural
+from .common import EXIT_OK, AddCommand, json_object, open_store, resolve_id, split_list
 from .output import Output, short
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ def register(command: AddCommand) -> None:
                 epilog="Only edges from ID1 to ID2 are removed; ID2 -> ID1 edges stay. Removing a "
                        "supersession edge does not clear the t_invalid that 'supersede' set: "
                        "'localmem update ID1 --t-invalid \"\"' does.")
-    p.add_argument("id1", help="the source memory")
-    p.add_argument("id2", help="the target memory")
+    p.add_argument("id1", help="the source memory (id or unique prefix)")
+    p.add_argument("id2", help="the target memory (id or unique prefix)")
     p.add_argument("--type", default=None, metavar="T", help="only edges of this type (default: every type)")
 
     p = command("supersede", cmd_supersede,
@@ -46,7 +47,7 @@ def register(command: AddCommand) -> None:
                 epilog="Atomically: stores NEW_CONTENT (with the store options) unless --id is given, "
                        "sets OLD's t_invalid to now, records superseded_by in OLD's metadata and links "
                        "OLD -[RELATION]-> NEW (strength 0.9).")
-    p.add_argument("old", metavar="OLD", help="the memory being replaced")
+    p.add_argument("old", metavar="OLD", help="the memory being replaced (id or unique prefix)")
     p.add_argument("content", nargs="?", metavar="NEW_CONTENT",
                    help="text of the replacing memory ('-' reads it from stdin)")
     p.add_argument("--id", dest="new_id", metavar="NEW", help="an existing memory that replaces OLD")
@@ -55,7 +56,7 @@ def register(command: AddCommand) -> None:
     p.add_argument("--reason", metavar="TEXT", help="why; kept on the edge and in OLD's metadata")
     p.add_argument("--tags", action="append", metavar="A,B", help="tags of the new memory")
     p.add_argument("--importance", metavar="X", help="importance of the new memory")
-    p.add_argument("--confidence", metavar="X")
+    p.add_argument("--confidence", metavar="X", help="confidence in the new memory's type, in [0, 1]")
     p.add_argument("--type", metavar="T", help="memory type of the new memory")
     p.add_argument("--metadata", metavar="JSON", help="metadata of the new memory, a JSON object")
     p.add_argument("--context", metavar="NAME", help="context (namespace) of the new memory")
@@ -79,7 +80,8 @@ def _warn(out: Output, result: dict[str, Any]) -> None:
 
 def cmd_associate(args: argparse.Namespace, out: Output) -> int:
     with open_store(args, must_exist=True) as store:
-        edge = store.associate(args.id1, args.id2, args.type, args.strength)
+        edge = store.associate(resolve_id(store, args.id1, "memory1_id"),
+                               resolve_id(store, args.id2, "memory2_id"), args.type, args.strength)
         texts = _starts(store, edge["memory1_id"], edge["memory2_id"])
         # What the edge did, by recall's own rule (its successor must be current, or lead to one).
         state = (store.get(edge["memory1_id"], with_edges=True)["state"]
@@ -108,13 +110,14 @@ def cmd_associate(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_dissociate(args: argparse.Namespace, out: Output) -> int:
     with open_store(args, must_exist=True) as store:
-        result = store.dissociate(args.id1, args.id2, args.type)
+        result = store.dissociate(resolve_id(store, args.id1, "memory1_id"),
+                                  resolve_id(store, args.id2, "memory2_id"), args.type)
     _warn(out, result)
     if out.as_json:
         out.json({"status": "success", **result})
         return EXIT_OK
     count = result["removed"]
-    out.line(f"removed {count} edge{'' if count == 1 else 's'} {result['memory1_id']} -> "
+    out.line(f"removed {plural(count, 'edge')} {result['memory1_id']} -> "
              f"{result['memory2_id']} ({', '.join(result['removed_types'])})")
     return EXIT_OK
 
@@ -135,7 +138,7 @@ def cmd_supersede(args: argparse.Namespace, out: Output) -> int:
         if fields:
             raise ValidationError("--tags, --importance, --confidence, --type, --metadata and --context "
                                   "describe a new memory; with --id NEW, change NEW with 'localmem update'")
-        new: str = args.new_id
+        new: str | None = None  # resolved once the store is open
     elif args.content is None:
         raise ValidationError("give the replacing memory: NEW_CONTENT, or --id NEW for an existing one")
     else:
@@ -143,7 +146,10 @@ def cmd_supersede(args: argparse.Namespace, out: Output) -> int:
         # A field makes supersede() store the text even when it looks like a memory id.
         fields.setdefault("tags", [])
     with open_store(args, must_exist=True) as store:
-        result = store.supersede(args.old, new, relation=args.relation, reason=args.reason, **fields)
+        if new is None:
+            new = resolve_id(store, args.new_id, "--id")
+        result = store.supersede(resolve_id(store, args.old, "OLD"), new, relation=args.relation,
+                                 reason=args.reason, **fields)
         texts = _starts(store, result["superseded_memory_id"], result["memory_id"])
     _warn(out, result)
     if out.as_json:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LocalMemError, ValidationError
 from ..storage.database import MEMORY_PATH
 from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
+from ..text import plural
 from .output import Output, human_size
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
             if not args.chunked:
                 exc.message += " (nothing was imported)"
             elif kept.memories or kept.edges:
-                done = f"{kept.memories} memories" + (f" and {kept.edges} edges" if kept.edges else "")
+                done = plural(kept.memories, "memory", "memories") + (
+                    f" and {plural(kept.edges, 'edge')}" if kept.edges else "")
                 exc.message += f" (nothing of that chunk was written; {done} from earlier chunks were imported)"
             exc.args = (exc.message,)
             raise
@@ -118,10 +120,10 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json({"status": "success", **result.as_dict()})
     else:
-        out.line(f"imported {result.memories} memories and {result.edges} edges "
+        out.line(f"imported {plural(result.memories, 'memory', 'memories')} and {plural(result.edges, 'edge')} "
                  f"({_import_counts('memories', result.memory)}; {_import_counts('edges', result.edge)})")
     if result.not_embedded:
-        out.note(f"warning: {result.not_embedded} memories were stored without an embedding "
+        out.note(f"warning: {plural(result.not_embedded, 'memory was', 'memories were')} stored without an embedding "
                  f"({embedder_error or 'the embedder is unavailable'}); run 'localmem doctor --repair' "
                  "with a working embedder to add them")
     return EXIT_OK
@@ -151,7 +153,7 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json({"status": "success", "path": str(target), "memories": memories, "edges": edges})
     else:
-        out.line(f"exported {memories} memories and {edges} edges to {target}")
+        out.line(f"exported {plural(memories, 'memory', 'memories')} and {plural(edges, 'edge')} to {target}")
     return EXIT_OK
 
 
@@ -208,8 +210,9 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         ("database", f"{stats['path']} ({human_size(stats['file_size_bytes'])}, schema {stats['schema_version']})"),
         ("embedder", embedder_text),
         ("memories", f"{stats['memory_count']} ({_state_text(stats['state_counts'])})"),
-        ("indexes", (f"{stats['fts_count']} full-text rows, {stats['embedding_count']} embeddings, "
-                     f"{stats['vector_count']} vectors, {stats['tag_count']} tag rows - "
+        ("indexes", (f"{plural(stats['fts_count'], 'full-text row')}, "
+                     f"{plural(stats['embedding_count'], 'embedding')}, "
+                     f"{plural(stats['vector_count'], 'vector')}, {plural(stats['tag_count'], 'tag row')} - "
                      + ("agree" if stats["indexes_agree"] else "DISAGREE (run localmem doctor)"))),
         ("edges", f"{stats['edge_count']}" + (f" ({counts(stats['edge_types'])})" if stats["edge_types"] else "")),
         ("time span", f"{stats['oldest']} to {stats['newest']}" if stats["oldest"] else "-"),
@@ -218,7 +221,8 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
         ("top tags", ", ".join(f"{t['tag']} {t['count']}" for t in stats["top_tags"]) or "-"),
     ]
     if stats["memories_without_embedding"]:
-        rows.insert(4, ("no vector", f"{stats['memories_without_embedding']} memories have no embedding"))
+        rows.insert(4, ("no vector", plural(stats['memories_without_embedding'], 'memory has', 'memories have')
+                        + " no embedding"))
     width = max(len(name) for name, _ in rows)
     return [f"{name.ljust(width)}  {value}" for name, value in rows]
 
@@ -269,15 +273,15 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
             report["repair"] = actions
             report["after_repair"] = [c.as_dict() for c in after]
             if not out.as_json:
-                done = [f"{actions.get('fts_rows_rebuilt', 0)} full-text rows rebuilt",
-                        f"{actions.get('memories_retagged', 0)} memories re-tagged"]
+                done = [plural(actions.get('fts_rows_rebuilt', 0), 'full-text row') + " rebuilt",
+                        plural(actions.get('memories_retagged', 0), 'memory', 'memories') + " re-tagged"]
                 if "vector_rows_rebuilt" in actions:
-                    done.append(f"{actions['vector_rows_rebuilt']} vector rows rebuilt")
-                done.append(f"{actions.get('memories_embedded', 0)} memories embedded")
-                for key, label in (("dangling_edges_removed", "dangling edges removed"),
-                                   ("invalid_embeddings_removed", "invalid embeddings removed")):
+                    done.append(plural(actions['vector_rows_rebuilt'], 'vector row') + " rebuilt")
+                done.append(plural(actions.get('memories_embedded', 0), 'memory', 'memories') + " embedded")
+                for key, label in (("dangling_edges_removed", "dangling edge"),
+                                   ("invalid_embeddings_removed", "invalid embedding")):
                     if actions.get(key):
-                        done.append(f"{actions[key]} {label}")
+                        done.append(plural(actions[key], label) + " removed")
                 out.line("")
                 out.line("repair: " + ", ".join(done))
                 if actions.get("embedder_error"):
@@ -304,7 +308,7 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
         hint = "" if args.repair else "; 'localmem doctor --repair' rebuilds the derived indexes"
         if any(c.name == "integrity" for c in final):
             hint += "; the file itself is damaged: restore it from an export or a backup"
-        out.line(f"{len(final)} problem{'' if len(final) == 1 else 's'} found{hint}")
+        out.line(f"{plural(len(final), 'problem')} found{hint}")
     return EXIT_OK if not final else EXIT_ERROR
 
 
@@ -318,7 +322,8 @@ def cmd_backup(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(result)
     else:
-        out.line(f"backed up {result['memories']} memories and {result['edges']} edges to {result['path']} "
+        out.line(f"backed up {plural(result['memories'], 'memory', 'memories')} and "
+                 f"{plural(result['edges'], 'edge')} to {result['path']} "
                  f"({human_size(result['bytes'])}, schema {result['schema_version']})")
     return EXIT_OK
 
@@ -339,10 +344,11 @@ def cmd_restore(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(result)
     else:
-        out.line(f"restored {result['memories']} memories and {result['edges']} edges from {result['source']} "
+        out.line(f"restored {plural(result['memories'], 'memory', 'memories')} and "
+                 f"{plural(result['edges'], 'edge')} from {result['source']} "
                  f"into {result['path']}")
         if result["saved_previous"]:
             out.line(f"the previous contents were saved to {result['saved_previous']}")
         if found:
-            out.line(f"{len(found)} problem(s) found: run 'localmem doctor' for details")
+            out.line(f"{plural(len(found), 'problem')} found: run 'localmem doctor' for details")
     return EXIT_OK if not found else EXIT_ERROR

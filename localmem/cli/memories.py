@@ -1,4 +1,7 @@
-"""Commands on single memories: store, get, update, delete, by-tag (edges: ``edges.py``)."""
+"""Commands on single memories: store, get, update, delete (edges: ``edges.py``, by-tag: ``browse.py``).
+
+Every id argument takes a full id or a unique prefix (``common.resolve_id``).
+"""
 
 from __future__ import annotations
 
@@ -9,18 +12,21 @@ from typing import Any
 
 from ..errors import ValidationError
 from . import edges
-from .common import EXIT_OK, AddCommand, json_object, naming, open_store, split_list
-from .output import Output, short, table
+from .common import EXIT_OK, AddCommand, json_object, naming, open_store, resolve_id, split_list
+from .output import Output
 
 
 def register(command: AddCommand) -> None:
-    """store, get, update, delete, by-tag."""
+    """store, get, update, delete."""
     p = command("store", cmd_store, "store a memory and print its id")
     p.add_argument("content", help="the memory text ('-' reads it from stdin)")
     p.add_argument("--tags", action="append", metavar="A,B", help="tags, comma-separated or repeated")
     p.add_argument("--importance", metavar="X", help="importance in [0, 1] (default 0.5)")
-    p.add_argument("--confidence", metavar="X", help="type confidence in [0, 1]")
-    p.add_argument("--type", metavar="T", help="memory type (Decision, Preference, ...; default: classified)")
+    p.add_argument("--confidence", metavar="X",
+                   help="confidence in the type, in [0, 1] (default: 0.9 with --type, else the classifier's)")
+    p.add_argument("--type", metavar="T",
+                   help="memory type: Decision, Pattern, Preference, Style, Habit, Insight or Context "
+                        "(default: classified from the content)")
     p.add_argument("--timestamp", metavar="TS", help="creation time, ISO 8601 (default: now)")
     p.add_argument("--t-valid", metavar="TS", help="valid from (default: the timestamp)")
     p.add_argument("--t-invalid", metavar="TS", help="valid until")
@@ -28,27 +34,24 @@ def register(command: AddCommand) -> None:
     p.add_argument("--context", metavar="NAME", help="context (namespace) name (default: default)")
 
     p = command("get", cmd_get, "show one memory, its state (current, superseded, expired) and its edges")
-    p.add_argument("id", help="memory id")
+    p.add_argument("id", help="memory id, or a unique prefix of it (4+ hex digits)")
 
-    p = command("update", cmd_update, "change fields of a memory")
-    p.add_argument("id", help="memory id")
-    p.add_argument("--content", help="new text (re-embedded)")
+    p = command("update", cmd_update, "change fields of a memory (the others keep their values)")
+    p.add_argument("id", help="memory id, or a unique prefix of it (4+ hex digits)")
+    p.add_argument("--content", metavar="TEXT", help="new text, re-embedded ('-' reads it from stdin)")
     p.add_argument("--tags", action="append", metavar="A,B", help="replace the tags ('' clears them)")
-    p.add_argument("--importance", metavar="X")
-    p.add_argument("--confidence", metavar="X")
-    p.add_argument("--type", metavar="T")
-    p.add_argument("--timestamp", metavar="TS")
-    p.add_argument("--t-valid", metavar="TS")
-    p.add_argument("--t-invalid", metavar="TS", help="valid until ('' clears it: current again)")
+    p.add_argument("--importance", metavar="X", help="new importance in [0, 1]")
+    p.add_argument("--confidence", metavar="X", help="new confidence in the type, in [0, 1]")
+    p.add_argument("--type", metavar="T", help="new memory type (Decision, Pattern, Preference, Style, "
+                                               "Habit, Insight, Context)")
+    p.add_argument("--timestamp", metavar="TS", help="new creation time, ISO 8601")
+    p.add_argument("--t-valid", metavar="TS", help="valid from this time, ISO 8601")
+    p.add_argument("--t-invalid", metavar="TS", help="valid until this time, ISO 8601 ('' clears it: current again)")
     p.add_argument("--metadata", metavar="JSON", help="replace the metadata with this JSON object")
 
     p = command("delete", cmd_delete, "delete a memory with its edges")
-    p.add_argument("id", help="memory id")
+    p.add_argument("id", help="memory id, or a unique prefix of it (4+ hex digits)")
 
-    p = command("by-tag", cmd_by_tag, "list memories having any of the tags (exact, case-insensitive)")
-    p.add_argument("tags", nargs="+", metavar="TAG")
-    p.add_argument("--limit", type=int, default=20, metavar="N", help="page size (default 20, max 200)")
-    p.add_argument("--offset", type=int, default=0, metavar="N")
 
 
 def _store_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,8 +113,10 @@ def cmd_store(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_get(args: argparse.Namespace, out: Output) -> int:
-    with open_store(args, must_exist=True) as store, naming(args.id):
-        record = store.get(args.id, with_edges=True)  # adds the keys "state" and "edges"
+    with open_store(args, must_exist=True) as store:
+        memory_id = resolve_id(store, args.id)
+        with naming(memory_id):
+            record = store.get(memory_id, with_edges=True)  # adds the keys "state" and "edges"
     if out.as_json:
         out.json(record)
     else:
@@ -131,8 +136,10 @@ def cmd_update(args: argparse.Namespace, out: Output) -> int:
     if not fields:
         raise ValidationError("nothing to update: give --content, --tags, --importance, --confidence, "
                               "--type, --timestamp, --t-valid, --t-invalid or --metadata")
-    with open_store(args, must_exist=True) as store, naming(args.id):
-        record = store.update(args.id, **fields)
+    with open_store(args, must_exist=True) as store:
+        memory_id = resolve_id(store, args.id)
+        with naming(memory_id):
+            record = store.update(memory_id, **fields)
     if out.as_json:
         out.json({"status": "success", "memory_id": record["id"], "memory": record})
     else:
@@ -141,9 +148,10 @@ def cmd_update(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_delete(args: argparse.Namespace, out: Output) -> int:
-    with open_store(args, must_exist=True) as store, naming(args.id):
-        store.delete(args.id)
-    memory_id = args.id.strip()
+    with open_store(args, must_exist=True) as store:
+        memory_id = resolve_id(store, args.id)
+        with naming(memory_id):
+            store.delete(memory_id)
     if out.as_json:
         out.json({"status": "success", "memory_id": memory_id, "deleted": True})
     else:
@@ -151,20 +159,4 @@ def cmd_delete(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def cmd_by_tag(args: argparse.Namespace, out: Output) -> int:
-    with open_store(args, must_exist=True) as store:
-        page = store.by_tag(args.tags, limit=args.limit, offset=args.offset)
-    if out.as_json:
-        out.json(page)
-        return EXIT_OK
-    rows = [[f"{m['importance']:.2f}", (m["timestamp"] or "")[:10], m["type"], short(m["content"], 200),
-             ", ".join(m["tags"]), m["id"]] for m in page["memories"]]
-    if rows:
-        out.lines(table(["imp.", "date", "type", "content", "tags", "id"], rows, flex=3, caps={4: 24}))
-    else:
-        out.line("no memories with " + ", ".join(page["tags"]))
-    first = page["offset"] + 1 if rows else page["offset"]
-    more = f"; more with --offset {page['next_offset']}" if page.get("has_more") else ""
-    out.line("")
-    out.line(f"(showing {first}-{page['offset'] + page['count']}{more})")
     return EXIT_OK

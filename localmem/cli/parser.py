@@ -1,4 +1,8 @@
-"""The argument parser: global options, accepted before or after the command, and every command."""
+"""The argument parser: global options, accepted before or after the command, and every command.
+
+The global options are described once, in ``localmem --help``; each
+command's help shows its own options and a one-line pointer to them.
+"""
 
 from __future__ import annotations
 
@@ -6,44 +10,72 @@ import argparse
 from typing import Any
 
 from .. import __version__
-from . import demo, edges, embedder, maintenance, memories, recall, servers
+from . import browse, demo, edges, embedder, maintenance, memories, recall, servers, shell
 from .common import CommandFunc
+from .output import COLOR_CHOICES
 
-GROUPS = (memories, edges, recall, maintenance, demo, servers, embedder)
+GROUPS = (memories, edges, browse, recall, maintenance, demo, servers, embedder, shell)
+GLOBAL_POINTER = "Global options (--db, --embedder, --json, --color): see 'localmem --help'."
 
 
-def _global_options() -> argparse.ArgumentParser:
-    """--db/--embedder/--json, accepted before or after the command (SUPPRESS keeps either)."""
+def _global_options(described: bool) -> argparse.ArgumentParser:
+    """--db/--embedder/--json/--color, accepted before or after the command (SUPPRESS keeps either).
+
+    ``described`` is False for the copy every command carries: it parses the
+    same options but leaves them out of the command's help.
+    """
+    def text(help_text: str) -> str:
+        return help_text if described else argparse.SUPPRESS
+
     parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("global options")
+    group = (parent.add_argument_group("global options", "accepted before or after the command")
+             if described else parent)
     group.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
-                       help="database file (default: $LOCALMEM_DB, else "
-                            "$XDG_DATA_HOME/localmem/memory.db or ~/.local/share/localmem/memory.db)")
+                       help=text("database file (default: $LOCALMEM_DB, else "
+                                 "$XDG_DATA_HOME/localmem/memory.db or ~/.local/share/localmem/memory.db)"))
     group.add_argument("--embedder", metavar="NAME", default=argparse.SUPPRESS,
-                       help="auto, hash, hash:N, none, or a sentence-transformers model name or path "
-                            "(run through ONNX when exported, see 'embedder export'; onnx:MODEL or "
-                            "st:MODEL forces one) (default: $LOCALMEM_EMBEDDER, else the embedder the "
-                            "database was made with, else auto)")
+                       help=text("auto, hash, hash:N, none, or a sentence-transformers model name or path "
+                                 "(run through ONNX when exported, see 'embedder export'; onnx:MODEL or "
+                                 "st:MODEL forces one) (default: $LOCALMEM_EMBEDDER, else the embedder "
+                                 "the database was made with, else auto)"))
     group.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                       help="machine-readable JSON output")
+                       help=text("machine-readable JSON output"))
+    group.add_argument("--color", choices=COLOR_CHOICES, default=argparse.SUPPRESS, metavar="WHEN",
+                       help=text("colour the output: auto (default: on a terminal, unless $NO_COLOR is "
+                                 "set), always or never"))
     return parent
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _global_options()
     parser = argparse.ArgumentParser(
-        prog="localmem", parents=[common],
+        prog="localmem", parents=[_global_options(described=True)],
         description="A memory store for AI assistants in one SQLite file (AutoMem-compatible).",
-        epilog="Exit codes: 0 success, 2 bad usage or invalid input, 1 other errors.")
-    parser.add_argument("--version", action="version", version=f"localmem {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+        epilog="Ids: wherever a command takes a memory id, a unique prefix of 4 or more hex digits "
+               "will do (as the short ids in tables). Exit codes: 0 success, 2 bad usage or invalid "
+               "input, 1 other errors. 'localmem COMMAND --help' describes a command.")
+    parser.add_argument("--version", action="version", version=f"localmem {__version__}",
+                        help="print the version and exit ('localmem version' says more)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    hidden = _global_options(described=False)
 
     def command(name: str, func: CommandFunc, help_text: str,
                 **kwargs: Any) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, parents=[common], help=help_text, description=help_text, **kwargs)
+        epilog = kwargs.pop("epilog", None)
+        sub = commands.add_parser(name, parents=[hidden], help=help_text, description=help_text,
+                                  epilog=f"{epilog}\n\n{GLOBAL_POINTER}" if epilog else GLOBAL_POINTER,
+                                  formatter_class=_Formatter, **kwargs)
         sub.set_defaults(func=func)
         return sub
 
     for group in GROUPS:
         group.register(command)
+    parser.set_defaults(root_parser=parser)  # for 'completion', which reads the whole tree
     return parser
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Keeps the blank line between an epilog's paragraphs (argparse joins them otherwise)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(super(_Formatter, self)._fill_text(part, width, indent)
+                           for part in text.split("\n\n"))

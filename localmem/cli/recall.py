@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from .common import EXIT_OK, AddCommand, key_values, open_store, split_list
-from .output import Output, short, table
+from ..text import plural
+from .output import Column, Output, one_line
 
 SORT_CHOICES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 
@@ -57,17 +58,53 @@ def recall_params(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
-def recall_lines(response: dict[str, Any]) -> list[str]:
+# What each confidence level tells a person, and its colour.
+CONFIDENCE_TEXT = {
+    "none": ("nothing stored looks relevant to the query", "bad"),
+    "low": ("probably nothing relevant; treat these results with suspicion", "warn"),
+    "moderate": ("relevant memories are likely among these", None),
+    "high": ("a close match is stored", "good"),
+}
+
+
+def confidence_line(confidence: dict[str, Any] | None) -> tuple[str, str | None] | None:
+    """``match confidence: low (best cosine 0.21): ...`` and its colour role, or None."""
+    if not confidence or confidence.get("level") not in CONFIDENCE_TEXT:
+        return None
+    level = confidence["level"]
+    text, role = CONFIDENCE_TEXT[level]
+    top = confidence.get("top_score")
+    if confidence.get("basis") == "keyword":
+        evidence = " (keyword evidence only)"
+    else:
+        evidence = f" (best cosine {top:.2f})" if top is not None else ""
+    return f"match confidence: {level}{evidence}: {text}", role
+
+
+def recall_lines(response: dict[str, Any], out: Output | None = None,
+                 short_ids: dict[str, str] | None = None) -> list[str]:
+    """The results as a table that fits the terminal, then a summary and the match confidence."""
+    out = out or Output(False, color="never")
+    short_ids = short_ids or {}
+    results = response.get("results", [])
+    columns = [
+        Column("#", right=True),
+        Column("score", right=True),
+        Column("id", style="id"),
+        Column("content", flex=True),
+        Column("tags", cap=40, least=10, drop=1, style="tags"),
+        Column("match", drop=2, style="dim"),
+    ]
     rows = []
-    for rank, result in enumerate(response.get("results", []), 1):
+    for rank, result in enumerate(results, 1):
         memory = result.get("memory") or {}
-        rows.append([str(rank), f"{result.get('final_score', 0.0):.3f}", str(result.get("match_type", "")),
-                     short(memory.get("content", ""), 200), ", ".join(memory.get("tags") or []),
-                     str(result.get("id", ""))])
-    lines = table(["#", "score", "match", "content", "tags", "id"], rows, flex=3,
-                  caps={4: 24}, right=(0, 1)) if rows else ["no memories found"]
+        memory_id = str(result.get("id", ""))
+        rows.append([str(rank), f"{result.get('final_score', 0.0):.3f}", short_ids.get(memory_id, memory_id),
+                     one_line(memory.get("content", "")), list(memory.get("tags") or []),
+                     str(result.get("match_type", ""))])
+    lines = out.table(columns, rows) if rows else ["no memories found"]
     vector = response.get("vector_search") or {}
-    summary = [f"{response.get('count', len(rows))} result{'' if len(rows) == 1 else 's'}",
+    summary = [plural(response.get("count", len(rows)), "result"),
                f"vector search {'on' if vector.get('enabled') else 'off'}"]
     if response.get("sort") not in (None, "score"):
         summary.append(f"sorted {response['sort']}")
@@ -83,10 +120,13 @@ def recall_lines(response: dict[str, Any]) -> list[str]:
     if expansion:
         summary.append(f"{expansion.get('expanded_count', 0)} related by expansion")
     lines.append("")
-    lines.append("(" + "; ".join(summary) + ")")
+    lines.extend(out.wrap("(" + "; ".join(summary) + ")", "dim"))
+    confidence = confidence_line(response.get("confidence")) if rows else None
+    if confidence is not None:
+        lines.extend(out.wrap(*confidence))
     if response.get("degraded"):
-        lines.append(f"note: degraded ({response.get('degraded_reason')}): answered without the vector "
-                     "channel, from keyword, tag and graph matches")
+        lines.extend(out.wrap(f"note: degraded ({response.get('degraded_reason')}): answered without the "
+                              "vector channel, from keyword, tag and graph matches"))
     return lines
 
 
@@ -99,7 +139,8 @@ def cmd_recall(args: argparse.Namespace, out: Output) -> int:
         if out.as_json:
             out.json(response)
             return EXIT_OK
-        out.lines(recall_lines(response))
+        short_ids = store.short_ids(r["id"] for r in response.get("results", []))
+        out.lines(recall_lines(response, out, short_ids))
         if response.get("degraded") and store.embedder_error:
             out.note(f"warning: {store.embedder_error}")
     return EXIT_OK

@@ -11,10 +11,13 @@ from .output import Output
 
 def register(command: AddCommand) -> None:
     """serve, mcp."""
-    p = command("serve", cmd_serve, "serve the AutoMem-compatible HTTP API (needs the 'server' extra)")
+    p = command("serve", cmd_serve, "serve the AutoMem-compatible HTTP API (needs the 'server' extra)",
+                epilog="With $LOCALMEM_API_TOKEN (or $AUTOMEM_API_TOKEN) set, every route but /health "
+                       "asks for it; an address other than loopback is refused without a token.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8001, help="port (default 8001)")
-    p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    p.add_argument("--port", type=int, default=8001, metavar="N", help="port (default 8001)")
+    p.add_argument("--log-level", default="info", metavar="LEVEL",
+                   help="uvicorn log level: critical, error, warning, info (default) or debug")
     p.add_argument("--allowed-host", action="append", metavar="NAME",
                    help="a Host name to answer besides loopback ones (repeatable; '*': any; "
                         "default $LOCALMEM_ALLOWED_HOSTS)")

@@ -22,6 +22,7 @@ from ..storage.threads import write_text_rows
 from ..embedders import UnavailableEmbedder
 from ..progress import ProgressBar
 from ..tags import compute_tag_prefixes
+from ..text import plural as _plural
 from ..validation import MAX_EMBEDDING_NORM, MIN_EMBEDDING_NORM, embedding_problem
 
 if TYPE_CHECKING:
@@ -62,10 +63,6 @@ class Check:
         if self.skipped:
             out["skipped"] = self.skipped
         return out
-
-
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
 
 
 def _sample(rows: list[Any], label: Callable[[Any], str]) -> list[str]:

@@ -62,7 +62,7 @@ from ..storage import writes
 from ..storage.database import MEMORY_PATH, read_transaction, transaction
 from ..storage.files import refuse_database_file, replacing_file
 from ..errors import ValidationError
-from ..progress import ProgressBar
+from ..progress import ProgressBar, in_steps
 from ..storage.records import MemoryRow, rows_as_dicts, to_record
 from ..relations import RELATION_TYPES
 from ..store import EDGE_PROPERTIES
@@ -441,14 +441,16 @@ class Importer:
         store = self.store
         with store._lock:
             actions = self._plan_memories(chunk)  # raises before any write
-        self._ensure_vectors(actions)  # outside the lock: embedding can take a while
+        shown = self.progress.done if self.progress is not None else 0
+        # Outside the lock: embedding can take a while; in steps that move the bar.
+        self._ensure_vectors(actions, self.progress)
         if self.chunked:
             with store._lock, transaction(store.conn):
                 self._write_memories(chunk)
-            self._advance(len(chunk))
         else:
             self._memories.append(chunk)
-            self._advance(len(chunk))
+        if self.progress is not None:  # the rest of the chunk (embedding advanced it in part)
+            self._advance(shown + len(chunk) - self.progress.done)
 
     def _plan_memories(self, chunk: list[_Memory]) -> list[_Action]:
         store = self.store
@@ -472,12 +474,12 @@ class Importer:
         action.needs_vector = not memory.given and (self.reembed or new.content != old.content)
         return action
 
-    def _ensure_vectors(self, actions: list[_Action]) -> None:
-        """Embed, in one batch, the lines whose vector is needed and not yet asked for."""
+    def _ensure_vectors(self, actions: list[_Action], progress: ProgressBar | None = None) -> None:
+        """Embed the lines whose vector is needed and not yet asked for (advancing ``progress``)."""
         todo = [a.memory for a in actions if a.needs_vector and not a.memory.embedded]
         if not todo:
             return
-        vectors = self.store.embed_texts([m.row.content for m in todo])
+        vectors = in_steps(self.store.embed_texts, [m.row.content for m in todo], progress)
         for index, memory in enumerate(todo):
             memory.vector = vectors[index] if vectors is not None else None
             memory.embedded = True

@@ -53,7 +53,7 @@ ENVELOPE_FIELDS = (
     "keywords", "time_window", "tags", "exclude_tags", "tag_mode", "tag_match", "state_mode",
     "tag_scope", "scope_fallback", "recency_bias", "score_filter", "queries", "vector_search",
     "jit_enriched_count", "query_time_ms", "entities", "expansion", "entity_expansion",
-    "context_priority", "state_filter", "degraded", "degraded_reason", "warnings",
+    "context_priority", "state_filter", "degraded", "degraded_reason", "warnings", "confidence",
 )
 # Per-result flags surfaced in every format when present.
 RESULT_FLAGS = ("deduped_from", "expanded_from_entity", "outside_tag_scope", "jit_enriched", "state_replaces")
@@ -394,9 +394,25 @@ def envelope(result: Mapping[str, Any]) -> dict[str, Any]:
     return {k: result[k] for k in ENVELOPE_FIELDS if result.get(k) is not None}
 
 
+def confidence_note(confidence: Any) -> str | None:
+    """``match confidence low (best cosine 0.31): probably nothing relevant`` from recall's block."""
+    if not isinstance(confidence, Mapping) or confidence.get("level") not in ("none", "low", "moderate", "high"):
+        return None
+    level, top = confidence["level"], confidence.get("top_score")
+    if confidence.get("basis") == "keyword":
+        evidence = " (keyword evidence only)"
+    else:
+        evidence = f" (best cosine {top:.2f})" if isinstance(top, (int, float)) else ""
+    advice = {"none": ": likely nothing relevant is stored", "low": ": probably nothing relevant"}.get(level, "")
+    return f"match confidence {level}{evidence}{advice}"
+
+
 def header_notes(result: Mapping[str, Any]) -> list[str]:
     notes: list[str] = []
     results = result.get("results") or []
+    confidence = confidence_note(result.get("confidence")) if results else None
+    if confidence:
+        notes.append(confidence)
     if (result.get("dedup_removed") or 0) > 0:
         notes.append(f"{result['dedup_removed']} duplicates removed")
     entity = result.get("entity_expansion") or {}

@@ -33,6 +33,7 @@ from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
 from .params import RecallParams, parse_recall_params
 from .ranking import dedupe, sort_results
+from .relevance import Evidence, recall_confidence
 from .scope import passes_scope
 from .scoring import ScoreInputs, parse_epoch, score_candidate, usable_cosine
 from .state import active_replacements, apply_state_filter, state_reason
@@ -80,6 +81,7 @@ class Recall:
         self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.context_injected = False
         self.hidden: dict[str, dict[str, Any]] = {}  # not-current memories kept out of the answer
+        self.evidence = Evidence()  # for the confidence block
 
     @property
     def vector_pool(self) -> int:
@@ -236,6 +238,7 @@ class Recall:
         self.prepare(candidates, query)
         for candidate in candidates:
             self.score(candidate, query)
+        self.evidence.add(candidates)
         if params.min_score > 0:
             candidates = [c for c in candidates if c["final_score"] >= params.min_score]
         candidates, _ = dedupe(candidates)
@@ -400,6 +403,10 @@ class Recall:
         response = self.response(results, queries if multi else None, dedup_removed, state_filter,
                                  score_filter, seeds, expansions, entity_results, entity_names,
                                  recency_applied, fallback_active)
+        if primary_query or params.embedding is not None or multi:
+            response["confidence"] = recall_confidence(
+                self.backend, self.evidence, len(results), semantic=self.vectors.available,
+                current_only=params.current_only, now=self.now)
         response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self.backend.touch([r["id"] for r in seeds], self.now)
         return response

@@ -1,0 +1,2 @@
+-- Browse fragment: in the context (namespace) :context.
+m.context = :context

@@ -1,0 +1,2 @@
+-- Browse fragment: created before :until.
+m.timestamp < :until
