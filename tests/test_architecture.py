@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("pipelines", ("recall", "kagura")),
     ("store", ("store",)),
     ("around the store", ("maintenance", "settings", "demo", "pytest_plugin", "")),
-    ("interfaces", ("cli", "http", "mcp_server", "__main__")),
+    ("interfaces", ("cli", "http", "mcp_server", "ui", "__main__")),
 ]
 
 

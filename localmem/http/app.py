@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -36,11 +36,13 @@ from ..recall.params import ALIASES as RECALL_ALIASES
 from ..recall.params import PARAMETERS as RECALL_PARAMETERS
 from ..store import EDGE_PROPERTIES, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..timeparse import format_timestamp
+from ..ui import auth as ui_auth
+from ..ui.routes import ui_routes
 from ..validation import validate_uuid
 from .body import MAX_BODY_BYTES, read_json_object
 from .guard import RequestGuard
 from .policy import request_policy
-from .security import TOKEN_ENV_VARS, Grant, TokenScopes, resolve_token, resolve_tokens
+from .security import ADMIN_GRANT, TOKEN_ENV_VARS, Grant, TokenScopes, resolve_token, resolve_tokens
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token",
            "resolve_tokens"]
@@ -215,11 +217,16 @@ class AuthMiddleware:
 
     ``?api_key=`` is always removed from the query string before the request
     goes further, so it never reaches a route, recall, or the access log.
+
+    Under ``/ui/`` a browser signed in through ``/ui/login`` (``ui.auth``)
+    counts as the admin; a page asked for there without it is sent to sign in.
     """
 
-    def __init__(self, app: ASGIApp, tokens: TokenScopes | None) -> None:
+    def __init__(self, app: ASGIApp, tokens: TokenScopes | None,
+                 sessions: ui_auth.Sessions | None = None) -> None:
         self.app = app
         self.tokens = [(t.encode("utf-8"), contexts) for t, contexts in (tokens or {}).items()]
+        self.sessions = sessions
 
     def _match(self, supplied: bytes | None) -> Grant | None:
         found = None
@@ -242,11 +249,17 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         grant = self._match(_token_from_headers(scope) or query_token)
+        in_ui = scope["path"] == "/ui" or scope["path"].startswith(ui_auth.UI_PREFIX)
+        if grant is None and in_ui and self.sessions is not None:
+            cookie = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"cookie"), None)
+            if self.sessions.valid(ui_auth.session_cookie(cookie)):
+                grant = ADMIN_GRANT
         ok = grant is not None
         scope[AUTHENTICATED_SCOPE_KEY] = ok
         scope[ADMIN_SCOPE_KEY] = ok and grant.admin
         scope[CONTEXTS_SCOPE_KEY] = grant.contexts if ok else None
-        open_route = scope["method"] == "OPTIONS" or scope["path"] == "/health"
+        open_route = (scope["method"] == "OPTIONS" or scope["path"] in ("/health", "/ui")
+                      or ui_auth.is_open(scope["path"]))
         scoped_out = (ok and not grant.admin
                       and (scope["method"], scope["path"]) not in CONTEXT_AWARE_PATHS)
         if scoped_out and not open_route:
@@ -257,6 +270,9 @@ class AuthMiddleware:
             return
         if ok or open_route:
             await self.app(scope, receive, send)
+            return
+        if scope["path"] == ui_auth.UI_PREFIX and scope["method"] in ("GET", "HEAD"):
+            await RedirectResponse("/ui/login", status_code=303)(scope, receive, send)
             return
         response = error_response(401, "Unauthorized", headers={"WWW-Authenticate": "Bearer"})
         await response(scope, receive, send)
@@ -286,6 +302,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     if cors_origins:
         policy = request_policy(policy.allowed_hosts, [*policy.allowed_origins, *cors_origins])
     call = run_in_threadpool
+    sessions = ui_auth.Sessions()
 
     async def health(request: Request) -> JSONResponse:
         info = await call(store.health)
@@ -599,6 +616,9 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/recall", _endpoint(recall), methods=["GET"]),
         Route("/memories/{memory_id}/related", _endpoint(related), methods=["GET"]),
         Route("/api/v1/memory/recall", _endpoint(recall_v1), methods=["POST"]),
+        # The memory browser (localmem ui): its page and the JSON routes it reads.
+        *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
+                   endpoint=_endpoint),
     ]
     middleware = [Middleware(RequestGuard, policy=policy)]
     if policy.allowed_origins:
@@ -607,7 +627,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
             allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["Content-Type", "X-API-Key", "Authorization"],
         ))
-    middleware.append(Middleware(AuthMiddleware, tokens=api_tokens))
+    middleware.append(Middleware(AuthMiddleware, tokens=api_tokens, sessions=sessions))
     app = Starlette(
         routes=routes,
         middleware=middleware,
@@ -616,6 +636,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     app.router.redirect_slashes = False  # a redirect is not JSON; /memory/ is simply 404
     app.state.store = store
     app.state.auth_required = bool(api_tokens)
+    app.state.ui_sessions = sessions  # localmem ui asks it for a one-time login code
     return app
 
 
