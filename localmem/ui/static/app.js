@@ -21,6 +21,7 @@ function h(tag, attrs, ...children) {
     if (value === null || value === undefined || value === false) continue;
     if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
     else if (key === "class") el.className = value;
+    else if (key === "style") el.style.cssText = value;  // CSSOM: allowed by the page's CSP, unlike the attribute
     else el.setAttribute(key, value === true ? "" : value);
   }
   for (const child of children.flat()) {
@@ -125,7 +126,7 @@ function setView(name, ...children) {
   document.querySelectorAll("nav a").forEach((a) =>
     a.toggleAttribute("aria-current", a.dataset.view === name) && a.setAttribute("aria-current", "page"));
   const view = document.getElementById("view");
-  view.replaceChildren(...children);
+  view.replaceChildren(...children.flat(2).filter((c) => c !== null && c !== undefined && c !== false));
   view.dataset.view = name;
 }
 
@@ -180,16 +181,19 @@ async function showSearch(params) {
   if (![...params.keys()].length) { q.focus(); results.append(h("p", {class: "muted"}, "Type a query, or filter by tags, time, type or context.")); return; }
   const answer = await api("search?" + params.toString());
   const legend = h("div", {class: "legend"}, Object.entries(COMPONENTS).map(([n, c]) => h("span", {}, h("i", {style: `background:${c}`}), n)));
-  results.append(
+  results.replaceChildren(h("div", {},
     h("p", {class: "muted", id: "result-count"}, `${answer.count} result${answer.count === 1 ? "" : "s"}`,
       answer.state_filter && answer.state_filter.suppressed_count ? ` · ${answer.state_filter.suppressed_count} not current hidden` : "",
       answer.time_window ? ` · window ${JSON.stringify(answer.time_window)}` : ""),
     answer.count ? legend : null,
-    answer.results.map((r) => memoryCard(r.memory, {keywords: answer.keywords, after: h("div", {class: "why"},
-      scoreBar(r),
-      h("div", {class: "meta"}, h("span", {}, `matched by ${r.match_type}`),
-        (r.relations || []).map((rel) => h("span", {}, "via ", rel.type || rel.relation_type || "relation", " from ",
-          memoryLink(rel.memory_id || rel.from || rel.source_id || rel.id))))))})));
+    answer.results.map((r) => memoryCard(r.memory, {keywords: answer.keywords, after: why(r)}))));
+}
+
+function why(r) {
+  const via = (r.relations || []).map((rel) =>
+    h("span", {}, "via ", rel.type || "relation", " from ", memoryLink(rel.from)));
+  return h("div", {class: "why"}, scoreBar(r),
+    h("div", {class: "meta"}, h("span", {}, `matched by ${r.match_type}`), via));
 }
 
 // -- browse -------------------------------------------------------------------
@@ -262,7 +266,7 @@ function edgeList(edges, direction, memoryId, reload) {
 }
 
 async function act(work, done, then) {
-  try { await work(); say(done, "info"); if (then) await then(); }
+  try { await work(); if (then) await then(); say(done, "info"); }
   catch (error) { say(error.message); }
 }
 
@@ -396,17 +400,16 @@ function graphView(nodes, edges, center) {
   const point = (event) => { const box = root.getBoundingClientRect();
     return [((event.clientX - box.left) / box.width) * width, ((event.clientY - box.top) / box.height) * height]; };
   for (const n of nodes) {
-    n.circle = svg("circle", {r: 6 + 8 * (n.importance || 0.5), fill: n.id === center ? "var(--accent)" : "var(--muted)",
-                              class: n.id === center ? "center" : "", tabindex: 0, "data-memory-id": n.id,
+    n.circle = svg("circle", {r: 6 + 8 * (n.importance || 0.5), class: n.id === center ? "center" : "", tabindex: 0, "data-memory-id": n.id,
                               role: "link", "aria-label": n.summary},
       svg("title", {}, `${n.summary} (${n.type})`));
     n.circle.addEventListener("pointerdown", (event) => { dragging = n; moved = false; root.setPointerCapture(event.pointerId); });
-    n.circle.addEventListener("click", () => { if (!moved) location.hash = `#/memory/${n.id}`; });
     n.circle.addEventListener("keydown", (event) => { if (event.key === "Enter") location.hash = `#/memory/${n.id}`; });
     n.label = svg("text", {}, n.summary.length > 28 ? n.summary.slice(0, 27) + "…" : n.summary);
   }
   root.addEventListener("pointermove", (event) => { if (!dragging) return; moved = true; [dragging.x, dragging.y] = point(event); place(); });
-  root.addEventListener("pointerup", () => { dragging = null; });
+  // The pointer is captured by the drawing, so a click (press and release without moving) opens the node here.
+  root.addEventListener("pointerup", () => { if (dragging && !moved) location.hash = `#/memory/${dragging.id}`; dragging = null; });
   root.append(...lines.map((l) => l.el), ...nodes.map((n) => n.circle), ...nodes.map((n) => n.label));
   place();
   const used = [...new Set(edges.map((e) => e.type))].sort();
