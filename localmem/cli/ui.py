@@ -7,7 +7,7 @@ import socket
 import sys
 import webbrowser
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ValidationError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
 
@@ -33,7 +33,7 @@ def free_port() -> int:
 
 def cmd_ui(args: argparse.Namespace, out: Output) -> int:
     if isinstance(args.port, bool) or not 0 <= args.port <= 65535:
-        raise ConfigError(f"Invalid port {args.port!r}: must be an integer from 0 to 65535")
+        raise ValidationError(f"--port {args.port!r}: must be an integer from 0 to 65535 (0: a free one)")
     try:
         import uvicorn
 

@@ -190,8 +190,10 @@ async function showSearch(params) {
 }
 
 function why(r) {
-  const via = (r.relations || []).map((rel) =>
-    h("span", {}, "via ", rel.type || "relation", " from ", memoryLink(rel.from)));
+  // A result reached through the graph names the edge it came by (``from``); others list their own edges.
+  const via = (r.relations || []).map((rel) => rel.from
+    ? h("span", {class: "via"}, "came via ", rel.type, " from ", memoryLink(rel.from))
+    : h("span", {}, rel.type, " → ", rel.memory && rel.memory.id ? memoryLink(rel.memory.id, short(rel.memory.id)) : "?"));
   return h("div", {class: "why"}, scoreBar(r),
     h("div", {class: "meta"}, h("span", {}, `matched by ${r.match_type}`), via));
 }
@@ -208,7 +210,7 @@ function timelineChart(buckets, unit) {
   if (!buckets.length) return h("p", {class: "muted"}, "No memories yet.");
   const width = 600, height = 160, pad = 18;
   const max = Math.max(...buckets.map((b) => b.count));
-  const bar = (width - pad) / buckets.length;
+  const bar = Math.min(40, (width - pad) / buckets.length);
   return svg("svg", {class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", id: "timeline",
                      "aria-label": `memories per ${unit}`, preserveAspectRatio: "none"},
     buckets.map((b, i) => {
@@ -363,17 +365,17 @@ function layout(nodes, edges, width, height) {
       for (let j = i + 1; j < nodes.length; j++) {
         const a = nodes[i], b = nodes[j];
         let dx = a.x - b.x, dy = a.y - b.y; const d2 = Math.max(dx * dx + dy * dy, 1);
-        const force = 2400 / d2; const d = Math.sqrt(d2); dx /= d; dy /= d;
+        const force = 6000 / d2; const d = Math.sqrt(d2); dx /= d; dy /= d;
         a.x += dx * force * cool; a.y += dy * force * cool; b.x -= dx * force * cool; b.y -= dy * force * cool;
       }
     }
     for (const [i, j] of links) {
       const a = nodes[i], b = nodes[j];
-      const dx = b.x - a.x, dy = b.y - a.y, d = Math.sqrt(dx * dx + dy * dy) || 1, pull = (d - 90) * 0.05 * cool;
+      const dx = b.x - a.x, dy = b.y - a.y, d = Math.sqrt(dx * dx + dy * dy) || 1, pull = (d - 140) * 0.05 * cool;
       a.x += (dx / d) * pull; a.y += (dy / d) * pull; b.x -= (dx / d) * pull; b.y -= (dy / d) * pull;
     }
     for (const n of nodes) {
-      n.x += (width / 2 - n.x) * 0.01; n.y += (height / 2 - n.y) * 0.01;
+      n.x += (width / 2 - n.x) * 0.01 * cool; n.y += (height / 2 - n.y) * 0.01 * cool;
       n.x = Math.min(width - 20, Math.max(20, n.x)); n.y = Math.min(height - 20, Math.max(20, n.y));
     }
   }
