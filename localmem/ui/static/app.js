@@ -393,7 +393,7 @@ function graphView(nodes, edges, center) {
     }
     for (const n of nodes) {
       n.circle.setAttribute("cx", n.x); n.circle.setAttribute("cy", n.y);
-      n.label.setAttribute("x", n.x + 10); n.label.setAttribute("y", n.y + 4);
+      n.label.setAttribute("x", n.x); n.label.setAttribute("y", n.y + Number(n.circle.getAttribute("r")) + 12);
     }
   };
   const root = svg("svg", {class: "graph", viewBox: `0 0 ${width} ${height}`, id: "graph", role: "img",
@@ -407,7 +407,7 @@ function graphView(nodes, edges, center) {
       svg("title", {}, `${n.summary} (${n.type})`));
     n.circle.addEventListener("pointerdown", (event) => { dragging = n; moved = false; root.setPointerCapture(event.pointerId); });
     n.circle.addEventListener("keydown", (event) => { if (event.key === "Enter") location.hash = `#/memory/${n.id}`; });
-    n.label = svg("text", {}, n.summary.length > 28 ? n.summary.slice(0, 27) + "…" : n.summary);
+    n.label = svg("text", {"text-anchor": "middle"}, n.summary.length > 28 ? n.summary.slice(0, 27) + "…" : n.summary);
   }
   root.addEventListener("pointermove", (event) => { if (!dragging) return; moved = true; [dragging.x, dragging.y] = point(event); place(); });
   // The pointer is captured by the drawing, so a click (press and release without moving) opens the node here.
