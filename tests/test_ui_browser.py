@@ -172,6 +172,11 @@ def test_a_refused_filter_is_shown_not_swallowed(browser):
     message = status_text(browser)
     assert "state_mode" in message, message
     assert not browser.find_elements(By.CSS_SELECTOR, "#results article")
+    go(browser, "#/search?query=coffee&time_query=" + "not%20a%20time%20at%20all")
+    assert "not understood" in status_text(browser)
+    go(browser, "#/search?query=coffee&time_query=" + "today")
+    assert "today:" in browser.find_element(By.ID, "result-count").text
+    assert browser.find_elements(By.CSS_SELECTOR, "#results article")
 
 
 def test_open_a_memory_and_follow_an_edge(browser, seeded):

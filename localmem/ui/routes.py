@@ -117,6 +117,8 @@ def ui_routes(store: MemoryStore, sessions: Sessions, admin_tokens: list[str], *
         if tags:
             params["tags"] = tags
         params.setdefault("limit", "10")
+        if "time_query" in params:
+            params["strict_time"] = True  # words the time grammar does not know are an error on the page
         return await call(data.search, store, params, _query(request, "type"))
 
     async def tags(request: Request) -> Any:

@@ -184,7 +184,8 @@ async function showSearch(params) {
   results.replaceChildren(h("div", {},
     h("p", {class: "muted", id: "result-count"}, `${answer.count} result${answer.count === 1 ? "" : "s"}`,
       answer.state_filter && answer.state_filter.suppressed_count ? ` · ${answer.state_filter.suppressed_count} not current hidden` : "",
-      answer.time_window ? ` · window ${JSON.stringify(answer.time_window)}` : ""),
+      answer.time_window ? ` · ${answer.time_window.expression || "window"}: ${when(answer.time_window.start)} → ${when(answer.time_window.end)}` : "",
+      (answer.warnings || []).map((w) => ` · ${typeof w === "string" ? w : w.message || JSON.stringify(w)}`)),
     answer.count ? legend : null,
     answer.results.map((r) => memoryCard(r.memory, {keywords: answer.keywords, after: why(r)}))));
 }
