@@ -42,6 +42,9 @@ SECRET = "The vault combination is 31-41-59"
 MISSING_ID = "6f1e1b8a-0000-4000-8000-000000000000"
 # The server answers only loopback Host names (TestClient's default is "testserver").
 LOCAL = "http://localhost"
+# The memory browser's sign-in: these answer without a token by design (they are, or redirect
+# to, the sign-in page, which shows no memory); tests/test_ui_api.py covers them.
+SIGN_IN_PATHS = frozenset({"/ui", "/ui/", "/ui/login"})
 
 
 def mode(path: Any) -> int:
@@ -68,7 +71,11 @@ def concrete_requests(app: Any, ids: tuple[str, str]) -> list[tuple[str, str, di
               "/memory/batch": {"memories": [{"content": "matrix batch"}]},
               "/associate": {"memory1_id": ids[0], "memory2_id": ids[1]},
               "/api/v1/memory/recall": {"query": "vault"},
-              "/memory/{memory_id}": {"importance": 0.4}}
+              "/memory/{memory_id}": {"importance": 0.4},
+              "/ui/api/memories/{memory_id}": {"importance": 0.4},
+              "/ui/api/links": {"memory1_id": ids[0], "memory2_id": ids[1]},
+              "/ui/api/supersede": {"old_id": MISSING_ID, "new_content": "matrix successor"},
+              "/ui/login": {"token": "not-the-token"}}
     queries = {"/memory/by-tag": "?tags=vault", "/recall": "?query=vault"}
     found = []
     for route in app.routes:
@@ -82,7 +89,8 @@ def concrete_requests(app: Any, ids: tuple[str, str]) -> list[tuple[str, str, di
                 path = route.path.replace("{memory_id}", MISSING_ID)
             if method == "DELETE" and route.path == "/associate":  # names the edge in the query
                 path += f"?memory1_id={ids[0]}&memory2_id={ids[1]}"
-            kwargs = {"json": bodies[route.path]} if method in ("POST", "PATCH") and route.path in bodies else {}
+            with_body = method in ("POST", "PATCH") or (method, route.path) == ("DELETE", "/ui/api/links")
+            kwargs = {"json": bodies[route.path]} if with_body and route.path in bodies else {}
             found.append((method, path, kwargs))
     return found
 
@@ -113,6 +121,10 @@ def test_no_route_answers_without_the_token(secured, credential):
     client, app, _, ids = secured
     for method, path, kwargs in concrete_requests(app, ids):
         response = client.request(method, path, headers=CREDENTIALS[credential], **kwargs)
+        if path in SIGN_IN_PATHS:
+            assert response.status_code in (200, 401, 415), (method, path, response.status_code)
+            assert SECRET not in response.text and "set-cookie" not in response.headers
+            continue
         if path == "/health":
             assert response.status_code == 200
             assert "path" not in response.json()  # the file location only for callers with a token
@@ -126,7 +138,7 @@ def test_no_route_answers_without_the_token(secured, credential):
 def test_head_and_query_token_variants(secured):
     client, app, _, ids = secured
     for method, path, kwargs in concrete_requests(app, ids):
-        if method != "GET" or path == "/health":
+        if method != "GET" or path == "/health" or path in SIGN_IN_PATHS:
             continue
         assert client.head(path).status_code == 401
         joined = "&" if "?" in path else "?"
@@ -141,6 +153,10 @@ def test_scoped_token_reaches_only_the_context_aware_route(secured, token, conte
     before = store.health()["memory_count"]
     for method, path, kwargs in concrete_requests(app, ids):
         response = client.request(method, path, headers={"Authorization": f"Bearer {token}"}, **kwargs)
+        if path in SIGN_IN_PATHS:  # a scoped token cannot sign in: the page, a refusal, never a cookie
+            assert response.status_code in (200, 401, 403, 415), (method, path, response.status_code)
+            assert SECRET not in response.text and "set-cookie" not in response.headers
+            continue
         if path == "/health":
             assert response.status_code == 200
             body = response.json()
@@ -162,6 +178,8 @@ def test_admin_token_reaches_every_route(secured):
     for method, path, kwargs in concrete_requests(app, ids):
         if method == "DELETE" and "by-tag" in path:
             continue  # would empty the module's store
+        if path in SIGN_IN_PATHS:
+            continue  # the sign-in itself (tests/test_ui_api.py)
         response = client.request(method, path, headers={"Authorization": f"Bearer {ADMIN}"}, **kwargs)
         assert response.status_code in (200, 201, 404), (method, path, response.text)
 
