@@ -159,6 +159,10 @@ def test_host_and_origin_rules_apply_to_the_ui(seeded):
                              headers={"Origin": "http://evil.example"})
         assert cross.status_code == 403
         assert store.get(a)["importance"] != 0.1
+        # The page's own origin passes the same guard.
+        same = client.patch(f"/ui/api/memories/{a}", json={"importance": 0.1},
+                            headers={"Origin": LOCAL, "Sec-Fetch-Site": "same-origin"})
+        assert same.status_code == 200 and store.get(a)["importance"] == 0.1
 
 
 def test_bad_input_is_400_json_and_changes_nothing(seeded):
@@ -249,4 +253,4 @@ def test_localmem_ui_refuses_a_bad_port(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     result = subprocess.run([sys.executable, "-m", "localmem", "--db", str(tmp_path / "x.db"), "ui",
                              "--port", "70000"], env=env, capture_output=True, text=True)
-    assert result.returncode == 2 and "port" in result.stderr.lower()
+    assert result.returncode == 2 and "--port 70000" in result.stderr and "65535" in result.stderr
