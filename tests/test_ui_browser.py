@@ -181,7 +181,7 @@ def test_a_refused_filter_is_shown_not_swallowed(browser):
 
 def test_open_a_memory_and_follow_an_edge(browser, seeded):
     store, ids = seeded
-    go(browser, f"#/search?query=deploy%20releases")
+    go(browser, "#/search?query=deploy%20releases")
     browser.find_element(By.CSS_SELECTOR, f'#results article[data-memory-id="{ids["deploy"]}"] .content a').click()
     drawn(browser)
     assert ids["deploy"] in browser.current_url
