@@ -1,7 +1,7 @@
 """What the memory browser shows, composed from the store's own methods.
 
-Every read goes through ``MemoryStore`` (recall, get, related, by_tag,
-list_memories) or, for the few views the store has no method for (tag tree,
+Every read goes through ``MemoryStore`` (recall, get, related,
+list_memories, resolve_id) or, for the few views the store has no method for (tag tree,
 timeline, most connected memories, edges among a neighbourhood), through
 ``storage.browse`` inside one read snapshot under the store's lock.
 """
@@ -100,21 +100,7 @@ def list_page(store: MemoryStore, *, limit: Any = 20, offset: Any = 0, tag: str 
     """A page of memories, newest first, optionally of one tag (prefix) or one context."""
     limit = validate_int(limit, "limit", default=20, minimum=1, maximum=100)
     offset = validate_int(offset, "offset", default=0, minimum=0, maximum=2**62)
-    lister = getattr(store, "list_memories", None)
-    if lister is not None:
-        return lister(tags=[tag] if tag else None, context=context, limit=limit, offset=offset)
-    # Until the store has list_memories: recall's time-sorted browse, sliced.
-    if offset + limit > store.config.max_limit:
-        raise ValidationError(f"'offset' + 'limit' must be at most {store.config.max_limit} here")
-    params: dict[str, Any] = {"sort": "time_desc", "limit": offset + limit + 1, "state_mode": "history"}
-    if tag:
-        params["tags"] = [tag]
-    answer = store.recall(None, **params)
-    memories = [r["memory"] for r in answer["results"]
-                if context is None or r["memory"].get("context") == context]
-    page = memories[offset:offset + limit]
-    return {"status": "success", "count": len(page), "limit": limit, "offset": offset,
-            "has_more": len(memories) > offset + limit, "memories": page}
+    return store.list_memories(tags=[tag] if tag else None, context=context, limit=limit, offset=offset)
 
 
 def search(store: MemoryStore, params: dict[str, Any], memory_type: str | None = None) -> dict[str, Any]:
@@ -160,8 +146,9 @@ def _chain(store: MemoryStore, record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def memory_page(store: MemoryStore, memory_id: str) -> dict[str, Any]:
-    """A memory with its state and edges, its supersession chain and its most similar memories."""
-    record = store.get(memory_id, with_edges=True)
+    """A memory (full id or a unique prefix) with its state and edges, its supersession chain
+    and its most similar memories."""
+    record = store.get(store.resolve_id(memory_id), with_edges=True)
     similar = store.recall(record["content"][:2000], limit=SIMILAR_LIMIT + 1, state_mode="history")
     return {"status": "success", "memory": record, "chain": _chain(store, record),
             "similar": [{"id": r["id"], "summary": r["memory"].get("summary") or r["memory"]["content"][:120],
@@ -177,7 +164,7 @@ def _node(record: dict[str, Any], **extra: Any) -> dict[str, Any]:
 def neighbourhood(store: MemoryStore, memory_id: str, depth: Any = 1) -> dict[str, Any]:
     """The memories within ``depth`` (1–3) hops over every relation type, and the edges among them."""
     depth = validate_int(depth, "depth", default=1, minimum=1, maximum=3)
-    center = store.get(memory_id)
+    center = store.get(store.resolve_id(memory_id))
     around = store.related(center["id"], relationship_types=sorted(RELATION_TYPES),
                            max_depth=depth, limit=GRAPH_LIMIT)
     nodes = [_node(center, depth=0), *(_node(m, depth=m["depth"]) for m in around["related_memories"])]

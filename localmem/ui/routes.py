@@ -168,6 +168,9 @@ def ui_routes(store: MemoryStore, sessions: Sessions, admin_tokens: list[str], *
             return await call(store.dissociate, payload.get("memory1_id"), payload.get("memory2_id"),
                               payload.get("type"))
         args = {k: v for k, v in payload.items() if v is not None}
+        if isinstance(args.get("memory2_id"), str) and args["memory2_id"].strip():
+            # The page shows short ids; a unique prefix names the other memory, as in the CLI.
+            args["memory2_id"] = await call(store.resolve_id, args["memory2_id"].strip(), "memory2_id")
         return await call(store.associate, **args)
 
     async def graph(request: Request) -> Any:
