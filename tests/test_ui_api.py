@@ -169,6 +169,7 @@ def test_bad_input_is_400_json_and_changes_nothing(seeded):
     store, a, b = seeded
     before = store.get(a, with_edges=True)
     cases = [
+        ("GET", "/ui/api/search?query=x&limit=abc", None, "limit"),
         ("GET", "/ui/api/search?query=x&state_mode=sideways", None, "state_mode"),
         ("GET", "/ui/api/search?query=x&type=Nonsense", None, "type"),
         ("GET", "/ui/api/tags?prefix=p&limit=many", None, "limit"),
