@@ -30,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import query_terms  # noqa: E402
 from results_file import write_section  # noqa: E402
+from embedding_cache import CachedEmbedder  # noqa: E402
+from localmem.embedders.resolve import resolve_embedder  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
 KS = (1, 5, 10, 20)
@@ -133,15 +135,27 @@ def dense_baseline(store: MemoryStore, query_vector: bytes, conv_tag: str, k: in
     return [r[0] for r in rows]
 
 
+def recall_v1_ranked(store: MemoryStore, question: str, tag: str, k: int) -> list[str]:
+    """Kagura-style recall (``recall_v1``, hybrid) scoped to the conversation's tag."""
+    dia_of = getattr(store, "_dia_of", None)
+    if dia_of is None:  # recall_v1 rows carry no metadata: map ids to dialog ids once
+        dia_of = store._dia_of = dict(store.conn.execute(
+            "SELECT id, json_extract(metadata, '$.dia_id') FROM memories"))
+    response = store.recall_v1(question, k=k, filters={"tags": [tag]}, include_superseded=False)
+    return [dia_of.get(r["memory_id"]) for r in response["results"] if not r["folded"]]
+
+
 def evaluate(store: MemoryStore, questions: list[dict], recall_params: dict) -> dict[str, dict]:
     """Per-retriever list of per-question metric dicts."""
-    results: dict[str, list] = {"localmem": [], "bm25": [], "dense": []}
+    results: dict[str, list] = {"localmem": [], "recall_v1": [], "bm25": [], "dense": []}
     for q in questions:
         tag = q["conv_tag"]
         response = store.recall(q["question"], tags=[tag], limit=20, adaptive_floor=False,
                                 **recall_params)
         ranked = [r["memory"]["metadata"].get("dia_id") for r in response["results"]]
         results["localmem"].append((q, metrics(ranked, q["evidence"])))
+        results["recall_v1"].append((q, metrics(recall_v1_ranked(store, q["question"], tag, 20),
+                                                q["evidence"])))
         results["bm25"].append((q, metrics(bm25_baseline(store, q["question"], tag, 20), q["evidence"])))
         if store.embedder is not None:
             vector = store.embed_texts([q["question"]])
@@ -159,7 +173,13 @@ def summarise(rows: list) -> dict[str, dict[str, float]]:
             for name, ms in groups.items() if ms}
 
 
-def build_store(data: list, embedder: str, path: str, config: Config, *, threads: bool = True,
+def cached_embedder(spec: str):
+    """The embedder ``spec`` names, behind the on-disk cache (benchmarks/.cache/)."""
+    inner = resolve_embedder(spec)
+    return None if inner is None else CachedEmbedder(inner)
+
+
+def build_store(data: list, embedder, path: str, config: Config, *, threads: bool = True,
                 vectors: dict[str, bytes] | None = None) -> tuple[MemoryStore, list[dict]]:
     """One memory per turn. ``threads=False`` drops the session from tags and
     metadata (no thread context); ``vectors`` reuses embeddings by dia_id."""
@@ -216,6 +236,22 @@ def ablations(data: list, store: MemoryStore, questions: list[dict], params: dic
         yield "threads (no session in tags or metadata)", localmem_only(flat, flat_questions, params)
 
 
+def per_conversation(results: dict[str, list]) -> list[str]:
+    """R@10 of each retriever per conversation (the conversation's tag)."""
+    lines = []
+    tags = sorted({q["conv_tag"] for q, _ in results["localmem"]}, key=lambda t: int(t.split(":")[1]))
+    for tag in tags:
+        means = {}
+        for name, rows in results.items():
+            scores = [m["R@10"] for q, m in rows if q["conv_tag"] == tag]
+            means[name] = sum(scores) / len(scores) if scores else float("nan")
+        n = sum(1 for q, _ in results["localmem"] if q["conv_tag"] == tag)
+        lines.append(f"| {tag} | {n} | {means['bm25']:.3f} | {means.get('dense', float('nan')):.3f} | "
+                     f"{means['recall_v1']:.3f} | {means['localmem']:.3f} | "
+                     f"{means['localmem'] - means['bm25']:+.3f} |")
+    return lines
+
+
 def table(name: str, summary: dict) -> list[str]:
     lines = []
     for group in ["overall", *CATEGORIES.values()]:
@@ -240,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(Path(args.data).read_text())
     started = time.perf_counter()
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
-    store, questions = build_store(data, args.embedder, ":memory:", config)
+    embedder = cached_embedder(args.embedder)
+    store, questions = build_store(data, embedder, ":memory:", config)
     build_bm25_baseline(store)
     built = time.perf_counter() - started
     params = dict(p.split("=", 1) for p in args.param)
@@ -248,14 +285,18 @@ def main(argv: list[str] | None = None) -> int:
     header = ["| retriever | category | n | R@1 | R@5 | R@10 | R@20 | MRR | nDCG@10 |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     lines = list(header)
-    for name in ("bm25", "dense", "localmem"):
+    for name in ("bm25", "dense", "recall_v1", "localmem"):
         if results[name]:
             lines += table(name, summarise(results[name]))
+    lines += ["", "Per conversation (R@10; target: localmem >= BM25 + 0.12):", "",
+              "| conversation | n | BM25 | dense | recall_v1 | localmem | localmem - BM25 |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += per_conversation(results)
     if args.ablations:
         lines += ["", "Ablations (overall; one lever removed at a time, same data, same run):", "",
                   "| localmem without … | R@1 | R@5 | R@10 | R@20 | MRR | nDCG@10 |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
-        for label, rows in ablations(data, store, questions, params, args.embedder):
+        for label, rows in ablations(data, store, questions, params, embedder):
             s = summarise(rows)["overall"]
             lines.append(f"| {label} | " + " | ".join(
                 f"{s[k]:.3f}" for k in ["R@1", "R@5", "R@10", "R@20", "MRR", "nDCG@10"]) + " |")
