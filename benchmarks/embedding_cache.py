@@ -30,8 +30,6 @@ class CachedEmbedder:
         CACHE_DIR.mkdir(exist_ok=True)
         self.db = sqlite3.connect(str(path or CACHE_DIR / "embeddings.sqlite"))
         self.db.execute("CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value BLOB)")
-        if hasattr(inner, "embed_tokens"):
-            self.embed_tokens = self._embed_tokens
 
     @property
     def dimensions(self) -> int:
@@ -58,9 +56,29 @@ class CachedEmbedder:
                              lambda miss: [array("f", v).tobytes() for v in self.inner.embed(miss)])
         return [list(array("f", b)) for b in blobs]
 
-    def _embed_tokens(self, texts: list[str]) -> list[Any]:
-        from localmem.embedders.tokens import TokenVectors
+    def embed_tokens(self, texts: list[str]) -> list[Any]:
+        """Unit-length token vectors (tokens x dimensions, float32) of a sentence-transformers
+        model, stored as int8 (each token scaled to use the whole int8 range)."""
+        import numpy as np
 
-        blobs = self._lookup("tokens", list(texts),
-                             lambda miss: [t.to_bytes() for t in self.inner.embed_tokens(miss)])
-        return [TokenVectors.from_bytes(b) for b in blobs]
+        dims = self.dimensions
+
+        def compute(miss: list[str]) -> list[bytes]:
+            # The ONNX embedder pools inside its runtime: token vectors come from
+            # the sentence-transformers reference of the same model.
+            from localmem.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+            model = SentenceTransformerEmbedder(self.name).load()
+            out = []
+            for matrix in model.encode(miss, output_value="token_embeddings", batch_size=64,
+                                       convert_to_numpy=False, show_progress_bar=False):
+                m = matrix.float().numpy()
+                scale = 127.0 / np.maximum(np.abs(m).max(axis=1, keepdims=True), 1e-12)
+                out.append(np.round(m * scale).astype(np.int8).tobytes())
+            return out
+
+        result = []
+        for blob in self._lookup("tokens-int8", list(texts), compute):
+            m = np.frombuffer(blob, dtype=np.int8).reshape(-1, dims).astype(np.float32)
+            result.append(m / np.linalg.norm(m, axis=1, keepdims=True))
+        return result
