@@ -76,3 +76,12 @@ CREATE TABLE push_edges (
     properties TEXT NOT NULL,
     PRIMARY KEY (remote, src_id, type, dst_id)
 ) WITHOUT ROWID;
+
+-- `localmem reembed`: the new vectors, staged batch by batch while recall keeps
+-- answering from the old ones, then swapped in at once. `digest` is a hash of
+-- the content embedded, so a memory changed meanwhile is embedded again.
+CREATE TABLE reembed_staging (
+    pk        INTEGER PRIMARY KEY,
+    embedding BLOB NOT NULL,
+    digest    BLOB NOT NULL
+);
