@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from array import array
@@ -307,3 +309,84 @@ def test_dry_run_and_tags_scope(server, tmp_path):
     code, summary = push(db, server, "--tags", "work")
     assert code == 0 and summary["memories"]["created"] == 1
     assert set(on_server(server, tag)) == {work}
+
+
+class FlakyProxy:
+    """A loopback proxy in front of a real server that loses answers: it forwards the first
+    create, then drops the connection without replying (the memory exists, the client never
+    hears so), and answers 503 to every sixth GET."""
+
+    def __init__(self, target: str) -> None:
+        import http.server
+        import socketserver
+
+        self.target = target
+        self.lost = 0
+        self.unavailable = 0
+        self.gets = 0
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _forward(self) -> None:
+                import httpx
+
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if self.command == "GET":
+                    proxy.gets += 1
+                    if proxy.gets % 6 == 0:
+                        proxy.unavailable += 1
+                        self.send_response(503)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                answer = httpx.request(self.command, proxy.target + self.path, content=body, headers=headers,
+                                       timeout=60)
+                creating = self.command == "POST" and self.path.split("?")[0] in ("/memory", "/memory/batch")
+                if creating and proxy.lost < 2:
+                    proxy.lost += 1  # applied on the server, answer lost on the way back
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = _forward
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_lost_answers_and_503s_are_retried_without_duplicates(server, tmp_path):
+    tag = f"flaky-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "memory.db"
+    bulk_store(db, tag, 12)
+    proxy = FlakyProxy(server.url)
+    try:
+        through = Server(server.kind, proxy.url, server.token, server.admin_token)
+        code, summary = push(db, through, "--batch-size", "5", "--verify", "--sample", "4")
+    finally:
+        proxy.close()
+    assert code == 0, json.dumps(summary)[:2000]
+    assert proxy.lost == 2 and proxy.unavailable >= 1
+    assert summary["retried"] >= 1 and summary["memories"]["failed"] == 0
+    assert len(on_server(server, tag)) == 12  # each exactly once
+    assert summary["verify"]["ok"]
