@@ -75,6 +75,7 @@ def cmd_push(args: argparse.Namespace, out: Output) -> int:
                 if bar is not None:
                     bar.restart("verifying", 1)
                 summary.verify = verify(pusher, args.sample)
+                summary.retried = client.retried
         finally:
             if bar is not None:
                 bar.close()

@@ -22,22 +22,21 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
 from ..progress import ProgressBar
-from ..relations import AUTHORABLE_TYPES
 from ..storage.database import MEMORY_PATH
 from ..timeparse import format_timestamp
 from .push_client import PushClient, RemoteError, Uncertain
+from .push_edges import delete_edges, push_edges
 from .push_map import PushMap
+from .push_summary import PushSummary
 from .push_wire import (
     MARKER,
     ID_REFERENCES,
     ServerProfile,
-    edge_payload,
     field_hashes,
     memory_payload,
     merge_server_additions,
@@ -49,69 +48,9 @@ if TYPE_CHECKING:
 
 DEFAULT_BATCH = 100
 MAX_BATCH = 500  # both servers' limit per batch request
-LISTED = 50  # skipped / failed items listed by name in the summary (all are counted)
 # Test hook: exit right after the N-th create was answered, before its id is recorded,
 # to check that the next push neither loses nor duplicates it.
 CRASH_ENV = "LOCALMEM_PUSH_TEST_CRASH_AFTER"
-
-
-@dataclass
-class Counts:
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    skipped: int = 0
-    failed: int = 0
-
-
-@dataclass
-class PushSummary:
-    """What a push did (or, with ``dry_run``, would do)."""
-
-    remote: str
-    server: str = "unknown"
-    dry_run: bool = False
-    memories: Counts = field(default_factory=Counts)
-    edges: Counts = field(default_factory=Counts)
-    embeddings: dict[str, Any] = field(default_factory=lambda: {"sent": 0, "server_embedded": 0})
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    failed: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    recovered: int = 0  # pending creates found on the server after an interrupted push
-    duplicates_removed: int = 0
-    retried: int = 0
-    seconds: float = 0.0
-    verify: dict[str, Any] | None = None
-
-    def skip(self, kind: str, ident: str, reason: str) -> None:
-        getattr(self, "memories" if kind == "memory" else "edges").skipped += 1
-        if len(self.skipped) < LISTED:
-            self.skipped.append({"kind": kind, "id": ident, "reason": reason})
-
-    def fail(self, kind: str, ident: str, reason: str) -> None:
-        getattr(self, "memories" if kind == "memory" else "edges").failed += 1
-        if len(self.failed) < LISTED:
-            self.failed.append({"kind": kind, "id": ident, "reason": reason})
-
-    @property
-    def ok(self) -> bool:
-        return self.memories.failed == 0 and self.edges.failed == 0 and (
-            self.verify is None or self.verify.get("ok", False))
-
-    def as_dict(self) -> dict[str, Any]:
-        sent = self.memories.created + self.memories.updated
-        return {
-            "status": "success" if self.ok else "partial",
-            "remote": self.remote, "server": self.server, "dry_run": self.dry_run,
-            "memories": dict(self.memories.__dict__), "edges": dict(self.edges.__dict__),
-            "embeddings": self.embeddings, "recovered": self.recovered,
-            "duplicates_removed": self.duplicates_removed, "retried": self.retried,
-            "skipped": self.skipped, "failed": self.failed, "warnings": self.warnings,
-            "seconds": round(self.seconds, 3),
-            "memories_per_second": round(sent / self.seconds, 1) if self.seconds > 0 and sent else None,
-            **({"verify": self.verify} if self.verify is not None else {}),
-        }
 
 
 def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
@@ -176,8 +115,8 @@ class Pusher:
                 self.update_memories()
                 self.create_memories()
                 self.update_memories()  # what the creates left incomplete (ids they name)
-                self.push_edges()
-                self.delete_edges()
+                push_edges(self)
+                delete_edges(self)
         self.summary.seconds = time.perf_counter() - started
         self.summary.retried = self.client.retried
         return self.summary
@@ -458,87 +397,6 @@ class Pusher:
                                      f"({row['remote_id']}); it is created again")
         return "lost"
 
-    # -- edges ----------------------------------------------------------------
-
-    def push_edges(self) -> None:
-        edges = self.map.edges_to_send()
-        unsent = self.map.edges_unsent()
-        if unsent:
-            self.summary.edges.skipped += unsent
-            self.summary.skipped.append({"kind": "edge", "id": f"{unsent} edges",
-                                         "reason": "one of their memories is not on the server "
-                                                   "(outside --tags, or it failed)"})
-        sendable = []
-        dropped: dict[str, int] = {}
-        for edge in edges:
-            if edge["type"] not in AUTHORABLE_TYPES:
-                self.summary.skip("edge", _edge_name(edge), f"{edge['type']} edges are made by the server "
-                                                             "itself; the API cannot create them")
-                continue
-            payload = edge_payload(edge)
-            for name in payload:
-                if name not in ("memory1_id", "memory2_id", "type") and not self.profile.keeps_edge_property(
-                        edge["type"], name):
-                    dropped[f"{edge['type']}.{name}"] = dropped.get(f"{edge['type']}.{name}", 0) + 1
-            sendable.append((edge, payload))
-        if dropped:
-            self.summary.warnings.append(
-                "edge properties the server does not keep for their relation type: "
-                + ", ".join(f"{name} ({count})" for name, count in sorted(dropped.items())))
-        self.phase("edges", len(sendable))
-        for part in chunks(sendable, self.batch_size):
-            self._send_edges(part)
-
-    def _send_edges(self, part: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
-        response = self.client.request("POST", "/associate",
-                                       body={"associations": [payload for _, payload in part]})
-        body = response.body if isinstance(response.body, dict) else {}
-        succeeded = {item.get("index") for item in body.get("succeeded") or [] if isinstance(item, dict)}
-        reasons = {item.get("index"): item.get("reason") for item in body.get("failed") or []
-                   if isinstance(item, dict)}
-        if response.ok and not body.get("succeeded") and not reasons:
-            succeeded = set(range(len(part)))  # a server that answers a batch without a per-item report
-        done = []
-        for index, (edge, _) in enumerate(part):
-            if index in succeeded:
-                done.append(edge)
-                counter = "updated" if edge["known"] else "created"
-                setattr(self.summary.edges, counter, getattr(self.summary.edges, counter) + 1)
-            else:
-                reason = reasons.get(index) or f"POST /associate answered {response.status}: {response.message()}"
-                self.summary.fail("edge", _edge_name(edge), str(reason))
-        self.map.record_edges(done)
-        self.advance(len(part))
-
-    def delete_edges(self) -> None:
-        rows = self.map.edges_deleted()
-        gone = [row for row in rows if not row["ends_exist"] or not row["src_remote"] or not row["dst_remote"]]
-        self.map.forget_edges(gone)  # the server dropped them with their memory
-        rows = [row for row in rows if row not in gone]
-        self.phase("removing edges", len(rows))
-        done = []
-        for row in rows:
-            if self._no_edge_delete:
-                self.summary.skip("edge", _edge_name(row), "the server has no route to delete an edge")
-                done.append(row)
-                continue
-            response = self.client.request("DELETE", "/associate", query={
-                "memory1_id": row["src_remote"], "memory2_id": row["dst_remote"], "type": row["type"]})
-            if response.ok or response.status == 404:
-                self.summary.edges.deleted += 1
-                done.append(row)
-            elif response.status == 405:  # AutoMem: POST /associate only
-                self._no_edge_delete = True
-                self.summary.skip("edge", _edge_name(row), "the server has no route to delete an edge "
-                                                           "(DELETE /associate answered 405)")
-                done.append(row)  # reported once; the server keeps the edge
-            else:
-                self.summary.fail("edge", _edge_name(row), f"DELETE /associate answered {response.status}: "
-                                                           f"{response.message()}")
-            self.advance()
-        self.map.forget_edges(done)
-
-
 def _marker(memory: dict[str, Any]) -> str | None:
     metadata = memory.get("metadata")
     if isinstance(metadata, str):
@@ -548,7 +406,3 @@ def _marker(memory: dict[str, Any]) -> str | None:
             return None
     value = metadata.get(MARKER) if isinstance(metadata, dict) else None
     return value if isinstance(value, str) else None
-
-
-def _edge_name(edge: dict[str, Any]) -> str:
-    return f"{edge['src_id']} -[{edge['type']}]-> {edge['dst_id']}"
