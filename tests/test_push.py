@@ -208,12 +208,20 @@ def test_push_copies_everything_once_then_only_the_changes(server, tmp_path):
         store.delete(ids["e"])
         ids["f"] = store.store("Every service exports Prometheus metrics", tags=[tag, "ops"])
         store.associate(ids["f"], ids["a"], "EXEMPLIFIES", 0.5, pattern_type="observability")
+        store.dissociate(ids["a"], ids["b"], "RELATES_TO")
         store.recall("database")  # reading changes nothing that is pushed
     code, third = push(db, server)
     assert code == 0, third
     assert third["memories"] == {"created": 1, "updated": 1, "unchanged": 0, "deleted": 1,
                                  "skipped": 0, "failed": 0}
     assert third["edges"]["created"] == 1 and third["edges"]["failed"] == 0
+    if server.kind == "localmem":  # DELETE /associate
+        assert third["edges"]["deleted"] == 1
+        assert remote["b"] not in related(server, remote["a"], "RELATES_TO")
+    else:  # AutoMem has no route to delete an edge: said, and the edge stays there
+        assert third["edges"]["skipped"] == 1 and third["edges"]["deleted"] == 0
+        assert any("no route to delete an edge" in s["reason"] for s in third["skipped"])
+        assert remote["b"] in related(server, remote["a"], "RELATES_TO")
     found = on_server(server, tag)
     records = local_records(db, {k: v for k, v in ids.items() if k != "e"})
     assert set(found) == {r["id"] for r in records.values()}

@@ -10,13 +10,13 @@ AutoMem drops them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..relations import AUTHORABLE_TYPES
 from .push_wire import edge_payload
 
-if TYPE_CHECKING:
-    from .push import Pusher
+# The push (``push.Pusher``) these run for; not imported, since push imports this module.
+Pusher = Any
 
 
 def chunks(items: list[Any], size: int) -> list[list[Any]]:

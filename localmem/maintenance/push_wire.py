@@ -87,7 +87,8 @@ def read_profile(health: Any) -> ServerProfile:
     kind = "localmem" if body.get("service") == "localmem" else "automem"
     dims = body.get("vector_dimensions")
     size = None
-    if isinstance(dims, dict) and body.get("qdrant") == "connected":
+    # AutoMem says whether Qdrant is there; localmem has no "qdrant" (its vectors are in the file).
+    if isinstance(dims, dict) and body.get("qdrant", "connected") == "connected":
         for key in ("collection", "effective", "configured"):
             if isinstance(dims.get(key), int) and dims[key] > 0:
                 size = dims[key]
