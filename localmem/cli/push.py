@@ -118,5 +118,8 @@ def _print(out: Output, report: dict[str, Any], path: str) -> None:
                  f"sampled {check['sampled']}: {len(check['missing_on_server'])} missing, "
                  f"{len(check['differences'])} field differences, {len(check['recall_missed'])} not recalled, "
                  f"{len(check['edges_missing'])} edges missing")
+        if check["vector_not_found"]:
+            out.note(f"note: {len(check['vector_not_found'])} sampled memories were not found by their own vector "
+                     "(the server re-embedded them after a content change) but were found by their words")
         for diff in check["differences"][:20]:
             out.note(f"differs: {diff['id']} {diff['field']}: local {diff['local']!r}, server {diff['remote']!r}")

@@ -3,8 +3,10 @@
 Counts (local memories in scope, mapped, still pending, the server's own
 count), then a random sample of mapped memories read back with
 ``GET /memory/{id}`` and compared field by field, their edges compared with
-``GET /memories/{id}/related``, and a recall per sampled memory — by its
-embedding when embeddings were sent, else by its content — that must find it.
+``GET /memories/{id}/related``, and a recall per sampled memory that must find
+it: by its embedding when embeddings were sent (a miss there is listed apart,
+``vector_not_found``, since AutoMem re-embeds a changed content with its own
+provider), else, or then, by its content.
 What the server adds by itself (AutoMem's entity tags and enrichment
 metadata, the ``localmem_id`` marker) is not a difference.
 """
