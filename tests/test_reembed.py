@@ -159,7 +159,8 @@ def test_admin_reembed_switches_a_running_server_while_recall_answers(served):
             while not stop.is_set():
                 asked = time.monotonic()
                 response = c.get("/recall", params={"query": "dark mode editor", "limit": 2})
-                top = response.json()["results"][0]["memory"]["content"] if response.status_code == 200 else ""
+                top = (response.json()["results"][0]["memory"]["content"] if response.status_code == 200
+                       else response.text)
                 answers.append((asked, time.monotonic(), response.status_code, top))
 
     thread = threading.Thread(target=recall_loop)
@@ -182,7 +183,8 @@ def test_admin_reembed_switches_a_running_server_while_recall_answers(served):
         thread.join(30)
     during = [a for a in answers if a[0] < ended and a[1] > began]
     assert during, "no recall was answered while the reembed ran"
-    assert all(code == 200 and top.startswith("User prefers dark mode") for _, _, code, top in answers)
+    wrong = [a for a in answers if a[2] != 200 or not a[3].startswith("User prefers dark mode")]
+    assert not wrong, wrong[:5]
     health = server.client.get("/health").json()
     assert health["embedder"]["name"] == "hash" and health["embedder"]["dimensions"] == 384
     assert health["vector_dimensions"]["configured"] == 384 and health["indexes_agree"]

@@ -128,7 +128,9 @@ class Pusher:
                               status=response.status)
         self.profile = read_profile(response.body)
         self.summary.server = self.profile.kind
-        self.carry, reason = self.profile.embedding_plan(self.store.dimensions, self.store._meta("embedder"))
+        with self.store._lock:
+            recorded = self.store._meta("embedder")
+        self.carry, reason = self.profile.embedding_plan(self.store.dimensions, recorded)
         self.summary.embeddings["plan"] = reason
         if not self.profile.localmem:
             self.summary.warnings.append(

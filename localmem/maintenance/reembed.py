@@ -110,7 +110,8 @@ class Reembedder:
             raise ValidationError("'limit' must be a positive integer")
         started = time.perf_counter()
         store = self.store
-        previous = {"embedder": store._meta("embedder"), "dimensions": store.dimensions}
+        with store._lock:  # the connection is shared with the store's other users (an HTTP server's)
+            previous = {"embedder": store._meta("embedder"), "dimensions": store.dimensions}
         self._prepare()
         counts = self.counts()
         todo = counts["total"] - counts["staged"]
