@@ -28,9 +28,9 @@ def register(command: AddCommand) -> None:
     p.add_argument("--verify", action="store_true",
                    help="afterwards, compare counts and a sample of memories, edges and recalls with the server")
     p.add_argument("--sample", type=int, default=20, metavar="N", help="memories --verify samples (default 20)")
-    p.add_argument("--tags", nargs="+", action="extend", metavar="TAG",
+    p.add_argument("--tags", action="append", metavar="A,B",
                    help="push only memories with one of these tags (or tags under them: 'project' takes "
-                        "'project:alpha'); comma-separated values work too")
+                        "'project:alpha'; comma-separated or repeated)")
     p.add_argument("--insecure", action="store_true",
                    help="allow plain http:// to a host that is not this machine")
     p.add_argument("--batch-size", type=int, default=100, metavar="N",
