@@ -310,12 +310,15 @@ def test_dry_run_and_tags_scope(server, tmp_path):
     db = tmp_path / "memory.db"
     with MemoryStore(db, embedder="hash") as store:
         work = store.store("Work item for the scoped push", tags=[tag, "work:alpha"])
-        store.store("A private note that stays here", tags=[tag, "private"])
+        private = store.store("A private note that stays here", tags=[tag, "private"])
+        store.associate(work, private, "RELATES_TO", 0.5)
     code, plan = push(db, server, "--dry-run")
-    assert code == 0 and plan["dry_run"] and plan["memories"]["created"] == 2
+    assert code == 0 and plan["dry_run"] and plan["memories"]["created"] == 2 and plan["edges"]["created"] == 1
+    code, plan = push(db, server, "--dry-run", "--tags", "work")
+    assert plan["memories"]["created"] == 1 and plan["edges"] == {**plan["edges"], "created": 0, "skipped": 1}
     assert on_server(server, tag) == {}  # nothing was sent
     code, summary = push(db, server, "--tags", "work")
-    assert code == 0 and summary["memories"]["created"] == 1
+    assert code == 0 and summary["memories"]["created"] == 1 and summary["edges"]["skipped"] == 1
     assert set(on_server(server, tag)) == {work}
 
 

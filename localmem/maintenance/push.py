@@ -143,14 +143,15 @@ class Pusher:
         summary.memories.created = counts["to_create"]
         summary.memories.updated = counts["to_update"]
         summary.memories.deleted = counts["to_delete"]
-        summary.edges.created = len(self.map.edges_to_send())
+        planned = self.map.edges_planned()
+        summary.edges.created = planned["to_send"]
+        summary.edges.skipped = planned["unsendable"]
         summary.edges.deleted = len(self.map.edges_deleted())
-        summary.edges.skipped = self.map.edges_unsent()
         if counts["pending"]:
             summary.warnings.append(f"{counts['pending']} creates of an interrupted push will be looked "
                                     "up on the server first")
-        summary.warnings.append("dry run: nothing was sent and nothing recorded; updates are memories "
-                                "changed since they were sent, edges counted before their memories exist")
+        summary.warnings.append("dry run: nothing was sent and nothing recorded; 'updated' counts memories "
+                                "changed since they were sent, 'created' edges new or changed ones")
 
     # -- progress -------------------------------------------------------------
 

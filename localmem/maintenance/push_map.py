@@ -102,6 +102,10 @@ class PushMap:
     def edges_unsent(self) -> int:
         return self._read("push_edges_unsent")[0]["count(*)"]
 
+    def edges_planned(self) -> dict[str, int]:
+        row = self._read("push_edges_planned")[0]
+        return {key: int(value or 0) for key, value in row.items()}
+
     def edges_deleted(self) -> list[dict[str, Any]]:
         return self._read("push_edges_deleted")
 
