@@ -268,7 +268,7 @@ def pending_count(db: Path) -> int:
 
 
 def test_a_killed_push_run_again_ends_as_an_uninterrupted_one(server, tmp_path):
-    count = 40
+    count = 30
     tags = {name: f"{name}-{uuid.uuid4().hex[:8]}" for name in ("whole", "crashed", "killed")}
     for name, tag in tags.items():
         bulk_store(tmp_path / f"{name}.db", tag, count)
@@ -276,7 +276,7 @@ def test_a_killed_push_run_again_ends_as_an_uninterrupted_one(server, tmp_path):
 
     # Stopped right after the server answered a create, before the answer was recorded.
     crashed = tmp_path / "crashed.db"
-    code, _ = push(crashed, server, "--batch-size", "8", LOCALMEM_PUSH_TEST_CRASH_AFTER="13")
+    code, _ = push(crashed, server, "--batch-size", "8", LOCALMEM_PUSH_TEST_CRASH_AFTER="11")
     assert code == 70
     code, resumed = push(crashed, server, "--batch-size", "8")
     assert code == 0, resumed
