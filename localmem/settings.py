@@ -10,12 +10,12 @@ read-only (``opens_read_only``).
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import apsw
 
 from .errors import LocalMemError
+from .embedders import spec_for_recorded_name
 from .storage.database import MEMORY_PATH, connect_read_only
 from .storage.files import writable
 
@@ -66,10 +66,7 @@ def opens_read_only(path: str) -> bool:
 
 def embedder_spec_for(name: str) -> str:
     """The ``embedder=`` argument that recreates a recorded embedder name."""
-    match = re.fullmatch(r"hash-([0-9]+)", name)
-    if match:
-        return f"hash:{match.group(1)}"
-    return name
+    return spec_for_recorded_name(name)
 
 
 def choose_embedder(explicit: str | None, path: str) -> str:

@@ -23,7 +23,7 @@ from .base import Embedder, EmbedderUnavailable, OnnxExportError, UnavailableEmb
 from .hashing import HashEmbedder
 from .model_files import DEFAULT_MODEL, known_dimensions
 from .onnx_runtime import OnnxEmbedder
-from .resolve import model_for_spec, resolve_embedder
+from .resolve import model_for_spec, resolve_embedder, spec_for_recorded_name
 from .sentence_transformer import SentenceTransformerEmbedder
 
 __all__ = [
@@ -38,4 +38,5 @@ __all__ = [
     "known_dimensions",
     "model_for_spec",
     "resolve_embedder",
+    "spec_for_recorded_name",
 ]

@@ -16,6 +16,13 @@ from .onnx_runtime import OnnxEmbedder
 from .sentence_transformer import SentenceTransformerEmbedder
 
 
+def spec_for_recorded_name(name: str) -> str:
+    """The ``embedder=`` argument that recreates an embedder name a database recorded
+    (``hash-64`` is ``hash:64``; a model's name is itself)."""
+    match = re.fullmatch(r"hash-([0-9]+)", name)
+    return f"hash:{match.group(1)}" if match else name
+
+
 def resolve_embedder(spec: Any, *, environ: Mapping[str, str] | None = None) -> Embedder | None:
     """Turn an ``embedder=`` argument into an embedder, or None for no vectors.
 

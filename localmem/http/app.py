@@ -12,6 +12,7 @@ import functools
 import hmac
 import inspect
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
@@ -42,7 +43,16 @@ from ..validation import validate_uuid
 from .body import MAX_BODY_BYTES, read_json_object
 from .guard import RequestGuard
 from .policy import request_policy
-from .security import ADMIN_GRANT, TOKEN_ENV_VARS, Grant, TokenScopes, resolve_token, resolve_tokens
+from .security import (
+    ADMIN_GRANT,
+    TOKEN_ENV_VARS,
+    Grant,
+    TokenScopes,
+    admin_token_matches,
+    resolve_admin_token,
+    resolve_token,
+    resolve_tokens,
+)
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token",
            "resolve_tokens"]
@@ -56,6 +66,9 @@ RECALL_MULTI_VALUE = frozenset({"tags", "queries", "exclude_tags", "context_tags
                                 "context_types", "priority_ids"})
 RECALL_KNOWN = RECALL_PARAMETERS | frozenset(RECALL_ALIASES)
 ASSOCIATION_FIELDS = frozenset({"memory1_id", "memory2_id", "type", "strength"})
+# POST /admin/reembed: AutoMem's fields, and localmem's ``embedder`` (switch models in place).
+REEMBED_FIELDS = frozenset({"limit", "batch_size", "force", "embedder"})
+REEMBED_MAX_BATCH = 100  # AutoMem's cap
 # Path segments under /memory/ that are routes of their own, not ids.
 RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
 AUTHENTICATED_SCOPE_KEY = "localmem.authenticated"
@@ -285,7 +298,8 @@ def create_app(store: MemoryStore, *, token: str | None = None,
                tokens: str | dict[str, Any] | None = None,
                cors_origins: list[str] | None = None,
                allowed_hosts: str | list[str] | None = None,
-               allowed_origins: str | list[str] | None = None) -> Starlette:
+               allowed_origins: str | list[str] | None = None,
+               admin_token: str | None = None) -> Starlette:
     """The HTTP API over ``store``.
 
     ``token`` (else ``$LOCALMEM_API_TOKEN`` / ``$AUTOMEM_API_TOKEN``) turns on
@@ -295,9 +309,13 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     ``$LOCALMEM_ALLOWED_HOSTS``) are the ``Host`` names answered besides
     loopback ones; ``allowed_origins`` (else ``$LOCALMEM_ALLOWED_ORIGINS``;
     ``cors_origins`` is an older name, added to them) the browser origins
-    allowed, with CORS. See ``policy`` for why.
+    allowed, with CORS. See ``policy`` for why. ``admin_token`` (else
+    ``$ADMIN_API_TOKEN``) is the second secret the admin routes need, in
+    ``X-Admin-Token``, as AutoMem has it.
     """
     api_tokens = resolve_tokens(token, tokens)
+    admin_secret = resolve_admin_token(admin_token)
+    reembed_running = threading.Lock()
     policy = request_policy(allowed_hosts, allowed_origins)
     if cors_origins:
         policy = request_policy(policy.allowed_hosts, [*policy.allowed_origins, *cors_origins])
@@ -602,6 +620,43 @@ def create_app(store: MemoryStore, *, token: str | None = None,
 
         return JSONResponse(await call(work))
 
+    async def admin_reembed(request: Request) -> JSONResponse:
+        # AutoMem's admin check: the API token (AuthMiddleware) and the admin token.
+        if admin_secret is None:
+            return error_response(403, "Admin token not configured (set ADMIN_API_TOKEN)")
+        if not admin_token_matches(request.scope.get("headers", ()), admin_secret):
+            return error_response(401, "Admin authorization required (X-Admin-Token)")
+        has_body = (request.headers.get("content-length", "0") != "0"
+                    or "transfer-encoding" in request.headers)
+        payload = _known_fields(await read_json_object(request), REEMBED_FIELDS) if has_body else {}
+        batch_size = payload.get("batch_size", 32)
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValidationError("'batch_size' must be a positive integer")
+        limit = payload.get("limit")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValidationError("'limit' must be a positive integer")
+        if not isinstance(payload.get("force", False), bool):
+            raise ValidationError("'force' must be a boolean")
+        name = payload.get("embedder")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ValidationError("'embedder' must be an embedder name, such as 'hash:384' or a model")
+
+        def work() -> dict[str, Any]:
+            from ..embedders import resolve_embedder
+            from ..maintenance.reembed import Reembedder
+
+            if not reembed_running.acquire(blocking=False):
+                raise LocalMemError("A reembed is already running", code=409)
+            try:
+                target = resolve_embedder(name) if name is not None else None
+                runner = Reembedder(store, target, batch_size=min(batch_size, REEMBED_MAX_BATCH))
+                return {**runner.run(limit), "batch_size": runner.batch_size}
+            finally:
+                reembed_running.release()
+
+        report = await call(work)
+        return JSONResponse({"failed": 0, "metadata_preserved": True, **report})
+
     routes = [
         Route("/health", _endpoint(health), methods=["GET"]),
         Route("/memory", _endpoint(store_memory), methods=["POST"]),
@@ -616,6 +671,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/recall", _endpoint(recall), methods=["GET"]),
         Route("/memories/{memory_id}/related", _endpoint(related), methods=["GET"]),
         Route("/api/v1/memory/recall", _endpoint(recall_v1), methods=["POST"]),
+        Route("/admin/reembed", _endpoint(admin_reembed), methods=["POST"]),
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=_endpoint),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import os
 import re
@@ -10,10 +11,14 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-__all__ = ["SCOPED_TOKENS_ENV_VAR", "TOKEN_ENV_VARS", "Grant", "TokenScopes", "check_bind",
-           "is_loopback", "parse_scoped_tokens", "resolve_token", "resolve_tokens"]
+__all__ = ["ADMIN_TOKEN_ENV_VARS", "SCOPED_TOKENS_ENV_VAR", "TOKEN_ENV_VARS", "Grant", "TokenScopes",
+           "admin_token_matches", "check_bind", "is_loopback", "parse_scoped_tokens", "resolve_admin_token",
+           "resolve_token", "resolve_tokens"]
 
 TOKEN_ENV_VARS = ("LOCALMEM_API_TOKEN", "AUTOMEM_API_TOKEN")
+# The second secret of the admin routes (POST /admin/reembed), read as AutoMem reads it.
+ADMIN_TOKEN_ENV_VARS = ("ADMIN_API_TOKEN",)
+ADMIN_TOKEN_HEADERS = (b"x-admin-token", b"x-admin-api-key")
 SCOPED_TOKENS_ENV_VAR = "LOCALMEM_API_TOKENS"
 ALL_CONTEXTS = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
@@ -52,6 +57,27 @@ def resolve_token(token: str | None = None) -> str | None:
         if value.strip():
             return value.strip()
     return None
+
+
+def resolve_admin_token(token: str | None = None) -> str | None:
+    """The admin token: the argument, else ``$ADMIN_API_TOKEN`` (blank counts as unset)."""
+    if token is not None and token.strip():
+        return token.strip()
+    for name in ADMIN_TOKEN_ENV_VARS:
+        value = os.environ.get(name, "")
+        if value.strip():
+            return value.strip()
+    return None
+
+
+def admin_token_matches(headers: Iterable[tuple[bytes, bytes]], admin_token: str) -> bool:
+    """Whether ``X-Admin-Token`` (or ``X-Admin-Api-Key``) carries the admin token.
+
+    AutoMem also takes ``?admin_token=``; localmem does not, since query
+    strings end up in access logs and browser histories.
+    """
+    supplied = next((value.strip() for name, value in headers if name in ADMIN_TOKEN_HEADERS), None)
+    return supplied is not None and hmac.compare_digest(supplied, admin_token.encode("utf-8"))
 
 
 def _context_set(token_label: str, value: object) -> frozenset[str] | None:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import apsw
 
 from ..config import Config
-from ..embedders import Embedder, EmbedderUnavailable
+from ..embedders import Embedder, EmbedderUnavailable, resolve_embedder, spec_for_recorded_name
 from ..errors import ConfigError, StorageError
 from ..timeparse import format_timestamp
 from ..validation import validate_embedding
@@ -54,6 +54,8 @@ class Backend:
         self._tokenizer: Any = None
         # While a recall reads its snapshot, last_accessed writes wait here.
         self.touch_queue: list[tuple[list[str], datetime]] | None = None
+        # The embedder and dimension the file recorded when this backend last looked.
+        self._recorded: tuple[str | None, str | None] = (None, None)
 
     @property
     def has_vector_index(self) -> bool:
@@ -72,6 +74,45 @@ class Backend:
         Sets ``dimensions``; a dimension that differs from the file's raises ``ConfigError``.
         """
         self.dimensions = self._dimensions_for(path)
+        self._recorded = self._recorded_vectors()
+
+    def _recorded_vectors(self) -> tuple[str | None, str | None]:
+        row = self.conn.execute(self.sql["meta_recorded_vectors"]).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
+    def adopt_embedder(self, embedder: Embedder, dims: int) -> None:
+        """Use ``embedder`` from now on: the file was just re-embedded with it (maintenance.reembed)."""
+        self.embedder = embedder
+        self.dimensions = dims
+        self.embedder_error = None
+        self._recorded = self._recorded_vectors()
+
+    def follow_reembed(self) -> None:
+        """If another process re-embedded the file since, switch to the embedder it recorded.
+
+        A model that cannot be loaded here leaves the vector channel off (with
+        ``embedder_error`` saying why) rather than mixing two vector spaces.
+        """
+        recorded = self._recorded_vectors()
+        if recorded == self._recorded:
+            return
+        self._recorded = recorded
+        name, dims = recorded
+        if name is None or dims is None:
+            return
+        if self.embedder is not None and self.embedder.name == name and self.dimensions == int(dims):
+            return
+        self.dimensions = int(dims)
+        try:
+            embedder = resolve_embedder(spec_for_recorded_name(name))
+            if embedder is None or int(embedder.dimensions) != int(dims):
+                raise ConfigError(f"{name!r} does not give {dims} dimensions here")
+        except (ConfigError, EmbedderUnavailable) as exc:
+            self.embedder_error = (f"the database was re-embedded with {name!r} ({dims} dimensions) by "
+                                   f"another process, and that embedder cannot run here: {exc}")
+            self.embedder = None
+            return
+        self.embedder, self.embedder_error = embedder, None
 
     def _dimensions_for(self, path: str) -> int | None:
         stored = self.meta("dimensions")
@@ -121,6 +162,8 @@ class Backend:
 
     def embed_texts(self, texts: list[str]) -> list[bytes] | None:
         """Embed texts as float32 bytes; None when the embedder is missing or fails to load."""
+        if texts:
+            self.follow_reembed()
         if self.embedder is None or not self.has_vector_index or not texts:
             return None
         try:

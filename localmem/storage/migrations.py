@@ -74,12 +74,18 @@ def migration_0005_vector_codes(conn: apsw.Connection, sql: Statements) -> None:
         vector_index.rebuild(conn, sql, int(row[0]))
 
 
+def migration_0006_push(conn: apsw.Connection, sql: Statements) -> None:
+    """Change tracking (a counter per memory, kept by triggers) and push's id map."""
+    _run_script(conn, sql["migration_0006_push"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
     migration_0003_threads,
     migration_0004_metadata_terms,
     migration_0005_vector_codes,
+    migration_0006_push,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

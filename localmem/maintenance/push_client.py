@@ -1,0 +1,252 @@
+"""The HTTP client of ``localmem push``: one server, its token, retries with backoff.
+
+Standard library only (``http.client``): one kept-alive connection, JSON in
+and out. What it guarantees:
+
+* the token goes only to the URL given: it is sent as ``Authorization:
+  Bearer`` to that scheme, host and port, and redirects are never followed
+  (a 3xx is an error naming where the server pointed);
+* plain ``http://`` to a host that is not loopback is refused unless the
+  caller says ``insecure`` (the token and every memory would cross the
+  network in clear);
+* timeouts, dropped connections, 429 and 5xx answers are retried a bounded
+  number of times with exponential backoff. A request that is not
+  idempotent (a create) is never repeated blindly: ``Uncertain`` tells the
+  caller that it may or may not have landed, so the caller can look first.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import random
+import socket
+import ssl
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from ..errors import LocalMemError, ValidationError
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_RETRIES = 4
+DEFAULT_BACKOFF = 0.5
+MAX_BACKOFF = 8.0
+# Errors that mean the request may not have reached the server, or its answer was lost.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    socket.timeout, TimeoutError, ConnectionError, http.client.HTTPException, OSError)
+
+
+class RemoteError(LocalMemError):
+    """The server refused a request, or could not be reached after the retries."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class Uncertain(RemoteError):
+    """A non-idempotent request failed in a way that leaves unknown whether it was applied."""
+
+
+@dataclass
+class Response:
+    status: int
+    body: Any
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def message(self) -> str:
+        """The server's error message (AutoMem and localmem both say ``message``)."""
+        if isinstance(self.body, Mapping):
+            for key in ("message", "description", "error", "detail"):
+                if isinstance(self.body.get(key), str):
+                    return self.body[key]
+        return str(self.body)[:300] if self.body not in (None, "") else f"HTTP {self.status}"
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and ``localhost`` (the rule of ``localmem.http.security``, which
+    sits in a layer above this one)."""
+    name = (host or "").strip().lower().strip("[]")
+    if name in ("localhost", "localhost."):
+        return True
+    try:
+        address = ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def normalize_url(url: str, *, insecure: bool = False) -> str:
+    """The server's base URL as ``scheme://host[:port][/path]``; ``ValidationError`` if unusable."""
+    if not isinstance(url, str) or not url.strip():
+        raise ValidationError("URL is required (such as https://automem.example.com)")
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValidationError(f"URL must start with http:// or https://, got {url!r}")
+    if not parts.hostname:
+        raise ValidationError(f"URL has no host: {url!r}")
+    if parts.username or parts.password:
+        raise ValidationError("URL must not carry credentials; give the token with --token or $AUTOMEM_API_TOKEN")
+    if parts.query or parts.fragment:
+        raise ValidationError(f"URL must not have a query or fragment: {url!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValidationError(f"URL has a bad port: {url!r}") from None
+    if scheme == "http" and not is_loopback(parts.hostname) and not insecure:
+        raise ValidationError(
+            f"refusing plain http:// to {parts.hostname}, which is not this machine: the token and "
+            "every memory would cross the network unencrypted. Use https://, or --insecure "
+            "if the network is trusted")
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    default = 443 if scheme == "https" else 80
+    netloc = host if port in (None, default) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+class PushClient:
+    """JSON requests to one server, with its token, bounded retries and backoff."""
+
+    def __init__(self, url: str, *, token: str | None = None, admin_token: str | None = None,
+                 insecure: bool = False, timeout: float = DEFAULT_TIMEOUT,
+                 retries: int = DEFAULT_RETRIES, backoff: float = DEFAULT_BACKOFF,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.url = normalize_url(url, insecure=insecure)
+        parts = urlsplit(self.url)
+        self.scheme = parts.scheme
+        self.host = parts.hostname or ""
+        self.port = parts.port
+        self.prefix = parts.path
+        self.token = token.strip() if token and token.strip() else None
+        self.admin_token = admin_token.strip() if admin_token and admin_token.strip() else None
+        self.timeout = timeout
+        self.retries = max(0, retries)
+        self.backoff = max(0.0, backoff)
+        self.sleep = sleep
+        self.retried = 0  # requests repeated after a transient failure, for the summary
+        self._conn: http.client.HTTPConnection | None = None
+
+    # -- connection ---------------------------------------------------------
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            if self.scheme == "https":
+                self._conn = http.client.HTTPSConnection(
+                    self.host, self.port, timeout=self.timeout, context=ssl.create_default_context())
+            else:
+                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> "PushClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- requests -----------------------------------------------------------
+
+    def path(self, route: str, query: Mapping[str, Any] | None = None) -> str:
+        text = self.prefix + route
+        if query:
+            text += "?" + urlencode({k: v for k, v in query.items() if v is not None}, doseq=True)
+        return text
+
+    @staticmethod
+    def quoted(memory_id: str) -> str:
+        return quote(memory_id, safe="")
+
+    def _once(self, method: str, path: str, body: Any, admin: bool) -> Response:
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        if admin and self.admin_token:
+            headers["X-Admin-Token"] = self.admin_token
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        conn = self._connection()
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            answer = conn.getresponse()
+            raw = answer.read()
+        except BaseException:
+            self.close()  # the connection's state is unknown: start a new one
+            raise
+        if answer.getheader("Connection", "").lower() == "close" or answer.will_close:
+            self.close()
+        text = raw.decode("utf-8", "replace")
+        try:
+            parsed: Any = json.loads(text) if text.strip() else None
+        except ValueError:
+            parsed = text
+        if 300 <= answer.status < 400:
+            where = answer.getheader("Location") or "elsewhere"
+            raise RemoteError(
+                f"{method} {path} was redirected ({answer.status}) to {where}; localmem does not follow "
+                "redirects (the token goes only to the URL given): push to that URL instead",
+                status=answer.status)
+        return Response(answer.status, parsed)
+
+    def request(self, method: str, route: str, *, body: Any = None,
+                query: Mapping[str, Any] | None = None, idempotent: bool = True,
+                admin: bool = False) -> Response:
+        """Send one request; retry transient failures. Error statuses are returned, not raised,
+        except 401/403 (``RemoteError``: nothing else will work) and, for a request that is
+        not idempotent, any failure whose outcome is unknown (``Uncertain``)."""
+        path = self.path(route, query)
+        attempt = 0
+        while True:
+            try:
+                response = self._once(method, path, body, admin)
+            except RemoteError:
+                raise
+            except TRANSIENT_ERRORS as exc:
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                if not idempotent:
+                    raise Uncertain(f"{method} {path}: {reason}") from exc
+                if attempt >= self.retries:
+                    raise RemoteError(f"{method} {self.url}{route} failed after {attempt + 1} "
+                                      f"attempts: {reason}") from exc
+            else:
+                if response.status in (401, 403):
+                    raise RemoteError(f"{method} {self.url}{route}: the server refused the "
+                                      f"{'admin ' if admin else ''}token ({response.status}: "
+                                      f"{response.message()})", status=response.status, body=response.body)
+                if response.status not in RETRY_STATUSES:
+                    return response
+                if not idempotent:
+                    raise Uncertain(f"{method} {path}: HTTP {response.status} ({response.message()})",
+                                    status=response.status, body=response.body)
+                if attempt >= self.retries:
+                    return response
+            attempt += 1
+            self.retried += 1
+            self.pause(attempt)
+
+    def pause(self, attempt: int) -> None:
+        """Exponential backoff with jitter: about backoff, 2×, 4× ... capped at ``MAX_BACKOFF``."""
+        delay = min(MAX_BACKOFF, self.backoff * 2 ** (attempt - 1))
+        self.sleep(delay * random.uniform(0.75, 1.25))
+
+    def get(self, route: str, **query: Any) -> Response:
+        return self.request("GET", route, query=query)

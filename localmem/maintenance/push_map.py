@@ -1,0 +1,157 @@
+"""The local side of ``localmem push``: what to send, and the id map per remote.
+
+Every statement runs under the store's lock and in one transaction (writes)
+or one snapshot (reads), so a push in one process and writes in another
+never see each other half done. The map is written after the server has
+answered, and a create is marked *pending* before it is sent: a push that
+stops at any point finds, on the next run, exactly the creates whose answer
+it did not record (see ``push.Pusher.reconcile``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..storage.database import read_transaction, transaction
+from ..storage.records import rows_as_dicts
+from ..tags import compute_tag_prefixes
+from ..timeparse import format_timestamp
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+PAGE = 500
+
+
+def fingerprint(value: Any) -> str:
+    """A short stable hash of a JSON value (what the server was sent for one field)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def scope_filters(tags: list[str] | None) -> list[str]:
+    """``--tags`` values as the prefix rows they match (``a/b`` is ``a:b``, case-insensitive)."""
+    found: list[str] = []
+    for tag in tags or ():
+        prefixes = compute_tag_prefixes([tag])
+        if prefixes and prefixes[-1] not in found:
+            found.append(prefixes[-1])
+    return found
+
+
+class PushMap:
+    """The id map of one remote in the local file, and the queries a push runs."""
+
+    def __init__(self, store: MemoryStore, remote: str, tags: list[str] | None = None) -> None:
+        self.store = store
+        self.remote = remote
+        self.tags = scope_filters(tags)
+        self._scope = store.sql.fragment("push_scope") if self.tags else ""
+
+    def _params(self, **extra: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"remote": self.remote, **extra}
+        if self.tags:
+            params["tags"] = json.dumps(self.tags)
+        return params
+
+    def _read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        store = self.store
+        with store._lock, read_transaction(store.conn):
+            sql = store.sql.compose(name, scope=self._scope)
+            return list(rows_as_dicts(store.conn.execute(sql, self._params(**params))))
+
+    def _write(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
+        store = self.store
+        with store._lock, transaction(store.conn):
+            for name, params in statements:
+                store.conn.execute(store.sql[name], {"remote": self.remote, **params})
+
+    # -- reads ----------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        return self._read("push_counts")[0]
+
+    def pages(self, name: str) -> Iterator[list[dict[str, Any]]]:
+        """``push_to_create`` / ``push_to_update`` rows, a page at a time (keyset on pk)."""
+        after = 0
+        while True:
+            rows = self._read(name, after=after, limit=PAGE)
+            if not rows:
+                return
+            yield rows
+            after = rows[-1]["pk"]
+
+    def pending(self) -> list[dict[str, Any]]:
+        return self._read("push_pending")
+
+    def deleted(self) -> list[dict[str, Any]]:
+        return self._read("push_deleted")
+
+    def remote_ids(self, local_ids: list[str]) -> dict[str, str]:
+        if not local_ids:
+            return {}
+        rows = self._read("push_remote_ids", ids=json.dumps(sorted(set(local_ids))))
+        return {row["local_id"]: row["remote_id"] for row in rows}
+
+    def edges_to_send(self) -> list[dict[str, Any]]:
+        return self._read("push_edges_to_send")
+
+    def edges_unsent(self) -> int:
+        return self._read("push_edges_unsent")[0]["count(*)"]
+
+    def edges_planned(self) -> dict[str, int]:
+        row = self._read("push_edges_planned")[0]
+        return {key: int(value or 0) for key, value in row.items()}
+
+    def edges_deleted(self) -> list[dict[str, Any]]:
+        return self._read("push_edges_deleted")
+
+    def sample(self, limit: int) -> list[dict[str, Any]]:
+        return self._read("push_sample", limit=limit)
+
+    def scoped_count(self) -> int:
+        return self._read("memory_count_scoped")[0]["count(*)"]
+
+    def memory_edges(self, local_id: str) -> list[dict[str, Any]]:
+        return self._read("push_memory_edges", id=local_id)
+
+    # -- writes ---------------------------------------------------------------
+
+    def register(self, kind: str) -> None:
+        self._write([("push_remote_upsert", {"kind": kind, "now": self._now()})])
+
+    def mark_pending(self, local_ids: list[str]) -> None:
+        if local_ids:
+            self._write([("push_mark_pending", {"ids": json.dumps(local_ids), "now": self._now()})])
+
+    def record(self, entries: list[tuple[str, str, int, dict[str, str]]]) -> None:
+        """(local id, remote id, change counter sent, field hashes) for each memory the server has."""
+        if entries:
+            self._write([("push_record", {"local_id": local, "remote_id": remote_id, "pushed_seq": seq,
+                                          "fields": json.dumps(fields, sort_keys=True)})
+                         for local, remote_id, seq, fields in entries])
+
+    def forget(self, local_ids: list[str], *, with_edges: bool = False) -> None:
+        statements: list[tuple[str, dict[str, Any]]] = []
+        for local in local_ids:
+            statements.append(("push_forget", {"local_id": local}))
+            if with_edges:
+                statements.append(("push_forget_edges", {"local_id": local}))
+        if statements:
+            self._write(statements)
+
+    def record_edges(self, edges: list[dict[str, Any]]) -> None:
+        if edges:
+            self._write([("push_edge_record", {k: e[k] for k in ("src_id", "type", "dst_id", "strength",
+                                                                  "properties")}) for e in edges])
+
+    def forget_edges(self, edges: list[dict[str, Any]]) -> None:
+        if edges:
+            self._write([("push_edge_forget", {k: e[k] for k in ("src_id", "type", "dst_id")})
+                         for e in edges])
+
+    def _now(self) -> str:
+        return format_timestamp(self.store.now())

@@ -1,0 +1,187 @@
+"""Re-embed every memory with the current or a new embedder, in place.
+
+How a store moves from ``hash`` to MiniLM, or from one sentence-transformers
+model to another (of any dimension):
+
+1. The new vectors are computed a batch at a time, outside any transaction,
+   and staged in ``reembed_staging`` with a digest of the content they were
+   made from; each batch is committed on its own. Recall (in this process
+   and in others) keeps answering from the old vectors meanwhile, and a run
+   that stops resumes where it was: the staged batches are kept, as long as
+   the next run targets the same embedder.
+2. When every memory is staged, memories whose content changed since are
+   embedded again; then one transaction replaces ``memory_embeddings``,
+   rebuilds the vector index for the new dimension, and records the new
+   embedder and dimension. The old vectors are gone with it. Other processes
+   that have the file open switch to the recorded embedder on their next
+   embedding (``Backend.follow_reembed``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..embedders import Embedder, EmbedderUnavailable
+from ..errors import ConfigError, LocalMemError, ValidationError
+from ..progress import ProgressBar
+from ..storage import vector_index
+from ..storage.database import read_transaction, transaction
+from ..storage.records import rows_as_dicts
+from ..validation import validate_embedding
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+DEFAULT_BATCH = 64
+MAX_BATCH = 1000
+CATCH_UP_ROUNDS = 5  # passes over memories changed while staging, before the final swap
+
+
+def digest(content: str) -> bytes:
+    return hashlib.blake2b(content.encode("utf-8"), digest_size=16).digest()
+
+
+def _embed(embedder: Embedder, dims: int, texts: list[str]) -> list[bytes]:
+    try:
+        vectors = embedder.embed(list(texts))
+    except EmbedderUnavailable as exc:
+        raise LocalMemError(f"embedder {embedder.name!r} cannot run: {exc}") from exc
+    if len(vectors) != len(texts):
+        raise ConfigError(f"embedder {embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
+    return [validate_embedding(v, dims) for v in vectors]
+
+
+class Reembedder:
+    """One re-embedding run of ``store`` with ``embedder`` (default: the store's own)."""
+
+    def __init__(self, store: MemoryStore, embedder: Embedder | None = None, *,
+                 batch_size: int = DEFAULT_BATCH, progress: ProgressBar | None = None) -> None:
+        target = embedder if embedder is not None else store.embedder
+        if target is None:
+            raise ValidationError("reembed needs an embedder: give one (such as --embedder hash:384 or a "
+                                  "sentence-transformers model), not 'none'")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH:
+            raise ValidationError(f"'batch_size' must be an integer from 1 to {MAX_BATCH}")
+        try:
+            self.dims = int(target.dimensions)
+        except EmbedderUnavailable as exc:
+            raise ValidationError(f"embedder {target.name!r} cannot run here: {exc}") from exc
+        self.store = store
+        self.embedder = target
+        self.batch_size = batch_size
+        self.bar = progress
+
+    # -- steps ----------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        """Keep staged vectors only if they were made by this embedder (a resumed run)."""
+        store = self.store
+        with store._lock, transaction(store.conn):
+            name, dims = store._meta("reembed_target"), store._meta("reembed_dimensions")
+            if name != self.embedder.name or dims != str(self.dims):
+                store.conn.execute(store.sql["reembed_clear"])
+                for key, value in (("reembed_target", self.embedder.name), ("reembed_dimensions", str(self.dims))):
+                    store.conn.execute(store.sql["meta_set"], {"key": key, "value": value})
+
+    def counts(self) -> dict[str, int]:
+        store = self.store
+        with store._lock, read_transaction(store.conn):
+            return next(rows_as_dicts(store.conn.execute(store.sql["reembed_counts"])))
+
+    def _stage(self, rows: list[dict[str, Any]]) -> None:
+        vectors = _embed(self.embedder, self.dims, [r["content"] for r in rows])  # no lock held
+        store = self.store
+        with store._lock, transaction(store.conn):
+            for row, vector in zip(rows, vectors):
+                store.conn.execute(store.sql["reembed_stage"],
+                                   {"pk": row["pk"], "embedding": vector, "digest": digest(row["content"])})
+
+    def _stale(self) -> list[dict[str, Any]]:
+        store = self.store
+        with store._lock, read_transaction(store.conn):
+            rows = list(rows_as_dicts(store.conn.execute(store.sql["reembed_staged"])))
+        return [r for r in rows if r["digest"] != digest(r["content"])]
+
+    def run(self, limit: int | None = None) -> dict[str, Any]:
+        """Stage up to ``limit`` memories (all by default); swap once every memory is staged."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValidationError("'limit' must be a positive integer")
+        started = time.perf_counter()
+        store = self.store
+        with store._lock:  # the connection is shared with the store's other users (an HTTP server's)
+            previous = {"embedder": store._meta("embedder"), "dimensions": store.dimensions}
+        self._prepare()
+        counts = self.counts()
+        todo = counts["total"] - counts["staged"]
+        if self.bar is not None:
+            self.bar.restart("re-embedding", min(todo, limit) if limit else todo)
+        processed, after = 0, 0
+        while limit is None or processed < limit:
+            size = self.batch_size if limit is None else min(self.batch_size, limit - processed)
+            with store._lock, read_transaction(store.conn):
+                rows = list(rows_as_dicts(store.conn.execute(
+                    store.sql["reembed_unstaged"], {"after": after, "limit": size})))
+            if not rows:
+                break
+            self._stage(rows)
+            processed += len(rows)
+            after = rows[-1]["pk"]
+            if self.bar is not None:
+                self.bar.advance(len(rows))
+        counts = self.counts()
+        remaining = counts["total"] - counts["staged"]
+        report: dict[str, Any] = {
+            "processed": processed, "total": counts["total"], "remaining": remaining,
+            "embedder": self.embedder.name, "dimensions": self.dims, "previous": previous,
+        }
+        if remaining == 0:
+            report["processed"] += self._swap()
+            report["status"] = "complete"
+        else:
+            report["status"] = "in_progress"
+        seconds = time.perf_counter() - started
+        report["seconds"] = round(seconds, 3)
+        report["memories_per_second"] = round(report["processed"] / seconds, 1) if seconds and report["processed"] else None
+        return report
+
+    def _swap(self) -> int:
+        """Embed what changed while staging, then make the staged vectors the store's. Returns
+        how many memories were embedded again for that."""
+        again = 0
+        for _ in range(CATCH_UP_ROUNDS):
+            stale = self._stale()
+            if not stale:
+                break
+            for start in range(0, len(stale), self.batch_size):
+                self._stage(stale[start:start + self.batch_size])
+            again += len(stale)
+        store = self.store
+        with store._lock:
+            with transaction(store.conn):
+                # Under the write lock nothing changes any more: the last stragglers, then the swap.
+                stale = self._stale_locked()
+                if stale:
+                    vectors = _embed(self.embedder, self.dims, [r["content"] for r in stale])
+                    for row, vector in zip(stale, vectors):
+                        store.conn.execute(store.sql["reembed_stage"], {
+                            "pk": row["pk"], "embedding": vector, "digest": digest(row["content"])})
+                    again += len(stale)
+                for _ in store.conn.execute(store.sql["reembed_swap"]):
+                    pass
+                vector_index.rebuild(store.conn, store.sql, self.dims)
+                store.conn.execute(store.sql["meta_set"], {"key": "embedder", "value": self.embedder.name})
+                store.conn.execute(store.sql["meta_set"], {"key": "dimensions", "value": str(self.dims)})
+            store.backend.adopt_embedder(self.embedder, self.dims)
+        return again
+
+    def _stale_locked(self) -> list[dict[str, Any]]:
+        rows = rows_as_dicts(self.store.conn.execute(self.store.sql["reembed_staged"]))
+        return [r for r in rows if r["digest"] != digest(r["content"])]
+
+
+def reembed(store: MemoryStore, embedder: Embedder | None = None, *, batch_size: int = DEFAULT_BATCH,
+            limit: int | None = None, progress: ProgressBar | None = None) -> dict[str, Any]:
+    """Re-embed ``store`` with ``embedder`` (default: its own); see the module's description."""
+    return Reembedder(store, embedder, batch_size=batch_size, progress=progress).run(limit)

@@ -1,0 +1,2 @@
+-- Memories in push's scope (--tags), for --verify.
+SELECT count(*) FROM memories AS m WHERE 1 {{scope}};

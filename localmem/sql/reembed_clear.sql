@@ -1,0 +1,1 @@
+DELETE FROM reembed_staging;
