@@ -140,6 +140,39 @@ def json_nesting(text: str) -> int:
     return deepest
 
 
+_STRING_OR_BRACKET = re.compile(_JSON_STRING.pattern + r"|[\[\]{}]", re.DOTALL)
+
+
+def shallow_json(text: str) -> str:
+    """``text`` with every array and object below the top level replaced by ``null``.
+
+    What is left parses without recursion, so the top-level members of a value
+    too deep to parse can still be read (the id of a JSON-RPC request nested
+    100,000 deep, to answer it). Broken text stays broken.
+    """
+    parts: list[str] = []
+    depth = position = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if depth <= 1:
+            parts.append(text[position:match.start()])
+        if token[0] == '"':
+            if depth <= 1:
+                parts.append(token)
+        elif token in "[{":
+            depth += 1
+            if depth <= 2:
+                parts.append(token if depth == 1 else "null")
+        else:
+            if depth == 1:
+                parts.append(token)
+            depth -= 1
+        position = match.end()
+    if depth <= 1:
+        parts.append(text[position:])
+    return "".join(parts)
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 

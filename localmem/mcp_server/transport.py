@@ -43,7 +43,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
 from ..errors import ValidationError
-from ..validation import decode_json, strip_non_finite
+from ..validation import decode_json, shallow_json, strip_non_finite
 
 log = logging.getLogger("localmem.mcp")
 
@@ -92,6 +92,14 @@ def _request_id(value: Any) -> str | int | None:
     return None
 
 
+def _top_level(text: str) -> Any:
+    """The message's top-level members, its nested values as None; None if even that is no JSON."""
+    try:
+        return decode_json(shallow_json(text), "message")
+    except ValidationError:
+        return None
+
+
 def _problem(value: Any, exc: PydanticValidationError) -> str:
     """What is wrong, told for the kind of message it meant to be (the errors of that union branch)."""
     kind = "JSONRPCRequest"
@@ -125,6 +133,11 @@ def decode_line(raw: bytes) -> tuple[SessionMessage | None, SessionMessage | Non
         value = decode_json(text, "message")
     except ValidationError as exc:
         log.warning("unreadable message from the client: %s", exc.message)
+        # A request nested too deep to parse still has its id at the top: answer that id,
+        # or the client waits for an answer that never comes.
+        request_id = _request_id(_top_level(text))
+        if request_id is not None:
+            return None, _error(request_id, types.INVALID_REQUEST, f"Invalid request: {exc.message}")
         return None, _error(None, types.PARSE_ERROR, f"Parse error: {exc.message}")
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False)), None
