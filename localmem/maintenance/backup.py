@@ -11,12 +11,14 @@ interrupted or failed backup never leaves a half-written file under the final
 name, nor a temporary one beside it.
 
 ``restore_database`` first checks that the source is a sound localmem file
-the running version understands, saves the current contents (itself an online
-backup) to ``<db>.pre-restore-<UTC time>`` (``-2``, ``-3``, ... when that name
-is taken; an earlier copy is never overwritten), then copies the source into
-the live database, again through the backup API: one write transaction under
-SQLite's locks, so processes that have the file open see either the old or
-the new contents, never a mixture, and nobody has to be stopped.
+the running version understands, takes the live database's write lock, saves
+the current contents (itself an online backup) to ``<db>.pre-restore-<UTC
+time>`` (``-2``, ``-3``, ... when that name is taken; an earlier copy is never
+overwritten), then copies the source into the live database, again through the
+backup API: one write transaction under SQLite's locks, so processes that have
+the file open see either the old or the new contents, never a mixture, nobody
+has to be stopped, and no commit of another process can fall between the saved
+copy and the restored contents (writers wait for the lock meanwhile).
 
 Neither ever writes over the database or its -wal/-shm/-journal files, nor
 restores from them (``storage.files.refuse_database_file``).
@@ -27,7 +29,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import apsw
 
@@ -62,6 +64,25 @@ def _copy(target: apsw.Connection, source: apsw.Connection) -> None:
     with target.backup("main", source, "main") as step:
         while not step.done:
             step.step(-1)
+
+
+def _replace_contents(target: apsw.Connection, source: apsw.Connection,
+                      save: Callable[[], str] | None) -> str | None:
+    """Copy ``source`` into ``target``, running ``save`` (which copies the previous contents
+    elsewhere) once the target's write lock is held; returns what ``save`` returned.
+
+    The first backup step takes the write lock and keeps it until the copy is done, so no
+    other process can commit between the saved copy and the replacement: a commit there
+    would be in neither. Readers go on reading the previous contents meanwhile (WAL).
+    """
+    saved = None
+    with target.backup("main", source, "main") as step:
+        step.step(0)  # the lock, and no page copied yet
+        if save is not None:
+            saved = save()
+        while not step.done:
+            step.step(-1)
+    return saved
 
 
 def describe(conn: apsw.Connection) -> dict[str, Any]:
@@ -211,15 +232,16 @@ def restore_database(source: str, target: str) -> dict[str, Any]:
         if info["schema_version"] > LATEST_VERSION:
             raise ConfigError(f"the backup's schema version {info['schema_version']} is newer than this "
                               f"localmem supports ({LATEST_VERSION}); upgrade localmem to restore it")
-        if target_path.is_file() and target_path.stat().st_size > 0:
-            saved = _save_previous(target_path)
+        has_contents = target_path.is_file() and target_path.stat().st_size > 0
+        save = (lambda: _save_previous(target_path)) if has_contents else None  # noqa: E731
         live = connect(target_path)
         try:
             try:
-                _copy(live, src)
-            except apsw.ReadOnlyError:
+                saved = _replace_contents(live, src, save)
+            except apsw.ReadOnlyError:  # refused at the first step, before anything was saved
                 # A WAL database takes a backup only of its own page size; switch the
                 # (otherwise idle) file to a rollback journal for the copy, then back.
+                saved = save() if save is not None else None
                 live.execute("PRAGMA journal_mode = DELETE")
                 _copy(live, src)
                 live.execute("PRAGMA journal_mode = WAL")
