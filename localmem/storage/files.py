@@ -162,7 +162,10 @@ def replacing_file(target: Path) -> Iterator[IO[str]]:
     temporary file behind; a finished one is on the disk before this returns.
     """
     create_private_directories(target.parent)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)  # 0600
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)  # 0600
+    except OSError as exc:  # name the file the user asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     temp = Path(name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
@@ -183,8 +186,11 @@ def remove_database_files(path: Path) -> None:
     for name in (str(path), *(f"{path}{suffix}" for suffix in COMPANION_SUFFIXES)):
         try:
             os.unlink(name)
-        except FileNotFoundError:
-            pass
+        except OSError:
+            # A name that cannot exist (its directory is a file, or is on read-only media) is
+            # gone already; the error worth reporting comes when the file is created.
+            if os.path.lexists(name):
+                raise
 
 
 def read_only_media(path: str | os.PathLike[str]) -> bool:
