@@ -923,13 +923,15 @@ def format_exception() -> str:
 
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION_START, SECTION_END = "<!-- reliability:start -->", "<!-- reliability:end -->"
-PARTS = ("concurrency", "crash", "hostile", "faults")
+PARTS = ("concurrency", "crash", "hostile", "faults", "attacks")
 INTRO = """## Reliability and security (issue 8)
 
-Four bounded scripts, each rewriting only its own part of this section (between
+Five bounded scripts, each rewriting only its own part of this section (between
 `<!-- reliability/NAME:start -->` and `<!-- reliability/NAME:end -->`); short versions of
 the same runs are in the test suite (`tests/test_reliability.py`, `tests/test_hostile_input.py`,
-`tests/test_resource_faults.py`, `tests/test_security.py`).
+`tests/test_resource_faults.py`, `tests/test_security.py`, and issue 12's regression tests).
+The last part, `benchmarks/attacks.py`, replays the attacks of issue 12 against the real
+interfaces.
 
 How localmem keeps many processes safe on one file (`localmem/database.py`):
 
