@@ -209,7 +209,7 @@ def item1_destinations(ctx: Context) -> Tally:
             ("restore from", lambda s: ["--db", "w.db", "restore", s], forms),
             ("open a companion", lambda s: ["--db", s, "store", "written into a log file"], companions),
         ]
-        for n in range(110):
+        for n in range(200):
             if ctx.out_of_time(t):
                 break
             label, argv, pool = commands[n % len(commands)]
@@ -244,8 +244,8 @@ def item2_web_pages(ctx: Context) -> Tally:
               "cross-origin requests (14 foreign Origins incl. `null`, other ports, https, look-alike hosts) on "
               "every route with text/plain, form, multipart and JSON bodies; body routes with 8 non-JSON "
               "content types and none; 10 rebinding `Host`s (incl. `0.0.0.0`, `[::2]`, `127.0.0.1.nip.io`); "
-              "`Sec-Fetch-Site: cross-site/same-site` without Origin; foreign preflights; plus legitimate "
-              "JSON clients that must still work")
+              "`Sec-Fetch-Site: cross-site/same-site` without Origin; foreign preflights; the API routes and "
+              "the memory browser's (`/ui/`, `/ui/api/...`); plus legitimate JSON clients that must still work")
     server = ctx.open
     assert server is not None
     rng, port = ctx.rng, server.port
@@ -269,11 +269,17 @@ def item2_web_pages(ctx: Context) -> Tally:
                    ("POST", "/memory/batch", {"memories": [{"content": "PLANTED batch"}]}),
                    ("PATCH", f"/memory/{seed_id}", {"content": "PLANTED rewrite"}),
                    ("POST", "/associate", {"memory1_id": seed_id, "memory2_id": other, "type": "RELATES_TO"}),
-                   ("POST", "/api/v1/memory/recall", {"query": "garden gate code"})]
+                   ("POST", "/api/v1/memory/recall", {"query": "garden gate code"}),
+                   # the memory browser's own API, served by the same app
+                   ("PATCH", f"/ui/api/memories/{seed_id}", {"content": "PLANTED through the browser API"}),
+                   ("POST", "/ui/api/links", {"memory1_id": seed_id, "memory2_id": other, "type": "RELATES_TO"}),
+                   ("POST", "/ui/api/supersede", {"memory_id": seed_id, "content": "PLANTED replacement"})]
     plain_routes = [("DELETE", f"/memory/{seed_id}", None), ("DELETE", "/memory/by-tag?tags=seed", None),
                     ("GET", "/recall?query=garden+gate", None), ("GET", f"/memory/{seed_id}", None),
                     ("GET", "/memory/by-tag?tags=seed", None), ("GET", f"/memories/{seed_id}/related", None),
-                    ("GET", "/health", None)]
+                    ("GET", "/health", None), ("GET", "/ui/api/search?query=garden+gate", None),
+                    ("GET", "/ui/api/memories", None), ("GET", f"/ui/api/memories/{seed_id}", None),
+                    ("DELETE", f"/ui/api/memories/{seed_id}", None), ("GET", "/ui/", None)]
     fives = 0
     for n in range(420):
         kind = n % 5
@@ -360,8 +366,10 @@ def item3_scoped_tokens(ctx: Context) -> Tally:
     t = Tally("3. scoped tokens",
               "`agentA` (work), `agentB` (`*`), 8 wrong tokens (prefixes, case, the `agentA=work` and `agentB=*` entries themselves, `*`, the admin "
               "token ± a character) × Bearer / X-API-Key / `?api_key=` × every (route, method) of the app's "
-              "route table, DELETEs aimed at another context's memory; 60 `recall_v1` calls of `agentA` asking "
-              "for other contexts (`filters.context_id`, `scope`, case and space variants)")
+              "route table (API and memory browser), DELETEs aimed at another context's memory; 60 `recall_v1` "
+              "calls of `agentA` asking for other contexts (`filters.context_id`, `scope`, case and space "
+              "variants); browser sign-in with every non-admin token, guessed login codes and cookies, and the "
+              "admin's cookie on every API route")
     server = ctx.scoped
     assert server is not None
     rng = ctx.rng
@@ -396,10 +404,18 @@ def item3_scoped_tokens(ctx: Context) -> Tally:
                 fives += response.status_code >= 500
                 text = response.text
                 base = path.split("?")[0]
-                if base == "/health":
+                if base in ("/ui", "/ui/login"):  # the redirect and the sign-in form are open by design
+                    cookie = "set-cookie" in response.headers
+                    ok = (response.status_code == {"/ui": 308, "/ui/login": 200}[base] if method == "GET" else
+                          400 <= response.status_code < 500) and not cookie and not any(
+                              s in text for s in secrets.values())
+                elif base == "/health":
                     leaked = {"path", "file_size_bytes", "memory_count", "edge_count", "vector_count"} & set(
                         response.json())
                     ok = response.status_code == 200 and not leaked
+                elif contexts is None and base == "/ui/":  # a page: sends the browser to the sign-in form
+                    ok = (response.status_code in (303, 401) and not any(s in text for s in secrets.values())
+                          and response.headers.get("location", "/ui/login").startswith("/ui/login"))
                 elif contexts is None:
                     ok = response.status_code == 401 and not any(s in text for s in secrets.values())
                 elif base == "/api/v1/memory/recall":
@@ -426,10 +442,49 @@ def item3_scoped_tokens(ctx: Context) -> Tally:
         t.attempt(response.status_code in (200, 403, 404, 422) and found <= {"work"} and not leak,
                   f"agentA recall_v1 {filters} -> {response.status_code} {sorted(map(str, found))}",
                   error=response.status_code >= 500)
+    fives += item3_browser_sessions(server, t, routes, wrong, secrets)
     t.lose(lost(before, snapshot(server.path)), "memories of some context changed")
     extra, _ = new_errors(server.log, seen)
     t.errors += max(0, extra - fives)
     return t
+
+
+def item3_browser_sessions(server: Server, t: Tally, routes: list[tuple[str, str, dict[str, Any]]],
+                           wrong: list[str], secrets: dict[str, str]) -> int:
+    """The memory browser's sign-in: no token but the admin one gets a cookie, guessed cookies and
+    codes get nothing, and the admin's cookie opens only ``/ui/`` (never the API). Returns the 500s."""
+    fives = 0
+    for token in ["agentA", "agentB", *wrong, " agentA", ""]:
+        response = server.request("POST", "/ui/login", json={"token": token})
+        fives += response is not None and response.status_code >= 500
+        t.attempt(response is not None and 400 <= response.status_code < 500 and "set-cookie" not in response.headers,
+                  f"/ui/login with {token!r} -> {response and response.status_code}",
+                  error=response is not None and response.status_code >= 500)
+        for code in (token or "x", "0" * 32):
+            page = server.request("GET", "/ui/login", params={"code": code})
+            t.attempt(page is not None and "set-cookie" not in page.headers, f"/ui/login?code={code!r} signed in")
+    signed = server.request("POST", "/ui/login", json={"token": ADMIN})
+    cookie = signed.cookies.get("localmem_ui") if signed is not None else None
+    t.attempt(bool(cookie), "the admin token could not sign in to the browser")
+    for method, path, kwargs in routes:
+        base = path.split("?")[0]
+        for value in ([cookie] if cookie else []) + ["guessed-session-value"]:
+            if base.startswith("/ui") and value == cookie:
+                continue  # the admin's cookie is meant to work there
+            if base in ("/ui", "/ui/login", "/health"):
+                continue
+            response = server.request(method, path, headers={"Cookie": f"localmem_ui={value}"}, **kwargs)
+            if response is None:
+                t.attempt(False, f"cookie on {method} {path}: no answer")
+                continue
+            fives += response.status_code >= 500
+            refused = response.status_code in (401, 403) or (  # the page itself redirects to the sign-in form
+                base == "/ui/" and response.status_code == 303
+                and response.headers.get("location", "").startswith("/ui/login"))
+            t.attempt(refused and not any(s in response.text for s in secrets.values()),
+                      f"cookie {'(admin)' if value == cookie else '(guessed)'} on {method} {path} -> "
+                      f"{response.status_code} {response.text[:120]}", error=response.status_code >= 500)
+    return fives
 
 
 # -- 4. numerically hostile vectors ----------------------------------------------------------------------
@@ -649,8 +704,8 @@ def stop_writer(process: subprocess.Popen[bytes], stop: Path) -> list[str]:
 
 def item5_doctor_under_writer(ctx: Context) -> Tally:
     t = Tally("5. doctor under a concurrent writer",
-              "a long-lived store (as a server holds one) runs a full-text recall then `doctor` 40 times while "
-              "another process commits; `localmem doctor` 10 times and `localmem restore` 6 times against the "
+              "a long-lived store (as a server holds one) runs a full-text recall then `doctor` 60 times while "
+              "another process commits; `localmem doctor` 10 times and `localmem restore` 10 times against the "
               "writing process; every acknowledged write must be in the file or in a `pre-restore` copy")
     from localmem import MemoryStore
     from localmem.maintenance import doctor
@@ -668,7 +723,7 @@ def item5_doctor_under_writer(ctx: Context) -> Tally:
         store = MemoryStore(db, embedder="hash")
         try:
             count = store.health()["memory_count"]
-            for n in range(40):
+            for n in range(60):
                 if ctx.out_of_time(t):
                     break
                 store.recall(rng.choice(["apple pear", "writer committing", words(rng, 2)]), limit=5)
@@ -689,7 +744,9 @@ def item5_doctor_under_writer(ctx: Context) -> Tally:
             cli_ok(t, run, False, f"localmem doctor under the writer: {run.stdout[-300:]}")
         made = ctx.cli.run("--db", "w.db", "backup", "good.bak", cwd=folder, kind="item5 setup")
         assert made.code == 0, made.stderr
-        for n in range(6):
+        for n in range(10):
+            if ctx.out_of_time(t):
+                break
             run = ctx.cli.run("--db", "w.db", "--json", "restore", "good.bak", cwd=folder, kind="item5 restore")
             body = json.loads(run.stdout) if run.code == 0 else {}
             if body.get("saved_previous"):
@@ -1093,7 +1150,7 @@ def item9_read_only(ctx: Context) -> Tally:
         media.seal()
         (folder / "import.jsonl").write_text(json.dumps({"kind": "memory", "content": "imported"}) + "\n")
         out = ctx.dir("item9/out")
-        for n in range(48):
+        for n in range(96):
             if ctx.out_of_time(t):
                 break
             env = clean_env(LOCALMEM_TRACK_ACCESS="0") if n % 2 else clean_env()
@@ -1195,7 +1252,7 @@ def item10_permissions(ctx: Context) -> Tally:
         store.store_many([{"content": f"private memory {i}"} for i in range(5)])
     dump = folder / "dump.jsonl"
     ctx.cli.run("--db", str(base), "export", str(dump), cwd=folder, kind="item10 setup")
-    for n in range(36):
+    for n in range(60):
         if ctx.out_of_time(t):
             break
         umask = rng.choice([0o000, 0o000, 0o002, 0o020])
