@@ -35,7 +35,10 @@ class RequestValidationError(ValidationError):
     code = 422
 
     def __init__(self, detail: list[dict[str, Any]]) -> None:
-        self.detail = detail
+        # What the caller sent and is echoed (a field name in ``loc``) must render as JSON:
+        # a lone surrogate in a key would turn the 422 into a 500.
+        self.detail = detail = [{**entry, "loc": [_printable(part) for part in entry["loc"]],
+                                 "msg": _printable(entry["msg"])} for entry in detail]
         first = detail[0]
         where = ".".join(str(part) for part in first["loc"][1:])
         message = f"{where}: {first['msg']}" if where else first["msg"]
