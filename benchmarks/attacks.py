@@ -364,9 +364,9 @@ def scoped_routes(ids: tuple[str, str]) -> list[tuple[str, str, dict[str, Any]]]
 
 def item3_scoped_tokens(ctx: Context) -> Tally:
     t = Tally("3. scoped tokens",
-              "`agentA` (work), `agentB` (`*`), 8 wrong tokens (prefixes, case, the `agentA=work` and `agentB=*` entries themselves, `*`, the admin "
-              "token ± a character) × Bearer / X-API-Key / `?api_key=` × every (route, method) of the app's "
-              "route table (API and memory browser), DELETEs aimed at another context's memory; 60 `recall_v1` "
+              "`agentA` (work), `agentB` (`*`), 8 wrong tokens (prefixes, case, the `agentA=work` and "
+              "`agentB=*` entries themselves, `*`, the admin token ± a character) × Bearer / X-API-Key / "
+              "`?api_key=` × every (route, method) of the app's route table (API and memory browser), DELETEs aimed at another context's memory; 60 `recall_v1` "
               "calls of `agentA` asking for other contexts (`filters.context_id`, `scope`, case and space "
               "variants); browser sign-in with every non-admin token, guessed login codes and cookies, and the "
               "admin's cookie on every API route")
@@ -861,8 +861,8 @@ def item7_bad_values(ctx: Context) -> Tally:
     t = Tally("7. values that were 500s and tracebacks",
               "lone surrogates in `recall_v1` filters (tags, type, context_id, scope, tag_mode); `last <N digits> "
               "days` (N up to 5000) over HTTP, MCP and CLI; bodies that are N-digit integers, N-digit and 2^64 "
-              "fields, 1e999, nesting 65–200,000 deep; MCP metadata nested deep; CLI `store --metadata` nested "
-              "deep and `import` of a line nested 100,000 deep")
+              "fields, 1e999, nesting 65–200,000 deep, field names with lone surrogates; MCP metadata nested "
+              "deep; CLI `store --metadata` nested deep and `import` of a line nested 100,000 deep")
     server, mcp = ctx.open, ctx.mcp
     assert server is not None and mcp is not None
     rng = ctx.rng
@@ -910,6 +910,11 @@ def item7_bad_values(ctx: Context) -> Tally:
             bodies.append(("brackets", b"[" * rng.choice([65, 1000, 100_000, 200_000])))
         else:
             bodies.append(("deep metadata", nested_metadata(rng.choice([65, 100, 5000, 100_000]))))
+    for n in range(30):  # a field *name* with a lone surrogate, echoed in the error
+        key = json.dumps(with_surrogate(rng, rng.choice(["query", "extra", "content", "x"])))
+        body = rng.choice(['{%s: null}', '{"query": "x", "content": "x", %s: 1}', '{"query": "x", "filters": {%s: 1}}',
+                           '{"memories": [{"content": "x", %s: 1}]}']) % key
+        bodies.append(("surrogate field name", body.encode()))
     for label, body in bodies:
         path = rng.choice(["/memory", "/api/v1/memory/recall", "/memory/batch"])
         expected = {422} if path.startswith("/api/") else {400}

@@ -102,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Bugs it found (fixed): a 422 from `POST /api/v1/memory/recall` echoed the caller's `inf` or "
         "lone-surrogate input back, which cannot be rendered as JSON and became a 500 "
-        "(`localmem/kagura/request.py`, `_Collector.add`).",
+        "(`localmem/kagura/request.py`, `_Collector.add`); with fresh seeds, an unknown top-level field whose "
+        "*name* is a lone surrogate (`{\"\\ud800\": null}`) did the same (`RequestValidationError` now escapes "
+        "names; `tests/test_hostile_field_names.py`). The property `test_vector_magnitudes` itself failed on "
+        "a hostile query text next to an acceptable vector (it now checks that call as a rejection).",
     ])
     if not args.no_write:
         write_part("hostile", text)
