@@ -40,6 +40,7 @@ ISSUE_12 = {
                                     "11 /health per caller and slow clients",
     "tests/test_hostile_values.py": "4 hostile vectors, 6 MCP answers, 7 surrogates, huge numbers, deep JSON",
     "tests/test_mcp_deep_requests.py": "6 a request nested too deep is answered under its id",
+    "tests/test_hostile_field_names.py": "7 a field name with a lone surrogate is a 4xx naming it",
     "tests/test_import_safety.py": "8 imports change no existing data",
     "tests/test_export_header.py": "8 an import refuses another embedder's vectors and cut files",
     "tests/test_read_only.py": "9 read-only media",
