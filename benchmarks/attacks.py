@@ -805,7 +805,7 @@ def item6_mcp_answers(ctx: Context) -> Tally:
               "`localmem mcp` on a pipe: 200 `tools/call`s with lone or reversed surrogate escapes in content, "
               "tags, metadata keys and values, type, timestamps, batch items, queries, ids, relation types, tool "
               "and argument names, and 40 with raw invalid UTF-8 (`\\xff`, CESU surrogates, overlong, "
-              "truncated); each must be answered within 10 s with an error, a valid call after every tenth")
+              "truncated); each must be answered within 5 s with an error, a valid call after every tenth")
     mcp = ctx.mcp
     assert mcp is not None
     rng = ctx.rng
