@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..loopback import is_loopback
 
 __all__ = ["ADMIN_TOKEN_ENV_VARS", "SCOPED_TOKENS_ENV_VAR", "TOKEN_ENV_VARS", "Grant", "TokenScopes",
            "admin_token_matches", "check_bind", "is_loopback", "parse_scoped_tokens", "resolve_admin_token",
@@ -21,7 +21,6 @@ ADMIN_TOKEN_ENV_VARS = ("ADMIN_API_TOKEN",)
 ADMIN_TOKEN_HEADERS = (b"x-admin-token", b"x-admin-api-key")
 SCOPED_TOKENS_ENV_VAR = "LOCALMEM_API_TOKENS"
 ALL_CONTEXTS = "*"
-LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 _ENTRY_SEPARATORS = re.compile(r"[;\n]")
 
 
@@ -157,25 +156,6 @@ def resolve_tokens(token: str | None = None,
                               f"give each token one scope")
         grants[single] = ADMIN_GRANT
     return grants
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 (also IPv4-mapped or bracketed) and ``localhost``.
-
-    Any other host name counts as non-loopback: it may resolve anywhere.
-    """
-    name = (host or "").strip().lower()
-    if name.startswith("[") and name.endswith("]"):
-        name = name[1:-1]
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        address = ipaddress.ip_address(name.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback
 
 
 def check_bind(host: str, token: str | None) -> None:

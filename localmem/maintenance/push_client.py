@@ -18,7 +18,6 @@ and out. What it guarantees:
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import random
 import socket
@@ -30,6 +29,7 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from ..errors import LocalMemError, ValidationError
+from ..loopback import is_loopback
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_TIMEOUT = 30.0
@@ -70,21 +70,6 @@ class Response:
                 if isinstance(self.body.get(key), str):
                     return self.body[key]
         return str(self.body)[:300] if self.body not in (None, "") else f"HTTP {self.status}"
-
-
-def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 and ``localhost`` (the rule of ``localmem.http.security``, which
-    sits in a layer above this one)."""
-    name = (host or "").strip().lower().strip("[]")
-    if name in ("localhost", "localhost."):
-        return True
-    try:
-        address = ipaddress.ip_address(name.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback
 
 
 def normalize_url(url: str, *, insecure: bool = False) -> str:
