@@ -159,6 +159,11 @@ class MemoryStore:
     embedder_error = _on_backend("embedder_error", "Why the embedder could not run, if it could not.")
 
     @property
+    def lock(self) -> threading.RLock:
+        """The store's re-entrant lock: hold it to make several calls (or direct use of ``conn``) one step."""
+        return self._lock
+
+    @property
     def backend(self) -> Backend:
         """What the recall pipelines are handed: connection, statements, embedder, config, clock."""
         return self._backend

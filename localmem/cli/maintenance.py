@@ -160,11 +160,11 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
 def collect_stats(store: MemoryStore, top: int) -> dict[str, Any]:
     """``store.health()`` plus type, context, edge-type and tag counts and the time span."""
     def pairs(name: str, **bindings: Any) -> list[tuple[str, int]]:
-        with store._lock:
+        with store.lock:
             return [(row[0], row[1]) for row in store.conn.execute(store.sql[name], bindings)]
 
     health = store.health()
-    with store._lock:
+    with store.lock:
         overview = store.conn.execute(store.sql["stats_overview"]).fetchone()
     return {
         "status": "success",

@@ -93,7 +93,7 @@ def error_response(code: int, message: str, *, headers: dict[str, str] | None = 
 
 def _locked(store: MemoryStore) -> AbstractContextManager[Any]:
     """The store's (re-entrant) lock, to make a few store calls one step."""
-    lock = getattr(store, "_lock", None)
+    lock = getattr(store, "lock", None)
     return lock if lock is not None else nullcontext()
 
 

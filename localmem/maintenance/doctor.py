@@ -148,7 +148,7 @@ def check(store: MemoryStore) -> list[Check]:
     """Run every check; returns them all (passed ones with ``count == 0``)."""
     # The store serializes users of its one connection; one read snapshot, so
     # writes by other processes during the checks cannot look like drift.
-    with store._lock, read_transaction(store.conn):
+    with store.lock, read_transaction(store.conn):
         return _check(store)
 
 
@@ -289,7 +289,7 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
     done: dict[str, Any] = {}
     dims = store.dimensions
     unusable: list[tuple[int, str, str]] = []
-    with store._lock, transaction(conn):
+    with store.lock, transaction(conn):
         _drain(conn.execute(sql["repair_edges_dangling"]))
         done["dangling_edges_removed"] = conn.changes()
         if dims is not None:
@@ -316,7 +316,7 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
     done["memories_embedded"] = 0
     embedded: set[int] = set()
     if dims is not None and store.embedder is not None:
-        with store._lock:
+        with store.lock:
             missing = [(pk, content) for pk, _id, content in conn.execute(sql["doctor_embeddings_missing"])]
         bar = ProgressBar(len(missing), "embedding") if progress and missing else None
         try:
@@ -326,7 +326,7 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
                 if vectors is None:
                     done["embedder_error"] = store.embedder_error or "the embedder is unavailable"
                     break
-                with store._lock, transaction(conn):
+                with store.lock, transaction(conn):
                     for (pk, _), vector in zip(batch, vectors):
                         writes._set_embedding(conn, sql, pk, vector, True)
                         embedded.add(pk)

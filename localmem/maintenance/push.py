@@ -128,7 +128,7 @@ class Pusher:
                               status=response.status)
         self.profile = read_profile(response.body)
         self.summary.server = self.profile.kind
-        with self.store._lock:
+        with self.store.lock:
             recorded = self.store._meta("embedder")
         self.carry, reason = self.profile.embedding_plan(self.store.dimensions, recorded)
         self.summary.embeddings["plan"] = reason

@@ -59,13 +59,13 @@ class PushMap:
 
     def _read(self, name: str, **params: Any) -> list[dict[str, Any]]:
         store = self.store
-        with store._lock, read_transaction(store.conn):
+        with store.lock, read_transaction(store.conn):
             sql = store.sql.compose(name, scope=self._scope)
             return list(rows_as_dicts(store.conn.execute(sql, self._params(**params))))
 
     def _write(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
         store = self.store
-        with store._lock, transaction(store.conn):
+        with store.lock, transaction(store.conn):
             for name, params in statements:
                 store.conn.execute(store.sql[name], {"remote": self.remote, **params})
 

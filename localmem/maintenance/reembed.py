@@ -78,7 +78,7 @@ class Reembedder:
     def _prepare(self) -> None:
         """Keep staged vectors only if they were made by this embedder (a resumed run)."""
         store = self.store
-        with store._lock, transaction(store.conn):
+        with store.lock, transaction(store.conn):
             name, dims = store._meta("reembed_target"), store._meta("reembed_dimensions")
             if name != self.embedder.name or dims != str(self.dims):
                 store.conn.execute(store.sql["reembed_clear"])
@@ -87,20 +87,20 @@ class Reembedder:
 
     def counts(self) -> dict[str, int]:
         store = self.store
-        with store._lock, read_transaction(store.conn):
+        with store.lock, read_transaction(store.conn):
             return next(rows_as_dicts(store.conn.execute(store.sql["reembed_counts"])))
 
     def _stage(self, rows: list[dict[str, Any]]) -> None:
         vectors = _embed(self.embedder, self.dims, [r["content"] for r in rows])  # no lock held
         store = self.store
-        with store._lock, transaction(store.conn):
+        with store.lock, transaction(store.conn):
             for row, vector in zip(rows, vectors):
                 store.conn.execute(store.sql["reembed_stage"],
                                    {"pk": row["pk"], "embedding": vector, "digest": digest(row["content"])})
 
     def _stale(self) -> list[dict[str, Any]]:
         store = self.store
-        with store._lock, read_transaction(store.conn):
+        with store.lock, read_transaction(store.conn):
             rows = list(rows_as_dicts(store.conn.execute(store.sql["reembed_staged"])))
         return [r for r in rows if r["digest"] != digest(r["content"])]
 
@@ -110,7 +110,7 @@ class Reembedder:
             raise ValidationError("'limit' must be a positive integer")
         started = time.perf_counter()
         store = self.store
-        with store._lock:  # the connection is shared with the store's other users (an HTTP server's)
+        with store.lock:  # the connection is shared with the store's other users (an HTTP server's)
             previous = {"embedder": store._meta("embedder"), "dimensions": store.dimensions}
         self._prepare()
         counts = self.counts()
@@ -120,7 +120,7 @@ class Reembedder:
         processed, after = 0, 0
         while limit is None or processed < limit:
             size = self.batch_size if limit is None else min(self.batch_size, limit - processed)
-            with store._lock, read_transaction(store.conn):
+            with store.lock, read_transaction(store.conn):
                 rows = list(rows_as_dicts(store.conn.execute(
                     store.sql["reembed_unstaged"], {"after": after, "limit": size})))
             if not rows:
@@ -158,7 +158,7 @@ class Reembedder:
                 self._stage(stale[start:start + self.batch_size])
             again += len(stale)
         store = self.store
-        with store._lock:
+        with store.lock:
             with transaction(store.conn):
                 # Under the write lock nothing changes any more: the last stragglers, then the swap.
                 stale = self._stale_locked()

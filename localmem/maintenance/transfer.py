@@ -189,7 +189,7 @@ def iter_export(store: MemoryStore) -> Iterator[dict[str, Any]]:
 def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
     """Write the whole store as JSONL; returns (memories, edges) written."""
     memories = edges = 0
-    with store._lock:  # the store serializes users of its one connection
+    with store.lock:  # the store serializes users of its one connection
         for item in iter_export(store):
             out.write(dump_line(item) + "\n")
             if item["kind"] == "memory":
@@ -439,13 +439,13 @@ class Importer:
         if not chunk:
             return
         store = self.store
-        with store._lock:
+        with store.lock:
             actions = self._plan_memories(chunk)  # raises before any write
         shown = self.progress.done if self.progress is not None else 0
         # Outside the lock: embedding can take a while; in steps that move the bar.
         self._ensure_vectors(actions, self.progress)
         if self.chunked:
-            with store._lock, transaction(store.conn):
+            with store.lock, transaction(store.conn):
                 self._write_memories(chunk)
         else:
             self._memories.append(chunk)
@@ -593,19 +593,19 @@ class Importer:
             self._pending_edges = []
         if self.chunked:
             for chunk in self._edges:
-                with store._lock, transaction(store.conn):
+                with store.lock, transaction(store.conn):
                     self._write_edges(chunk)
                 self._advance(len(chunk))
             self._check_counts()  # the chunks are written: this can only tell
             return self.result
         for chunk in self._edges:  # every edge checked before anything is written
-            with store._lock:
+            with store.lock:
                 self._plan_edges(chunk)
             self._advance(len(chunk))
         if self.progress is not None:
             self.progress.restart("importing", self.lines)
         try:
-            with store._lock, transaction(store.conn):
+            with store.lock, transaction(store.conn):
                 for chunk in self._memories:
                     self._write_memories(chunk)
                     self._advance(len(chunk))

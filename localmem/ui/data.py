@@ -31,7 +31,7 @@ GRAPH_LIMIT = 150
 
 def _read(store: MemoryStore, fn: Callable[[Any, Any], T]) -> T:
     """``fn(conn, sql)`` in one read snapshot, serialized with the store's other calls."""
-    with store._lock, read_transaction(store.conn):
+    with store.lock, read_transaction(store.conn):
         return fn(store.conn, store.sql)
 
 
