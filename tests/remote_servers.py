@@ -28,6 +28,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.serving import wait_until_healthy
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = Path(os.environ.get("AUTOMEM_SERVER_TOOL") or ROOT.parent / "shared" / "tools" / "automem-server")
 CACHE = Path(os.environ.get("AUTOMEM_STATE") or Path.home() / ".cache" / "automem-server")
@@ -146,19 +148,8 @@ def localmem_serve(path: Path, *, embedder: str = "hash") -> Iterator[Server]:
          "--port", str(port), "--log-level", "warning"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
     try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"localmem serve exited: {process.stderr.read().decode()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("localmem serve did not start")
-            time.sleep(0.1)
+        wait_until_healthy(process, url)
         server = Server("localmem", url, token, admin)
         yield server
         server.client.close()

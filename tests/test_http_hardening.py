@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.serving import wait_until_healthy
+
 pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
@@ -68,19 +70,8 @@ def local_serve(path: Path, *options: str) -> Iterator[tuple[str, int]]:
     command, env = _serve_command(path, "--port", str(port), *options)
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
     try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"server exited: {process.stderr.read().decode()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not start")
-            time.sleep(0.1)
+        wait_until_healthy(process, url)
         yield url, port
     finally:
         process.terminate()
