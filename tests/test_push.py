@@ -164,7 +164,7 @@ def test_push_copies_everything_once_then_only_the_changes(server, tmp_path):
     ids = build_store(db, tag)
 
     code, summary = push(db, server, "--verify")
-    assert code == 0, summary
+    assert code == 0, json.dumps(summary, indent=1, default=str)[-6000:]  # the whole summary, to diagnose
     assert summary["server"] == server.kind
     assert summary["memories"]["created"] == 7 and summary["memories"]["failed"] == 0
     assert summary["edges"]["created"] == 6  # four associations and the two supersession edges
