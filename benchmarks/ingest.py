@@ -257,7 +257,7 @@ def size_breakdown(path: Path) -> list[tuple[str, int]] | None:
     """Bytes per part of a localmem file, from the dbstat virtual table (None if unavailable)."""
     groups = [
         ("float32 copy (`memory_embeddings`)", lambda t: t.startswith("memory_embeddings")),
-        ("vec0 index (`memory_vector_codes_*`)", lambda t: t.startswith("memory_vector_codes")),
+        ("code index (`vector_codes`)", lambda t: t.startswith("vector_code")),
         ("FTS5 (`memories_fts_*`)", lambda t: t.startswith("memories_fts")),
         ("tag + prefix tables", lambda t: t.startswith(("memory_tags", "memory_tag_prefixes"))),
         ("`memories` + its indexes", lambda t: t.startswith(("memories", "sqlite_autoindex_memories_"))),
@@ -302,7 +302,7 @@ def case_store_many_vectors(items, vectors, batch) -> dict[str, Any]:
         start = time.perf_counter()
         store_many_batched(store, prepared, batch)
         elapsed = time.perf_counter() - start
-        count = store.conn.execute("SELECT count(*) FROM memory_vector_codes").fetchone()[0]
+        count = store.conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0]
         assert count == len(items), (count, len(items))
         store.close()  # checkpoints the WAL into the main file
         return {"seconds": elapsed, "bytes": db_size(path), "breakdown": size_breakdown(path)}
@@ -326,7 +326,7 @@ def case_store_many_hash(items, batch) -> dict[str, Any]:
         start = time.perf_counter()
         store_many_batched(store, items, batch)
         elapsed = time.perf_counter() - start
-        count = store.conn.execute("SELECT count(*) FROM memory_vector_codes").fetchone()[0]
+        count = store.conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0]
         assert count == len(items), (count, len(items))
         return {"seconds": elapsed}
 
@@ -351,7 +351,7 @@ def case_model(items, batch, warmup_texts) -> dict[str, Any]:
         start = time.perf_counter()
         embedder.embed(texts)
         embed_after = time.perf_counter() - start
-        count = store.conn.execute("SELECT count(*) FROM memory_vector_codes").fetchone()[0]
+        count = store.conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0]
         assert count == len(items), (count, len(items), store.embedder_error)
         return {"seconds": store_seconds, "embed_runs": [embed_before, embed_after], "load_seconds": load,
                 "embedder": f"{embedder.name} ({type(embedder).__name__})"}

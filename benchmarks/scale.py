@@ -235,7 +235,7 @@ def measure_tier(name: str, n: int, args: argparse.Namespace, say: Callable[[str
         floor_ms.append((time.perf_counter() - started) * 1000)
         exact = {id_of[int(pks[i])] for i in top}
         started = time.perf_counter()
-        found = vector_candidates(store, scope, vector, 10)
+        found = vector_candidates(store._backend, scope, vector, 10)
         vector_ms.append((time.perf_counter() - started) * 1000)
         hits.append(len(exact & {c["id"] for c in found[:10]}) / 10)
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())

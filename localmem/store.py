@@ -740,7 +740,7 @@ class MemoryStore:
     def _health(self) -> dict[str, Any]:
         counts = next(rows_as_dicts(self.conn.execute(self.sql["health_counts"])))
         fts_rows = self.conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
-        vectors = (self.conn.execute("SELECT count(*) FROM memory_vector_codes").fetchone()[0]
+        vectors = (self.conn.execute(self.sql["vector_codes_count"]).fetchone()[0]
                    if self.has_vector_index else 0)
         tags_agree = counts["tagged_memories"] == counts["memories_with_tags"]
         indexes_agree = (fts_rows == counts["memories"]

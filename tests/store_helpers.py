@@ -62,9 +62,9 @@ def snapshot(store: MemoryStore) -> dict[str, Any]:
     snap: dict[str, Any] = {table: _rows(store, f"SELECT * FROM {table}") for table in TABLES}
     snap["memories_fts rowids"] = _rows(store, "SELECT rowid FROM memories_fts")
     snap["memories_fts count"] = scalar(store, "SELECT count(*) FROM memories_fts")
-    if has_table(store, "memory_vector_codes"):
-        snap["memory_vector_codes"] = _rows(store, "SELECT pk, codes FROM memory_vector_codes")
-        snap["memory_vector_codes count"] = scalar(store, "SELECT count(*) FROM memory_vector_codes")
+    if has_table(store, "vector_codes"):
+        snap["vector_codes"] = _rows(store, "SELECT pk, codes FROM vector_codes")
+        snap["vector_codes count"] = scalar(store, "SELECT count(*) FROM vector_codes")
     return snap
 
 
@@ -72,8 +72,8 @@ def counts(store: MemoryStore) -> dict[str, int]:
     """Row counts per table, including the FTS5 and vec0 virtual tables."""
     result = {table: scalar(store, f"SELECT count(*) FROM {table}") for table in TABLES}
     result["memories_fts"] = scalar(store, "SELECT count(*) FROM memories_fts")
-    result["memory_vector_codes"] = (scalar(store, "SELECT count(*) FROM memory_vector_codes")
-                                if has_table(store, "memory_vector_codes") else 0)
+    result["vector_codes"] = (scalar(store, "SELECT count(*) FROM vector_codes")
+                                if has_table(store, "vector_codes") else 0)
     return result
 
 
@@ -109,18 +109,21 @@ def embedding_blob(store: MemoryStore, memory_id: str) -> bytes | None:
 
 
 def vector_blob(store: MemoryStore, memory_id: str) -> bytes | None:
-    """The memory's row in the vec0 code index."""
+    """The memory's row in the code index."""
     row = store.conn.execute(
-        "SELECT codes FROM memory_vector_codes WHERE pk = ?", (pk_of(store, memory_id),)).fetchone()
+        "SELECT codes FROM vector_codes WHERE pk = ?", (pk_of(store, memory_id),)).fetchone()
     return row[0] if row else None
 
 
 def codes_of(store: MemoryStore, embedding: bytes) -> bytes:
-    """The code the vector index holds for an embedding (computed by sqlite-vec)."""
-    from localmem.storage.vector_index import code_parameters
+    """The code the vector index should hold for an embedding under the store's calibration,
+    computed in numpy (the index computes it in SQL with sqlite-vec)."""
+    import numpy as np
 
-    sql = "SELECT " + store.sql.fragment("vector_codes")
-    return store.conn.execute(sql, code_parameters(embedding)).fetchone()[0]
+    from localmem.storage.code_calibration import Thresholds, encode
+
+    low, mid, high = store.conn.execute("SELECT low, mid, high FROM vector_calibration").fetchone()
+    return encode(np.frombuffer(embedding, np.float32), Thresholds.from_blobs(low, mid, high))[0].tobytes()
 
 
 def float32(vector: list[float]) -> bytes:
@@ -148,8 +151,8 @@ def assert_consistent(store: MemoryStore) -> None:
     assert {r[0] for r in store.conn.execute("SELECT rowid FROM memories_fts")} == pks
     embedded = {r[0] for r in store.conn.execute("SELECT pk FROM memory_embeddings")}
     assert embedded <= pks
-    if has_table(store, "memory_vector_codes"):
-        assert {r[0] for r in store.conn.execute("SELECT pk FROM memory_vector_codes")} == embedded
+    if has_table(store, "vector_codes"):
+        assert {r[0] for r in store.conn.execute("SELECT pk FROM vector_codes")} == embedded
     for pk, tags_json in store.conn.execute("SELECT pk, tags FROM memories"):
         tags = json.loads(tags_json)
         assert sorted(r[0] for r in store.conn.execute(

@@ -707,10 +707,10 @@ def corrupt(db: Path) -> dict[str, str]:
         conn = store.conn
         conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk[ids["fts"]],))
         conn.execute("INSERT INTO memories_fts (rowid, content, tags) VALUES (9999, 'ghost', '')")
-        conn.execute("DELETE FROM memory_vector_codes WHERE pk = ?", (pk[ids["vector"]],))
+        conn.execute("DELETE FROM vector_codes WHERE pk = ?", (pk[ids["vector"]],))
         conn.execute("DELETE FROM memory_tags WHERE pk = ? AND tag = 'shared'", (pk[ids["tags"]],))
         conn.execute("DELETE FROM memory_tag_prefixes WHERE pk = ? AND prefix = 'topic'", (pk[ids["prefix"]],))
-        conn.execute("DELETE FROM memory_vector_codes WHERE pk = ?", (pk[ids["embedding"]],))
+        conn.execute("DELETE FROM vector_codes WHERE pk = ?", (pk[ids["embedding"]],))
         conn.execute("DELETE FROM memory_embeddings WHERE pk = ?", (pk[ids["embedding"]],))
         conn.execute("PRAGMA foreign_keys = OFF")
         conn.execute("INSERT INTO edges (src, dst, type, strength, updated_at, properties) "
@@ -733,7 +733,7 @@ def test_doctor_detects_and_repairs(cli, db: Path) -> None:
     result = cli("doctor")
     assert result.code == 1
     for needle in ("no full-text (FTS) row", "full-text row belongs to no memory",
-                   "tag rows do not match", "tag prefix rows do not match", "no vector-index (vec0) row",
+                   "tag rows do not match", "tag prefix rows do not match", "no vector-index row",
                    "no embedding", "edge points to a missing memory", "missing rows (edges: 1)"):
         assert needle in result.out, needle
     for key in ("fts", "vector", "tags", "prefix", "embedding"):

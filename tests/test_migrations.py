@@ -74,7 +74,7 @@ def test_reopening_does_not_repeat_migrations(tmp_path):
         s.store("only once")
     with new_store(path) as s:
         c = counts(s)
-        assert (c["memories"], c["memories_fts"], c["memory_vector_codes"]) == (1, 1, 1)
+        assert (c["memories"], c["memories_fts"], c["vector_codes"]) == (1, 1, 1)
 
 
 # --- upgrading an old file ---------------------------------------------------------
@@ -200,11 +200,11 @@ def test_dimensions_recorded_only_once_known(tmp_path):
     with new_store(path, embedder="none") as s:
         s.store("before any vectors")
         assert meta(s, "dimensions") is None
-        assert counts(s)["memory_vector_codes"] == 0
+        assert counts(s)["vector_codes"] == 0
     with new_store(path, embedder="hash:16") as s:
         assert (meta(s, "dimensions"), meta(s, "embedder")) == ("16", "hash-16")
         new_id = s.store("after")
-        assert counts(s)["memory_vector_codes"] == 1
+        assert counts(s)["vector_codes"] == 1
         assert s.health()["memories_without_embedding"] == 1
         assert s.get(new_id)
     with pytest.raises(ConfigError, match="16 dimensions"):

@@ -349,7 +349,7 @@ def test_degraded_without_embedder(make):
 def test_degraded_when_the_vector_index_fails(make):
     store = make()
     memory_id = store.store("Authentication errors come from expired tokens", timestamp=at(0))
-    store.conn.execute("DROP TABLE memory_vector_codes")
+    store.conn.execute("DROP TABLE vector_codes")
     response = store.recall_v1("authentication errors")
     assert ids(response) == [memory_id]
     assert response["degraded"] is True and response["degraded_reason"] == "vector_search_unavailable"

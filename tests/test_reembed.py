@@ -41,15 +41,15 @@ def make_store(db: Path, embedder: str = "hash:64") -> None:
 
 
 def vector_facts(db: Path) -> dict[str, object]:
-    """What the file holds: recorded embedder and dimension, embedding sizes, the index's definition."""
+    """What the file holds: recorded embedder and dimension, embedding sizes, code sizes."""
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimensions')"))
         sizes = dict(conn.execute("SELECT length(embedding), count(*) FROM memory_embeddings GROUP BY 1"))
-        index = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memory_vector_codes'").fetchone()[0]
-        codes = conn.execute("SELECT count(*) FROM memory_vector_codes").fetchone()[0]
+        index = dict(conn.execute("SELECT length(codes), count(*) FROM vector_codes GROUP BY 1"))
+        codes = conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0]
         staged = conn.execute("SELECT count(*) FROM reembed_staging").fetchone()[0]
     finally:
         conn.close()
@@ -91,7 +91,7 @@ def test_reembed_hash64_to_hash384_in_place(tmp_path):
     facts = vector_facts(db)
     assert facts["embedder"] == "hash" and facts["dimensions"] == 384
     assert facts["sizes"] == {384 * 4: 51}  # no 64-dimension vector left
-    assert f"bit[{3 * 384}]" in facts["index"] and facts["codes"] == 51 and facts["staged"] == 0
+    assert facts["index"] == {3 * 384 // 8: 51} and facts["codes"] == 51 and facts["staged"] == 0
     # Recall is right afterwards, opened with the recorded embedder and no --embedder.
     assert top_hit(db, "JWT signing key rotated")["memory"]["content"].startswith("Login failed")
     hit = top_hit(db, "cache uses Redis")

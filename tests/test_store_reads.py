@@ -191,7 +191,7 @@ def test_health_counts_agree_with_sql(store):
     health = store.health()
     direct = counts(store)
     assert health["memory_count"] == direct["memories"] == 3
-    assert health["vector_count"] == direct["memory_vector_codes"] == 3
+    assert health["vector_count"] == direct["vector_codes"] == 3
     assert health["embedding_count"] == direct["memory_embeddings"] == 3
     assert health["fts_count"] == direct["memories_fts"] == 3
     assert health["edge_count"] == direct["edges"] == 1
@@ -283,7 +283,7 @@ def test_embedder_none_stores_without_vectors():
         memory_id = s.store("The billing service uses PostgreSQL", tags=["db"])
         assert s.get(memory_id)["content"] == "The billing service uses PostgreSQL"
         c = counts(s)
-        assert (c["memories"], c["memories_fts"], c["memory_embeddings"], c["memory_vector_codes"]) == (1, 1, 0, 0)
+        assert (c["memories"], c["memories_fts"], c["memory_embeddings"], c["vector_codes"]) == (1, 1, 0, 0)
         health = s.health()
         assert health["embedder"]["name"] == "none"
         assert health["embedder"]["dimensions"] is None
@@ -322,7 +322,7 @@ def test_unavailable_embedder_store_succeeds_without_vector():
         assert s.get(memory_id)["content"] == "The billing service uses PostgreSQL"
         assert s.get(other)
         c = counts(s)
-        assert (c["memories"], c["memories_fts"], c["memory_embeddings"], c["memory_vector_codes"]) == (2, 2, 0, 0)
+        assert (c["memories"], c["memories_fts"], c["memory_embeddings"], c["vector_codes"]) == (2, 2, 0, 0)
         health = s.health()
         assert health["embedder"]["available"] is False
         assert "flaky-model is offline" in health["embedder"]["error"]
@@ -340,13 +340,13 @@ def test_update_with_unavailable_embedder_removes_old_vector(tmp_path):
     path = str(tmp_path / "mem.db")
     with new_store(path, embedder="hash:8") as s:
         memory_id = s.store("old words")
-        assert counts(s)["memory_vector_codes"] == 1
+        assert counts(s)["vector_codes"] == 1
     with pytest.warns(UserWarning, match="mixes vector spaces"):
         s = new_store(path, embedder=UnavailableDuck())
     with s:
         s.update(memory_id, content="new words")
         c = counts(s)
-        assert (c["memory_embeddings"], c["memory_vector_codes"]) == (0, 0)
+        assert (c["memory_embeddings"], c["vector_codes"]) == (0, 0)
         assert s.health()["indexes_agree"] is True
 
 

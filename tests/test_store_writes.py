@@ -290,7 +290,7 @@ def test_store_writes_every_index(store):
     after = counts(store)
     assert {k: after[k] - before[k] for k in after} == {
         "memories": 1, "memory_tags": 1, "memory_tag_prefixes": 2, "edges": 0,
-        "memory_embeddings": 1, "meta": 0, "memories_fts": 1, "memory_vector_codes": 1,
+        "memory_embeddings": 1, "meta": 0, "memories_fts": 1, "vector_codes": 1,
     }
     assert fts_ids(store, "kettle") == {memory_id}
     assert fts_ids(store, "kitchen") == {memory_id}  # tags are indexed too
@@ -545,10 +545,10 @@ def test_delete_removes_every_trace(populated):
     after = counts(populated)
     assert after["memories"] == before["memories"] - 1
     assert after["memories_fts"] == before["memories_fts"] - 1
-    assert after["memory_vector_codes"] == before["memory_vector_codes"] - 1
+    assert after["vector_codes"] == before["vector_codes"] - 1
     assert after["memory_embeddings"] == before["memory_embeddings"] - 1
     assert after["edges"] == 0
-    for table in ("memory_tags", "memory_tag_prefixes", "memory_embeddings", "memory_vector_codes"):
+    for table in ("memory_tags", "memory_tag_prefixes", "memory_embeddings", "vector_codes"):
         assert scalar(populated, f"SELECT count(*) FROM {table} WHERE pk = ?", (pk,)) == 0
     assert scalar(populated, "SELECT count(*) FROM edges WHERE src = ? OR dst = ?", (pk, pk)) == 0
     assert scalar(populated, "SELECT count(*) FROM memories_fts WHERE rowid = ?", (pk,)) == 0
@@ -941,7 +941,7 @@ def test_indexes_agree_after_a_sequence_of_writes(clock):
         assert_consistent(s)
 
         c = counts(s)
-        assert c["memories"] == c["memories_fts"] == c["memory_embeddings"] == c["memory_vector_codes"] == 9
+        assert c["memories"] == c["memories_fts"] == c["memory_embeddings"] == c["vector_codes"] == 9
         assert c["edges"] == 1  # 3->4 and 4->5 went with 4; 5->new remains
         assert fts_ids(s, "bravo") == {ids[0]}
         assert ids[0] not in fts_ids(s, "alpha")

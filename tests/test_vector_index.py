@@ -9,7 +9,8 @@ import pytest
 
 from localmem.recall.channels import make_scope, vector_candidates
 from localmem.recall.params import parse_recall_params
-from localmem.storage.vector_index import code_parameters, padded_dimensions
+from localmem.storage.code_calibration import padded_dimensions
+from localmem.storage.vector_index import code_input
 
 DIMS = 64
 
@@ -44,7 +45,7 @@ def test_vector_leg_recall_against_exact_search(memory_store_factory):
         q = vectors[i] + rng.normal(0, 0.03, 384).astype(np.float32)
         q = (q / np.linalg.norm(q)).astype(np.float32)
         exact = np.argsort(-(vectors @ q))[:10]
-        found = vector_candidates(store, scope, q.tobytes(), 10)
+        found = vector_candidates(store._backend, scope, q.tobytes(), 10)
         hits += len({ids[j] for j in exact} & {c["id"] for c in found})
         sims = [c["match_score"] for c in found]
         assert sims == sorted(sims, reverse=True)  # exact cosines, best first
@@ -56,7 +57,7 @@ def test_codes_of_odd_dimensions_are_padded(memory_store_factory):
     a = store.store("alpha", embedding=[1.0] + [0.0] * 9)
     store.store("beta", embedding=[0.0, 1.0] + [0.0] * 8)
     assert padded_dimensions(10) == 16
-    assert len(code_parameters(bytes(40))["code_input"]) == 64
+    assert len(code_input(bytes(40))) == 64
     response = store.recall(embedding=[0.9, 0.1] + [0.0] * 8, limit=1)
     assert [r["id"] for r in response["results"]] == [a]
 

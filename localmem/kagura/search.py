@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from ..storage.vector_index import knn_parameters
 from ..embedders import EmbedderUnavailable
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
@@ -104,12 +103,16 @@ def _query_vector(backend: "Backend", query: str) -> tuple[bytes | None, str | N
 
 def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: int
                   ) -> tuple[list[Candidate], float | None]:
-    scoped = not scope.unfiltered
-    statement = backend.sql["kagura_vector_scoped" if scoped else "kagura_vector"]
-    rows = list(rows_as_dicts(backend.conn.execute(
-        statement, {**scope.bindings(), **knn_parameters(vector, min(size, MAX_KNN))})))
+    size = min(size, MAX_KNN)
+    knn = None if not scope.unfiltered else backend.vector_knn(vector, size)
+    if knn is None:  # a scope, or uncommitted vectors: the exact cosines of every memory in scope
+        rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector_scoped"], {
+            **scope.bindings(), "query_vector": vector, "k": size})))
+    else:
+        rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector"],
+                                                       {**scope.bindings(), **knn})))
     cutoff = None
-    if len(rows) >= min(size, MAX_KNN) and rows:
+    if len(rows) >= size and rows:
         cutoff = usable_cosine(rows[-1]["similarity"])
     out = []
     for row in rows:

@@ -75,7 +75,9 @@ def _memory_label(row: Any) -> str:
 
 
 def _vector_table_exists(store: MemoryStore) -> bool:
-    return bool(store.conn.execute(store.sql["doctor_vector_table"]).fetchone()[0])
+    if not store.conn.execute(store.sql["doctor_vector_table"]).fetchone()[0]:
+        return False
+    return store.conn.execute(store.sql["vector_calibration_get"]).fetchone() is not None
 
 
 def embedder_usable(store: MemoryStore) -> bool:
@@ -215,10 +217,10 @@ def _check(store: MemoryStore) -> list[Check]:
         for name in vector_names:
             results.append(Check(name, name.replace("_", " "), skipped="no vector index (embedder 'none')"))
         return results
-    table = Check("vector_index", "the vec0 vector index exists")
+    table = Check("vector_index", "the vector code index and its calibration exist")
     if not _vector_table_exists(store):
         table.count = 1
-        table.message = "the vector index table memory_vector_codes is missing"
+        table.message = "the vector index (vector_codes and its calibration) is missing"
     results.append(table)
     dims = store.dimensions
     rows_check("embeddings_bad_length", f"every embedding has {dims} dimensions",
@@ -237,7 +239,7 @@ def _check(store: MemoryStore) -> list[Check]:
     results.append(usable_check)
     if table.ok:
         rows_check("vectors_missing", "every embedding has a vector-index row", "doctor_vectors_missing",
-                   lambda n: f"{_plural(n, 'embedding', 'embeddings')} {has(n)} no vector-index (vec0) row")
+                   lambda n: f"{_plural(n, 'embedding', 'embeddings')} {has(n)} no vector-index row")
         rows_check("vectors_orphans", "every vector-index row has an embedding", "doctor_vectors_orphans",
                    lambda n: f"{_plural(n, 'vector-index row', 'vector-index rows')} {has(n)} no embedding",
                    label=lambda r: f"pk {r[0]}")
@@ -246,7 +248,7 @@ def _check(store: MemoryStore) -> list[Check]:
                        "doctor_vectors_differ",
                        lambda n: f"{_plural(n, 'vector-index row', 'vector-index rows')} "
                                  f"{verb(n, 'differ')} from the stored embedding",
-                       bindings=vector_index.code_parameters(bytes(4 * dims)),
+                       bindings=vector_index.doctor_bindings(dims),
                        slots={"code_input": "e.embedding"})
         else:
             results.append(Check("vectors_differ", "vectors differ",

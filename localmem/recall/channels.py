@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
-from ..storage.vector_index import knn_parameters
 from .keywords import KeywordScorer, bm25_weights_sql
 from ..metadata_search import (
     metadata_match_score,
@@ -98,21 +97,25 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) 
     kNN. With tags, a narrow scope (≤ EXACT_SCAN_ROWS, or EXACT_SCAN_SHARE of
     the store) gets the exact cosines of its memories; a broad one the code
     kNN widened by the share of memories outside it (up to MAX_WIDENED_K),
-    then filtered.
+    then filtered. Inside a write transaction with uncommitted vectors the
+    code scan cannot answer, and every memory in scope is scored exactly.
     """
-    knn = scope.statement(backend, "recall_vector", driving=False)
-    window = scope.epoch_window
-    if not scope.params.tags:
-        return backend.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, k, window)})
-    total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
-    exact_limit = max(EXACT_SCAN_ROWS, int(EXACT_SCAN_SHARE * total))
-    tagged, _ = backend.conn.execute(
-        backend.sql["recall_scope_size"], {**scope.bindings, "cap": exact_limit + 1}).fetchone()
-    if tagged <= exact_limit:
-        return backend.conn.execute(scope.statement(backend, "recall_vector_exact"),
-                                  {**scope.bindings, "query_vector": query_vector, "k": k})
-    widened = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
-    return backend.conn.execute(knn, {**scope.bindings, **knn_parameters(query_vector, widened, window)})
+    exact = scope.statement(backend, "recall_vector_exact")
+    exact_bindings = {**scope.bindings, "query_vector": query_vector, "k": k}
+    k_wanted = k
+    if scope.params.tags:
+        total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
+        exact_limit = max(EXACT_SCAN_ROWS, int(EXACT_SCAN_SHARE * total))
+        tagged, _ = backend.conn.execute(
+            backend.sql["recall_scope_size"], {**scope.bindings, "cap": exact_limit + 1}).fetchone()
+        if tagged <= exact_limit:
+            return backend.conn.execute(exact, exact_bindings)
+        k_wanted = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
+    knn = backend.vector_knn(query_vector, k_wanted, scope.epoch_window)
+    if knn is None:
+        return backend.conn.execute(exact, exact_bindings)
+    return backend.conn.execute(scope.statement(backend, "recall_vector", driving=False),
+                                {**scope.bindings, **knn})
 
 
 def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,

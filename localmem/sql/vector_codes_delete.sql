@@ -1,2 +1,1 @@
--- vec0 has no upsert (INSERT OR REPLACE fails in 0.1.9): delete, then insert.
-DELETE FROM memory_vector_codes WHERE pk = :pk;
+DELETE FROM vector_codes WHERE pk = :pk;

@@ -9,6 +9,7 @@ nothing above the storage layer.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from datetime import datetime
 from typing import Any, Callable
@@ -21,6 +22,7 @@ from ..errors import ConfigError, StorageError
 from ..timeparse import format_timestamp
 from ..validation import validate_embedding
 from . import vector_index
+from .code_search import CodeIndex
 from .database import transaction
 from .statements import Statements
 
@@ -56,6 +58,7 @@ class Backend:
         self.touch_queue: list[tuple[list[str], datetime]] | None = None
         # The embedder and dimension the file recorded when this backend last looked.
         self._recorded: tuple[str | None, str | None] = (None, None)
+        self.code_index = CodeIndex()
 
     @property
     def has_vector_index(self) -> bool:
@@ -152,6 +155,17 @@ class Backend:
             f"Embedding dimension mismatch: the database {path} was created with "
             f"{self.meta('embedder')!r} ({recorded} dimensions), but embedder "
             f"{self.embedder.name!r} has {dims} dimensions")
+
+    def vector_knn(self, query_vector: bytes, k: int,
+                   window: tuple[float | None, float | None] = (None, None)) -> dict[str, Any] | None:
+        """Bindings of vector_knn.sql for the ``k`` nearest memories in a time window (unix
+        seconds); None when this connection's uncommitted writes keep the code scan from
+        answering (the caller scores exactly instead)."""
+        start, end = window
+        bounds = None if start is None and end is None else (
+            -math.inf if start is None else start, math.inf if end is None else end)
+        hits = self.code_index.candidates(self.conn, self.sql, query_vector, k, bounds)
+        return None if hits is None else vector_index.knn_parameters(query_vector, hits, k)
 
     def query_tokens(self, text: str) -> list[str]:
         """``text`` as the full-text index tokenizes it (porter-stemmed, lowercased)."""

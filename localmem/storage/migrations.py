@@ -65,18 +65,23 @@ def migration_0004_metadata_terms(conn: apsw.Connection, sql: Statements) -> Non
 
 
 def migration_0005_vector_codes(conn: apsw.Connection, sql: Statements) -> None:
-    """The code index, built from the stored embeddings when the dimension is known."""
-    from . import vector_index
-
+    """The float32 vec0 index is dropped (schema 7 builds the code index that replaced it)."""
     _run_script(conn, sql["migration_0005_vector_codes"])
-    row = conn.execute(sql["meta_get"], {"key": "dimensions"}).fetchone()
-    if row and row[0]:
-        vector_index.rebuild(conn, sql, int(row[0]))
 
 
 def migration_0006_push(conn: apsw.Connection, sql: Statements) -> None:
     """Change tracking (a counter per memory, kept by triggers) and push's id map."""
     _run_script(conn, sql["migration_0006_push"])
+
+
+def migration_0007_code_index(conn: apsw.Connection, sql: Statements) -> None:
+    """The code index as a plain table scanned in memory, calibrated to the stored vectors."""
+    from . import vector_index
+
+    _run_script(conn, sql["migration_0007_code_index"])
+    row = conn.execute(sql["meta_get"], {"key": "dimensions"}).fetchone()
+    if row and row[0]:
+        vector_index.rebuild(conn, sql, int(row[0]))
 
 
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
@@ -86,6 +91,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0004_metadata_terms,
     migration_0005_vector_codes,
     migration_0006_push,
+    migration_0007_code_index,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -1,7 +1,7 @@
 """Writing one memory across every table that indexes it.
 
 Each function runs inside the caller's transaction; a failure anywhere rolls
-back the memory row, its tags, prefixes, FTS row, embedding and vec0 row
+back the memory row, its tags, prefixes, FTS row, embedding and vector code
 together, so the indexes never disagree.
 """
 
@@ -68,6 +68,9 @@ def insert_memories(
             _set_embedding(conn, sql, pk, embedding, has_index, replacing=False)
         if row.thread is not None:
             threaded.append(pk)
+    dims = next((len(e) // 4 for e in embeddings if e is not None), None)
+    if has_index and dims is not None:
+        vector_index.check_calibration(conn, sql, dims)
     stamps = [row.timestamp for row in rows if row.thread is not None]
     neighbours = affected_rows(conn, sql, threaded, stamps)
     for pk in neighbours - set(pks):

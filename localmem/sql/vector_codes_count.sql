@@ -1,0 +1,1 @@
+SELECT count(*) FROM vector_codes;
