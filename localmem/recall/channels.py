@@ -80,13 +80,14 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
     }
 
 
-# Score every memory in scope exactly when the scope holds at most this many
-# memories, or this share of the store; beyond that the widened code kNN is cheaper.
-EXACT_SCAN_ROWS = 4000
-EXACT_SCAN_SHARE = 0.15
+# Restrict the code scan to the memories in scope when the scope holds at most
+# this many memories, or this share of the store; beyond that listing them
+# costs more than widening the code kNN.
+NARROW_SCOPE_ROWS = 4000
+NARROW_SCOPE_SHARE = 0.15
 # A broad scope widens the code kNN by the share of memories outside it, up to
-# this k: sqlite-vec's top-k selection costs O(rows x k), so past it the time
-# goes up faster than the in-scope candidates help (the keyword channel fills in).
+# this k (each result asked for adds exact cosines to compute; the keyword
+# channel fills in).
 MAX_WIDENED_K = 64
 
 
@@ -94,26 +95,28 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) 
     """Pick the cheapest exact-enough plan for the scope.
 
     The time window is applied inside the code scan. Without tags: the code
-    kNN. With tags, a narrow scope (≤ EXACT_SCAN_ROWS, or EXACT_SCAN_SHARE of
-    the store) gets the exact cosines of its memories; a broad one the code
-    kNN widened by the share of memories outside it (up to MAX_WIDENED_K),
-    then filtered. Inside a write transaction with uncommitted vectors the
-    code scan cannot answer, and every memory in scope is scored exactly.
+    kNN. With tags, a narrow scope (≤ NARROW_SCOPE_ROWS, or NARROW_SCOPE_SHARE
+    of the store) restricts the code scan to the memories in scope; a broad
+    one widens the code kNN by the share of memories outside it (up to
+    MAX_WIDENED_K), then filters. Inside a write transaction with
+    uncommitted vectors the code scan cannot answer, and every memory in
+    scope is scored exactly.
     """
-    exact = scope.statement(backend, "recall_vector_exact")
-    exact_bindings = {**scope.bindings, "query_vector": query_vector, "k": k}
-    k_wanted = k
+    among, k_wanted = None, k
     if scope.params.tags:
         total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
-        exact_limit = max(EXACT_SCAN_ROWS, int(EXACT_SCAN_SHARE * total))
+        narrow_limit = max(NARROW_SCOPE_ROWS, int(NARROW_SCOPE_SHARE * total))
         tagged, _ = backend.conn.execute(
-            backend.sql["recall_scope_size"], {**scope.bindings, "cap": exact_limit + 1}).fetchone()
-        if tagged <= exact_limit:
-            return backend.conn.execute(exact, exact_bindings)
-        k_wanted = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
-    knn = backend.vector_knn(query_vector, k_wanted, scope.epoch_window)
+            backend.sql["recall_scope_size"], {**scope.bindings, "cap": narrow_limit + 1}).fetchone()
+        if tagged <= narrow_limit:
+            among = backend.conn.execute(scope.statement(backend, "recall_scope_pks"),
+                                         scope.bindings).fetchone()[0] or ""
+        else:
+            k_wanted = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
+    knn = backend.vector_knn(query_vector, k_wanted, scope.epoch_window, among)
     if knn is None:
-        return backend.conn.execute(exact, exact_bindings)
+        return backend.conn.execute(scope.statement(backend, "recall_vector_exact"),
+                                    {**scope.bindings, "query_vector": query_vector, "k": k})
     return backend.conn.execute(scope.statement(backend, "recall_vector", driving=False),
                                 {**scope.bindings, **knn})
 

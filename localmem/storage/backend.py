@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 import apsw
+import numpy as np
 
 from ..config import Config
 from ..embedders import Embedder, EmbedderUnavailable, resolve_embedder, spec_for_recorded_name
@@ -157,14 +158,17 @@ class Backend:
             f"{self.embedder.name!r} has {dims} dimensions")
 
     def vector_knn(self, query_vector: bytes, k: int,
-                   window: tuple[float | None, float | None] = (None, None)) -> dict[str, Any] | None:
+                   window: tuple[float | None, float | None] = (None, None),
+                   among: str | None = None) -> dict[str, Any] | None:
         """Bindings of vector_knn.sql for the ``k`` nearest memories in a time window (unix
-        seconds); None when this connection's uncommitted writes keep the code scan from
-        answering (the caller scores exactly instead)."""
+        seconds) and, if given, among the pks listed in ``among`` (comma-separated); None
+        when this connection's uncommitted writes keep the code scan from answering (the
+        caller scores exactly instead)."""
         start, end = window
         bounds = None if start is None and end is None else (
             -math.inf if start is None else start, math.inf if end is None else end)
-        hits = self.code_index.candidates(self.conn, self.sql, query_vector, k, bounds)
+        listed = None if among is None else np.array(among.split(",") if among else [], np.int64)
+        hits = self.code_index.candidates(self.conn, self.sql, query_vector, k, bounds, listed)
         return None if hits is None else vector_index.knn_parameters(query_vector, hits, k)
 
     def query_tokens(self, text: str) -> list[str]:

@@ -88,7 +88,7 @@ class CodeIndex:
         self._seq = -1
         self._generation: int | None = None
         self._arrays: _Arrays | None = None
-        self._slots: dict[int, int] = {}
+        self._slot_of_pk = np.full(0, -1, np.int64)  # by pk: its slot, or -1
         self._thresholds: calibration.Thresholds | None = None
         self._depths = (1.0, 1.0)
         self._dead = 0
@@ -112,17 +112,22 @@ class CodeIndex:
         if conn.txn_state("main") == apsw.SQLITE_TXN_WRITE:
             return False
         if not self._load_calibration(conn, sql):
-            self._arrays, self._slots, self._seq, self._generation = None, {}, seq, generation
+            self._arrays, self._seq, self._generation = None, seq, generation
+            self._slot_of_pk = np.full(0, -1, np.int64)
             return True
         if generation != self._generation or self._arrays is None or seq < self._seq:
-            self._arrays, self._slots, self._dead, since = None, {}, 0, -1
+            self._arrays, self._dead, since = None, 0, -1
+            self._slot_of_pk = np.full(0, -1, np.int64)
         else:
             since = self._seq
-            for (pk,) in conn.execute(sql["vector_code_deletions_since"], {"seq": since}):
-                slot = self._slots.pop(pk, None)
-                if slot is not None:
-                    self._arrays.live[slot] = False
-                    self._dead += 1
+            deleted = np.array([pk for (pk,) in conn.execute(sql["vector_code_deletions_since"],
+                                                             {"seq": since})], np.int64)
+            deleted = deleted[deleted < len(self._slot_of_pk)]
+            slots = self._slot_of_pk[deleted]
+            slots = np.unique(slots[slots >= 0])
+            self._arrays.live[slots] = False
+            self._slot_of_pk[deleted] = -1
+            self._dead += len(slots)
         self._apply(list(conn.execute(sql["vector_codes_since"], {"seq": since})))
         self._seq, self._generation = seq, generation
         if self._arrays is not None and self._dead > COMPACT_SHARE * max(1, self._arrays.size):
@@ -141,23 +146,18 @@ class CodeIndex:
         pks = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         ts = np.fromiter((r[1] for r in rows), np.float64, len(rows))
         arrays = self._arrays if self._arrays is not None else _Arrays.empty(codes.shape[1] // 3, 0)
-        slots = np.empty(len(rows), np.int64)
-        if not self._slots:  # a first load: every row is new
-            fresh: list[int] | np.ndarray = np.arange(len(rows))
-        else:
-            fresh = []
-            for i, pk in enumerate(pks.tolist()):
-                slot = self._slots.get(pk)
-                if slot is None:
-                    fresh.append(i)
-                else:
-                    slots[i] = slot
+        top = int(pks.max()) + 1
+        if top > len(self._slot_of_pk):
+            grown = np.full(max(top, 2 * len(self._slot_of_pk)), -1, np.int64)
+            grown[: len(self._slot_of_pk)] = self._slot_of_pk
+            self._slot_of_pk = grown
+        slots = self._slot_of_pk[pks]
+        fresh = np.flatnonzero(slots < 0)
         if len(fresh):
             if arrays.size + len(fresh) > arrays.capacity:
                 arrays = arrays.grown(arrays.size + len(fresh))
-            new_slots = np.arange(arrays.size, arrays.size + len(fresh))
-            slots[fresh] = new_slots
-            self._slots.update(zip(pks[fresh].tolist(), new_slots.tolist()))
+            slots[fresh] = np.arange(arrays.size, arrays.size + len(fresh))
+            self._slot_of_pk[pks[fresh]] = slots[fresh]
             arrays.size += len(fresh)
         words = codes.shape[1] // 3
         arrays.pks[slots], arrays.ts[slots], arrays.live[slots] = pks, ts, True
@@ -179,7 +179,8 @@ class CodeIndex:
         out.levels[:n], out.signs[:, :n] = arrays.levels[keep], arrays.signs[:, keep]
         out.size = n
         self._arrays, self._dead = out, 0
-        self._slots = dict(zip(out.pks[:n].tolist(), range(n)))
+        self._slot_of_pk[:] = -1
+        self._slot_of_pk[out.pks[:n]] = np.arange(n)
 
     # -- searching -------------------------------------------------------------
 
@@ -187,9 +188,11 @@ class CodeIndex:
         return min(rows, max(floor, math.ceil(share * rows * DEPTH_SAFETY)))
 
     def candidates(self, conn: apsw.Connection, sql: Statements, query_vector: bytes, k: int,
-                   window: tuple[float, float] | None = None) -> list[int] | None:
+                   window: tuple[float, float] | None = None,
+                   among: np.ndarray | None = None) -> list[int] | None:
         """The pks whose exact cosine decides the ``k`` nearest codes within ``window``
-        (unix seconds, both ends inclusive; None: any time).
+        (unix seconds, both ends inclusive; None: any time) and, if given, among the pks
+        ``among`` (int64).
 
         None: this connection has uncommitted code changes, so the cache cannot answer.
         """
@@ -203,6 +206,11 @@ class CodeIndex:
             query = calibration.words(calibration.encode(np.frombuffer(query_vector, np.float32),
                                                          thresholds))[0]
             in_scope = arrays.live[:n]
+            if among is not None:
+                among = among[(among >= 0) & (among < len(self._slot_of_pk))]
+                listed = self._slot_of_pk[among]
+                in_scope = np.zeros(n, bool)
+                in_scope[listed[listed >= 0]] = True
             if window is not None:
                 in_scope = in_scope & (arrays.ts[:n] >= window[0]) & (arrays.ts[:n] <= window[1])
             slots = np.flatnonzero(in_scope)
@@ -238,7 +246,7 @@ class CodeIndex:
         """What the cache holds (for stats and tests)."""
         with self._lock:
             arrays = self._arrays
-            return {"codes": len(self._slots), "slots": arrays.size if arrays else 0,
+            return {"codes": int((self._slot_of_pk >= 0).sum()), "slots": arrays.size if arrays else 0,
                     "generation": self._generation, "seq": self._seq,
                     "depth_1bit": self._depths[0], "depth_3bit": self._depths[1],
                     "bytes": 0 if arrays is None else int(arrays.levels.nbytes + arrays.signs.nbytes
