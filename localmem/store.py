@@ -6,7 +6,6 @@ import functools
 import json
 import os
 import threading
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -14,10 +13,10 @@ from typing import Any, Callable, Iterable, Mapping
 import apsw
 
 from .storage import edges as edge_store
-from .storage import writes
+from .storage import memory_fields, writes
+from .storage.memory_fields import CLEARABLE_FIELDS, UPDATE_FIELDS, build_row, merged_update
 from .storage.ids import abbreviate_ids, resolve_id
 from .storage.listing import list_page
-from .classify import classify, normalize_memory_type
 from .config import Config
 from .storage.backend import Backend
 from .storage.database import (
@@ -34,38 +33,17 @@ from .storage.migrations import LATEST_VERSION, migrate, require_current_schema
 from .kagura import run_recall_v1
 from .progress import ProgressBar
 from .recall.pipeline import run_recall
-from .recall.state import memory_state, state_counts
-from .storage.records import MemoryRow, rows_as_dicts, to_record
-from .relations import AUTHORABLE_TYPES, DEFAULT_EXPAND_TYPES, RELATION_TYPES, SUPERSESSION_TYPES
+from .recall.state import memory_state, state_counts, still_hidden_warning
+from .storage.records import MemoryRow, record_by_id, rows_as_dicts, to_record
+from .relations import SUPERSESSION_TYPES
 from .storage.statements import Statements
 from .tags import canonical_prefix_filter, normalize_tags, prepare_tag_filters
-from .text import generate_summary
 from .timeparse import format_timestamp
-from .validation import (
-    check_text,
-    encode_json,
-    strip_non_finite,
-    validate_content,
-    validate_context_name,
-    validate_embedding,
-    validate_int,
-    validate_metadata,
-    validate_timestamp,
-    validate_unit_interval,
-    validate_uuid,
-)
+from .validation import strip_non_finite, validate_embedding, validate_int, validate_uuid
 
-STORE_FIELDS = frozenset({
-    "content", "tags", "importance", "confidence", "type", "timestamp", "metadata",
-    "embedding", "t_valid", "t_invalid", "id", "context", "updated_at", "last_accessed",
-    "archived", "summary", "relevance_score",
-})
-UPDATE_FIELDS = STORE_FIELDS - {"id"}
-CLEARABLE_FIELDS = frozenset({"t_invalid", "relevance_score"})
-# Edge properties callers may set, across all relation types (AutoMem's registry).
-EDGE_PROPERTIES = frozenset(
-    p for rt in RELATION_TYPES.values() for p in rt.properties
-) | {"timestamp", "observations", "role"}
+# Where the interfaces have always imported them from (storage/ holds the rules).
+STORE_FIELDS = memory_fields.STORE_FIELDS
+EDGE_PROPERTIES = edge_store.EDGE_PROPERTIES
 BY_TAG_MAX_LIMIT = 200
 
 
@@ -98,15 +76,6 @@ def _on_backend(name: str, doc: str) -> property:
     """A store attribute that lives on its backend (readable and settable, as before)."""
     return property(lambda self: getattr(self._backend, name),
                     lambda self, value: setattr(self._backend, name, value), doc=doc)
-
-
-def _validate_archived(value: Any) -> bool:
-    """A boolean (or 0/1); ``bool("false")`` would silently archive."""
-    if value is None:
-        return False
-    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
-        return bool(value)
-    raise ValidationError("'archived' must be a boolean")
 
 
 class MemoryStore:
@@ -207,62 +176,7 @@ class MemoryStore:
         return self._backend.embed_texts(texts)
 
     def _pk_and_record(self, memory_id: str) -> tuple[int, dict[str, Any]]:
-        memory_id = validate_uuid(memory_id)
-        rows = list(rows_as_dicts(self.conn.execute(self.sql["memory_by_id"], {"id": memory_id})))
-        if not rows:
-            raise NotFoundError("Memory not found")
-        return rows[0]["pk"], to_record(rows[0])
-
-    def _build_row(self, fields: Mapping[str, Any], *, now: datetime) -> MemoryRow:
-        unknown = set(fields) - STORE_FIELDS
-        if unknown:
-            raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
-        content = validate_content(fields.get("content"))
-        tags = normalize_tags(fields.get("tags"))
-        importance = validate_unit_interval(fields.get("importance"), "importance", 0.5)
-        confidence = validate_unit_interval(fields.get("confidence"), "confidence", None)
-        if fields.get("type") is not None:
-            if not isinstance(fields["type"], str):
-                raise ValidationError("'type' must be a string")
-            memory_type = normalize_memory_type(fields["type"])
-            confidence = 0.9 if confidence is None else confidence
-        else:
-            memory_type, classified = classify(content)
-            confidence = classified if confidence is None else confidence
-        metadata = validate_metadata(fields.get("metadata"))
-        t_valid = validate_timestamp(fields.get("t_valid"), "t_valid")
-        t_invalid = validate_timestamp(fields.get("t_invalid"), "t_invalid")
-        timestamp = validate_timestamp(fields.get("timestamp"), "timestamp") or format_timestamp(now)
-        updated_at = validate_timestamp(fields.get("updated_at"), "updated_at") or timestamp
-        last_accessed = validate_timestamp(fields.get("last_accessed"), "last_accessed") or updated_at
-        memory_id = fields.get("id")
-        memory_id = validate_uuid(memory_id, "id") if memory_id is not None else str(uuid.uuid4())
-        summary = fields.get("summary")
-        if summary is not None:
-            if not isinstance(summary, str):
-                raise ValidationError("'summary' must be a string")
-            summary = check_text(summary, "summary")
-        relevance = fields.get("relevance_score")
-        if relevance is not None:
-            relevance = validate_unit_interval(relevance, "relevance_score", None)
-        return MemoryRow(
-            id=memory_id,
-            content=content,
-            summary=summary if summary is not None else generate_summary(content),
-            type=memory_type,
-            confidence=float(confidence),
-            importance=float(importance),
-            tags=tags,
-            timestamp=timestamp,
-            updated_at=updated_at,
-            last_accessed=last_accessed,
-            t_valid=t_valid or timestamp,
-            t_invalid=t_invalid,
-            archived=_validate_archived(fields.get("archived")),
-            metadata=metadata,
-            context=validate_context_name(fields.get("context")),
-            relevance_score=relevance,
-        )
+        return record_by_id(self.conn, self.sql, validate_uuid(memory_id))
 
     def _check_id_free(self, memory_id: str) -> None:
         if self.conn.execute(self.sql["memory_by_id"], {"id": memory_id}).fetchone():
@@ -280,7 +194,7 @@ class MemoryStore:
         rows = []
         for index, item in enumerate(items):
             try:
-                rows.append(self._build_row(item, now=now))
+                rows.append(build_row(item, now=now))
             except ValidationError as exc:
                 if len(items) == 1:
                     raise
@@ -365,7 +279,7 @@ class MemoryStore:
         # None leaves a field as it is, except for the fields where None means "clear it".
         fields = {k: v for k, v in fields.items() if v is not None or k in CLEARABLE_FIELDS}
         pk, current = self._pk_and_record(memory_id)
-        new, content_changed = self._merged_update(current, fields)
+        new, content_changed = merged_update(current, fields, now=self.now())
         embedding: bytes | None = None
         embedding_changed = False
         if fields.get("embedding") is not None:
@@ -384,7 +298,7 @@ class MemoryStore:
             # change must not be overwritten with the older values.
             pk, latest = self._pk_and_record(memory_id)
             if latest != current:
-                new, content_changed = self._merged_update(latest, fields)
+                new, content_changed = merged_update(latest, fields, now=self.now())
                 if fields.get("embedding") is None:
                     embedding_changed = content_changed
                     if content_changed and new.content != embedded_content:
@@ -394,19 +308,6 @@ class MemoryStore:
             writes.update_memory(self.conn, self.sql, pk, MemoryRow.from_record(current), new,
                                  embedding, embedding_changed, self.has_vector_index)
         return self.get(memory_id)
-
-    def _merged_update(self, current: dict[str, Any], fields: dict[str, Any]) -> tuple[MemoryRow, bool]:
-        """The row ``update`` writes over ``current``, and whether the content changes."""
-        merged: dict[str, Any] = {k: current[k] for k in STORE_FIELDS - {"embedding"} if k in current}
-        content_changed = "content" in fields and validate_content(fields["content"]) != current["content"]
-        if content_changed and "summary" not in fields:
-            merged.pop("summary")  # regenerated from the new content
-        if "type" not in fields and "confidence" in fields:
-            merged["type"] = current["type"]
-        merged.update({k: v for k, v in fields.items() if k != "embedding"})
-        if "updated_at" not in fields:
-            merged["updated_at"] = self.now()
-        return self._build_row(merged, now=self.now()), content_changed
 
     @_serialized
     def delete(self, memory_id: str) -> None:
@@ -427,64 +328,10 @@ class MemoryStore:
         this type the answer adds ``updated: True`` and ``previous_strength``;
         when a supersession edge closes a cycle it adds ``warnings``.
         """
-        if memory1_id is None or memory2_id is None:
-            raise ValidationError("'memory1_id' and 'memory2_id' are required")
-        first = validate_uuid(memory1_id)
-        second = validate_uuid(memory2_id)
-        if first == second:
-            raise ValidationError("Cannot associate a memory with itself")
-        relation = (type or "RELATES_TO").upper() if isinstance(type, str) else None
-        if relation not in AUTHORABLE_TYPES:
-            raise ValidationError(f"Relation type must be one of {list(AUTHORABLE_TYPES)}")
-        weight = validate_unit_interval(strength, "strength", 0.5)
-        unknown = set(properties) - EDGE_PROPERTIES
-        if unknown:
-            raise ValidationError(
-                f"Unknown relation propert{'y' if len(unknown) == 1 else 'ies'}: {', '.join(sorted(unknown))}"
-            )
-        props = validate_metadata({k: v for k, v in properties.items() if v is not None})
+        association = edge_store.validate_association(memory1_id, memory2_id, type, strength, properties)
         now = format_timestamp(self.now())
         with transaction(self.conn):
-            src, dst = self._edge_ends(first, second)
-            previous = edge_store.edge_strength(self.conn, self.sql, src, dst, relation)
-            self.conn.execute(self.sql["edge_upsert"], {
-                "src": src, "dst": dst, "type": relation,
-                "strength": weight, "updated_at": now, "properties": encode_json(props),
-            })
-            cycle = self._supersession_cycle(src, dst, relation)
-        result = {"memory1_id": first, "memory2_id": second, "relation_type": relation,
-                  "strength": weight, **props}
-        # Only when there is something to say, so a new edge's answer keeps its shape.
-        if previous is not None:  # the pair had an edge of this type: it was updated, not created
-            result.update({"updated": True, "previous_strength": previous})
-        if cycle:
-            result["warnings"] = cycle
-        return result
-
-    def _edge_ends(self, first: str, second: str) -> tuple[int, int]:
-        """The integer keys of two memories; ``NotFoundError`` naming those that do not exist."""
-        pks = {row[0]: row[1] for row in self.conn.execute(
-            "SELECT id, pk FROM memories WHERE id IN (?, ?)", (first, second))}
-        missing = [memory_id for memory_id in dict.fromkeys((first, second)) if memory_id not in pks]
-        if missing:
-            raise NotFoundError(f"One or both memories do not exist (not found: {', '.join(missing)})")
-        return pks[first], pks[second]
-
-    def _supersession_cycle(self, src: int, dst: int, relation: str) -> list[str]:
-        """A warning when the supersession edge ``src -> dst`` closes a cycle (else none).
-
-        On a cycle every memory has a current successor, so recall counts
-        each as superseded and hides them all: almost never what was meant.
-        """
-        if relation not in SUPERSESSION_TYPES:
-            return []
-        path = edge_store.supersession_path(self.conn, self.sql, dst, src)
-        if path is None:
-            return []
-        start = self.conn.execute("SELECT id FROM memories WHERE pk = ?", (src,)).fetchone()[0]
-        return [f"this edge closes a supersession cycle ({' -> '.join([start] + path)}): every memory "
-                "on it counts as superseded by the next, so recall hides them all; remove one of the "
-                "edges to break it"]
+            return edge_store.write_association(self.conn, self.sql, association, now)
 
     @_serialized
     def dissociate(self, memory1_id: str, memory2_id: str, type: str | None = None) -> dict[str, Any]:
@@ -495,35 +342,14 @@ class MemoryStore:
         "removed_types"}``, plus ``warnings`` when memory1 stays hidden from
         recall for another reason (say, the ``t_invalid`` that ``supersede`` set).
         """
-        if memory1_id is None or memory2_id is None:
-            raise ValidationError("'memory1_id' and 'memory2_id' are required")
-        first = validate_uuid(memory1_id, "memory1_id")
-        second = validate_uuid(memory2_id, "memory2_id")
-        relation: str | None = None
-        if type is not None:
-            if not isinstance(type, str) or not type.strip():
-                raise ValidationError("'type' must be a relation type name such as RELATES_TO")
-            relation = type.strip().upper()
+        first, second, relation = edge_store.validate_dissociation(memory1_id, memory2_id, type)
         with transaction(self.conn):
-            src, dst = self._edge_ends(first, second)
-            removed = edge_store.delete_edges(self.conn, self.sql, src, dst, relation)
-            if not removed:
-                raise NotFoundError(f"No {relation + ' ' if relation else ''}edge from {first} to {second}")
-            warnings: list[str] = []
-            if any(t in SUPERSESSION_TYPES for t in removed):
+            result = edge_store.dissociate(self.conn, self.sql, first, second, relation)
+            if any(t in SUPERSESSION_TYPES for t in result["removed_types"]):
                 old = self._pk_and_record(first)[1]
-                state = memory_state(self._backend, old, format_timestamp(self.now()))
-                if not state["current"]:
-                    why = {"expired": f"its t_invalid ({old['t_invalid']}) has passed (supersede sets "
-                                      "it); clear t_invalid to make it current again",
-                           "superseded": f"it is still superseded by {state.get('superseded_by')}",
-                           "archived": "it is archived",
-                           "not_yet_valid": f"it is not valid before {old['t_valid']}"}[state["status"]]
-                    warnings.append(f"{first} is still not current, so recall still hides it: {why}")
-        result = {"memory1_id": first, "memory2_id": second, "relation_type": relation,
-                  "removed": len(removed), "removed_types": removed}
-        if warnings:
-            result["warnings"] = warnings
+                warning = still_hidden_warning(self._backend, old, format_timestamp(self.now()))
+                if warning:
+                    result["warnings"] = [warning]
         return result
 
     @_serialized
@@ -535,11 +361,7 @@ class MemoryStore:
         an edge ``old -[relation]-> new`` (strength 0.9) is written. The answer
         adds ``warnings`` when that edge closes a supersession cycle.
         """
-        relation = relation.upper() if isinstance(relation, str) else relation
-        if relation not in SUPERSESSION_TYPES:
-            raise ValidationError(f"'relation' must be one of {list(SUPERSESSION_TYPES)}")
-        if reason is not None and (not isinstance(reason, str) or len(reason) > 2000):
-            raise ValidationError("'reason' must be a string of at most 2000 characters")
+        relation = edge_store.validate_supersession(relation, reason)
         old_pk, old = self._named_record(old_id)
         new_id: str | None = None
         rows: list[MemoryRow] = []
@@ -558,33 +380,11 @@ class MemoryStore:
         if new_id == old["id"]:
             raise ValidationError("A memory cannot supersede itself")
         now = self.now()
-        edge_props = {"reason": reason} if reason else {}
         with transaction(self.conn):
             old_pk, old = self._named_record(old_id)  # as it is now, under the write lock
-            metadata = dict(old["metadata"])
-            metadata.update({"deprecated": True, "superseded_by": new_id, "supersede_relation": relation})
-            if reason:
-                metadata["supersede_reason"] = reason
-            updated_old = MemoryRow.from_record({**old, "t_invalid": format_timestamp(now),
-                                                 "metadata": metadata,
-                                                 "updated_at": format_timestamp(now)})
             self._insert_rows(rows, embeddings)
-            writes.update_memory(self.conn, self.sql, old_pk, MemoryRow.from_record(old),
-                                 updated_old, None, False, self.has_vector_index)
-            found = self.conn.execute("SELECT pk FROM memories WHERE id = ?", (new_id,)).fetchone()
-            if found is None:  # the existing successor was deleted meanwhile
-                raise NotFoundError(f"Memory not found: {new_id}")
-            new_pk = found[0]
-            self.conn.execute(self.sql["edge_upsert"], {
-                "src": old_pk, "dst": new_pk, "type": relation, "strength": 0.9,
-                "updated_at": format_timestamp(now), "properties": encode_json(edge_props),
-            })
-            cycle = self._supersession_cycle(old_pk, new_pk, relation)
-        result = {"memory_id": new_id, "superseded_memory_id": old["id"],
-                  "relation_type": relation, "association_created": True}
-        if cycle:
-            result["warnings"] = cycle
-        return result
+            return edge_store.write_supersession(self.conn, self.sql, old_pk, old, new_id, relation,
+                                                 reason, now, self.has_vector_index)
 
     def _named_record(self, memory_id: str) -> tuple[int, dict[str, Any]]:
         """``_pk_and_record``, its ``NotFoundError`` naming the id (supersede has two)."""
@@ -698,27 +498,8 @@ class MemoryStore:
     def related(self, memory_id: str, relationship_types: Any = None, max_depth: int = 1,
                 limit: int = 5) -> dict[str, Any]:
         """Memories within ``max_depth`` (1–3) undirected hops, most important first."""
-        memory_id = validate_uuid(memory_id)
-        if relationship_types is None or relationship_types == "" or relationship_types == []:
-            types = list(DEFAULT_EXPAND_TYPES)
-        else:
-            raw = relationship_types.split(",") if isinstance(relationship_types, str) else relationship_types
-            if not isinstance(raw, (list, tuple)) or not all(isinstance(t, str) for t in raw):
-                raise ValidationError("'relationship_types' must be a list of strings")
-            types = list(dict.fromkeys(t.strip().upper() for t in raw if t.strip()))
-            unknown = [t for t in types if t not in RELATION_TYPES]
-            if unknown:
-                raise ValidationError(
-                    f"Unknown relationship type(s) {unknown}; valid: {sorted(RELATION_TYPES)}")
-        depth = validate_int(max_depth, "max_depth", default=1, minimum=1, maximum=3)
-        limit = validate_int(limit, "limit", default=self.config.relation_limit, minimum=1, maximum=200)
-        self._pk_and_record(memory_id)
-        rows = rows_as_dicts(self.conn.execute(self.sql["related_memories"], {
-            "id": memory_id, "max_depth": depth, "types": json.dumps(types), "limit": limit}))
-        related = [{**to_record(row), "depth": row["depth"]} for row in rows]
-        return strip_non_finite({"status": "success", "memory_id": memory_id, "count": len(related),
-                                 "related_memories": related, "relationship_types": types,
-                                 "max_depth": depth, "limit": limit})
+        return strip_non_finite(edge_store.related(self.conn, self.sql, memory_id, relationship_types,
+                                                   max_depth, limit, self.config.relation_limit))
 
     def touch(self, memory_ids: list[str], when: datetime) -> None:
         """Set last_accessed for recalled memories in one write (skipped when disabled)."""

@@ -32,7 +32,7 @@ pytest.importorskip("starlette")
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from localmem.http import app as http_app
+from localmem.http import authentication as http_authentication
 from localmem.http.app import create_app
 
 ADMIN = "admin-Token-0123456789abcdef"
@@ -224,13 +224,13 @@ def test_no_cors_headers_on_any_route_unless_configured(secured):
 def test_tokens_are_compared_in_constant_time(secured, monkeypatch):
     client, _, _, _ = secured
     calls: list[tuple[bytes, bytes]] = []
-    real = http_app.hmac.compare_digest
+    real = http_authentication.hmac.compare_digest
 
     def spy(a: bytes, b: bytes) -> bool:
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(http_app.hmac, "compare_digest", spy)
+    monkeypatch.setattr(http_authentication.hmac, "compare_digest", spy)
     client.get("/recall?query=x", headers={"Authorization": "Bearer guess"})
     # Every configured token is compared (no early exit on the first match or mismatch).
     assert sorted(b for _, b in calls) == sorted([ADMIN.encode(), SCOPED.encode(), SCOPED_ALL.encode()])

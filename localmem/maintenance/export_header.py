@@ -28,7 +28,7 @@ HEADER_FIELDS = frozenset({"format", "version", "localmem", "embedder", "dimensi
 
 def make_header(store: MemoryStore, memories: int, edges: int, embeddings: int) -> dict[str, Any]:
     """The header for an export from ``store``; ``embedder`` is None when the file carries no vector."""
-    embedder = store._meta("embedder") if embeddings else None
+    embedder = store.backend.meta("embedder") if embeddings else None
     return {"kind": "header", "format": FORMAT, "version": VERSION, "localmem": __version__,
             "embedder": embedder, "dimensions": store.dimensions if embedder else None,
             "memories": memories, "edges": edges}

@@ -129,7 +129,7 @@ class Pusher:
         self.profile = read_profile(response.body)
         self.summary.server = self.profile.kind
         with self.store.lock:
-            recorded = self.store._meta("embedder")
+            recorded = self.store.backend.meta("embedder")
         self.carry, reason = self.profile.embedding_plan(self.store.dimensions, recorded)
         self.summary.embeddings["plan"] = reason
         if not self.profile.localmem:

@@ -79,7 +79,7 @@ class Reembedder:
         """Keep staged vectors only if they were made by this embedder (a resumed run)."""
         store = self.store
         with store.lock, transaction(store.conn):
-            name, dims = store._meta("reembed_target"), store._meta("reembed_dimensions")
+            name, dims = store.backend.meta("reembed_target"), store.backend.meta("reembed_dimensions")
             if name != self.embedder.name or dims != str(self.dims):
                 store.conn.execute(store.sql["reembed_clear"])
                 for key, value in (("reembed_target", self.embedder.name), ("reembed_dimensions", str(self.dims))):
@@ -111,7 +111,7 @@ class Reembedder:
         started = time.perf_counter()
         store = self.store
         with store.lock:  # the connection is shared with the store's other users (an HTTP server's)
-            previous = {"embedder": store._meta("embedder"), "dimensions": store.dimensions}
+            previous = {"embedder": store.backend.meta("embedder"), "dimensions": store.dimensions}
         self._prepare()
         counts = self.counts()
         todo = counts["total"] - counts["staged"]

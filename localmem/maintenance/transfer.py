@@ -59,13 +59,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..storage import writes
+from ..storage.edges import EDGE_PROPERTIES
+from ..storage.memory_fields import build_row, merged_update
 from ..storage.database import MEMORY_PATH, read_transaction, transaction
 from ..storage.files import refuse_database_file, replacing_file
 from ..errors import ValidationError
 from ..progress import ProgressBar, in_steps
 from ..storage.records import MemoryRow, rows_as_dicts, to_record
 from ..relations import RELATION_TYPES
-from ..store import EDGE_PROPERTIES
 from ..timeparse import format_timestamp
 from .export_header import check_header, make_header
 from ..validation import (
@@ -377,7 +378,7 @@ class Importer:
             wants = vector_value is None and self.embed_missing  # exported without one: keep it so
         store = self.store
         try:
-            row = store._build_row(item, now=self._now)  # exactly store()'s validation
+            row = build_row(item, now=self._now)  # exactly store()'s validation
             vector = None
             if vector_value is not None:
                 if not store.has_vector_index:
@@ -469,7 +470,7 @@ class Importer:
         old = MemoryRow.from_record(record)
         # update()'s merge of the line's fields; updated_at stays until something changes
         fields = {**memory.item, "updated_at": memory.item.get("updated_at", old.updated_at)}
-        new, _ = self.store._merged_update(record, fields)
+        new, _ = merged_update(record, fields, now=self.store.now())
         action = _Action(memory, "update", current["pk"], old, new, current["embedding"])
         action.needs_vector = not memory.given and (self.reembed or new.content != old.content)
         return action
@@ -515,8 +516,8 @@ class Importer:
                     self.result.not_embedded += 1
                 writes.update_memory(store.conn, store.sql, action.pk, action.old, action.new,
                                      vector, vector_changed, store.has_vector_index)
-        if rows:
-            store._insert_rows(rows, vectors)
+        if rows:  # their ids are free: the plan, made in this transaction, found none of them stored
+            writes.insert_memories(store.conn, store.sql, rows, vectors, store.has_vector_index)
         for action in actions:
             self.result.memory.count(action.kind)
 

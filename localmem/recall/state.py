@@ -71,6 +71,20 @@ def memory_state(backend: "Backend", memory: dict[str, Any], now_iso: str) -> di
     return state
 
 
+def still_hidden_warning(backend: "Backend", memory: dict[str, Any], now_iso: str) -> str | None:
+    """Why recall still hides ``memory`` once a supersession edge away from it is gone, or None
+    when it is current again (``dissociate``'s warning, with the way out)."""
+    state = memory_state(backend, memory, now_iso)
+    if state["current"]:
+        return None
+    why = {"expired": f"its t_invalid ({memory['t_invalid']}) has passed (supersede sets "
+                      "it); clear t_invalid to make it current again",
+           "superseded": f"it is still superseded by {state.get('superseded_by')}",
+           "archived": "it is archived",
+           "not_yet_valid": f"it is not valid before {memory['t_valid']}"}[state["status"]]
+    return f"{memory['id']} is still not current, so recall still hides it: {why}"
+
+
 STATE_REASONS = ("archived", "not_yet_valid", "expired", "superseded")
 
 

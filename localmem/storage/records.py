@@ -8,7 +8,9 @@ from typing import Any, Iterable
 
 import apsw
 
+from ..errors import NotFoundError
 from ..tags import compute_tag_prefixes
+from .statements import Statements
 from .threads import thread_key
 
 
@@ -65,6 +67,14 @@ def rows_as_dicts(cursor: apsw.Cursor) -> Iterable[dict[str, Any]]:
         if names is None:
             names = [d[0] for d in cursor.getdescription()]
         yield dict(zip(names, row))
+
+
+def record_by_id(conn: apsw.Connection, sql: Statements, memory_id: str) -> tuple[int, dict[str, Any]]:
+    """The integer key and public record of the memory with this (valid) id; ``NotFoundError`` if none."""
+    rows = list(rows_as_dicts(conn.execute(sql["memory_by_id"], {"id": memory_id})))
+    if not rows:
+        raise NotFoundError("Memory not found")
+    return rows[0]["pk"], to_record(rows[0])
 
 
 def to_record(row: dict[str, Any]) -> dict[str, Any]:

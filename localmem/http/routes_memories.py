@@ -1,0 +1,186 @@
+"""The memory routes: store (one or a batch), get, update, delete, and by tag (list, delete)."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, NamedTuple
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ..errors import NotFoundError, ValidationError
+from ..store import STORE_FIELDS, UPDATE_FIELDS, MemoryStore
+from ..validation import validate_uuid
+from .body import read_json_object
+from .endpoints import (
+    MAX_BATCH,
+    Endpoint,
+    elapsed_ms,
+    known_fields,
+    locked,
+    query_value,
+    touch_memories,
+    vector_channel,
+)
+
+# Path segments under /memory/ that are routes of their own, not ids.
+RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
+
+
+def _memory_id(request: Request) -> str:
+    memory_id = request.path_params["memory_id"]
+    if memory_id in RESERVED_MEMORY_PATHS:
+        raise HTTPException(405, headers={"Allow": RESERVED_MEMORY_PATHS[memory_id]})
+    return validate_uuid(memory_id)
+
+
+class MemoryEndpoints(NamedTuple):
+    store_memory: Endpoint
+    store_batch: Endpoint
+    get_memory: Endpoint
+    update_memory: Endpoint
+    delete_memory: Endpoint
+    by_tag: Endpoint
+    delete_by_tag: Endpoint
+
+
+def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
+    """The endpoints over ``store`` (each to be wrapped by ``endpoints.endpoint``)."""
+    call = run_in_threadpool
+
+    async def store_memory(request: Request) -> JSONResponse:
+        start = time.perf_counter()
+        payload = await read_json_object(request)
+        fields = known_fields(payload, STORE_FIELDS)
+        fields.pop("content", None)
+
+        def work() -> tuple[dict[str, Any], str, str]:
+            with locked(store):
+                memory_id = store.store(payload.get("content"), **fields)
+                record = store.get(memory_id)
+                if fields.get("embedding") is not None:
+                    return record, "provided", "stored"
+                if vector_channel(store):
+                    return record, "generated", "stored"
+                return record, "skipped", "embedder_unavailable" if store.embedder_error else "unconfigured"
+
+        record, embedding_status, vector_status = await call(work)
+        return JSONResponse({
+            "status": "success",
+            "memory_id": record["id"],
+            "stored_at": record["timestamp"],
+            "type": record["type"],
+            "confidence": record["confidence"],
+            "vector_index": vector_status,  # AutoMem says "qdrant"; its MCP client never reads it here
+            "embedding_status": embedding_status,
+            "enrichment": "disabled",
+            "metadata": record["metadata"],
+            "timestamp": record["timestamp"],
+            "updated_at": record["updated_at"],
+            "last_accessed": record["last_accessed"],
+            "query_time_ms": elapsed_ms(start),
+            "memory": record,
+        }, status_code=201)
+
+    async def store_batch(request: Request) -> JSONResponse:
+        start = time.perf_counter()
+        payload = await read_json_object(request)
+        items = payload.get("memories")
+        if not isinstance(items, list) or not items:
+            raise ValidationError("'memories' must be a non-empty array")
+        if len(items) > MAX_BATCH:
+            raise ValidationError(f"Batch size limit is {MAX_BATCH} memories per request")
+        cleaned = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ValidationError(f"Memory at index {index} must be an object")
+            cleaned.append(known_fields(item, STORE_FIELDS, f"Memory at index {index}: "))
+        provided = sum(1 for item in cleaned if item.get("embedding") is not None)
+
+        def work() -> tuple[list[str], bool]:
+            with locked(store):
+                ids = store.store_many(cleaned)
+                return ids, vector_channel(store)
+
+        ids, vectors_ok = await call(work)
+        stored_vectors = len(ids) if vectors_ok else provided
+        return JSONResponse({
+            "status": "success",
+            "stored": len(ids),
+            "memory_ids": ids,
+            # "qdrant" is kept: AutoMem's MCP client shows it for batches (the vector index's count).
+            "qdrant": f"stored ({stored_vectors})" if stored_vectors else "unconfigured",
+            "vector_index": f"stored ({stored_vectors})" if stored_vectors else "unconfigured",
+            "embedding_status": ("provided" if provided == len(ids) else
+                                 "generated" if vectors_ok else
+                                 "partial" if provided else "skipped"),
+            "enrichment": "disabled",
+            "query_time_ms": elapsed_ms(start),
+        }, status_code=201)
+
+    async def get_memory(request: Request) -> JSONResponse:
+        memory_id = _memory_id(request)
+
+        def work() -> dict[str, Any]:
+            with locked(store):
+                record = store.get(memory_id)
+                touch_memories(store, [record["id"]])
+                return record
+
+        return JSONResponse({"status": "success", "memory": await call(work)})
+
+    async def update_memory(request: Request) -> JSONResponse:
+        memory_id = _memory_id(request)
+        payload = await read_json_object(request)
+        echoed = payload.pop("memory_id", memory_id)  # some clients repeat the path's id
+        if not isinstance(echoed, str) or echoed.strip().lower() != memory_id.strip().lower():
+            raise ValidationError(f"'memory_id' in the body ({echoed!r}) is not the id in the path ({memory_id})")
+        record = await call(functools.partial(store.update, memory_id, **known_fields(payload, UPDATE_FIELDS)))
+        return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record})
+
+    async def delete_memory(request: Request) -> JSONResponse:
+        memory_id = _memory_id(request)
+        await call(store.delete, memory_id)
+        return JSONResponse({"status": "success", "memory_id": memory_id})
+
+    def _tag_args(request: Request) -> tuple[list[str] | None, str | None, str | None]:
+        # Repeated ``tags`` and comma-separated ones (AutoMem's normalize_tag_list).
+        tags = [part for value in request.query_params.getlist("tags")
+                for part in value.split(",") if part.strip()] or None
+        return tags, query_value(request, "limit"), query_value(request, "offset")
+
+    async def by_tag(request: Request) -> JSONResponse:
+        tags, limit, offset = _tag_args(request)
+
+        def work() -> dict[str, Any]:
+            with locked(store):
+                result = store.by_tag(tags, limit=limit, offset=offset)
+                touch_memories(store, [m["id"] for m in result["memories"]])
+                return result
+
+        return JSONResponse(await call(work))
+
+    async def delete_by_tag(request: Request) -> JSONResponse:
+        tags, _, _ = _tag_args(request)
+
+        def work() -> tuple[list[str], int]:
+            deleted = 0
+            with locked(store):
+                while True:
+                    page = store.by_tag(tags, limit=200, offset=0)
+                    if not page["memories"]:
+                        return page["tags"], deleted
+                    for memory in page["memories"]:
+                        try:
+                            store.delete(memory["id"])
+                        except NotFoundError:
+                            continue
+                        deleted += 1
+
+        wanted, deleted = await call(work)
+        return JSONResponse({"status": "success", "tags": wanted, "deleted_count": deleted})
+
+    return MemoryEndpoints(store_memory, store_batch, get_memory, update_memory, delete_memory, by_tag, delete_by_tag)
