@@ -83,7 +83,8 @@ class _Arrays:
 class CodeIndex:
     """One process's copy of the vector codes, kept fresh from the file."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, one_stage_rows: int = ONE_STAGE_ROWS) -> None:
+        self.one_stage_rows = one_stage_rows
         self._lock = threading.Lock()
         self._seq = -1
         self._generation: int | None = None
@@ -220,7 +221,7 @@ class CodeIndex:
             shortlist = self._depth(self._depths[1], rows, max(MIN_SHORTLIST, SHORTLIST_PER_K * k))
             shortlist = min(shortlist, MAX_SHORTLIST)
             pool = self._depth(self._depths[0], rows, max(MIN_POOL, POOL_PER_SHORTLIST * shortlist))
-            if rows > ONE_STAGE_ROWS and pool < rows:
+            if rows > self.one_stage_rows and pool < rows:
                 slots = slots[_smallest(self._sign_distances(arrays, query, slots, rows == n), pool)]
             distances = calibration.hamming(arrays.levels[slots], query)
             chosen = slots[_smallest(distances, shortlist)]
