@@ -16,7 +16,12 @@ is reported as a ratio to the baseline, because the machine is shared and
 noisy. Every case runs ``--repeat`` times (interleaved); the fastest run counts. The table is printed and written into ``benchmarks/RESULTS.md`` between
 the ``<!-- ingest:start -->`` / ``<!-- ingest:end -->`` markers.
 
+5. with ``--existing N``: case 1 again, but into a copy of a store already
+   holding N memories (built once with the same generator and cached in
+   ``benchmarks/.cache/``), so index maintenance at size is in the figure.
+
     python benchmarks/ingest.py [--n 5000] [--model-n 500] [--repeat 3] [--no-model] [--profile]
+                                [--existing 100000]
 """
 
 from __future__ import annotations
@@ -52,11 +57,13 @@ if str(ROOT) not in sys.path:
 import apsw  # noqa: E402
 import numpy as np  # noqa: E402
 
+from localmem.storage.migrations import LATEST_VERSION  # noqa: E402
 from localmem.store import MemoryStore  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 DIMS = 384
 SEED = 20240601
+CACHE = ROOT / "benchmarks" / ".cache"
 
 # --------------------------------------------------------------------------
 # Synthetic memories
@@ -310,6 +317,52 @@ def case_store_many_vectors(items, vectors, batch) -> dict[str, Any]:
     return with_store("hash", body)  # the hash embedder is never called: every item has a vector
 
 
+def existing_store(count: int, rebuild: bool = False) -> Path:
+    """A cached store of ``count`` generated memories with vectors (built once, in calls of 5,000)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"ingest-base-{count}-v{LATEST_VERSION}.db"
+    if path.exists() and not rebuild:
+        return path
+    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        stale.unlink(missing_ok=True)
+    building = path.with_suffix(".building")
+    building.unlink(missing_ok=True)
+    items = generate_memories(count, seed=SEED + 1)  # another seed: the cases' memories are new to it
+    vectors = unit_vectors(count, seed=SEED + 1)
+    for item, vector in zip(items, vectors):
+        item["embedding"] = vector
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = MemoryStore(building, embedder="hash")
+    try:
+        store_many_batched(store, items, 5000)
+    finally:
+        store.close()  # checkpoints the WAL into the file, so one file is a complete copy
+    building.rename(path)
+    return path
+
+
+def case_store_many_existing(items, vectors, batch, base: Path) -> dict[str, Any]:
+    """Case 1 into a fresh copy of the cached ``base`` store (copying is not timed)."""
+    prepared = [{**it, "embedding": vectors[i]} for i, it in enumerate(items)]
+    with tempfile.TemporaryDirectory(prefix="localmem-bench-") as tmp:
+        path = Path(tmp) / "bench.db"
+        shutil.copyfile(base, path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            store = MemoryStore(path, embedder="hash")
+        try:
+            before = store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+            start = time.perf_counter()
+            store_many_batched(store, prepared, batch)
+            elapsed = time.perf_counter() - start
+            after = store.conn.execute("SELECT count(*) FROM memory_vector_codes").fetchone()[0]
+            assert after == before + len(items), (before, after, len(items))
+        finally:
+            store.close()
+    return {"seconds": elapsed, "existing": before}
+
+
 def case_store_single(items, vectors) -> dict[str, Any]:
     def body(store: MemoryStore, path: Path) -> dict[str, Any]:
         start = time.perf_counter()
@@ -369,7 +422,8 @@ def model_available() -> str | None:
     return None
 
 
-def profile_store_many(items, vectors, batch, top: int = 25) -> str:
+def profile_store_many(items, vectors, batch, top: int = 25, base: Path | None = None) -> str:
+    """cProfile of case 1 (into a copy of ``base`` when given: case 5)."""
     prepared = [{**it, "embedding": vectors[i]} for i, it in enumerate(items)]
     profiler = cProfile.Profile()
 
@@ -378,7 +432,19 @@ def profile_store_many(items, vectors, batch, top: int = 25) -> str:
         store_many_batched(store, prepared, batch)
         profiler.disable()
 
-    with_store("hash", body)
+    if base is None:
+        with_store("hash", body)
+    else:
+        with tempfile.TemporaryDirectory(prefix="localmem-bench-") as tmp:
+            path = Path(tmp) / "bench.db"
+            shutil.copyfile(base, path)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                store = MemoryStore(path, embedder="hash")
+            try:
+                body(store, path)
+            finally:
+                store.close()
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)
     stats.sort_stats("tottime").print_stats(top)
@@ -427,6 +493,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-model", action="store_true", help="skip the sentence-transformers case")
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile store_many with precomputed vectors and print the hot spots")
+    parser.add_argument("--existing", type=int, default=0, metavar="N",
+                        help="also time case 1 into a store already holding N memories (case 5; "
+                             "the store is built once and cached in benchmarks/.cache/)")
+    parser.add_argument("--rebuild-existing", action="store_true", help="rebuild the cached --existing store")
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     args = parser.parse_args(argv)
     n = args.n
@@ -444,7 +514,11 @@ def main(argv: list[str] | None = None) -> int:
     items = generate_memories(max(n, single_n, model_n))
     vectors = unit_vectors(len(items))
     baseline_runs: list[float] = []  # seconds for n rows, measured before every case run
-    runs: dict[str, list[float]] = {"1": [], "2": [], "3": [], "4": [], "4b": []}
+    runs: dict[str, list[float]] = {"1": [], "2": [], "3": [], "4": [], "4b": [], "5": []}
+    base_store: Path | None = None
+    if args.existing > 0:
+        say(f"preparing the store of {args.existing:,} memories for case 5 (cached) ...")
+        base_store = existing_store(args.existing, rebuild=args.rebuild_existing)
 
     def baseline() -> None:
         baseline_runs.append(run_baseline(items[:n]))
@@ -460,8 +534,13 @@ def main(argv: list[str] | None = None) -> int:
         runs["2"].append(case_store_single(items[:single_n], vectors)["seconds"])
         baseline()
         runs["3"].append(case_store_many_hash(items[:n], args.batch)["seconds"])
+        done = [("1", n), ("2", single_n), ("3", n)]
+        if base_store is not None:
+            baseline()
+            runs["5"].append(case_store_many_existing(items[:n], vectors, args.batch, base_store)["seconds"])
+            done.append(("5", n))
         say(f"run {rep + 1}/{repeat}: baseline {fmt_rate(n / baseline_runs[-1])} rows/s, "
-            + ", ".join(f"case {k} {fmt_rate(m / runs[k][-1])}/s" for k, m in (("1", n), ("2", single_n), ("3", n))))
+            + ", ".join(f"case {k} {fmt_rate(m / runs[k][-1])}/s" for k, m in done))
 
     notes: list[str] = []
     skip = "--no-model given" if args.no_model else model_available()
@@ -495,6 +574,9 @@ def main(argv: list[str] | None = None) -> int:
         {"case": "2. `store()` one at a time, precomputed vectors", "n": single_n, "key": "2"},
         {"case": f"3. `store_many`, `embedder=\"hash\"`, calls of {args.batch}", "n": n, "key": "3"},
     ]
+    if runs["5"]:
+        rows.append({"case": f"5. as case 1, into a store already holding {args.existing:,} memories",
+                     "n": n, "key": "5"})
     if runs["4"]:
         rows += [
             {"case": f"4. `store_many`, `embedder=\"auto\"` (MiniLM), calls of {args.batch}", "n": model_n,
@@ -577,6 +659,10 @@ def main(argv: list[str] | None = None) -> int:
         prof = profile_store_many(items[:n], vectors, args.batch)
         print("\n## cProfile of case 1 (store_many, precomputed vectors)\n")
         print(prof)
+        if base_store is not None:
+            prof = profile_store_many(items[:n], vectors, args.batch, base=base_store)
+            print(f"\n## cProfile of case 5 (case 1 into a store of {args.existing:,} memories)\n")
+            print(prof)
     if not args.no_write:
         write_results(section)
         say("wrote benchmarks/RESULTS.md")
