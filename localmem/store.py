@@ -178,13 +178,18 @@ class MemoryStore:
     def _pk_and_record(self, memory_id: str) -> tuple[int, dict[str, Any]]:
         return record_by_id(self.conn, self.sql, validate_uuid(memory_id))
 
-    def _check_id_free(self, memory_id: str) -> None:
-        if self.conn.execute(self.sql["memory_by_id"], {"id": memory_id}).fetchone():
-            raise ValidationError(f"A memory with id {memory_id} already exists")
+    def _check_ids_free(self, rows: list[MemoryRow]) -> None:
+        """One lookup for the batch; the error names the first taken id in batch order."""
+        if not rows:
+            return
+        taken = {r[0] for r in self.conn.execute(self.sql["memory_ids_existing"],
+                                                 {"ids": json.dumps([row.id for row in rows])})}
+        for row in rows:
+            if row.id in taken:
+                raise ValidationError(f"A memory with id {row.id} already exists")
 
     def _insert_rows(self, rows: list[MemoryRow], embeddings: list[bytes | None]) -> None:
-        for row in rows:
-            self._check_id_free(row.id)
+        self._check_ids_free(rows)
         writes.insert_memories(self.conn, self.sql, rows, embeddings, self.has_vector_index)
 
     def _prepare(self, items: list[Mapping[str, Any]], *, batch_size: int = 256,

@@ -977,14 +977,14 @@ def test_store_failure_after_memory_insert_rolls_back(populated, monkeypatch):
 
 
 def test_store_failure_after_vector_insert_rolls_back(populated, monkeypatch):
-    # _set_embedding runs last; failing after it has written the vec0 row.
-    original = localmem.storage.writes._set_embedding
+    # Failing right after the batch's vectors reached the index.
+    original = localmem.storage.writes._index_vectors
 
     def write_then_fail(*args, **kwargs):
         original(*args, **kwargs)
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(localmem.storage.writes, "_set_embedding", write_then_fail)
+    monkeypatch.setattr(localmem.storage.writes, "_index_vectors", write_then_fail)
     before = snapshot(populated)
     with pytest.raises(RuntimeError):
         populated.store("half written")
@@ -992,7 +992,9 @@ def test_store_failure_after_vector_insert_rolls_back(populated, monkeypatch):
 
 
 def test_store_many_failure_on_second_item_rolls_back_the_first(populated, monkeypatch):
-    monkeypatch.setattr(localmem.storage.writes, "_index_tags", fail_on_call(2, localmem.storage.writes._index_tags))
+    # The second memory's vector fails to index, after the first one's went in.
+    monkeypatch.setattr(localmem.storage.vector_index, "insert",
+                        fail_on_call(2, localmem.storage.vector_index.insert))
     before = snapshot(populated)
     with pytest.raises(RuntimeError):
         populated.store_many([{"content": "first", "tags": ["a"]}, {"content": "second"}])

@@ -66,12 +66,13 @@ def affected_rows(conn: apsw.Connection, sql: Statements, pks: list[int],
 
 
 def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] | None,
-                    timestamps: Iterable[str] = ()) -> int:
+                    timestamps: Iterable[str] = (), *, fresh: Iterable[int] = ()) -> int:
     """(Re)write the full-text rows of the given memories, or of all when ``pks`` is None.
 
     ``timestamps`` are those of the memories whose write caused this; the
     rows to rewrite lie within one band of them and read context from one
-    band further, hence the doubled reach.
+    band further, hence the doubled reach. ``fresh`` memories were inserted
+    in this transaction: they have no row to delete first.
     """
     if pks is None:
         params = {"pks": None, "band_start": None, "band_end": None, "max_gap_days": MAX_GAP_DAYS}
@@ -80,9 +81,8 @@ def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] |
         if not pks:
             return 0
         params = _params(pks, timestamps, reach=2)
-        for pk in pks:
-            conn.execute(sql["fts_delete"], {"pk": pk})
+        skip = set(fresh)
+        conn.executemany(sql["fts_delete"], [{"pk": pk} for pk in pks if pk not in skip])
     rows = list(conn.execute(sql["thread_text_rows"], params))
-    for row in rows:
-        conn.execute(sql["fts_insert"], row)
+    conn.executemany(sql["fts_insert"], rows)
     return len(rows)

@@ -48,34 +48,67 @@ def _set_embedding(
         vector_index.insert(conn, sql, pk, embedding)
 
 
+def _index_vectors(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, bytes]]) -> None:
+    """Hand a batch's (pk, embedding) pairs to the vector index: the one place inserts reach it.
+
+    The memory rows are already written (the index reads their timestamps).
+    """
+    for pk, embedding in pairs:
+        vector_index.insert(conn, sql, pk, embedding)
+
+
 def insert_memories(
     conn: apsw.Connection, sql: Statements, rows: list[MemoryRow],
     embeddings: list[bytes | None], has_index: bool,
 ) -> list[int]:
     """Insert memories and all their index rows; returns their integer keys.
 
-    Full-text rows are written last, in one pass, because a threaded memory's
-    row (and its neighbours') carries the text of its thread neighbours.
+    Each table gets one ``executemany`` per batch. The keys are assigned here
+    as SQLite would (one past the largest), so the tag, prefix and metadata
+    rows are built in the same pass over the batch; they are inserted in key
+    order, each a short step from the last in its b-tree. Full-text rows are
+    written last, in one pass, because a threaded memory's row (and its
+    neighbours') carries the text of its thread neighbours.
     """
-    pks: list[int] = []
+    if not rows:
+        return []
+    first = (conn.execute(sql["memory_max_pk"]).fetchone()[0] or 0) + 1
+    pks = list(range(first, first + len(rows)))
+    memory_rows: list[dict] = []
+    tag_rows: list[tuple[str, int]] = []
+    prefix_rows: list[tuple[str, int]] = []
+    term_rows: list[tuple[str, int]] = []
+    vectors: list[tuple[int, bytes]] = []
     threaded: list[int] = []
-    for row, embedding in zip(rows, embeddings):
-        pk = conn.execute(sql["memory_insert"], row.bindings()).fetchone()[0]
-        pks.append(pk)
-        _index_tags(conn, sql, pk, row.tags)
-        _index_metadata(conn, sql, pk, row.metadata)
+    stamps: list[str] = []
+    for pk, row, embedding in zip(pks, rows, embeddings):
+        bindings = row.bindings()
+        bindings["pk"] = pk
+        memory_rows.append(bindings)
+        tag_rows.extend((tag, pk) for tag in {t.lower() for t in row.tags})
+        prefix_rows.extend((prefix, pk) for prefix in compute_tag_prefixes(row.tags))
+        term_rows.extend((term, pk) for term in metadata_index_terms(row.metadata))
         if embedding is not None:
-            _set_embedding(conn, sql, pk, embedding, has_index, replacing=False)
-        if row.thread is not None:
+            vectors.append((pk, embedding))
+        if bindings["thread"] is not None:
             threaded.append(pk)
-    dims = next((len(e) // 4 for e in embeddings if e is not None), None)
-    if has_index and dims is not None:
-        vector_index.check_calibration(conn, sql, dims)
-    stamps = [row.timestamp for row in rows if row.thread is not None]
+            stamps.append(row.timestamp)
+    conn.executemany(sql["memory_insert"], memory_rows)
+    # OR IGNORE as the per-memory statements had it; a batch's keys are new, so nothing is ignored.
+    conn.executemany(sql["memory_tag_insert"], sorted(tag_rows))
+    conn.executemany(sql["memory_tag_prefix_insert"], sorted(prefix_rows))
+    conn.executemany(sql["metadata_term_insert"], sorted(term_rows))
+    if vectors:
+        conn.executemany(sql["embedding_upsert"], [{"pk": pk, "embedding": e} for pk, e in vectors])
+        if has_index:
+            _index_vectors(conn, sql, vectors)
+            vector_index.check_calibration(conn, sql, len(vectors[0][1]) // 4)
     neighbours = affected_rows(conn, sql, threaded, stamps)
-    for pk in neighbours - set(pks):
+    new = set(pks)
+    for pk in sorted(neighbours - new):
         conn.execute(sql["fts_delete"], {"pk": pk})
-    write_text_rows(conn, sql, set(pks) | neighbours, stamps)
+    # New keys have no full-text row to delete.
+    write_text_rows(conn, sql, new | neighbours, stamps, fresh=new)
     return pks
 
 
