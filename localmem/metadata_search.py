@@ -99,7 +99,9 @@ def normalize_text(s: Any) -> str:
     as in AutoMem, but non-ASCII punctuation and symbols separate words
     (``Café—Déjà`` → ``cafe deja``) where AutoMem would glue them (``cafedeja``).
     """
-    text = "".join(_ascii_char(c) for c in unicodedata.normalize("NFKD", str(s)))
+    text = str(s)
+    if not text.isascii():  # NFKD leaves ASCII text as it is
+        text = "".join(_ascii_char(c) for c in unicodedata.normalize("NFKD", text))
     return _NON_ALNUM.sub(" ", text).strip().lower()
 
 

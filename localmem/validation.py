@@ -118,8 +118,12 @@ def validate_metadata(value: Any) -> dict[str, Any]:
     return value
 
 
+# Built once: json.dumps with options builds a new encoder on every call.
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def encode_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _COMPACT_JSON.encode(value)
 
 
 # A JSON string literal (unrolled: no backtracking), and anything but a bracket.

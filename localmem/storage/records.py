@@ -14,6 +14,11 @@ from .statements import Statements
 from .threads import thread_key
 
 
+# The stored JSON text of tags and metadata (default separators), encoders built once.
+_STORED_JSON = json.JSONEncoder(ensure_ascii=False)
+_STORED_METADATA = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 @dataclass
 class MemoryRow:
     """Every stored column of a memory, validated and ready to bind."""
@@ -41,9 +46,9 @@ class MemoryRow:
 
     def bindings(self) -> dict[str, Any]:
         values = dict(self.__dict__)  # shallow: asdict() would deep-copy tags and metadata
-        values["thread"] = self.thread
-        values["tags"] = json.dumps(self.tags, ensure_ascii=False)
-        values["metadata"] = json.dumps(self.metadata, ensure_ascii=False, allow_nan=False)
+        values["thread"] = thread_key(self.context, self.metadata, self.tags)
+        values["tags"] = _STORED_JSON.encode(self.tags)
+        values["metadata"] = _STORED_METADATA.encode(self.metadata)
         values["archived"] = int(self.archived)
         return values
 
