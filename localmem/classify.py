@@ -118,6 +118,13 @@ _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tupl
 )
 
 
+# Per type, one search for "any pattern hits": most types miss, and then their
+# patterns need not be tried one by one.
+_ANY_HIT: tuple[re.Pattern[str], ...] = tuple(
+    re.compile("|".join(f"(?:{p.pattern})" for p in patterns)) for _, patterns in _CLASSIFIER_PATTERNS
+)
+
+
 def normalize_memory_type(value: str) -> str:
     """Map a type name or alias (any case) to its canonical memory type.
 
@@ -144,7 +151,9 @@ def classify(content: str) -> tuple[str, float]:
     of its patterns match. No hit → ``("Context", 0.3)``.
     """
     text = (content or "").lower()
-    for memory_type, patterns in _CLASSIFIER_PATTERNS:
+    for (memory_type, patterns), any_hit in zip(_CLASSIFIER_PATTERNS, _ANY_HIT):
+        if any_hit.search(text) is None:
+            continue
         matches = sum(1 for pattern in patterns if pattern.search(text))
         if matches == 0:
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -82,13 +83,18 @@ def compute_tag_prefixes(tags: Iterable[str]) -> list[str]:
     seen: set[str] = set()
     prefixes: list[str] = []
     for tag in tags:
-        parts = _segments(tag)
-        for end in range(1, len(parts) + 1):
-            prefix = ":".join(parts[:end])
+        for prefix in _tag_prefixes(tag):
             if prefix not in seen:
                 seen.add(prefix)
                 prefixes.append(prefix)
     return prefixes
+
+
+@functools.lru_cache(maxsize=4096)
+def _tag_prefixes(tag: str) -> tuple[str, ...]:
+    """One tag's prefixes, cached: a store's tags repeat from memory to memory."""
+    parts = _segments(tag)
+    return tuple(":".join(parts[:end]) for end in range(1, len(parts) + 1))
 
 
 def prepare_tag_filters(tags: Iterable[str] | str | None) -> list[str]:

@@ -305,8 +305,13 @@ def validate_embedding(value: Any, dimensions: int | None) -> bytes:
     elif hasattr(value, "dtype") and hasattr(value, "astype") and hasattr(value, "tobytes"):
         if value.dtype.kind not in "fiu":  # numpy arrays: no per-element Python work
             raise ValidationError("Embedding must contain numeric values")
+        floats = value.astype("<f4").ravel()
         packed = array("f")
-        packed.frombytes(value.astype("<f4").ravel().tobytes())
+        packed.frombytes(floats.tobytes())
+        # The norm in numpy: float64 sums of float32 squares can neither overflow nor
+        # underflow (as hypot's scaling ensures below), and NaN/inf propagate.
+        wide = floats.astype("<f8")
+        return _check_packed(packed, dimensions, norm=math.sqrt(float(wide @ wide)))
     if packed is not None:
         return _check_packed(packed, dimensions)
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
@@ -326,7 +331,7 @@ def validate_embedding(value: Any, dimensions: int | None) -> bytes:
     return _check_packed(packed, dimensions)
 
 
-def _check_packed(packed: array, dimensions: int | None) -> bytes:
+def _check_packed(packed: array, dimensions: int | None, norm: float | None = None) -> bytes:
     if dimensions is not None and len(packed) != dimensions:
         raise ValidationError(f"Embedding must contain exactly {dimensions} values")
     if not packed:
@@ -334,7 +339,8 @@ def _check_packed(packed: array, dimensions: int | None) -> bytes:
     # hypot works in double precision with scaling, so the norm of the float32
     # values neither overflows nor underflows; it is NaN or inf exactly when
     # some element is.
-    norm = math.hypot(*packed)
+    if norm is None:
+        norm = math.hypot(*packed)
     if not math.isfinite(norm):
         raise ValidationError("Embedding values must be finite numbers (within float32 range)")
     if norm == 0.0:
