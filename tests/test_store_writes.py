@@ -993,8 +993,8 @@ def test_store_failure_after_vector_insert_rolls_back(populated, monkeypatch):
 
 def test_store_many_failure_on_second_item_rolls_back_the_first(populated, monkeypatch):
     # The second memory's vector fails to index, after the first one's went in.
-    monkeypatch.setattr(localmem.storage.vector_index, "insert",
-                        fail_on_call(2, localmem.storage.vector_index.insert))
+    monkeypatch.setattr(localmem.storage.vector_index, "code_input",
+                        fail_on_call(2, localmem.storage.vector_index.code_input))
     before = snapshot(populated)
     with pytest.raises(RuntimeError):
         populated.store_many([{"content": "first", "tags": ["a"]}, {"content": "second"}])

@@ -21,7 +21,7 @@ import numpy as np
 
 SPREAD = 0.7  # thresholds at ±0.7 standard deviations around the mean
 SAMPLE_ROWS = 8192  # vectors read for a calibration
-DEPTH_QUERIES = 64  # sample vectors used as queries when measuring the depths
+DEPTH_QUERIES = 48  # sample vectors used as queries when measuring the depths
 DEPTH_QUANTILE = 0.98  # the share of true neighbours the measured depths keep
 NEIGHBOURS = 10
 DRIFT_LIMIT = 0.1  # recode the store when the thresholds move this far (in spreads)
@@ -121,6 +121,20 @@ def hamming(code_words: np.ndarray, query_words: np.ndarray) -> np.ndarray:
     return np.bitwise_count(code_words ^ query_words).sum(axis=1, dtype=np.uint16)
 
 
+def _neighbour_ranks(table: np.ndarray, queries: np.ndarray, truths: np.ndarray) -> np.ndarray:
+    """For each query row and each of its true neighbours: how many other rows are at most
+    as far from the query in Hamming distance (the depth a scan must reach to keep it)."""
+    ranks = []
+    for start in range(0, len(queries), 8):  # eight queries at a time bounds the scratch memory
+        chunk = queries[start: start + 8]
+        distances = np.bitwise_count(table[None, :, :] ^ table[chunk][:, None, :]).sum(axis=2, dtype=np.uint16)
+        distances[np.arange(len(chunk)), chunk] = np.iinfo(np.uint16).max
+        ordered = np.sort(distances, axis=1)
+        theirs = np.take_along_axis(distances, truths[start: start + 8], axis=1)
+        ranks.extend(np.searchsorted(o, d, side="right") for o, d in zip(ordered, theirs))
+    return np.concatenate(ranks)
+
+
 @dataclass(frozen=True)
 class Depths:
     """The share of a store each scan stage keeps (1-bit pool, then 3-bit shortlist)."""
@@ -147,17 +161,12 @@ def measure_depths(sample: np.ndarray, t: Thresholds, rng: np.random.Generator) 
     per = code_words.shape[1] // 3
     sign_words = code_words[:, per: 2 * per]
     queries = rng.choice(rows, size=min(DEPTH_QUERIES, rows), replace=False)
-    ranks1, ranks3, kept = [], [], []
-    for q in queries:
-        cosines = unit @ unit[q]
-        cosines[q] = -np.inf
-        truth = np.argpartition(-cosines, NEIGHBOURS)[:NEIGHBOURS]
-        for ranks, table in ((ranks1, sign_words), (ranks3, code_words)):
-            distance = hamming(table, table[q])
-            distance[q] = np.iinfo(np.uint16).max
-            ordered = np.sort(distance)
-            ranks.extend(np.searchsorted(ordered, distance[truth], side="right").tolist())
-        kept.append(truth)
+    cosines = unit[queries] @ unit.T  # one matrix product: a loop of matrix-vector products is far slower
+    cosines[np.arange(len(queries)), queries] = -np.inf
+    truths = np.argpartition(-cosines, NEIGHBOURS, axis=1)[:, :NEIGHBOURS]
+    ranks1 = _neighbour_ranks(sign_words, queries, truths)
+    ranks3 = _neighbour_ranks(code_words, queries, truths)
+    kept = list(truths)
     depth1 = float(np.quantile(ranks1, DEPTH_QUANTILE)) / (rows - 1)
     depth3 = float(np.quantile(ranks3, DEPTH_QUANTILE)) / (rows - 1)
     # What the two stages at these depths find on the sample itself.

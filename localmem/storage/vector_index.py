@@ -62,6 +62,13 @@ def insert(conn: apsw.Connection, sql: Statements, pk: int, vector: bytes) -> No
     conn.execute(sql["vector_codes_insert"], {"pk": pk, "code_input": code_input(vector)})
 
 
+def insert_many(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, bytes]]) -> None:
+    """Write the codes of a batch of new (pk, vector) pairs in one executemany."""
+    if pairs:
+        conn.executemany(sql["vector_codes_insert"],
+                         ({"pk": pk, "code_input": code_input(vector)} for pk, vector in pairs))
+
+
 def set_time(conn: apsw.Connection, sql: Statements, pk: int) -> None:
     """Copy a changed timestamp into the index (the memory row is already updated)."""
     conn.execute(sql["vector_codes_set_time"], {"pk": pk})
@@ -94,10 +101,9 @@ def _calibration_row(conn: apsw.Connection, sql: Statements, dims: int) -> Any:
 
 
 def _recode_all(conn: apsw.Connection, sql: Statements, dims: int) -> None:
-    recode = sql["vector_codes_recode"]
-    for pk, blob in list(conn.execute(sql["embeddings_all"])):
-        if len(blob) == 4 * dims:
-            conn.execute(recode, {"pk": pk, "code_input": code_input(blob)})
+    rows = [(pk, blob) for pk, blob in conn.execute(sql["embeddings_all"]) if len(blob) == 4 * dims]
+    conn.executemany(sql["vector_codes_recode"],
+                     ({"pk": pk, "code_input": code_input(blob)} for pk, blob in rows))
 
 
 def recalibrate(conn: apsw.Connection, sql: Statements, dims: int, *, recode: bool = True,
@@ -144,11 +150,9 @@ def rebuild(conn: apsw.Connection, sql: Statements, dims: int) -> int:
     stored = conn.execute(sql["embedding_count"]).fetchone()[0]
     if stored >= FIRST_CHECK_ROWS:  # thresholds from the data before any code is written
         recalibrate(conn, sql, dims, recode=False, force=True)
-    count = 0
-    for pk, vector in list(conn.execute(sql["embeddings_all"])):
-        if len(vector) == 4 * dims:
-            insert(conn, sql, pk, vector)
-            count += 1
+    pairs = [(pk, v) for pk, v in conn.execute(sql["embeddings_all"]) if len(v) == 4 * dims]
+    insert_many(conn, sql, pairs)
+    count = len(pairs)
     row = conn.execute(sql["vector_calibration_get"]).fetchone()
     conn.execute(sql["vector_calibration_checked"], {"checked_rows": count if row[10] else 0})
     return count

@@ -53,8 +53,7 @@ def _index_vectors(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int
 
     The memory rows are already written (the index reads their timestamps).
     """
-    for pk, embedding in pairs:
-        vector_index.insert(conn, sql, pk, embedding)
+    vector_index.insert_many(conn, sql, pairs)
 
 
 def insert_memories(
