@@ -81,10 +81,9 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
 
 
 # Restrict the code scan to the memories in scope when the scope holds at most
-# this many memories, or this share of the store; beyond that listing them
-# costs more than widening the code kNN.
-NARROW_SCOPE_ROWS = 4000
-NARROW_SCOPE_SHARE = 0.15
+# this many memories; beyond that listing them costs more than widening the
+# code kNN.
+NARROW_SCOPE_ROWS = 20_000
 # A broad scope widens the code kNN by the share of memories outside it, up to
 # this k (each result asked for adds exact cosines to compute; the keyword
 # channel fills in).
@@ -95,8 +94,8 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) 
     """Pick the cheapest exact-enough plan for the scope.
 
     The time window is applied inside the code scan. Without tags: the code
-    kNN. With tags, a narrow scope (≤ NARROW_SCOPE_ROWS, or NARROW_SCOPE_SHARE
-    of the store) restricts the code scan to the memories in scope; a broad
+    kNN. With tags, a narrow scope (≤ NARROW_SCOPE_ROWS memories) restricts
+    the code scan to the memories in scope; a broad
     one widens the code kNN by the share of memories outside it (up to
     MAX_WIDENED_K), then filters. Inside a write transaction with
     uncommitted vectors the code scan cannot answer, and every memory in
@@ -105,10 +104,9 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) 
     among, k_wanted = None, k
     if scope.params.tags:
         total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
-        narrow_limit = max(NARROW_SCOPE_ROWS, int(NARROW_SCOPE_SHARE * total))
         tagged, _ = backend.conn.execute(
-            backend.sql["recall_scope_size"], {**scope.bindings, "cap": narrow_limit + 1}).fetchone()
-        if tagged <= narrow_limit:
+            backend.sql["recall_scope_size"], {**scope.bindings, "cap": NARROW_SCOPE_ROWS + 1}).fetchone()
+        if tagged <= NARROW_SCOPE_ROWS:
             among = backend.conn.execute(scope.statement(backend, "recall_scope_pks"),
                                          scope.bindings).fetchone()[0] or ""
         else:
