@@ -20,8 +20,8 @@ import os
 import platform
 import random
 import re
-import resource
 import statistics
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -114,15 +114,30 @@ def build(n: int, path: Path, say: Callable[[str], None]) -> dict[str, Any]:
 
 
 def cached(n: int, rebuild: bool, say: Callable[[str], None]) -> tuple[Path, dict[str, Any]]:
+    """The tier's store, built in a child process (so this one's RSS is the reader's alone)."""
     CACHE.mkdir(parents=True, exist_ok=True)
     path, info_path = CACHE / f"scale-{n}.db", CACHE / f"scale-{n}.json"
     if rebuild or not path.exists() or not info_path.exists():
         for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), info_path):
             p.unlink(missing_ok=True)
         say(f"building {n:,} memories ...")
-        info = build(n, path, say)
-        info_path.write_text(json.dumps(info))
+        subprocess.run([sys.executable, __file__, "--build", str(n)], check=True)
     return path, json.loads(info_path.read_text())
+
+
+def build_child(n: int) -> None:
+    path, info_path = CACHE / f"scale-{n}.db", CACHE / f"scale-{n}.json"
+    started = time.perf_counter()
+    info = build(n, path, functools.partial(print, flush=True))
+    info["build_s"] = time.perf_counter() - started  # memories, edges and supersessions
+    info_path.write_text(json.dumps(info))
+
+
+def current_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 # -- workload -----------------------------------------------------------------
@@ -217,6 +232,8 @@ def measure_tier(name: str, n: int, args: argparse.Namespace, say: Callable[[str
             for stage, ms in timer.current.items():
                 stages.setdefault(stage, []).append(ms)
 
+    reader_rss = current_rss_mb()  # after the latency run, before the float32 matrix of the floor
+    index_mb = store.backend.code_index.describe()["bytes"] / 1e6
     # The exact-scan floor and the vector leg's recall@10 against exact search.
     matrix = np.frombuffer(b"".join(r[0] for r in store.conn.execute(
         "SELECT embedding FROM memory_embeddings ORDER BY pk")), dtype=np.float32).reshape(-1, DIMS)
@@ -246,8 +263,96 @@ def measure_tier(name: str, n: int, args: argparse.Namespace, say: Callable[[str
         "stages": {s: (statistics.median(v), pct(v, 0.95)) for s, v in stages.items()},
         "floor_ms": statistics.median(floor_ms), "vector_ms": statistics.median(vector_ms),
         "vector_recall": sum(hits) / len(hits),
-        "size_mb": size / 1e6, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "size_mb": size / 1e6, "rss_mb": reader_rss, "index_mb": index_mb,
     }
+
+
+# -- other vector shapes ------------------------------------------------------
+
+SHAPES = ("minilm-like", "anisotropic", "768 dims", "1536 dims", "clustered")
+
+
+def unit_rows(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def shape_vectors(shape: str, n: int, queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """(stored, query) vectors of one shape; queries are stored vectors plus noise, or fresh cluster points."""
+    rng = np.random.default_rng(SEED + 99)
+    if shape == "clustered":  # 200 tight clusters: neighbours differ by little
+        dims = DIMS
+        centres = unit_rows(rng.standard_normal((200, dims)))
+        spread = 0.3 / np.sqrt(dims)
+        stored = unit_rows(centres[rng.integers(0, 200, n)] + spread * rng.standard_normal((n, dims)))
+        asked = unit_rows(centres[rng.integers(0, 200, queries)] + spread * rng.standard_normal((queries, dims)))
+        return stored, asked
+    stored = model_like(n, base_embeddings(), rng)
+    asked = unit_rows(stored[rng.integers(0, n, queries)] + 0.04 * rng.standard_normal((queries, DIMS)))
+    if shape == "anisotropic":  # one strong common direction and unequal spreads, as bge/e5 give
+        common = unit_rows(rng.standard_normal(DIMS))
+        scale = np.linspace(0.4, 1.6, DIMS).astype(np.float32)
+        stored, asked = (unit_rows(unit_rows(x * scale) + 1.2 * common) for x in (stored, asked))
+    elif shape.endswith("dims"):  # the same geometry in a wider space (a random projection)
+        width = int(shape.split()[0])
+        projection = rng.standard_normal((DIMS, width)).astype(np.float32)
+        stored, asked = unit_rows(stored @ projection), unit_rows(asked @ projection)
+    return stored, asked
+
+
+def measure_shape(shape: str, n: int, queries: int, say: Callable[[str], None]) -> dict[str, Any]:
+    from localmem.recall.channels import make_scope, vector_candidates
+    from localmem.recall.params import parse_recall_params
+
+    stored, asked = shape_vectors(shape, n, queries)
+    path = CACHE / f"shape-{shape.replace(' ', '-')}-{n}.db"
+    if not path.exists():
+        say(f"  building {shape} ({n:,} x {stored.shape[1]}) ...")
+        tmp = path.with_suffix(".tmp")
+        for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            p.unlink(missing_ok=True)
+        builder = MemoryStore(tmp, embedder=f"hash:{stored.shape[1]}",
+                              config=Config.from_env({"LOCALMEM_TRACK_ACCESS": "0"}))
+        for start in range(0, n, 5000):
+            builder.store_many([{"content": f"memory {i}", "embedding": stored[i]}
+                                for i in range(start, min(n, start + 5000))])
+        builder.close()
+        tmp.rename(path)
+    store = MemoryStore(path, embedder="none", config=Config.from_env({"LOCALMEM_TRACK_ACCESS": "0"}))
+    backend = store.backend
+    pks = np.array([r[0] for r in store.conn.execute("SELECT pk FROM memories ORDER BY pk")])
+    id_of = dict(store.conn.execute("SELECT pk, id FROM memories"))
+    params = parse_recall_params({}, store.config, store.dimensions, NOW)
+    scope = make_scope(params, store.config.excluded_types)
+    vector_candidates(backend, scope, asked[0].tobytes(), 10)  # load the codes
+    hits, leg, floor = [], [], []
+    for q in asked:
+        started = time.perf_counter()
+        top = np.argpartition(-(stored @ q), 10)[:10]
+        floor.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        found = vector_candidates(backend, scope, q.tobytes(), 10)
+        leg.append((time.perf_counter() - started) * 1000)
+        hits.append(len({id_of[int(pks[i])] for i in top} & {c["id"] for c in found}) / 10)
+    calibration = store.conn.execute(
+        "SELECT generation, depth_1bit, depth_3bit, sample_recall FROM vector_calibration").fetchone()
+    store.close()
+    return {"shape": shape, "n": n, "dims": stored.shape[1], "recall": float(np.mean(hits)),
+            "worst": float(np.min(hits)), "leg_ms": statistics.median(leg),
+            "floor_ms": statistics.median(floor), "calibration": calibration}
+
+
+def render_shapes(rows: list[dict[str, Any]]) -> str:
+    lines = ["Vector shapes (the vector leg alone, `--shapes`): recall@10 of the code scan + exact rescoring "
+             "against exact search, and its median time against the numpy float32 scan of the same vectors.", "",
+             "| shape | memories | dims | recall@10 | worst query | vector leg ms | numpy floor ms | ÷ floor "
+             "| calibration generation | measured depth 1-bit / 3-bit |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        generation, depth1, depth3, _sample_recall = r["calibration"]
+        lines.append(f"| {r['shape']} | {r['n']:,} | {r['dims']} | {r['recall']:.3f} | {r['worst']:.1f} | "
+                     f"{r['leg_ms']:.2f} | {r['floor_ms']:.2f} | {r['leg_ms'] / r['floor_ms']:.2f} | "
+                     f"{generation} | {depth1:.4f} / {depth3:.4f} |")
+    return "\n".join(lines)
 
 
 def render(results: list[dict[str, Any]], command: str) -> str:
@@ -263,11 +368,19 @@ def render(results: list[dict[str, Any]], command: str) -> str:
         for stage, (p50, p95) in sorted(r["stages"].items()):
             lines.append(f"| {r['tier']} | {stage} | {p50:.2f} | {p95:.2f} |")
     lines += ["", "| tier | numpy float32 floor ms | vector leg ms | ÷ floor | vector recall@10 vs exact "
-              "| ingest memories/s | file MB | peak RSS MB |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "| store_many memories/s (build) | build s (with edges) | file MB | code index in RAM MB "
+              "| reader RSS MB |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
+        build_s = r["info"].get("build_s")
         lines.append(f"| {r['tier']} | {r['floor_ms']:.2f} | {r['vector_ms']:.2f} | "
-                     f"{r['vector_ms'] / r['floor_ms']:.1f} | {r['vector_recall']:.3f} | "
-                     f"{r['info']['ingest_per_s']:,.0f} | {r['size_mb']:.0f} | {r['rss_mb']:.0f} |")
+                     f"{r['vector_ms'] / r['floor_ms']:.2f} | {r['vector_recall']:.3f} | "
+                     f"{r['info']['ingest_per_s']:,.0f} | {'' if build_s is None else f'{build_s:.0f}'} | "
+                     f"{r['size_mb']:.0f} | {r['index_mb']:.0f} | {r['rss_mb']:.0f} |")
+    lines += ["", "Ratios to the numpy floor of the same run (the targets of issue 15):", "",
+              "| tier | mode | p50 ÷ floor | p95 ÷ floor |", "|---|---|---:|---:|"]
+    for r in results:
+        for mode, (p50, p95) in r["modes"].items():
+            lines.append(f"| {r['tier']} | {mode} | {p50 / r['floor_ms']:.2f} | {p95 / r['floor_ms']:.2f} |")
     return "\n".join(lines)
 
 
@@ -281,14 +394,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=240)
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--shapes", default="", help=f"comma-separated, or 'all': {', '.join(SHAPES)}")
+    parser.add_argument("--shape-n", type=int, default=100_000)
+    parser.add_argument("--build", type=int, help=argparse.SUPPRESS)  # internal: build one tier here
     args = parser.parse_args(argv)
+    if args.build:
+        build_child(args.build)
+        return 0
     say = functools.partial(print, flush=True)
     results = []
-    for name in args.tiers.split(","):
+    for name in [t for t in args.tiers.split(",") if t]:
         say(f"tier {name}")
         results.append(measure_tier(name, TIERS[name], args, say))
+    shapes = SHAPES if args.shapes == "all" else [s for s in args.shapes.split(",") if s]
+    shape_rows = []
+    for shape in shapes:
+        say(f"shape {shape}")
+        shape_rows.append(measure_shape(shape, args.shape_n, min(args.queries, 100), say))
     command = "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
     body = render(results, command.strip())
+    if shape_rows:
+        body += "\n\n" + render_shapes(shape_rows)
     print(body)
     if args.write:
         write_results(body)
