@@ -229,7 +229,7 @@ class CodeIndex:
                 slots = slots[_smallest(self._sign_distances(arrays, query, slots, rows == n), pool)]
             distances = calibration.hamming(arrays.levels[slots], query)
             chosen = slots[_smallest(distances, shortlist)]
-            return arrays.pks[chosen].tolist()
+            return np.sort(arrays.pks[chosen]).tolist()  # key order: the exact stage reads the B-tree in order
 
     def _sign_distances(self, arrays: _Arrays, query: np.ndarray, slots: np.ndarray,
                         every_slot: bool) -> np.ndarray:
