@@ -6,7 +6,7 @@ that shared part, and the spread between memories is narrow. Removing the
 mean direction of the store's embeddings from the query and the memory
 before the cosine leaves what tells them apart (the mean-centring of
 "all-but-the-top"). The mean comes from a random sample of stored
-embeddings, computed again when the store has grown or shrunk by a
+embeddings, computed again when the store has grown (its largest key) by a
 REFRESH_SHARE; only the score changes, candidates are found as before.
 
 With unit vectors q and d and the mean m (not unit):
@@ -79,12 +79,14 @@ def store_centre(backend: "Backend") -> _Centre:
     """The store's mean direction, from a sample; cached until the store changes size by
     REFRESH_SHARE or its embedder changes."""
     conn, sql = backend.conn, backend.sql
-    rows = conn.execute(sql["embedding_count"]).fetchone()[0] or 0
+    # The largest key, not a count: an index lookup on every recall, where a
+    # count would scan the table; it tracks growth, which is what moves the mean.
+    rows = conn.execute(sql["memory_max_pk"]).fetchone()[0] or 0
     model = getattr(backend.embedder, "name", None)
     cached = _CENTRES.get(backend)
     if cached is not None and cached.model == model and abs(rows - cached.rows) <= REFRESH_SHARE * max(cached.rows, MIN_ROWS):
         return cached
-    top = conn.execute(sql["memory_max_pk"]).fetchone()[0] or 0
+    top = rows
     if top <= 2 * SAMPLE_ROWS:
         pks = list(range(1, top + 1))
     else:

@@ -29,7 +29,7 @@ from .context import ContextProfile, build_context_profile, context_priority_blo
 from .decompose import decompose_query
 from .keywords import KeywordScorer
 from .centering import centred_similarities
-from .scoped_keywords import ScopedKeywords
+from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
@@ -133,7 +133,7 @@ class Recall:
         if query not in self.scoped_keywords:
             scope = self.scopes.get(query)
             useful = (self.config.keyword_scope_idf and self.config.keyword_scoring == "bm25"
-                      and scope is not None and scope.narrowed)
+                      and scope is not None and scope.narrowed and small_scope(self.backend, scope))
             self.scoped_keywords[query] = (ScopedKeywords(self.backend, scope, self.keyword_scorer(query))
                                            if useful else None)
         return self.scoped_keywords[query]

@@ -11,7 +11,8 @@ by the ideal match of the scope, as keywords.py does for the store.
 
 The term-frequency part of each keyword (BM25's saturation and length
 normalisation, thread context columns included) is FTS5's own: one bm25()
-per keyword, divided by FTS5's idf of that keyword in the store.
+per keyword, divided by FTS5's idf of that keyword in the store. Only scopes
+of at most MAX_SCOPE_ROWS memories get their own statistics (see there).
 """
 
 from __future__ import annotations
@@ -25,6 +26,20 @@ from .keywords import IDF_FLOOR, KeywordScorer, bm25_weights_sql, match_expressi
 if TYPE_CHECKING:
     from ..storage.backend import Backend
     from .channels import Scope
+
+
+# Scope statistics are counted only for scopes of at most this many memories:
+# counting a keyword's rows in a broad scope costs a scan of its postings, and
+# a broad scope's statistics are closer to the store's anyway.
+MAX_SCOPE_ROWS = 4000
+
+
+def small_scope(backend: "Backend", scope: "Scope") -> bool:
+    """Whether the narrowed scope admits at most MAX_SCOPE_ROWS memories (index-only, capped counts)."""
+    bounds = backend.conn.execute(backend.sql["recall_scope_size"], {
+        **scope.bindings, "cap": MAX_SCOPE_ROWS + 1}).fetchone()
+    known = [b for b in bounds if b is not None]
+    return bool(known) and min(known) <= MAX_SCOPE_ROWS
 
 
 def store_idf(rows: int, hits: int) -> float:
