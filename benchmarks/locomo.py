@@ -223,6 +223,11 @@ def ablations(data: list, store: MemoryStore, questions: list[dict], params: dic
          {"keyword_column_weights": (1.0, 0.0, 0, 0, 0, 0, 0, 0)}),
         ("tag / metadata component (SEARCH_WEIGHT_TAG=0)", {"weight_tag": 0.0}),
         ("vector component (SEARCH_WEIGHT_VECTOR=0)", {"weight_vector": 0.0}),
+        ("keyword idf of the scope (store-wide idf; LOCALMEM_KEYWORD_SCOPE_IDF=0)",
+         {"keyword_scope_idf": False}),
+        ("centred cosine (plain cosine; LOCALMEM_VECTOR_CENTERING=0)", {"vector_centering": False}),
+        ("both: scope idf and centred cosine (the previous default)",
+         {"keyword_scope_idf": False, "vector_centering": False}),
     ]
     for label, changes in variants:
         store.config = base.with_changes(**changes)

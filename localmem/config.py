@@ -53,6 +53,12 @@ class Config:
     # bm25() column weights: content, tags, then thread neighbours
     # prev1, next1, prev2, next2, prev3, next3 (tags feed the tag component instead).
     keyword_column_weights: tuple[float, ...] = (1.0, 0.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.15)
+    # Keyword idf from the memories a narrowed recall (tags, time window) searches,
+    # not the whole store (recall/scoped_keywords.py); LOCALMEM_KEYWORD_SCOPE_IDF=0 turns it off.
+    keyword_scope_idf: bool = True
+    # The vector component as a cosine measured from the store's mean direction
+    # (recall/centering.py); LOCALMEM_VECTOR_CENTERING=0 turns it off.
+    vector_centering: bool = True
     track_access: bool = True  # update last_accessed for recalled seeds
     # PRAGMA synchronous of the file (LOCALMEM_SYNCHRONOUS): NORMAL, or FULL to
     # also sync the WAL at every commit (the last commits survive a power cut).
@@ -137,6 +143,13 @@ class Config:
         scoring = env.get("LOCALMEM_KEYWORD_SCORING", "").strip().lower()
         if scoring in ("bm25", "automem"):
             values["keyword_scoring"] = scoring
+        for name, attr in (("LOCALMEM_KEYWORD_SCOPE_IDF", "keyword_scope_idf"),
+                           ("LOCALMEM_VECTOR_CENTERING", "vector_centering")):
+            raw = env.get(name)
+            if raw is not None and raw.strip():
+                if raw.strip().lower() not in BOOLEAN_WORDS:
+                    raise ConfigError(f"{name} must be a boolean (1/0, true/false, on/off), got {raw!r}")
+                values[attr] = raw.strip().lower() in _TRUE
         raw = env.get("LOCALMEM_TRACK_ACCESS")
         if raw is not None and raw.strip().lower() in _FALSE:
             values["track_access"] = False

@@ -28,6 +28,8 @@ from .channels import (
 from .context import ContextProfile, build_context_profile, context_priority_block, needs_injection
 from .decompose import decompose_query
 from .keywords import KeywordScorer
+from .centering import centred_similarities
+from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
@@ -79,6 +81,8 @@ class Recall:
         self.vector_found: dict[str, int] = {}  # vector candidates per query
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
+        self.scopes: dict[str, Scope] = {}  # each query's scope, for keyword statistics
+        self.scoped_keywords: dict[str, ScopedKeywords | None] = {}
         self.context_injected = False
         self.hidden: dict[str, dict[str, Any]] = {}  # not-current memories kept out of the answer
         self.evidence = Evidence()  # for the confidence block
@@ -112,6 +116,28 @@ class Recall:
             if similarity.get(result["id"]) is not None:
                 result["_similarity"] = similarity[result["id"]]
 
+    def fill_centred(self, results: list[dict[str, Any]], query: str) -> None:
+        """Centred cosines (from the store's mean direction) for results that have a cosine."""
+        if not self.config.vector_centering:
+            return
+        query_vector = self.vectors.for_query(query)
+        missing = [r for r in results if "_centred" not in r and r.get("_similarity") is not None]
+        if query_vector is None or not missing:
+            return
+        centred = centred_similarities(self.backend, missing, query_vector)
+        for result in missing:
+            result["_centred"] = centred.get(result["id"])
+
+    def scoped_keyword(self, query: str) -> ScopedKeywords | None:
+        """Keyword statistics of the query's scope, when it is narrowed and the lever is on."""
+        if query not in self.scoped_keywords:
+            scope = self.scopes.get(query)
+            useful = (self.config.keyword_scope_idf and self.config.keyword_scoring == "bm25"
+                      and scope is not None and scope.narrowed and small_scope(self.backend, scope))
+            self.scoped_keywords[query] = (ScopedKeywords(self.backend, scope, self.keyword_scorer(query))
+                                           if useful else None)
+        return self.scoped_keywords[query]
+
     def keyword_scorer(self, query: str) -> KeywordScorer:
         if query not in self.keyword_scorers:
             self.keyword_scorers[query] = KeywordScorer(self.backend, query)
@@ -123,6 +149,10 @@ class Recall:
         if not missing:
             return
         scores = self.keyword_scorer(query).scores(missing)
+        scoped = self.scoped_keyword(query)
+        if scoped is not None:
+            narrowed = scoped.scores(missing)
+            scores.update({c["id"]: narrowed.get(c["id"], 0.0) for c in missing if "_pk" in c})
         for result in missing:
             result["_keyword"] = scores.get(result["id"], 0.0)
             if result["match_type"] == "keyword":
@@ -131,6 +161,7 @@ class Recall:
     def prepare(self, results: list[dict[str, Any]], query: str) -> None:
         """Fill both evidence scores every candidate gets: cosine and keyword."""
         self.fill_similarity(results, query)
+        self.fill_centred(results, query)
         self.fill_keyword(results, query)
 
     def score(self, result: dict[str, Any], query: str) -> None:
@@ -145,6 +176,7 @@ class Recall:
                 metadata_score=result.get("_metadata_score", 0.0),
                 memory=result["memory"],
                 keyword=result.get("_keyword", 0.0),
+                centred=result.get("_centred"),
             ),
             query, tokens, self.now, self.config, self.profile(query),
         )
@@ -209,6 +241,7 @@ class Recall:
         """Every candidate of one query, scored and ranked; and whether a channel filled its page."""
         params, backend = self.params, self.backend
         scope = make_scope(params, self.config.excluded_types)
+        self.scopes[query] = scope
         query_vector = self.vectors.for_query(query)
         candidates: list[dict[str, Any]] = []
         seen: set[str] = set()

@@ -111,6 +111,7 @@ class ScoreInputs:
     metadata_score: float
     memory: dict[str, Any]
     keyword: float = 0.0  # from recall/keywords.py
+    centred: float | None = None  # cosine from the store's mean direction (recall/centering.py)
 
 
 def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: datetime,
@@ -122,7 +123,8 @@ def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: dat
     memory = inputs.memory
     meta_terms = metadata_terms(memory.get("metadata") or {})
     bonus = context_bonus(profile, memory, meta_terms)
-    similarity = usable_cosine(inputs.similarity)
+    # The centred cosine, when there is one, stands in for the plain one.
+    similarity = usable_cosine(inputs.centred if inputs.centred is not None else inputs.similarity)
     vector = max(0.0, similarity) if similarity is not None else 0.0
     keyword = keyword_component(inputs.match_type, inputs.match_score, inputs.keyword)
     metadata = _number(inputs.metadata_score)

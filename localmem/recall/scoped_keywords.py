@@ -1,0 +1,127 @@
+"""Keyword scores with the statistics of the recall scope.
+
+FTS5's bm25() weighs each keyword by its rarity in the whole store. A recall
+narrowed by tags or a time window searches a much smaller collection, where
+that weight can be wrong both ways: a word rare in the store may be in half
+the scope (a person's name in their own conversation), and BM25's idf floors
+every word in more than half the rows to nothing. Here each keyword's share
+of the BM25 score is re-weighted by its idf within the scope, in Lucene's
+never-negative form ``log(1 + (N - n + 0.5) / (n + 0.5))``, and normalised
+by the ideal match of the scope, as keywords.py does for the store.
+
+The term-frequency part of each keyword (BM25's saturation and length
+normalisation, thread context columns included) is FTS5's own: one bm25()
+per keyword, divided by FTS5's idf of that keyword in the store. Only scopes
+of at most MAX_SCOPE_ROWS memories get their own statistics (see there).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .keywords import IDF_FLOOR, KeywordScorer, bm25_weights_sql, match_expression
+
+if TYPE_CHECKING:
+    from ..storage.backend import Backend
+    from .channels import Scope
+
+
+# Scope statistics are counted only for scopes of at most this many memories:
+# counting a keyword's rows in a broad scope costs a scan of its postings, and
+# a broad scope's statistics are closer to the store's anyway.
+MAX_SCOPE_ROWS = 4000
+
+
+def small_scope(backend: "Backend", scope: "Scope") -> bool:
+    """Whether the narrowed scope admits at most MAX_SCOPE_ROWS memories (index-only, capped counts)."""
+    bounds = backend.conn.execute(backend.sql["recall_scope_size"], {
+        **scope.bindings, "cap": MAX_SCOPE_ROWS + 1}).fetchone()
+    known = [b for b in bounds if b is not None]
+    return bool(known) and min(known) <= MAX_SCOPE_ROWS
+
+
+def store_idf(rows: int, hits: int) -> float:
+    """FTS5's idf of a keyword in ``hits`` of ``rows`` memories (floored, as bm25() does)."""
+    return max(IDF_FLOOR, math.log((rows - hits + 0.5) / (hits + 0.5)))
+
+
+def scope_idf(rows: int, hits: int) -> float:
+    """A keyword's idf within a scope of ``rows`` memories, ``hits`` of them matching.
+
+    Never negative and never zero for a word some memory lacks, so words common
+    in a small scope still order its memories a little.
+    """
+    return math.log(1.0 + (rows - hits + 0.5) / (hits + 0.5))
+
+
+def scope_ideal(weights: Mapping[str, float | None]) -> float:
+    """Σ idf over the keywords; one no memory in scope contains counts the mean of the others."""
+    known = [w for w in weights.values() if w is not None]
+    mean = sum(known) / len(known) if known else 1.0
+    return sum(w if w is not None else mean for w in weights.values())
+
+
+def reweighted_scores(per_term: Mapping[str, Mapping[str, float]], store: Mapping[str, float],
+                      scope: Mapping[str, float | None], ideal: float) -> dict[str, float]:
+    """Keyword score by memory id: Σ_t scope_idf(t) × bm25_t / store_idf(t), over ``ideal``, capped at 1.
+
+    ``per_term[t]`` maps memory ids to FTS5's bm25() for keyword t alone.
+    """
+    if ideal <= 0:
+        return {}
+    raw: dict[str, float] = {}
+    for term, scores in per_term.items():
+        weight = scope.get(term)
+        if not weight or store.get(term, 0.0) <= 0:
+            continue
+        factor = weight / store[term]
+        for memory_id, score in scores.items():
+            raw[memory_id] = raw.get(memory_id, 0.0) + score * factor
+    return {memory_id: min(1.0, max(0.0, score / ideal)) for memory_id, score in raw.items()}
+
+
+class ScopedKeywords:
+    """Keyword scores within one narrowed scope, for one query (statistics fetched once)."""
+
+    def __init__(self, backend: "Backend", scope: "Scope", scorer: KeywordScorer) -> None:
+        self.backend = backend
+        self.scope = scope
+        self.scorer = scorer
+        self._weights: tuple[dict[str, float], dict[str, float | None], float] | None = None
+
+    def weights(self) -> tuple[dict[str, float], dict[str, float | None], float]:
+        """(store idf, scope idf, scope ideal) of the searched keywords."""
+        if self._weights is None:
+            backend, scope = self.backend, self.scope
+            total, _ = self.scorer._frequencies()
+            rows = backend.conn.execute(scope.statement(backend, "recall_scope_count"),
+                                        scope.bindings).fetchone()[0]
+            counting = scope.statement(backend, "recall_scope_term_rows")
+            store: dict[str, float] = {}
+            scoped: dict[str, float | None] = {}
+            for term, hits in self.scorer.searched:
+                store[term] = store_idf(total, hits)
+                in_scope = backend.conn.execute(counting, {
+                    **scope.bindings, "match": match_expression([term])}).fetchone()[0]
+                scoped[term] = scope_idf(rows, in_scope) if in_scope else None
+            self._weights = (store, scoped, scope_ideal(scoped))
+        return self._weights
+
+    def scores(self, candidates: list[dict[str, Any]]) -> dict[str, float]:
+        """Keyword score by memory id for the candidates (absent = 0)."""
+        pks = {c["_pk"]: c["id"] for c in candidates if "_pk" in c}
+        if not pks or not self.scorer.searched:
+            return {}
+        store, scoped, ideal = self.weights()
+        statement = self.backend.sql["recall_keyword_scores"].format(
+            weights=bm25_weights_sql(self.backend.config.keyword_column_weights))
+        per_term: dict[str, dict[str, float]] = {}
+        for term in store:
+            if scoped.get(term) is None:
+                continue
+            rows = self.backend.conn.execute(statement, {
+                "match": match_expression([term]), "pks": json.dumps(list(pks))})
+            per_term[term] = {pks[pk]: score for pk, score in rows}
+        return reweighted_scores(per_term, store, scoped, ideal)

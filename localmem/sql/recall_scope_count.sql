@@ -1,0 +1,2 @@
+-- How many memories the scope admits (for keyword statistics of the scope).
+SELECT count(*) FROM memories AS m WHERE {{scope}};
