@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from localmem import Config
-from localmem.recall.centering import MIN_ROWS, centred_cosine, mean_direction
+from localmem.recall.centering import centred_cosine
 from localmem.recall.scoped_keywords import reweighted_scores, scope_ideal, scope_idf, store_idf
 
 DIMS = 384
@@ -75,15 +75,6 @@ def test_centred_cosine_equals_the_cosine_of_the_centred_vectors():
 def test_centred_cosine_is_undefined_for_a_vector_at_the_centre():
     # q equals the (unit) centre: q - m is zero.
     assert centred_cosine(0.3, 1.0, 0.3, 1.0) is None
-
-
-def test_mean_direction_needs_enough_vectors_and_normalises_them():
-    few = [np.ones(4, dtype=np.float32).tobytes()] * (MIN_ROWS - 1)
-    assert mean_direction(few, 4) is None
-    scaled = [np.array([3.0, 0, 0, 0], dtype=np.float32).tobytes()] * MIN_ROWS
-    assert mean_direction(scaled, 4) == pytest.approx([1.0, 0, 0, 0])
-    wrong_length = [np.ones(3, dtype=np.float32).tobytes()] * MIN_ROWS
-    assert mean_direction(wrong_length, 4) is None
 
 
 # -- in a recall -------------------------------------------------------------------

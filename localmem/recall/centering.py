@@ -5,9 +5,10 @@ its chit-chat, its speakers), so every memory's cosine to a query carries
 that shared part, and the spread between memories is narrow. Removing the
 mean direction of the store's embeddings from the query and the memory
 before the cosine leaves what tells them apart (the mean-centring of
-"all-but-the-top"). The mean comes from a random sample of stored
-embeddings, computed again when the store has grown (its largest key) by a
-REFRESH_SHARE; only the score changes, candidates are found as before.
+"all-but-the-top"). The mean is the one the vector codes are
+calibrated with (a sample of up to 8,192 stored embeddings, measured again
+each time the store doubles); only the score changes, candidates are found
+as before.
 
 With unit vectors q and d and the mean m (not unit):
 
@@ -22,8 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
-import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,22 +30,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ..storage.backend import Backend
 
-SAMPLE_ROWS = 512
 MIN_ROWS = 32  # below this the mean is mostly the memories themselves
-REFRESH_SHARE = 0.1
-
-
-def mean_direction(vectors: list[bytes], dimensions: int) -> np.ndarray | None:
-    """The mean of the unit-normalised float32 vectors of the right length; None when too few."""
-    usable = [v for v in vectors if len(v) == 4 * dimensions][:SAMPLE_ROWS]
-    if dimensions <= 0 or len(usable) < MIN_ROWS:
-        return None
-    matrix = np.frombuffer(b"".join(usable), dtype=np.float32).reshape(-1, dimensions).astype(np.float64)
-    norms = np.linalg.norm(matrix, axis=1)
-    keep = np.isfinite(norms) & (norms > 0)
-    if keep.sum() < MIN_ROWS:
-        return None
-    return (matrix[keep] / norms[keep, None]).mean(axis=0)
 
 
 def centred_cosine(query_doc: float, query_centre: float, doc_centre: float,
@@ -62,39 +46,26 @@ def centred_cosine(query_doc: float, query_centre: float, doc_centre: float,
     return max(-1.0, min(1.0, value))
 
 
-class _Centre:
-    def __init__(self, vector: np.ndarray | None, rows: int, model: str | None) -> None:
+class Centre:
+    """The store's mean vector (float64), with its float32 bytes and norm."""
+
+    def __init__(self, vector: np.ndarray) -> None:
         self.vector = vector
-        self.rows = rows
-        self.model = model
-        self.blob = None if vector is None else vector.astype(np.float32).tobytes()
-        self.norm = 0.0 if vector is None else float(np.linalg.norm(vector))
+        self.blob = vector.astype(np.float32).tobytes()
+        self.norm = float(np.linalg.norm(vector))
         self.norm_sq = self.norm ** 2
 
 
-_CENTRES: "weakref.WeakKeyDictionary[Any, _Centre]" = weakref.WeakKeyDictionary()
-
-
-def store_centre(backend: "Backend") -> _Centre:
-    """The store's mean direction, from a sample; cached until the store changes size by
-    REFRESH_SHARE or its embedder changes."""
-    conn, sql = backend.conn, backend.sql
-    # The largest key, not a count: an index lookup on every recall, where a
-    # count would scan the table; it tracks growth, which is what moves the mean.
-    rows = conn.execute(sql["memory_max_pk"]).fetchone()[0] or 0
-    model = getattr(backend.embedder, "name", None)
-    cached = _CENTRES.get(backend)
-    if cached is not None and cached.model == model and abs(rows - cached.rows) <= REFRESH_SHARE * max(cached.rows, MIN_ROWS):
-        return cached
-    top = rows
-    if top <= 2 * SAMPLE_ROWS:
-        pks = list(range(1, top + 1))
-    else:
-        pks = random.Random(rows).sample(range(1, top + 1), 2 * SAMPLE_ROWS)
-    blobs = [blob for _pk, blob in conn.execute(sql["embeddings_sample"], {"pks": json.dumps(pks)})]
-    centre = _Centre(mean_direction(blobs, backend.dimensions or 0), rows, model)
-    _CENTRES[backend] = centre
-    return centre
+def store_centre(backend: "Backend") -> Centre | None:
+    """The store's mean vector: the middle threshold of the vector codes' calibration,
+    measured from a sample of the store's own embeddings (storage/code_calibration.py)
+    and kept current as the store grows. None before the first measured calibration."""
+    row = backend.conn.execute(backend.sql["vector_calibration_centre"]).fetchone()
+    dims = backend.dimensions or 0
+    if row is None or row[1] is None or dims <= 0 or row[2] < MIN_ROWS:
+        return None
+    vector = np.frombuffer(row[0], dtype=np.float32)[:dims].astype(np.float64)
+    return Centre(vector) if np.all(np.isfinite(vector)) else None
 
 
 def centred_similarities(backend: "Backend", results: list[dict[str, Any]],
@@ -104,7 +75,7 @@ def centred_similarities(backend: "Backend", results: list[dict[str, Any]],
     if not scored or not backend.dimensions:
         return {}
     centre = store_centre(backend)
-    if centre.vector is None or centre.norm <= 0:
+    if centre is None or centre.norm <= 0:
         return {}
     query = np.frombuffer(query_vector, dtype=np.float32).astype(np.float64)
     query_norm = float(np.linalg.norm(query))

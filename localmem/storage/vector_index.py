@@ -23,7 +23,7 @@ import numpy as np
 from . import code_calibration as calibration
 from .statements import Statements
 
-FIRST_CHECK_ROWS = 256  # the first calibration from data, once the store holds this many vectors
+FIRST_CHECK_ROWS = 32  # the first calibration from data (and the first store mean, recall/centering.py)
 
 
 def code_input(vector: bytes) -> bytes:
