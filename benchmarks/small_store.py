@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.fmean(values):.2f} |")
 
     if args.dump:
-        answers = {mode: [[(r["id"], r["final_score"]) for r in store.recall(query, **kwargs)["results"]]
+        def key(result: dict) -> str:  # ids are fresh per build: name a memory by its turn
+            return f"{result['memory']['tags'][0]}/{result['memory']['metadata'].get('dia_id')}"
+        answers = {mode: [[(key(r), r["final_score"]) for r in store.recall(query, **kwargs)["results"]]
                           for query, kwargs in work] for mode, work in modes.items()}
         Path(args.dump).write_text(json.dumps(answers))
 

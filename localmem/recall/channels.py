@@ -132,21 +132,56 @@ def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
     return out
 
 
+# Keep a query's keyword hits for the store's generation when its searched
+# terms hold at least this many postings together: ranking them costs a bm25
+# per posting (about 1 ms per thousand), and queries repeat their common terms.
+CACHED_HITS_POSTINGS = 4000
+
+
+def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer,
+                 k: int) -> tuple[tuple[int, float], ...]:
+    """The top ``k`` FTS5 hits (pk, bm25 with thread context), best first.
+
+    Without tags or a time window they come straight from the index (the
+    scope's few row checks follow in keyword_candidates).
+    """
+    name = "recall_keyword_hits" if scope.narrowed else "recall_keyword_broad_hits"
+    statement = scope.statement(backend, name).format(
+        weights=bm25_weights_sql(backend.config.keyword_column_weights))
+    cache = backend.content_cache() if scorer.postings >= CACHED_HITS_POSTINGS else None
+    key = None
+    if cache is not None:
+        key = ("keyword_hits", statement, scorer.match, k,
+               tuple(sorted(scope.bindings.items())) if scope.narrowed else None)
+        hits = cache.get(key)
+        if hits is not None:
+            return hits
+    hits = tuple(backend.conn.execute(statement, {**scope.bindings, "match": scorer.match, "k": k}))
+    if cache is not None:
+        cache[key] = hits
+    return hits
+
+
 def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
                        query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
     """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later."""
-    match = scorer.match
-    if match is None:
+    if scorer.match is None:
         return []
-    name = "recall_keyword" if scope.narrowed else "recall_keyword_broad"
-    statement = scope.statement(backend, name, driving=scope.narrowed).format(
-        weights=bm25_weights_sql(backend.config.keyword_column_weights))
-    rows = rows_as_dicts(backend.conn.execute(statement, {
-        **scope.bindings, "match": match, "query_vector": query_vector, "k": k}))
+    hits = keyword_hits(backend, scope, scorer, k)
+    if not hits:
+        return []
+    # A narrowed scope was applied while ranking; the broad one's checks are applied here.
+    clause = "1" if scope.narrowed else scope_clause(backend.sql, scope.params, driving=False)
+    statement = backend.sql.compose("recall_keyword_rows", scope=clause)
+    rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(statement, {
+        **scope.bindings, "pks": json.dumps([pk for pk, _ in hits]), "query_vector": query_vector}))}
     out = []
-    for row in rows:
+    for pk, bm25 in hits:
+        row = rows.get(pk)
+        if row is None:
+            continue
         candidate = _candidate(row, "keyword", 0.0, "keyword", usable_cosine(row["similarity"]))
-        candidate["_bm25"] = row["bm25"]  # the same terms and weights as the keyword score
+        candidate["_bm25"] = bm25  # the same terms and weights as the keyword score
         out.append(candidate)
     return out
 

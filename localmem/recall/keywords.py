@@ -94,10 +94,26 @@ class KeywordScorer:
         return int(row[0])
 
     def _frequencies(self) -> tuple[int, list[int]]:
-        """(memories in the store, document frequency of each term), computed once."""
+        """(memories in the store, document frequency of each term), computed once.
+
+        Kept for the store's generation (Backend.content_cache): a common
+        term's count reads its whole doclist, and queries repeat terms.
+        """
         if self._df is None:
-            total = self.backend.conn.execute(self.backend.sql["memory_count"]).fetchone()[0]
-            self._df = (total, [self._document_frequency(term) for term in self.terms])
+            cache = self.backend.content_cache()
+            if cache is None:
+                cache = {}
+            total = cache.get(("memory_count",))
+            if total is None:
+                total = cache[("memory_count",)] = self.backend.conn.execute(
+                    self.backend.sql["memory_count"]).fetchone()[0]
+            frequencies = []
+            for term in self.terms:
+                n = cache.get(("term_rows", term))
+                if n is None:
+                    n = cache[("term_rows", term)] = self._document_frequency(term)
+                frequencies.append(n)
+            self._df = (total, frequencies)
         return self._df
 
     @property
@@ -119,6 +135,11 @@ class KeywordScorer:
                 kept = [(present[0][1], present[0][0])] if present else []
             self._searched = kept
         return self._searched
+
+    @property
+    def postings(self) -> int:
+        """Postings of the searched terms together: what ranking their hits reads."""
+        return sum(n for _, n in self.searched)
 
     @property
     def match(self) -> str | None:

@@ -29,6 +29,8 @@ from .statements import Statements
 
 # How long recall's last_accessed write waits for the write lock before it is skipped.
 TOUCH_WAIT_MS = 500
+# Entries a content cache holds before it starts over (bounds its memory).
+CONTENT_CACHE_ENTRIES = 4096
 
 
 def fts_tokenizer(conn: apsw.Connection) -> Any:
@@ -60,6 +62,7 @@ class Backend:
         # The embedder and dimension the file recorded when this backend last looked.
         self._recorded: tuple[str | None, str | None] = (None, None)
         self.code_index = CodeIndex()
+        self._content_cache: tuple[tuple[int, int] | None, dict[Any, Any]] = (None, {})
 
     @property
     def has_vector_index(self) -> bool:
@@ -71,6 +74,27 @@ class Backend:
     def meta(self, key: str) -> str | None:
         row = self.conn.execute(self.sql["meta_get"], {"key": key}).fetchone()
         return row[0] if row else None
+
+    def content_cache(self) -> dict[Any, Any] | None:
+        """A dict for values derived from the file's content (document frequencies,
+        keyword top lists), emptied whenever that content may have changed.
+
+        The generation is SQLite's data version, which moves on every commit by
+        any connection (``PRAGMA data_version`` first, so a read snapshot opened
+        since is seen), plus this connection's change count. None inside a
+        write transaction: its changes may yet roll back, so nothing read there
+        is kept.
+        """
+        conn = self.conn
+        if conn.txn_state("main") == apsw.SQLITE_TXN_WRITE:
+            return None
+        conn.execute("PRAGMA data_version").fetchone()  # refreshes the pager's view of the file
+        generation = (conn.data_version("main"), conn.total_changes())
+        known, cache = self._content_cache
+        if known != generation or len(cache) >= CONTENT_CACHE_ENTRIES:
+            cache = {}
+            self._content_cache = (generation, cache)
+        return cache
 
     def settle_dimensions(self, path: str) -> None:
         """Compare the embedder with what the file recorded; create the vector index once known.
