@@ -83,6 +83,7 @@ class Recall:
         self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.scopes: dict[str, Scope] = {}  # each query's scope, for keyword statistics
         self.scoped_keywords: dict[str, ScopedKeywords | None] = {}
+        self.query_tokens: dict[str, list[str]] = {}  # extract_keywords per query, for every candidate
         self.context_injected = False
         self.hidden: dict[str, dict[str, Any]] = {}  # not-current memories kept out of the answer
         self.evidence = Evidence()  # for the confidence block
@@ -166,7 +167,9 @@ class Recall:
 
     def score(self, result: dict[str, Any], query: str) -> None:
         """Set final_score, score, original_score and score_components of one result."""
-        tokens = extract_keywords(query.lower())
+        tokens = self.query_tokens.get(query)
+        if tokens is None:
+            tokens = self.query_tokens[query] = extract_keywords(query.lower())
         final, components = score_candidate(
             ScoreInputs(
                 match_type=result["match_type"],

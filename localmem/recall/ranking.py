@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..text import fingerprint
+
+# Each recall dedupes its candidates twice (per query, then merged), and
+# the same memories come back recall after recall.
+_content_fingerprint = functools.lru_cache(maxsize=4096)(fingerprint)
 from .scoring import parse_epoch
 
 
@@ -21,7 +26,7 @@ def dedupe(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     removed = 0
     for result in results:
         keys = [f"id:{result['id']}"]
-        content_fp = fingerprint(result["memory"].get("content") or "")
+        content_fp = _content_fingerprint(result["memory"].get("content") or "")
         if content_fp:
             keys.append(f"fp:{content_fp}")
         index = next((by_key[k] for k in keys if k in by_key), None)

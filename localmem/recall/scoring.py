@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -37,6 +38,17 @@ def parse_epoch(value: Any) -> float | None:
     """Seconds since the epoch of a stored timestamp; None when missing or unparseable."""
     if not value:
         return None
+    if isinstance(value, str):
+        return _epoch_of_text(value)
+    try:
+        return parse_timestamp(value).timestamp()
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _epoch_of_text(value: str) -> float | None:
+    # Recency and the sort key parse each candidate's timestamp, every recall.
     try:
         return parse_timestamp(value).timestamp()
     except Exception:
@@ -69,12 +81,18 @@ def metadata_terms(metadata: Any) -> set[str]:
             for item in value:
                 walk(item)
         elif isinstance(value, str) and len(value) <= MAX_METADATA_TERM:
-            lowered = value.lower()
-            terms.add(lowered)
-            terms.update(_METADATA_TOKEN.findall(lowered))
+            terms.update(_string_terms(value))
 
     walk(metadata)
     return terms
+
+
+@functools.lru_cache(maxsize=8192)
+def _string_terms(value: str) -> tuple[str, ...]:
+    # Metadata values repeat across memories (speakers, sources, sessions):
+    # lowercase and tokenise each one once.
+    lowered = value.lower()
+    return (lowered, *_METADATA_TOKEN.findall(lowered))
 
 
 def tag_score(tokens: list[str], tags: Iterable[str], meta_terms: set[str], token_cap: int) -> float:
@@ -149,14 +167,11 @@ def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: dat
         for key in ("importance", "confidence", "recency", "tag", "relevance"):
             components[key] *= factor
         gated = True
-    weights = {
-        "vector": config.weight_vector, "keyword": config.weight_keyword,
-        "metadata": config.weight_metadata, "relation": config.weight_relation,
-        "tag": config.weight_tag, "importance": config.weight_importance,
-        "confidence": config.weight_confidence, "recency": config.weight_recency,
-        "exact": config.weight_exact, "relevance": config.weight_relevance,
-    }
-    final = sum(components[k] * weights[k] for k in COMPONENT_KEYS) + bonus
+    weights = (config.weight_vector, config.weight_keyword, config.weight_metadata,
+               config.weight_relation, config.weight_tag, config.weight_importance,
+               config.weight_confidence, config.weight_recency, config.weight_exact,
+               config.weight_relevance)  # in COMPONENT_KEYS order
+    final = sum(components[k] * w for k, w in zip(COMPONENT_KEYS, weights)) + bonus
     if not math.isfinite(final):  # every component is finite: only a non-finite weight gets here
         final = 0.0
     components["context"] = bonus

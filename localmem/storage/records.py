@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -82,9 +83,26 @@ def record_by_id(conn: apsw.Connection, sql: Statements, memory_id: str) -> tupl
     return rows[0]["pk"], to_record(rows[0])
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed_tags(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    # Many memories share one tag list, and recall hydrates ~150 records per
+    # query: parse each list and derive its prefixes once. None: not a list of
+    # strings (a damaged row), handled uncached.
+    tags = json.loads(text)
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        return None
+    return tuple(tags), tuple(compute_tag_prefixes(tags))
+
+
 def to_record(row: dict[str, Any]) -> dict[str, Any]:
     """The public memory record from a ``memories`` row (extra columns ignored)."""
-    tags = json.loads(row["tags"]) if row.get("tags") else []
+    text = row.get("tags")
+    parsed = _parsed_tags(text) if text and isinstance(text, str) else None
+    if parsed is not None:
+        tags, prefixes = list(parsed[0]), list(parsed[1])
+    else:
+        tags = json.loads(text) if text else []
+        prefixes = compute_tag_prefixes(tags)
     return {
         "id": row["id"],
         "content": row["content"],
@@ -93,7 +111,7 @@ def to_record(row: dict[str, Any]) -> dict[str, Any]:
         "confidence": row["confidence"],
         "importance": row["importance"],
         "tags": tags,
-        "tag_prefixes": compute_tag_prefixes(tags),
+        "tag_prefixes": prefixes,
         "timestamp": row["timestamp"],
         "updated_at": row["updated_at"],
         "last_accessed": row["last_accessed"],
