@@ -132,3 +132,27 @@ def test_a_new_snapshot_sees_another_connections_commit_first_thing(memory_store
     writer.store("Written elsewhere.")
     with read_transaction(reader.conn):
         assert "probe" not in backend.content_cache()
+
+
+def test_listed_memories_get_their_scores_from_the_scoped_pass(memory_store):
+    """Within a tag scope, the other channels' finds are scored in the hits' own pass,
+    in scope or not, matching or not, exactly as the scores statement scores them."""
+    texts = [("Lisbon trip planned for May with the whole family.", ["trip"]),
+             ("The Lisbon office moves in May.", ["trip"]),
+             ("Nothing about travel here.", ["trip"]),
+             ("Lisbon again, in another scope.", ["work"])]
+    ids = [memory_store.store(text, tags=tags) for text, tags in texts]
+    backend = memory_store._backend
+    pks = dict(memory_store.conn.execute("SELECT id, pk FROM memories"))
+    params = parse_recall_params({"query": "Lisbon family May", "tags": ["trip"]}, backend.config,
+                                 backend.dimensions, backend.now())
+    scope = make_scope(params, backend.config.excluded_types)
+    scorer = KeywordScorer(backend, "Lisbon family May")
+    with read_transaction(memory_store.conn):
+        found = keyword_candidates(backend, scope, scorer, None, 1, [pks[i] for i in ids])
+        assert [c["id"] for c in found] == [ids[0]]  # k = 1: only the best hit in scope
+        others = [{"id": i, "_pk": pks[i], "match_type": "vector"} for i in ids]
+        learnt = scorer.scores(others)
+        computed = KeywordScorer(backend, "Lisbon family May").scores(others)
+    assert learnt == pytest.approx(computed, rel=1e-12)
+    assert set(learnt) == {ids[0], ids[1], ids[3]}  # the out-of-scope match too; no match: absent

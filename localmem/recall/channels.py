@@ -138,17 +138,30 @@ def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
 CACHED_HITS_POSTINGS = 4000
 
 
-def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer,
-                 k: int) -> tuple[tuple[int, float], ...]:
+def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int,
+                 listed: list[int]) -> tuple[tuple[int, float], ...]:
     """The top ``k`` FTS5 hits (pk, bm25 with thread context), best first.
 
     Without tags or a time window they come straight from the index (the
-    scope's few row checks follow in keyword_candidates).
+    scope's few row checks follow in keyword_candidates). Within a narrowed
+    scope, the same pass gives the scorer the bm25 of the ``listed`` memories
+    (the other channels' finds), unless the hits come from the cache.
     """
-    name = "recall_keyword_hits" if scope.narrowed else "recall_keyword_broad_hits"
-    statement = scope.statement(backend, name).format(
-        weights=bm25_weights_sql(backend.config.keyword_column_weights))
+    weights = bm25_weights_sql(backend.config.keyword_column_weights)
+    bindings = {**scope.bindings, "match": scorer.match, "k": k}
     cache = backend.content_cache() if scorer.postings >= CACHED_HITS_POSTINGS else None
+    if scope.narrowed and listed and cache is None:
+        statement = scope.statement(backend, "recall_keyword_hits_listed").format(weights=weights)
+        hits, found = [], {}
+        for pk, bm25, top in backend.conn.execute(statement, {**bindings, "listed": json.dumps(listed)}):
+            if top:
+                hits.append((pk, bm25))
+            else:
+                found[pk] = bm25
+        scorer.note_scores({pk: found.get(pk) for pk in listed})
+        return tuple(hits)
+    name = "recall_keyword_hits" if scope.narrowed else "recall_keyword_broad_hits"
+    statement = scope.statement(backend, name).format(weights=weights)
     key = None
     if cache is not None:
         key = ("keyword_hits", statement, scorer.match, k,
@@ -156,18 +169,22 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer,
         hits = cache.get(key)
         if hits is not None:
             return hits
-    hits = tuple(backend.conn.execute(statement, {**scope.bindings, "match": scorer.match, "k": k}))
+    hits = tuple(backend.conn.execute(statement, bindings))
     if cache is not None:
         cache[key] = hits
     return hits
 
 
 def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
-                       query_vector: bytes | None, k: int) -> list[dict[str, Any]]:
-    """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later."""
+                       query_vector: bytes | None, k: int,
+                       listed: list[int] | None = None) -> list[dict[str, Any]]:
+    """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later.
+
+    ``listed``: pks the other channels found, whose bm25 the scorer may learn on the way.
+    """
     if scorer.match is None:
         return []
-    hits = keyword_hits(backend, scope, scorer, k)
+    hits = keyword_hits(backend, scope, scorer, k, listed or [])
     if not hits:
         return []
     # A narrowed scope was applied while ranking; the broad one's checks are applied here.

@@ -81,6 +81,7 @@ class KeywordScorer:
         self._df: tuple[int, list[int]] | None = None
         self._searched: list[tuple[str, int]] | None = None
         self._ideal: float | None = None
+        self._known: dict[int, float | None] = {}  # bm25 by pk, learnt elsewhere (None: no match)
 
     def _document_frequency(self, term: str) -> int:
         tokens = self.backend.query_tokens(term)
@@ -158,6 +159,10 @@ class KeywordScorer:
             self._ideal = sum(w if w is not None else mean for w in weights)
         return self._ideal
 
+    def note_scores(self, scores: dict[int, float | None]) -> None:
+        """Raw bm25 of memories (by pk) for this query's searched terms, found by another statement."""
+        self._known.update(scores)
+
     def scores(self, candidates: list[dict[str, Any]]) -> dict[str, float]:
         """Keyword score by memory id for the candidates (absent = 0)."""
         if not self.terms or not candidates or self.match is None:
@@ -172,6 +177,11 @@ class KeywordScorer:
             return {}
         raw: dict[str, float] = {c["id"]: c["_bm25"] for c in candidates if c.get("_bm25") is not None}
         missing = {c["_pk"]: c["id"] for c in candidates if c["id"] not in raw and "_pk" in c}
+        for pk in [pk for pk in missing if pk in self._known]:
+            score = self._known[pk]
+            if score is not None:
+                raw[missing[pk]] = score
+            del missing[pk]
         if missing:
             statement = self.backend.sql["recall_keyword_scores"].format(
                 weights=bm25_weights_sql(self.backend.config.keyword_column_weights))

@@ -264,7 +264,9 @@ class Recall:
             admit(found, fetch)
         if query:
             asked = max(fetch, self.config.keyword_fetch)
-            admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector, asked), asked)
+            listed = [c["_pk"] for c in candidates if "_pk" in c]
+            admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector, asked,
+                                     listed), asked)
         if not query and query_vector is None:
             admit(trending_candidates(backend, scope, trending), trending)
         if query and self.config.metadata_search_enabled:
