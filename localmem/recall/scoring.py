@@ -71,19 +71,15 @@ def recency_score(timestamp: Any, now: datetime, window_days: float, curve: str)
 def metadata_terms(metadata: Any) -> set[str]:
     """Every short metadata string, lowercased whole and as tokens (key 'entities' skipped)."""
     terms: set[str] = set()
-
-    def walk(value: Any) -> None:
+    pending = [metadata]  # a loop, not recursion: one call per candidate, every recall
+    while pending:
+        value = pending.pop()
         if isinstance(value, dict):
-            for key, item in value.items():
-                if key != "entities":
-                    walk(item)
+            pending.extend(item for key, item in value.items() if key != "entities")
         elif isinstance(value, (list, tuple)):
-            for item in value:
-                walk(item)
+            pending.extend(value)
         elif isinstance(value, str) and len(value) <= MAX_METADATA_TERM:
             terms.update(_string_terms(value))
-
-    walk(metadata)
     return terms
 
 
