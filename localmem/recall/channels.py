@@ -136,6 +136,7 @@ def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
 # terms hold at least this many postings together: ranking them costs a bm25
 # per posting (about 1 ms per thousand), and queries repeat their common terms.
 CACHED_HITS_POSTINGS = 4000
+CACHED_HITS_QUERIES = 256  # hit lists kept at most (each up to k pairs), then started over
 
 
 def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int,
@@ -162,16 +163,15 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
         return tuple(hits)
     name = "recall_keyword_hits" if scope.narrowed else "recall_keyword_broad_hits"
     statement = scope.statement(backend, name).format(weights=weights)
-    key = None
-    if cache is not None:
-        key = ("keyword_hits", statement, scorer.match, k,
-               tuple(sorted(scope.bindings.items())) if scope.narrowed else None)
-        hits = cache.get(key)
-        if hits is not None:
-            return hits
-    hits = tuple(backend.conn.execute(statement, bindings))
-    if cache is not None:
-        cache[key] = hits
+    if cache is None:
+        return tuple(backend.conn.execute(statement, bindings))
+    kept = cache.setdefault("keyword_hits", {})
+    key = (statement, scorer.match, k, tuple(sorted(scope.bindings.items())) if scope.narrowed else None)
+    hits = kept.get(key)
+    if hits is None:
+        if len(kept) >= CACHED_HITS_QUERIES:
+            kept.clear()
+        hits = kept[key] = tuple(backend.conn.execute(statement, bindings))
     return hits
 
 
