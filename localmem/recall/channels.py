@@ -137,6 +137,10 @@ def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
 # per posting (about 1 ms per thousand), and queries repeat their common terms.
 CACHED_HITS_POSTINGS = 4000
 CACHED_HITS_QUERIES = 256  # hit lists kept at most (each up to k pairs), then started over
+# Score the other channels' finds in the hits' own pass only on stores up to
+# this size: it materialises every hit in scope, which on a large store with a
+# broad scope costs more than the second MATCH it saves (measured at 100k).
+LISTED_PASS_ROWS = 20000
 
 
 def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int,
@@ -151,7 +155,7 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
     weights = bm25_weights_sql(backend.config.keyword_column_weights)
     bindings = {**scope.bindings, "match": scorer.match, "k": k}
     cache = backend.content_cache() if scorer.postings >= CACHED_HITS_POSTINGS else None
-    if scope.narrowed and listed and cache is None:
+    if scope.narrowed and listed and cache is None and scorer.total <= LISTED_PASS_ROWS:
         statement = scope.statement(backend, "recall_keyword_hits_listed").format(weights=weights)
         hits, found = [], {}
         for pk, bm25, top in backend.conn.execute(statement, {**bindings, "listed": json.dumps(listed)}):

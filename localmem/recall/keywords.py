@@ -138,6 +138,11 @@ class KeywordScorer:
         return self._searched
 
     @property
+    def total(self) -> int:
+        """Memories in the store (as the document frequencies were counted)."""
+        return self._frequencies()[0]
+
+    @property
     def postings(self) -> int:
         """Postings of the searched terms together: what ranking their hits reads."""
         return sum(n for _, n in self.searched)
