@@ -356,7 +356,7 @@ def case_store_many_existing(items, vectors, batch, base: Path) -> dict[str, Any
             start = time.perf_counter()
             store_many_batched(store, prepared, batch)
             elapsed = time.perf_counter() - start
-            after = store.conn.execute("SELECT count(*) FROM memory_vector_codes").fetchone()[0]
+            after = store.conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0]
             assert after == before + len(items), (before, after, len(items))
         finally:
             store.close()
