@@ -43,10 +43,11 @@ FUNCTION_WORDS = frozenset("""
     without would yes yet you your yours yourself yourselves
 """.split())
 IDF_FLOOR = 1e-6  # FTS5's own floor for terms in more than half the rows
-# On large stores the keyword score leaves out terms in more than this many
-# memories and this share of them (see KeywordScorer.searched).
+# The keyword score leaves out terms in more than this many memories (see
+# KeywordScorer.searched), and keeps the rarest of all-common terms only up to
+# FALLBACK_TERM_ROWS: ranking a term's hits reads every one of its postings.
 COMMON_TERM_ROWS = 2000
-COMMON_TERM_SHARE = 0.02
+FALLBACK_TERM_ROWS = 20_000
 _FALLBACK_TOKEN = re.compile(r"\w+")
 
 
@@ -121,21 +122,29 @@ class KeywordScorer:
     def searched(self) -> list[tuple[str, int]]:
         """The terms the score uses, with their document frequencies.
 
-        On a large store, terms in more than COMMON_TERM_ROWS memories and
-        COMMON_TERM_SHARE of them are left out (the rarest one is kept if all
-        are common): each costs a scan of tens of thousands of postings and
-        weighs little next to the rare terms.
+        Terms in more than COMMON_TERM_ROWS memories are left out: each costs
+        a scan of all its postings (tens of thousands in a large store) and
+        weighs little next to the rare terms. When every term is that common,
+        the rarest is kept if it is in at most FALLBACK_TERM_ROWS memories.
+        On stores of up to 100,000 memories this is the rule of 2% of the
+        store that it replaced.
         """
         if self._searched is None:
-            total, frequencies = self._frequencies()
-            limit = max(COMMON_TERM_ROWS, COMMON_TERM_SHARE * total)
+            _total, frequencies = self._frequencies()
             pairs = list(zip(self.terms, frequencies))
-            kept = [(t, n) for t, n in pairs if n <= limit]
+            kept = [(t, n) for t, n in pairs if n <= COMMON_TERM_ROWS]
             if not any(n for _, n in kept):
-                present = sorted((n, t) for t, n in pairs if n > 0)
+                present = sorted((n, t) for t, n in pairs if 0 < n <= FALLBACK_TERM_ROWS)
                 kept = [(present[0][1], present[0][0])] if present else []
             self._searched = kept
         return self._searched
+
+    @property
+    def left_out(self) -> list[str]:
+        """The query's terms that occur in the store but are too common to be searched."""
+        searched = {t for t, _ in self.searched}
+        _total, frequencies = self._frequencies()
+        return [t for t, n in zip(self.terms, frequencies) if n > 0 and t not in searched]
 
     @property
     def total(self) -> int:

@@ -27,7 +27,7 @@ from .channels import (
 )
 from .context import ContextProfile, build_context_profile, context_priority_block, needs_injection
 from .decompose import decompose_query
-from .keywords import KeywordScorer
+from .keywords import COMMON_TERM_ROWS, KeywordScorer
 from .centering import centred_similarities
 from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
@@ -484,6 +484,13 @@ class Recall:
             "enabled": self.vectors.available,
             "matched": self.vector_pool > 0,
         }
+        left_out = sorted({t for scorer in self.keyword_scorers.values() for t in scorer.left_out})
+        if left_out:
+            response["keyword_search"] = {
+                "left_out": left_out,
+                "reason": (f"in more than {COMMON_TERM_ROWS:,} memories: too common to rank by; "
+                           "the keyword score uses the query's other terms"),
+            }
         if not self.vectors.available:
             response["degraded"] = True
             response["degraded_reason"] = "embedding_unavailable"
