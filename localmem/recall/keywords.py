@@ -74,9 +74,12 @@ def bm25_weights_sql(weights: tuple[float, ...]) -> str:
 class KeywordScorer:
     """Keyword scores of memories for one query (one object per query per recall)."""
 
-    def __init__(self, backend: "Backend", query: str) -> None:
+    def __init__(self, backend: "Backend", query: str, *, with_vectors: bool = True) -> None:
         self.backend = backend
         self.query = query
+        # Without a vector channel the keyword channel is the whole search: the
+        # rarest of all-common terms is then kept however common it is.
+        self.fallback_rows = FALLBACK_TERM_ROWS if with_vectors else None
         self.mode = backend.config.keyword_scoring
         self.terms = query_terms(query)
         self._df: tuple[int, list[int]] | None = None
@@ -125,7 +128,8 @@ class KeywordScorer:
         Terms in more than COMMON_TERM_ROWS memories are left out: each costs
         a scan of all its postings (tens of thousands in a large store) and
         weighs little next to the rare terms. When every term is that common,
-        the rarest is kept if it is in at most FALLBACK_TERM_ROWS memories.
+        the rarest is kept if it is in at most FALLBACK_TERM_ROWS memories (in
+        any number when there is no vector search to fall back on).
         On stores of up to 100,000 memories this is the rule of 2% of the
         store that it replaced.
         """
@@ -134,7 +138,8 @@ class KeywordScorer:
             pairs = list(zip(self.terms, frequencies))
             kept = [(t, n) for t, n in pairs if n <= COMMON_TERM_ROWS]
             if not any(n for _, n in kept):
-                present = sorted((n, t) for t, n in pairs if 0 < n <= FALLBACK_TERM_ROWS)
+                ceiling = self.fallback_rows
+                present = sorted((n, t) for t, n in pairs if 0 < n and (ceiling is None or n <= ceiling))
                 kept = [(present[0][1], present[0][0])] if present else []
             self._searched = kept
         return self._searched

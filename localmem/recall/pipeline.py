@@ -141,7 +141,8 @@ class Recall:
 
     def keyword_scorer(self, query: str) -> KeywordScorer:
         if query not in self.keyword_scorers:
-            self.keyword_scorers[query] = KeywordScorer(self.backend, query)
+            self.keyword_scorers[query] = KeywordScorer(
+                self.backend, query, with_vectors=self.vectors.for_query(query) is not None)
         return self.keyword_scorers[query]
 
     def fill_keyword(self, results: list[dict[str, Any]], query: str) -> None:
