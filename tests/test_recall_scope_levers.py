@@ -149,3 +149,20 @@ def test_config_switches_read_from_the_environment():
     from localmem.errors import ConfigError
     with pytest.raises(ConfigError, match="LOCALMEM_VECTOR_CENTERING"):
         Config.from_env({"LOCALMEM_VECTOR_CENTERING": "maybe"})
+
+
+def test_scope_statistics_follow_a_write_into_the_scope(memory_store_factory):
+    def keyword_of(store, content):
+        results = store.recall("piano violin", tags=["a"], limit=20, adaptive_floor=False)["results"]
+        return next(r["score_components"]["keyword"] for r in results if r["memory"]["content"] == content)
+
+    warm = _instrument_store(memory_store_factory, Config())
+    before = keyword_of(warm, "violin lesson")  # the scope's counts are now cached
+    extra = [{"content": f"violin practice {i}", "tags": ["a"], "timestamp": "2024-01-01T00:00:00Z"}
+             for i in range(3)]
+    warm.store_many(extra)
+    fresh = _instrument_store(memory_store_factory, Config())
+    fresh.store_many(extra)
+    after = keyword_of(warm, "violin lesson")
+    assert after != before  # "violin" is less rare in scope "a" now
+    assert after == keyword_of(fresh, "violin lesson")

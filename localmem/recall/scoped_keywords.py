@@ -96,15 +96,27 @@ class ScopedKeywords:
         if self._weights is None:
             backend, scope = self.backend, self.scope
             total, _ = self.scorer._frequencies()
-            rows = backend.conn.execute(scope.statement(backend, "recall_scope_count"),
-                                        scope.bindings).fetchone()[0]
+            # Counts within a scope are kept until the file changes: an assistant asks
+            # within the same few scopes (a conversation, a project) again and again.
+            cache = backend.content_cache()
+            if cache is None:
+                cache = {}
             counting = scope.statement(backend, "recall_scope_term_rows")
+            scope_key = ("scope_rows", counting, tuple(sorted(scope.bindings.items())))
+            rows = cache.get(scope_key)
+            if rows is None:
+                rows = backend.conn.execute(scope.statement(backend, "recall_scope_count"),
+                                            scope.bindings).fetchone()[0]
+                cache[scope_key] = rows
             store: dict[str, float] = {}
             scoped: dict[str, float | None] = {}
             for term, hits in self.scorer.searched:
                 store[term] = store_idf(total, hits)
-                in_scope = backend.conn.execute(counting, {
-                    **scope.bindings, "match": match_expression([term])}).fetchone()[0]
+                in_scope = cache.get((scope_key, term))
+                if in_scope is None:
+                    in_scope = backend.conn.execute(counting, {
+                        **scope.bindings, "match": match_expression([term])}).fetchone()[0]
+                    cache[(scope_key, term)] = in_scope
                 scoped[term] = scope_idf(rows, in_scope) if in_scope else None
             self._weights = (store, scoped, scope_ideal(scoped))
         return self._weights
