@@ -156,3 +156,18 @@ def test_listed_memories_get_their_scores_from_the_scoped_pass(memory_store):
         computed = KeywordScorer(backend, "Lisbon family May").scores(others)
     assert learnt == pytest.approx(computed, rel=1e-12)
     assert set(learnt) == {ids[0], ids[1], ids[3]}  # the out-of-scope match too; no match: absent
+
+
+def test_recall_s_own_last_accessed_writes_keep_the_cache(memory_store_factory):
+    from localmem import Config
+
+    store = memory_store_factory(config=Config(track_access=True))
+    first = store.store("the kettle is descaled monthly")
+    store.recall("kettle", limit=1)
+    store.backend.content_cache()["sentinel"] = 1
+    answer = store.recall("kettle", limit=1)  # writes last_accessed
+    assert answer["results"][0]["id"] == first
+    assert store.get(first)["last_accessed"] is not None
+    assert store.backend.content_cache().get("sentinel") == 1
+    store.delete(first)  # a real change empties it
+    assert "sentinel" not in store.backend.content_cache()

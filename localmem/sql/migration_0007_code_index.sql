@@ -65,3 +65,11 @@ BEGIN
     UPDATE vector_clock SET seq = seq + 1, rows = rows - 1 WHERE id = 1;
     INSERT INTO vector_code_deletions (seq, pk) VALUES ((SELECT seq FROM vector_clock WHERE id = 1), old.pk);
 END;
+
+-- Deleting a memory moves the change counter of schema 6 too, so that counter
+-- alone tells whether any memory's content changed (recall keeps document
+-- frequencies and keyword hits until it does; Backend.content_cache).
+CREATE TRIGGER memory_changes_delete AFTER DELETE ON memories
+BEGIN
+    UPDATE sync_clock SET seq = seq + 1 WHERE id = 1;
+END;

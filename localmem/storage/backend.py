@@ -62,7 +62,7 @@ class Backend:
         # The embedder and dimension the file recorded when this backend last looked.
         self._recorded: tuple[str | None, str | None] = (None, None)
         self.code_index = CodeIndex()
-        self._content_cache: tuple[tuple[int, int] | None, dict[Any, Any]] = (None, {})
+        self._content_cache: tuple[int | None, dict[Any, Any]] = (None, {})
 
     @property
     def has_vector_index(self) -> bool:
@@ -79,17 +79,16 @@ class Backend:
         """A dict for values derived from the file's content (document frequencies,
         keyword top lists), emptied whenever that content may have changed.
 
-        The generation is SQLite's data version, which moves on every commit by
-        any connection (``PRAGMA data_version`` first, so a read snapshot opened
-        since is seen), plus this connection's change count. None inside a
-        write transaction: its changes may yet roll back, so nothing read there
-        is kept.
+        The generation is the change counter every memory write and deletion
+        moves (sync_clock), not recall's own last_accessed writes, so the cache
+        survives recalls with access tracking on. None inside a write
+        transaction: its changes may yet roll back, so nothing read there is
+        kept.
         """
         conn = self.conn
         if conn.txn_state("main") == apsw.SQLITE_TXN_WRITE:
             return None
-        conn.execute("PRAGMA data_version").fetchone()  # refreshes the pager's view of the file
-        generation = (conn.data_version("main"), conn.total_changes())
+        generation = conn.execute(self.sql["content_generation"]).fetchone()[0]
         known, cache = self._content_cache
         if known != generation or len(cache) >= CONTENT_CACHE_ENTRIES:
             cache = {}
