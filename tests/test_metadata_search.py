@@ -258,3 +258,21 @@ def test_degenerate_inputs() -> None:
     assert metadata_match_score("claude code", "not json") == 0.0
     assert metadata_match_score("claude code", json.dumps({"tool": "Claude Code"})) == \
         pytest.approx(0.15 + 0.45 + 0.20 + 0.15)
+
+
+def test_common_metadata_terms_find_the_same_candidates_by_importance_walk(memory_store_factory, monkeypatch):
+    import localmem.recall.channels as channels
+
+    store = memory_store_factory(embedder="none")
+    store.store_many([{"content": f"note {i}", "importance": (i % 10) / 10,
+                       "metadata": {"project": "apollo" if i % 3 else "gemini", "source": "slack"}}
+                      for i in range(120)])
+
+    def sidecar() -> list[tuple[str, float]]:
+        answer = store.recall("apollo slack", limit=10, adaptive_floor=False)
+        return [(r["id"], r["final_score"]) for r in answer["results"] if r["match_type"] == "metadata"]
+
+    collected = sidecar()
+    monkeypatch.setattr(channels, "COMMON_METADATA_ROWS", 1)  # every term counts as common
+    walked = sidecar()
+    assert collected and walked == collected

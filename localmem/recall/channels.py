@@ -213,6 +213,12 @@ def trending_candidates(backend: "Backend", scope: Scope, k: int) -> list[dict[s
     return [_candidate(row, "trending", float(row["importance"]), "trending", None) for row in rows]
 
 
+# Value terms in at least this many metadata rows are looked for by walking
+# memories in importance order (the order the sidecar keeps) rather than by
+# collecting every memory that has them: the same rows either way.
+COMMON_METADATA_ROWS = 2000
+
+
 def metadata_candidates(backend: "Backend", scope: Scope, query: str, limit: int,
                         seen: set[str]) -> list[dict[str, Any]]:
     """The metadata sidecar: strong matches of whitelisted metadata values.
@@ -223,8 +229,11 @@ def metadata_candidates(backend: "Backend", scope: Scope, query: str, limit: int
     terms = prefilter_terms(query)
     if not terms:
         return []
-    rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, "recall_metadata", driving=False), {
-        **scope.bindings, "terms": json.dumps(terms), "k": metadata_scan_limit(limit)}))
+    bindings = {**scope.bindings, "terms": json.dumps(terms), "k": metadata_scan_limit(limit)}
+    common = backend.conn.execute(backend.sql["recall_metadata_term_rows"], {
+        "terms": bindings["terms"], "cap": COMMON_METADATA_ROWS}).fetchone()[0] >= COMMON_METADATA_ROWS
+    name = "recall_metadata_common" if common else "recall_metadata"
+    rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, name, driving=False), bindings))
     scored = []
     for row in rows:
         score = metadata_match_score(query, row["metadata"])
