@@ -635,8 +635,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"File size after case 1 (WAL checkpointed on close): {size_per_1k / 1e6:.2f} MB per 1k memories "
         f"({size_per_1k * n / 1000 / 1e6:.1f} MB total for {n}); the raw float32 vectors alone are "
-        f"{DIMS * 4 * 1000 / 1e6:.2f} MB per 1k and are stored twice (plain copy + vec0); vec0 allocates "
-        "1024-row chunks, so small N overstate the per-1k size."
+        f"{DIMS * 4 * 1000 / 1e6:.2f} MB per 1k, stored once as float32, plus a 3-bit code "
+        f"({3 * DIMS // 8} bytes) per memory in the code index."
         + ("" if not breakdown else " Per 1k memories: " + ", ".join(
             f"{label} {size / (n / 1000) / 1e6:.2f} MB" for label, size in breakdown) + "."),
         "",
