@@ -1,6 +1,6 @@
 """The two search arms and how they are mixed.
 
-- semantic: vec0 kNN of the query vector within the scope (raw cosine);
+- semantic: the code index's kNN of the query vector within the scope (raw cosine);
 - keyword: FTS5 BM25 within the scope (content and thread-context columns,
   the same column weights as recall).
 
@@ -13,7 +13,7 @@ normalises each arm by its best score in this request and mixes them
 The semantic arm's nearest neighbours in scope are all kept, however weak:
 a scope that holds memories with vectors never answers an empty list there
 (``confidence`` reads ``none`` instead).
-Without a usable embedder (or when vec0 fails) both ``hybrid`` and
+Without a usable embedder (or when the vector index fails) both ``hybrid`` and
 ``semantic`` fall back to the keyword arm and say so (``degraded``).
 """
 

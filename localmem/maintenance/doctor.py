@@ -1,7 +1,7 @@
 """Consistency checks of one database, and the repair of what is derived.
 
 ``memories`` is the source of truth; the FTS5 rows, the tag and prefix rows
-and the vec0 rows are derived from it (the vec0 rows from the canonical
+and the vector codes are derived from it (the codes from the canonical
 float32 copies in ``memory_embeddings``). ``check()`` compares them all, plus
 SQLite's own ``integrity_check`` and ``foreign_key_check``; ``repair()``
 rebuilds the derived tables, drops rows that point nowhere and embeds
@@ -281,7 +281,7 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
     """Rebuild the derived tables and fill in missing embeddings; returns what was done.
 
     One transaction rebuilds the FTS rows, the tag and prefix rows and the
-    vec0 index, and drops edges and embeddings that point nowhere (and
+    vector code index (recalibrated), and drops edges and embeddings that point nowhere (and
     embeddings of the wrong length or that search cannot use). Memories
     without an embedding are then embedded in batches when the embedder
     works; an unusable embedding that cannot be replaced stays dropped, so
