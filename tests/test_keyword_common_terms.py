@@ -12,6 +12,7 @@ def test_a_term_in_too_many_memories_is_left_out_and_reported(memory_store_facto
     response = store.recall("alpha zebra", limit=3)
     assert response["keyword_search"]["left_out"] == ["alpha"]
     assert "2,000" in response["keyword_search"]["reason"]
+    assert any("'alpha'" in w for w in response["warnings"])
     assert response["results"][0]["id"] == rare
     # Alone, the common term is still searched (the rarest of all-common terms is kept).
     alone = store.recall("alpha", limit=3)

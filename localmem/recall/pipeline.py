@@ -529,8 +529,12 @@ class Recall:
         profile = next((p for p in self.profiles.values() if p is not None), None)
         if profile is not None:
             response["context_priority"] = context_priority_block(profile, self.context_injected)
-        if params.warnings:
-            response["warnings"] = list(params.warnings)
+        warnings = list(params.warnings)
+        if left_out:  # said where every interface shows warnings (CLI stderr, MCP text), too
+            warnings.append(f"keyword score left out {', '.join(repr(t) for t in left_out)}: each is in more "
+                            f"than {COMMON_TERM_ROWS:,} memories, too common to rank by")
+        if warnings:
+            response["warnings"] = warnings
         return response
 
 
