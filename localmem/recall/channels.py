@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..storage.records import rows_as_dicts, to_record
@@ -31,6 +31,18 @@ class Scope:
 
     params: RecallParams
     bindings: dict[str, Any]
+    # (cap, bounds) of the last size_bounds count: the vector and keyword legs both ask.
+    _sizes: list[tuple[int, tuple[int | None, int | None]]] = field(default_factory=list, compare=False)
+
+    def size_bounds(self, backend: "Backend", cap: int) -> tuple[int | None, int | None]:
+        """(memories with a filter tag, memories in the time window), each counted up to ``cap``
+        from the indexes alone (None: no such filter). A count made with a larger cap answers."""
+        for counted_cap, bounds in self._sizes:
+            if counted_cap >= cap:
+                return tuple(None if b is None else min(b, cap) for b in bounds)  # type: ignore[return-value]
+        row = backend.conn.execute(backend.sql["recall_scope_size"], {**self.bindings, "cap": cap}).fetchone()
+        self._sizes.append((cap, (row[0], row[1])))
+        return row[0], row[1]
 
     @property
     def narrowed(self) -> bool:
@@ -104,8 +116,7 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) 
     among, k_wanted = None, k
     if scope.params.tags:
         total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
-        tagged, _ = backend.conn.execute(
-            backend.sql["recall_scope_size"], {**scope.bindings, "cap": NARROW_SCOPE_ROWS + 1}).fetchone()
+        tagged, _ = scope.size_bounds(backend, NARROW_SCOPE_ROWS + 1)
         if tagged <= NARROW_SCOPE_ROWS:
             among = backend.conn.execute(scope.statement(backend, "recall_scope_pks"),
                                          scope.bindings).fetchone()[0] or ""

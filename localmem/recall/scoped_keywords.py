@@ -36,8 +36,7 @@ MAX_SCOPE_ROWS = 4000
 
 def small_scope(backend: "Backend", scope: "Scope") -> bool:
     """Whether the narrowed scope admits at most MAX_SCOPE_ROWS memories (index-only, capped counts)."""
-    bounds = backend.conn.execute(backend.sql["recall_scope_size"], {
-        **scope.bindings, "cap": MAX_SCOPE_ROWS + 1}).fetchone()
+    bounds = scope.size_bounds(backend, MAX_SCOPE_ROWS + 1)
     known = [b for b in bounds if b is not None]
     return bool(known) and min(known) <= MAX_SCOPE_ROWS
 
