@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serving import wait_until_healthy
+from tests.serving import stop, wait_until_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = Path(os.environ.get("AUTOMEM_SERVER_TOOL") or ROOT.parent / "shared" / "tools" / "automem-server")
@@ -154,9 +154,4 @@ def localmem_serve(path: Path, *, embedder: str = "hash") -> Iterator[Server]:
         yield server
         server.client.close()
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,6 +28,7 @@ from localmem import ConfigError, MemoryStore
 from localmem.http.app import create_app
 from localmem.http.security import check_bind, is_loopback
 from localmem.http.server import serve
+from tests.serving import in_thread
 
 TOKEN = "s3cret-T0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -53,26 +52,9 @@ ACCESS_LOG = _Records()
 @contextmanager
 def running(app: Any) -> Iterator[str]:
     """Serve ``app`` with uvicorn on a free loopback port in a thread; yields the base URL."""
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only then (else ~40 ms per request).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_config=None, log_level="info", access_log=True,
-                            lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with in_thread(lambda port: uvicorn.Config(app, log_config=None, log_level="info", access_log=True,
+                                               lifespan="off")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

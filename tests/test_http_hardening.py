@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.serving import wait_until_healthy
+from tests.serving import in_thread, stop, wait_until_healthy
 
 pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
@@ -74,12 +74,7 @@ def local_serve(path: Path, *options: str) -> Iterator[tuple[str, int]]:
         wait_until_healthy(process, url)
         yield url, port
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 @pytest.fixture(scope="module")
@@ -182,23 +177,9 @@ def serving(app: Any, **options: Any) -> Iterator[str]:
     """``app`` on a free loopback port with the uvicorn configuration ``localmem serve`` uses."""
     from localmem.http.server import uvicorn_config
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn_config(app, host="127.0.0.1", port=sock.getsockname()[1], log_level="warning",
-                            log_config=None, **options)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with in_thread(lambda port: uvicorn_config(app, host="127.0.0.1", port=port, log_level="warning",
+                                               log_config=None, **options)) as url:
+        yield url
 
 
 def test_configured_origins_get_cors_and_others_403(monkeypatch):

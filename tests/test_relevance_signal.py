@@ -8,9 +8,6 @@ exact text of a memory has cosine 1, the two ends of the bands.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +17,7 @@ import pytest
 
 from localmem import MemoryStore
 from localmem.cli import main
+from tests.serving import in_thread
 
 FACTS = [
     "We decided to use PostgreSQL for the billing service",
@@ -115,20 +113,9 @@ def serving(store: MemoryStore) -> Iterator[str]:
     uvicorn = pytest.importorskip("uvicorn")
     from localmem.http.app import create_app
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(store, token=""), log_config=None, lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    app = create_app(store, token="")
+    with in_thread(lambda port: uvicorn.Config(app, log_config=None, lifespan="off")) as url:
+        yield url
 
 
 def test_http_recall_body_carries_it(store: MemoryStore) -> None:

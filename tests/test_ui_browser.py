@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +27,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from localmem import MemoryStore  # noqa: E402
 from localmem.errors import NotFoundError  # noqa: E402
 from localmem.http.app import create_app  # noqa: E402
+from tests.serving import in_thread  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -68,22 +66,9 @@ def server(seeded) -> Iterator[tuple[str, Any]]:
 
     store, _ = seeded
     app = create_app(store, token=TOKEN, tokens={})
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn_config(app, host="127.0.0.1", port=sock.getsockname()[1], log_level="warning", log_config=None)
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", app
-    finally:
-        srv.should_exit = True
-        thread.join(10)
-        sock.close()
+    with in_thread(lambda port: uvicorn_config(app, host="127.0.0.1", port=port, log_level="warning",
+                                               log_config=None)) as url:
+        yield url, app
 
 
 @pytest.fixture(scope="module")
