@@ -105,6 +105,15 @@ def _words(values: list[str]) -> str:
     return " ".join(values)
 
 
+
+def _bash_value_action(option: Option) -> str:
+    """What bash offers after an option that takes a value: its choices, file names, or nothing."""
+    if option.choices:
+        return f'COMPREPLY=($(compgen -W "{_words(option.choices)}" -- "$cur"))'
+    if option.files:
+        return 'COMPREPLY=($(compgen -f -- "$cur"))'
+    return ":"  # a free value: nothing to offer
+
 def _bash(prog: str, global_options: list[Option], commands: list[Command]) -> str:
     func = "_" + re.sub(r"\W", "_", prog)
     global_valued = [f for o in global_options if o.takes_value for f in o.flags]
@@ -115,23 +124,11 @@ def _bash(prog: str, global_options: list[Option], commands: list[Command]) -> s
             if not option.takes_value or set(option.flags) <= global_flags:
                 continue  # global options are handled once, below
             for flag in option.flags:
-                if option.choices:
-                    action = f'COMPREPLY=($(compgen -W "{_words(option.choices)}" -- "$cur"))'
-                elif option.files:
-                    action = 'COMPREPLY=($(compgen -f -- "$cur"))'
-                else:
-                    action = ":"  # a free value: nothing to offer
-                value_arms.append(f'        "{command.name} {flag}") {action}; return ;;')
+                value_arms.append(f'        "{command.name} {flag}") {_bash_value_action(option)}; return ;;')
     for option in global_options:
         if option.takes_value:
             for flag in option.flags:
-                if option.choices:
-                    action = f'COMPREPLY=($(compgen -W "{_words(option.choices)}" -- "$cur"))'
-                elif option.files:
-                    action = 'COMPREPLY=($(compgen -f -- "$cur"))'
-                else:
-                    action = ":"
-                value_arms.append(f'        *" {flag}") {action}; return ;;')
+                value_arms.append(f'        *" {flag}") {_bash_value_action(option)}; return ;;')
     command_arms = []
     for command in commands:
         flags = [f for o in command.options for f in o.flags]
