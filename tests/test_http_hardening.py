@@ -455,3 +455,11 @@ def test_slow_bodies_and_slow_second_requests_are_cut_off():
                 assert client.post("/memory", json={"content": "on time"}).status_code == 201
                 time.sleep(0.5)
         assert store.health()["memory_count"] == 3
+
+
+def test_a_query_parameter_that_is_not_utf8_is_refused_not_replaced(served):
+    url, _port = served
+    bad = httpx.get(f"{url}/recall?query=alpha%ED%A0%80&limit=2")  # a lone surrogate, percent-encoded
+    refusal(bad, 400, "'query'", "UTF-8")
+    refusal(httpx.get(f"{url}/memory/by-tag?tags=%FF"), 400, "'tags'", "UTF-8")
+    assert httpx.get(f"{url}/recall?query=caf%C3%A9+cr%C3%A8me&limit=2").status_code == 200

@@ -1,4 +1,5 @@
-"""The outermost ASGI layer: refuse foreign ``Host`` names and browser origins.
+"""The outermost ASGI layer: refuse foreign ``Host`` names and browser origins, and
+query strings that are not UTF-8.
 
 It runs before CORS and authentication, so a refused request reaches no route
 and gets no CORS headers. The rules themselves are in ``policy``.
@@ -10,7 +11,7 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .policy import RequestPolicy, host_refusal, origin_refusal
+from .policy import RequestPolicy, host_refusal, origin_refusal, query_string_refusal
 
 __all__ = ["RequestGuard"]
 
@@ -32,7 +33,8 @@ async def _refuse(send: Send, code: int, message: str) -> None:
 
 
 class RequestGuard:
-    """421 for a ``Host`` the server does not answer to, 403 for a foreign browser origin."""
+    """421 for a ``Host`` the server does not answer to, 403 for a foreign browser origin,
+    400 for a query parameter that is not UTF-8."""
 
     def __init__(self, app: ASGIApp, policy: RequestPolicy) -> None:
         self.app = app
@@ -53,5 +55,9 @@ class RequestGuard:
                                  own_origin, self.policy)
         if refusal is not None:
             await _refuse(send, 403, refusal)
+            return
+        refusal = query_string_refusal(scope.get("query_string", b""))
+        if refusal is not None:
+            await _refuse(send, 400, refusal)
             return
         await self.app(scope, receive, send)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from ..errors import ConfigError
 from .security import is_loopback
@@ -174,3 +174,20 @@ def origin_refusal(origin: str | None, fetch_site: str | None, own_origin: str,
             f"server (a page could plant or read memories). To allow a web app, pass "
             f"--allowed-origin ORIGIN to localmem serve or set {ORIGINS_ENV_VAR}=ORIGIN "
             f"(comma-separated, such as http://localhost:3000).")
+
+
+def query_string_refusal(query_string: bytes) -> str | None:
+    """Why a query string is refused: a parameter whose name or value is not UTF-8 once
+    percent-decoded (Starlette would turn the bad bytes into U+FFFD and answer a
+    different question than the one asked), else None."""
+    for part in query_string.split(b"&"):
+        name, _, value = part.partition(b"=")
+        try:
+            decoded_name = unquote_to_bytes(name.replace(b"+", b" ")).decode("utf-8")
+        except UnicodeDecodeError:
+            return "a query parameter's name is not valid UTF-8 once percent-decoded"
+        try:
+            unquote_to_bytes(value.replace(b"+", b" ")).decode("utf-8")
+        except UnicodeDecodeError:
+            return f"query parameter {_shown(decoded_name)} is not valid UTF-8 once percent-decoded"
+    return None
