@@ -401,3 +401,20 @@ def test_lost_answers_and_503s_are_retried_without_duplicates(server, tmp_path):
     assert summary["retried"] >= 1 and summary["memories"]["failed"] == 0
     assert len(on_server(server, tag)) == 12  # each exactly once
     assert summary["verify"]["ok"]
+
+
+def test_a_replacement_is_created_before_the_memory_that_names_it(server, tmp_path):
+    # Created first, the superseded memory would need an update right after its create, and
+    # AutoMem's enrichment of that create writes its own copy of the metadata back over it.
+    db = tmp_path / "order.db"
+    tag = f"order-{uuid.uuid4().hex[:8]}"
+    with MemoryStore(db, embedder="hash") as store:
+        old = store.store("The deploy window is Friday", tags=[tag])
+        new = store.supersede(old, "The deploy window is Thursday", tags=[tag])["memory_id"]
+    code, summary = push(db, server, "--tags", tag)
+    assert code == 0, summary
+    assert (summary["memories"]["created"], summary["memories"]["updated"]) == (2, 0)
+    remote = on_server(server, tag)
+    metadata = remote[old]["metadata"]
+    metadata = metadata if isinstance(metadata, dict) else json.loads(metadata)
+    assert metadata["superseded_by"] == remote[new]["id"]

@@ -239,18 +239,47 @@ class Pusher:
         return self.map.remote_ids(refs)
 
     def create_memories(self) -> None:
+        """Create what the server lacks, memories that others name first.
+
+        A superseded memory names its replacement (``metadata.superseded_by``).
+        Created before it, it would need an update right after its create, and
+        AutoMem's enrichment of that create writes back its own copy of the
+        metadata, losing the update. So passes create only memories whose every
+        reference is already on the server, while that makes progress; a last
+        pass creates the rest (references the push will not send, or cycles),
+        which the update pass then completes.
+        """
         self.phase("creating", self.map.counts()["to_create"])
+        whole_only = True
+        attempted: set[str] = set()  # a create that failed is not tried again by a later pass
+        while True:
+            created = self.summary.memories.created
+            deferred = self._create_pass(whole_only=whole_only, attempted=attempted)
+            if not deferred or not whole_only:
+                return
+            if self.summary.memories.created == created:
+                whole_only = False  # no progress: send the rest as they are
+
+    def _create_pass(self, *, whole_only: bool, attempted: set[str]) -> int:
+        """One pass over the memories to create; returns how many were held back."""
+        held_back = 0
         for page in self.map.pages("push_to_create"):
+            page = [row for row in page if row["id"] not in attempted]
             for part in chunks(page, self.batch_size):
                 ids = self._references(part)
                 items = [(row, *memory_payload(row, self.profile, ids, with_embedding=self.carry))
                          for row in part]
+                if whole_only:
+                    held_back += sum(1 for _, _, complete in items if not complete)
+                    items = [item for item in items if item[2]]
+                attempted.update(row["id"] for row, _, _ in items)
                 batched = [item for item in items if self.profile.batch_keeps(item[1])]
                 single = [item for item in items if not self.profile.batch_keeps(item[1])]
                 if batched:
                     self.create_batch(batched)
                 if single:
                     self.create_singles(single)
+        return held_back
 
     def _created(self, item: tuple[dict[str, Any], dict[str, Any], bool], remote_id: str
                  ) -> tuple[str, str, int, dict[str, str]]:
