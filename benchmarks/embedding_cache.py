@@ -22,7 +22,7 @@ def _key(name: str, kind: str, text: str) -> str:
 
 
 class CachedEmbedder:
-    """Wraps an embedder; ``embed`` (and ``embed_tokens`` when the inner one has it) hit the cache first."""
+    """Wraps an embedder; ``embed`` and ``embed_with_tokens`` hit the cache first."""
 
     def __init__(self, inner: Any, path: Path | None = None) -> None:
         self.inner = inner
@@ -56,29 +56,17 @@ class CachedEmbedder:
                              lambda miss: [array("f", v).tobytes() for v in self.inner.embed(miss)])
         return [list(array("f", b)) for b in blobs]
 
-    def embed_tokens(self, texts: list[str]) -> list[Any]:
-        """Unit-length token vectors (tokens x dimensions, float32) of a sentence-transformers
-        model, stored as int8 (each token scaled to use the whole int8 range)."""
+    def embed_with_tokens(self, texts: list[str]) -> tuple[list[list[float]], list[Any]]:
+        """The inner embedder's ``embed_with_tokens``: vectors from the ``embed`` cache,
+        token vectors (special tokens left out) cached as float16."""
         import numpy as np
 
+        texts = list(texts)
         dims = self.dimensions
 
         def compute(miss: list[str]) -> list[bytes]:
-            # The ONNX embedder pools inside its runtime: token vectors come from
-            # the sentence-transformers reference of the same model.
-            from localmem.embedders.sentence_transformer import SentenceTransformerEmbedder
+            return [t.astype(np.float16).tobytes() for t in self.inner.embed_with_tokens(miss)[1]]
 
-            model = SentenceTransformerEmbedder(self.name).load()
-            out = []
-            for matrix in model.encode(miss, output_value="token_embeddings", batch_size=64,
-                                       convert_to_numpy=False, show_progress_bar=False):
-                m = matrix.float().numpy()
-                scale = 127.0 / np.maximum(np.abs(m).max(axis=1, keepdims=True), 1e-12)
-                out.append(np.round(m * scale).astype(np.int8).tobytes())
-            return out
-
-        result = []
-        for blob in self._lookup("tokens-int8", list(texts), compute):
-            m = np.frombuffer(blob, dtype=np.int8).reshape(-1, dims).astype(np.float32)
-            result.append(m / np.linalg.norm(m, axis=1, keepdims=True))
-        return result
+        tokens = [np.frombuffer(b, dtype=np.float16).reshape(-1, dims).astype(np.float32)
+                  for b in self._lookup("tokens-f16", texts, compute)]
+        return self.embed(texts), tokens

@@ -201,9 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.maxsim:
         keys = list(info["texts"])
         contents = [info["contents"][k] for k in keys]
-        tokens = dict(zip(keys, embedder.embed_tokens(contents)))
+        tokens = dict(zip(keys, embedder.embed_with_tokens(contents)[1]))
         questions = sorted({q["question"] for q in pools})
-        query_tokens = dict(zip(questions, embedder.embed_tokens(questions)))
+        query_tokens = dict(zip(questions, embedder.embed_with_tokens(questions)[1]))
         per_memory = sum(t.shape[0] for t in tokens.values()) / len(tokens)
         print(f"token vectors: {per_memory:.1f} tokens a memory on average: int8 "
               f"{per_memory * embedder.dimensions / 1024:.1f} KiB, 1 bit "

@@ -59,6 +59,11 @@ class Config:
     # The vector component as a cosine measured from the store's mean direction
     # (recall/centering.py); LOCALMEM_VECTOR_CENTERING=0 turns it off.
     vector_centering: bool = True
+    # Token-level (late-interaction) evidence: token codes written for every memory
+    # the store embeds, and the vector component of recall's candidates taken from
+    # MaxSim over them (recall/late_interaction.py); LOCALMEM_TOKEN_EVIDENCE=0 turns
+    # both off.
+    token_evidence: bool = True
     track_access: bool = True  # update last_accessed for recalled seeds
     # PRAGMA synchronous of the file (LOCALMEM_SYNCHRONOUS): NORMAL, or FULL to
     # also sync the WAL at every commit (the last commits survive a power cut).
@@ -144,7 +149,8 @@ class Config:
         if scoring in ("bm25", "automem"):
             values["keyword_scoring"] = scoring
         for name, attr in (("LOCALMEM_KEYWORD_SCOPE_IDF", "keyword_scope_idf"),
-                           ("LOCALMEM_VECTOR_CENTERING", "vector_centering")):
+                           ("LOCALMEM_VECTOR_CENTERING", "vector_centering"),
+                           ("LOCALMEM_TOKEN_EVIDENCE", "token_evidence")):
             raw = env.get(name)
             if raw is not None and raw.strip():
                 if raw.strip().lower() not in BOOLEAN_WORDS:

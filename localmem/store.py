@@ -8,7 +8,7 @@ import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 import apsw
 
@@ -70,6 +70,13 @@ def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
                     raise
                 raise translated from exc
     return wrapper
+
+
+class Embedded(NamedTuple):
+    """What embedding a batch of texts gave: float32 vectors and token codes, per text."""
+
+    vectors: list[bytes | None]
+    token_codes: list[tuple[int, bytes] | None]
 
 
 def _on_backend(name: str, doc: str) -> property:
@@ -188,13 +195,28 @@ class MemoryStore:
             if row.id in taken:
                 raise ValidationError(f"A memory with id {row.id} already exists")
 
-    def _insert_rows(self, rows: list[MemoryRow], embeddings: list[bytes | None]) -> None:
+    def _insert_rows(self, rows: list[MemoryRow], prepared: Embedded) -> None:
         self._check_ids_free(rows)
-        writes.insert_memories(self.conn, self.sql, rows, embeddings, self.has_vector_index)
+        writes.insert_memories(self.conn, self.sql, rows, prepared.vectors, self.has_vector_index,
+                               prepared.token_codes)
+
+    def _embed_contents(self, texts: list[str]) -> Embedded | None:
+        """Vectors and token codes of texts; None when the embedder cannot run."""
+        found = self._backend.embed_texts_and_tokens(texts)
+        if found is None:
+            return None
+        vectors, tokens = found
+        return Embedded(list(vectors), self._backend.token_codes(tokens))
+
+    def _embed_one(self, text: str) -> tuple[bytes | None, tuple[int, bytes] | None]:
+        """Vector and token codes of one text; (None, None) when the embedder cannot run
+        (a stale vector is worse than none)."""
+        found = self._embed_contents([text])
+        return (None, None) if found is None else (found.vectors[0], found.token_codes[0])
 
     def _prepare(self, items: list[Mapping[str, Any]], *, batch_size: int = 256,
-                 progress: ProgressBar | None = None) -> tuple[list[MemoryRow], list[bytes | None]]:
-        """Validate items and compute their embeddings (outside any transaction)."""
+                 progress: ProgressBar | None = None) -> tuple[list[MemoryRow], Embedded]:
+        """Validate items and compute their embeddings and token codes (outside any transaction)."""
         now = self.now()
         rows = []
         for index, item in enumerate(items):
@@ -208,6 +230,7 @@ class MemoryStore:
         if len(set(ids)) != len(ids):
             raise ValidationError("Duplicate ids in one batch")
         embeddings: list[bytes | None] = [None] * len(rows)
+        codes: list[tuple[int, bytes] | None] = [None] * len(rows)
         to_embed: list[int] = []
         for index, item in enumerate(items):
             if item.get("embedding") is not None:
@@ -218,13 +241,13 @@ class MemoryStore:
                 to_embed.append(index)
         for start in range(0, len(to_embed), batch_size):
             chunk = to_embed[start:start + batch_size]
-            vectors = self.embed_texts([rows[i].content for i in chunk])
-            if vectors is not None:
-                for i, vector in zip(chunk, vectors):
-                    embeddings[i] = vector
+            found = self._embed_contents([rows[i].content for i in chunk])
+            if found is not None:
+                for i, vector, code in zip(chunk, found.vectors, found.token_codes):
+                    embeddings[i], codes[i] = vector, code
             if progress is not None:
                 progress.advance(len(chunk))
-        return rows, embeddings
+        return rows, Embedded(embeddings, codes)
 
     # -- writes -----------------------------------------------------------
 
@@ -286,6 +309,7 @@ class MemoryStore:
         pk, current = self._pk_and_record(memory_id)
         new, content_changed = merged_update(current, fields, now=self.now())
         embedding: bytes | None = None
+        token_codes: tuple[int, bytes] | None = None
         embedding_changed = False
         if fields.get("embedding") is not None:
             if not self.has_vector_index:
@@ -293,8 +317,7 @@ class MemoryStore:
             embedding = validate_embedding(fields["embedding"], self.dimensions)
             embedding_changed = True
         elif content_changed:
-            vectors = self.embed_texts([new.content])  # outside the write lock
-            embedding = vectors[0] if vectors else None  # a stale vector is worse than none
+            embedding, token_codes = self._embed_one(new.content)  # outside the write lock
             embedding_changed = True
         embedded_content = new.content if embedding_changed else None
         with transaction(self.conn):
@@ -307,11 +330,10 @@ class MemoryStore:
                 if fields.get("embedding") is None:
                     embedding_changed = content_changed
                     if content_changed and new.content != embedded_content:
-                        vectors = self.embed_texts([new.content])
-                        embedding = vectors[0] if vectors else None
+                        embedding, token_codes = self._embed_one(new.content)
                 current = latest
             writes.update_memory(self.conn, self.sql, pk, MemoryRow.from_record(current), new,
-                                 embedding, embedding_changed, self.has_vector_index)
+                                 embedding, embedding_changed, self.has_vector_index, token_codes)
         return self.get(memory_id)
 
     @_serialized
@@ -370,7 +392,7 @@ class MemoryStore:
         old_pk, old = self._named_record(old_id)
         new_id: str | None = None
         rows: list[MemoryRow] = []
-        embeddings: list[bytes | None] = []
+        embeddings = Embedded([], [])
         if isinstance(new_content_or_id, str) and not store_fields:
             try:
                 candidate = validate_uuid(new_content_or_id)

@@ -54,13 +54,15 @@ def strict_json(value: Any) -> str:
 
 
 def plant_vector(db: MemoryStore | Path, memory_id: str, values: list[float]) -> None:
-    """Overwrite a memory's stored embedding the way an older localmem could have written it."""
+    """Overwrite a memory's stored embedding the way an older localmem could have written it
+    (one that wrote no token codes either)."""
     import apsw
 
     blob = array("f", values).tobytes()
     conn = db.conn if isinstance(db, MemoryStore) else apsw.Connection(str(db))
     conn.execute("UPDATE memory_embeddings SET embedding = ? "
                  "WHERE pk = (SELECT pk FROM memories WHERE id = ?)", (blob, memory_id))
+    conn.execute("DELETE FROM token_codes WHERE pk = (SELECT pk FROM memories WHERE id = ?)", (memory_id,))
     if not isinstance(db, MemoryStore):
         conn.close()
 

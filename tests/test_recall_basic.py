@@ -52,7 +52,7 @@ def test_worked_example_scores_0_792(memory_store):
     assert components["relevance_gated"] is False
     assert round(result["final_score"], 3) == 0.792
     assert response["keywords"] == ["postgresql", "database", "decisions"]
-    assert response["vector_search"] == {"enabled": True, "matched": True}
+    assert response["vector_search"] == {"enabled": True, "matched": True, "token_scored": 0}
 
 
 def test_response_envelope_has_every_key(memory_store):

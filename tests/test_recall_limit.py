@@ -35,7 +35,8 @@ def ids(response):
 def test_limit_n_gives_n_with_a_superseded_memory_in_the_top(memory_store):
     made = atlas(memory_store)
     for limit in (1, 2, 3, 5):
-        response = memory_store.recall(QUERY, limit=limit, state_debug=True)
+        # Without the adaptive floor, which may cut weak matches before the limit.
+        response = memory_store.recall(QUERY, limit=limit, state_debug=True, adaptive_floor=False)
         assert response["count"] == len(response["results"]) == limit, limit
         assert made["old"] not in ids(response) and ids(response)[0] == made["new"]
         state = response["state_filter"]
@@ -104,12 +105,13 @@ def test_cli_limit(db):
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"}
     for limit in ("2", "3", "5"):
         run = subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), "--embedder", "hash",
-                              "recall", QUERY, "--limit", limit, "--json"],
+                              "recall", QUERY, "--limit", limit, "--param", "adaptive_floor=false",
+                              "--json"],
                              capture_output=True, text=True, env=env, timeout=120, check=False)
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["count"] == int(limit)
     table = subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), "--embedder", "hash",
-                            "recall", "--limit", "3"], capture_output=True, text=True, env=env,
+                            "recall", "--limit", "3", "--param", "adaptive_floor=false"], capture_output=True, text=True, env=env,
                            timeout=120, check=False)
     assert table.returncode == 0 and "(3 results;" in table.stdout
 
@@ -124,7 +126,8 @@ def test_http_limit(db):
     with MemoryStore(db, embedder="hash") as store, running(create_app(store, token=TOKEN)) as url, \
             httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
         for limit in (2, 3, 5):
-            body = http.get("/recall", params={"query": QUERY, "limit": limit}).json()
+            body = http.get("/recall", params={"query": QUERY, "limit": limit,
+                                                     "adaptive_floor": "false"}).json()
             assert body["count"] == limit and body["state_filter"]["suppressed_count"] == 1
 
 
@@ -135,7 +138,8 @@ def test_mcp_limit(db):
     server = StdioServer(db)
     try:
         for limit in (2, 3, 5):
-            result = server.call("recall_memory", {"query": QUERY, "limit": limit})
+            result = server.call("recall_memory", {"query": QUERY, "limit": limit,
+                                                          "adaptive_floor": False})
             assert not result.is_error
             assert result.structured_content["count"] == limit
             assert len(result.structured_content["results"]) == limit

@@ -51,10 +51,12 @@ def vector_facts(db: Path) -> dict[str, object]:
         index = dict(conn.execute("SELECT length(codes), count(*) FROM vector_codes GROUP BY 1"))
         codes = conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0]
         staged = conn.execute("SELECT count(*) FROM reembed_staging").fetchone()[0]
+        # bytes per token code -> memories (one bit per dimension)
+        token_widths = dict(conn.execute("SELECT length(codes) / tokens, count(*) FROM token_codes GROUP BY 1"))
     finally:
         conn.close()
     return {"embedder": meta["embedder"], "dimensions": int(meta["dimensions"]), "sizes": sizes,
-            "index": index, "codes": codes, "staged": staged}
+            "index": index, "codes": codes, "staged": staged, "token_widths": token_widths}
 
 
 def top_hit(db: Path, query: str, *extra: str) -> dict:
@@ -77,6 +79,7 @@ def test_reembed_hash64_to_hash384_in_place(tmp_path):
     assert partial["status"] == "in_progress" and partial["processed"] == 20 and partial["remaining"] == 30
     facts = vector_facts(db)
     assert facts["dimensions"] == 64 and facts["sizes"] == {256: 50} and facts["staged"] == 20
+    assert facts["token_widths"] == {64 // 8: 50}  # staged token codes wait for the swap too
     assert top_hit(db, "JWT signing key rotated")["memory"]["content"].startswith("Login failed")
 
     # A memory written meanwhile (with the old embedder) is embedded too, once the rest is done.
@@ -92,6 +95,7 @@ def test_reembed_hash64_to_hash384_in_place(tmp_path):
     assert facts["embedder"] == "hash" and facts["dimensions"] == 384
     assert facts["sizes"] == {384 * 4: 51}  # no 64-dimension vector left
     assert facts["index"] == {3 * 384 // 8: 51} and facts["codes"] == 51 and facts["staged"] == 0
+    assert facts["token_widths"] == {384 // 8: 51}  # every memory's token codes made by the new model
     # Recall is right afterwards, opened with the recorded embedder and no --embedder.
     assert top_hit(db, "JWT signing key rotated")["memory"]["content"].startswith("Login failed")
     hit = top_hit(db, "cache uses Redis")

@@ -1006,6 +1006,7 @@ def test_embedder_failure_stores_nothing(populated, monkeypatch):
         raise RuntimeError("model crashed")
 
     monkeypatch.setattr(populated.embedder, "embed", broken)
+    monkeypatch.setattr(populated.embedder, "embed_with_tokens", broken)  # the path writes take
     before = snapshot(populated)
     with pytest.raises(RuntimeError, match="model crashed"):
         populated.store("x")

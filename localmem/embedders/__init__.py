@@ -13,13 +13,17 @@ An embedder is any object with a ``name``, a ``dimensions`` count and an
 - ``UnavailableEmbedder`` (``base``): stands in for a model that cannot be
   loaded, so a store can still open (without vectors) and say it is degraded.
 
+Each built-in embedder is also a ``TokenEmbedder`` (``base``): its
+``embed_with_tokens(texts)`` returns the token vectors of each text beside
+the pooled one, for the late-interaction evidence of recall.
+
 ``resolve_embedder()`` (``resolve``) turns the ``embedder=`` argument of
 ``MemoryStore`` into one of these. Callers that embed catch
 ``EmbedderUnavailable``. Importing this package imports no torch, numpy or
 onnxruntime.
 """
 
-from .base import Embedder, EmbedderUnavailable, OnnxExportError, UnavailableEmbedder
+from .base import Embedder, EmbedderUnavailable, OnnxExportError, TokenEmbedder, UnavailableEmbedder
 from .hashing import HashEmbedder
 from .model_files import DEFAULT_MODEL, known_dimensions
 from .onnx_runtime import OnnxEmbedder
@@ -34,6 +38,7 @@ __all__ = [
     "OnnxEmbedder",
     "OnnxExportError",
     "SentenceTransformerEmbedder",
+    "TokenEmbedder",
     "UnavailableEmbedder",
     "known_dimensions",
     "model_for_spec",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import LocalMemError
 from .model_files import known_dimensions
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class EmbedderUnavailable(LocalMemError):
@@ -23,6 +26,17 @@ class Embedder(Protocol):
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Return one vector of ``dimensions`` floats per text."""
+        ...
+
+
+@runtime_checkable
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that can also return the vectors of each text's tokens
+    (for late-interaction evidence, ``recall/late_interaction.py``)."""
+
+    def embed_with_tokens(self, texts: list[str]) -> tuple[list[list[float]], list["np.ndarray"]]:
+        """Per text: the pooled unit vector, and a (tokens x dimensions) float32 array
+        of its token vectors, special tokens (such as [CLS] and [SEP]) left out."""
         ...
 
 

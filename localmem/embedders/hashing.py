@@ -47,6 +47,19 @@ class HashEmbedder:
         buckets: dict[str, list[tuple[int, float]]] = {}  # per-call cache of feature -> buckets
         return [self._embed_one(text, buckets) for text in texts]
 
+    def embed_with_tokens(self, texts: list[str]) -> tuple[list[list[float]], list]:
+        """Each text's vector, and one vector per word (a numpy array, words x dimensions)."""
+        import numpy as np
+
+        buckets: dict[str, list[tuple[int, float]]] = {}
+        vectors = [self._embed_one(text, buckets) for text in texts]
+        tokens = []
+        for text in texts:
+            words = _WORD_RE.findall(text.lower())
+            tokens.append(np.array([self._embed_one(w, buckets) for w in words], dtype=np.float32)
+                          .reshape(len(words), self.dimensions))
+        return vectors, tokens
+
     def _buckets(
         self, feature: str, cache: dict[str, list[tuple[int, float]]]
     ) -> list[tuple[int, float]]:

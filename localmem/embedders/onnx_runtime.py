@@ -154,26 +154,37 @@ class OnnxEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embed texts in batches of 64 (longest first, as sentence-transformers does)."""
+        return self._run(texts, with_tokens=False)[0]
+
+    def embed_with_tokens(self, texts: list[str]) -> tuple[list[list[float]], list[Any]]:
+        """Each text's unit vector, and its token vectors (special tokens left out),
+        from one run of the model."""
+        vectors, tokens = self._run(texts, with_tokens=True)
+        return vectors, tokens or []
+
+    def _run(self, texts: list[str], *, with_tokens: bool) -> tuple[list[list[float]], list[Any] | None]:
         texts = list(texts)
         if not texts:
-            return []
+            return [], []
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"OnnxEmbedder can only embed str, got {type(text).__name__}")
+        if self._delegate is None:
+            try:
+                self.load()
+            except EmbedderUnavailable as ex:
+                if not self.fallback or not all(installed(m) for m in ("sentence_transformers", "torch")):
+                    raise
+                log.warning("%s; using sentence-transformers instead", ex.message)
+                with self._lock:
+                    if self._delegate is None:
+                        self._delegate = self.fallback()
         if self._delegate is not None:
-            return self._delegate.embed(texts)
+            if with_tokens:
+                return self._delegate.embed_with_tokens(texts)
+            return self._delegate.embed(texts), None
         try:
-            self.load()
-        except EmbedderUnavailable as ex:
-            if not self.fallback or not all(installed(m) for m in ("sentence_transformers", "torch")):
-                raise
-            log.warning("%s; using sentence-transformers instead", ex.message)
-            with self._lock:
-                if self._delegate is None:
-                    self._delegate = self.fallback()
-            return self._delegate.embed(texts)
-        try:
-            vectors = self._embed(texts)
+            vectors, tokens = self._embed(texts, with_tokens)
         except EmbedderUnavailable:
             raise
         except Exception as ex:
@@ -186,7 +197,7 @@ class OnnxEmbedder:
                 f"ONNX embedding model {self.name!r} returned vectors of length "
                 f"{vectors.shape[1]}, expected {expected}"
             )
-        return vectors.tolist()
+        return vectors.tolist(), tokens
 
     def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids the model sees for each text (for checks against sentence-transformers)."""
@@ -201,12 +212,13 @@ class OnnxEmbedder:
             text = pipeline.prompt + text
         return text.lower() if pipeline.lowercase else text
 
-    def _embed(self, texts: list[str]) -> Any:
+    def _embed(self, texts: list[str], with_tokens: bool = False) -> tuple[Any, list[Any] | None]:
         np = self._np
         pipeline = self._read_pipeline()
         prepared = [self._prepare(t, pipeline) for t in texts]
         order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i]))
         out = np.empty((len(prepared), pipeline.dimensions), dtype=np.float32)
+        token_vectors: list[Any] = [None] * len(prepared)
         for start in range(0, len(order), self.batch_size):
             index = order[start : start + self.batch_size]
             encodings = self._tokenizer.encode_batch([prepared[i] for i in index])
@@ -219,8 +231,12 @@ class OnnxEmbedder:
                 feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
             tokens = self._session.run(None, feed)[0]
             out[index] = _pool(np, tokens, mask, pipeline)
+            if with_tokens:
+                for row, (i, e) in enumerate(zip(index, encodings)):
+                    keep = np.array(e.attention_mask, dtype=bool) & ~np.array(e.special_tokens_mask, dtype=bool)
+                    token_vectors[i] = tokens[row][keep].astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-12)
+        return out / np.maximum(norms, 1e-12), (token_vectors if with_tokens else None)
 
 
 def _pad_token(folder: Path, tokenizer: Any) -> tuple[int, str]:

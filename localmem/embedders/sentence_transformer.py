@@ -113,7 +113,36 @@ class SentenceTransformerEmbedder:
                 raise EmbedderUnavailable(
                     f"embedding model {self.name!r} failed: {type(ex).__name__}: {ex}"
                 ) from ex
-        result: list[list[float]] = vectors.tolist()
+        return self._checked(vectors.tolist())
+
+    def embed_with_tokens(self, texts: list[str]) -> tuple[list[list[float]], list[Any]]:
+        """Each text's unit vector, and its token vectors (special tokens left out),
+        from one pass of the model."""
+        import numpy as np
+
+        texts = list(texts)
+        if not texts:
+            return [], []
+        with self._lock:
+            model = self.load()
+            try:
+                outputs = model.encode(texts, batch_size=self.batch_size, output_value=None,
+                                       normalize_embeddings=True, show_progress_bar=False)
+                special = set(model.tokenizer.all_special_ids)
+            except Exception as ex:
+                raise EmbedderUnavailable(
+                    f"embedding model {self.name!r} failed: {type(ex).__name__}: {ex}"
+                ) from ex
+        vectors, tokens = [], []
+        for output in outputs:
+            pooled = output["sentence_embedding"].float().cpu().numpy()
+            vectors.append((pooled / max(float(np.linalg.norm(pooled)), 1e-12)).tolist())
+            ids = output["input_ids"].cpu().numpy()
+            keep = ~np.isin(ids, list(special))
+            tokens.append(output["token_embeddings"].float().cpu().numpy()[keep])
+        return self._checked(vectors), tokens
+
+    def _checked(self, result: list[list[float]]) -> list[list[float]]:
         expected = self.dimensions
         if any(len(vector) != expected for vector in result):
             raise EmbedderUnavailable(

@@ -12,7 +12,10 @@ model to another (of any dimension):
 2. When every memory is staged, memories whose content changed since are
    embedded again; then one transaction replaces ``memory_embeddings``,
    rebuilds the vector index for the new dimension, and records the new
-   embedder and dimension. The old vectors are gone with it. Other processes
+   embedder and dimension. The old vectors are gone with it. Token codes
+   (late-interaction evidence) are staged and swapped the same way, so
+   re-embedding with the same embedder is also how memories stored before
+   schema 8 get theirs. Other processes
    that have the file open switch to the recorded embedder on their next
    embedding (``Backend.follow_reembed``).
 """
@@ -29,6 +32,8 @@ from ..progress import ProgressBar
 from ..storage import vector_index
 from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts
+from ..storage.token_centre import measure_and_record, recorded_centre
+from ..storage.token_codes import encode as encode_tokens
 from ..validation import validate_embedding
 
 if TYPE_CHECKING:
@@ -43,14 +48,20 @@ def digest(content: str) -> bytes:
     return hashlib.blake2b(content.encode("utf-8"), digest_size=16).digest()
 
 
-def _embed(embedder: Embedder, dims: int, texts: list[str]) -> list[bytes]:
+def _embed(embedder: Embedder, dims: int, texts: list[str], centre: Any = None
+           ) -> list[tuple[bytes, tuple[int, bytes] | None]]:
+    """Each text's vector, and its token codes when a token ``centre`` is given."""
     try:
-        vectors = embedder.embed(list(texts))
+        if centre is None:
+            vectors, tokens = embedder.embed(list(texts)), [None] * len(texts)
+        else:
+            vectors, tokens = embedder.embed_with_tokens(list(texts))  # type: ignore[attr-defined]
     except EmbedderUnavailable as exc:
         raise LocalMemError(f"embedder {embedder.name!r} cannot run: {exc}") from exc
-    if len(vectors) != len(texts):
+    if len(vectors) != len(texts) or len(tokens) != len(texts):
         raise ConfigError(f"embedder {embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
-    return [validate_embedding(v, dims) for v in vectors]
+    codes = [None if t is None else encode_tokens(t, centre) for t in tokens]
+    return [(validate_embedding(v, dims), c if c and c[0] else None) for v, c in zip(vectors, codes)]
 
 
 class Reembedder:
@@ -72,6 +83,7 @@ class Reembedder:
         self.embedder = target
         self.batch_size = batch_size
         self.bar = progress
+        self.centre: Any = None  # the token centre of the target embedder, once known (_prepare)
 
     # -- steps ----------------------------------------------------------------
 
@@ -84,6 +96,14 @@ class Reembedder:
                 store.conn.execute(store.sql["reembed_clear"])
                 for key, value in (("reembed_target", self.embedder.name), ("reembed_dimensions", str(self.dims))):
                     store.conn.execute(store.sql["meta_set"], {"key": key, "value": value})
+        if store.config.token_evidence and callable(getattr(self.embedder, "embed_with_tokens", None)):
+            with store.lock:
+                self.centre = recorded_centre(store.conn, store.sql, self.embedder.name, self.dims)
+                if self.centre is None:
+                    self.centre = measure_and_record(
+                        store.conn, store.sql, self.embedder.name, self.dims,
+                        lambda texts: self.embedder.embed_with_tokens(texts)[1],  # type: ignore[attr-defined]
+                        store.now())
 
     def counts(self) -> dict[str, int]:
         store = self.store
@@ -91,12 +111,17 @@ class Reembedder:
             return next(rows_as_dicts(store.conn.execute(store.sql["reembed_counts"])))
 
     def _stage(self, rows: list[dict[str, Any]]) -> None:
-        vectors = _embed(self.embedder, self.dims, [r["content"] for r in rows])  # no lock held
+        embedded = _embed(self.embedder, self.dims, [r["content"] for r in rows], self.centre)  # no lock held
         store = self.store
         with store.lock, transaction(store.conn):
-            for row, vector in zip(rows, vectors):
-                store.conn.execute(store.sql["reembed_stage"],
-                                   {"pk": row["pk"], "embedding": vector, "digest": digest(row["content"])})
+            self._write_staged(rows, embedded)
+
+    def _write_staged(self, rows: list[dict[str, Any]],
+                      embedded: list[tuple[bytes, tuple[int, bytes] | None]]) -> None:
+        for row, (vector, codes) in zip(rows, embedded):
+            self.store.conn.execute(self.store.sql["reembed_stage"], {
+                "pk": row["pk"], "embedding": vector, "digest": digest(row["content"]),
+                "tokens": codes[0] if codes else None, "codes": codes[1] if codes else None})
 
     def _stale(self) -> list[dict[str, Any]]:
         store = self.store
@@ -163,10 +188,8 @@ class Reembedder:
                 # Under the write lock nothing changes any more: the last stragglers, then the swap.
                 stale = self._stale_locked()
                 if stale:
-                    vectors = _embed(self.embedder, self.dims, [r["content"] for r in stale])
-                    for row, vector in zip(stale, vectors):
-                        store.conn.execute(store.sql["reembed_stage"], {
-                            "pk": row["pk"], "embedding": vector, "digest": digest(row["content"])})
+                    self._write_staged(stale, _embed(self.embedder, self.dims,
+                                                     [r["content"] for r in stale], self.centre))
                     again += len(stale)
                 for _ in store.conn.execute(store.sql["reembed_swap"]):
                     pass

@@ -29,6 +29,7 @@ from .context import ContextProfile, build_context_profile, context_priority_blo
 from .decompose import decompose_query
 from .keywords import COMMON_TERM_ROWS, KeywordScorer
 from .centering import centred_similarities
+from .late_interaction import token_similarities
 from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
@@ -55,6 +56,7 @@ class QueryVectors:
         self.explicit = explicit
         self.available = explicit is not None or (backend.embedder is not None and backend.has_vector_index)
         self._cache: dict[str, bytes | None] = {}
+        self._tokens: dict[str, Any] = {}  # the query's token vectors, from the same pass
 
     def for_query(self, query: str) -> bytes | None:
         if self.explicit is not None:
@@ -62,11 +64,18 @@ class QueryVectors:
         if not query or not self.available:
             return None
         if query not in self._cache:
-            vectors = self.backend.embed_texts([query])
-            if vectors is None:
+            found = self.backend.embed_texts_and_tokens([query])
+            if found is None:
                 self.available = False
-            self._cache[query] = vectors[0] if vectors else None
+            self._cache[query] = found[0][0] if found else None
+            self._tokens[query] = found[1][0] if found else None
         return self._cache[query]
+
+    def tokens_for(self, query: str) -> Any:
+        """The query's token vectors; None with an explicit query vector or no token evidence."""
+        if self.explicit is not None or self.for_query(query) is None:
+            return None
+        return self._tokens.get(query)
 
 
 class Recall:
@@ -79,6 +88,7 @@ class Recall:
         self.now: datetime = params.now  # type: ignore[assignment]
         self.vectors = QueryVectors(backend, params.embedding)
         self.vector_found: dict[str, int] = {}  # vector candidates per query
+        self.token_scored = 0  # candidates whose vector component came from token codes
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.scopes: dict[str, Scope] = {}  # each query's scope, for keyword statistics
@@ -129,6 +139,17 @@ class Recall:
         for result in missing:
             result["_centred"] = centred.get(result["id"])
 
+    def fill_tokens(self, results: list[dict[str, Any]], query: str) -> None:
+        """Late-interaction MaxSim for results that have token codes (recall/late_interaction.py)."""
+        missing = [r for r in results if "_token" not in r]
+        query_tokens = self.vectors.tokens_for(query) if missing else None
+        if query_tokens is None:
+            return
+        found = token_similarities(self.backend, missing, query_tokens)
+        for result in missing:
+            result["_token"] = found.get(result["id"])
+        self.token_scored += len(found)
+
     def scoped_keyword(self, query: str) -> ScopedKeywords | None:
         """Keyword statistics of the query's scope, when it is narrowed and the lever is on."""
         if query not in self.scoped_keywords:
@@ -164,6 +185,7 @@ class Recall:
         """Fill both evidence scores every candidate gets: cosine and keyword."""
         self.fill_similarity(results, query)
         self.fill_centred(results, query)
+        self.fill_tokens(results, query)
         self.fill_keyword(results, query)
 
     def score(self, result: dict[str, Any], query: str) -> None:
@@ -181,6 +203,7 @@ class Recall:
                 memory=result["memory"],
                 keyword=result.get("_keyword", 0.0),
                 centred=result.get("_centred"),
+                token=result.get("_token"),
             ),
             query, tokens, self.now, self.config, self.profile(query),
         )
@@ -484,6 +507,7 @@ class Recall:
         response["vector_search"] = {
             "enabled": self.vectors.available,
             "matched": self.vector_pool > 0,
+            "token_scored": self.token_scored,
         }
         left_out = sorted({t for scorer in self.keyword_scorers.values() for t in scorer.left_out})
         if left_out:

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 from ..config import Config
 from ..timeparse import parse_timestamp
 from .context import ContextProfile, context_bonus
+from .late_interaction import token_score
 
 _METADATA_TOKEN = re.compile(r"[a-z0-9_\-]+")
 MAX_METADATA_TERM = 256
@@ -126,6 +127,7 @@ class ScoreInputs:
     memory: dict[str, Any]
     keyword: float = 0.0  # from recall/keywords.py
     centred: float | None = None  # cosine from the store's mean direction (recall/centering.py)
+    token: float | None = None  # MaxSim over token codes (recall/late_interaction.py)
 
 
 def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: datetime,
@@ -137,9 +139,12 @@ def score_candidate(inputs: ScoreInputs, query: str, tokens: list[str], now: dat
     memory = inputs.memory
     meta_terms = metadata_terms(memory.get("metadata") or {})
     bonus = context_bonus(profile, memory, meta_terms)
-    # The centred cosine, when there is one, stands in for the plain one.
+    # Token evidence, when the memory has codes, stands in for its cosine; the
+    # centred cosine, when there is one, for the plain one.
     similarity = usable_cosine(inputs.centred if inputs.centred is not None else inputs.similarity)
     vector = max(0.0, similarity) if similarity is not None else 0.0
+    if inputs.token is not None and math.isfinite(inputs.token):
+        vector = token_score(inputs.token)
     keyword = keyword_component(inputs.match_type, inputs.match_score, inputs.keyword)
     metadata = _number(inputs.metadata_score)
     exact = exact_score(query, meta_terms)

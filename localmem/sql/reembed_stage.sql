@@ -1,1 +1,2 @@
-INSERT OR REPLACE INTO reembed_staging (pk, embedding, digest) VALUES (:pk, :embedding, :digest);
+INSERT OR REPLACE INTO reembed_staging (pk, embedding, digest, tokens, codes)
+VALUES (:pk, :embedding, :digest, :tokens, :codes);

@@ -24,6 +24,8 @@ from ..timeparse import format_timestamp
 from ..validation import validate_embedding
 from . import vector_index
 from .code_search import CodeIndex
+from .token_centre import measure_and_record, recorded_centre
+from .token_codes import encode as token_encode
 from .database import transaction
 from .statements import Statements
 
@@ -63,6 +65,7 @@ class Backend:
         self._recorded: tuple[str | None, str | None] = (None, None)
         self.code_index = CodeIndex()
         self._content_cache: tuple[int | None, dict[Any, Any]] = (None, {})
+        self._token_centre: tuple[str, np.ndarray] | None = None  # (embedder name, centre)
 
     @property
     def has_vector_index(self) -> bool:
@@ -215,6 +218,70 @@ class Backend:
         if len(vectors) != len(texts):
             raise ConfigError(f"Embedder {self.embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
         return [validate_embedding(v, self.dimensions) for v in vectors]
+
+    @property
+    def token_evidence(self) -> bool:
+        """Whether token codes are written and read: the lever is on and the embedder gives token vectors."""
+        return (self.config.token_evidence and self.embedder is not None
+                and callable(getattr(self.embedder, "embed_with_tokens", None)))
+
+    def embed_texts_and_tokens(self, texts: list[str]) -> tuple[list[bytes], list[Any]] | None:
+        """``embed_texts``, and each text's token vectors (float32 arrays, or None each
+        when there is no token evidence), from one pass of the model."""
+        if not self.token_evidence:
+            vectors = self.embed_texts(texts)
+            return None if vectors is None else (vectors, [None] * len(vectors))
+        if texts:
+            self.follow_reembed()
+        if self.embedder is None or not self.has_vector_index or not texts:
+            return None
+        try:
+            vectors, tokens = self.embedder.embed_with_tokens(list(texts))  # type: ignore[attr-defined]
+        except EmbedderUnavailable as exc:
+            self.embedder_error = str(exc)
+            return None
+        if len(vectors) != len(texts) or len(tokens) != len(texts):
+            raise ConfigError(f"Embedder {self.embedder.name!r} returned {len(vectors)} vectors "
+                              f"and {len(tokens)} token lists for {len(texts)} texts")
+        return [validate_embedding(v, self.dimensions) for v in vectors], list(tokens)
+
+    def token_centre(self, *, record: bool) -> np.ndarray | None:
+        """The centre of this file's token codes for the current embedder. With ``record``
+        (a writer about to store codes) one is measured and recorded when the file has
+        none; without it (recall) None then, as no code can exist yet."""
+        if not self.token_evidence or not self.dimensions:
+            return None
+        name = self.embedder.name  # type: ignore[union-attr]
+        if self._token_centre is not None and self._token_centre[0] == name:
+            return self._token_centre[1]
+        centre = recorded_centre(self.conn, self.sql, name, self.dimensions)
+        if centre is None and record:
+            def embed_tokens(texts: list[str]) -> list[Any]:
+                return self.embedder.embed_with_tokens(texts)[1]  # type: ignore[union-attr]
+            try:
+                centre = measure_and_record(self.conn, self.sql, name, self.dimensions,
+                                            embed_tokens, self.now())
+            except EmbedderUnavailable as exc:
+                self.embedder_error = str(exc)
+                return None
+        if centre is not None:
+            self._token_centre = (name, centre)
+        return centre
+
+    def token_codes(self, token_vectors: list[Any]) -> list[tuple[int, bytes] | None]:
+        """Each text's token codes (from ``embed_texts_and_tokens``) against the file's
+        centre, measured and recorded first when there is none; None for a text with
+        no token vectors or when the file takes none."""
+        if all(t is None for t in token_vectors):
+            return [None] * len(token_vectors)
+        centre = self.token_centre(record=True)
+        if centre is None:
+            return [None] * len(token_vectors)
+        out: list[tuple[int, bytes] | None] = []
+        for tokens in token_vectors:
+            encoded = None if tokens is None else token_encode(tokens, centre)
+            out.append(encoded if encoded is not None and encoded[0] else None)
+        return out
 
     def touch(self, memory_ids: list[str], when: datetime) -> None:
         """Set last_accessed for recalled memories in one write (skipped when disabled)."""

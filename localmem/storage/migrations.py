@@ -84,6 +84,12 @@ def migration_0007_code_index(conn: apsw.Connection, sql: Statements) -> None:
         vector_index.rebuild(conn, sql, int(row[0]))
 
 
+def migration_0008_token_codes(conn: apsw.Connection, sql: Statements) -> None:
+    """Token codes for late-interaction rescoring; memories stored before get them from
+    ``localmem reindex --tokens`` (texts must be embedded again)."""
+    _run_script(conn, sql["migration_0008_token_codes"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -92,6 +98,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0005_vector_codes,
     migration_0006_push,
     migration_0007_code_index,
+    migration_0008_token_codes,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -1,8 +1,8 @@
 """Writing one memory across every table that indexes it.
 
 Each function runs inside the caller's transaction; a failure anywhere rolls
-back the memory row, its tags, prefixes, FTS row, embedding and vector code
-together, so the indexes never disagree.
+back the memory row, its tags, prefixes, FTS row, embedding, vector code and
+token codes together, so the indexes never disagree.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from .records import MemoryRow
 from .statements import Statements
 from ..tags import compute_tag_prefixes
 from .threads import affected_rows, write_text_rows
+
+TokenCodes = tuple[int, bytes]  # (token count, packed sign bits): storage/token_codes.py
 
 
 def _index_tags(conn: apsw.Connection, sql: Statements, pk: int, tags: list[str]) -> None:
@@ -59,6 +61,7 @@ def _index_vectors(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int
 def insert_memories(
     conn: apsw.Connection, sql: Statements, rows: list[MemoryRow],
     embeddings: list[bytes | None], has_index: bool,
+    token_codes: list[TokenCodes | None] | None = None,
 ) -> list[int]:
     """Insert memories and all their index rows; returns their integer keys.
 
@@ -102,6 +105,10 @@ def insert_memories(
         if has_index:
             _index_vectors(conn, sql, vectors)
             vector_index.check_calibration(conn, sql, len(vectors[0][1]) // 4)
+    if token_codes:
+        conn.executemany(sql["token_codes_insert"], [
+            {"pk": pk, "tokens": codes[0], "codes": codes[1]}
+            for pk, codes in zip(pks, token_codes) if codes is not None])
     neighbours = affected_rows(conn, sql, threaded, stamps)
     new = set(pks)
     for pk in sorted(neighbours - new):
@@ -120,8 +127,12 @@ def update_memory(
     embedding: bytes | None,
     embedding_changed: bool,
     has_index: bool,
+    token_codes: TokenCodes | None = None,
 ) -> None:
-    """Rewrite a memory; derived rows are rebuilt only where their source changed."""
+    """Rewrite a memory; derived rows are rebuilt only where their source changed.
+
+    A changed embedding replaces the token codes with ``token_codes`` (none:
+    the old ones went with the old text)."""
     text_changed = (new.content != old.content or new.tags != old.tags
                     or new.thread != old.thread
                     or (new.thread is not None and new.timestamp != old.timestamp))
@@ -139,6 +150,10 @@ def update_memory(
         write_text_rows(conn, sql, before | after | {pk}, [old.timestamp, new.timestamp])
     if embedding_changed:
         _set_embedding(conn, sql, pk, embedding, has_index)
+        conn.execute(sql["token_codes_delete"], {"pk": pk})
+        if token_codes is not None:
+            conn.execute(sql["token_codes_insert"], {"pk": pk, "tokens": token_codes[0],
+                                                    "codes": token_codes[1]})
     elif has_index and new.timestamp != old.timestamp:
         vector_index.set_time(conn, sql, pk)
 

@@ -1,0 +1,1 @@
+SELECT dims, centre FROM token_centre WHERE embedder = :embedder;

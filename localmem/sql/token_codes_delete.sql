@@ -1,0 +1,1 @@
+DELETE FROM token_codes WHERE pk = :pk;
