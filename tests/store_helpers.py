@@ -65,6 +65,9 @@ def snapshot(store: MemoryStore) -> dict[str, Any]:
     if has_table(store, "vector_codes"):
         snap["vector_codes"] = _rows(store, "SELECT pk, codes FROM vector_codes")
         snap["vector_codes count"] = scalar(store, "SELECT count(*) FROM vector_codes")
+    for table in ("token_codes", "token_centre"):
+        if has_table(store, table):
+            snap[table] = _rows(store, f"SELECT * FROM {table}")
     return snap
 
 

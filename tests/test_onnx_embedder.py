@@ -593,6 +593,24 @@ def real(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.model
 @pytest.mark.skipif(not (RUNTIME and EXPORTER), reason="ONNX runtime, exporter or offline MiniLM missing")
+def test_token_vectors_match_sentence_transformers_without_special_tokens(real):
+    """Late-interaction evidence reads the same token vectors from either runtime."""
+    import numpy as np
+
+    onnx = OnnxEmbedder("all-MiniLM-L6-v2")
+    texts = ["Caroline: I went to the support group yesterday!", "", "a", TEXTS[0]]
+    vectors, tokens = onnx.embed_with_tokens(texts)
+    ref_vectors, ref_tokens = real["reference"].embed_with_tokens(texts)
+    assert np.allclose(vectors, onnx.embed(texts), atol=1e-6)  # the pooled vector is unchanged
+    assert np.allclose(vectors, ref_vectors, atol=1e-5)
+    ids = onnx.encode_ids(texts)
+    for text, got, ref, seen in zip(texts, tokens, ref_tokens, ids):
+        assert got.shape == ref.shape == (len(seen) - 2, 384), text[:40]  # [CLS] and [SEP] left out
+        assert np.allclose(got, ref, atol=1e-4), text[:40]
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not (RUNTIME and EXPORTER), reason="ONNX runtime, exporter or offline MiniLM missing")
 def test_onnx_matches_sentence_transformers(real):
     onnx = OnnxEmbedder("all-MiniLM-L6-v2")
     assert onnx.name == real["reference"].name and onnx.dimensions == 384

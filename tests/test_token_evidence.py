@@ -1,0 +1,231 @@
+"""Token-level evidence: token codes written with every memory the store embeds,
+and recall's vector component taken from MaxSim over them (issue 16)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from localmem import Config, MemoryStore
+from localmem.embedders import HashEmbedder
+from localmem.recall.late_interaction import token_score
+from localmem.storage.token_codes import decode, encode, max_sim, measure_centre, query_matrix, unit_rows
+
+from store_helpers import new_store, scalar, snapshot
+
+
+def codes_of(store: MemoryStore, memory_id: str) -> tuple[int, bytes] | None:
+    row = store.conn.execute("SELECT t.tokens, t.codes FROM token_codes AS t JOIN memories AS m "
+                             "ON m.pk = t.pk WHERE m.id = ?", (memory_id,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def component(response: dict, memory_id: str) -> float:
+    [hit] = [r for r in response["results"] if r["id"] == memory_id]
+    return hit["score_components"]["vector"]
+
+
+# -- the codes ---------------------------------------------------------------------------------------
+
+
+def test_codes_are_the_signs_of_each_token_from_the_centre():
+    rng = np.random.default_rng(3)
+    tokens = rng.normal(size=(7, 70)).astype(np.float32) + 0.5  # a shared direction, as models have
+    centre = measure_centre([tokens], 70)
+    count, codes = encode(tokens, centre)
+    assert count == 7 and len(codes) == 7 * 9  # 70 dimensions in 9 bytes
+    signs = decode(count, codes, 70)
+    assert np.array_equal(signs, np.where(unit_rows(tokens) - centre > 0, 1.0, -1.0))
+    assert decode(count, codes[:-1], 70) is None  # a blob that does not fit is no evidence
+
+
+def test_a_token_matches_itself_fully_and_others_by_their_centred_cosine():
+    rng = np.random.default_rng(4)
+    memory = rng.normal(size=(30, 384)).astype(np.float32)
+    centre = measure_centre([memory], 384)
+    signs = decode(*encode(memory, centre), 384)
+    query = query_matrix(memory[:5], centre)
+    assert max_sim(query, signs) == pytest.approx(1.0)  # every query token is in the memory
+    other = query_matrix(rng.normal(size=(5, 384)).astype(np.float32), centre)
+    assert max_sim(other, signs) < 0.3
+
+
+def test_broken_token_vectors_are_dropped_not_coded():
+    centre = np.zeros(8, dtype=np.float32)
+    tokens = np.array([[np.nan] * 8, [0.0] * 8, [1.0] * 8, [np.inf] + [0.0] * 7], dtype=np.float32)
+    assert encode(tokens, centre)[0] == 1  # only the finite, non-zero row
+    assert encode(np.ones((3, 5), np.float32), centre) == (0, b"")  # wrong width: nothing
+    assert query_matrix(np.ones((2, 5), np.float32), centre).shape[0] == 0
+
+
+# -- written with the memory ---------------------------------------------------------------------------
+
+
+def test_every_embedded_memory_gets_codes_one_per_word():
+    store = new_store()
+    one = store.store("Caroline went to the support group yesterday")
+    many = store.store_many([{"content": "Melanie painted a sunrise"}, {"content": "!!!"}])
+    assert codes_of(store, one)[0] == 7 and len(codes_of(store, one)[1]) == 7 * 48
+    assert codes_of(store, many[0])[0] == 4
+    assert codes_of(store, many[1]) is None  # no word, no token: no row
+    # One centre, recorded at the first write, for this embedder and dimension.
+    assert store.conn.execute("SELECT embedder, dims FROM token_centre").fetchall() == [("hash", 384)]
+
+
+def test_the_centre_is_fixed_once_recorded(tmp_path):
+    path = tmp_path / "memory.db"
+    with new_store(path) as store:
+        store.store("first memory")
+        before = store.conn.execute("SELECT centre FROM token_centre").fetchone()[0]
+    with new_store(path) as again:  # another process, and more writes
+        again.store_many([{"content": f"memory number {n} about trains"} for n in range(50)])
+        assert again.conn.execute("SELECT centre FROM token_centre").fetchall() == [(before,)]
+
+
+def test_changed_content_replaces_the_codes_and_an_explicit_vector_drops_them():
+    store = new_store()
+    memory_id = store.store("the cat sat")
+    store.update(memory_id, content="a much longer sentence about the cat on the mat")
+    assert codes_of(store, memory_id)[0] == 10
+    store.update(memory_id, importance=0.9)  # no new text: the codes stay
+    assert codes_of(store, memory_id)[0] == 10
+    store.update(memory_id, embedding=[1.0] + [0.0] * 383)
+    assert codes_of(store, memory_id) is None  # the text's tokens no longer match its vector
+    assert scalar(store, "SELECT count(*) FROM token_codes") == 0
+
+
+def test_deleting_a_memory_deletes_its_codes():
+    store = new_store()
+    keep, gone = store.store("keep this one"), store.store("delete this one")
+    store.delete(gone)
+    assert codes_of(store, keep) is not None
+    assert scalar(store, "SELECT count(*) FROM token_codes") == 1
+
+
+def test_a_failed_batch_leaves_no_codes(monkeypatch):
+    store = new_store()
+    store.store("already here")
+    before = snapshot(store)
+    with pytest.raises(Exception):
+        store.store_many([{"content": "fine"}, {"content": "bad", "importance": "high"}])
+    assert snapshot(store) == before
+
+
+def test_the_lever_off_writes_no_codes():
+    store = new_store(config=Config(token_evidence=False))
+    store.store("nothing token level here")
+    assert scalar(store, "SELECT count(*) FROM token_codes") == 0
+    assert scalar(store, "SELECT count(*) FROM token_centre") == 0
+
+
+class PooledOnly:
+    """An embedder with no token vectors (any object with name, dimensions and embed)."""
+
+    name, dimensions = "pooled-only", 384
+
+    def embed(self, texts):
+        return HashEmbedder().embed(texts)
+
+
+def test_an_embedder_without_token_vectors_still_stores_and_recalls():
+    store = new_store(embedder=PooledOnly())
+    memory_id = store.store("the deploy happens on tuesdays")
+    assert codes_of(store, memory_id) is None
+    response = store.recall("deploy tuesdays")
+    assert response["results"][0]["id"] == memory_id
+    assert response["vector_search"]["token_scored"] == 0
+    assert component(response, memory_id) > 0.5  # the cosine, as before
+
+
+# -- read by recall -----------------------------------------------------------------------------------
+
+
+def test_the_vector_component_is_the_token_score_of_maxsim():
+    store = new_store()
+    target = store.store("We booked the trip: Lisbon in May, flights on the fourth")
+    store.store_many([{"content": f"notes about the garden, week {n}"} for n in range(10)])
+    response = store.recall("when is the lisbon trip", limit=11, adaptive_floor=False)
+    assert response["vector_search"]["token_scored"] == 11
+    # The same MaxSim computed here from the stored codes.
+    centre = np.frombuffer(store.conn.execute("SELECT centre FROM token_centre").fetchone()[0], np.float32)
+    query_tokens = HashEmbedder().embed_with_tokens(["when is the lisbon trip"])[1][0]
+    expected = max_sim(query_matrix(query_tokens, centre), decode(*codes_of(store, target), 384))
+    assert component(response, target) == pytest.approx(token_score(expected), abs=1e-6)
+    assert response["results"][0]["id"] == target
+
+
+def test_token_evidence_off_uses_the_cosine_again():
+    store = new_store()
+    target = store.store("We booked the trip: Lisbon in May")
+    store.store("notes about the garden")
+    on = store.recall("lisbon trip", limit=2, adaptive_floor=False)
+    store.config = store.config.with_changes(token_evidence=False)
+    off = store.recall("lisbon trip", limit=2, adaptive_floor=False)
+    assert off["vector_search"]["token_scored"] == 0 and on["vector_search"]["token_scored"] == 2
+    assert component(on, target) != pytest.approx(component(off, target))
+    assert component(off, target) == pytest.approx(off["results"][0]["score_components"]["vector"])
+
+
+def test_a_memory_without_codes_keeps_its_cosine_beside_ones_with_codes():
+    store = new_store()
+    coded = store.store("the backup runs nightly at two")
+    plain = store.store("the backup runs nightly at three", embedding=HashEmbedder().embed(
+        ["the backup runs nightly at three"])[0])
+    response = store.recall("backup nightly", limit=2, adaptive_floor=False)
+    assert response["vector_search"]["token_scored"] == 1
+    assert {r["id"] for r in response["results"]} == {coded, plain}
+    assert 0.0 < component(response, plain) <= 1.0
+
+
+def test_an_explicit_query_vector_gets_no_token_evidence():
+    store = new_store()
+    memory_id = store.store("postgres is the main database")
+    response = store.recall("postgres", embedding=HashEmbedder().embed(["postgres"])[0])
+    assert response["vector_search"]["token_scored"] == 0
+    assert response["results"][0]["id"] == memory_id
+
+
+def test_a_read_only_file_recalls_with_its_codes(tmp_path):
+    path = tmp_path / "memory.db"
+    with new_store(path) as store:
+        memory_id = store.store("the dentist appointment is on friday")
+    with MemoryStore(path, embedder="hash", read_only=True) as reader:
+        response = reader.recall("dentist friday")
+        assert response["vector_search"]["token_scored"] == 1
+        assert response["results"][0]["id"] == memory_id
+
+
+# -- files from before schema 8 ---------------------------------------------------------------------
+
+
+def as_schema_7(path) -> None:
+    """Turn a file back into what schema 7 wrote: no token tables, no staging columns."""
+    import apsw
+
+    conn = apsw.Connection(str(path))
+    with conn:
+        conn.execute("DROP TABLE token_codes; DROP TABLE token_centre;"
+                     "ALTER TABLE reembed_staging DROP COLUMN tokens;"
+                     "ALTER TABLE reembed_staging DROP COLUMN codes;"
+                     "UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    conn.close()
+
+
+def test_a_schema_7_file_recalls_by_cosine_until_reembedded(tmp_path):
+    from localmem.maintenance.reembed import reembed
+
+    path = tmp_path / "memory.db"
+    with new_store(path) as store:
+        ids = store.store_many([{"content": f"memory {n} about the river trip"} for n in range(5)])
+    as_schema_7(path)
+    with new_store(path) as store:
+        assert scalar(store, "SELECT value FROM meta WHERE key = 'schema_version'") == "8"
+        assert scalar(store, "SELECT count(*) FROM token_codes") == 0
+        before = store.recall("river trip", limit=5)
+        assert before["vector_search"]["token_scored"] == 0 and before["count"] == 5
+        report = reembed(store)  # same embedder: vectors again, and the token codes
+        assert report["status"] == "complete"
+        assert scalar(store, "SELECT count(*) FROM token_codes") == 5
+        after = store.recall("river trip", limit=5)
+        assert after["vector_search"]["token_scored"] == 5
+        assert {r["id"] for r in after["results"]} == set(ids)
