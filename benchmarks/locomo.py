@@ -226,8 +226,9 @@ def ablations(data: list, store: MemoryStore, questions: list[dict], params: dic
         ("keyword idf of the scope (store-wide idf; LOCALMEM_KEYWORD_SCOPE_IDF=0)",
          {"keyword_scope_idf": False}),
         ("centred cosine (plain cosine; LOCALMEM_VECTOR_CENTERING=0)", {"vector_centering": False}),
-        ("both: scope idf and centred cosine (the previous default)",
-         {"keyword_scope_idf": False, "vector_centering": False}),
+        ("both: scope idf and centred cosine", {"keyword_scope_idf": False, "vector_centering": False}),
+        ("token evidence (the pooled vector's cosine; LOCALMEM_TOKEN_EVIDENCE=0; the previous default)",
+         {"token_evidence": False}),
     ]
     for label, changes in variants:
         store.config = base.with_changes(**changes)

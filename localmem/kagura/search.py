@@ -9,7 +9,11 @@ every candidate (its cosine from the stored embedding, its BM25 by pk),
 normalises each arm by its best score in this request and mixes them
 ``(w_s · semantic + w_k · keyword) / (w_s + w_k)`` (0.6 / 0.4 by default,
 ``LOCALMEM_V1_SEMANTIC_WEIGHT`` / ``LOCALMEM_V1_KEYWORD_WEIGHT``).
-``semantic`` scores by raw cosine; ``keyword`` by BM25 over the best BM25.
+In ``hybrid``, a candidate with token codes brings its late-interaction
+MaxSim (recall/late_interaction.py) to the semantic side instead of its
+cosine, normalised the same way; the raw cosine stays in its components and
+drives ``confidence`` as the spec says. ``semantic`` scores by raw cosine;
+``keyword`` by BM25 over the best BM25.
 The semantic arm's nearest neighbours in scope are all kept, however weak:
 a scope that holds memories with vectors never answers an empty list there
 (``confidence`` reads ``none`` instead).
@@ -29,6 +33,7 @@ import apsw
 from ..embedders import EmbedderUnavailable
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
+from ..recall.late_interaction import token_similarities
 from ..recall.scoring import usable_cosine
 from .scope import SearchScope
 
@@ -49,7 +54,8 @@ class Candidate:
     memory: dict[str, Any]
     cosine: float | None = None   # raw cosine to the query vector
     bm25: float = 0.0             # raw BM25 (0: no keyword match)
-    semantic: float = 0.0         # cosine normalised by the best cosine of the request
+    semantic: float = 0.0         # cosine (or MaxSim) normalised by the best of the request
+    maxsim: float | None = None   # late-interaction MaxSim over token codes (recall/late_interaction.py)
     keyword: float = 0.0          # BM25 normalised by the best BM25 of the request
     score: float = 0.0
     arms: set[str] = field(default_factory=set)
@@ -61,10 +67,11 @@ class Candidate:
 
     def components(self) -> dict[str, Any]:
         if not self.found:
-            return {"semantic": None, "keyword": None, "cosine": None, "bm25": None}
+            return {"semantic": None, "keyword": None, "cosine": None, "bm25": None, "maxsim": None}
         return {"semantic": round(self.semantic, 6), "keyword": round(self.keyword, 6),
                 "cosine": None if self.cosine is None else round(self.cosine, 6),
-                "bm25": round(self.bm25, 6)}
+                "bm25": round(self.bm25, 6),
+                "maxsim": None if self.maxsim is None else round(self.maxsim, 6)}
 
 
 @dataclass
@@ -86,19 +93,21 @@ def pool_size(backend: "Backend", k: int) -> int:
     return max(k, min(config.vector_fetch_cap, max(MIN_POOL, k * config.vector_overfetch)))
 
 
-def _query_vector(backend: "Backend", query: str) -> tuple[bytes | None, str | None]:
+def _query_vector(backend: "Backend", query: str) -> tuple[bytes | None, Any, str | None]:
+    """The query's vector, its token vectors (None without token evidence), and why
+    there is no vector."""
     if backend.embedder is None or not backend.has_vector_index:
-        return None, "embedding_unavailable"
+        return None, None, "embedding_unavailable"
     try:
-        vectors = backend.embed_texts([query])
+        found = backend.embed_texts_and_tokens([query])
     except EmbedderUnavailable:
-        vectors = None
+        found = None
     except Exception:  # a broken embedder must not break recall: keyword arm only
         logger.exception("Embedding the recall query failed")
-        vectors = None
-    if not vectors:
-        return None, "embedding_unavailable"
-    return vectors[0], None
+        found = None
+    if not found or not found[0]:
+        return None, None, "embedding_unavailable"
+    return found[0][0], found[1][0], None
 
 
 def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: int
@@ -162,6 +171,14 @@ def _fill_cosine(backend: "Backend", vector: bytes, candidates: list[Candidate])
             candidate.cosine = cosine[candidate.pk]
 
 
+def _fill_maxsim(backend: "Backend", query_tokens: Any, candidates: list[Candidate]) -> None:
+    """Late-interaction MaxSim of the candidates that have token codes: the hybrid's
+    semantic evidence for them (their raw cosine still drives ``confidence``)."""
+    found = token_similarities(backend, [{"id": c.id} for c in candidates if c.found], query_tokens)
+    for candidate in candidates:
+        candidate.maxsim = found.get(candidate.id)
+
+
 def rank(candidates: list[Any], score: Any = None) -> None:
     """Sort in place: score desc, then importance desc, newest first, id (stable passes).
 
@@ -183,8 +200,9 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
     semantic: list[Candidate] = []
     cutoff: float | None = None
     semantic_ran = False
+    query_tokens: Any = None
     if mode in ("hybrid", "semantic"):
-        vector, degraded = _query_vector(backend, query)
+        vector, query_tokens, degraded = _query_vector(backend, query)
         if vector is not None:
             try:
                 semantic, cutoff = _semantic_arm(backend, scope, vector, size)
@@ -210,16 +228,21 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
         _fill_bm25(backend, match, candidates)
     if semantic_ran and vector is not None:
         _fill_cosine(backend, vector, candidates)
+    if semantic_ran and query_tokens is not None and mode == "hybrid":
+        _fill_maxsim(backend, query_tokens, candidates)
     # Every semantic hit stays, however weak (a cosine of 0 or below included): like
     # Kagura, recall answers with its top k and lets ``confidence`` say how weak they are.
 
     best_cosine = max((c.cosine for c in semantic if c.cosine is not None and c.cosine > 0), default=0.0)
+    best_maxsim = max((c.maxsim for c in candidates if c.maxsim is not None and c.maxsim > 0), default=0.0)
     best_bm25 = max((c.bm25 for c in candidates), default=0.0)
     ws, wk = backend.config.v1_semantic_weight, backend.config.v1_keyword_weight
     if ws + wk <= 0:
         ws, wk = 0.6, 0.4
     for c in candidates:
-        if semantic_ran and best_cosine > 0 and c.cosine is not None:
+        if semantic_ran and best_maxsim > 0 and c.maxsim is not None:
+            c.semantic = min(1.0, max(0.0, c.maxsim) / best_maxsim)
+        elif semantic_ran and best_cosine > 0 and c.cosine is not None:
             c.semantic = min(1.0, max(0.0, c.cosine) / best_cosine)
         if best_bm25 > 0:
             c.keyword = min(1.0, c.bm25 / best_bm25)

@@ -48,18 +48,20 @@ def token_similarities(backend: "Backend", results: list[dict[str, Any]],
     query = query_matrix(query_tokens, centre)
     if not query.shape[0] or query.shape[1] != dims:
         return {}
-    ids, blocks = [], []
+    width = (dims + 7) // 8
+    ids, counts, blobs = [], [], []
     rows = backend.conn.execute(backend.sql["token_codes_by_ids"],
                                 {"ids": json.dumps([r["id"] for r in results])})
     for memory_id, tokens, codes in rows:
-        signs = decode(int(tokens), codes, dims)
-        if signs is not None:
+        if isinstance(tokens, int) and tokens > 0 and isinstance(codes, bytes) and len(codes) == tokens * width:
             ids.append(memory_id)
-            blocks.append(signs)
-    if not blocks:
+            counts.append(tokens)
+            blobs.append(codes)
+    if not ids:
         return {}
-    # One product for every candidate's tokens, then the best per memory and query token.
-    starts = np.cumsum([0] + [len(b) for b in blocks[:-1]])
-    products = query @ np.concatenate(blocks).T
-    best = np.maximum.reduceat(products, starts, axis=1)
+    # Every candidate's tokens decoded and matched in one product, then the best
+    # token per memory and query token.
+    signs = decode(sum(counts), b"".join(blobs), dims)
+    starts = np.cumsum([0] + counts[:-1])
+    best = np.maximum.reduceat(query @ signs.T, starts, axis=1)
     return dict(zip(ids, best.mean(axis=0).tolist()))

@@ -22,6 +22,16 @@ import numpy as np
 MAX_TOKENS = 512  # codes kept per memory (models truncate their input well before this)
 
 
+def _sign_table() -> np.ndarray:
+    # byte -> its eight bits as ±1.0, lowest bit first (the "little" bit order of encode)
+    table = (((np.arange(256)[:, None] >> np.arange(8)) & 1) * 2.0 - 1.0).astype(np.float32)
+    table.flags.writeable = False
+    return table
+
+
+SIGNS_OF_BYTE = _sign_table()  # a lookup is 2-3x faster than unpackbits and a float conversion
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Each row scaled to length one; zero and non-finite rows are dropped."""
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -58,8 +68,7 @@ def decode(tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
     if tokens <= 0 or len(codes) != tokens * width:
         return None
     packed = np.frombuffer(codes, dtype=np.uint8).reshape(tokens, width)
-    bits = np.unpackbits(packed, axis=1, count=dims, bitorder="little")
-    return bits.astype(np.float32) * 2.0 - 1.0
+    return SIGNS_OF_BYTE[packed].reshape(tokens, width * 8)[:, :dims]
 
 
 def query_matrix(token_vectors: np.ndarray, centre: np.ndarray) -> np.ndarray:

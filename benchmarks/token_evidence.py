@@ -1,0 +1,223 @@
+"""What token-level evidence costs: recall latency at 100k, storage per memory, ingest time.
+
+Recall: the 100k store of ``scale.py`` (same memories, vectors, tags, edges
+and workload), copied once with synthetic token codes added (one per word of
+each memory, drawn around the memory's vector, coded against their mean).
+Each query is asked twice in a row, token evidence on and off, so both see
+the same machine; the float32 numpy scan of the same vectors is the floor,
+as in scale.py. Query text reaches recall through a stand-in embedder that
+returns the workload's query vector and, per query word, a token vector.
+
+Storage and ingest: the five LoCoMo dev conversations with the real model
+(ONNX when installed): bytes of token codes per memory, and the time to
+embed and store the turns with token evidence on and off, alternating.
+
+    python benchmarks/token_evidence.py [--queries 200] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+import scale  # noqa: E402
+from results_file import write_section  # noqa: E402
+from localmem import Config, MemoryStore  # noqa: E402
+from localmem.storage.token_codes import encode, measure_centre  # noqa: E402
+
+TOKEN_NOISE = 1.0  # per-token spread around the memory's vector, in units of its length
+WORDS = re.compile(r"\w+")
+
+
+def token_vectors(vector: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    noise = rng.standard_normal((count, vector.shape[0])).astype(np.float32)
+    return vector + TOKEN_NOISE * noise / np.sqrt(vector.shape[0])
+
+
+def with_token_codes(n: int, say: Any) -> Path:
+    """scale.py's store of ``n`` memories, copied once with synthetic token codes."""
+    source, _ = scale.cached(n, False, say)
+    target = scale.CACHE / f"tokens-{n}.db"
+    if target.exists():
+        return target
+    say(f"adding token codes to a copy of {source.name} ...")
+    scratch = target.with_suffix(".tmp")
+    shutil.copyfile(source, scratch)
+    store = MemoryStore(scratch, embedder="none", config=Config.from_env({"LOCALMEM_TRACK_ACCESS": "0"}))
+    rng = np.random.default_rng(scale.SEED + 16)
+    rows = store.conn.execute("SELECT m.pk, m.content, e.embedding FROM memories AS m "
+                              "JOIN memory_embeddings AS e ON e.pk = m.pk ORDER BY m.pk").fetchall()
+    sample = [token_vectors(np.frombuffer(b, np.float32), 8, rng) for _, _, b in rows[:2000]]
+    centre = measure_centre(sample, scale.DIMS)
+    with store.conn:
+        store.conn.execute("INSERT INTO token_centre (embedder, dims, centre, measured_at) "
+                           "VALUES ('hash', ?, ?, ?)", (scale.DIMS, centre.tobytes(),
+                                                         datetime.now(timezone.utc).isoformat()))
+        for start in range(0, len(rows), 5000):
+            batch = []
+            for pk, content, blob in rows[start:start + 5000]:
+                count = max(1, min(128, len(WORDS.findall(content))))
+                tokens, codes = encode(token_vectors(np.frombuffer(blob, np.float32), count, rng), centre)
+                batch.append((pk, tokens, codes))
+            store.conn.executemany("INSERT INTO token_codes (pk, tokens, codes) VALUES (?, ?, ?)", batch)
+    store.close()
+    os.replace(scratch, target)
+    return target
+
+
+class WorkloadEmbedder:
+    """Answers each workload query with its prepared vector and per-word token vectors."""
+
+    name, dimensions = "hash", scale.DIMS  # the name the scale store recorded
+
+    def __init__(self) -> None:
+        self.known: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def add(self, text: str, vector: bytes, rng: np.random.Generator) -> None:
+        v = np.frombuffer(vector, np.float32)
+        self.known[text] = (v, token_vectors(v, max(1, len(WORDS.findall(text))), rng))
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.known[t][0].tolist() for t in texts]
+
+    def embed_with_tokens(self, texts: list[str]) -> tuple[list[list[float]], list[np.ndarray]]:
+        return self.embed(texts), [self.known[t][1] for t in texts]
+
+
+def measure_recall(n: int, queries: int, say: Any) -> dict[str, Any]:
+    path = with_token_codes(n, say)
+    embedder = WorkloadEmbedder()
+    config = Config.from_env({"LOCALMEM_TRACK_ACCESS": "0"})
+    store = MemoryStore(path, embedder=embedder, config=config, clock=lambda: scale.NOW)
+    work = scale.workload(store, queries)
+    rng = np.random.default_rng(scale.SEED + 17)
+    for _mode, kwargs, vector in work:
+        embedder.add(kwargs["query"], vector, rng)
+    off = config.with_changes(token_evidence=False)
+    for _mode, kwargs, _vector in work[:10]:  # warm the page cache and statements
+        store.recall(**kwargs)
+    times: dict[str, dict[str, list[float]]] = {}
+    scored = []
+    for index, (mode, kwargs, _vector) in enumerate(work):
+        order = (("on", config), ("off", off)) if index % 2 == 0 else (("off", off), ("on", config))
+        for label, chosen in order:
+            store.config = chosen
+            started = time.perf_counter()
+            response = store.recall(**kwargs)
+            times.setdefault(mode, {}).setdefault(label, []).append((time.perf_counter() - started) * 1000)
+            if label == "on":
+                scored.append(response["vector_search"]["token_scored"])
+    store.config = config
+    matrix = np.frombuffer(b"".join(r[0] for r in store.conn.execute(
+        "SELECT embedding FROM memory_embeddings ORDER BY pk")), dtype=np.float32).reshape(-1, scale.DIMS)
+    floor = []
+    for _mode, _kwargs, vector in work[:100]:
+        q = np.frombuffer(vector, dtype=np.float32)
+        started = time.perf_counter()
+        np.argpartition(-(matrix @ q), 10)[:10]
+        floor.append((time.perf_counter() - started) * 1000)
+    codes = store.conn.execute("SELECT count(*), sum(tokens), sum(length(codes)) FROM token_codes").fetchone()
+    store.close()
+    return {"times": times, "floor_ms": statistics.median(floor), "scored": statistics.median(scored),
+            "codes": codes}
+
+
+def measure_locomo(rounds: int, say: Any) -> dict[str, Any]:
+    """Storage per memory and embed+store time of the LoCoMo turns, token evidence on and off."""
+    import locomo
+    from localmem.embedders.resolve import resolve_embedder
+
+    data = json.loads(Path(locomo.DEFAULT_DATA).read_text())
+    embedder = resolve_embedder("auto")
+    items = [locomo.memory_item(t, i) for i, sample in enumerate(data) for t in locomo.turns_of(sample)]
+    items = items[:1024]
+    embedder.embed([items[0]["content"]])  # load the model before timing
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    facts: dict[str, Any] = {"model": embedder.name, "memories": len(items)}
+    for round_ in range(rounds):
+        for label in (("on", "off") if round_ % 2 == 0 else ("off", "on")):
+            config = Config.from_env({"LOCALMEM_TRACK_ACCESS": "0"}).with_changes(token_evidence=label == "on")
+            store = MemoryStore(":memory:", embedder=embedder, config=config)
+            started = time.perf_counter()
+            store.store_many(items, batch_size=128)
+            times[label].append(time.perf_counter() - started)
+            if label == "on":
+                count, tokens, size = store.conn.execute(
+                    "SELECT count(*), sum(tokens), sum(length(codes)) FROM token_codes").fetchone()
+                facts.update(coded=count, tokens_per_memory=tokens / count, bytes_per_memory=size / count)
+                facts["embedding_bytes"] = store.conn.execute(
+                    "SELECT avg(length(embedding)) FROM memory_embeddings").fetchone()[0]
+            store.close()
+        say(f"  ingest round {round_ + 1}: on {times['on'][-1]:.1f} s, off {times['off'][-1]:.1f} s")
+    facts["on_s"] = statistics.median(times["on"])
+    facts["off_s"] = statistics.median(times["off"])
+    return facts
+
+
+def render(recall: dict[str, Any], ingest: dict[str, Any], command: str, seconds: float) -> str:
+    lines = ["## Token-level evidence: what it costs", "",
+             f"Command: `{command}`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {seconds:.0f} s in all; "
+             f"2 cores, shared.", "",
+             f"Recall at 100k (scale.py's store and workload, synthetic token codes: "
+             f"{recall['codes'][1] / recall['codes'][0]:.1f} per memory, the memory's word count; "
+             f"median {recall['scored']:.0f} candidates rescored per recall). Each query asked with token "
+             f"evidence on and off in turn; floor = the numpy float32 scan of the same vectors, "
+             f"{recall['floor_ms']:.1f} ms.", "",
+             "| mode | p50 on ms | p50 off ms | on ÷ off | p50 on ÷ floor | p95 on ÷ floor | p95 off ÷ floor |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    floor = recall["floor_ms"]
+    for mode, by in recall["times"].items():
+        on, off = statistics.median(by["on"]), statistics.median(by["off"])
+        lines.append(f"| {mode} | {on:.1f} | {off:.1f} | {on / off:.2f} | {on / floor:.2f}× | "
+                     f"{scale.pct(by['on'], 0.95) / floor:.2f}× | {scale.pct(by['off'], 0.95) / floor:.2f}× |")
+    lines += ["", f"Storage and ingest: {ingest['memories']} LoCoMo dev turns embedded by `{ingest['model']}` "
+                  f"and stored with `store_many`, token evidence on and off alternating (median of the rounds).", "",
+              "| measure | value |", "|---|---:|",
+              f"| token codes per memory | {ingest['tokens_per_memory']:.1f} tokens, "
+              f"{ingest['bytes_per_memory']:.0f} bytes (48 per token) |",
+              f"| the pooled float32 vector, for comparison | {ingest['embedding_bytes']:.0f} bytes |",
+              f"| embed + store, token evidence on | {ingest['on_s']:.2f} s "
+              f"({ingest['memories'] / ingest['on_s']:.0f}/s) |",
+              f"| embed + store, token evidence off | {ingest['off_s']:.2f} s "
+              f"({ingest['memories'] / ingest['off_s']:.0f}/s) |",
+              f"| on ÷ off | {ingest['on_s'] / ingest['off_s']:.3f} |"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="ingest rounds of each setting")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args(argv)
+    say = lambda text: print(text, flush=True)  # noqa: E731
+    started = time.perf_counter()
+    recall = measure_recall(100_000, args.queries, say)
+    ingest = measure_locomo(args.rounds, say)
+    command = "python benchmarks/token_evidence.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    body = render(recall, ingest, command.strip(), time.perf_counter() - started)
+    print(body)
+    if args.write:
+        write_section("token-evidence", body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
