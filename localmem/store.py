@@ -568,6 +568,9 @@ class MemoryStore:
             "edge_count": counts["edges"],
             "tag_count": counts["tags"],
             "memories_without_embedding": counts["memories_without_embedding"],
+            # Memories with token codes (late-interaction evidence); the others until `localmem reembed`.
+            "token_coded_count": counts["token_coded"],
+            "token_evidence": self._backend.token_evidence,
             "indexes_agree": indexes_agree,
             "embedder": {
                 "name": self.embedder.name if self.embedder else "none",

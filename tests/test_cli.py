@@ -400,8 +400,11 @@ def test_recall_filters(cli, recall_db: dict[str, str]) -> None:
 
 
 def test_recall_param_passthrough_and_errors(cli, recall_db: dict[str, str]) -> None:
+    every = cli("recall", "database", "--param", "adaptive_floor=false", "--json").json()
     body = cli("recall", "database", "--param", "min_score=0.99", "--json").json()
-    assert body["count"] == 0
+    assert body["score_filter"]["min_score"] == 0.99
+    assert body["count"] < every["count"]
+    assert all(r["final_score"] >= 0.99 for r in body["results"])
     debug = cli("recall", "database", "--param", "state_debug=true", "--param", "queries=database",
                 "--param", "queries=tabs", "--json")
     assert debug.code == 0, debug.err

@@ -221,11 +221,17 @@ def test_a_schema_7_file_recalls_by_cosine_until_reembedded(tmp_path):
     with new_store(path) as store:
         assert scalar(store, "SELECT value FROM meta WHERE key = 'schema_version'") == "8"
         assert scalar(store, "SELECT count(*) FROM token_codes") == 0
+        assert store.health()["token_coded_count"] == 0 and store.health()["token_evidence"] is True
+        from localmem.cli.maintenance import collect_stats, stats_lines
+
+        [line] = [t for t in stats_lines(collect_stats(store, 5)) if t.startswith("token codes")]
+        assert "5 embedded memories have none" in line and "localmem reembed" in line
         before = store.recall("river trip", limit=5)
         assert before["vector_search"]["token_scored"] == 0 and before["count"] == 5
         report = reembed(store)  # same embedder: vectors again, and the token codes
         assert report["status"] == "complete"
-        assert scalar(store, "SELECT count(*) FROM token_codes") == 5
+        assert store.health()["token_coded_count"] == 5
+        assert not [t for t in stats_lines(collect_stats(store, 5)) if t.startswith("token codes")]
         after = store.recall("river trip", limit=5)
         assert after["vector_search"]["token_scored"] == 5
         assert {r["id"] for r in after["results"]} == set(ids)

@@ -223,6 +223,11 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
     if stats["memories_without_embedding"]:
         rows.insert(4, ("no vector", plural(stats['memories_without_embedding'], 'memory has', 'memories have')
                         + " no embedding"))
+    uncoded = stats["embedding_count"] - stats["token_coded_count"]
+    if stats["token_evidence"] and uncoded > 0:
+        rows.insert(4, ("token codes", plural(uncoded, "embedded memory has", "embedded memories have")
+                        + " none (stored before schema 8, or with their own vector): "
+                          "`localmem reembed` adds them"))
     width = max(len(name) for name, _ in rows)
     return [f"{name.ljust(width)}  {value}" for name, value in rows]
 

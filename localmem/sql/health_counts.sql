@@ -1,6 +1,7 @@
 SELECT
     (SELECT count(*) FROM memories) AS memories,
     (SELECT count(*) FROM memory_embeddings) AS embeddings,
+    (SELECT count(*) FROM token_codes) AS token_coded,
     (SELECT count(*) FROM edges) AS edges,
     (SELECT count(*) FROM memory_tags) AS tags,
     (SELECT count(DISTINCT pk) FROM memory_tags) AS tagged_memories,
