@@ -235,3 +235,28 @@ def test_a_schema_7_file_recalls_by_cosine_until_reembedded(tmp_path):
         after = store.recall("river trip", limit=5)
         assert after["vector_search"]["token_scored"] == 5
         assert {r["id"] for r in after["results"]} == set(ids)
+
+
+class GarbageTokens(HashEmbedder):
+    """Pooled vectors as the hash embedder's; token vectors broken in every way."""
+
+    def embed_with_tokens(self, texts):
+        vectors = self.embed(texts)
+        broken = [np.full((3, 384), np.nan, np.float32), np.ones((4, 17), np.float32),
+                  np.zeros((2, 384), np.float32), np.full((1, 384), np.inf, np.float32)]
+        return vectors, [broken[i % len(broken)] for i in range(len(texts))]
+
+
+def test_broken_token_vectors_from_an_embedder_store_no_codes_and_recall_still_works():
+    store = new_store(embedder=GarbageTokens())
+    ids = store.store_many([{"content": f"memory {n} about the harbour"} for n in range(4)])
+    assert scalar(store, "SELECT count(*) FROM token_codes") == 0
+    response = store.recall("harbour memory")
+    assert {r["id"] for r in response["results"]} <= set(ids) and response["count"] > 0
+    assert response["vector_search"]["token_scored"] == 0
+
+
+def test_the_longest_memory_keeps_a_bounded_number_of_token_codes():
+    store = new_store()
+    memory_id = store.store("a " * 999 + "b")  # 1,000 words in the 2,000 characters allowed
+    assert codes_of(store, memory_id)[0] == 512

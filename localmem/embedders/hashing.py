@@ -14,6 +14,7 @@ _TRIGRAM_WEIGHT = 0.5  # total weight of a word's trigrams, relative to the word
 _BUCKETS_PER_FEATURE = 3
 _SQRT_BUCKETS = math.sqrt(_BUCKETS_PER_FEATURE)
 _EMPTY_SEED = b"localmem:hash-embedder:empty-text"
+MAX_TOKEN_WORDS = 512  # token vectors of the first words only, as a model truncates its input
 
 
 class HashEmbedder:
@@ -48,14 +49,15 @@ class HashEmbedder:
         return [self._embed_one(text, buckets) for text in texts]
 
     def embed_with_tokens(self, texts: list[str]) -> tuple[list[list[float]], list]:
-        """Each text's vector, and one vector per word (a numpy array, words x dimensions)."""
+        """Each text's vector, and one vector per word (a numpy array, words x dimensions)
+        for its first ``MAX_TOKEN_WORDS`` words."""
         import numpy as np
 
         buckets: dict[str, list[tuple[int, float]]] = {}
         vectors = [self._embed_one(text, buckets) for text in texts]
         tokens = []
         for text in texts:
-            words = _WORD_RE.findall(text.lower())
+            words = [m.group() for m, _ in zip(_WORD_RE.finditer(text.lower()), range(MAX_TOKEN_WORDS))]
             tokens.append(np.array([self._embed_one(w, buckets) for w in words], dtype=np.float32)
                           .reshape(len(words), self.dimensions))
         return vectors, tokens
