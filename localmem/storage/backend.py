@@ -206,18 +206,8 @@ class Backend:
 
     def embed_texts(self, texts: list[str]) -> list[bytes] | None:
         """Embed texts as float32 bytes; None when the embedder is missing or fails to load."""
-        if texts:
-            self.follow_reembed()
-        if self.embedder is None or not self.has_vector_index or not texts:
-            return None
-        try:
-            vectors = self.embedder.embed(list(texts))
-        except EmbedderUnavailable as exc:
-            self.embedder_error = str(exc)
-            return None
-        if len(vectors) != len(texts):
-            raise ConfigError(f"Embedder {self.embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
-        return [validate_embedding(v, self.dimensions) for v in vectors]
+        found = self._embed(texts, with_tokens=False)
+        return None if found is None else found[0]
 
     @property
     def token_evidence(self) -> bool:
@@ -228,21 +218,24 @@ class Backend:
     def embed_texts_and_tokens(self, texts: list[str]) -> tuple[list[bytes], list[Any]] | None:
         """``embed_texts``, and each text's token vectors (float32 arrays, or None each
         when there is no token evidence), from one pass of the model."""
-        if not self.token_evidence:
-            vectors = self.embed_texts(texts)
-            return None if vectors is None else (vectors, [None] * len(vectors))
+        return self._embed(texts, with_tokens=True)
+
+    def _embed(self, texts: list[str], *, with_tokens: bool) -> tuple[list[bytes], list[Any]] | None:
         if texts:
             self.follow_reembed()
         if self.embedder is None or not self.has_vector_index or not texts:
             return None
         try:
-            vectors, tokens = self.embedder.embed_with_tokens(list(texts))  # type: ignore[attr-defined]
+            if with_tokens and self.token_evidence:  # asked after follow_reembed may switch embedder
+                vectors, tokens = self.embedder.embed_with_tokens(list(texts))  # type: ignore[attr-defined]
+            else:
+                vectors, tokens = self.embedder.embed(list(texts)), [None] * len(texts)
         except EmbedderUnavailable as exc:
             self.embedder_error = str(exc)
             return None
         if len(vectors) != len(texts) or len(tokens) != len(texts):
             raise ConfigError(f"Embedder {self.embedder.name!r} returned {len(vectors)} vectors "
-                              f"and {len(tokens)} token lists for {len(texts)} texts")
+                              f"for {len(texts)} texts")
         return [validate_embedding(v, self.dimensions) for v in vectors], list(tokens)
 
     def token_centre(self, *, record: bool) -> np.ndarray | None:
