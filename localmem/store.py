@@ -182,6 +182,12 @@ class MemoryStore:
         """Embed texts as float32 bytes; None when the embedder is missing or fails to load."""
         return self._backend.embed_texts(texts)
 
+    def embed_for_storage(self, texts: list[str]) -> list[tuple[bytes | None, tuple[int, bytes] | None]] | None:
+        """Per text, what storing it writes: its float32 vector and its token codes (None
+        without token evidence); None when the embedder is missing or fails to load."""
+        found = self._embed_contents(texts)
+        return None if found is None else list(zip(found.vectors, found.token_codes))
+
     def _pk_and_record(self, memory_id: str) -> tuple[int, dict[str, Any]]:
         return record_by_id(self.conn, self.sql, validate_uuid(memory_id))
 

@@ -260,3 +260,28 @@ def test_the_longest_memory_keeps_a_bounded_number_of_token_codes():
     store = new_store()
     memory_id = store.store("a " * 999 + "b")  # 1,000 words in the 2,000 characters allowed
     assert codes_of(store, memory_id)[0] == 512
+
+
+# -- export and import ------------------------------------------------------------------------------
+
+
+def test_import_writes_codes_for_what_it_embeds_and_reembed_gives_them_to_all():
+    import io
+    import json as json_module
+
+    from localmem.maintenance.transfer import export_jsonl, import_jsonl
+
+    source = new_store()
+    source.store_many([{"content": f"exported memory {n} about sailing"} for n in range(3)])
+    dump = io.StringIO()
+    export_jsonl(source, dump)
+    lines = dump.getvalue().splitlines()
+    hand_written = json_module.dumps({"kind": "memory", "content": "a hand-written line about sailing"})
+
+    target = new_store()
+    import_jsonl(target, lines[1:] + [hand_written])  # without the header, whose counts would not match
+    # The file's vectors came with no codes; the line the store embedded itself has them.
+    assert target.health()["token_coded_count"] == 1
+    again = new_store()
+    import_jsonl(again, lines, reembed=True)  # every memory embedded by this store
+    assert again.health()["token_coded_count"] == 3

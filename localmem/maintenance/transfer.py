@@ -228,6 +228,7 @@ class _Memory:
     given: bool  # the vector came from the line
     wants_embedding: bool  # stored new without a vector, it is embedded
     embedded: bool = False  # the embedder has been asked for ``vector`` already
+    codes: tuple[int, bytes] | None = None  # token codes made with ``vector`` when this store embedded it
 
 
 @dataclass
@@ -480,9 +481,9 @@ class Importer:
         todo = [a.memory for a in actions if a.needs_vector and not a.memory.embedded]
         if not todo:
             return
-        vectors = in_steps(self.store.embed_texts, [m.row.content for m in todo], progress)
+        embedded = in_steps(self.store.embed_for_storage, [m.row.content for m in todo], progress)
         for index, memory in enumerate(todo):
-            memory.vector = vectors[index] if vectors is not None else None
+            memory.vector, memory.codes = embedded[index] if embedded is not None else (None, None)
             memory.embedded = True
 
     def _write_memories(self, chunk: list[_Memory]) -> None:
@@ -492,12 +493,15 @@ class Importer:
         self._ensure_vectors(actions)
         rows: list[MemoryRow] = []
         vectors: list[bytes | None] = []
+        codes: list[tuple[int, bytes] | None] = []
         for action in actions:
             memory = action.memory
             vector = memory.vector if (memory.given or action.needs_vector) else None
+            token_codes = memory.codes if action.needs_vector else None
             if action.kind == "create":
                 rows.append(memory.row)
                 vectors.append(vector)
+                codes.append(token_codes)
                 if action.needs_vector and vector is None:
                     self.result.not_embedded += 1
             elif action.kind == "update":
@@ -515,9 +519,9 @@ class Importer:
                 if vector_changed and vector is None:
                     self.result.not_embedded += 1
                 writes.update_memory(store.conn, store.sql, action.pk, action.old, action.new,
-                                     vector, vector_changed, store.has_vector_index)
+                                     vector, vector_changed, store.has_vector_index, token_codes)
         if rows:  # their ids are free: the plan, made in this transaction, found none of them stored
-            writes.insert_memories(store.conn, store.sql, rows, vectors, store.has_vector_index)
+            writes.insert_memories(store.conn, store.sql, rows, vectors, store.has_vector_index, codes)
         for action in actions:
             self.result.memory.count(action.kind)
 
