@@ -285,3 +285,19 @@ def test_import_writes_codes_for_what_it_embeds_and_reembed_gives_them_to_all():
     again = new_store()
     import_jsonl(again, lines, reembed=True)  # every memory embedded by this store
     assert again.health()["token_coded_count"] == 3
+
+
+def test_doctor_finds_damaged_token_codes_and_repair_drops_them():
+    from localmem.maintenance.doctor import check, repair
+
+    store = new_store()
+    good, bad = store.store("the harbour opens at six"), store.store("the harbour closes at ten")
+    store.conn.execute("UPDATE token_codes SET codes = x'00ff' WHERE pk = (SELECT pk FROM memories "
+                       "WHERE id = ?)", (bad,))
+    [found] = [c for c in check(store) if c.name == "token_codes_bad"]
+    assert found.count == 1 and bad in found.sample[0] and "damaged token codes" in found.message
+    response = store.recall("harbour", limit=2, adaptive_floor=False)
+    assert response["vector_search"]["token_scored"] == 1 and response["count"] == 2
+    assert repair(store)["invalid_token_codes_removed"] == 1
+    assert codes_of(store, bad) is None and codes_of(store, good) is not None
+    assert [c for c in check(store) if c.name == "token_codes_bad"][0].ok

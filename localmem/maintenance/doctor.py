@@ -212,7 +212,7 @@ def _check(store: MemoryStore) -> list[Check]:
                label=lambda r: f"pk {r[0]}")
 
     vector_names = ("vector_index", "embeddings_bad_length", "embeddings_unusable", "vectors_missing",
-                    "vectors_orphans", "vectors_differ", "embeddings_missing")
+                    "vectors_orphans", "vectors_differ", "embeddings_missing", "token_codes_bad")
     if store.dimensions is None:
         for name in vector_names:
             results.append(Check(name, name.replace("_", " "), skipped="no vector index (embedder 'none')"))
@@ -228,6 +228,11 @@ def _check(store: MemoryStore) -> list[Check]:
                lambda n: f"{_plural(n, 'embedding', 'embeddings')} {'does' if n == 1 else 'do'} "
                          f"not hold {dims} float32 values",
                bindings={"bytes": dims * 4})
+    rows_check("token_codes_bad", "every memory's token codes hold one bit per dimension per token",
+               "doctor_token_codes_bad",
+               lambda n: f"{_plural(n, 'memory', 'memories')} {has(n)} damaged token codes "
+                         "(recall ignores them; `doctor --repair` drops them, `reembed` makes them again)",
+               bindings={"width": (dims + 7) // 8})
     unusable = unusable_embeddings(store)
     usable_check = Check("embeddings_unusable", "every embedding is finite with a norm float32 cosines can use")
     if unusable:
@@ -297,6 +302,8 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
         if dims is not None:
             _drain(conn.execute(sql["repair_embeddings_invalid"], {"bytes": dims * 4}))
             done["invalid_embeddings_removed"] = conn.changes()
+            _drain(conn.execute(sql["repair_token_codes_invalid"], {"width": (dims + 7) // 8}))
+            done["invalid_token_codes_removed"] = conn.changes()
             unusable = unusable_embeddings(store)
             for pk, _memory_id, _problem in unusable:
                 conn.execute(sql["embedding_delete"], {"pk": pk})
