@@ -573,10 +573,13 @@ def test_import_stdin_and_json_summary(cli, tmp_path: Path) -> None:
     dump = cli("export", db_path=source, embedder=None).out
     result = cli("import", "-", "--json", stdin=dump)
     assert result.code == 0, result.err
+    # The file's vectors came without token codes: the summary counts them, stderr says what adds them.
     assert result.json() == {"status": "success", "memories": 6, "edges": 5, "skipped": 0, "not_embedded": 0,
-                             "mode": "all-or-nothing",
+                             "without_token_codes": 5, "mode": "all-or-nothing",
                              "by_kind": {"memory": {"created": 6, "updated": 0, "unchanged": 0, "skipped": 0},
                                          "edge": {"created": 5, "updated": 0, "unchanged": 0, "skipped": 0}}}
+    assert "5 memories came with the file's vectors and no token codes" in result.err
+    assert "localmem reembed" in result.err
 
 
 def memory_line(content: str, **fields: Any) -> str:

@@ -279,12 +279,14 @@ def test_import_writes_codes_for_what_it_embeds_and_reembed_gives_them_to_all():
     hand_written = json_module.dumps({"kind": "memory", "content": "a hand-written line about sailing"})
 
     target = new_store()
-    import_jsonl(target, lines[1:] + [hand_written])  # without the header, whose counts would not match
-    # The file's vectors came with no codes; the line the store embedded itself has them.
+    result = import_jsonl(target, lines[1:] + [hand_written])  # no header: its counts would not match
+    # The file's vectors came with no codes, and the answer says so; the line the store
+    # embedded itself has them.
     assert target.health()["token_coded_count"] == 1
+    assert result.as_dict()["without_token_codes"] == 3
     again = new_store()
-    import_jsonl(again, lines, reembed=True)  # every memory embedded by this store
-    assert again.health()["token_coded_count"] == 3
+    result = import_jsonl(again, lines, reembed=True)  # every memory embedded by this store
+    assert again.health()["token_coded_count"] == 3 and result.without_token_codes == 0
 
 
 def test_doctor_finds_damaged_token_codes_and_repair_drops_them():

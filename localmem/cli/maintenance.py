@@ -126,6 +126,10 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
         out.note(f"warning: {plural(result.not_embedded, 'memory was', 'memories were')} stored without an embedding "
                  f"({embedder_error or 'the embedder is unavailable'}); run 'localmem doctor --repair' "
                  "with a working embedder to add them")
+    if result.without_token_codes:
+        out.note(f"note: {plural(result.without_token_codes, 'memory', 'memories')} came with the file's vectors "
+                 "and no token codes, so recall scores them by cosine alone; 'localmem reembed' "
+                 "(or importing with --reembed) adds them")
     return EXIT_OK
 
 

@@ -127,6 +127,7 @@ class ImportResult:
     memory: KindCounts = field(default_factory=KindCounts)
     edge: KindCounts = field(default_factory=KindCounts)
     not_embedded: int = 0  # memories that wanted an embedding but the embedder was unavailable
+    without_token_codes: int = 0  # stored with the file's vector, so without token codes (reembed adds them)
     chunked: bool = False
 
     @property
@@ -143,7 +144,8 @@ class ImportResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"memories": self.memories, "edges": self.edges, "skipped": self.skipped,
-                "not_embedded": self.not_embedded, "mode": "chunked" if self.chunked else "all-or-nothing",
+                "not_embedded": self.not_embedded, "without_token_codes": self.without_token_codes,
+                "mode": "chunked" if self.chunked else "all-or-nothing",
                 "by_kind": {"memory": asdict(self.memory), "edge": asdict(self.edge)}}
 
 
@@ -494,6 +496,7 @@ class Importer:
         rows: list[MemoryRow] = []
         vectors: list[bytes | None] = []
         codes: list[tuple[int, bytes] | None] = []
+        coding = store.backend.token_evidence
         for action in actions:
             memory = action.memory
             vector = memory.vector if (memory.given or action.needs_vector) else None
@@ -502,6 +505,7 @@ class Importer:
                 rows.append(memory.row)
                 vectors.append(vector)
                 codes.append(token_codes)
+                self.result.without_token_codes += coding and vector is not None and token_codes is None
                 if action.needs_vector and vector is None:
                     self.result.not_embedded += 1
             elif action.kind == "update":
@@ -518,6 +522,8 @@ class Importer:
                     action.new.updated_at = format_timestamp(self._now)
                 if vector_changed and vector is None:
                     self.result.not_embedded += 1
+                self.result.without_token_codes += (coding and vector_changed and vector is not None
+                                                    and token_codes is None)
                 writes.update_memory(store.conn, store.sql, action.pk, action.old, action.new,
                                      vector, vector_changed, store.has_vector_index, token_codes)
         if rows:  # their ids are free: the plan, made in this transaction, found none of them stored
