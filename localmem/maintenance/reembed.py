@@ -100,10 +100,13 @@ class Reembedder:
             with store.lock:
                 self.centre = recorded_centre(store.conn, store.sql, self.embedder.name, self.dims)
                 if self.centre is None:
-                    self.centre = measure_and_record(
-                        store.conn, store.sql, self.embedder.name, self.dims,
-                        lambda texts: self.embedder.embed_with_tokens(texts)[1],  # type: ignore[attr-defined]
-                        store.now())
+                    try:
+                        self.centre = measure_and_record(
+                            store.conn, store.sql, self.embedder.name, self.dims,
+                            lambda texts: self.embedder.embed_with_tokens(texts)[1],  # type: ignore[attr-defined]
+                            store.now())
+                    except EmbedderUnavailable as exc:
+                        raise LocalMemError(f"embedder {self.embedder.name!r} cannot run: {exc}") from exc
 
     def counts(self) -> dict[str, int]:
         store = self.store
