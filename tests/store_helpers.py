@@ -6,6 +6,7 @@ Not a test module (no ``test_`` prefix); imported as ``tests.store_helpers``.
 from __future__ import annotations
 
 import json
+import math
 from array import array
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
@@ -17,6 +18,18 @@ from localmem.tags import compute_tag_prefixes
 
 FIXED_NOW = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
 FIXED_ISO = "2024-05-01T12:00:00+00:00"
+
+DIMS = 384  # the hash embedder's default dimension
+
+
+def unit(*pairs: tuple[int, float], dims: int = DIMS) -> list[float]:
+    """A ``dims``-long vector with the given (index, value) entries, normalised."""
+    vector = [0.0] * dims
+    for index, value in pairs:
+        vector[index] = value
+    norm = math.sqrt(sum(v * v for v in vector))
+    return [v / norm for v in vector]
+
 
 # Every ordinary table a write may touch; the two virtual tables are added below.
 TABLES = ("memories", "memory_tags", "memory_tag_prefixes", "edges", "memory_embeddings", "meta")

@@ -10,16 +10,7 @@ import pytest
 from localmem import ValidationError
 from localmem.pytest_plugin import FIXED_NOW
 
-DIMS = 384
-
-
-def unit(*pairs: tuple[int, float]) -> list[float]:
-    """A DIMS-long vector with the given (index, value) entries, normalised."""
-    vector = [0.0] * DIMS
-    for index, value in pairs:
-        vector[index] = value
-    norm = math.sqrt(sum(v * v for v in vector))
-    return [v / norm for v in vector]
+from store_helpers import DIMS, unit
 
 
 def ids(response):

@@ -3,8 +3,6 @@ functions, and what they change in a recall."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -12,15 +10,7 @@ from localmem import Config
 from localmem.recall.centering import centred_cosine
 from localmem.recall.scoped_keywords import reweighted_scores, scope_ideal, scope_idf, store_idf
 
-DIMS = 384
-
-
-def unit(*pairs: tuple[int, float]) -> list[float]:
-    vector = [0.0] * DIMS
-    for index, value in pairs:
-        vector[index] = value
-    norm = math.sqrt(sum(v * v for v in vector))
-    return [v / norm for v in vector]
+from store_helpers import unit
 
 
 # -- pure functions: scope idf -------------------------------------------------
