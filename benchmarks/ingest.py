@@ -27,6 +27,7 @@ the ``<!-- ingest:start -->`` / ``<!-- ingest:end -->`` markers.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import datetime as dt
 import importlib.metadata
@@ -44,7 +45,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -342,24 +343,31 @@ def existing_store(count: int, rebuild: bool = False) -> Path:
     return path
 
 
-def case_store_many_existing(items, vectors, batch, base: Path) -> dict[str, Any]:
-    """Case 1 into a fresh copy of the cached ``base`` store (copying is not timed)."""
-    prepared = [{**it, "embedding": vectors[i]} for i, it in enumerate(items)]
+@contextlib.contextmanager
+def copy_of_store(base: Path) -> Iterator[MemoryStore]:
+    """The cached ``base`` store copied to a temporary file (the copy is not timed), open."""
     with tempfile.TemporaryDirectory(prefix="localmem-bench-") as tmp:
         path = Path(tmp) / "bench.db"
         shutil.copyfile(base, path)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore")  # as when the base was built
             store = MemoryStore(path, embedder="hash")
         try:
-            before = store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-            start = time.perf_counter()
-            store_many_batched(store, prepared, batch)
-            elapsed = time.perf_counter() - start
-            after = store.conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0]
-            assert after == before + len(items), (before, after, len(items))
+            yield store
         finally:
             store.close()
+
+
+def case_store_many_existing(items, vectors, batch, base: Path) -> dict[str, Any]:
+    """Case 1 into a fresh copy of the cached ``base`` store (copying is not timed)."""
+    prepared = [{**it, "embedding": vectors[i]} for i, it in enumerate(items)]
+    with copy_of_store(base) as store:
+        before = store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        start = time.perf_counter()
+        store_many_batched(store, prepared, batch)
+        elapsed = time.perf_counter() - start
+        after = store.conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0]
+        assert after == before + len(items), (before, after, len(items))
     return {"seconds": elapsed, "existing": before}
 
 
@@ -435,16 +443,8 @@ def profile_store_many(items, vectors, batch, top: int = 25, base: Path | None =
     if base is None:
         with_store("hash", body)
     else:
-        with tempfile.TemporaryDirectory(prefix="localmem-bench-") as tmp:
-            path = Path(tmp) / "bench.db"
-            shutil.copyfile(base, path)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                store = MemoryStore(path, embedder="hash")
-            try:
-                body(store, path)
-            finally:
-                store.close()
+        with copy_of_store(base) as store:
+            body(store, Path(store.path))
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)
     stats.sort_stats("tottime").print_stats(top)
