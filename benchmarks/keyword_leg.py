@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import random
 import re
 import statistics
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -35,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import answer_checks  # noqa: E402
 from scale import NOW, SEED, TIERS, StageTimer, cached, pct, workload  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import query_terms  # noqa: E402
@@ -104,11 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tier", default="100k", choices=sorted(TIERS))
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="cpu: this process's CPU time (steadier on a shared machine)")
-    parser.add_argument("--dump", help="write every answer's ids and scores as JSON (before/after checks)")
+    answer_checks.add_options(parser)
     args = parser.parse_args(argv)
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    clock = answer_checks.clock_of(args)
     say = functools.partial(print, flush=True)
     path, _info = cached(TIERS[args.tier], args.rebuild, say)
     store = MemoryStore(path, embedder="none", config=Config.from_env({"LOCALMEM_TRACK_ACCESS": "0"}),
@@ -138,9 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {statistics.median(k):.2f} | {pct(k, 0.95):.2f} | "
               f"{statistics.median(w):.2f} | {pct(w, 0.95):.2f} |")
     if args.dump:
-        answers = {name: [[(r["id"], r["final_score"]) for r in store.recall(q, **kw)["results"]]
-                          for q, kw in work] for name, work in sets.items()}
-        Path(args.dump).write_text(json.dumps(answers))
+        answer_checks.dump_answers(args.dump, store, sets)
     store.close()
     return 0
 

@@ -27,13 +27,13 @@ import os
 import pstats
 import statistics
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import answer_checks  # noqa: E402
 from locomo import DEFAULT_DATA, build_store, cached_embedder  # noqa: E402
 from localmem import Config  # noqa: E402
 
@@ -60,11 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="passes over the questions per mode")
     parser.add_argument("--profile-top", type=int, default=25)
     parser.add_argument("--no-profile", action="store_true")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="cpu: this process's CPU time (steadier on a shared machine)")
-    parser.add_argument("--dump", help="write every answer's ids and scores as JSON (before/after checks)")
+    answer_checks.add_options(parser)
     args = parser.parse_args(argv)
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    clock = answer_checks.clock_of(args)
 
     data = json.loads(Path(args.data).read_text())
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
@@ -96,9 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dump:
         def key(result: dict) -> str:  # ids are fresh per build: name a memory by its turn
             return f"{result['memory']['tags'][0]}/{result['memory']['metadata'].get('dia_id')}"
-        answers = {mode: [[(key(r), r["final_score"]) for r in store.recall(query, **kwargs)["results"]]
-                          for query, kwargs in work] for mode, work in modes.items()}
-        Path(args.dump).write_text(json.dumps(answers))
+        answer_checks.dump_answers(args.dump, store, modes, key)
 
     if not args.no_profile:
         profiler = cProfile.Profile()
