@@ -27,7 +27,7 @@ import statistics
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -39,24 +39,6 @@ from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import query_terms  # noqa: E402
 
 COMMON_WORDS = 40
-
-
-class ClockedStageTimer(StageTimer):
-    """scale.py's stage timer on a chosen clock."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        super().__init__()
-        self.clock = clock
-
-    def _wrap(self, stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            started = self.clock()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.current[stage] = self.current.get(stage, 0.0) + (self.clock() - started) * 1000
-        return timed
 
 
 def common_words(store: MemoryStore, count: int) -> list[str]:
@@ -116,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             store.recall(query, **kwargs)
     keyword: dict[str, list[float]] = {name: [] for name in sets}
     whole: dict[str, list[float]] = {name: [] for name in sets}
-    with ClockedStageTimer(clock) as timer:
+    with StageTimer(clock) as timer:
         for i in range(args.queries):
             for name, work in sets.items():
                 query, kwargs = work[i]
