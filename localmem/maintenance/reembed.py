@@ -33,7 +33,7 @@ from ..storage import vector_index
 from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts
 from ..storage.token_centre import measure_and_record, recorded_centre
-from ..storage.token_codes import encode as encode_tokens
+from ..storage.token_codes import encode_each
 from ..validation import validate_embedding
 
 if TYPE_CHECKING:
@@ -60,8 +60,8 @@ def _embed(embedder: Embedder, dims: int, texts: list[str], centre: Any = None
         raise LocalMemError(f"embedder {embedder.name!r} cannot run: {exc}") from exc
     if len(vectors) != len(texts) or len(tokens) != len(texts):
         raise ConfigError(f"embedder {embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
-    codes = [None if t is None else encode_tokens(t, centre) for t in tokens]
-    return [(validate_embedding(v, dims), c if c and c[0] else None) for v, c in zip(vectors, codes)]
+    codes = encode_each(tokens, centre) if centre is not None else [None] * len(texts)
+    return [(validate_embedding(v, dims), c) for v, c in zip(vectors, codes)]
 
 
 class Reembedder:

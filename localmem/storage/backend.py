@@ -25,7 +25,7 @@ from ..validation import validate_embedding
 from . import vector_index
 from .code_search import CodeIndex
 from .token_centre import measure_and_record, recorded_centre
-from .token_codes import encode as token_encode
+from .token_codes import encode_each
 from .database import transaction
 from .statements import Statements
 
@@ -270,11 +270,7 @@ class Backend:
         centre = self.token_centre(record=True)
         if centre is None:
             return [None] * len(token_vectors)
-        out: list[tuple[int, bytes] | None] = []
-        for tokens in token_vectors:
-            encoded = None if tokens is None else token_encode(tokens, centre)
-            out.append(encoded if encoded is not None and encoded[0] else None)
-        return out
+        return encode_each(token_vectors, centre)
 
     def touch(self, memory_ids: list[str], when: datetime) -> None:
         """Set last_accessed for recalled memories in one write (skipped when disabled)."""

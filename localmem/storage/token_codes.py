@@ -62,6 +62,15 @@ def encode(token_vectors: np.ndarray, centre: np.ndarray) -> tuple[int, bytes]:
     return int(rows.shape[0]), bits.tobytes()
 
 
+def encode_each(token_vectors: list[np.ndarray | None], centre: np.ndarray) -> list[tuple[int, bytes] | None]:
+    """``encode`` of each text's token vectors; None for a text with none (or none usable)."""
+    out: list[tuple[int, bytes] | None] = []
+    for tokens in token_vectors:
+        encoded = None if tokens is None else encode(tokens, centre)
+        out.append(encoded if encoded is not None and encoded[0] else None)
+    return out
+
+
 def decode(tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
     """The ±1 sign matrix (tokens x dims, float32) of stored codes; None when they do not fit."""
     width = (dims + 7) // 8
