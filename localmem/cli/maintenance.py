@@ -230,7 +230,8 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
     uncoded = stats["embedding_count"] - stats["token_coded_count"]
     if stats["token_evidence"] and uncoded > 0:
         rows.insert(4, ("token codes", plural(uncoded, "embedded memory has", "embedded memories have")
-                        + " none (stored before schema 8, or with their own vector): "
+                        + " none (stored before schema 8, imported with their file's vectors, or given "
+                          "their own): "
                           "`localmem reembed` adds them"))
     width = max(len(name) for name, _ in rows)
     return [f"{name.ljust(width)}  {value}" for name, value in rows]
