@@ -19,6 +19,7 @@ embed and store the turns with token evidence on and off, alternating.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -41,6 +42,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 import scale  # noqa: E402
 from results_file import write_section  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
+from localmem.recall.learned_rank import TreeModel  # noqa: E402
 from localmem.storage.token_codes import encode, measure_centre  # noqa: E402
 
 TOKEN_NOISE = 1.0  # per-token spread around the memory's vector, in units of its length
@@ -113,20 +115,28 @@ def measure_recall(n: int, queries: int, say: Any) -> dict[str, Any]:
     rng = np.random.default_rng(scale.SEED + 17)
     for _mode, kwargs, vector in work:
         embedder.add(kwargs["query"], vector, rng)
+    # "on" is token evidence without the learned-rank stage; "learned" adds it, with the
+    # packaged model told that this stand-in embedder is its own (the features are
+    # computed and the trees walked the same way whatever the vectors are).
+    store.learned_model = dataclasses.replace(TreeModel.packaged(), embedders=(embedder.name,))
+    learned = config.with_changes(learned_rank=True)
+    config = config.with_changes(learned_rank=False)
     off = config.with_changes(token_evidence=False)
     for _mode, kwargs, _vector in work[:10]:  # warm the page cache and statements
         store.recall(**kwargs)
     times: dict[str, dict[str, list[float]]] = {}
     scored = []
     for index, (mode, kwargs, _vector) in enumerate(work):
-        order = (("on", config), ("off", off)) if index % 2 == 0 else (("off", off), ("on", config))
-        for label, chosen in order:
+        order = [("on", config), ("off", off), ("learned", learned)]
+        for label, chosen in order[index % 3:] + order[:index % 3]:
             store.config = chosen
             started = time.perf_counter()
             response = store.recall(**kwargs)
             times.setdefault(mode, {}).setdefault(label, []).append((time.perf_counter() - started) * 1000)
             if label == "on":
                 scored.append(response["vector_search"]["token_scored"])
+            if label == "learned":
+                assert response["learned_rank"]["applied"], response["learned_rank"]
     store.config = config
     matrix = np.frombuffer(b"".join(r[0] for r in store.conn.execute(
         "SELECT embedding FROM memory_embeddings ORDER BY pk")), dtype=np.float32).reshape(-1, scale.DIMS)
@@ -183,13 +193,18 @@ def render(recall: dict[str, Any], ingest: dict[str, Any], command: str, seconds
              f"median {recall['scored']:.0f} candidates rescored per recall). Each query asked with token "
              f"evidence on and off in turn; floor = the numpy float32 scan of the same vectors, "
              f"{recall['floor_ms']:.1f} ms.", "",
-             "| mode | p50 on ms | p50 off ms | on ÷ off | p50 on ÷ floor | p95 on ÷ floor | p95 off ÷ floor |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "The learned columns add the learned-rank stage (recall/learned_rank.py) to token evidence.", "",
+             "| mode | p50 on ms | p50 off ms | on ÷ off | p50 on ÷ floor | p95 on ÷ floor | p95 off ÷ floor "
+             "| p50 learned ms | learned ÷ on | p50 learned ÷ floor | p95 learned ÷ floor |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     floor = recall["floor_ms"]
     for mode, by in recall["times"].items():
         on, off = statistics.median(by["on"]), statistics.median(by["off"])
+        with_model = statistics.median(by["learned"])
         lines.append(f"| {mode} | {on:.1f} | {off:.1f} | {on / off:.2f} | {on / floor:.2f}× | "
-                     f"{scale.pct(by['on'], 0.95) / floor:.2f}× | {scale.pct(by['off'], 0.95) / floor:.2f}× |")
+                     f"{scale.pct(by['on'], 0.95) / floor:.2f}× | {scale.pct(by['off'], 0.95) / floor:.2f}× | "
+                     f"{with_model:.1f} | {with_model / on:.2f} | {with_model / floor:.2f}× | "
+                     f"{scale.pct(by['learned'], 0.95) / floor:.2f}× |")
     lines += ["", f"Storage and ingest: {ingest['memories']} LoCoMo dev turns embedded by `{ingest['model']}` "
                   f"and stored with `store_many`, token evidence on and off alternating (median of the rounds).", "",
               "| measure | value |", "|---|---:|",

@@ -64,6 +64,11 @@ class Config:
     # MaxSim over them (recall/late_interaction.py); LOCALMEM_TOKEN_EVIDENCE=0 turns
     # both off.
     token_evidence: bool = True
+    # Learned re-ranking (recall/learned_rank.py): a tree model over pool features
+    # adds the ``learned`` component, in [0, 1], at this weight;
+    # LOCALMEM_LEARNED_RANK=0 turns it off, SEARCH_WEIGHT_LEARNED sets the weight.
+    learned_rank: bool = True
+    weight_learned: float = 1.0
     track_access: bool = True  # update last_accessed for recalled seeds
     # PRAGMA synchronous of the file (LOCALMEM_SYNCHRONOUS): NORMAL, or FULL to
     # also sync the WAL at every commit (the last commits survive a power cut).
@@ -116,6 +121,7 @@ class Config:
                        "RECENCY", "TAG", "RELATION", "RELEVANCE"):
             number(f"SEARCH_WEIGHT_{suffix}", f"weight_{suffix.lower()}")
         number("SEARCH_WEIGHT_TEMPORAL", "weight_temporal", minimum=0.0)
+        number("SEARCH_WEIGHT_LEARNED", "weight_learned", minimum=0.0)
         number("SEARCH_RECENCY_WINDOW_DAYS", "recency_window_days")
         if values.get("recency_window_days", 1.0) <= 0:
             values["recency_window_days"] = 180.0
@@ -150,7 +156,8 @@ class Config:
             values["keyword_scoring"] = scoring
         for name, attr in (("LOCALMEM_KEYWORD_SCOPE_IDF", "keyword_scope_idf"),
                            ("LOCALMEM_VECTOR_CENTERING", "vector_centering"),
-                           ("LOCALMEM_TOKEN_EVIDENCE", "token_evidence")):
+                           ("LOCALMEM_TOKEN_EVIDENCE", "token_evidence"),
+                           ("LOCALMEM_LEARNED_RANK", "learned_rank")):
             raw = env.get(name)
             if raw is not None and raw.strip():
                 if raw.strip().lower() not in BOOLEAN_WORDS:

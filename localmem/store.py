@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +33,7 @@ from .errors import NotFoundError, ValidationError
 from .storage.migrations import LATEST_VERSION, migrate, require_current_schema
 from .kagura import run_recall_v1
 from .progress import ProgressBar
+from .recall.learned_rank import TreeModel
 from .recall.pipeline import run_recall
 from .recall.state import memory_state, state_counts, still_hidden_warning
 from .storage.records import MemoryRow, record_by_id, rows_as_dicts, to_record
@@ -495,6 +497,16 @@ class MemoryStore:
         with read_transaction(self.conn):
             return abbreviate_ids(self.conn, self.sql, ids, min_length)
 
+    @functools.cached_property
+    def learned_model(self) -> TreeModel | None:
+        """The learned-rank model recall uses (recall/learned_rank.py): the packaged one, read
+        on first use; None (recall says so) when it cannot be read."""
+        try:
+            return TreeModel.packaged()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"localmem: learned ranking unavailable: {exc}", file=sys.stderr)
+            return None
+
     @_serialized
     def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:
         """Hybrid recall with every parameter of AutoMem's GET /recall."""
@@ -503,11 +515,11 @@ class MemoryStore:
         # (by the outermost call, should a recall run inside another one).
         backend = self._backend
         if backend.touch_queue is not None or self.conn.in_transaction:
-            return strip_non_finite(run_recall(backend, {"query": query, **params}))
+            return strip_non_finite(run_recall(backend, {"query": query, **params}, self.learned_model))
         backend.touch_queue = []
         try:
             with read_transaction(self.conn):
-                response = run_recall(backend, {"query": query, **params})
+                response = run_recall(backend, {"query": query, **params}, self.learned_model)
         finally:
             queued, backend.touch_queue = backend.touch_queue, None
         for memory_ids, when in queued:

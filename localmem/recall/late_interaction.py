@@ -20,7 +20,7 @@ its cosine, so a store part-way through ``localmem reembed`` still ranks.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -38,9 +38,27 @@ def token_score(max_sim: float) -> float:
     return min(1.0, max(0.0, SCALE * (max_sim - OFFSET)))
 
 
+class TokenMatch(NamedTuple):
+    """How one memory's tokens matched the query's: MaxSim and the spread behind it."""
+
+    max_sim: float  # mean over query tokens of the best memory token
+    best: float  # the best single token match
+    median: float  # median over query tokens of the best match
+    share_over_half: float  # share of query tokens with a match above 0.5
+    share_over_07: float  # ... above 0.7
+    tokens: int  # the memory's token count
+
+
 def token_similarities(backend: "Backend", results: list[dict[str, Any]],
                        query_tokens: np.ndarray) -> dict[str, float]:
     """MaxSim of the query's tokens against each result's token codes, by memory id
+    (results without codes are left out)."""
+    return {memory_id: match.max_sim for memory_id, match in token_matches(backend, results, query_tokens).items()}
+
+
+def token_matches(backend: "Backend", results: list[dict[str, Any]],
+                  query_tokens: np.ndarray) -> dict[str, TokenMatch]:
+    """How each result's token codes match the query's tokens, by memory id
     (results without codes are left out)."""
     centre = backend.token_centre(record=False)
     dims = backend.dimensions
@@ -65,4 +83,6 @@ def token_similarities(backend: "Backend", results: list[dict[str, Any]],
     signs = decode(sum(counts), b"".join(blobs), dims)
     starts = np.cumsum([0] + counts[:-1])
     best = np.maximum.reduceat(query @ signs.T, starts, axis=1)
-    return dict(zip(ids, best.mean(axis=0).tolist()))
+    stats = zip(best.mean(axis=0).tolist(), best.max(axis=0).tolist(), np.median(best, axis=0).tolist(),
+                (best > 0.5).mean(axis=0).tolist(), (best > 0.7).mean(axis=0).tolist(), counts)
+    return {memory_id: TokenMatch(*row) for memory_id, row in zip(ids, stats)}

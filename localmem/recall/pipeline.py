@@ -29,7 +29,8 @@ from .context import ContextProfile, build_context_profile, context_priority_blo
 from .decompose import decompose_query
 from .keywords import COMMON_TERM_ROWS, KeywordScorer
 from .centering import centred_similarities
-from .late_interaction import token_similarities
+from .late_interaction import token_matches
+from .learned_rank import TreeModel, learned_components, skip_reason
 from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
@@ -81,7 +82,7 @@ class QueryVectors:
 class Recall:
     """One recall request against one store."""
 
-    def __init__(self, backend: "Backend", params: RecallParams) -> None:
+    def __init__(self, backend: "Backend", params: RecallParams, learned: TreeModel | None = None) -> None:
         self.backend = backend
         self.config = backend.config
         self.params = params
@@ -89,6 +90,8 @@ class Recall:
         self.vectors = QueryVectors(backend, params.embedding)
         self.vector_found: dict[str, int] = {}  # vector candidates per query
         self.token_scored = 0  # candidates whose vector component came from token codes
+        self.learned = learned  # the learned-rank model (recall/learned_rank.py), if any
+        self.learned_ranked = 0  # candidates that got a learned component
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.scopes: dict[str, Scope] = {}  # each query's scope, for keyword statistics
@@ -145,9 +148,11 @@ class Recall:
         query_tokens = self.vectors.tokens_for(query) if missing else None
         if query_tokens is None:
             return
-        found = token_similarities(self.backend, missing, query_tokens)
+        found = token_matches(self.backend, missing, query_tokens)
         for result in missing:
-            result["_token"] = found.get(result["id"])
+            match = found.get(result["id"])
+            result["_token"] = match.max_sim if match is not None else None
+            result["_token_match"] = match
         self.token_scored += len(found)
 
     def scoped_keyword(self, query: str) -> ScopedKeywords | None:
@@ -216,6 +221,27 @@ class Recall:
         result.setdefault("original_score", result.get("match_score", 0.0))
         result["score_components"] = components
         result["_query"] = query
+
+    def learned_skipped(self) -> str | None:
+        """Why this recall's candidates get no learned component, or None when they do."""
+        if not self.config.learned_rank:
+            return "off (LOCALMEM_LEARNED_RANK=0)"
+        if self.params.sort != "score":
+            return f"results are sorted by {self.params.sort}"
+        if self.params.embedding is not None:
+            return "an explicit query embedding has no token vectors"
+        return skip_reason(self.learned, self.backend.meta("embedder"), self.backend.token_evidence)
+
+    def add_learned(self, candidates: list[dict[str, Any]], query: str) -> None:
+        """Add the learned-rank component to the scored candidates of one query."""
+        if not query or not candidates or self.learned_skipped() is not None:
+            return
+        weight = self.config.weight_learned
+        for candidate, learned in zip(candidates, learned_components(self.learned, candidates, query)):
+            candidate["score_components"]["learned"] = learned
+            candidate["final_score"] += weight * learned
+            candidate["score"] = candidate["final_score"]
+        self.learned_ranked += len(candidates)
 
     def scorer(self, query: str):
         def score(result: dict[str, Any]) -> None:
@@ -300,6 +326,7 @@ class Recall:
         self.prepare(candidates, query)
         for candidate in candidates:
             self.score(candidate, query)
+        self.add_learned(candidates, query)
         self.evidence.add(candidates)
         if params.min_score > 0:
             candidates = [c for c in candidates if c["final_score"] >= params.min_score]
@@ -509,6 +536,10 @@ class Recall:
             "matched": self.vector_pool > 0,
             "token_scored": self.token_scored,
         }
+        if params.query or params.queries:
+            skipped = self.learned_skipped()
+            response["learned_rank"] = ({"applied": True, "candidates": self.learned_ranked}
+                                        if skipped is None else {"applied": False, "reason": skipped})
         left_out = sorted({t for scorer in self.keyword_scorers.values() for t in scorer.left_out})
         if left_out:
             response["keyword_search"] = {
@@ -568,7 +599,7 @@ def _public(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_recall(backend: "Backend", raw: dict[str, Any]) -> dict[str, Any]:
+def run_recall(backend: "Backend", raw: dict[str, Any], learned: TreeModel | None = None) -> dict[str, Any]:
     """Answer one recall request with AutoMem's GET /recall response body."""
     params = parse_recall_params(raw, backend.config, backend.dimensions, backend.now())
-    return Recall(backend, params).run()
+    return Recall(backend, params, learned).run()

@@ -1,0 +1,208 @@
+"""Train the learned-rank model (localmem/recall/learned_rank.py) on the LoCoMo dev conversations.
+
+Every dev question is asked through ``MemoryStore.recall`` exactly as
+``benchmarks/locomo.py`` asks it, with the learned component at weight 0, and
+the candidate pool's features (``learned_rank.pool_features``) are recorded
+with a label per candidate: is it one of the question's evidence turns. A
+LightGBM lambdarank model is then
+
+1. trained on four conversations and scored on the fifth, for each of the
+   five (leave one conversation out): the estimate of what the model does on
+   conversations it has not seen, printed and, with ``--results``, written to
+   RESULTS.md;
+2. with ``--write``, trained on all five and saved as
+   ``localmem/models/learned_rank.json`` (the model recall ships with).
+
+    pip install lightgbm
+    python benchmarks/train_learned_rank.py [--write] [--results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import locomo  # noqa: E402
+from localmem import Config  # noqa: E402
+from localmem.recall import learned_rank, pipeline  # noqa: E402
+from results_file import write_section  # noqa: E402
+
+MODEL_PATH = Path(__file__).resolve().parent.parent / "localmem" / "models" / learned_rank.MODEL_RESOURCE
+PARAMS = dict(objective="lambdarank", num_leaves=7, min_child_samples=50,
+              subsample=0.8, subsample_freq=1, colsample_bytree=0.8, reg_lambda=1.0, verbose=-1)
+
+
+def record_pools(store, questions: list[dict]) -> list[dict]:
+    """Each question's candidate pool: dialog ids, weighted scores, features, labels."""
+    pools: list[dict] = []
+    dia_of = dict(store.conn.execute("SELECT id, json_extract(metadata, '$.dia_id') FROM memories"))
+
+    def recording(model, candidates, query):
+        pools[-1]["dia"] = [dia_of[c["id"]] for c in candidates]
+        pools[-1]["final"] = np.array([c["final_score"] for c in candidates])
+        pools[-1]["rows"] = learned_rank.pool_features(candidates, query)
+        return [0.0] * len(candidates)
+
+    real = pipeline.learned_components
+    pipeline.learned_components = recording
+    try:
+        for q in questions:
+            pools.append({"question": q})
+            store.recall(q["question"], tags=[q["conv_tag"]], limit=20, adaptive_floor=False)
+    finally:
+        pipeline.learned_components = real
+    for pool in pools:
+        pool["labels"] = np.array([1.0 if d in pool["question"]["evidence"] else 0.0 for d in pool["dia"]])
+    return pools
+
+
+def placeholder_model(embedder: str) -> learned_rank.TreeModel:
+    """A one-leaf model, so recall computes the features while recording (its score is unused)."""
+    one = np.zeros((1, 1))
+    return learned_rank.TreeModel(feature=np.full((1, 1), -1), threshold=one, left=one.astype(int),
+                                  right=one.astype(int), value=one, depth=0, embedders=(embedder,),
+                                  features=learned_rank.FEATURES)
+
+
+def fit(pools: list[dict], rounds: int, seed: int, learning_rate: float):
+    import lightgbm
+
+    ranker = lightgbm.LGBMRanker(n_estimators=rounds, random_state=seed, learning_rate=learning_rate, **PARAMS)
+    ranker.fit(np.concatenate([p["rows"] for p in pools]), np.concatenate([p["labels"] for p in pools]),
+               group=[len(p["labels"]) for p in pools])
+    return ranker
+
+
+def recall_at(pool: dict, scores: np.ndarray, k: int = 10) -> float:
+    order = np.argsort(-scores, kind="stable")
+    found = {pool["dia"][i] for i in order[:k]}
+    evidence = pool["question"]["evidence"]
+    return len(found & evidence) / len(evidence)
+
+
+def leave_one_out(pools: list[dict], rounds: int, seed: int, learning_rate: float,
+                  weight: float) -> list[dict]:
+    """Per conversation: R@10 of the weighted score and of weighted + learned, the model trained without it."""
+    rows = []
+    for conv in sorted({p["question"]["conv_tag"] for p in pools}, key=lambda t: int(t.split(":")[1])):
+        train = [p for p in pools if p["question"]["conv_tag"] != conv]
+        test = [p for p in pools if p["question"]["conv_tag"] == conv]
+        model = fit(train, rounds, seed, learning_rate)
+        base, learned, by_category = [], [], {}
+        for pool in test:
+            raw = model.predict(pool["rows"], raw_score=True)
+            with_model = pool["final"] + weight / (1.0 + np.exp(-raw))
+            base.append(recall_at(pool, pool["final"]))
+            learned.append(recall_at(pool, with_model))
+            category = locomo.CATEGORIES[pool["question"]["category"]]
+            by_category.setdefault(category, []).append((base[-1], learned[-1]))
+        rows.append({"conversation": conv, "n": len(test), "base": float(np.mean(base)),
+                     "learned": float(np.mean(learned)), "categories": by_category})
+    return rows
+
+
+def export(ranker, embedders: list[str], settings: dict) -> dict:
+    """The booster's trees as flat arrays (the format TreeModel.from_dict reads)."""
+    dumped = ranker.booster_.dump_model()
+    trees, depth = [], 0
+    for info in dumped["tree_info"]:
+        arrays = {"feature": [], "threshold": [], "left": [], "right": [], "value": []}
+
+        def add(node: dict, level: int) -> int:
+            nonlocal depth
+            index = len(arrays["feature"])
+            for key in arrays:
+                arrays[key].append(0)
+            if "leaf_value" in node or "split_feature" not in node:
+                depth = max(depth, level)
+                arrays["feature"][index] = -1
+                arrays["value"][index] = float(node.get("leaf_value", 0.0))
+                return index
+            if node.get("decision_type", "<=") != "<=":
+                raise ValueError(f"unsupported split {node.get('decision_type')!r}")
+            arrays["feature"][index] = int(node["split_feature"])
+            arrays["threshold"][index] = float(node["threshold"])
+            arrays["left"][index] = add(node["left_child"], level + 1)
+            arrays["right"][index] = add(node["right_child"], level + 1)
+            return index
+
+        add(info["tree_structure"], 0)
+        trees.append(arrays)
+    return {"format": 1, "features": list(learned_rank.FEATURES), "embedders": embedders, "depth": depth,
+            "trained_on": "LoCoMo dev conversations 0-4 (benchmarks/train_learned_rank.py)",
+            "params": {**PARAMS, **settings}, "trees": trees}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(locomo.DEFAULT_DATA))
+    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--learning-rate", type=float, default=0.15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--write", action="store_true", help="train on all five and save the model")
+    parser.add_argument("--results", action="store_true", help="write the estimate to RESULTS.md")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    data = json.load(open(args.data, encoding="utf-8"))
+    config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
+    store, questions = locomo.build_store(data, locomo.cached_embedder(args.embedder), ":memory:", config)
+    embedder = store._backend.meta("embedder")
+    store.learned_model = placeholder_model(embedder)
+    pools = record_pools(store, questions)
+    weight = Config().weight_learned
+    rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight)
+    lines = report(rows, len(pools))
+    print("\n".join(lines))
+    if args.write:
+        settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
+        model = export(fit(pools, args.rounds, args.seed, args.learning_rate), [embedder], settings)
+        MODEL_PATH.parent.mkdir(exist_ok=True)
+        MODEL_PATH.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"wrote {MODEL_PATH} ({MODEL_PATH.stat().st_size:,} bytes, {len(model['trees'])} trees)")
+    if args.results:
+        elapsed = time.perf_counter() - started
+        write_section("learned-rank", "\n".join([
+            "## Learned re-ranking: leave one conversation out", "",
+            f"Command: `python benchmarks/train_learned_rank.py --results` (embedder `{args.embedder}`, "
+            f"{args.rounds} rounds, learning rate {args.learning_rate}, seed {args.seed}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+            f"{len(pools)} questions, {elapsed:.0f} s.", "", *lines]))
+    return 0
+
+
+def report(rows: list[dict], n: int) -> list[str]:
+    lines = ["Each conversation scored by a model trained on the other four (R@10 of the pool ordered by the",
+             "weighted score, then by weighted score + learned component):", "",
+             "| conversation | n | without | with | change |", "|---|---:|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['conversation']} | {row['n']} | {row['base']:.3f} | {row['learned']:.3f} | "
+                     f"{row['learned'] - row['base']:+.3f} |")
+    base = sum(r["base"] * r["n"] for r in rows) / n
+    learned = sum(r["learned"] * r["n"] for r in rows) / n
+    lines.append(f"| all | {n} | {base:.3f} | {learned:.3f} | {learned - base:+.3f} |")
+    categories: dict[str, list] = {}
+    for row in rows:
+        for name, pairs in row["categories"].items():
+            categories.setdefault(name, []).extend(pairs)
+    lines += ["", "| category | n | without | with |", "|---|---:|---:|---:|"]
+    for name in locomo.CATEGORIES.values():
+        pairs = categories.get(name, [])
+        if pairs:
+            lines.append(f"| {name} | {len(pairs)} | {np.mean([a for a, _ in pairs]):.3f} | "
+                         f"{np.mean([b for _, b in pairs]):.3f} |")
+    return lines
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

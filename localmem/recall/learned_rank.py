@@ -1,0 +1,181 @@
+"""Learned re-ranking: a small tree model's view of the evidence, added to the score.
+
+The weighted sum of components (recall/scoring.py) scores each candidate on
+its own. Some evidence is only visible across the pool: how far a candidate
+is from the query's best vector or keyword match, whether its thread holds
+other strong candidates, whether it is the question a neighbour answers.
+A gradient-boosted tree model (LightGBM's lambdarank, trained by
+``benchmarks/train_learned_rank.py``) reads those pool features and gives
+each candidate a score; its logistic, in [0, 1], is the ``learned``
+component, added with weight ``weight_learned``.
+
+The features include raw cosines and MaxSim values, whose scale belongs to
+one embedding model, so the model is used only with the embedder it was
+trained with (the model file names it) and with token evidence on;
+otherwise recall says why it was not applied.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ..storage.threads import thread_key
+
+FEATURES = (
+    "vector", "keyword", "tag", "final",
+    "vector_rank", "keyword_rank", "final_rank",
+    "final_gap", "vector_gap", "keyword_gap",
+    "cosine", "max_sim", "best_token", "share_over_half", "share_over_07", "median_token",
+    "log_tokens", "query_words", "cosine_gap", "max_sim_gap", "is_question",
+    "prev_vector", "prev_keyword", "prev_final", "next_vector", "next_keyword", "next_final",
+    "thread_best", "thread_top20", "thread_gap",
+)
+# Thread features count pool members among the top this many by weighted score.
+THREAD_TOP = 20
+MODEL_RESOURCE = "learned_rank.json"
+
+
+def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
+    ranks = np.empty(len(values))
+    ranks[np.argsort(-values, kind="stable")] = np.arange(len(values))
+    return 1.0 / (1.0 + ranks)
+
+
+def pool_features(candidates: list[dict[str, Any]], query: str) -> np.ndarray:
+    """One row of FEATURES per candidate (scored by recall/scoring.py), in the pool's order."""
+    n = len(candidates)
+    components = [c.get("score_components") or {} for c in candidates]
+    vector = np.array([float(c.get("vector", 0.0)) for c in components])
+    keyword = np.array([float(c.get("keyword", 0.0)) for c in components])
+    tag = np.array([float(c.get("tag", 0.0)) for c in components])
+    final = np.array([float(c.get("final_score") or 0.0) for c in candidates])
+    cosine = np.array([float(c["_similarity"]) if c.get("_similarity") is not None else 0.0
+                       for c in candidates])
+    matches = [c.get("_token_match") for c in candidates]
+    token = np.array([[m.max_sim, m.best, m.share_over_half, m.share_over_07, m.median,
+                       math.log1p(m.tokens)] if m is not None else [0.0] * 6 for m in matches])
+    question = np.array([1.0 if "?" in (c["memory"].get("content") or "") else 0.0 for c in candidates])
+    columns = [
+        vector, keyword, tag, final,
+        _reciprocal_rank(vector), _reciprocal_rank(keyword), _reciprocal_rank(final),
+        final - final.max(), vector - vector.max(), keyword - keyword.max(),
+        cosine, token[:, 0], token[:, 1], token[:, 2], token[:, 3], token[:, 4],
+        token[:, 5], np.full(n, float(len(query.split()))), cosine - cosine.max(),
+        token[:, 0] - token[:, 0].max(), question,
+    ]
+    return np.column_stack(columns + list(_thread_features(candidates, vector, keyword, final).T))
+
+
+def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keyword: np.ndarray,
+                     final: np.ndarray) -> np.ndarray:
+    """The pool neighbours before and after each candidate in its thread, and its thread's best."""
+    n = len(candidates)
+    out = np.zeros((n, 9))
+    top = _reciprocal_rank(final) > 1.0 / (THREAD_TOP + 0.5)
+    threads: dict[str, list[int]] = {}
+    for index, candidate in enumerate(candidates):
+        memory = candidate["memory"]
+        key = thread_key(memory.get("context") or "default", memory.get("metadata") or {},
+                         memory.get("tags") or [])
+        threads.setdefault(key if key is not None else f"\x00{index}", []).append(index)
+    for members in threads.values():
+        members.sort(key=lambda i: (str(candidates[i]["memory"].get("timestamp") or ""),
+                                    candidates[i].get("_pk", 0)))
+        best, count = final[members].max(), float(top[members].sum())
+        for position, i in enumerate(members):
+            if position > 0:
+                p = members[position - 1]
+                out[i, 0:3] = vector[p], keyword[p], final[p]
+            if position + 1 < len(members):
+                q = members[position + 1]
+                out[i, 3:6] = vector[q], keyword[q], final[q]
+            out[i, 6:9] = best, count, final[i] - best
+    return out
+
+
+@dataclass(frozen=True)
+class TreeModel:
+    """An ensemble of binary trees over FEATURES, as flat arrays (one row per tree).
+
+    A node ``j`` of tree ``t`` is a leaf when ``feature[t, j] < 0``; otherwise
+    rows with ``x[feature] <= threshold`` go to ``left``, the rest to ``right``.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    depth: int
+    embedders: tuple[str, ...]
+    features: tuple[str, ...]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TreeModel":
+        if data.get("format") != 1:
+            raise ValueError("unknown learned-rank model format")
+        trees = data["trees"]
+        width = max(len(t["feature"]) for t in trees)
+
+        def stack(key: str, fill: float, dtype: Any) -> np.ndarray:
+            return np.array([t[key] + [fill] * (width - len(t[key])) for t in trees], dtype=dtype)
+
+        model = cls(feature=stack("feature", -1, np.int64), threshold=stack("threshold", 0.0, np.float64),
+                    left=stack("left", 0, np.int64), right=stack("right", 0, np.int64),
+                    value=stack("value", 0.0, np.float64), depth=int(data["depth"]),
+                    embedders=tuple(data["embedders"]), features=tuple(data["features"]))
+        if model.features != FEATURES:
+            raise ValueError("the learned-rank model was trained on other features")
+        return model
+
+    @classmethod
+    def packaged(cls) -> "TreeModel":
+        """The model shipped with localmem."""
+        text = resources.files("localmem").joinpath("models", MODEL_RESOURCE).read_text(encoding="utf-8")
+        return cls.from_dict(json.loads(text))
+
+    def raw_scores(self, rows: np.ndarray) -> np.ndarray:
+        """The ensemble's sum of leaf values for each row.
+
+        Every split of every tree is decided for every row in one comparison;
+        then all trees descend together, one level per step, on flat node
+        indices (tree offset + node), which numpy indexes fastest.
+        """
+        trees, width = self.feature.shape
+        count = rows.shape[0]
+        feature, leaf = self.feature.ravel(), self.feature.ravel() < 0
+        offset = (np.arange(trees) * width)[:, None]
+        left, right = (self.left + offset).ravel(), (self.right + offset).ravel()
+        decided = (rows[:, np.where(leaf, 0, feature)] <= self.threshold.ravel()).ravel()
+        row_start = (np.arange(count) * (trees * width))[None, :]
+        node = np.repeat(offset, count, axis=1)
+        for _ in range(self.depth):
+            below = np.where(decided[row_start + node], left[node], right[node])
+            node = np.where(leaf[node], node, below)
+        return self.value.ravel()[node].sum(axis=0)
+
+
+def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query: str) -> list[float]:
+    """Each candidate's ``learned`` component: the logistic of the model's score."""
+    if not candidates:
+        return []
+    raw = model.raw_scores(pool_features(candidates, query))
+    return (1.0 / (1.0 + np.exp(-np.clip(raw, -60.0, 60.0)))).tolist()
+
+
+def skip_reason(model: TreeModel | None, embedder_name: str | None, token_evidence: bool) -> str | None:
+    """Why the model cannot rank this store's candidates, or None when it can."""
+    if model is None:
+        return "no learned-rank model is installed"
+    if not token_evidence:
+        return "token evidence is off (LOCALMEM_TOKEN_EVIDENCE=0); the model reads MaxSim"
+    if embedder_name not in model.embedders:
+        return (f"the model was trained on {', '.join(model.embedders)} features; "
+                f"this store embeds with {embedder_name or 'no embedder'}")
+    return None

@@ -1,0 +1,233 @@
+"""Learned re-ranking: the tree model's evaluator, the pool features, and the
+``learned`` component recall adds with them (issue 16)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from localmem import Config
+from localmem.recall.late_interaction import TokenMatch
+from localmem.recall.learned_rank import FEATURES, TreeModel, pool_features
+
+from store_helpers import new_store
+
+QUESTION = FEATURES.index("is_question")
+FINAL = FEATURES.index("final")
+
+
+def tree(feature: int, threshold: float, low: float, high: float) -> dict:
+    """A one-split tree: ``low`` when x[feature] <= threshold, else ``high``."""
+    return {"feature": [feature, -1, -1], "threshold": [threshold, 0.0, 0.0], "left": [1, 0, 0],
+            "right": [2, 0, 0], "value": [0.0, low, high]}
+
+
+def model_dict(trees: list[dict], embedders=("hash",), depth: int = 1) -> dict:
+    return {"format": 1, "features": list(FEATURES), "embedders": list(embedders), "depth": depth,
+            "trees": trees}
+
+
+def question_model(embedders=("hash",)) -> TreeModel:
+    """Ranks memories that ask a question far above those that do not."""
+    return TreeModel.from_dict(model_dict([tree(QUESTION, 0.5, -6.0, 6.0)], embedders))
+
+
+# -- the evaluator -------------------------------------------------------------------------------------
+
+
+def test_trees_are_summed_over_their_leaves():
+    deeper = {"feature": [FINAL, -1, QUESTION, -1, -1], "threshold": [0.5, 0, 0.5, 0, 0],
+              "left": [1, 0, 3, 0, 0], "right": [2, 0, 4, 0, 0], "value": [0, 1.0, 0, 2.0, 3.0]}
+    model = TreeModel.from_dict(model_dict([tree(QUESTION, 0.5, -1.0, 1.0), deeper], depth=2))
+    rows = np.zeros((4, len(FEATURES)))
+    rows[1, FINAL] = 0.9
+    rows[2, FINAL], rows[2, QUESTION] = 0.9, 1.0
+    rows[3, QUESTION] = 1.0
+    # row 0: -1 + 1; row 1: -1 + 2; row 2: 1 + 3; row 3: 1 + 1
+    assert model.raw_scores(rows).tolist() == [0.0, 1.0, 4.0, 2.0]
+
+
+def test_a_threshold_is_inclusive_on_the_left():
+    model = TreeModel.from_dict(model_dict([tree(FINAL, 0.5, -1.0, 1.0)]))
+    rows = np.zeros((3, len(FEATURES)))
+    rows[:, FINAL] = [0.5, np.nextafter(0.5, 1.0), 0.4]
+    assert model.raw_scores(rows).tolist() == [-1.0, 1.0, -1.0]
+
+
+def test_a_model_for_other_features_or_format_is_refused():
+    other = model_dict([tree(0, 0.5, 0.0, 1.0)])
+    other["features"] = list(FEATURES[:-1])
+    with pytest.raises(ValueError, match="other features"):
+        TreeModel.from_dict(other)
+    with pytest.raises(ValueError, match="format"):
+        TreeModel.from_dict({**model_dict([tree(0, 0.5, 0.0, 1.0)]), "format": 2})
+
+
+def test_the_packaged_model_reads_the_features_recall_computes():
+    model = TreeModel.packaged()
+    assert model.features == FEATURES
+    assert "all-MiniLM-L6-v2" in model.embedders
+    assert model.feature.shape[0] >= 50 and model.depth >= 1
+    assert model.feature.max() < len(FEATURES)
+    rows = np.random.default_rng(0).uniform(-1, 1, size=(30, len(FEATURES)))
+    scores = model.raw_scores(rows)
+    assert np.isfinite(scores).all() and scores.std() > 0  # it does tell candidates apart
+
+
+# -- the features --------------------------------------------------------------------------------------
+
+
+def candidate(pk: int, final: float, vector: float, keyword: float, *, thread: str | None = None,
+              content: str = "a statement", timestamp: str = "2024-01-01T00:00:00+00:00",
+              similarity: float | None = 0.3, match: TokenMatch | None = None) -> dict:
+    metadata = {"thread": thread} if thread else {}
+    return {"id": f"m{pk}", "_pk": pk, "final_score": final, "_similarity": similarity, "_token_match": match,
+            "score_components": {"vector": vector, "keyword": keyword, "tag": 0.0},
+            "memory": {"content": content, "metadata": metadata, "tags": [], "context": "default",
+                       "timestamp": timestamp}}
+
+
+def column(rows: np.ndarray, name: str) -> list[float]:
+    return [round(float(v), 6) for v in rows[:, FEATURES.index(name)]]
+
+
+def test_pool_features_measure_each_candidate_against_the_pool():
+    match = TokenMatch(max_sim=0.6, best=0.9, median=0.55, share_over_half=0.75, share_over_07=0.25, tokens=12)
+    pool = [candidate(1, 0.9, 0.8, 0.2, match=match), candidate(2, 0.5, 0.3, 0.7, similarity=None),
+            candidate(3, 0.7, 0.5, 0.5, content="did you go?")]
+    rows = pool_features(pool, "where did she go")
+    assert rows.shape == (3, len(FEATURES))
+    assert column(rows, "final_gap") == [0.0, -0.4, -0.2]
+    assert column(rows, "keyword_gap") == [-0.5, 0.0, -0.2]
+    assert column(rows, "final_rank") == [1.0, round(1 / 3, 6), 0.5]
+    assert column(rows, "cosine") == [0.3, 0.0, 0.3]  # no cosine counts as none
+    assert column(rows, "max_sim") == [0.6, 0.0, 0.0]
+    assert column(rows, "share_over_half") == [0.75, 0.0, 0.0]
+    assert column(rows, "log_tokens")[0] == round(float(np.log1p(12)), 6)
+    assert column(rows, "is_question") == [0.0, 0.0, 1.0]
+    assert column(rows, "query_words") == [4.0] * 3
+
+
+def test_thread_features_follow_the_thread_order_not_the_pool_order():
+    late, early = "2024-01-02T00:00:00+00:00", "2024-01-01T00:00:00+00:00"
+    pool = [candidate(5, 0.9, 0.9, 0.1, thread="t", timestamp=late),
+            candidate(7, 0.4, 0.2, 0.6, thread="t", timestamp=early),
+            candidate(6, 0.6, 0.4, 0.4, thread="t", timestamp=early),
+            candidate(8, 0.8, 0.1, 0.9)]  # no thread: a thread of its own
+    rows = pool_features(pool, "q")
+    # thread order: pk 6, pk 7 (same time: insertion order), then pk 5
+    assert column(rows, "prev_final") == [0.4, 0.6, 0.0, 0.0]
+    assert column(rows, "next_final") == [0.0, 0.9, 0.4, 0.0]
+    assert column(rows, "prev_keyword") == [0.6, 0.4, 0.0, 0.0]
+    assert column(rows, "thread_best") == [0.9, 0.9, 0.9, 0.8]
+    assert column(rows, "thread_top20") == [3.0, 3.0, 3.0, 1.0]
+    assert column(rows, "thread_gap") == [0.0, -0.5, -0.3, 0.0]
+
+
+# -- in recall -----------------------------------------------------------------------------------------
+
+
+def filled_store(**config):
+    store = new_store(config=Config(**config)) if config else new_store()
+    ids = {
+        "asks": store.store("Did the garden party on Sunday go well?"),
+        "tells": store.store("The garden party on Sunday went well, lots of people came"),
+        "other": store.store("Bought new tyres for the car"),
+    }
+    return store, ids
+
+
+def test_without_a_model_for_its_embedder_recall_says_why():
+    store, _ = filled_store()
+    response = store.recall("garden party Sunday")
+    assert response["learned_rank"]["applied"] is False
+    assert "hash" in response["learned_rank"]["reason"]
+    assert all("learned" not in r["score_components"] for r in response["results"])
+
+
+def test_the_learned_component_is_added_to_the_score_and_reorders():
+    store, ids = filled_store()
+    before = store.recall("garden party Sunday went well")
+    assert before["results"][0]["id"] == ids["tells"]
+    weighted = {r["id"]: r["final_score"] for r in before["results"]}
+    store.learned_model = question_model()
+    after = store.recall("garden party Sunday went well")
+    assert after["learned_rank"] == {"applied": True, "candidates": len(after["results"])}
+    assert after["results"][0]["id"] == ids["asks"]  # the model's preference wins
+    for result in after["results"]:
+        learned = result["score_components"]["learned"]
+        expected = 1 / (1 + np.exp(6.0)) if result["id"] != ids["asks"] else 1 / (1 + np.exp(-6.0))
+        assert learned == pytest.approx(expected)
+        assert result["final_score"] == pytest.approx(weighted[result["id"]] + learned)
+        assert result["score"] == result["final_score"]
+
+
+def test_weight_learned_scales_the_component():
+    store, ids = filled_store(weight_learned=0.0)
+    store.learned_model = question_model()
+    response = store.recall("garden party Sunday went well")
+    assert response["results"][0]["id"] == ids["tells"]  # weight 0: the order of the weighted sum
+    assert response["results"][0]["score_components"]["learned"] < 0.01
+
+
+@pytest.mark.parametrize("config, params, reason", [
+    ({"learned_rank": False}, {}, "LOCALMEM_LEARNED_RANK=0"),
+    ({"token_evidence": False}, {}, "token evidence is off"),
+    ({}, {"sort": "time_desc"}, "sorted by time_desc"),
+])
+def test_when_the_model_is_not_used_the_answer_says_so(config, params, reason):
+    store, _ = filled_store(**config)
+    store.learned_model = question_model()
+    response = store.recall("garden party Sunday", **params)
+    assert response["learned_rank"]["applied"] is False
+    assert reason in response["learned_rank"]["reason"]
+    assert all("learned" not in r["score_components"] for r in response["results"])
+
+
+def test_an_explicit_query_embedding_gets_no_learned_component():
+    store, _ = filled_store()
+    store.learned_model = question_model()
+    vector = store.embed_texts(["garden party"])[0]
+    response = store.recall("garden party", embedding=np.frombuffer(vector, dtype=np.float32).tolist())
+    assert response["learned_rank"]["applied"] is False
+    assert "explicit query embedding" in response["learned_rank"]["reason"]
+
+
+def test_a_recall_without_text_has_no_learned_rank_block():
+    store, _ = filled_store()
+    assert "learned_rank" not in store.recall(None)
+
+
+def test_an_unreadable_model_file_leaves_recall_working(monkeypatch, capsys):
+    def broken():
+        raise ValueError("unknown learned-rank model format")
+
+    monkeypatch.setattr(TreeModel, "packaged", staticmethod(broken))
+    store, ids = filled_store()
+    response = store.recall("garden party Sunday went well")
+    assert response["results"][0]["id"] == ids["tells"]
+    assert response["learned_rank"] == {"applied": False, "reason": "no learned-rank model is installed"}
+    assert "learned ranking unavailable: unknown learned-rank model format" in capsys.readouterr().err
+
+
+def test_config_reads_the_switch_and_the_weight_from_the_environment():
+    config = Config.from_env({"LOCALMEM_LEARNED_RANK": "0", "SEARCH_WEIGHT_LEARNED": "0.5"})
+    assert config.learned_rank is False and config.weight_learned == 0.5
+    assert Config.from_env({}).learned_rank is True
+    with pytest.raises(Exception, match="LOCALMEM_LEARNED_RANK"):
+        Config.from_env({"LOCALMEM_LEARNED_RANK": "perhaps"})
+
+
+@pytest.mark.model
+def test_minilm_stores_use_the_packaged_model():
+    pytest.importorskip("sentence_transformers")
+    store = new_store(embedder="auto")
+    store.store("Melanie signed up for a pottery class yesterday", tags=["t"])
+    store.store("The weather was cold and grey", tags=["t"])
+    response = store.recall("What class did Melanie sign up for?", tags=["t"])
+    assert response["learned_rank"]["applied"] is True
+    assert response["results"][0]["memory"]["content"].startswith("Melanie signed up")
+    assert 0.0 <= response["results"][0]["score_components"]["learned"] <= 1.0
+    assert json.loads(json.dumps(response))  # plain JSON numbers
