@@ -52,7 +52,7 @@ def record_pools(store, questions: list[dict]) -> list[dict]:
         pools[-1]["dia"] = [dia_of[c["id"]] for c in candidates]
         pools[-1]["final"] = np.array([c["final_score"] for c in candidates])
         pools[-1]["rows"] = learned_rank.pool_features(candidates, query)
-        return [0.0] * len(candidates)
+        return {}
 
     real = pipeline.learned_components
     pipeline.learned_components = recording
@@ -84,31 +84,27 @@ def fit(pools: list[dict], rounds: int, seed: int, learning_rate: float):
     return ranker
 
 
-def recall_at(pool: dict, scores: np.ndarray, k: int = 10) -> float:
+def ranked_metrics(pool: dict, scores: np.ndarray) -> dict[str, float]:
+    """locomo.py's metrics (R@k, MRR, nDCG@10) of the pool ordered by ``scores``."""
     order = np.argsort(-scores, kind="stable")
-    found = {pool["dia"][i] for i in order[:k]}
-    evidence = pool["question"]["evidence"]
-    return len(found & evidence) / len(evidence)
+    return locomo.metrics([pool["dia"][i] for i in order], pool["question"]["evidence"])
 
 
 def leave_one_out(pools: list[dict], rounds: int, seed: int, learning_rate: float,
                   weight: float) -> list[dict]:
-    """Per conversation: R@10 of the weighted score and of weighted + learned, the model trained without it."""
+    """Per question: metrics of the weighted score and of weighted + learned, the model
+    trained without the question's conversation."""
     rows = []
     for conv in sorted({p["question"]["conv_tag"] for p in pools}, key=lambda t: int(t.split(":")[1])):
         train = [p for p in pools if p["question"]["conv_tag"] != conv]
-        test = [p for p in pools if p["question"]["conv_tag"] == conv]
         model = fit(train, rounds, seed, learning_rate)
-        base, learned, by_category = [], [], {}
-        for pool in test:
-            raw = model.predict(pool["rows"], raw_score=True)
-            with_model = pool["final"] + weight / (1.0 + np.exp(-raw))
-            base.append(recall_at(pool, pool["final"]))
-            learned.append(recall_at(pool, with_model))
-            category = locomo.CATEGORIES[pool["question"]["category"]]
-            by_category.setdefault(category, []).append((base[-1], learned[-1]))
-        rows.append({"conversation": conv, "n": len(test), "base": float(np.mean(base)),
-                     "learned": float(np.mean(learned)), "categories": by_category})
+        for pool in (p for p in pools if p["question"]["conv_tag"] == conv):
+            # As recall does: the model scores the top LEARNED_TOP by weighted score.
+            top = np.argsort(-pool["final"], kind="stable")[:learned_rank.LEARNED_TOP]
+            learned = np.zeros(len(pool["final"]))
+            learned[top] = 1.0 / (1.0 + np.exp(-model.predict(pool["rows"][top], raw_score=True)))
+            rows.append({"question": pool["question"], "base": ranked_metrics(pool, pool["final"]),
+                         "learned": ranked_metrics(pool, pool["final"] + weight * learned)})
     return rows
 
 
@@ -163,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     pools = record_pools(store, questions)
     weight = Config().weight_learned
     rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight)
-    lines = report(rows, len(pools))
+    lines = report(rows)
     print("\n".join(lines))
     if args.write:
         settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
@@ -181,26 +177,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(rows: list[dict], n: int) -> list[str]:
-    lines = ["Each conversation scored by a model trained on the other four (R@10 of the pool ordered by the",
+def report(rows: list[dict]) -> list[str]:
+    def mean(selected: list[dict], which: str, key: str) -> float:
+        return float(np.mean([r[which][key] for r in selected]))
+
+    keys = ["R@1", "R@5", "R@10", "R@20", "MRR"]
+    lines = ["Each question ranked by a model trained without its conversation (the pool ordered by the",
              "weighted score, then by weighted score + learned component):", "",
-             "| conversation | n | without | with | change |", "|---|---:|---:|---:|---:|"]
+             "| ranking | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for which, label in (("base", "weighted score (LOCALMEM_LEARNED_RANK=0)"),
+                         ("learned", "+ learned component, held out")):
+        lines.append(f"| {label} | " + " | ".join(f"{mean(rows, which, k):.3f}" for k in keys) + " |")
+    lines += ["", "| conversation | n | R@10 without | R@10 with | change |", "|---|---:|---:|---:|---:|"]
+    groups: dict[str, list[dict]] = {}
     for row in rows:
-        lines.append(f"| {row['conversation']} | {row['n']} | {row['base']:.3f} | {row['learned']:.3f} | "
-                     f"{row['learned'] - row['base']:+.3f} |")
-    base = sum(r["base"] * r["n"] for r in rows) / n
-    learned = sum(r["learned"] * r["n"] for r in rows) / n
-    lines.append(f"| all | {n} | {base:.3f} | {learned:.3f} | {learned - base:+.3f} |")
-    categories: dict[str, list] = {}
-    for row in rows:
-        for name, pairs in row["categories"].items():
-            categories.setdefault(name, []).extend(pairs)
-    lines += ["", "| category | n | without | with |", "|---|---:|---:|---:|"]
-    for name in locomo.CATEGORIES.values():
-        pairs = categories.get(name, [])
-        if pairs:
-            lines.append(f"| {name} | {len(pairs)} | {np.mean([a for a, _ in pairs]):.3f} | "
-                         f"{np.mean([b for _, b in pairs]):.3f} |")
+        groups.setdefault(row["question"]["conv_tag"], []).append(row)
+    for name, selected in groups.items():
+        base, learned = mean(selected, "base", "R@10"), mean(selected, "learned", "R@10")
+        lines.append(f"| {name} | {len(selected)} | {base:.3f} | {learned:.3f} | {learned - base:+.3f} |")
+    lines += ["", "| category | n | R@10 without | R@10 with |", "|---|---:|---:|---:|"]
+    for number, name in locomo.CATEGORIES.items():
+        selected = [r for r in rows if r["question"]["category"] == number]
+        if selected:
+            lines.append(f"| {name} | {len(selected)} | {mean(selected, 'base', 'R@10'):.3f} | "
+                         f"{mean(selected, 'learned', 'R@10'):.3f} |")
     return lines
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from localmem import Config
 from localmem.recall.late_interaction import TokenMatch
-from localmem.recall.learned_rank import FEATURES, TreeModel, pool_features
+from localmem.recall.learned_rank import FEATURES, LEARNED_TOP, TreeModel, pool_features
 
 from store_helpers import new_store
 
@@ -231,3 +231,17 @@ def test_minilm_stores_use_the_packaged_model():
     assert response["results"][0]["memory"]["content"].startswith("Melanie signed up")
     assert 0.0 <= response["results"][0]["score_components"]["learned"] <= 1.0
     assert json.loads(json.dumps(response))  # plain JSON numbers
+
+
+def test_the_model_scores_only_the_best_candidates_by_weighted_score():
+    store = new_store()
+    store.store_many([{"content": f"garden note {i}: " + "weeds " * (i % 7) + ("did it rain?" if i % 3 else "sunny")}
+                      for i in range(45)])
+    store.learned_model = question_model()
+    response = store.recall("garden weeds rain", limit=45, adaptive_floor=False)
+    scored = [r for r in response["results"] if "learned" in r["score_components"]]
+    unscored = [r for r in response["results"] if "learned" not in r["score_components"]]
+    assert len(scored) == LEARNED_TOP == response["learned_rank"]["candidates"]
+    assert unscored
+    weighted = [r["final_score"] - r["score_components"]["learned"] for r in scored]
+    assert max(r["final_score"] for r in unscored) <= min(weighted) + 1e-12

@@ -38,6 +38,8 @@ FEATURES = (
 )
 # Thread features count pool members among the top this many by weighted score.
 THREAD_TOP = 20
+# The model scores this many candidates, the best by weighted score.
+LEARNED_TOP = 30
 MODEL_RESOURCE = "learned_rank.json"
 
 
@@ -76,27 +78,31 @@ def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keywo
                      final: np.ndarray) -> np.ndarray:
     """The pool neighbours before and after each candidate in its thread, and its thread's best."""
     n = len(candidates)
-    out = np.zeros((n, 9))
-    top = _reciprocal_rank(final) > 1.0 / (THREAD_TOP + 0.5)
-    threads: dict[str, list[int]] = {}
+    vectors, keywords, finals = vector.tolist(), keyword.tolist(), final.tolist()
+    top = set(np.argsort(-final, kind="stable")[:THREAD_TOP].tolist())
+    threads: dict[str, list[tuple[str, int, int]]] = {}
     for index, candidate in enumerate(candidates):
         memory = candidate["memory"]
         key = thread_key(memory.get("context") or "default", memory.get("metadata") or {},
                          memory.get("tags") or [])
-        threads.setdefault(key if key is not None else f"\x00{index}", []).append(index)
+        order = (str(memory.get("timestamp") or ""), candidate.get("_pk", 0), index)
+        threads.setdefault(key if key is not None else f"\x00{index}", []).append(order)
+    out = [[0.0] * 9 for _ in range(n)]
     for members in threads.values():
-        members.sort(key=lambda i: (str(candidates[i]["memory"].get("timestamp") or ""),
-                                    candidates[i].get("_pk", 0)))
-        best, count = final[members].max(), float(top[members].sum())
-        for position, i in enumerate(members):
+        members.sort()
+        ordered = [index for _, _, index in members]
+        best = max(finals[i] for i in ordered)
+        count = float(sum(1 for i in ordered if i in top))
+        for position, i in enumerate(ordered):
+            row = out[i]
             if position > 0:
-                p = members[position - 1]
-                out[i, 0:3] = vector[p], keyword[p], final[p]
-            if position + 1 < len(members):
-                q = members[position + 1]
-                out[i, 3:6] = vector[q], keyword[q], final[q]
-            out[i, 6:9] = best, count, final[i] - best
-    return out
+                p = ordered[position - 1]
+                row[0:3] = vectors[p], keywords[p], finals[p]
+            if position + 1 < len(ordered):
+                q = ordered[position + 1]
+                row[3:6] = vectors[q], keywords[q], finals[q]
+            row[6:9] = best, count, finals[i] - best
+    return np.array(out, dtype=np.float64).reshape(n, 9)
 
 
 @dataclass(frozen=True)
@@ -161,12 +167,21 @@ class TreeModel:
         return self.value.ravel()[node].sum(axis=0)
 
 
-def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query: str) -> list[float]:
-    """Each candidate's ``learned`` component: the logistic of the model's score."""
+def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query: str) -> dict[int, float]:
+    """The ``learned`` component of the pool's top LEARNED_TOP candidates by weighted
+    score (by position in ``candidates``): the logistic of the model's score.
+
+    Every candidate's features are measured against the whole pool, but only the
+    top ones are scored: held out on the dev data, the model's gain all comes from
+    reordering the top 20 (R@10 0.8225 scoring the top 20, 0.8221 scoring all).
+    """
     if not candidates:
-        return []
-    raw = model.raw_scores(pool_features(candidates, query))
-    return (1.0 / (1.0 + np.exp(-np.clip(raw, -60.0, 60.0)))).tolist()
+        return {}
+    rows = pool_features(candidates, query)
+    top = np.argsort(-rows[:, FEATURES.index("final")], kind="stable")[:LEARNED_TOP]
+    raw = model.raw_scores(rows[top])
+    learned = 1.0 / (1.0 + np.exp(-np.clip(raw, -60.0, 60.0)))
+    return dict(zip(top.tolist(), learned.tolist()))
 
 
 def skip_reason(model: TreeModel | None, embedder_name: str | None, token_evidence: bool) -> str | None:

@@ -237,11 +237,13 @@ class Recall:
         if not query or not candidates or self.learned_skipped() is not None:
             return
         weight = self.config.weight_learned
-        for candidate, learned in zip(candidates, learned_components(self.learned, candidates, query)):
-            candidate["score_components"]["learned"] = learned
-            candidate["final_score"] += weight * learned
+        learned = learned_components(self.learned, candidates, query)
+        for index, value in learned.items():
+            candidate = candidates[index]
+            candidate["score_components"]["learned"] = value
+            candidate["final_score"] += weight * value
             candidate["score"] = candidate["final_score"]
-        self.learned_ranked += len(candidates)
+        self.learned_ranked += len(learned)
 
     def scorer(self, query: str):
         def score(result: dict[str, Any]) -> None:
