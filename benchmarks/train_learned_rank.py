@@ -13,7 +13,7 @@ LightGBM lambdarank model is then
 2. with ``--write``, trained on all five and saved as
    ``localmem/models/learned_rank.json`` (the model recall ships with).
 
-    pip install lightgbm
+    pip install -e ".[train]"      # lightgbm
     python benchmarks/train_learned_rank.py [--write] [--results]
 """
 

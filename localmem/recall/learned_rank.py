@@ -177,7 +177,8 @@ def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query
     """
     if not candidates:
         return {}
-    rows = pool_features(candidates, query)
+    # Scores are finite by construction; a value read from a damaged row is no evidence.
+    rows = np.nan_to_num(pool_features(candidates, query), nan=0.0, posinf=0.0, neginf=0.0)
     top = np.argsort(-rows[:, FEATURES.index("final")], kind="stable")[:LEARNED_TOP]
     raw = model.raw_scores(rows[top])
     learned = 1.0 / (1.0 + np.exp(-np.clip(raw, -60.0, 60.0)))
