@@ -91,14 +91,15 @@ def ranked_metrics(pool: dict, scores: np.ndarray) -> dict[str, float]:
 
 
 def leave_one_out(pools: list[dict], rounds: int, seed: int, learning_rate: float,
-                  weight: float) -> list[dict]:
+                  weight: float, tested: list[dict] | None = None) -> list[dict]:
     """Per question: metrics of the weighted score and of weighted + learned, the model
-    trained without the question's conversation."""
+    trained on ``pools`` without the question's conversation. ``tested`` (the same
+    questions over other memories) is scored instead of ``pools`` when given."""
     rows = []
     for conv in sorted({p["question"]["conv_tag"] for p in pools}, key=lambda t: int(t.split(":")[1])):
         train = [p for p in pools if p["question"]["conv_tag"] != conv]
         model = fit(train, rounds, seed, learning_rate)
-        for pool in (p for p in pools if p["question"]["conv_tag"] == conv):
+        for pool in (p for p in (tested or pools) if p["question"]["conv_tag"] == conv):
             # As recall does: the model scores the top LEARNED_TOP by weighted score.
             top = np.argsort(-pool["final"], kind="stable")[:learned_rank.LEARNED_TOP]
             learned = np.zeros(len(pool["final"]))
@@ -153,13 +154,28 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     data = json.load(open(args.data, encoding="utf-8"))
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
-    store, questions = locomo.build_store(data, locomo.cached_embedder(args.embedder), ":memory:", config)
-    embedder = store._backend.meta("embedder")
-    store.learned_model = placeholder_model(embedder)
-    pools = record_pools(store, questions)
+    pools, flat = [], []
+    for threads, recorded in ((True, pools), (False, flat)):
+        store, questions = locomo.build_store(data, locomo.cached_embedder(args.embedder), ":memory:", config,
+                                              threads=threads)
+        embedder = store._backend.meta("embedder")
+        store.learned_model = placeholder_model(embedder)
+        recorded.extend(record_pools(store, questions))
+        store.close()
     weight = Config().weight_learned
     rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight)
     lines = report(rows)
+    # Trained on the threaded turns as shipped; tested on the same turns with no
+    # thread (no session in tags or metadata): memories a model never saw so bare.
+    flat_rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight, tested=flat)
+    lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
+              "metadata), each conversation ranked by the model trained on the other four's threaded turns:", "",
+              *report(flat_rows)[3:7]]
+    lines += ["", "| conversation, no threads | R@10 without | R@10 with |", "|---|---:|---:|"]
+    for conv in sorted({r["question"]["conv_tag"] for r in flat_rows}, key=lambda t: int(t.split(":")[1])):
+        selected = [r for r in flat_rows if r["question"]["conv_tag"] == conv]
+        lines.append(f"| {conv} | {np.mean([r['base']['R@10'] for r in selected]):.3f} | "
+                     f"{np.mean([r['learned']['R@10'] for r in selected]):.3f} |")
     print("\n".join(lines))
     if args.write:
         settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
