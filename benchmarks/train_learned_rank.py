@@ -179,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if args.write:
         settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
-        model = export(fit(pools, args.rounds, args.seed, args.learning_rate), [embedder], settings)
+        # The hub's full name of the model is the same model (a store records what it was given).
+        names = [embedder] + ([f"sentence-transformers/{embedder}"] if "/" not in embedder else [])
+        model = export(fit(pools, args.rounds, args.seed, args.learning_rate), names, settings)
         MODEL_PATH.parent.mkdir(exist_ok=True)
         MODEL_PATH.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"wrote {MODEL_PATH} ({MODEL_PATH.stat().st_size:,} bytes, {len(model['trees'])} trees)")
