@@ -11,7 +11,10 @@ LightGBM lambdarank model is then
    conversations it has not seen, printed and, with ``--results``, written to
    RESULTS.md;
 2. with ``--write``, trained on all five and saved as
-   ``localmem/models/learned_rank.json`` (the model recall ships with).
+   ``localmem/models/learned_rank.json`` (the model recall ships with), or
+   with ``--output PATH`` elsewhere, for ``LOCALMEM_LEARNED_RANK_MODEL=PATH``
+   (another embedder: ``--embedder NAME``; its own labelled data: ``--data``
+   in LoCoMo's format).
 
     pip install -e ".[train]"      # lightgbm
     python benchmarks/train_learned_rank.py [--write] [--results]
@@ -149,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learning-rate", type=float, default=0.15)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", action="store_true", help="train on all five and save the model")
+    parser.add_argument("--output", default=str(MODEL_PATH),
+                        help="where --write saves it (default: the packaged model; another path is "
+                             "used with LOCALMEM_LEARNED_RANK_MODEL)")
     parser.add_argument("--results", action="store_true", help="write the estimate to RESULTS.md")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -182,9 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         # The hub's full name of the model is the same model (a store records what it was given).
         names = [embedder] + ([f"sentence-transformers/{embedder}"] if "/" not in embedder else [])
         model = export(fit(pools, args.rounds, args.seed, args.learning_rate), names, settings)
-        MODEL_PATH.parent.mkdir(exist_ok=True)
-        MODEL_PATH.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")
-        print(f"wrote {MODEL_PATH} ({MODEL_PATH.stat().st_size:,} bytes, {len(model['trees'])} trees)")
+        output = Path(args.output)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"wrote {output} ({output.stat().st_size:,} bytes, {len(model['trees'])} trees)")
     if args.results:
         elapsed = time.perf_counter() - started
         write_section("learned-rank", "\n".join([

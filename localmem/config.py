@@ -69,6 +69,9 @@ class Config:
     # LOCALMEM_LEARNED_RANK=0 turns it off, SEARCH_WEIGHT_LEARNED sets the weight.
     learned_rank: bool = True
     weight_learned: float = 1.0
+    # A model file of one's own (benchmarks/train_learned_rank.py --output) in place
+    # of the packaged one, e.g. for another embedder (LOCALMEM_LEARNED_RANK_MODEL).
+    learned_rank_model: str | None = None
     track_access: bool = True  # update last_accessed for recalled seeds
     # PRAGMA synchronous of the file (LOCALMEM_SYNCHRONOUS): NORMAL, or FULL to
     # also sync the WAL at every commit (the last commits survive a power cut).
@@ -166,6 +169,9 @@ class Config:
         raw = env.get("LOCALMEM_TRACK_ACCESS")
         if raw is not None and raw.strip().lower() in _FALSE:
             values["track_access"] = False
+        raw = env.get("LOCALMEM_LEARNED_RANK_MODEL")
+        if raw is not None and raw.strip():
+            values["learned_rank_model"] = raw.strip()
         raw = env.get("LOCALMEM_SYNCHRONOUS")
         if raw is not None and raw.strip():
             value = raw.strip().upper()

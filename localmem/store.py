@@ -499,12 +499,15 @@ class MemoryStore:
 
     @functools.cached_property
     def learned_model(self) -> TreeModel | None:
-        """The learned-rank model recall uses (recall/learned_rank.py): the packaged one, read
-        on first use; None (recall says so) when it cannot be read."""
+        """The learned-rank model recall uses (recall/learned_rank.py): the packaged one, or
+        the file ``Config.learned_rank_model`` names, read on first use; None (recall says
+        so) when it cannot be read."""
+        path = self.config.learned_rank_model
         try:
-            return TreeModel.packaged()
+            return TreeModel.from_file(path) if path else TreeModel.packaged()
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"localmem: learned ranking unavailable: {exc}", file=sys.stderr)
+            where = f" ({path})" if path else ""
+            print(f"localmem: learned ranking unavailable{where}: {exc}", file=sys.stderr)
             return None
 
     @_serialized

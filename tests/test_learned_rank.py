@@ -208,7 +208,8 @@ def test_an_unreadable_model_file_leaves_recall_working(monkeypatch, capsys):
     store, ids = filled_store()
     response = store.recall("garden party Sunday went well")
     assert response["results"][0]["id"] == ids["tells"]
-    assert response["learned_rank"] == {"applied": False, "reason": "no learned-rank model is installed"}
+    assert response["learned_rank"] == {"applied": False,
+                                        "reason": "no learned-rank model could be read (why is on stderr)"}
     assert "learned ranking unavailable: unknown learned-rank model format" in capsys.readouterr().err
 
 
@@ -245,3 +246,23 @@ def test_the_model_scores_only_the_best_candidates_by_weighted_score():
     assert unscored
     weighted = [r["final_score"] - r["score_components"]["learned"] for r in scored]
     assert max(r["final_score"] for r in unscored) <= min(weighted) + 1e-12
+
+
+def test_a_model_file_of_ones_own_replaces_the_packaged_one(tmp_path):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(model_dict([tree(QUESTION, 0.5, -6.0, 6.0)])), encoding="utf-8")
+    assert Config.from_env({"LOCALMEM_LEARNED_RANK_MODEL": str(path)}).learned_rank_model == str(path)
+    store, ids = filled_store(learned_rank_model=str(path))
+    response = store.recall("garden party Sunday went well")
+    assert response["learned_rank"]["applied"] is True  # this model names the hash embedder
+    assert response["results"][0]["id"] == ids["asks"]
+
+
+def test_a_missing_model_file_is_said_and_recall_goes_on(tmp_path, capsys):
+    missing = tmp_path / "nowhere.json"
+    store, ids = filled_store(learned_rank_model=str(missing))
+    response = store.recall("garden party Sunday went well")
+    assert response["learned_rank"] == {"applied": False,
+                                        "reason": "no learned-rank model could be read (why is on stderr)"}
+    assert response["results"][0]["id"] == ids["tells"]
+    assert str(missing) in capsys.readouterr().err

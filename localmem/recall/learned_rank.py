@@ -146,6 +146,12 @@ class TreeModel:
         text = resources.files("localmem").joinpath("models", MODEL_RESOURCE).read_text(encoding="utf-8")
         return cls.from_dict(json.loads(text))
 
+    @classmethod
+    def from_file(cls, path: str) -> "TreeModel":
+        """A model written by ``benchmarks/train_learned_rank.py --output PATH``."""
+        with open(path, encoding="utf-8") as handle:
+            return cls.from_dict(json.load(handle))
+
     def raw_scores(self, rows: np.ndarray) -> np.ndarray:
         """The ensemble's sum of leaf values for each row.
 
@@ -188,7 +194,7 @@ def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query
 def skip_reason(model: TreeModel | None, embedder_name: str | None, token_evidence: bool) -> str | None:
     """Why the model cannot rank this store's candidates, or None when it can."""
     if model is None:
-        return "no learned-rank model is installed"
+        return "no learned-rank model could be read (why is on stderr)"
     if not token_evidence:
         return "token evidence is off (LOCALMEM_TOKEN_EVIDENCE=0); the model reads MaxSim"
     if embedder_name not in model.embedders:
