@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         write_section("learned-rank", "\n".join([
             "## Learned re-ranking: leave one conversation out", "",
             f"Command: `python benchmarks/train_learned_rank.py --results` (embedder `{args.embedder}`, "
-            f"{args.rounds} rounds, learning rate {args.learning_rate}, seed {args.seed}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+            f"{args.rounds} rounds, learning rate {args.learning_rate}, seed {args.seed}), "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
             f"{len(pools)} questions, {elapsed:.0f} s.", "", *lines]))
     return 0
 

@@ -505,7 +505,7 @@ class MemoryStore:
         path = self.config.learned_rank_model
         try:
             return TreeModel.from_file(path) if path else TreeModel.packaged()
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # from_dict turns bad structure into ValueError
             where = f" ({path})" if path else ""
             print(f"localmem: learned ranking unavailable{where}: {exc}", file=sys.stderr)
             return None

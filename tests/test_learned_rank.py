@@ -236,8 +236,8 @@ def test_minilm_stores_use_the_packaged_model():
 
 def test_the_model_scores_only_the_best_candidates_by_weighted_score():
     store = new_store()
-    store.store_many([{"content": f"garden note {i}: " + "weeds " * (i % 7) + ("did it rain?" if i % 3 else "sunny")}
-                      for i in range(45)])
+    notes = [f"garden note {i}: " + "weeds " * (i % 7) + ("did it rain?" if i % 3 else "sunny") for i in range(45)]
+    store.store_many([{"content": note} for note in notes])
     store.learned_model = question_model()
     response = store.recall("garden weeds rain", limit=45, adaptive_floor=False)
     scored = [r for r in response["results"] if "learned" in r["score_components"]]
@@ -266,3 +266,29 @@ def test_a_missing_model_file_is_said_and_recall_goes_on(tmp_path, capsys):
                                         "reason": "no learned-rank model could be read (why is on stderr)"}
     assert response["results"][0]["id"] == ids["tells"]
     assert str(missing) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", [
+    lambda d: d["trees"][0].update(left=[7, 0, 0]),  # a split pointing outside its tree
+    lambda d: d["trees"][0].update(feature=[len(FEATURES), -1, -1]),  # a feature that does not exist
+    lambda d: d["trees"][0].update(value=[0.0, float("nan"), 1.0]),
+    lambda d: d["trees"][0].update(threshold=[0.5]),  # arrays of different lengths
+    lambda d: d.update(trees="not a list of trees"),
+    lambda d: d.update(depth=10 ** 9),
+    lambda d: d.pop("embedders"),
+])
+def test_a_damaged_model_is_refused_not_walked(damage):
+    data = model_dict([tree(QUESTION, 0.5, -1.0, 1.0)])
+    damage(data)
+    with pytest.raises(ValueError, match="learned-rank model"):
+        TreeModel.from_dict(data)
+
+
+def test_a_deeply_nested_model_file_is_said_and_recall_goes_on(tmp_path, capsys):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    store, ids = filled_store(learned_rank_model=str(path))
+    response = store.recall("garden party Sunday went well")
+    assert response["learned_rank"]["applied"] is False
+    assert response["results"][0]["id"] == ids["tells"]
+    assert "learned ranking unavailable" in capsys.readouterr().err

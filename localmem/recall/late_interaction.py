@@ -53,7 +53,8 @@ def token_similarities(backend: "Backend", results: list[dict[str, Any]],
                        query_tokens: np.ndarray) -> dict[str, float]:
     """MaxSim of the query's tokens against each result's token codes, by memory id
     (results without codes are left out)."""
-    return {memory_id: match.max_sim for memory_id, match in token_matches(backend, results, query_tokens).items()}
+    matches = token_matches(backend, results, query_tokens)
+    return {memory_id: match.max_sim for memory_id, match in matches.items()}
 
 
 def token_matches(backend: "Backend", results: list[dict[str, Any]],

@@ -40,6 +40,8 @@ FEATURES = (
 THREAD_TOP = 20
 # The model scores this many candidates, the best by weighted score.
 LEARNED_TOP = 30
+# Deeper trees than this are no model localmem trains (7 leaves reach depth 6).
+MAX_DEPTH = 64
 MODEL_RESOURCE = "learned_rank.json"
 
 
@@ -123,22 +125,41 @@ class TreeModel:
     features: tuple[str, ...]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TreeModel":
-        if data.get("format") != 1:
+    def from_dict(cls, data: Any) -> "TreeModel":
+        """A model from its JSON form; ValueError for anything recall could not walk safely."""
+        if not isinstance(data, dict) or data.get("format") != 1:
             raise ValueError("unknown learned-rank model format")
-        trees = data["trees"]
-        width = max(len(t["feature"]) for t in trees)
-
-        def stack(key: str, fill: float, dtype: Any) -> np.ndarray:
-            return np.array([t[key] + [fill] * (width - len(t[key])) for t in trees], dtype=dtype)
-
-        model = cls(feature=stack("feature", -1, np.int64), threshold=stack("threshold", 0.0, np.float64),
-                    left=stack("left", 0, np.int64), right=stack("right", 0, np.int64),
-                    value=stack("value", 0.0, np.float64), depth=int(data["depth"]),
-                    embedders=tuple(data["embedders"]), features=tuple(data["features"]))
+        try:
+            model = cls._arrays(data)
+        except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
+            raise ValueError(f"malformed learned-rank model: {type(exc).__name__}: {exc}") from exc
         if model.features != FEATURES:
             raise ValueError("the learned-rank model was trained on other features")
+        width = model.feature.shape[1]
+        inner = model.feature >= 0
+        outside = (model.left < 0) | (model.left >= width) | (model.right < 0) | (model.right >= width)
+        if (model.feature >= len(FEATURES)).any() or (inner & outside).any():
+            raise ValueError("malformed learned-rank model: a split points outside its tree")
+        if not (np.isfinite(model.threshold).all() and np.isfinite(model.value).all()
+                and 0 <= model.depth <= MAX_DEPTH):
+            raise ValueError("malformed learned-rank model: non-finite values or an impossible depth")
         return model
+
+    @classmethod
+    def _arrays(cls, data: dict[str, Any]) -> "TreeModel":
+        trees = data["trees"]
+        width = max(len(t["feature"]) for t in trees)
+        if any(len({len(t[key]) for key in ("feature", "threshold", "left", "right", "value")}) != 1
+               for t in trees):
+            raise IndexError("a tree's arrays differ in length")
+
+        def stack(key: str, fill: float, dtype: Any) -> np.ndarray:
+            return np.array([list(t[key]) + [fill] * (width - len(t[key])) for t in trees], dtype=dtype)
+
+        return cls(feature=stack("feature", -1, np.int64), threshold=stack("threshold", 0.0, np.float64),
+                   left=stack("left", 0, np.int64), right=stack("right", 0, np.int64),
+                   value=stack("value", 0.0, np.float64), depth=int(data["depth"]),
+                   embedders=tuple(str(e) for e in data["embedders"]), features=tuple(data["features"]))
 
     @classmethod
     def packaged(cls) -> "TreeModel":
