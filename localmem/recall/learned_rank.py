@@ -87,7 +87,7 @@ def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keywo
         memory = candidate["memory"]
         key = thread_key(memory.get("context") or "default", memory.get("metadata") or {},
                          memory.get("tags") or [])
-        order = (str(memory.get("timestamp") or ""), candidate.get("_pk", 0), index)
+        order = (str(memory.get("timestamp") or ""), int(candidate.get("_pk") or 0), index)
         threads.setdefault(key if key is not None else f"\x00{index}", []).append(order)
     out = [[0.0] * 9 for _ in range(n)]
     for members in threads.values():
