@@ -23,7 +23,8 @@ the pooled one, for the late-interaction evidence of recall.
 onnxruntime.
 """
 
-from .base import Embedder, EmbedderUnavailable, OnnxExportError, TokenEmbedder, UnavailableEmbedder
+from .base import (Embedder, EmbedderUnavailable, OnnxExportError, TokenEmbedder, UnavailableEmbedder,
+                   gives_token_vectors)
 from .hashing import HashEmbedder
 from .model_files import DEFAULT_MODEL, known_dimensions
 from .onnx_runtime import OnnxEmbedder
@@ -40,6 +41,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "TokenEmbedder",
     "UnavailableEmbedder",
+    "gives_token_vectors",
     "known_dimensions",
     "model_for_spec",
     "resolve_embedder",

@@ -40,6 +40,11 @@ class TokenEmbedder(Embedder, Protocol):
         ...
 
 
+def gives_token_vectors(embedder: object) -> bool:
+    """Whether ``embedder`` is a TokenEmbedder (has ``embed_with_tokens``)."""
+    return callable(getattr(embedder, "embed_with_tokens", None))
+
+
 class OnnxExportError(EmbedderUnavailable):
     """The model cannot be exported to ONNX, or the export disagrees with sentence-transformers."""
 

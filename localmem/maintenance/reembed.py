@@ -26,13 +26,13 @@ import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..embedders import Embedder, EmbedderUnavailable
+from ..embedders import Embedder, EmbedderUnavailable, gives_token_vectors
 from ..errors import ConfigError, LocalMemError, ValidationError
 from ..progress import ProgressBar
 from ..storage import vector_index
 from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts
-from ..storage.token_centre import measure_and_record, recorded_centre
+from ..storage.token_centre import centre_for
 from ..storage.token_codes import encode_each
 from ..validation import validate_embedding
 
@@ -96,17 +96,13 @@ class Reembedder:
                 store.conn.execute(store.sql["reembed_clear"])
                 for key, value in (("reembed_target", self.embedder.name), ("reembed_dimensions", str(self.dims))):
                     store.conn.execute(store.sql["meta_set"], {"key": key, "value": value})
-        if store.config.token_evidence and callable(getattr(self.embedder, "embed_with_tokens", None)):
+        if store.config.token_evidence and gives_token_vectors(self.embedder):
             with store.lock:
-                self.centre = recorded_centre(store.conn, store.sql, self.embedder.name, self.dims)
-                if self.centre is None:
-                    try:
-                        self.centre = measure_and_record(
-                            store.conn, store.sql, self.embedder.name, self.dims,
-                            lambda texts: self.embedder.embed_with_tokens(texts)[1],  # type: ignore[attr-defined]
-                            store.now())
-                    except EmbedderUnavailable as exc:
-                        raise LocalMemError(f"embedder {self.embedder.name!r} cannot run: {exc}") from exc
+                try:
+                    self.centre = centre_for(store.conn, store.sql, self.embedder,  # type: ignore[arg-type]
+                                             self.dims, store.now(), record=True)
+                except EmbedderUnavailable as exc:
+                    raise LocalMemError(f"embedder {self.embedder.name!r} cannot run: {exc}") from exc
 
     def counts(self) -> dict[str, int]:
         store = self.store

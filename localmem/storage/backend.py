@@ -18,13 +18,14 @@ import apsw
 import numpy as np
 
 from ..config import Config
-from ..embedders import Embedder, EmbedderUnavailable, resolve_embedder, spec_for_recorded_name
+from ..embedders import (Embedder, EmbedderUnavailable, gives_token_vectors, resolve_embedder,
+                         spec_for_recorded_name)
 from ..errors import ConfigError, StorageError
 from ..timeparse import format_timestamp
 from ..validation import validate_embedding
 from . import vector_index
 from .code_search import CodeIndex
-from .token_centre import measure_and_record, recorded_centre
+from .token_centre import centre_for
 from .token_codes import encode_each
 from .database import transaction
 from .statements import Statements
@@ -212,8 +213,7 @@ class Backend:
     @property
     def token_evidence(self) -> bool:
         """Whether token codes are written and read: the lever is on and the embedder gives token vectors."""
-        return (self.config.token_evidence and self.embedder is not None
-                and callable(getattr(self.embedder, "embed_with_tokens", None)))
+        return self.config.token_evidence and self.embedder is not None and gives_token_vectors(self.embedder)
 
     def embed_texts_and_tokens(self, texts: list[str]) -> tuple[list[bytes], list[Any]] | None:
         """``embed_texts``, and each text's token vectors (float32 arrays, or None each
@@ -247,16 +247,12 @@ class Backend:
         name = self.embedder.name  # type: ignore[union-attr]
         if self._token_centre is not None and self._token_centre[0] == name:
             return self._token_centre[1]
-        centre = recorded_centre(self.conn, self.sql, name, self.dimensions)
-        if centre is None and record:
-            def embed_tokens(texts: list[str]) -> list[Any]:
-                return self.embedder.embed_with_tokens(texts)[1]  # type: ignore[union-attr]
-            try:
-                centre = measure_and_record(self.conn, self.sql, name, self.dimensions,
-                                            embed_tokens, self.now())
-            except EmbedderUnavailable as exc:
-                self.embedder_error = str(exc)
-                return None
+        try:
+            centre = centre_for(self.conn, self.sql, self.embedder,  # type: ignore[arg-type]
+                                self.dimensions, self.now(), record=record)
+        except EmbedderUnavailable as exc:
+            self.embedder_error = str(exc)
+            return None
         if centre is not None:
             self._token_centre = (name, centre)
         return centre

@@ -17,6 +17,7 @@ from typing import Callable
 import apsw
 import numpy as np
 
+from ..embedders.base import TokenEmbedder
 from ..errors import StorageError
 from ..timeparse import format_timestamp
 from .database import transaction
@@ -71,3 +72,15 @@ def measure_and_record(conn: apsw.Connection, sql: Statements, embedder: str, di
     except StorageError:
         return None
     return recorded_centre(conn, sql, embedder, dims)
+
+
+def centre_for(conn: apsw.Connection, sql: Statements, embedder: TokenEmbedder, dims: int,
+               now: datetime | None, *, record: bool) -> np.ndarray | None:
+    """The centre recorded for ``embedder``; with ``record`` (a writer about to store
+    codes), measured and recorded first when there is none. Raises
+    ``EmbedderUnavailable`` when the embedder cannot run to measure it."""
+    centre = recorded_centre(conn, sql, embedder.name, dims)
+    if centre is None and record:
+        centre = measure_and_record(conn, sql, embedder.name, dims,
+                                    lambda texts: embedder.embed_with_tokens(texts)[1], now)
+    return centre
