@@ -24,7 +24,7 @@ onnxruntime.
 """
 
 from .base import (Embedder, EmbedderUnavailable, OnnxExportError, TokenEmbedder, UnavailableEmbedder,
-                   gives_token_vectors)
+                   embed_batch, gives_token_vectors)
 from .hashing import HashEmbedder
 from .model_files import DEFAULT_MODEL, known_dimensions
 from .onnx_runtime import OnnxEmbedder
@@ -41,6 +41,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "TokenEmbedder",
     "UnavailableEmbedder",
+    "embed_batch",
     "gives_token_vectors",
     "known_dimensions",
     "model_for_spec",

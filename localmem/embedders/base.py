@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..errors import LocalMemError
+from ..errors import ConfigError, LocalMemError
 from .model_files import known_dimensions
 
 if TYPE_CHECKING:
@@ -38,6 +38,19 @@ class TokenEmbedder(Embedder, Protocol):
         """Per text: the pooled unit vector, and a (tokens x dimensions) float32 array
         of its token vectors, special tokens (such as [CLS] and [SEP]) left out."""
         ...
+
+
+def embed_batch(embedder: Embedder, texts: list[str], *, with_tokens: bool) -> tuple[list[Any], list[Any]]:
+    """The embedder's vectors for ``texts`` and, ``with_tokens``, each text's token vectors
+    from the same pass (else None each); ConfigError when it answers for other counts."""
+    texts = list(texts)
+    if with_tokens:
+        vectors, tokens = embedder.embed_with_tokens(texts)  # type: ignore[attr-defined]
+    else:
+        vectors, tokens = embedder.embed(texts), [None] * len(texts)
+    if len(vectors) != len(texts) or len(tokens) != len(texts):
+        raise ConfigError(f"Embedder {embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
+    return list(vectors), list(tokens)
 
 
 def gives_token_vectors(embedder: object) -> bool:

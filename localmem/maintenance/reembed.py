@@ -26,8 +26,8 @@ import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..embedders import Embedder, EmbedderUnavailable, gives_token_vectors
-from ..errors import ConfigError, LocalMemError, ValidationError
+from ..embedders import Embedder, EmbedderUnavailable, embed_batch, gives_token_vectors
+from ..errors import LocalMemError, ValidationError
 from ..progress import ProgressBar
 from ..storage import vector_index
 from ..storage.database import read_transaction, transaction
@@ -52,14 +52,9 @@ def _embed(embedder: Embedder, dims: int, texts: list[str], centre: Any = None
            ) -> list[tuple[bytes, tuple[int, bytes] | None]]:
     """Each text's vector, and its token codes when a token ``centre`` is given."""
     try:
-        if centre is None:
-            vectors, tokens = embedder.embed(list(texts)), [None] * len(texts)
-        else:
-            vectors, tokens = embedder.embed_with_tokens(list(texts))  # type: ignore[attr-defined]
+        vectors, tokens = embed_batch(embedder, texts, with_tokens=centre is not None)
     except EmbedderUnavailable as exc:
         raise LocalMemError(f"embedder {embedder.name!r} cannot run: {exc}") from exc
-    if len(vectors) != len(texts) or len(tokens) != len(texts):
-        raise ConfigError(f"embedder {embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts")
     codes = encode_each(tokens, centre) if centre is not None else [None] * len(texts)
     return [(validate_embedding(v, dims), c) for v, c in zip(vectors, codes)]
 

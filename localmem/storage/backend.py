@@ -18,7 +18,7 @@ import apsw
 import numpy as np
 
 from ..config import Config
-from ..embedders import (Embedder, EmbedderUnavailable, gives_token_vectors, resolve_embedder,
+from ..embedders import (Embedder, EmbedderUnavailable, embed_batch, gives_token_vectors, resolve_embedder,
                          spec_for_recorded_name)
 from ..errors import ConfigError, StorageError
 from ..timeparse import format_timestamp
@@ -225,18 +225,12 @@ class Backend:
             self.follow_reembed()
         if self.embedder is None or not self.has_vector_index or not texts:
             return None
-        try:
-            if with_tokens and self.token_evidence:  # asked after follow_reembed may switch embedder
-                vectors, tokens = self.embedder.embed_with_tokens(list(texts))  # type: ignore[attr-defined]
-            else:
-                vectors, tokens = self.embedder.embed(list(texts)), [None] * len(texts)
+        try:  # token_evidence asked after follow_reembed, which may switch the embedder
+            vectors, tokens = embed_batch(self.embedder, texts, with_tokens=with_tokens and self.token_evidence)
         except EmbedderUnavailable as exc:
             self.embedder_error = str(exc)
             return None
-        if len(vectors) != len(texts) or len(tokens) != len(texts):
-            raise ConfigError(f"Embedder {self.embedder.name!r} returned {len(vectors)} vectors "
-                              f"for {len(texts)} texts")
-        return [validate_embedding(v, self.dimensions) for v in vectors], list(tokens)
+        return [validate_embedding(v, self.dimensions) for v in vectors], tokens
 
     def token_centre(self, *, record: bool) -> np.ndarray | None:
         """The centre of this file's token codes for the current embedder. With ``record``
