@@ -510,6 +510,9 @@ class MemoryStore:
             print(f"localmem: learned ranking unavailable{where}: {exc}", file=sys.stderr)
             return None
 
+    def _learned_model_now(self) -> TreeModel | None:
+        return self.learned_model
+
     @_serialized
     def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:
         """Hybrid recall with every parameter of AutoMem's GET /recall."""
@@ -518,11 +521,11 @@ class MemoryStore:
         # (by the outermost call, should a recall run inside another one).
         backend = self._backend
         if backend.touch_queue is not None or self.conn.in_transaction:
-            return strip_non_finite(run_recall(backend, {"query": query, **params}, self.learned_model))
+            return strip_non_finite(run_recall(backend, {"query": query, **params}, self._learned_model_now))
         backend.touch_queue = []
         try:
             with read_transaction(self.conn):
-                response = run_recall(backend, {"query": query, **params}, self.learned_model)
+                response = run_recall(backend, {"query": query, **params}, self._learned_model_now)
         finally:
             queued, backend.touch_queue = backend.touch_queue, None
         for memory_ids, when in queued:

@@ -65,23 +65,25 @@ def pool_features(candidates: list[dict[str, Any]], query: str) -> np.ndarray:
     token = np.array([[m.max_sim, m.best, m.share_over_half, m.share_over_07, m.median,
                        math.log1p(m.tokens)] if m is not None else [0.0] * 6 for m in matches])
     question = np.array([1.0 if "?" in (c["memory"].get("content") or "") else 0.0 for c in candidates])
+    final_rank = _reciprocal_rank(final)
     columns = [
         vector, keyword, tag, final,
-        _reciprocal_rank(vector), _reciprocal_rank(keyword), _reciprocal_rank(final),
+        _reciprocal_rank(vector), _reciprocal_rank(keyword), final_rank,
         final - final.max(), vector - vector.max(), keyword - keyword.max(),
         cosine, token[:, 0], token[:, 1], token[:, 2], token[:, 3], token[:, 4],
         token[:, 5], np.full(n, float(len(query.split()))), cosine - cosine.max(),
         token[:, 0] - token[:, 0].max(), question,
     ]
-    return np.column_stack(columns + list(_thread_features(candidates, vector, keyword, final).T))
+    top = set(np.flatnonzero(final_rank > 1.0 / (THREAD_TOP + 0.5)).tolist())  # the THREAD_TOP best
+    return np.column_stack(columns + list(_thread_features(candidates, vector, keyword, final, top).T))
 
 
 def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keyword: np.ndarray,
-                     final: np.ndarray) -> np.ndarray:
-    """The pool neighbours before and after each candidate in its thread, and its thread's best."""
+                     final: np.ndarray, top: set[int]) -> np.ndarray:
+    """The pool neighbours before and after each candidate in its thread, and its thread's
+    best score and members among ``top``."""
     n = len(candidates)
     vectors, keywords, finals = vector.tolist(), keyword.tolist(), final.tolist()
-    top = set(np.argsort(-final, kind="stable")[:THREAD_TOP].tolist())
     threads: dict[str, list[tuple[str, int, int]]] = {}
     for index, candidate in enumerate(candidates):
         memory = candidate["memory"]
@@ -212,12 +214,11 @@ def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query
     return dict(zip(top.tolist(), learned.tolist()))
 
 
-def skip_reason(model: TreeModel | None, embedder_name: str | None, token_evidence: bool) -> str | None:
-    """Why the model cannot rank this store's candidates, or None when it can."""
+def skip_reason(model: TreeModel | None, embedder_name: str | None) -> str | None:
+    """Why the model cannot rank the candidates of a store embedded with ``embedder_name``,
+    or None when it can."""
     if model is None:
         return "no learned-rank model could be read (why is on stderr)"
-    if not token_evidence:
-        return "token evidence is off (LOCALMEM_TOKEN_EVIDENCE=0); the model reads MaxSim"
     if embedder_name not in model.embedders:
         return (f"the model was trained on {', '.join(model.embedders)} features; "
                 f"this store embeds with {embedder_name or 'no embedder'}")

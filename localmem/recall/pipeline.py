@@ -12,7 +12,7 @@ import json
 import time
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..text import extract_keywords
 from ..timeparse import format_timestamp, query_has_temporal_intent
@@ -82,7 +82,8 @@ class QueryVectors:
 class Recall:
     """One recall request against one store."""
 
-    def __init__(self, backend: "Backend", params: RecallParams, learned: TreeModel | None = None) -> None:
+    def __init__(self, backend: "Backend", params: RecallParams,
+                 learned: Callable[[], TreeModel | None] | None = None) -> None:
         self.backend = backend
         self.config = backend.config
         self.params = params
@@ -90,7 +91,10 @@ class Recall:
         self.vectors = QueryVectors(backend, params.embedding)
         self.vector_found: dict[str, int] = {}  # vector candidates per query
         self.token_scored = 0  # candidates whose vector component came from token codes
-        self.learned = learned  # the learned-rank model (recall/learned_rank.py), if any
+        # Reads the learned-rank model (recall/learned_rank.py), only once it could be used.
+        self.learned_loader = learned
+        self.learned: TreeModel | None = None
+        self._learned_skip: tuple[str | None] | None = None  # learned_skipped(), once known
         self.learned_ranked = 0  # candidates that got a learned component
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
@@ -223,14 +227,25 @@ class Recall:
         result["_query"] = query
 
     def learned_skipped(self) -> str | None:
-        """Why this recall's candidates get no learned component, or None when they do."""
+        """Why this recall's candidates get no learned component, or None when they do
+        (decided once per recall; the model is read only when nothing else rules it out)."""
+        if self._learned_skip is None:
+            self._learned_skip = (self._learned_skip_reason(),)
+        return self._learned_skip[0]
+
+    def _learned_skip_reason(self) -> str | None:
         if not self.config.learned_rank:
             return "off (LOCALMEM_LEARNED_RANK=0)"
         if self.params.sort != "score":
             return f"results are sorted by {self.params.sort}"
         if self.params.embedding is not None:
             return "an explicit query embedding has no token vectors"
-        return skip_reason(self.learned, self.backend.meta("embedder"), self.backend.token_evidence)
+        if not self.config.token_evidence:
+            return "token evidence is off (LOCALMEM_TOKEN_EVIDENCE=0); the model reads MaxSim"
+        if not self.backend.token_evidence:
+            return "the embedder gives no token vectors; the model reads MaxSim"
+        self.learned = self.learned_loader() if self.learned_loader is not None else None
+        return skip_reason(self.learned, self.backend.meta("embedder"))
 
     def add_learned(self, candidates: list[dict[str, Any]], query: str) -> None:
         """Add the learned-rank component to the scored candidates of one query."""
@@ -601,7 +616,9 @@ def _public(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_recall(backend: "Backend", raw: dict[str, Any], learned: TreeModel | None = None) -> dict[str, Any]:
-    """Answer one recall request with AutoMem's GET /recall response body."""
+def run_recall(backend: "Backend", raw: dict[str, Any],
+               learned: Callable[[], TreeModel | None] | None = None) -> dict[str, Any]:
+    """Answer one recall request with AutoMem's GET /recall response body; ``learned``
+    gives the learned-rank model, asked only when the recall could use it."""
     params = parse_recall_params(raw, backend.config, backend.dimensions, backend.now())
     return Recall(backend, params, learned).run()
