@@ -124,7 +124,9 @@ class Config:
                        "RECENCY", "TAG", "RELATION", "RELEVANCE"):
             number(f"SEARCH_WEIGHT_{suffix}", f"weight_{suffix.lower()}")
         number("SEARCH_WEIGHT_TEMPORAL", "weight_temporal", minimum=0.0)
-        number("SEARCH_WEIGHT_LEARNED", "weight_learned", minimum=0.0)
+        number("SEARCH_WEIGHT_LEARNED", "weight_learned")
+        if values.get("weight_learned", 0.0) < 0:
+            raise ConfigError(f"SEARCH_WEIGHT_LEARNED must be 0 or more, got {env['SEARCH_WEIGHT_LEARNED']!r}")
         number("SEARCH_RECENCY_WINDOW_DAYS", "recency_window_days")
         if values.get("recency_window_days", 1.0) <= 0:
             values["recency_window_days"] = 180.0

@@ -292,3 +292,37 @@ def test_a_deeply_nested_model_file_is_said_and_recall_goes_on(tmp_path, capsys)
     assert response["learned_rank"]["applied"] is False
     assert response["results"][0]["id"] == ids["tells"]
     assert "learned ranking unavailable" in capsys.readouterr().err
+
+
+def test_a_negative_learned_weight_is_refused_by_name():
+    with pytest.raises(Exception, match="SEARCH_WEIGHT_LEARNED must be 0 or more, got '-1'"):
+        Config.from_env({"SEARCH_WEIGHT_LEARNED": "-1"})
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda tmp: "/dev/zero", "not a regular file"),
+    (lambda tmp: str(tmp), "Is a directory"),
+    (lambda tmp: _big_file(tmp), "larger than"),
+    (lambda tmp: _file(tmp, b"\xff\xfe not json"), "not UTF-8 JSON"),
+])
+def test_a_model_path_that_is_no_model_file_is_refused_unread(tmp_path, capsys, make, said):
+    store, ids = filled_store(learned_rank_model=make(tmp_path))
+    response = store.recall("garden party Sunday went well")
+    assert response["learned_rank"]["applied"] is False
+    assert response["results"][0]["id"] == ids["tells"]
+    assert said in capsys.readouterr().err
+
+
+def _file(tmp_path, data: bytes) -> str:
+    path = tmp_path / "model.json"
+    path.write_bytes(data)
+    return str(path)
+
+
+def _big_file(tmp_path) -> str:
+    from localmem.recall.learned_rank import MAX_MODEL_BYTES
+
+    path = tmp_path / "big.json"
+    with open(path, "wb") as handle:
+        handle.truncate(MAX_MODEL_BYTES + 10)  # sparse: costs no disk
+    return str(path)

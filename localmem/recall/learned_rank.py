@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -42,6 +44,8 @@ THREAD_TOP = 20
 LEARNED_TOP = 30
 # Deeper trees than this are no model localmem trains (7 leaves reach depth 6).
 MAX_DEPTH = 64
+# The packaged model is 45 KB; a model file a thousand times larger is not one.
+MAX_MODEL_BYTES = 50_000_000
 MODEL_RESOURCE = "learned_rank.json"
 
 
@@ -171,9 +175,18 @@ class TreeModel:
 
     @classmethod
     def from_file(cls, path: str) -> "TreeModel":
-        """A model written by ``benchmarks/train_learned_rank.py --output PATH``."""
-        with open(path, encoding="utf-8") as handle:
-            return cls.from_dict(json.load(handle))
+        """A model written by ``benchmarks/train_learned_rank.py --output PATH``: a regular
+        file of at most MAX_MODEL_BYTES (a device or a huge file is refused, not read)."""
+        with open(path, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ValueError("not a regular file")
+            data = handle.read(MAX_MODEL_BYTES + 1)
+        if len(data) > MAX_MODEL_BYTES:
+            raise ValueError(f"larger than {MAX_MODEL_BYTES:,} bytes, which no learned-rank model is")
+        try:
+            return cls.from_dict(json.loads(data.decode("utf-8")))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"not UTF-8 JSON: {exc}") from exc
 
     def raw_scores(self, rows: np.ndarray) -> np.ndarray:
         """The ensemble's sum of leaf values for each row.
