@@ -412,6 +412,16 @@ def test_e2e_store_then_recall_round_trip(mcp_server):
     assert fetched.structured_content["results"][0]["content"].startswith("Chose PostgreSQL")
 
 
+def test_e2e_recall_says_whether_learned_ranking_ran(mcp_server):
+    store(mcp_server, "Learned ranking check: the garden party went well.", tags=["e2e-learned"])
+    ranked = mcp_server.call("recall_memory", {"query": "garden party", "tags": ["e2e-learned"]})
+    block = ranked.structured_content["learned_rank"]
+    assert block["applied"] is False and "this store embeds with hash" in block["reason"]
+    by_time = mcp_server.call("recall_memory", {"query": "garden party", "tags": ["e2e-learned"],
+                                                "sort": "time_desc"})
+    assert by_time.structured_content["learned_rank"]["reason"] == "results are sorted by time_desc"
+
+
 def test_e2e_store_errors(mcp_server):
     big = mcp_server.call("store_memory", {"content": "x" * 2001})
     assert big.is_error and big.structured_content["error"] == "content_too_large"

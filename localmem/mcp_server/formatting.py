@@ -52,7 +52,7 @@ ENVELOPE_FIELDS = (
     "count", "mode", "has_more", "limit", "offset", "next_offset", "dedup_removed", "query", "sort",
     "keywords", "time_window", "tags", "exclude_tags", "tag_mode", "tag_match", "state_mode",
     "tag_scope", "scope_fallback", "recency_bias", "score_filter", "queries", "vector_search",
-    "jit_enriched_count", "query_time_ms", "entities", "expansion", "entity_expansion",
+    "learned_rank", "jit_enriched_count", "query_time_ms", "entities", "expansion", "entity_expansion",
     "context_priority", "state_filter", "degraded", "degraded_reason", "warnings", "confidence",
 )
 # Per-result flags surfaced in every format when present.

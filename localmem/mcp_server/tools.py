@@ -361,6 +361,8 @@ Responses are budgeted (default ~18k tokens, `AUTOMEM_RECALL_TOKEN_BUDGET`): tex
             "score_filter": {"type": "object"},
             "queries": _STRING_LIST,
             "vector_search": {"type": "object"},
+            "learned_rank": {"type": "object", "description": "Whether the learned re-ranking ran: "
+                                                              "{ applied, candidates } or { applied: false, reason }."},
             "query_time_ms": {"type": "number"},
             "degraded": {"type": "boolean"},
             "degraded_reason": {"type": "string"},
