@@ -10,6 +10,7 @@ const COLOURS = {
 const COMPONENTS = {
   vector: "#2e86de", keyword: "#e67e22", metadata: "#8e44ad", relation: "#16a085", tag: "#f1c40f",
   importance: "#c0392b", confidence: "#7f8c8d", recency: "#27ae60", exact: "#eb3b5a", context: "#3867d6",
+  learned: "#6c5ce7",
 };
 let vocabulary = {memory_types: [], relation_types: [], authorable_relation_types: [], state_modes: []};
 
