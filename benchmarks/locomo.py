@@ -39,9 +39,9 @@ _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 # The packaged learned-rank model was trained on these very conversations, so
 # the localmem rows above are in-sample; its held-out figure comes from training.
 LEARNED_NOTE = ("**In-sample:** the default's learned-rank model (localmem/models/learned_rank.json) was "
-                "trained on these dev conversations, so the localmem rows overstate it. The held-out "
-                "estimate, each conversation scored by a model trained on the other four, is "
-                "`python benchmarks/train_learned_rank.py` (RESULTS.md, learned re-ranking).")
+                "trained on these dev conversations, so the localmem and recall_v1 rows overstate them. "
+                "The held-out estimates, each conversation scored by a model trained on the other four, "
+                "are `python benchmarks/train_learned_rank.py` (RESULTS.md, learned re-ranking).")
 
 
 def session_time(text: str) -> str:

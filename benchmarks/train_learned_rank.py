@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import locomo  # noqa: E402
 from localmem import Config  # noqa: E402
+from localmem.kagura import learned as kagura_learned  # noqa: E402
 from localmem.recall import learned_rank, pipeline  # noqa: E402
 from results_file import write_section  # noqa: E402
 
@@ -46,29 +47,36 @@ PARAMS = dict(objective="lambdarank", num_leaves=7, min_child_samples=50,
               subsample=0.8, subsample_freq=1, colsample_bytree=0.8, reg_lambda=1.0, verbose=-1)
 
 
-def record_pools(store, questions: list[dict], *, scoped: bool = True) -> list[dict]:
+def record_pools(store, questions: list[dict], *, scoped: bool = True, v1: bool = False) -> list[dict]:
     """Each question's candidate pool: turn keys (``conv:N/D1:3``), weighted scores,
     features, labels. ``scoped=False`` asks over the whole store, not the question's
-    conversation (dialog ids repeat across conversations, hence the keys)."""
+    conversation (dialog ids repeat across conversations, hence the keys); ``v1``
+    asks ``recall_v1`` (hybrid), whose pool is scored by its hybrid mix."""
     pools: list[dict] = []
     key_of = {memory_id: f"{json.loads(tags)[0]}/{dia}" for memory_id, tags, dia in store.conn.execute(
         "SELECT id, tags, json_extract(metadata, '$.dia_id') FROM memories")}
 
     def recording(model, candidates, query):
-        pools[-1]["keys"] = [key_of[c["id"]] for c in candidates]
+        pools[-1]["keys"] = [key_of[c["memory"]["id"]] for c in candidates]
         pools[-1]["final"] = np.array([c["final_score"] for c in candidates])
         pools[-1]["rows"] = learned_rank.pool_features(candidates, query)
         return {}
 
-    real = pipeline.learned_components
-    pipeline.learned_components = recording
+    stage = kagura_learned if v1 else pipeline  # the module whose learned_components is recorded
+    real = stage.learned_components
+    stage.learned_components = recording
     try:
         for q in questions:
-            pools.append({"question": q, "evidence": {f"{q['conv_tag']}/{d}" for d in q["evidence"]}})
-            store.recall(q["question"], tags=[q["conv_tag"]] if scoped else None, limit=20,
-                         adaptive_floor=False)
+            pools.append({"question": q, "evidence": {f"{q['conv_tag']}/{d}" for d in q["evidence"]},
+                          "keys": [], "final": np.zeros(0), "rows": np.zeros((0, len(learned_rank.FEATURES)))})
+            tags = [q["conv_tag"]] if scoped else None
+            if v1:
+                store.recall_v1(q["question"], k=20, filters={"tags": tags} if tags else None,
+                                include_superseded=False)
+            else:
+                store.recall(q["question"], tags=tags, limit=20, adaptive_floor=False)
     finally:
-        pipeline.learned_components = real
+        stage.learned_components = real
     for pool in pools:
         pool["labels"] = np.array([1.0 if k in pool["evidence"] else 0.0 for k in pool["keys"]])
     return pools
@@ -164,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     data = json.load(open(args.data, encoding="utf-8"))
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
-    pools, unscoped, flat = [], [], []
+    pools, unscoped, flat, hybrid = [], [], [], []
     for threads, recorded in ((True, pools), (False, flat)):
         store, questions = locomo.build_store(data, locomo.cached_embedder(args.embedder), ":memory:", config,
                                               threads=threads)
@@ -173,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         recorded.extend(record_pools(store, questions))
         if threads:
             unscoped.extend(record_pools(store, questions, scoped=False))
+            hybrid.extend(record_pools(store, questions, v1=True))
         store.close()
     weight = Config().weight_learned
     rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight)
@@ -191,6 +200,13 @@ def main(argv: list[str] | None = None) -> int:
               "conversation ranked by the model trained on the other four's scoped recalls:", "",
               *report(wide_rows)[3:7]]
     lines += per_conversation(wide_rows, "unscoped")
+    # The same model on recall_v1's hybrid pools (kagura/learned.py maps their evidence
+    # to the features); the hybrid mix stands for the weighted score.
+    hybrid_rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight, tested=hybrid)
+    lines += ["", "`recall_v1` (hybrid), scoped to the conversation, each conversation ranked by the model",
+              "trained on the other four's recall pools (without: the hybrid mix alone):", "",
+              *report(hybrid_rows)[3:7]]
+    lines += per_conversation(hybrid_rows, "recall_v1")
     print("\n".join(lines))
     if args.write:
         settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}

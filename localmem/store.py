@@ -543,7 +543,7 @@ class MemoryStore:
         return strip_non_finite(run_recall_v1(self._backend, {
             "query": query, "k": k, "filters": filters, "search_mode": search_mode,
             "use_rerank": use_rerank, "include_explore_hints": include_explore_hints,
-            "include_superseded": include_superseded, "full": full, "now": now}))
+            "include_superseded": include_superseded, "full": full, "now": now}, self._learned_model_now))
 
     @_serialized
     def related(self, memory_id: str, relationship_types: Any = None, max_depth: int = 1,

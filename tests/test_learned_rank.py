@@ -326,3 +326,77 @@ def _big_file(tmp_path) -> str:
     with open(path, "wb") as handle:
         handle.truncate(MAX_MODEL_BYTES + 10)  # sparse: costs no disk
     return str(path)
+
+
+# -- in recall_v1 (Kagura's hybrid merge) --------------------------------------------------------------
+
+
+def v1_rows(response: dict) -> dict[str, dict]:
+    return {r["memory_id"]: r for r in response["results"]}
+
+
+def test_recall_v1_hybrid_averages_the_learned_component_into_its_score():
+    store, ids = filled_store()
+    before = store.recall_v1("garden party Sunday went well", k=3)
+    assert before["results"][0]["memory_id"] == ids["tells"]
+    assert "hash" in before["learned_rank"]["reason"]  # the packaged model is MiniLM's
+    hybrid = {i: r["score"] for i, r in v1_rows(before).items()}
+    store.learned_model = question_model()
+    after = store.recall_v1("garden party Sunday went well", k=3)
+    assert after["learned_rank"] == {"applied": True, "candidates": 3}
+    assert after["results"][0]["memory_id"] == ids["asks"]  # the model's preference wins
+    for memory_id, row in v1_rows(after).items():
+        learned = row["score_components"]["learned"]
+        expected = 1 / (1 + np.exp(-6.0)) if memory_id == ids["asks"] else 1 / (1 + np.exp(6.0))
+        assert learned == pytest.approx(expected, abs=1e-6)
+        # weight 1: the mean of the hybrid mix and the component, so score stays in [0, 1]
+        assert row["score"] == pytest.approx((hybrid[memory_id] + learned) / 2, abs=1e-5)
+        assert 0.0 <= row["score"] <= 1.0
+    assert [r["score"] for r in after["results"]] == sorted((r["score"] for r in after["results"]), reverse=True)
+
+
+def test_recall_v1_learned_weight_zero_keeps_the_hybrid_order():
+    store, ids = filled_store(weight_learned=0.0)
+    store.learned_model = question_model()
+    response = store.recall_v1("garden party Sunday went well", k=3)
+    assert response["learned_rank"]["applied"] is True
+    assert response["results"][0]["memory_id"] == ids["tells"]
+
+
+@pytest.mark.parametrize("config, mode, reason", [
+    ({}, "semantic", "search_mode is semantic"),
+    ({}, "keyword", "search_mode is keyword"),
+    ({"learned_rank": False}, None, "LOCALMEM_LEARNED_RANK=0"),
+    ({"token_evidence": False}, None, "token evidence is off"),
+])
+def test_recall_v1_says_when_the_model_is_not_used(config, mode, reason):
+    store, ids = filled_store(**config)
+    store.learned_model = question_model()
+    response = store.recall_v1("garden party Sunday went well", k=3, search_mode=mode)
+    assert response["learned_rank"]["applied"] is False
+    assert reason in response["learned_rank"]["reason"]
+    assert all("learned" not in r["score_components"] for r in response["results"])
+    assert response["results"][0]["memory_id"] == ids["tells"]
+
+
+def test_recall_v1_without_a_semantic_search_says_so():
+    store = new_store(embedder="none")
+    store.store("Did the garden party on Sunday go well?")
+    store.learned_model = question_model()
+    response = store.recall_v1("garden party Sunday")
+    assert response["degraded"] is True
+    assert response["learned_rank"] == {"applied": False,
+                                        "reason": "no semantic search ran; the model reads MaxSim"}
+
+
+@pytest.mark.model
+def test_minilm_stores_use_the_packaged_model_in_recall_v1():
+    pytest.importorskip("sentence_transformers")
+    store = new_store(embedder="auto")
+    store.store("Melanie signed up for a pottery class yesterday", tags=["t"])
+    store.store("The weather was cold and grey", tags=["t"])
+    response = store.recall_v1("What class did Melanie sign up for?", filters={"tags": ["t"]})
+    assert response["learned_rank"] == {"applied": True, "candidates": 2}
+    first = response["results"][0]
+    assert first["summary"].startswith("Melanie signed up")
+    assert 0.0 <= first["score_components"]["learned"] <= 1.0 and 0.0 <= first["score"] <= 1.0

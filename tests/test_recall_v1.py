@@ -21,7 +21,7 @@ from localmem.pytest_plugin import FIXED_NOW
 from tests.store_helpers import snapshot
 
 RESPONSE_KEYS = {"results", "related_tags", "explore_hints", "tag_suggestions", "confidence",
-                 "selector", "rerank", "search_mode", "query_time_ms"}
+                 "selector", "rerank", "learned_rank", "search_mode", "query_time_ms"}
 MEMORY_RESPONSE_KEYS = {
     "memory_id", "summary", "context_summary", "type", "importance", "scope", "created_at",
     "updated_at", "client", "tags", "context", "score", "source_uri", "source_type",

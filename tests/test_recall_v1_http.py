@@ -78,9 +78,10 @@ def test_recall_body(client, store):
     assert response.status_code == 200, response.text
     body = response.json()
     assert set(body) == {"results", "related_tags", "explore_hints", "tag_suggestions", "confidence",
-                         "selector", "rerank", "search_mode", "query_time_ms"}
+                         "selector", "rerank", "learned_rank", "search_mode", "query_time_ms"}
     assert body["selector"] == {"applied": False, "reason": "no_provider"}
     assert body["rerank"] == {"applied": False, "reason": "disabled"}
+    assert body["learned_rank"]["applied"] is False and "hash" in body["learned_rank"]["reason"]
     results = body["results"]
     assert len(results) == 2 and all(r["context"] == "work" for r in results)
     first = results[0]

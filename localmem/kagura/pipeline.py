@@ -1,17 +1,19 @@
 """POST /api/v1/memory/recall over a MemoryStore: request → scope → search →
-supersession folding → rerank → cut → annotations → response."""
+learned component → supersession folding → rerank → cut → annotations → response."""
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ..recall.learned_rank import TreeModel
 from ..timeparse import format_timestamp
 from .confidence import keyword_confidence, semantic_confidence
 from .content import SpanFinder, content_fields
 from .duplicates import contradictions, near_duplicates
 from .folding import Entry, fold, versions
 from .hints import explore_hints, related_tags, tag_suggestions
+from .learned import add_learned
 from .request import RecallRequest, parse_request
 from .rerank import rerank
 from .scope import SearchScope, resolve_scope
@@ -72,13 +74,17 @@ def _confidence(outcome: SearchOutcome, fold_dropped: set[str], result_count: in
     return keyword_confidence(scores, result_count, top)
 
 
-def run_recall_v1(backend: "Backend", raw: Mapping[str, Any]) -> dict[str, Any]:
+def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
+                  learned: Callable[[], TreeModel | None] | None = None) -> dict[str, Any]:
+    """Answer one request with Kagura's RecallResponse body; ``learned`` gives the
+    learned-rank model, asked only when the search could use it."""
     started = time.perf_counter()
     request: RecallRequest = parse_request(raw)
     now = request.now or backend.now()
     now_iso = format_timestamp(now)
     scope: SearchScope = resolve_scope(backend, request.filters)
     outcome = run_search(backend, request.query, request.search_mode, scope, request.k)
+    learned_report = add_learned(backend, request.query, request.search_mode, outcome, learned)
     folding = fold(backend, outcome.candidates, scope, now_iso, request.include_superseded)
 
     entries = folding.entries
@@ -141,6 +147,7 @@ def run_recall_v1(backend: "Backend", raw: Mapping[str, Any]) -> dict[str, Any]:
         response["degraded_reason"] = outcome.degraded_reason
     response["selector"] = dict(SELECTOR)
     response["rerank"] = rerank_report
+    response["learned_rank"] = learned_report
     response["search_mode"] = request.search_mode
     response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
     backend.touch([r["memory_id"] for r in results if not r["folded"]], now)

@@ -33,7 +33,7 @@ import apsw
 from ..embedders import EmbedderUnavailable
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
-from ..recall.late_interaction import token_similarities
+from ..recall.late_interaction import TokenMatch, token_matches
 from ..recall.scoring import usable_cosine
 from .scope import SearchScope
 
@@ -56,8 +56,10 @@ class Candidate:
     bm25: float = 0.0             # raw BM25 (0: no keyword match)
     semantic: float = 0.0         # cosine (or MaxSim) normalised by the best of the request
     maxsim: float | None = None   # late-interaction MaxSim over token codes (recall/late_interaction.py)
+    token_match: TokenMatch | None = None  # the MaxSim and how its tokens matched
     keyword: float = 0.0          # BM25 normalised by the best BM25 of the request
     score: float = 0.0
+    learned: float | None = None  # the learned-rank component (kagura/learned.py), when scored
     arms: set[str] = field(default_factory=set)
     found: bool = True  # False: brought in by the chain walk (a head), not by the search
 
@@ -68,10 +70,13 @@ class Candidate:
     def components(self) -> dict[str, Any]:
         if not self.found:
             return {"semantic": None, "keyword": None, "cosine": None, "bm25": None, "maxsim": None}
-        return {"semantic": round(self.semantic, 6), "keyword": round(self.keyword, 6),
-                "cosine": None if self.cosine is None else round(self.cosine, 6),
-                "bm25": round(self.bm25, 6),
-                "maxsim": None if self.maxsim is None else round(self.maxsim, 6)}
+        components = {"semantic": round(self.semantic, 6), "keyword": round(self.keyword, 6),
+                      "cosine": None if self.cosine is None else round(self.cosine, 6),
+                      "bm25": round(self.bm25, 6),
+                      "maxsim": None if self.maxsim is None else round(self.maxsim, 6)}
+        if self.learned is not None:
+            components["learned"] = round(self.learned, 6)
+        return components
 
 
 @dataclass
@@ -174,9 +179,10 @@ def _fill_cosine(backend: "Backend", vector: bytes, candidates: list[Candidate])
 def _fill_maxsim(backend: "Backend", query_tokens: Any, candidates: list[Candidate]) -> None:
     """Late-interaction MaxSim of the candidates that have token codes: the hybrid's
     semantic evidence for them (their raw cosine still drives ``confidence``)."""
-    found = token_similarities(backend, [{"id": c.id} for c in candidates if c.found], query_tokens)
+    found = token_matches(backend, [{"id": c.id} for c in candidates if c.found], query_tokens)
     for candidate in candidates:
-        candidate.maxsim = found.get(candidate.id)
+        candidate.token_match = found.get(candidate.id)
+        candidate.maxsim = candidate.token_match.max_sim if candidate.token_match is not None else None
 
 
 def rank(candidates: list[Any], score: Any = None) -> None:

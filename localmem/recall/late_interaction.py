@@ -49,14 +49,6 @@ class TokenMatch(NamedTuple):
     tokens: int  # the memory's token count
 
 
-def token_similarities(backend: "Backend", results: list[dict[str, Any]],
-                       query_tokens: np.ndarray) -> dict[str, float]:
-    """MaxSim of the query's tokens against each result's token codes, by memory id
-    (results without codes are left out)."""
-    matches = token_matches(backend, results, query_tokens)
-    return {memory_id: match.max_sim for memory_id, match in matches.items()}
-
-
 def token_matches(backend: "Backend", results: list[dict[str, Any]],
                   query_tokens: np.ndarray) -> dict[str, TokenMatch]:
     """How each result's token codes match the query's tokens, by memory id

@@ -227,6 +227,17 @@ def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query
     return dict(zip(top.tolist(), learned.tolist()))
 
 
+def evidence_missing(config: Any, gives_token_vectors: bool) -> str | None:
+    """Why no recall can use a model now, by configuration or embedder, or None."""
+    if not config.learned_rank:
+        return "off (LOCALMEM_LEARNED_RANK=0)"
+    if not config.token_evidence:
+        return "token evidence is off (LOCALMEM_TOKEN_EVIDENCE=0); the model reads MaxSim"
+    if not gives_token_vectors:
+        return "the embedder gives no token vectors; the model reads MaxSim"
+    return None
+
+
 def skip_reason(model: TreeModel | None, embedder_name: str | None) -> str | None:
     """Why the model cannot rank the candidates of a store embedded with ``embedder_name``,
     or None when it can."""

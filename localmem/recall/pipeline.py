@@ -30,7 +30,7 @@ from .decompose import decompose_query
 from .keywords import COMMON_TERM_ROWS, KeywordScorer
 from .centering import centred_similarities
 from .late_interaction import token_matches
-from .learned_rank import TreeModel, learned_components, skip_reason
+from .learned_rank import TreeModel, evidence_missing, learned_components, skip_reason
 from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
@@ -234,16 +234,13 @@ class Recall:
         return self._learned_skip[0]
 
     def _learned_skip_reason(self) -> str | None:
-        if not self.config.learned_rank:
-            return "off (LOCALMEM_LEARNED_RANK=0)"
         if self.params.sort != "score":
             return f"results are sorted by {self.params.sort}"
         if self.params.embedding is not None:
             return "an explicit query embedding has no token vectors"
-        if not self.config.token_evidence:
-            return "token evidence is off (LOCALMEM_TOKEN_EVIDENCE=0); the model reads MaxSim"
-        if not self.backend.token_evidence:
-            return "the embedder gives no token vectors; the model reads MaxSim"
+        missing = evidence_missing(self.config, self.backend.token_evidence)
+        if missing is not None:
+            return missing
         self.learned = self.learned_loader() if self.learned_loader is not None else None
         return skip_reason(self.learned, self.backend.meta("embedder"))
 

@@ -1,0 +1,65 @@
+"""The learned-rank component in the hybrid merge (recall/learned_rank.py).
+
+recall's tree model reads each candidate's evidence against its pool. The
+hybrid search has the same evidence under other names: its MaxSim (mapped
+to [0, 1] as recall's vector component is), its keyword score (BM25 over the
+request's best), its raw cosine and token matches, and its thread. Measured
+held out on the LoCoMo dev conversations (each ranked by a model trained on
+the other four's recall pools), hybrid R@10 0.787 → 0.800.
+
+The component joins the score as a weighted mean,
+``(hybrid + w · learned) / (1 + w)`` with ``w = SEARCH_WEIGHT_LEARNED``, so
+``score`` stays in [0, 1] and orders the results. Only ``hybrid`` gets it:
+``semantic`` and ``keyword`` promise one arm's order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..recall.late_interaction import token_score
+from ..recall.learned_rank import TreeModel, evidence_missing, learned_components, skip_reason
+from .search import Candidate, SearchOutcome, rank
+
+if TYPE_CHECKING:
+    from ..storage.backend import Backend
+
+
+def skipped(backend: "Backend", mode: str, outcome: SearchOutcome,
+            load: Callable[[], TreeModel | None] | None) -> tuple[str | None, TreeModel | None]:
+    """(why the candidates get no learned component or None, the model when they do)."""
+    if mode != "hybrid":
+        return f"search_mode is {mode}; the model ranks the hybrid merge", None
+    if not outcome.semantic_ran:
+        return "no semantic search ran; the model reads MaxSim", None
+    missing = evidence_missing(backend.config, backend.token_evidence)
+    if missing is not None:
+        return missing, None
+    model = load() if load is not None else None
+    return skip_reason(model, backend.meta("embedder")), model
+
+
+def _pool_row(candidate: Candidate) -> dict[str, Any]:
+    """A candidate as recall's pool_features reads one."""
+    match = candidate.token_match
+    vector = token_score(match.max_sim) if match is not None else (candidate.cosine or 0.0)
+    return {"memory": candidate.memory, "_pk": candidate.pk, "_similarity": candidate.cosine,
+            "_token_match": match, "final_score": candidate.score,
+            "score_components": {"vector": vector, "keyword": candidate.keyword, "tag": 0.0}}
+
+
+def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcome,
+                load: Callable[[], TreeModel | None] | None) -> dict[str, Any]:
+    """Give the best hybrid candidates their learned component, re-rank, and report."""
+    reason, model = skipped(backend, mode, outcome, load)
+    if reason is not None or model is None:
+        return {"applied": False, "reason": reason}
+    found = [c for c in outcome.candidates if c.found]
+    learned = learned_components(model, [_pool_row(c) for c in found], query)
+    weight = backend.config.weight_learned
+    for index, value in learned.items():
+        candidate = found[index]
+        candidate.learned = value
+        candidate.score = (candidate.score + weight * value) / (1.0 + weight)
+    rank(outcome.candidates)
+    return {"applied": True, "candidates": len(learned)}
