@@ -400,3 +400,22 @@ def test_minilm_stores_use_the_packaged_model_in_recall_v1():
     first = response["results"][0]
     assert first["summary"].startswith("Melanie signed up")
     assert 0.0 <= first["score_components"]["learned"] <= 1.0 and 0.0 <= first["score"] <= 1.0
+
+
+def test_recall_v1_scores_the_best_by_hybrid_mix_and_keeps_the_rest_below_them():
+    store = new_store()
+    notes = [f"garden note {i}: " + "weeds " * (i % 7) + ("did it rain?" if i % 3 else "sunny") for i in range(45)]
+    store.store_many([{"content": note} for note in notes])
+    hybrid = {r["memory_id"]: r["score"] for r in store.recall_v1("garden weeds rain", k=45)["results"]}
+    store.learned_model = question_model()
+    response = store.recall_v1("garden weeds rain", k=45)
+    rows = response["results"]
+    scored = [r for r in rows if "learned" in r["score_components"]]
+    unscored = [r for r in rows if "learned" not in r["score_components"]]
+    assert len(scored) == LEARNED_TOP == response["learned_rank"]["candidates"] and unscored
+    assert min(hybrid[r["memory_id"]] for r in scored) >= max(hybrid[r["memory_id"]] for r in unscored)
+    for row in unscored:  # a component of 0, at weight 1
+        assert row["score"] == pytest.approx(hybrid[row["memory_id"]] / 2, abs=1e-5)
+    # the model's say is bounded by its weight: no unscored memory passes a scored one's hybrid part
+    assert max(r["score"] for r in unscored) <= min(r["score"] - r["score_components"]["learned"] / 2
+                                                    for r in scored) + 1e-5

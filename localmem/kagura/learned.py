@@ -9,8 +9,10 @@ the other four's recall pools), hybrid R@10 0.787 → 0.800.
 
 The component joins the score as a weighted mean,
 ``(hybrid + w · learned) / (1 + w)`` with ``w = SEARCH_WEIGHT_LEARNED``, so
-``score`` stays in [0, 1] and orders the results. Only ``hybrid`` gets it:
-``semantic`` and ``keyword`` promise one arm's order.
+``score`` stays in [0, 1] and orders the results as recall's sum does; the
+model scores the LEARNED_TOP best by the hybrid mix, and the rest count a
+component of 0. Only ``hybrid`` gets it: ``semantic`` and ``keyword``
+promise one arm's order.
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
     found = [c for c in outcome.candidates if c.found]
     learned = learned_components(model, [_pool_row(c) for c in found], query)
     weight = backend.config.weight_learned
-    for index, value in learned.items():
-        candidate = found[index]
+    for index, candidate in enumerate(found):
+        # Candidates the model did not score count a learned component of 0, so the
+        # order is the hybrid mix plus the weighted component, as in recall.
+        value = learned.get(index)
         candidate.learned = value
-        candidate.score = (candidate.score + weight * value) / (1.0 + weight)
+        candidate.score = (candidate.score + weight * (value or 0.0)) / (1.0 + weight)
     rank(outcome.candidates)
     return {"applied": True, "candidates": len(learned)}
