@@ -206,6 +206,10 @@ def format_recall(response: dict[str, Any], now: datetime, texts: dict[str, str]
         expanded, seeds = expansion.get("expanded_count", 0), expansion.get("seed_count", 0)
         notes.append(f"expansion: {plural(expanded, 'related memory', 'related memories')} from "
                      f"{plural(seeds, 'seed')}")
+    gate = response.get("score_filter") or {}
+    if gate.get("filtered_count"):
+        notes.append(f"score floor: {plural(gate['filtered_count'], 'weaker result')} after a clear gap "
+                     "in the scores left out (adaptive_floor=False keeps them)")
     for note in notes:
         lines.append(f"  ({note})")
     return lines

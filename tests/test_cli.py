@@ -415,6 +415,19 @@ def test_recall_param_passthrough_and_errors(cli, recall_db: dict[str, str]) -> 
     assert cli("recall", "x", "--sort", "sideways").code == 2  # argparse choices
 
 
+def test_recall_table_says_when_the_score_floor_left_results_out() -> None:
+    from localmem.cli.recall import recall_lines
+
+    def summary(gate: dict) -> str:
+        return "\n".join(recall_lines({"results": [], "count": 0, "score_filter": gate}))
+
+    floor = summary({"min_score": 0.0, "adaptive_floor": 0.61, "filtered_count": 3})
+    assert "3 weaker results below the score floor left out (--param adaptive_floor=false keeps them)" in floor
+    both = summary({"min_score": 0.5, "adaptive_floor": 0.61, "filtered_count": 1})
+    assert "1 weaker result below the score floor left out" in both and "adaptive_floor=false" not in both
+    assert "score floor" not in summary({"min_score": 0.0, "adaptive_floor": None, "filtered_count": 0})
+
+
 def test_recall_state_mode_and_expand_relations(cli, db: Path) -> None:
     with MemoryStore(db, embedder="hash") as store:
         old = store.store("Background jobs run on Celery with RabbitMQ", tags=["queue"])
@@ -823,6 +836,15 @@ def test_demo_json_shows_each_feature(cli, tmp_path: Path) -> None:
     # the named database keeps the demo data; a second run refuses to mix into it
     again = cli("demo", db_path=path)
     assert again.code == 1 and "empty database" in again.err
+
+
+def test_demo_says_when_the_score_floor_left_results_out() -> None:
+    from localmem.demo import format_recall
+
+    response = {"results": [], "score_filter": {"min_score": 0.0, "adaptive_floor": 0.61, "filtered_count": 2}}
+    lines = format_recall(response, NOW, {}, 100)
+    assert any("score floor: 2 weaker results" in line and "adaptive_floor=False" in line for line in lines)
+    assert not any("score floor" in line for line in format_recall({"results": []}, NOW, {}, 100))
 
 
 def test_demo_degraded_without_vectors(cli) -> None:

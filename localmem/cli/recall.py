@@ -119,6 +119,11 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
     expansion = response.get("expansion")
     if expansion:
         summary.append(f"{expansion.get('expanded_count', 0)} related by expansion")
+    gate = response.get("score_filter") or {}
+    if gate.get("filtered_count"):
+        hint = (" (--param adaptive_floor=false keeps them)"
+                if gate.get("adaptive_floor") is not None and not gate.get("min_score") else "")
+        summary.append(f"{plural(gate['filtered_count'], 'weaker result')} below the score floor left out{hint}")
     lines.append("")
     lines.extend(out.wrap("(" + "; ".join(summary) + ")", "dim"))
     confidence = confidence_line(response.get("confidence")) if rows else None
