@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     hybrid_rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight, tested=hybrid)
     lines += ["", "`recall_v1` (hybrid), scoped to the conversation, each conversation ranked by the model",
               "trained on the other four's recall pools (without: the hybrid mix alone):", "",
-              *report(hybrid_rows)[3:7]]
+              *report(hybrid_rows, "hybrid mix (LOCALMEM_LEARNED_RANK=0)")[3:7]]
     lines += per_conversation(hybrid_rows, "recall_v1")
     print("\n".join(lines))
     if args.write:
@@ -237,7 +237,7 @@ def per_conversation(rows: list[dict], label: str) -> list[str]:
     return lines
 
 
-def report(rows: list[dict]) -> list[str]:
+def report(rows: list[dict], base_label: str = "weighted score (LOCALMEM_LEARNED_RANK=0)") -> list[str]:
     def mean(selected: list[dict], which: str, key: str) -> float:
         return float(np.mean([r[which][key] for r in selected]))
 
@@ -245,7 +245,7 @@ def report(rows: list[dict]) -> list[str]:
     lines = ["Each question ranked by a model trained without its conversation (the pool ordered by the",
              "weighted score, then by weighted score + learned component):", "",
              "| ranking | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
-    for which, label in (("base", "weighted score (LOCALMEM_LEARNED_RANK=0)"),
+    for which, label in (("base", base_label),
                          ("learned", "+ learned component, held out")):
         lines.append(f"| {label} | " + " | ".join(f"{mean(rows, which, k):.3f}" for k in keys) + " |")
     lines += ["", "| conversation | n | R@10 without | R@10 with | change |", "|---|---:|---:|---:|---:|"]
