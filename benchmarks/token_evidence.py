@@ -137,6 +137,17 @@ def measure_recall(n: int, queries: int, say: Any) -> dict[str, Any]:
                 scored.append(response["vector_search"]["token_scored"])
             if label == "learned":
                 assert response["learned_rank"]["applied"], response["learned_rank"]
+    # recall_v1 (hybrid, no filters) on the plain queries, with and without the learned stage.
+    hybrid: dict[str, list[float]] = {"without": [], "learned": []}
+    plain = [kwargs["query"] for mode, kwargs, _vector in work if mode == "plain"]
+    for index, query in enumerate(plain):
+        order = [("without", config), ("learned", learned)]
+        for label, chosen in order[index % 2:] + order[:index % 2]:
+            store.config = chosen
+            started = time.perf_counter()
+            response = store.recall_v1(query, k=10)
+            hybrid[label].append((time.perf_counter() - started) * 1000)
+            assert response["learned_rank"]["applied"] is (label == "learned"), response["learned_rank"]
     store.config = config
     matrix = np.frombuffer(b"".join(r[0] for r in store.conn.execute(
         "SELECT embedding FROM memory_embeddings ORDER BY pk")), dtype=np.float32).reshape(-1, scale.DIMS)
@@ -149,7 +160,7 @@ def measure_recall(n: int, queries: int, say: Any) -> dict[str, Any]:
     codes = store.conn.execute("SELECT count(*), sum(tokens), sum(length(codes)) FROM token_codes").fetchone()
     store.close()
     return {"times": times, "floor_ms": statistics.median(floor), "scored": statistics.median(scored),
-            "codes": codes}
+            "codes": codes, "hybrid": hybrid}
 
 
 def measure_locomo(rounds: int, say: Any) -> dict[str, Any]:
@@ -205,6 +216,14 @@ def render(recall: dict[str, Any], ingest: dict[str, Any], command: str, seconds
                      f"{scale.pct(by['on'], 0.95) / floor:.2f}× | {scale.pct(by['off'], 0.95) / floor:.2f}× | "
                      f"{with_model:.1f} | {with_model / on:.2f} | {with_model / floor:.2f}× | "
                      f"{scale.pct(by['learned'], 0.95) / floor:.2f}× |")
+    hybrid = recall["hybrid"]
+    without, with_model = statistics.median(hybrid["without"]), statistics.median(hybrid["learned"])
+    lines += ["", f"`recall_v1` (hybrid, k=10, no filters) on the {len(hybrid['learned'])} plain queries, "
+                  "token evidence on, the learned stage off and on in turn:", "",
+              "| p50 without ms | p50 learned ms | learned ÷ without | p95 without ms | p95 learned ms |",
+              "|---:|---:|---:|---:|---:|",
+              f"| {without:.1f} | {with_model:.1f} | {with_model / without:.2f} | "
+              f"{scale.pct(hybrid['without'], 0.95):.1f} | {scale.pct(hybrid['learned'], 0.95):.1f} |"]
     lines += ["", f"Storage and ingest: {ingest['memories']} LoCoMo dev turns embedded by `{ingest['model']}` "
                   f"and stored with `store_many`, token evidence on and off alternating (median of the rounds).", "",
               "| measure | value |", "|---|---:|",
