@@ -222,7 +222,7 @@ def test_config_reads_the_switch_and_the_weight_from_the_environment():
 
 
 @pytest.mark.model
-def test_minilm_stores_use_the_packaged_model():
+def test_minilm_stores_use_the_packaged_model_in_recall_and_recall_v1():
     pytest.importorskip("sentence_transformers")
     store = new_store(embedder="auto")
     store.store("Melanie signed up for a pottery class yesterday", tags=["t"])
@@ -232,6 +232,11 @@ def test_minilm_stores_use_the_packaged_model():
     assert response["results"][0]["memory"]["content"].startswith("Melanie signed up")
     assert 0.0 <= response["results"][0]["score_components"]["learned"] <= 1.0
     assert json.loads(json.dumps(response))  # plain JSON numbers
+    hybrid = store.recall_v1("What class did Melanie sign up for?", filters={"tags": ["t"]})
+    assert hybrid["learned_rank"] == {"applied": True, "candidates": 2}
+    first = hybrid["results"][0]
+    assert first["summary"].startswith("Melanie signed up")
+    assert 0.0 <= first["score_components"]["learned"] <= 1.0 and 0.0 <= first["score"] <= 1.0
 
 
 def test_the_model_scores_only_the_best_candidates_by_weighted_score():
@@ -388,18 +393,6 @@ def test_recall_v1_without_a_semantic_search_says_so():
     assert response["learned_rank"] == {"applied": False,
                                         "reason": "no semantic search ran; the model reads MaxSim"}
 
-
-@pytest.mark.model
-def test_minilm_stores_use_the_packaged_model_in_recall_v1():
-    pytest.importorskip("sentence_transformers")
-    store = new_store(embedder="auto")
-    store.store("Melanie signed up for a pottery class yesterday", tags=["t"])
-    store.store("The weather was cold and grey", tags=["t"])
-    response = store.recall_v1("What class did Melanie sign up for?", filters={"tags": ["t"]})
-    assert response["learned_rank"] == {"applied": True, "candidates": 2}
-    first = response["results"][0]
-    assert first["summary"].startswith("Melanie signed up")
-    assert 0.0 <= first["score_components"]["learned"] <= 1.0 and 0.0 <= first["score"] <= 1.0
 
 
 def test_recall_v1_scores_the_best_by_hybrid_mix_and_keeps_the_rest_below_them():
