@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import Config
 from ..storage.threads import thread_key
 
 FEATURES = (
@@ -227,7 +228,7 @@ def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query
     return dict(zip(top.tolist(), learned.tolist()))
 
 
-def evidence_missing(config: Any, gives_token_vectors: bool) -> str | None:
+def evidence_missing(config: Config, gives_token_vectors: bool) -> str | None:
     """Why no recall can use a model now, by configuration or embedder, or None."""
     if not config.learned_rank:
         return "off (LOCALMEM_LEARNED_RANK=0)"
