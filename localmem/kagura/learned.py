@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..recall.late_interaction import token_score
-from ..recall.learned_rank import TreeModel, evidence_missing, learned_components, skip_reason
+from ..recall.learned_rank import TreeModel, learned_components, report, usable_model
 from .search import Candidate, SearchOutcome, rank
 
 if TYPE_CHECKING:
@@ -34,11 +34,7 @@ def skipped(backend: "Backend", mode: str, outcome: SearchOutcome,
         return f"search_mode is {mode}; the model ranks the hybrid merge", None
     if not outcome.semantic_ran:
         return "no semantic search ran; the model reads MaxSim", None
-    missing = evidence_missing(backend.config, backend.token_evidence)
-    if missing is not None:
-        return missing, None
-    model = load() if load is not None else None
-    return skip_reason(model, backend.meta("embedder")), model
+    return usable_model(backend, load)
 
 
 def _pool_row(candidate: Candidate) -> dict[str, Any]:
@@ -54,8 +50,8 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
                 load: Callable[[], TreeModel | None] | None) -> dict[str, Any]:
     """Give the best hybrid candidates their learned component, re-rank, and report."""
     reason, model = skipped(backend, mode, outcome, load)
-    if reason is not None or model is None:
-        return {"applied": False, "reason": reason}
+    if model is None:
+        return report(reason, 0)
     found = [c for c in outcome.candidates if c.found]
     learned = learned_components(model, [_pool_row(c) for c in found], query)
     weight = backend.config.weight_learned
@@ -66,4 +62,4 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
         candidate.learned = value
         candidate.score = (candidate.score + weight * (value or 0.0)) / (1.0 + weight)
     rank(outcome.candidates)
-    return {"applied": True, "candidates": len(learned)}
+    return report(None, len(learned))

@@ -23,12 +23,14 @@ import os
 import stat
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..config import Config
 from ..storage.threads import thread_key
+
+if TYPE_CHECKING:
+    from ..storage.backend import Backend
 
 FEATURES = (
     "vector", "keyword", "tag", "final",
@@ -228,23 +230,28 @@ def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query
     return dict(zip(top.tolist(), learned.tolist()))
 
 
-def evidence_missing(config: Config, gives_token_vectors: bool) -> str | None:
-    """Why no recall can use a model now, by configuration or embedder, or None."""
+def usable_model(backend: "Backend", load: Callable[[], TreeModel | None] | None
+                 ) -> tuple[str | None, TreeModel | None]:
+    """(why no learned-rank model can rank this store's candidates, or None; the model
+    when one can). Configuration and embedder are checked first, so the model is read
+    (``load``) only when it could be used."""
+    config = backend.config
     if not config.learned_rank:
-        return "off (LOCALMEM_LEARNED_RANK=0)"
+        return "off (LOCALMEM_LEARNED_RANK=0)", None
     if not config.token_evidence:
-        return "token evidence is off (LOCALMEM_TOKEN_EVIDENCE=0); the model reads MaxSim"
-    if not gives_token_vectors:
-        return "the embedder gives no token vectors; the model reads MaxSim"
-    return None
-
-
-def skip_reason(model: TreeModel | None, embedder_name: str | None) -> str | None:
-    """Why the model cannot rank the candidates of a store embedded with ``embedder_name``,
-    or None when it can."""
+        return "token evidence is off (LOCALMEM_TOKEN_EVIDENCE=0); the model reads MaxSim", None
+    if not backend.token_evidence:
+        return "the embedder gives no token vectors; the model reads MaxSim", None
+    model = load() if load is not None else None
     if model is None:
-        return "no learned-rank model could be read (why is on stderr)"
+        return "no learned-rank model could be read (why is on stderr)", None
+    embedder_name = backend.meta("embedder")
     if embedder_name not in model.embedders:
         return (f"the model was trained on {', '.join(model.embedders)} features; "
-                f"this store embeds with {embedder_name or 'no embedder'}")
-    return None
+                f"this store embeds with {embedder_name or 'no embedder'}"), None
+    return None, model
+
+
+def report(reason: str | None, candidates: int) -> dict[str, Any]:
+    """The answer's ``learned_rank`` block."""
+    return {"applied": True, "candidates": candidates} if reason is None else {"applied": False, "reason": reason}

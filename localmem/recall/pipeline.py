@@ -30,7 +30,7 @@ from .decompose import decompose_query
 from .keywords import COMMON_TERM_ROWS, KeywordScorer
 from .centering import centred_similarities
 from .late_interaction import token_matches
-from .learned_rank import TreeModel, evidence_missing, learned_components, skip_reason
+from .learned_rank import TreeModel, learned_components, report, usable_model
 from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
@@ -238,11 +238,8 @@ class Recall:
             return f"results are sorted by {self.params.sort}"
         if self.params.embedding is not None:
             return "an explicit query embedding has no token vectors"
-        missing = evidence_missing(self.config, self.backend.token_evidence)
-        if missing is not None:
-            return missing
-        self.learned = self.learned_loader() if self.learned_loader is not None else None
-        return skip_reason(self.learned, self.backend.meta("embedder"))
+        reason, self.learned = usable_model(self.backend, self.learned_loader)
+        return reason
 
     def add_learned(self, candidates: list[dict[str, Any]], query: str) -> None:
         """Add the learned-rank component to the scored candidates of one query."""
@@ -551,9 +548,7 @@ class Recall:
             "token_scored": self.token_scored,
         }
         if params.query or params.queries:
-            skipped = self.learned_skipped()
-            response["learned_rank"] = ({"applied": True, "candidates": self.learned_ranked}
-                                        if skipped is None else {"applied": False, "reason": skipped})
+            response["learned_rank"] = report(self.learned_skipped(), self.learned_ranked)
         left_out = sorted({t for scorer in self.keyword_scorers.values() for t in scorer.left_out})
         if left_out:
             response["keyword_search"] = {
