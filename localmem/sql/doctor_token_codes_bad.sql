@@ -1,6 +1,5 @@
--- Token codes that do not hold :tokens x :width bytes (one bit per dimension per token).
+-- Token codes of the wrong shape (token_codes_malformed.sql), with their memory ids.
 SELECT t.pk, m.id FROM token_codes AS t
 LEFT JOIN memories AS m ON m.pk = t.pk
-WHERE typeof(t.tokens) <> 'integer' OR t.tokens <= 0 OR typeof(t.codes) <> 'blob'
-   OR length(t.codes) <> t.tokens * :width
+WHERE {{token_codes_malformed}}
 ORDER BY t.pk;

@@ -1,5 +1,4 @@
 -- Drop token codes of the wrong shape: recall already ignores them, and the
 -- memory keeps its cosine until `localmem reembed` codes it again.
 DELETE FROM token_codes
-WHERE typeof(tokens) <> 'integer' OR tokens <= 0 OR typeof(codes) <> 'blob'
-   OR length(codes) <> tokens * :width;
+WHERE {{token_codes_malformed}};
