@@ -54,7 +54,7 @@ def related_tags(backend: "Backend", scope: SearchScope, memories: list[dict[str
               "tags": json.dumps(list(seen)) if seen else None,
               "limit": max(len(seen), RELATED_TAGS_LIMIT)}
     tag_filter = "t.tag IN (SELECT value FROM json_each(:tags))" if seen else "1"
-    statement = backend.sql["kagura_related_tags"].format(tag_filter=tag_filter)
+    statement = backend.sql.compose("kagura_related_tags", tag_filter=tag_filter)
     rows = list(rows_as_dicts(backend.conn.execute(statement, params)))
     if seen:
         rows.sort(key=lambda r: (-seen[r["tag"]], -r["count"], r["tag"]))

@@ -1,13 +1,14 @@
 -- Tags (lowercased whole tags) in the context(s): how many memories carry
 -- each, when a memory carrying it was last updated, and the summary of the
--- most recently updated one that is still valid (else of any). {tag_filter}
--- is the tag test: membership in :tags (a JSON list), or 1 for every tag
--- (the most used first, :limit of them); an OR of both would scan every tag row.
+-- most recently updated one that is still valid (else of any). The
+-- tag_filter slot is the tag test: membership in :tags (a JSON list), or 1 for
+-- every tag (the most used first, :limit of them); an OR of both would scan
+-- every tag row.
 WITH counted AS (
     SELECT t.tag AS tag, count(*) AS count, max(m.updated_at) AS last_used_at
     FROM memory_tags AS t
     JOIN memories AS m ON m.pk = t.pk
-    WHERE {tag_filter}
+    WHERE {{tag_filter}}
       AND m.archived = 0
       AND (:contexts IS NULL OR m.context IN (SELECT value FROM json_each(:contexts)))
     GROUP BY t.tag
