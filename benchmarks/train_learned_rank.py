@@ -1,22 +1,26 @@
 """Train the learned-rank model (localmem/recall/learned_rank.py) on the LoCoMo dev conversations.
 
-Every dev question is asked through ``MemoryStore.recall`` exactly as
-``benchmarks/locomo.py`` asks it, with the learned component at weight 0, and
-the candidate pool's features (``learned_rank.pool_features``) are recorded
-with a label per candidate: is it one of the question's evidence turns. A
-LightGBM lambdarank model is then
+The model file holds two learned parts, trained in turn:
 
-1. trained on four conversations and scored on the fifth, for each of the
-   five (leave one conversation out): the estimate of what the model does on
-   conversations it has not seen, printed and, with ``--results``, written to
-   RESULTS.md;
-2. with ``--write``, trained on all five and saved as
-   ``localmem/models/learned_rank.json`` (the model recall ships with), or
-   with ``--output PATH`` elsewhere, for ``LOCALMEM_LEARNED_RANK_MODEL=PATH``
-   (another embedder: ``--embedder NAME``; its own labelled data: ``--data``
-   in LoCoMo's format).
+1. a query adapter (``late_interaction.QueryAdapter``, torch): a low-rank map
+   of the query's token vectors, trained so that MaxSim over each question's
+   whole conversation ranks its evidence first;
+2. a LightGBM lambdarank model over pool features: every dev question is asked
+   through ``MemoryStore.recall`` exactly as ``benchmarks/locomo.py`` asks it,
+   with the adapter on and the learned component at weight 0, and the
+   candidate pool's features (``learned_rank.pool_features``) are recorded
+   with a label per candidate: is it one of the question's evidence turns.
 
-    pip install -e ".[train]"      # lightgbm
+The estimate of what the model does on conversations it has not seen is
+nested leave-one-conversation-out: for each of the five, the adapter and then
+the trees are trained on the other four, and the fifth is scored; printed and,
+with ``--results``, written to RESULTS.md. With ``--write`` both are trained
+on all five and saved as ``localmem/models/learned_rank.json`` (the model
+recall ships with), or with ``--output PATH`` elsewhere, for
+``LOCALMEM_LEARNED_RANK_MODEL=PATH`` (another embedder: ``--embedder NAME``;
+its own labelled data: ``--data`` in LoCoMo's format). About ten minutes.
+
+    pip install -e ".[train]"      # lightgbm (torch comes with sentence-transformers)
     python benchmarks/train_learned_rank.py [--write] [--results]
 """
 
@@ -39,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.kagura import learned as kagura_learned  # noqa: E402
-from localmem.recall import learned_rank, pipeline  # noqa: E402
+from localmem.recall import late_interaction, learned_rank, pipeline  # noqa: E402
+from localmem.storage import token_codes  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "localmem" / "models" / learned_rank.MODEL_RESOURCE
@@ -82,12 +87,79 @@ def record_pools(store, questions: list[dict], *, scoped: bool = True, v1: bool 
     return pools
 
 
-def placeholder_model(embedder: str) -> learned_rank.TreeModel:
-    """A one-leaf model, so recall computes the features while recording (its score is unused)."""
+def placeholder_model(embedder: str, adapter: late_interaction.QueryAdapter | None = None
+                      ) -> learned_rank.TreeModel:
+    """A one-leaf model, so recall computes the features while recording (its score is
+    unused); ``adapter`` moves the query tokens, as the model being trained will."""
     one = np.zeros((1, 1))
     return learned_rank.TreeModel(feature=np.full((1, 1), -1), threshold=one, left=one.astype(int),
                                   right=one.astype(int), value=one, depth=0, embedders=(embedder,),
-                                  features=learned_rank.FEATURES)
+                                  features=learned_rank.FEATURES, query_adapter=adapter)
+
+
+ADAPTER = dict(rank=16, epochs=3, batch=16, learning_rate=0.003, penalty=0.01, seed=0)
+
+
+class AdapterData:
+    """What the query adapter trains on: each question's centred query tokens, and the
+    sign codes of every memory in its conversation with the evidence marked."""
+
+    def __init__(self, store, questions: list[dict]) -> None:
+        backend = store._backend
+        self.centre = backend.token_centre(record=False)
+        dims = backend.dimensions
+        scopes: dict[str, list[tuple[str, np.ndarray]]] = {}
+        for tags, dia, tokens, codes in store.conn.execute(
+                "SELECT m.tags, json_extract(m.metadata, '$.dia_id'), t.tokens, t.codes "
+                "FROM memories AS m JOIN token_codes AS t ON t.pk = m.pk ORDER BY m.pk"):
+            scopes.setdefault(json.loads(tags)[0], []).append((dia, token_codes.decode(tokens, codes, dims)))
+        # Per conversation: all its tokens in one matrix, and which memory each belongs to.
+        self.scopes = {tag: ([dia for dia, _ in rows], np.concatenate([signs for _, signs in rows]),
+                             np.repeat(np.arange(len(rows)), [len(signs) for _, signs in rows]))
+                       for tag, rows in scopes.items()}
+        self.questions = []
+        for q in questions:
+            _, tokens = backend.embed_texts_and_tokens([q["question"]])
+            centred = token_codes.unit_rows(tokens[0]) - self.centre
+            self.questions.append((q, centred.astype(np.float32)))
+
+
+def fit_adapter(data: AdapterData, exclude: str | None = None) -> late_interaction.QueryAdapter:
+    """A low-rank query adapter (late_interaction.QueryAdapter) trained so that each
+    question's MaxSim over its conversation ranks the evidence first (softmax over every
+    memory of the conversation), on every conversation but ``exclude``."""
+    import torch
+
+    settings = ADAPTER
+    torch.manual_seed(settings["seed"])
+    scopes = {tag: (dias, torch.from_numpy(signs), torch.from_numpy(owner))
+              for tag, (dias, signs, owner) in data.scopes.items()}
+    train = [(q, torch.from_numpy(t)) for q, t in data.questions if q["conv_tag"] != exclude]
+    dims, rank = len(data.centre), settings["rank"]
+    down = (torch.randn(dims, rank) * 0.01).requires_grad_()
+    up = torch.zeros(dims, rank, requires_grad=True)
+    scale = torch.tensor(20.0, requires_grad=True)
+    optimiser = torch.optim.Adam([down, up, scale], lr=settings["learning_rate"])
+    for epoch in range(settings["epochs"]):
+        order = np.random.RandomState(epoch).permutation(len(train))
+        for start in range(0, len(order), settings["batch"]):
+            loss = torch.zeros(())
+            for index in order[start:start + settings["batch"]]:
+                q, centred = train[index]
+                dias, signs, owner = scopes[q["conv_tag"]]
+                adapted = centred + (centred @ down) @ up.T
+                adapted = adapted / adapted.abs().sum(1, keepdim=True)
+                similarity = adapted @ signs.T  # query tokens x conversation tokens
+                best = torch.full((len(adapted), len(dias)), -2.0).scatter_reduce(
+                    1, owner.expand(len(adapted), -1), similarity, "amax")
+                scores = best.mean(0) * scale
+                evidence = torch.tensor([d in q["evidence"] for d in dias])
+                loss = loss + torch.logsumexp(scores, 0) - torch.logsumexp(scores[evidence], 0)
+            loss = loss / settings["batch"] + settings["penalty"] * down.pow(2).sum() * up.pow(2).sum()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+    return late_interaction.QueryAdapter(down=down.detach().numpy().copy(), up=up.detach().numpy().copy())
 
 
 def fit(pools: list[dict], rounds: int, seed: int, learning_rate: float):
@@ -105,27 +177,28 @@ def ranked_metrics(pool: dict, scores: np.ndarray) -> dict[str, float]:
     return locomo.metrics([pool["keys"][i] for i in order], pool["evidence"])
 
 
-def leave_one_out(pools: list[dict], rounds: int, seed: int, learning_rate: float,
-                  weight: float, tested: list[dict] | None = None) -> list[dict]:
-    """Per question: metrics of the weighted score and of weighted + learned, the model
-    trained on ``pools`` without the question's conversation. ``tested`` (the same
-    questions over other memories) is scored instead of ``pools`` when given."""
+def held_out_rows(model, pools: list[dict], weight: float) -> list[dict]:
+    """Per question: metrics of the weighted score and of weighted + learned (``model``)."""
     rows = []
-    for conv in sorted({p["question"]["conv_tag"] for p in pools}, key=lambda t: int(t.split(":")[1])):
-        train = [p for p in pools if p["question"]["conv_tag"] != conv]
-        model = fit(train, rounds, seed, learning_rate)
-        for pool in (p for p in (tested or pools) if p["question"]["conv_tag"] == conv):
-            # As recall does: the model scores the top LEARNED_TOP by weighted score.
-            top = np.argsort(-pool["final"], kind="stable")[:learned_rank.LEARNED_TOP]
-            learned = np.zeros(len(pool["final"]))
+    for pool in pools:
+        # As recall does: the model scores the top LEARNED_TOP by weighted score.
+        top = np.argsort(-pool["final"], kind="stable")[:learned_rank.LEARNED_TOP]
+        learned = np.zeros(len(pool["final"]))
+        if len(top):
             learned[top] = 1.0 / (1.0 + np.exp(-model.predict(pool["rows"][top], raw_score=True)))
-            rows.append({"question": pool["question"], "base": ranked_metrics(pool, pool["final"]),
-                         "learned": ranked_metrics(pool, pool["final"] + weight * learned)})
+        rows.append({"question": pool["question"], "base": ranked_metrics(pool, pool["final"]),
+                     "learned": ranked_metrics(pool, pool["final"] + weight * learned)})
     return rows
 
 
-def export(ranker, embedders: list[str], settings: dict) -> dict:
-    """The booster's trees as flat arrays (the format TreeModel.from_dict reads)."""
+def conversations(questions: list[dict]) -> list[str]:
+    return sorted({q["conv_tag"] for q in questions}, key=lambda t: int(t.split(":")[1]))
+
+
+def export(ranker, embedders: list[str], settings: dict,
+           adapter: late_interaction.QueryAdapter | None = None) -> dict:
+    """The booster's trees as flat arrays, and the query adapter (the format
+    TreeModel.from_dict reads)."""
     dumped = ranker.booster_.dump_model()
     trees, depth = [], 0
     for info in dumped["tree_info"]:
@@ -153,7 +226,9 @@ def export(ranker, embedders: list[str], settings: dict) -> dict:
         trees.append(arrays)
     return {"format": 1, "features": list(learned_rank.FEATURES), "embedders": embedders, "depth": depth,
             "trained_on": "LoCoMo dev conversations 0-4 (benchmarks/train_learned_rank.py)",
-            "params": {**PARAMS, **settings}, "trees": trees}
+            "params": {**PARAMS, **settings}, "trees": trees,
+            **({"query_adapter": {"down": adapter.down.round(6).tolist(), "up": adapter.up.round(6).tolist(),
+                                  "params": ADAPTER}} if adapter is not None else {})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,47 +247,63 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     data = json.load(open(args.data, encoding="utf-8"))
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
-    pools, unscoped, flat, hybrid = [], [], [], []
-    for threads, recorded in ((True, pools), (False, flat)):
-        store, questions = locomo.build_store(data, locomo.cached_embedder(args.embedder), ":memory:", config,
-                                              threads=threads)
-        embedder = store._backend.meta("embedder")
-        store.learned_model = placeholder_model(embedder)
-        recorded.extend(record_pools(store, questions))
-        if threads:
-            unscoped.extend(record_pools(store, questions, scoped=False))
-            hybrid.extend(record_pools(store, questions, v1=True))
-        store.close()
+    store, questions = locomo.build_store(data, locomo.cached_embedder(args.embedder), ":memory:", config)
+    flat_store, flat_questions = locomo.build_store(data, locomo.cached_embedder(args.embedder), ":memory:",
+                                                    config, threads=False)
+    embedder = store._backend.meta("embedder")
+    adapter_data = AdapterData(store, questions)
     weight = Config().weight_learned
-    rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight)
-    lines = report(rows)
-    # Trained on the threaded turns as shipped; tested on the same turns with no
-    # thread (no session in tags or metadata): memories a model never saw so bare.
-    flat_rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight, tested=flat)
+
+    def record(adapter: late_interaction.QueryAdapter | None, asked: list[dict], target=store,
+               **kwargs) -> list[dict]:
+        target.learned_model = placeholder_model(embedder, adapter)
+        return record_pools(target, asked, **kwargs)
+
+    # Nested: for each conversation, the adapter and the trees are both trained without
+    # it (the trees on the other four's pools, recorded with that adapter).
+    rows: dict[str, list[dict]] = {"scoped": [], "flat": [], "unscoped": [], "hybrid": []}
+    for conv in conversations(questions):
+        adapter = fit_adapter(adapter_data, exclude=conv)
+        pools = record(adapter, questions)
+        model = fit([p for p in pools if p["question"]["conv_tag"] != conv], args.rounds, args.seed,
+                    args.learning_rate)
+        tested = [q for q in questions if q["conv_tag"] == conv]
+        rows["scoped"] += held_out_rows(model, [p for p in pools if p["question"]["conv_tag"] == conv], weight)
+        # The same turns with no thread (no session in tags or metadata): memories a model
+        # never saw so bare.
+        rows["flat"] += held_out_rows(model, record(adapter, [q for q in flat_questions if q["conv_tag"] == conv],
+                                                    flat_store), weight)
+        # Asked over the whole store of five conversations, whose other turns crowd the pool.
+        rows["unscoped"] += held_out_rows(model, record(adapter, tested, scoped=False), weight)
+        # recall_v1's hybrid pools (kagura/learned.py maps their evidence to the features);
+        # the hybrid mix stands for the weighted score.
+        rows["hybrid"] += held_out_rows(model, record(adapter, tested, v1=True), weight)
+        print(f"{conv}: held out", flush=True)
+    plain = record(None, questions)  # neither adapter nor trees: the weighted score as it was
+    lines = report(rows["scoped"], "weighted score with the adapter's MaxSim (no trees)")
+    lines += ["", "Without the learned model at all (`LOCALMEM_LEARNED_RANK=0`: plain MaxSim, no trees), "
+              f"R@10 {np.mean([ranked_metrics(p, p['final'])['R@10'] for p in plain]):.3f}."]
     lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
-              "metadata), each conversation ranked by the model trained on the other four's threaded turns:", "",
-              *report(flat_rows)[3:7]]
-    lines += per_conversation(flat_rows, "no threads")
-    # Trained on recalls scoped to the conversation as shipped; tested asking the
-    # whole store of five conversations, whose other turns crowd the pool.
-    wide_rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight, tested=unscoped)
+              "metadata), each conversation ranked by the adapter and model trained on the other four's "
+              "threaded turns:", "", *report(rows["flat"], "weighted score with the adapter's MaxSim (no trees)")[3:7]]
+    lines += per_conversation(rows["flat"], "no threads")
     lines += ["", "The same questions asked over the whole store (all five conversations, no tag scope), each",
-              "conversation ranked by the model trained on the other four's scoped recalls:", "",
-              *report(wide_rows)[3:7]]
-    lines += per_conversation(wide_rows, "unscoped")
-    # The same model on recall_v1's hybrid pools (kagura/learned.py maps their evidence
-    # to the features); the hybrid mix stands for the weighted score.
-    hybrid_rows = leave_one_out(pools, args.rounds, args.seed, args.learning_rate, weight, tested=hybrid)
-    lines += ["", "`recall_v1` (hybrid), scoped to the conversation, each conversation ranked by the model",
-              "trained on the other four's recall pools (without: the hybrid mix alone):", "",
-              *report(hybrid_rows, "hybrid mix (LOCALMEM_LEARNED_RANK=0)")[3:7]]
-    lines += per_conversation(hybrid_rows, "recall_v1")
+              "conversation ranked by the adapter and model trained on the other four's scoped recalls:", "",
+              *report(rows["unscoped"], "weighted score with the adapter's MaxSim (no trees)")[3:7]]
+    lines += per_conversation(rows["unscoped"], "unscoped")
+    lines += ["", "`recall_v1` (hybrid), scoped to the conversation, each conversation ranked by the adapter",
+              "and model trained on the other four's recall pools (without: the hybrid mix alone, with the",
+              "adapter's MaxSim):", "",
+              *report(rows["hybrid"], "hybrid mix with the adapter's MaxSim (no trees)")[3:7]]
+    lines += per_conversation(rows["hybrid"], "recall_v1")
     print("\n".join(lines))
     if args.write:
         settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
         # The hub's full name of the model is the same model (a store records what it was given).
         names = [embedder] + ([f"sentence-transformers/{embedder}"] if "/" not in embedder else [])
-        model = export(fit(pools, args.rounds, args.seed, args.learning_rate), names, settings)
+        adapter = fit_adapter(adapter_data)
+        model = export(fit(record(adapter, questions), args.rounds, args.seed, args.learning_rate), names,
+                       settings, adapter)
         output = Path(args.output)
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")
@@ -224,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Command: `python benchmarks/train_learned_rank.py --results` (embedder `{args.embedder}`, "
             f"{args.rounds} rounds, learning rate {args.learning_rate}, seed {args.seed}), "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-            f"{len(pools)} questions, {elapsed:.0f} s.", "", *lines]))
+            f"{len(questions)} questions, {elapsed:.0f} s.", "", *lines]))
     return 0
 
 
@@ -237,7 +328,7 @@ def per_conversation(rows: list[dict], label: str) -> list[str]:
     return lines
 
 
-def report(rows: list[dict], base_label: str = "weighted score (LOCALMEM_LEARNED_RANK=0)") -> list[str]:
+def report(rows: list[dict], base_label: str) -> list[str]:
     def mean(selected: list[dict], which: str, key: str) -> float:
         return float(np.mean([r[which][key] for r in selected]))
 

@@ -27,13 +27,12 @@ if TYPE_CHECKING:
     from ..storage.backend import Backend
 
 
-def skipped(backend: "Backend", mode: str, outcome: SearchOutcome,
-            load: Callable[[], TreeModel | None] | None) -> tuple[str | None, TreeModel | None]:
-    """(why the candidates get no learned component or None, the model when they do)."""
+def learned_model(backend: "Backend", mode: str, load: Callable[[], TreeModel | None] | None
+                  ) -> tuple[str | None, TreeModel | None]:
+    """(why the search gets no learned component or None, the model when it may), decided
+    before the search: the model's query adapter moves the query tokens its MaxSim reads."""
     if mode != "hybrid":
         return f"search_mode is {mode}; the model ranks the hybrid merge", None
-    if not outcome.semantic_ran:
-        return "no semantic search ran; the model reads MaxSim", None
     return usable_model(backend, load)
 
 
@@ -47,9 +46,11 @@ def _pool_row(candidate: Candidate) -> dict[str, Any]:
 
 
 def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcome,
-                load: Callable[[], TreeModel | None] | None) -> dict[str, Any]:
-    """Give the best hybrid candidates their learned component, re-rank, and report."""
-    reason, model = skipped(backend, mode, outcome, load)
+                reason: str | None, model: TreeModel | None) -> dict[str, Any]:
+    """Give the best hybrid candidates their learned component, re-rank, and report
+    (``reason`` and ``model`` from learned_model)."""
+    if mode == "hybrid" and not outcome.semantic_ran:
+        reason, model = "no semantic search ran; the model reads MaxSim", None
     if model is None:
         return report(reason, 0)
     found = [c for c in outcome.candidates if c.found]

@@ -13,7 +13,7 @@ from .content import SpanFinder, content_fields
 from .duplicates import contradictions, near_duplicates
 from .folding import Entry, fold, versions
 from .hints import explore_hints, related_tags, tag_suggestions
-from .learned import add_learned
+from .learned import add_learned, learned_model
 from .request import RecallRequest, parse_request
 from .rerank import rerank
 from .scope import SearchScope, resolve_scope
@@ -77,14 +77,16 @@ def _confidence(outcome: SearchOutcome, fold_dropped: set[str], result_count: in
 def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
                   learned: Callable[[], TreeModel | None] | None = None) -> dict[str, Any]:
     """Answer one request with Kagura's RecallResponse body; ``learned`` gives the
-    learned-rank model, asked only when the search could use it."""
+    learned-rank model, asked only when the search mode could use it."""
     started = time.perf_counter()
     request: RecallRequest = parse_request(raw)
     now = request.now or backend.now()
     now_iso = format_timestamp(now)
     scope: SearchScope = resolve_scope(backend, request.filters)
-    outcome = run_search(backend, request.query, request.search_mode, scope, request.k)
-    learned_report = add_learned(backend, request.query, request.search_mode, outcome, learned)
+    reason, model = learned_model(backend, request.search_mode, learned)
+    outcome = run_search(backend, request.query, request.search_mode, scope, request.k,
+                         adapter=model.query_adapter if model is not None else None)
+    learned_report = add_learned(backend, request.query, request.search_mode, outcome, reason, model)
     folding = fold(backend, outcome.candidates, scope, now_iso, request.include_superseded)
 
     entries = folding.entries

@@ -33,7 +33,7 @@ import apsw
 from ..embedders import EmbedderUnavailable
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
-from ..recall.late_interaction import TokenMatch, token_matches
+from ..recall.late_interaction import QueryAdapter, TokenMatch, token_matches
 from ..recall.scoring import usable_cosine
 from .scope import SearchScope
 
@@ -176,10 +176,11 @@ def _fill_cosine(backend: "Backend", vector: bytes, candidates: list[Candidate])
             candidate.cosine = cosine[candidate.pk]
 
 
-def _fill_maxsim(backend: "Backend", query_tokens: Any, candidates: list[Candidate]) -> None:
+def _fill_maxsim(backend: "Backend", query_tokens: Any, candidates: list[Candidate],
+                 adapter: QueryAdapter | None) -> None:
     """Late-interaction MaxSim of the candidates that have token codes: the hybrid's
     semantic evidence for them (their raw cosine still drives ``confidence``)."""
-    found = token_matches(backend, [{"id": c.id} for c in candidates if c.found], query_tokens)
+    found = token_matches(backend, [{"id": c.id} for c in candidates if c.found], query_tokens, adapter)
     for candidate in candidates:
         candidate.token_match = found.get(candidate.id)
         candidate.maxsim = candidate.token_match.max_sim if candidate.token_match is not None else None
@@ -196,9 +197,10 @@ def rank(candidates: list[Any], score: Any = None) -> None:
     candidates.sort(key=lambda c: (key(c), float(c.memory.get("importance") or 0.0)), reverse=True)
 
 
-def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k: int
-               ) -> SearchOutcome:
-    """Candidates of one request, scored and sorted best first."""
+def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k: int,
+               adapter: QueryAdapter | None = None) -> SearchOutcome:
+    """Candidates of one request, scored and sorted best first (``adapter``: the learned
+    model's, for the hybrid's MaxSim)."""
     size = pool_size(backend, k)
     match = match_expression(query_terms(query))
     vector: bytes | None = None
@@ -235,7 +237,7 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
     if semantic_ran and vector is not None:
         _fill_cosine(backend, vector, candidates)
     if semantic_ran and query_tokens is not None and mode == "hybrid":
-        _fill_maxsim(backend, query_tokens, candidates)
+        _fill_maxsim(backend, query_tokens, candidates, adapter)
     # Every semantic hit stays, however weak (a cosine of 0 or below included): like
     # Kagura, recall answers with its top k and lets ``confidence`` say how weak they are.
 

@@ -20,6 +20,7 @@ its cosine, so a store part-way through ``localmem reembed`` still ranks.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -49,15 +50,65 @@ class TokenMatch(NamedTuple):
     tokens: int  # the memory's token count
 
 
+# A query adapter of higher rank than this is no low-rank map localmem trains.
+MAX_ADAPTER_RANK = 64
+# Trained entries are far below one; products of larger ones would overflow float32.
+MAX_ADAPTER_VALUE = 1e6
+
+
+@dataclass(frozen=True)
+class QueryAdapter:
+    """A learned low-rank correction of the query's centred token vectors: ``q + (q·down)·upᵀ``.
+
+    MiniLM places a question's tokens and the tokens of the statement that
+    answers it in somewhat different directions ("what games" against "I
+    played Valorant"). A map trained on questions and their evidence
+    (``benchmarks/train_learned_rank.py``) moves the query's tokens toward
+    their answers before MaxSim. Only the query side changes, so stored codes
+    stay as they are; it ships inside the learned-rank model file, whose trees
+    were trained on the MaxSim it gives.
+    """
+
+    down: np.ndarray  # dims x rank
+    up: np.ndarray  # dims x rank
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "QueryAdapter":
+        """An adapter from its JSON form; ValueError unless both matrices are finite and of
+        one shape (dims x rank, rank at most MAX_ADAPTER_RANK and below dims)."""
+        if not isinstance(data, dict):
+            raise ValueError("malformed query adapter: not an object")
+        try:
+            down = np.array(data["down"], dtype=np.float64)
+            up = np.array(data["up"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"malformed query adapter: {type(exc).__name__}: {exc}") from exc
+        if (down.ndim != 2 or down.shape != up.shape or not 0 < down.shape[1] <= MAX_ADAPTER_RANK
+                or down.shape[1] >= down.shape[0]):
+            raise ValueError("malformed query adapter: down and up must both be dims x rank")
+        if not all(np.isfinite(m).all() and np.abs(m).max() <= MAX_ADAPTER_VALUE for m in (down, up)):
+            raise ValueError(f"malformed query adapter: non-finite values or values beyond ±{MAX_ADAPTER_VALUE:g}")
+        return cls(down=down.astype(np.float32), up=up.astype(np.float32))
+
+    @property
+    def dimensions(self) -> int:
+        return int(self.down.shape[0])
+
+    def __call__(self, centred: np.ndarray) -> np.ndarray:
+        """The adapted tokens (one per row)."""
+        return centred + (centred @ self.down) @ self.up.T
+
+
 def token_matches(backend: "Backend", results: list[dict[str, Any]],
-                  query_tokens: np.ndarray) -> dict[str, TokenMatch]:
-    """How each result's token codes match the query's tokens, by memory id
-    (results without codes are left out)."""
+                  query_tokens: np.ndarray, adapter: QueryAdapter | None = None) -> dict[str, TokenMatch]:
+    """How each result's token codes match the query's tokens (moved by ``adapter``
+    when given), by memory id (results without codes are left out)."""
     centre = backend.token_centre(record=False)
     dims = backend.dimensions
     if centre is None or not dims or not results:
         return {}
-    query = query_matrix(query_tokens, centre)
+    query = query_matrix(query_tokens, centre, adapter if adapter is not None and adapter.dimensions == dims
+                         else None)
     if not query.shape[0] or query.shape[1] != dims:
         return {}
     width = (dims + 7) // 8

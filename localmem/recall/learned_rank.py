@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..storage.threads import thread_key
+from .late_interaction import QueryAdapter
 
 if TYPE_CHECKING:
     from ..storage.backend import Backend
@@ -132,6 +133,8 @@ class TreeModel:
     depth: int
     embedders: tuple[str, ...]
     features: tuple[str, ...]
+    # Moves the query's tokens before MaxSim; the trees were trained on the MaxSim it gives.
+    query_adapter: QueryAdapter | None = None
 
     @classmethod
     def from_dict(cls, data: Any) -> "TreeModel":
@@ -168,7 +171,9 @@ class TreeModel:
         return cls(feature=stack("feature", -1, np.int64), threshold=stack("threshold", 0.0, np.float64),
                    left=stack("left", 0, np.int64), right=stack("right", 0, np.int64),
                    value=stack("value", 0.0, np.float64), depth=int(data["depth"]),
-                   embedders=tuple(str(e) for e in data["embedders"]), features=tuple(data["features"]))
+                   embedders=tuple(str(e) for e in data["embedders"]), features=tuple(data["features"]),
+                   query_adapter=(QueryAdapter.from_dict(data["query_adapter"])
+                                  if data.get("query_adapter") is not None else None))
 
     @classmethod
     def packaged(cls) -> "TreeModel":
@@ -249,6 +254,10 @@ def usable_model(backend: "Backend", load: Callable[[], TreeModel | None] | None
     if embedder_name not in model.embedders:
         return (f"the model was trained on {', '.join(model.embedders)} features; "
                 f"this store embeds with {embedder_name or 'no embedder'}"), None
+    adapter = model.query_adapter
+    if adapter is not None and adapter.dimensions != backend.dimensions:
+        return (f"the model's query adapter is for {adapter.dimensions}-dimensional tokens; "
+                f"this store's have {backend.dimensions}"), None
     return None, model
 
 

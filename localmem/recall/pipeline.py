@@ -29,7 +29,7 @@ from .context import ContextProfile, build_context_profile, context_priority_blo
 from .decompose import decompose_query
 from .keywords import COMMON_TERM_ROWS, KeywordScorer
 from .centering import centred_similarities
-from .late_interaction import token_matches
+from .late_interaction import QueryAdapter, token_matches
 from .learned_rank import TreeModel, learned_components, report, usable_model
 from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
@@ -152,7 +152,7 @@ class Recall:
         query_tokens = self.vectors.tokens_for(query) if missing else None
         if query_tokens is None:
             return
-        found = token_matches(self.backend, missing, query_tokens)
+        found = token_matches(self.backend, missing, query_tokens, self.query_adapter())
         for result in missing:
             match = found.get(result["id"])
             result["_token"] = match.max_sim if match is not None else None
@@ -232,6 +232,11 @@ class Recall:
         if self._learned_skip is None:
             self._learned_skip = (self._learned_skip_reason(),)
         return self._learned_skip[0]
+
+    def query_adapter(self) -> QueryAdapter | None:
+        """The learned model's query adapter, when the model ranks this recall: its trees
+        read the MaxSim the adapter gives."""
+        return self.learned.query_adapter if self.learned_skipped() is None and self.learned else None
 
     def _learned_skip_reason(self) -> str | None:
         if self.params.sort != "score":

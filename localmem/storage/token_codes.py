@@ -17,6 +17,8 @@ Pure numpy; the SQL lives in ``sql/token_codes_*.sql``.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 MAX_TOKENS = 512  # codes kept per memory (models truncate their input well before this)
@@ -80,14 +82,18 @@ def decode(tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
     return SIGNS_OF_BYTE[packed].reshape(tokens, width * 8)[:, :dims]
 
 
-def query_matrix(token_vectors: np.ndarray, centre: np.ndarray) -> np.ndarray:
+def query_matrix(token_vectors: np.ndarray, centre: np.ndarray,
+                 adapt: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """The query's tokens measured from the centre, each divided by its L1 norm, so that
     its product with a sign matrix is 1 for a memory token of the same signs (the token
-    itself) and about its centred cosine otherwise, for dense and sparse vectors alike."""
+    itself) and about its centred cosine otherwise, for dense and sparse vectors alike.
+    ``adapt`` maps the centred tokens (one per row) before they are normalised."""
     rows = unit_rows(token_vectors)
     if not rows.shape[0] or rows.shape[1] != centre.shape[0]:
         return rows[:0]
     centred = rows - centre
+    if adapt is not None:
+        centred = adapt(centred)
     l1 = np.abs(centred).sum(axis=1)
     keep = l1 > 1e-12
     return centred[keep] / l1[keep, None]
