@@ -227,7 +227,8 @@ def export(ranker, embedders: list[str], settings: dict,
     return {"format": 1, "features": list(learned_rank.FEATURES), "embedders": embedders, "depth": depth,
             "trained_on": "LoCoMo dev conversations 0-4 (benchmarks/train_learned_rank.py)",
             "params": {**PARAMS, **settings}, "trees": trees,
-            **({"query_adapter": {"down": adapter.down.round(6).tolist(), "up": adapter.up.round(6).tolist(),
+            **({"query_adapter": {"down": np.round(adapter.down.astype(np.float64), 6).tolist(),
+                                  "up": np.round(adapter.up.astype(np.float64), 6).tolist(),
                                   "params": ADAPTER}} if adapter is not None else {})}
 
 
@@ -281,8 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{conv}: held out", flush=True)
     plain = record(None, questions)  # neither adapter nor trees: the weighted score as it was
     lines = report(rows["scoped"], "weighted score with the adapter's MaxSim (no trees)")
-    lines += ["", "Without the learned model at all (`LOCALMEM_LEARNED_RANK=0`: plain MaxSim, no trees), "
-              f"R@10 {np.mean([ranked_metrics(p, p['final'])['R@10'] for p in plain]):.3f}."]
+    plain_r10 = {p["question"]["conv_tag"]: [] for p in plain}
+    for pool in plain:
+        plain_r10[pool["question"]["conv_tag"]].append(ranked_metrics(pool, pool["final"])["R@10"])
+    lines += ["", "Without the learned model at all (`LOCALMEM_LEARNED_RANK=0`: plain MaxSim, no trees), R@10 "
+              f"{np.mean([v for values in plain_r10.values() for v in values]):.3f}; per conversation "
+              + ", ".join(f"{conv} {np.mean(values):.3f}" for conv, values in plain_r10.items()) + "."]
     lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
               "metadata), each conversation ranked by the adapter and model trained on the other four's "
               "threaded turns:", "", *report(rows["flat"], "weighted score with the adapter's MaxSim (no trees)")[3:7]]

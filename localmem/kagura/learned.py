@@ -3,9 +3,11 @@
 recall's tree model reads each candidate's evidence against its pool. The
 hybrid search has the same evidence under other names: its MaxSim (mapped
 to [0, 1] as recall's vector component is), its keyword score (BM25 over the
-request's best), its raw cosine and token matches, and its thread. Measured
-held out on the LoCoMo dev conversations (each ranked by a model trained on
-the other four's recall pools), hybrid R@10 0.787 → 0.800.
+request's best), its raw cosine and token matches, and its thread; the
+model's query adapter moves the query tokens the hybrid's MaxSim reads, so
+the model is decided before the search. Measured held out on the LoCoMo dev
+conversations (each ranked by an adapter and trees trained on the other
+four's recall pools), hybrid R@10 0.787 → 0.809.
 
 The component joins the score as a weighted mean,
 ``(hybrid + w · learned) / (1 + w)`` with ``w = SEARCH_WEIGHT_LEARNED``, so

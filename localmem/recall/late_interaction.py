@@ -107,8 +107,7 @@ def token_matches(backend: "Backend", results: list[dict[str, Any]],
     dims = backend.dimensions
     if centre is None or not dims or not results:
         return {}
-    query = query_matrix(query_tokens, centre, adapter if adapter is not None and adapter.dimensions == dims
-                         else None)
+    query = query_matrix(query_tokens, centre, adapter)
     if not query.shape[0] or query.shape[1] != dims:
         return {}
     width = (dims + 7) // 8

@@ -9,6 +9,11 @@ A gradient-boosted tree model (LightGBM's lambdarank, trained by
 each candidate a score; its logistic, in [0, 1], is the ``learned``
 component, added with weight ``weight_learned``.
 
+The model file may also hold a query adapter (late_interaction.QueryAdapter),
+trained before the trees: it moves the query's token vectors before MaxSim,
+and the trees read the MaxSim it gives, so it applies exactly when the trees
+do.
+
 The features include raw cosines and MaxSim values, whose scale belongs to
 one embedding model, so the model is used only with the embedder it was
 trained with (the model file names it) and with token evidence on;
@@ -48,7 +53,7 @@ THREAD_TOP = 20
 LEARNED_TOP = 30
 # Deeper trees than this are no model localmem trains (7 leaves reach depth 6).
 MAX_DEPTH = 64
-# The packaged model is 45 KB; a model file a thousand times larger is not one.
+# The packaged model is about 165 KB; a model file 300 times larger is not one.
 MAX_MODEL_BYTES = 50_000_000
 MODEL_RESOURCE = "learned_rank.json"
 
