@@ -20,7 +20,7 @@ recall ships with), or with ``--output PATH`` elsewhere, for
 ``LOCALMEM_LEARNED_RANK_MODEL=PATH`` (another embedder: ``--embedder NAME``;
 its own labelled data: ``--data`` in LoCoMo's format). About ten minutes.
 
-    pip install -e ".[train]"      # lightgbm (torch comes with sentence-transformers)
+    pip install -e ".[embeddings,train]"   # torch (for the adapter), MiniLM, lightgbm
     python benchmarks/train_learned_rank.py [--write] [--results]
 """
 

@@ -1,0 +1,103 @@
+"""Training the query adapter (benchmarks/train_learned_rank.py): it learns to move a
+question's tokens toward its evidence, and the model file it writes loads back."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from localmem.recall.learned_rank import FEATURES, TreeModel
+from localmem.storage.token_codes import query_matrix
+
+from store_helpers import new_store
+
+pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import train_learned_rank  # noqa: E402
+
+# Each question names its answer only by a word the answer never uses (with the hash
+# embedder, unrelated words have unrelated token vectors): only a learned map can link them.
+TURNS = [
+    ("D1:1", "I adopted a puppy from the shelter"),
+    ("D1:2", "We hiked the ridge trail at dawn"),
+    ("D1:3", "My sister bakes sourdough every weekend"),
+    ("D1:4", "The quarterly report is due on Friday"),
+    ("D1:5", "He repaired the bicycle chain himself"),
+    ("D1:6", "They painted the kitchen a pale green"),
+]
+QUESTIONS = [
+    ("which pet joined the family", "D1:1"),
+    ("what outdoor walk happened early", "D1:2"),
+    ("who makes bread at home", "D1:3"),
+    ("when must the work document arrive", "D1:4"),
+    ("what did he fix on his bike", "D1:5"),
+    ("which room got new colour", "D1:6"),
+]
+
+
+def training_store():
+    store = new_store()
+    for dia, text in TURNS:
+        store.store(text, tags=["conv:0"], metadata={"dia_id": dia})
+    questions = [{"question": q, "evidence": [dia], "conv_tag": "conv:0", "category": 4}
+                 for q, dia in QUESTIONS]
+    return store, questions
+
+
+def evidence_ranks(data, adapter) -> list[int]:
+    """Each training question's evidence rank by MaxSim over its conversation (0 = first)."""
+    dias, signs, owner = data.scopes["conv:0"]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    ranks = []
+    for q, centred in data.questions:
+        query = centred if adapter is None else adapter(centred)
+        query = query / np.abs(query).sum(axis=1, keepdims=True)
+        scores = np.maximum.reduceat(query @ signs.T, starts, axis=1).mean(axis=0)
+        order = [dias[i] for i in np.argsort(-scores, kind="stable")]
+        ranks.append(order.index(q["evidence"][0]))
+    return ranks
+
+
+def test_the_adapter_learns_to_rank_the_evidence_first(monkeypatch):
+    store, questions = training_store()
+    data = train_learned_rank.AdapterData(store, questions)
+    assert len(data.scopes["conv:0"][0]) == len(TURNS)
+    # The plain adapted-identity matrix is what recall computes without an adapter.
+    _, tokens = store._backend.embed_texts_and_tokens([QUESTIONS[0][0]])
+    plain = query_matrix(tokens[0], data.centre)
+    assert np.allclose(plain, data.questions[0][1] / np.abs(data.questions[0][1]).sum(1, keepdims=True))
+    before = evidence_ranks(data, None)
+    monkeypatch.setitem(train_learned_rank.ADAPTER, "epochs", 25)
+    monkeypatch.setitem(train_learned_rank.ADAPTER, "learning_rate", 0.1)
+    monkeypatch.setitem(train_learned_rank.ADAPTER, "batch", 6)
+    adapter = train_learned_rank.fit_adapter(data)
+    after = evidence_ranks(data, adapter)
+    assert sum(after) < sum(before)
+    assert after.count(0) > before.count(0)
+
+
+def test_a_held_out_conversation_is_left_out_of_training():
+    store, questions = training_store()
+    data = train_learned_rank.AdapterData(store, questions)
+    adapter = train_learned_rank.fit_adapter(data, exclude="conv:0")  # nothing left to learn from
+    assert not np.abs(adapter.up).any()  # up starts at zero and no step moved it
+
+
+def test_the_exported_file_carries_the_adapter_back():
+    store, questions = training_store()
+    adapter = train_learned_rank.fit_adapter(train_learned_rank.AdapterData(store, questions))
+
+    class OneLeaf:  # the part of a LightGBM ranker export() reads
+        class booster_:
+            @staticmethod
+            def dump_model():
+                return {"tree_info": [{"tree_structure": {"leaf_value": 0.5}}]}
+
+    exported = train_learned_rank.export(OneLeaf(), ["hash"], {}, adapter)
+    model = TreeModel.from_dict(exported)
+    assert model.features == FEATURES and model.query_adapter is not None
+    assert np.allclose(model.query_adapter.down, adapter.down, atol=1e-6)
+    assert np.allclose(model.query_adapter.up, adapter.up, atol=1e-6)
