@@ -280,14 +280,22 @@ def main(argv: list[str] | None = None) -> int:
         # the hybrid mix stands for the weighted score.
         rows["hybrid"] += held_out_rows(model, record(adapter, tested, v1=True), weight)
         print(f"{conv}: held out", flush=True)
-    plain = record(None, questions)  # neither adapter nor trees: the weighted score as it was
     lines = report(rows["scoped"], "weighted score with the adapter's MaxSim (no trees)")
-    plain_r10 = {p["question"]["conv_tag"]: [] for p in plain}
-    for pool in plain:
-        plain_r10[pool["question"]["conv_tag"]].append(ranked_metrics(pool, pool["final"])["R@10"])
-    lines += ["", "Without the learned model at all (`LOCALMEM_LEARNED_RANK=0`: plain MaxSim, no trees), R@10 "
-              f"{np.mean([v for values in plain_r10.values() for v in values]):.3f}; per conversation "
-              + ", ".join(f"{conv} {np.mean(values):.3f}" for conv, values in plain_r10.items()) + "."]
+    # The adapter's share: the same held-out trees, trained and applied on plain MaxSim.
+    plain = record(None, questions)
+    trees_only = []
+    for conv in conversations(questions):
+        model = fit([p for p in plain if p["question"]["conv_tag"] != conv], args.rounds, args.seed,
+                    args.learning_rate)
+        trees_only += held_out_rows(model, [p for p in plain if p["question"]["conv_tag"] == conv], weight)
+    convs = conversations(questions)
+    lines += ["", "Without the query adapter (plain MaxSim), R@10 overall and per conversation:", "",
+              "| ranking | overall | " + " | ".join(convs) + " |", "|---|---:|" + "---:|" * len(convs)]
+    for which, label in (("base", "weighted score, no trees (`LOCALMEM_LEARNED_RANK=0`)"),
+                         ("learned", "+ trees trained on plain MaxSim, held out")):
+        means = [np.mean([r[which]["R@10"] for r in trees_only if conv in (None, r["question"]["conv_tag"])])
+                 for conv in [None, *convs]]
+        lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
     lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
               "metadata), each conversation ranked by the adapter and model trained on the other four's "
               "threaded turns:", "", *report(rows["flat"], "weighted score with the adapter's MaxSim (no trees)")[3:7]]
