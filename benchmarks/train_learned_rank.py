@@ -254,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     embedder = store._backend.meta("embedder")
     adapter_data = AdapterData(store, questions)
     weight = Config().weight_learned
+    convs = conversations(questions)
+    adapted_base = "weighted score with the adapter's MaxSim (no trees)"
 
     def record(adapter: late_interaction.QueryAdapter | None, asked: list[dict], target=store,
                **kwargs) -> list[dict]:
@@ -263,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     # Nested: for each conversation, the adapter and the trees are both trained without
     # it (the trees on the other four's pools, recorded with that adapter).
     rows: dict[str, list[dict]] = {"scoped": [], "flat": [], "unscoped": [], "hybrid": []}
-    for conv in conversations(questions):
+    for conv in convs:
         adapter = fit_adapter(adapter_data, exclude=conv)
         pools = record(adapter, questions)
         model = fit([p for p in pools if p["question"]["conv_tag"] != conv], args.rounds, args.seed,
@@ -280,15 +282,14 @@ def main(argv: list[str] | None = None) -> int:
         # the hybrid mix stands for the weighted score.
         rows["hybrid"] += held_out_rows(model, record(adapter, tested, v1=True), weight)
         print(f"{conv}: held out", flush=True)
-    lines = report(rows["scoped"], "weighted score with the adapter's MaxSim (no trees)")
+    lines = report(rows["scoped"], adapted_base)
     # The adapter's share: the same held-out trees, trained and applied on plain MaxSim.
     plain = record(None, questions)
     trees_only = []
-    for conv in conversations(questions):
+    for conv in convs:
         model = fit([p for p in plain if p["question"]["conv_tag"] != conv], args.rounds, args.seed,
                     args.learning_rate)
         trees_only += held_out_rows(model, [p for p in plain if p["question"]["conv_tag"] == conv], weight)
-    convs = conversations(questions)
     lines += ["", "Without the query adapter (plain MaxSim), R@10 overall and per conversation:", "",
               "| ranking | overall | " + " | ".join(convs) + " |", "|---|---:|" + "---:|" * len(convs)]
     for which, label in (("base", "weighted score, no trees (`LOCALMEM_LEARNED_RANK=0`)"),
@@ -298,11 +299,11 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
     lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
               "metadata), each conversation ranked by the adapter and model trained on the other four's "
-              "threaded turns:", "", *report(rows["flat"], "weighted score with the adapter's MaxSim (no trees)")[3:7]]
+              "threaded turns:", "", *report(rows["flat"], adapted_base)[3:7]]
     lines += per_conversation(rows["flat"], "no threads")
     lines += ["", "The same questions asked over the whole store (all five conversations, no tag scope), each",
               "conversation ranked by the adapter and model trained on the other four's scoped recalls:", "",
-              *report(rows["unscoped"], "weighted score with the adapter's MaxSim (no trees)")[3:7]]
+              *report(rows["unscoped"], adapted_base)[3:7]]
     lines += per_conversation(rows["unscoped"], "unscoped")
     lines += ["", "`recall_v1` (hybrid), scoped to the conversation, each conversation ranked by the adapter",
               "and model trained on the other four's recall pools (without: the hybrid mix alone, with the",
