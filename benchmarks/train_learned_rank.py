@@ -290,12 +290,14 @@ def main(argv: list[str] | None = None) -> int:
         model = fit([p for p in plain if p["question"]["conv_tag"] != conv], args.rounds, args.seed,
                     args.learning_rate)
         trees_only += held_out_rows(model, [p for p in plain if p["question"]["conv_tag"] == conv], weight)
-    lines += ["", "Without the query adapter (plain MaxSim), R@10 overall and per conversation:", "",
-              "| ranking | overall | " + " | ".join(convs) + " |", "|---|---:|" + "---:|" * len(convs)]
+    lines += ["", "Without the query adapter (plain MaxSim): overall, and R@10 per conversation:", "",
+              "| ranking | R@1 | R@5 | R@10 | MRR | " + " | ".join(convs) + " |",
+              "|---|" + "---:|" * (4 + len(convs))]
     for which, label in (("base", "weighted score, no trees (`LOCALMEM_LEARNED_RANK=0`)"),
                          ("learned", "+ trees trained on plain MaxSim, held out")):
-        means = [np.mean([r[which]["R@10"] for r in trees_only if conv in (None, r["question"]["conv_tag"])])
-                 for conv in [None, *convs]]
+        means = [np.mean([r[which][key] for r in trees_only]) for key in ("R@1", "R@5", "R@10", "MRR")]
+        means += [np.mean([r[which]["R@10"] for r in trees_only if r["question"]["conv_tag"] == conv])
+                  for conv in convs]
         lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
     lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
               "metadata), each conversation ranked by the adapter and model trained on the other four's "

@@ -15,6 +15,7 @@ from localmem.recall.learned_rank import FEATURES, LEARNED_TOP, TreeModel, pool_
 from store_helpers import new_store
 
 QUESTION = FEATURES.index("is_question")
+UNREADABLE = "no learned-rank model could be read (why: on the stderr of the process that opened this store)"
 FINAL = FEATURES.index("final")
 
 
@@ -209,7 +210,7 @@ def test_an_unreadable_model_file_leaves_recall_working(monkeypatch, capsys):
     response = store.recall("garden party Sunday went well")
     assert response["results"][0]["id"] == ids["tells"]
     assert response["learned_rank"] == {"applied": False,
-                                        "reason": "no learned-rank model could be read (why is on stderr)"}
+                                        "reason": UNREADABLE}
     assert "learned ranking unavailable: unknown learned-rank model format" in capsys.readouterr().err
 
 
@@ -268,7 +269,7 @@ def test_a_missing_model_file_is_said_and_recall_goes_on(tmp_path, capsys):
     store, ids = filled_store(learned_rank_model=str(missing))
     response = store.recall("garden party Sunday went well")
     assert response["learned_rank"] == {"applied": False,
-                                        "reason": "no learned-rank model could be read (why is on stderr)"}
+                                        "reason": UNREADABLE}
     assert response["results"][0]["id"] == ids["tells"]
     assert str(missing) in capsys.readouterr().err
 

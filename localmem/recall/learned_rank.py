@@ -254,7 +254,9 @@ def usable_model(backend: "Backend", load: Callable[[], TreeModel | None] | None
         return "the embedder gives no token vectors; the model reads MaxSim", None
     model = load() if load is not None else None
     if model is None:
-        return "no learned-rank model could be read (why is on stderr)", None
+        # Over HTTP or MCP the reader's stderr is the server's, not the client's.
+        return ("no learned-rank model could be read "
+                "(why: on the stderr of the process that opened this store)"), None
     embedder_name = backend.meta("embedder")
     if embedder_name not in model.embedders:
         return (f"the model was trained on {', '.join(model.embedders)} features; "
