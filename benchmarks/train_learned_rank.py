@@ -312,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
               "adapter's MaxSim):", "",
               *report(rows["hybrid"], "hybrid mix with the adapter's MaxSim (no trees)")[3:7]]
     lines += per_conversation(rows["hybrid"], "recall_v1")
+    plain_hybrid = [ranked_metrics(p, p["final"]) for p in record(None, questions, v1=True)]
+    lines += ["", "`recall_v1` without the learned model (`LOCALMEM_LEARNED_RANK=0`: the hybrid mix on plain "
+              "MaxSim): " + ", ".join(f"{key} {np.mean([m[key] for m in plain_hybrid]):.3f}"
+                                      for key in ("R@1", "R@5", "R@10", "R@20", "MRR")) + "."]
     print("\n".join(lines))
     if args.write:
         settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
