@@ -97,7 +97,8 @@ class Config:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
 
-        def number(name: str, attr: str, *, minimum: float | None = None) -> None:
+        def number(name: str, attr: str, *, minimum: float | None = None, at_least: float | None = None) -> None:
+            """``minimum`` raises lower values to it (AutoMem's variables); ``at_least`` refuses them."""
             raw = env.get(name)
             if raw is None or not raw.strip():
                 return
@@ -107,6 +108,8 @@ class Config:
                 raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
             if not math.isfinite(value):
                 raise ConfigError(f"{name} must be finite, got {raw!r}")
+            if at_least is not None and value < at_least:
+                raise ConfigError(f"{name} must be {at_least:g} or more, got {raw!r}")
             if minimum is not None:
                 value = max(minimum, value)
             values[attr] = value
@@ -124,9 +127,7 @@ class Config:
                        "RECENCY", "TAG", "RELATION", "RELEVANCE"):
             number(f"SEARCH_WEIGHT_{suffix}", f"weight_{suffix.lower()}")
         number("SEARCH_WEIGHT_TEMPORAL", "weight_temporal", minimum=0.0)
-        number("SEARCH_WEIGHT_LEARNED", "weight_learned")
-        if values.get("weight_learned", 0.0) < 0:
-            raise ConfigError(f"SEARCH_WEIGHT_LEARNED must be 0 or more, got {env['SEARCH_WEIGHT_LEARNED']!r}")
+        number("SEARCH_WEIGHT_LEARNED", "weight_learned", at_least=0.0)
         number("SEARCH_RECENCY_WINDOW_DAYS", "recency_window_days")
         if values.get("recency_window_days", 1.0) <= 0:
             values["recency_window_days"] = 180.0
