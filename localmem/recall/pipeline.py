@@ -8,6 +8,7 @@ scope fallback → relation hydration → response → last_accessed.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import replace
@@ -93,8 +94,6 @@ class Recall:
         self.token_scored = 0  # candidates whose vector component came from token codes
         # Reads the learned-rank model (recall/learned_rank.py), only once it could be used.
         self.learned_loader = learned
-        self.learned: TreeModel | None = None
-        self._learned_skip: tuple[str | None] | None = None  # learned_skipped(), once known
         self.learned_ranked = 0  # candidates that got a learned component
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
@@ -226,32 +225,31 @@ class Recall:
         result["score_components"] = components
         result["_query"] = query
 
-    def learned_skipped(self) -> str | None:
-        """Why this recall's candidates get no learned component, or None when they do
-        (decided once per recall; the model is read only when nothing else rules it out)."""
-        if self._learned_skip is None:
-            self._learned_skip = (self._learned_skip_reason(),)
-        return self._learned_skip[0]
+    @functools.cached_property
+    def learned_decision(self) -> tuple[str | None, TreeModel | None]:
+        """(why this recall's candidates get no learned component, or None; the model when
+        they do), decided once per recall; the model is read only when nothing else rules it out."""
+        if self.params.sort != "score":
+            return f"results are sorted by {self.params.sort}", None
+        if self.params.embedding is not None:
+            return "an explicit query embedding has no token vectors", None
+        return usable_model(self.backend, self.learned_loader)
 
     def query_adapter(self) -> QueryAdapter | None:
         """The learned model's query adapter, when the model ranks this recall: its trees
         read the MaxSim the adapter gives."""
-        return self.learned.query_adapter if self.learned_skipped() is None and self.learned else None
-
-    def _learned_skip_reason(self) -> str | None:
-        if self.params.sort != "score":
-            return f"results are sorted by {self.params.sort}"
-        if self.params.embedding is not None:
-            return "an explicit query embedding has no token vectors"
-        reason, self.learned = usable_model(self.backend, self.learned_loader)
-        return reason
+        model = self.learned_decision[1]
+        return model.query_adapter if model is not None else None
 
     def add_learned(self, candidates: list[dict[str, Any]], query: str) -> None:
         """Add the learned-rank component to the scored candidates of one query."""
-        if not query or not candidates or self.learned_skipped() is not None:
+        if not query or not candidates:
+            return
+        model = self.learned_decision[1]
+        if model is None:
             return
         weight = self.config.weight_learned
-        learned = learned_components(self.learned, candidates, query)
+        learned = learned_components(model, candidates, query)
         for index, value in learned.items():
             candidate = candidates[index]
             candidate["score_components"]["learned"] = value
@@ -553,7 +551,7 @@ class Recall:
             "token_scored": self.token_scored,
         }
         if params.query or params.queries:
-            response["learned_rank"] = report(self.learned_skipped(), self.learned_ranked)
+            response["learned_rank"] = report(self.learned_decision[0], self.learned_ranked)
         left_out = sorted({t for scorer in self.keyword_scorers.values() for t in scorer.left_out})
         if left_out:
             response["keyword_search"] = {
