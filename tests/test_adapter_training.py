@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from localmem.recall.learned_rank import FEATURES, TreeModel
-from localmem.storage.token_codes import query_matrix
+from localmem.storage.token_codes import max_sim, query_matrix
 
 from store_helpers import new_store
 
@@ -47,16 +47,17 @@ def training_store():
     return store, questions
 
 
-def evidence_ranks(data, adapter) -> list[int]:
-    """Each training question's evidence rank by MaxSim over its conversation (0 = first)."""
+def evidence_ranks(store, data, adapter) -> list[int]:
+    """Each training question's evidence rank by MaxSim over its conversation (0 = first),
+    computed as recall computes it (query_matrix, max_sim)."""
     dias, signs, owner = data.scopes["conv:0"]
-    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    memories = [signs[owner == index] for index in range(len(dias))]
     ranks = []
-    for q, centred in data.questions:
-        query = centred if adapter is None else adapter(centred)
-        query = query / np.abs(query).sum(axis=1, keepdims=True)
-        scores = np.maximum.reduceat(query @ signs.T, starts, axis=1).mean(axis=0)
-        order = [dias[i] for i in np.argsort(-scores, kind="stable")]
+    for q, _ in data.questions:
+        _, tokens = store._backend.embed_texts_and_tokens([q["question"]])
+        query = query_matrix(tokens[0], data.centre, adapter)
+        scores = [max_sim(query, memory) for memory in memories]
+        order = [dias[i] for i in np.argsort(-np.array(scores), kind="stable")]
         ranks.append(order.index(q["evidence"][0]))
     return ranks
 
@@ -65,16 +66,16 @@ def test_the_adapter_learns_to_rank_the_evidence_first(monkeypatch):
     store, questions = training_store()
     data = train_learned_rank.AdapterData(store, questions)
     assert len(data.scopes["conv:0"][0]) == len(TURNS)
-    # The plain adapted-identity matrix is what recall computes without an adapter.
+    # The training input is recall's query matrix before its L1 normalisation.
     _, tokens = store._backend.embed_texts_and_tokens([QUESTIONS[0][0]])
     plain = query_matrix(tokens[0], data.centre)
     assert np.allclose(plain, data.questions[0][1] / np.abs(data.questions[0][1]).sum(1, keepdims=True))
-    before = evidence_ranks(data, None)
+    before = evidence_ranks(store, data, None)
     monkeypatch.setitem(train_learned_rank.ADAPTER, "epochs", 25)
     monkeypatch.setitem(train_learned_rank.ADAPTER, "learning_rate", 0.1)
     monkeypatch.setitem(train_learned_rank.ADAPTER, "batch", 6)
     adapter = train_learned_rank.fit_adapter(data)
-    after = evidence_ranks(data, adapter)
+    after = evidence_ranks(store, data, adapter)
     assert sum(after) < sum(before)
     assert after.count(0) > before.count(0)
 
