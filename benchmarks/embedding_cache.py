@@ -70,3 +70,16 @@ class CachedEmbedder:
         tokens = [np.frombuffer(b, dtype=np.float16).reshape(-1, dims).astype(np.float32)
                   for b in self._lookup("tokens-f16", texts, compute)]
         return self.embed(texts), tokens
+
+    def embed_query_tokens(self, texts: list[str], delta: Any) -> list[Any]:
+        """The inner embedder's ``embed_query_tokens`` (query tokens from the model with a
+        learned query delta), cached per delta as float16."""
+        import numpy as np
+
+        dims = self.dimensions
+
+        def compute(miss: list[str]) -> list[bytes]:
+            return [t.astype(np.float16).tobytes() for t in self.inner.embed_query_tokens(miss, delta)]
+
+        return [np.frombuffer(b, dtype=np.float16).reshape(-1, dims).astype(np.float32)
+                for b in self._lookup(f"query-tokens-{delta.digest}", list(texts), compute)]

@@ -2,25 +2,28 @@
 
 The model file holds two learned parts, trained in turn:
 
-1. a query adapter (``late_interaction.QueryAdapter``, torch): a low-rank map
-   of the query's token vectors, trained so that MaxSim over each question's
-   whole conversation ranks its evidence first;
+1. a query delta (``embedders/query_delta.py``, torch): low-rank changes to the
+   attention's query and value layers of the embedding model (a LoRA), used
+   only when it encodes a query's tokens, trained so that MaxSim over each
+   question's whole conversation ranks its evidence first;
 2. a LightGBM lambdarank model over pool features: every dev question is asked
    through ``MemoryStore.recall`` exactly as ``benchmarks/locomo.py`` asks it,
-   with the adapter on and the learned component at weight 0, and the
+   with the delta on and the learned component at weight 0, and the
    candidate pool's features (``learned_rank.pool_features``) are recorded
    with a label per candidate: is it one of the question's evidence turns.
 
 The estimate of what the model does on conversations it has not seen is
-nested leave-one-conversation-out: for each of the five, the adapter and then
+nested leave-one-conversation-out: for each of the five, the delta and then
 the trees are trained on the other four, and the fifth is scored; printed and,
 with ``--results``, written to RESULTS.md. With ``--write`` both are trained
 on all five and saved as ``localmem/models/learned_rank.json`` (the model
 recall ships with), or with ``--output PATH`` elsewhere, for
 ``LOCALMEM_LEARNED_RANK_MODEL=PATH`` (another embedder: ``--embedder NAME``;
-its own labelled data: ``--data`` in LoCoMo's format). About ten minutes.
+its own labelled data: ``--data`` in LoCoMo's format). About 25 minutes: the
+ablations train the previous default's query adapter (``late_interaction.QueryAdapter``)
+and plain trees the same way.
 
-    pip install -e ".[embeddings,train]"   # torch (for the adapter), MiniLM, lightgbm
+    pip install -e ".[embeddings,train]"   # torch (for the delta), MiniLM, lightgbm
     python benchmarks/train_learned_rank.py [--write] [--results]
 """
 
@@ -31,6 +34,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import locomo  # noqa: E402
 from localmem import Config  # noqa: E402
+from localmem.embedders.query_delta import QueryDelta  # noqa: E402
 from localmem.kagura import learned as kagura_learned  # noqa: E402
 from localmem.recall import late_interaction, learned_rank, pipeline  # noqa: E402
 from localmem.storage import token_codes  # noqa: E402
@@ -87,14 +92,14 @@ def record_pools(store, questions: list[dict], *, scoped: bool = True, v1: bool 
     return pools
 
 
-def placeholder_model(embedder: str, adapter: late_interaction.QueryAdapter | None = None
-                      ) -> learned_rank.TreeModel:
+def placeholder_model(embedder: str, adapter: late_interaction.QueryAdapter | None = None,
+                      delta: QueryDelta | None = None) -> learned_rank.TreeModel:
     """A one-leaf model, so recall computes the features while recording (its score is
-    unused); ``adapter`` moves the query tokens, as the model being trained will."""
+    unused); ``adapter`` and ``delta`` shape the query tokens, as the model being trained will."""
     one = np.zeros((1, 1))
     return learned_rank.TreeModel(feature=np.full((1, 1), -1), threshold=one, left=one.astype(int),
                                   right=one.astype(int), value=one, depth=0, embedders=(embedder,),
-                                  features=learned_rank.FEATURES, query_adapter=adapter)
+                                  features=learned_rank.FEATURES, query_adapter=adapter, query_delta=delta)
 
 
 ADAPTER = dict(rank=16, epochs=3, batch=16, learning_rate=0.003, penalty=0.01, seed=0)
@@ -124,17 +129,17 @@ class AdapterData:
             self.questions.append((q, centred.astype(np.float32)))
 
 
-def fit_adapter(data: AdapterData, exclude: str | None = None) -> late_interaction.QueryAdapter:
+def fit_adapter(data: AdapterData, exclude: Collection[str] = ()) -> late_interaction.QueryAdapter:
     """A low-rank query adapter (late_interaction.QueryAdapter) trained so that each
     question's MaxSim over its conversation ranks the evidence first (softmax over every
-    memory of the conversation), on every conversation but ``exclude``."""
+    memory of the conversation), on every conversation not in ``exclude``."""
     import torch
 
     settings = ADAPTER
     torch.manual_seed(settings["seed"])
     scopes = {tag: (dias, torch.from_numpy(signs), torch.from_numpy(owner))
               for tag, (dias, signs, owner) in data.scopes.items()}
-    train = [(q, torch.from_numpy(t)) for q, t in data.questions if q["conv_tag"] != exclude]
+    train = [(q, torch.from_numpy(t)) for q, t in data.questions if q["conv_tag"] not in exclude]
     dims, rank = len(data.centre), settings["rank"]
     down = (torch.randn(dims, rank) * 0.01).requires_grad_()
     up = torch.zeros(dims, rank, requires_grad=True)
@@ -146,20 +151,88 @@ def fit_adapter(data: AdapterData, exclude: str | None = None) -> late_interacti
             loss = torch.zeros(())
             for index in order[start:start + settings["batch"]]:
                 q, centred = train[index]
-                dias, signs, owner = scopes[q["conv_tag"]]
-                adapted = centred + (centred @ down) @ up.T
-                adapted = adapted / adapted.abs().sum(1, keepdim=True)
-                similarity = adapted @ signs.T  # query tokens x conversation tokens
-                best = torch.full((len(adapted), len(dias)), -2.0).scatter_reduce(
-                    1, owner.expand(len(adapted), -1), similarity, "amax")
-                scores = best.mean(0) * scale
-                evidence = torch.tensor([d in q["evidence"] for d in dias])
+                scores = _conversation_scores(centred + (centred @ down) @ up.T, scopes[q["conv_tag"]]) * scale
+                evidence = torch.tensor([d in q["evidence"] for d in scopes[q["conv_tag"]][0]])
                 loss = loss + torch.logsumexp(scores, 0) - torch.logsumexp(scores[evidence], 0)
             loss = loss / settings["batch"] + settings["penalty"] * down.pow(2).sum() * up.pow(2).sum()
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
     return late_interaction.QueryAdapter(down=down.detach().numpy().copy(), up=up.detach().numpy().copy())
+
+
+DELTA = dict(rank=8, epochs=3, batch=16, learning_rate=0.001, layers=("query", "value"), seed=0)
+
+
+def fit_query_delta(data: AdapterData, model_name: str, exclude: Collection[str] = ()) -> QueryDelta:
+    """A query delta (embedders/query_delta.py: low-rank changes to the attention's query
+    and value layers of every encoder layer, a LoRA) trained, like the adapter, so that
+    each question's MaxSim over its conversation ranks the evidence first, on every
+    conversation not in ``exclude``. Trains through sentence-transformers' torch model."""
+    import torch
+
+    from localmem.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+    settings = DELTA
+    model = SentenceTransformerEmbedder(model_name).load()
+    transformer, tokenizer = model[0].auto_model, model.tokenizer
+    special = set(tokenizer.all_special_ids)
+    torch.manual_seed(settings["seed"])
+    names = [f"encoder.layer.{n}.attention.self.{part}"
+             for n in range(len(transformer.encoder.layer)) for part in settings["layers"]]
+    params: dict[str, tuple] = {}
+    for name in names:
+        layer = transformer.get_submodule(name)
+        down = (torch.randn(settings["rank"], layer.in_features) * 0.01).requires_grad_()
+        params[name] = (down, torch.zeros(layer.out_features, settings["rank"], requires_grad=True))
+    hooks = [transformer.get_submodule(name).register_forward_hook(
+        lambda module, inputs, output, pair=pair: output + (inputs[0] @ pair[0].T) @ pair[1].T)
+        for name, pair in params.items()]
+    centre = torch.from_numpy(data.centre.astype(np.float32))
+    scopes = {tag: (dias, torch.from_numpy(signs), torch.from_numpy(owner))
+              for tag, (dias, signs, owner) in data.scopes.items()}
+    train = [q for q, _ in data.questions if q["conv_tag"] not in exclude]
+    scale = torch.tensor(20.0, requires_grad=True)
+    optimiser = torch.optim.Adam([t for pair in params.values() for t in pair] + [scale],
+                                 lr=settings["learning_rate"])
+    was_training = transformer.training
+    transformer.eval()
+    try:
+        for epoch in range(settings["epochs"]):
+            order = np.random.RandomState(epoch).permutation(len(train))
+            for start in range(0, len(order), settings["batch"]):
+                loss = torch.zeros(())
+                for index in order[start:start + settings["batch"]]:
+                    q = train[index]
+                    encoded = tokenizer([q["question"]], return_tensors="pt", truncation=True,
+                                        max_length=model.max_seq_length)
+                    tokens = transformer(**encoded).last_hidden_state[0]
+                    tokens = tokens[torch.tensor([i not in special for i in encoded["input_ids"][0].tolist()])]
+                    scores = _conversation_scores(tokens / tokens.norm(dim=1, keepdim=True) - centre,
+                                                  scopes[q["conv_tag"]]) * scale
+                    evidence = torch.tensor([d in q["evidence"] for d in scopes[q["conv_tag"]][0]])
+                    loss = loss + torch.logsumexp(scores, 0) - torch.logsumexp(scores[evidence], 0)
+                optimiser.zero_grad()
+                (loss / settings["batch"]).backward()
+                optimiser.step()
+    finally:
+        for hook in hooks:
+            hook.remove()
+        transformer.train(was_training)
+    return QueryDelta({name: (down.detach().numpy().copy(), up.detach().numpy().copy())
+                       for name, (down, up) in params.items()})
+
+
+def _conversation_scores(centred, scope):
+    """Each memory's MaxSim for centred query tokens (torch), over a conversation's sign codes."""
+    import torch
+
+    dias, signs, owner = scope
+    normalised = centred / centred.abs().sum(1, keepdim=True)
+    similarity = normalised @ signs.T  # query tokens x conversation tokens
+    best = torch.full((len(normalised), len(dias)), -2.0).scatter_reduce(
+        1, owner.expand(len(normalised), -1), similarity, "amax")
+    return best.mean(0)
 
 
 def fit(pools: list[dict], rounds: int, seed: int, learning_rate: float):
@@ -196,8 +269,8 @@ def conversations(questions: list[dict]) -> list[str]:
 
 
 def export(ranker, embedders: list[str], settings: dict,
-           adapter: late_interaction.QueryAdapter | None = None) -> dict:
-    """The booster's trees as flat arrays, and the query adapter (the format
+           adapter: late_interaction.QueryAdapter | None = None, delta: QueryDelta | None = None) -> dict:
+    """The booster's trees as flat arrays, and the query adapter or delta (the format
     TreeModel.from_dict reads)."""
     dumped = ranker.booster_.dump_model()
     trees, depth = [], 0
@@ -229,7 +302,12 @@ def export(ranker, embedders: list[str], settings: dict,
             "params": {**PARAMS, **settings}, "trees": trees,
             **({"query_adapter": {"down": np.round(adapter.down.astype(np.float64), 6).tolist(),
                                   "up": np.round(adapter.up.astype(np.float64), 6).tolist(),
-                                  "params": ADAPTER}} if adapter is not None else {})}
+                                  "params": ADAPTER}} if adapter is not None else {}),
+            **({"query_delta": {"layers": {name: {"down": np.round(down.astype(np.float64), 6).tolist(),
+                                                  "up": np.round(up.astype(np.float64), 6).tolist()}
+                                           for name, (down, up) in delta.layers.items()},
+                                "params": {**DELTA, "layers": list(DELTA["layers"])}}}
+               if delta is not None else {})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,64 +333,106 @@ def main(argv: list[str] | None = None) -> int:
     adapter_data = AdapterData(store, questions)
     weight = Config().weight_learned
     convs = conversations(questions)
-    adapted_base = "weighted score with the adapter's MaxSim (no trees)"
+    tuned_base = "weighted score with the query delta's MaxSim (no trees)"
 
-    def record(adapter: late_interaction.QueryAdapter | None, asked: list[dict], target=store,
-               **kwargs) -> list[dict]:
-        target.learned_model = placeholder_model(embedder, adapter)
+    def record(asked: list[dict], target=store, adapter: late_interaction.QueryAdapter | None = None,
+               delta: QueryDelta | None = None, **kwargs) -> list[dict]:
+        target.learned_model = placeholder_model(embedder, adapter, delta)
         return record_pools(target, asked, **kwargs)
 
-    # Nested: for each conversation, the adapter and the trees are both trained without
-    # it (the trees on the other four's pools, recorded with that adapter).
-    rows: dict[str, list[dict]] = {"scoped": [], "flat": [], "unscoped": [], "hybrid": []}
+    def cross_fitted_pools(query_model, held: set[str]) -> list[dict]:
+        """Pools to train the trees that rank with ``query_model(held)``: each other
+        conversation asked with a query model trained without it as well. On its own
+        training questions a delta's MaxSim looks better than it will be in use, and
+        trees trained there would trust it too much."""
+        pools: list[dict] = []
+        for conv in convs:
+            if conv not in held:
+                pools += record([q for q in questions if q["conv_tag"] == conv], **query_model(held | {conv}))
+        return pools
+
+    def nested(query_model, cross_fit: bool = False) -> list[dict]:
+        """Held-out rows: for each conversation, the query model (``query_model(exclude)``
+        gives record's keywords) and then the trees are trained without it, the trees on
+        the other four's pools (cross-fitted, or recorded with that same query model)."""
+        held: list[dict] = []
+        for conv in convs:
+            shaping = query_model({conv})
+            if cross_fit:
+                training = cross_fitted_pools(query_model, {conv})
+                tested = record([q for q in questions if q["conv_tag"] == conv], **shaping)
+            else:
+                pools = record(questions, **shaping)
+                training = [p for p in pools if p["question"]["conv_tag"] != conv]
+                tested = [p for p in pools if p["question"]["conv_tag"] == conv]
+            model = fit(training, args.rounds, args.seed, args.learning_rate)
+            held += held_out_rows(model, tested, weight)
+            models[conv] = (model, shaping)
+        return held
+
+    # A model the embedders can tune gets a delta (sentence-transformers and ONNX can);
+    # the hash embedder gets trees on plain MaxSim.
+    inner = getattr(store._backend.embedder, "inner", store._backend.embedder)
+    tunable = callable(getattr(inner, "embed_query_tokens", None))
+    deltas: dict[frozenset[str], dict] = {}
+
+    def tuned(held: set[str]) -> dict:
+        key = frozenset(held)
+        if key not in deltas:
+            deltas[key] = {"delta": fit_query_delta(adapter_data, embedder, key)} if tunable else {}
+        return deltas[key]
+
+    models: dict[str, tuple] = {}
+    rows: dict[str, list[dict]] = {"scoped": nested(tuned, cross_fit=True)}
     for conv in convs:
-        adapter = fit_adapter(adapter_data, exclude=conv)
-        pools = record(adapter, questions)
-        model = fit([p for p in pools if p["question"]["conv_tag"] != conv], args.rounds, args.seed,
-                    args.learning_rate)
+        model, shaping = models[conv]
         tested = [q for q in questions if q["conv_tag"] == conv]
-        rows["scoped"] += held_out_rows(model, [p for p in pools if p["question"]["conv_tag"] == conv], weight)
         # The same turns with no thread (no session in tags or metadata): memories a model
         # never saw so bare.
-        rows["flat"] += held_out_rows(model, record(adapter, [q for q in flat_questions if q["conv_tag"] == conv],
-                                                    flat_store), weight)
+        rows.setdefault("flat", []).extend(held_out_rows(
+            model, record([q for q in flat_questions if q["conv_tag"] == conv], flat_store, **shaping), weight))
         # Asked over the whole store of five conversations, whose other turns crowd the pool.
-        rows["unscoped"] += held_out_rows(model, record(adapter, tested, scoped=False), weight)
+        rows.setdefault("unscoped", []).extend(held_out_rows(model, record(tested, scoped=False, **shaping),
+                                                             weight))
         # recall_v1's hybrid pools (kagura/learned.py maps their evidence to the features);
         # the hybrid mix stands for the weighted score.
-        rows["hybrid"] += held_out_rows(model, record(adapter, tested, v1=True), weight)
+        rows.setdefault("hybrid", []).extend(held_out_rows(model, record(tested, v1=True, **shaping), weight))
         print(f"{conv}: held out", flush=True)
-    lines = report(rows["scoped"], adapted_base)
-    # The adapter's share: the same held-out trees, trained and applied on plain MaxSim.
-    plain = record(None, questions)
-    trees_only = []
-    for conv in convs:
-        model = fit([p for p in plain if p["question"]["conv_tag"] != conv], args.rounds, args.seed,
-                    args.learning_rate)
-        trees_only += held_out_rows(model, [p for p in plain if p["question"]["conv_tag"] == conv], weight)
-    lines += ["", "Without the query adapter (plain MaxSim): overall, and R@10 per conversation:", "",
+    lines = report(rows["scoped"], tuned_base)
+    # The query delta's share: the same held-out trees on plain MaxSim, on the previous
+    # default's query adapter (a linear map of the output tokens), and without cross-fitting.
+    lines += ["", "Ablations: overall, and R@10 per conversation (each held out as above):", "",
               "| ranking | R@1 | R@5 | R@10 | MRR | " + " | ".join(convs) + " |",
               "|---|" + "---:|" * (4 + len(convs))]
-    for which, label in (("base", "weighted score, no trees (`LOCALMEM_LEARNED_RANK=0`)"),
-                         ("learned", "+ trees trained on plain MaxSim, held out")):
-        means = [np.mean([r[which][key] for r in trees_only]) for key in ("R@1", "R@5", "R@10", "MRR")]
-        means += [np.mean([r[which]["R@10"] for r in trees_only if r["question"]["conv_tag"] == conv])
+    ablations = {"plain": nested(lambda held: {}),
+                 "adapter": nested(lambda held: {"adapter": fit_adapter(adapter_data, exclude=held)}),
+                 "same delta": nested(tuned)}
+    for which, rows_of, label in (
+            ("base", "plain", "weighted score, no trees (`LOCALMEM_LEARNED_RANK=0`)"),
+            ("learned", "plain", "+ trees trained on plain MaxSim"),
+            ("learned", "same delta", "query delta + trees trained on pools asked with that same delta "
+                                      "(not cross-fitted)"),
+            ("base", "adapter", "weighted score with the query adapter's MaxSim"),
+            ("learned", "adapter", "+ trees (the query adapter, the previous default)")):
+        chosen = ablations[rows_of]
+        means = [np.mean([r[which][key] for r in chosen]) for key in ("R@1", "R@5", "R@10", "MRR")]
+        means += [np.mean([r[which]["R@10"] for r in chosen if r["question"]["conv_tag"] == conv])
                   for conv in convs]
         lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
     lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
               "metadata), each conversation ranked by the adapter and model trained on the other four's "
-              "threaded turns:", "", *report(rows["flat"], adapted_base)[3:7]]
+              "threaded turns:", "", *report(rows["flat"], tuned_base)[3:7]]
     lines += per_conversation(rows["flat"], "no threads")
     lines += ["", "The same questions asked over the whole store (all five conversations, no tag scope), each",
               "conversation ranked by the adapter and model trained on the other four's scoped recalls:", "",
-              *report(rows["unscoped"], adapted_base)[3:7]]
+              *report(rows["unscoped"], tuned_base)[3:7]]
     lines += per_conversation(rows["unscoped"], "unscoped")
     lines += ["", "`recall_v1` (hybrid), scoped to the conversation, each conversation ranked by the adapter",
               "and model trained on the other four's recall pools (without: the hybrid mix alone, with the",
               "adapter's MaxSim):", "",
-              *report(rows["hybrid"], "hybrid mix with the adapter's MaxSim (no trees)")[3:7]]
+              *report(rows["hybrid"], "hybrid mix with the query delta's MaxSim (no trees)")[3:7]]
     lines += per_conversation(rows["hybrid"], "recall_v1")
-    plain_hybrid = [ranked_metrics(p, p["final"]) for p in record(None, questions, v1=True)]
+    plain_hybrid = [ranked_metrics(p, p["final"]) for p in record(questions, v1=True)]
     lines += ["", "`recall_v1` without the learned model (`LOCALMEM_LEARNED_RANK=0`: the hybrid mix on plain "
               "MaxSim): " + ", ".join(f"{key} {np.mean([m[key] for m in plain_hybrid]):.3f}"
                                       for key in ("R@1", "R@5", "R@10", "R@20", "MRR")) + "."]
@@ -321,9 +441,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
         # The hub's full name of the model is the same model (a store records what it was given).
         names = [embedder] + ([f"sentence-transformers/{embedder}"] if "/" not in embedder else [])
-        adapter = fit_adapter(adapter_data)
-        model = export(fit(record(adapter, questions), args.rounds, args.seed, args.learning_rate), names,
-                       settings, adapter)
+        model = export(fit(cross_fitted_pools(tuned, set()), args.rounds, args.seed, args.learning_rate), names,
+                       settings, **tuned(set()))
         output = Path(args.output)
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")

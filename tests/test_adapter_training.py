@@ -83,7 +83,7 @@ def test_the_adapter_learns_to_rank_the_evidence_first(monkeypatch):
 def test_a_held_out_conversation_is_left_out_of_training():
     store, questions = training_store()
     data = train_learned_rank.AdapterData(store, questions)
-    adapter = train_learned_rank.fit_adapter(data, exclude="conv:0")  # nothing left to learn from
+    adapter = train_learned_rank.fit_adapter(data, exclude={"conv:0"})  # nothing left to learn from
     assert not np.abs(adapter.up).any()  # up starts at zero and no step moved it
 
 

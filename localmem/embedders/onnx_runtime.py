@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .base import Embedder, EmbedderUnavailable
 from .model_files import DEFAULT_MODEL, installed, known_dimensions, local_model_path, read_json
 from .onnx_cache import ONNX_FILE, RUNTIME_REQUIREMENTS, find_export, onnx_root
 from .st_pipeline import Pipeline, read_pipeline
+
+if TYPE_CHECKING:
+    from .query_delta import QueryDelta
 
 log = logging.getLogger("localmem.onnx")
 
@@ -63,6 +67,7 @@ class OnnxEmbedder:
         self._np: Any = None
         self._inputs: tuple[str, ...] = ()
         self._error: str | None = None
+        self._query: tuple[str, Any] | None = None  # (delta digest, session with the delta applied)
         self._lock = threading.Lock()
         self.export_path: Path | None = None  # set by load()
 
@@ -169,16 +174,7 @@ class OnnxEmbedder:
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"OnnxEmbedder can only embed str, got {type(text).__name__}")
-        if self._delegate is None:
-            try:
-                self.load()
-            except EmbedderUnavailable as ex:
-                if not self.fallback or not all(installed(m) for m in ("sentence_transformers", "torch")):
-                    raise
-                log.warning("%s; using sentence-transformers instead", ex.message)
-                with self._lock:
-                    if self._delegate is None:
-                        self._delegate = self.fallback()
+        self._ready()
         if self._delegate is not None:
             if with_tokens:
                 return self._delegate.embed_with_tokens(texts)
@@ -199,6 +195,71 @@ class OnnxEmbedder:
             )
         return vectors.tolist(), tokens
 
+    def _ready(self) -> None:
+        """Load the session, or (when that fails and a fallback is given) the delegate."""
+        if self._delegate is None:
+            try:
+                self.load()
+            except EmbedderUnavailable as ex:
+                if not self.fallback or not all(installed(m) for m in ("sentence_transformers", "torch")):
+                    raise
+                log.warning("%s; using sentence-transformers instead", ex.message)
+                with self._lock:
+                    if self._delegate is None:
+                        self._delegate = self.fallback()
+
+    def embed_query_tokens(self, texts: list[str], delta: QueryDelta) -> list[Any]:
+        """Each text's token vectors (special tokens left out) from the exported graph with
+        ``delta`` added to its weights (a second session, made once per delta); ValueError
+        when the delta cannot be applied to this export."""
+        texts = list(texts)
+        if not texts:
+            return []
+        self._ready()
+        if self._delegate is not None:
+            return self._delegate.embed_query_tokens(texts, delta)
+        session = self._query_session(delta)
+        try:
+            return self._embed(texts, with_tokens=True, session=session)[1] or []
+        except Exception as ex:
+            raise EmbedderUnavailable(
+                f"ONNX embedding model {self.name!r} failed: {type(ex).__name__}: {ex}"
+            ) from ex
+
+    def _query_session(self, delta: QueryDelta) -> Any:
+        with self._lock:
+            if self._query is not None and self._query[0] == delta.digest:
+                return self._query[1]
+            if not installed("onnx"):
+                raise ValueError("applying the query delta to an ONNX export needs the onnx package "
+                                 "(pip install 'localmem[onnx]')")
+            import onnx
+            import onnxruntime as ort
+            from onnx import numpy_helper
+
+            assert self.export_path is not None
+            graph = onnx.load(str(self.export_path / ONNX_FILE))  # with the weights beside it
+            nodes = {node.name: node for node in graph.graph.node}
+            weights = {tensor.name: tensor for tensor in graph.graph.initializer}
+            for name in delta.layers:
+                # torch's exporter names a linear layer's product after its module path.
+                node = nodes.get("/model/" + re.sub(r"layer\.([0-9]+)", r"layer#\1", name)
+                                 .replace(".", "/").replace("#", ".") + "/MatMul")
+                weight = weights.get(node.input[1]) if node is not None and len(node.input) > 1 else None
+                if weight is None:
+                    raise ValueError(f"query delta layer {name} has no weight in the ONNX export at "
+                                     f"{self.export_path}")
+                values = numpy_helper.to_array(weight)  # inputs x outputs
+                delta.check_shape(name, values.shape[1], values.shape[0])
+                weight.CopyFrom(numpy_helper.from_array((values + delta.change(name).T).astype(values.dtype),
+                                                        weight.name))
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            session = ort.InferenceSession(graph.SerializeToString(), sess_options=options,
+                                           providers=["CPUExecutionProvider"])
+            self._query = (delta.digest, session)
+            return session
+
     def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids the model sees for each text (for checks against sentence-transformers)."""
         self.load()
@@ -212,7 +273,8 @@ class OnnxEmbedder:
             text = pipeline.prompt + text
         return text.lower() if pipeline.lowercase else text
 
-    def _embed(self, texts: list[str], with_tokens: bool = False) -> tuple[Any, list[Any] | None]:
+    def _embed(self, texts: list[str], with_tokens: bool = False,
+               session: Any = None) -> tuple[Any, list[Any] | None]:
         np = self._np
         pipeline = self._read_pipeline()
         prepared = [self._prepare(t, pipeline) for t in texts]
@@ -229,7 +291,7 @@ class OnnxEmbedder:
                 feed["attention_mask"] = mask
             if "token_type_ids" in self._inputs:
                 feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            tokens = self._session.run(None, feed)[0]
+            tokens = (session or self._session).run(None, feed)[0]
             out[index] = _pool(np, tokens, mask, pipeline)
             if with_tokens:
                 for row, (i, e) in enumerate(zip(index, encodings)):

@@ -5,13 +5,23 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .base import EmbedderUnavailable
 from .model_files import installed, known_dimensions, local_model_path, model_dimension
 
+if TYPE_CHECKING:
+    from .query_delta import QueryDelta
+
 log = logging.getLogger("localmem.onnx")  # the model's loading and export notes share one logger
+
+
+def _added(down_t: Any, up_t: Any) -> Any:
+    """A forward hook adding ``x @ downᵀ @ upᵀ`` (the low-rank change) to a linear layer's output."""
+    def hook(module: Any, inputs: tuple[Any, ...], output: Any) -> Any:
+        return output + (inputs[0] @ down_t.to(output.dtype)) @ up_t.to(output.dtype)
+    return hook
 
 
 class SentenceTransformerEmbedder:
@@ -141,6 +151,46 @@ class SentenceTransformerEmbedder:
             keep = ~np.isin(ids, list(special))
             tokens.append(output["token_embeddings"].float().cpu().numpy()[keep])
         return self._checked(vectors), tokens
+
+    def embed_query_tokens(self, texts: list[str], delta: QueryDelta) -> list[Any]:
+        """Each text's token vectors (special tokens left out) from the model with
+        ``delta`` added to its layers (forward hooks, removed afterwards: the model
+        itself is not changed); ValueError when the delta does not fit the model."""
+        import numpy as np
+        import torch
+
+        texts = list(texts)
+        if not texts:
+            return []
+        with self._lock:
+            model = self.load()
+            transformer = model[0].auto_model
+            hooks = []
+            try:
+                for name, (down, up) in delta.layers.items():
+                    try:
+                        layer = transformer.get_submodule(name)
+                    except AttributeError:
+                        raise ValueError(f"query delta layer {name} is not in model {self.name!r}") from None
+                    if not isinstance(layer, torch.nn.Linear):
+                        raise ValueError(f"query delta layer {name} of model {self.name!r} is not linear")
+                    delta.check_shape(name, layer.out_features, layer.in_features)
+                    hooks.append(layer.register_forward_hook(_added(torch.from_numpy(down.T.copy()),
+                                                                    torch.from_numpy(up.T.copy()))))
+                outputs = model.encode(texts, batch_size=self.batch_size, output_value=None,
+                                       show_progress_bar=False)
+                special = set(model.tokenizer.all_special_ids)
+            except ValueError:
+                raise
+            except Exception as ex:
+                raise EmbedderUnavailable(
+                    f"embedding model {self.name!r} failed: {type(ex).__name__}: {ex}"
+                ) from ex
+            finally:
+                for hook in hooks:
+                    hook.remove()
+        return [output["token_embeddings"].float().cpu().numpy()[
+            ~np.isin(output["input_ids"].cpu().numpy(), list(special))] for output in outputs]
 
     def _checked(self, result: list[list[float]]) -> list[list[float]]:
         expected = self.dimensions

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 def learned_model(backend: "Backend", mode: str, load: Callable[[], TreeModel | None] | None
                   ) -> tuple[str | None, TreeModel | None]:
     """(why the search gets no learned component or None, the model when it may), decided
-    before the search: the model's query adapter moves the query tokens its MaxSim reads."""
+    before the search: the model's query adapter and delta shape the query tokens its MaxSim reads."""
     if mode != "hybrid":
         return f"search_mode is {mode}; the model ranks the hybrid merge", None
     return usable_model(backend, load)
@@ -53,6 +53,8 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
     (``reason`` and ``model`` from learned_model)."""
     if mode == "hybrid" and not outcome.semantic_ran:
         reason, model = "no semantic search ran; the model reads MaxSim", None
+    elif outcome.delta_failure is not None:
+        reason, model = f"the model's query delta could not be applied: {outcome.delta_failure}", None
     if model is None:
         return report(reason, 0)
     found = [c for c in outcome.candidates if c.found]

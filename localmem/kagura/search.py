@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from ..embedders import EmbedderUnavailable
+from ..embedders.query_delta import QueryDelta
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
 from ..recall.late_interaction import QueryAdapter, TokenMatch, token_matches
@@ -91,6 +92,9 @@ class SearchOutcome:
     # the kNN returned everything there was.
     knn_cutoff: float | None
     pool_size: int
+    # Why the learned model's query delta could not encode the query (its MaxSim is then
+    # the plain tokens', and the model must not rank); None when it did or there is none.
+    delta_failure: str | None = None
 
 
 def pool_size(backend: "Backend", k: int) -> int:
@@ -198,9 +202,9 @@ def rank(candidates: list[Any], score: Any = None) -> None:
 
 
 def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k: int,
-               adapter: QueryAdapter | None = None) -> SearchOutcome:
-    """Candidates of one request, scored and sorted best first (``adapter``: the learned
-    model's, for the hybrid's MaxSim)."""
+               adapter: QueryAdapter | None = None, delta: QueryDelta | None = None) -> SearchOutcome:
+    """Candidates of one request, scored and sorted best first (``adapter`` and ``delta``:
+    the learned model's, for the hybrid's MaxSim)."""
     size = pool_size(backend, k)
     match = match_expression(query_terms(query))
     vector: bytes | None = None
@@ -236,7 +240,13 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
         _fill_bm25(backend, match, candidates)
     if semantic_ran and vector is not None:
         _fill_cosine(backend, vector, candidates)
+    delta_failure: str | None = None
     if semantic_ran and query_tokens is not None and mode == "hybrid":
+        if delta is not None:
+            try:
+                query_tokens = backend.embed_query_tokens(query, delta)
+            except ValueError as exc:
+                delta_failure = str(exc)
         _fill_maxsim(backend, query_tokens, candidates, adapter)
     # Every semantic hit stays, however weak (a cosine of 0 or below included): like
     # Kagura, recall answers with its top k and lets ``confidence`` say how weak they are.
@@ -263,4 +273,5 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
     rank(candidates)
     return SearchOutcome(candidates=candidates, semantic_pool=semantic, semantic_ran=semantic_ran,
                          degraded_reason=degraded if not semantic_ran and mode != "keyword" else None,
-                         query_vector=vector, knn_cutoff=cutoff, pool_size=size)
+                         query_vector=vector, knn_cutoff=cutoff, pool_size=size,
+                         delta_failure=delta_failure)

@@ -9,10 +9,11 @@ A gradient-boosted tree model (LightGBM's lambdarank, trained by
 each candidate a score; its logistic, in [0, 1], is the ``learned``
 component, added with weight ``weight_learned``.
 
-The model file may also hold a query adapter (late_interaction.QueryAdapter),
-trained before the trees: it moves the query's token vectors before MaxSim,
-and the trees read the MaxSim it gives, so it applies exactly when the trees
-do.
+The model file may also hold a query adapter (late_interaction.QueryAdapter)
+or a query delta (embedders/query_delta.py), trained before the trees: the
+adapter moves the query's token vectors before MaxSim, the delta tunes the
+embedding model's layers when it encodes them. The trees read the MaxSim they
+give, so each applies exactly when the trees do.
 
 The features include raw cosines and MaxSim values, whose scale belongs to
 one embedding model, so the model is used only with the embedder it was
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ..embedders.query_delta import QueryDelta
 from ..storage.threads import thread_key
 from .late_interaction import QueryAdapter
 
@@ -140,6 +142,8 @@ class TreeModel:
     features: tuple[str, ...]
     # Moves the query's tokens before MaxSim; the trees were trained on the MaxSim it gives.
     query_adapter: QueryAdapter | None = None
+    # Changes the embedding model's layers when it encodes the query's tokens (likewise).
+    query_delta: QueryDelta | None = None
 
     @classmethod
     def from_dict(cls, data: Any) -> "TreeModel":
@@ -178,7 +182,9 @@ class TreeModel:
                    value=stack("value", 0.0, np.float64), depth=int(data["depth"]),
                    embedders=tuple(str(e) for e in data["embedders"]), features=tuple(data["features"]),
                    query_adapter=(QueryAdapter.from_dict(data["query_adapter"])
-                                  if data.get("query_adapter") is not None else None))
+                                  if data.get("query_adapter") is not None else None),
+                   query_delta=(QueryDelta.from_dict(data["query_delta"])
+                                if data.get("query_delta") is not None else None))
 
     @classmethod
     def packaged(cls) -> "TreeModel":
@@ -265,6 +271,9 @@ def usable_model(backend: "Backend", load: Callable[[], TreeModel | None] | None
     if adapter is not None and adapter.dimensions != backend.dimensions:
         return (f"the model's query adapter is for {adapter.dimensions}-dimensional tokens; "
                 f"this store's have {backend.dimensions}"), None
+    if model.query_delta is not None and not callable(getattr(backend.embedder, "embed_query_tokens", None)):
+        return (f"the model encodes queries with a tuned copy of the embedding model, which "
+                f"{type(backend.embedder).__name__} cannot run"), None
     return None, model
 
 

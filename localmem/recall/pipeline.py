@@ -92,6 +92,7 @@ class Recall:
         self.vectors = QueryVectors(backend, params.embedding)
         self.vector_found: dict[str, int] = {}  # vector candidates per query
         self.token_scored = 0  # candidates whose vector component came from token codes
+        self._delta_tokens: dict[str, Any] = {}  # each query's token vectors with the query delta
         # Reads the learned-rank model (recall/learned_rank.py), only once it could be used.
         self.learned_loader = learned
         self.learned_ranked = 0  # candidates that got a learned component
@@ -148,7 +149,7 @@ class Recall:
     def fill_tokens(self, results: list[dict[str, Any]], query: str) -> None:
         """Late-interaction MaxSim for results that have token codes (recall/late_interaction.py)."""
         missing = [r for r in results if "_token" not in r]
-        query_tokens = self.vectors.tokens_for(query) if missing else None
+        query_tokens = self.maxsim_tokens(query) if missing else None
         if query_tokens is None:
             return
         found = token_matches(self.backend, missing, query_tokens, self.query_adapter())
@@ -234,6 +235,23 @@ class Recall:
         if self.params.embedding is not None:
             return "an explicit query embedding has no token vectors", None
         return usable_model(self.backend, self.learned_loader)
+
+    def maxsim_tokens(self, query: str) -> Any:
+        """The query's token vectors for MaxSim: from the embedder with the learned model's
+        query delta applied when the model ranks this recall and has one (its trees read
+        the MaxSim they give), else from the pass that gave the query's vector. A delta the
+        embedder cannot apply takes the model out of this recall, saying why."""
+        plain = self.vectors.tokens_for(query)
+        model = self.learned_decision[1]
+        if plain is None or model is None or model.query_delta is None:
+            return plain
+        if query not in self._delta_tokens:
+            try:
+                self._delta_tokens[query] = self.backend.embed_query_tokens(query, model.query_delta)
+            except ValueError as exc:
+                self.learned_decision = (f"the model's query delta could not be applied: {exc}", None)
+                return plain
+        return self._delta_tokens[query]
 
     def query_adapter(self) -> QueryAdapter | None:
         """The learned model's query adapter, when the model ranks this recall: its trees

@@ -12,7 +12,7 @@ import json
 import math
 import warnings
 from datetime import datetime
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import apsw
 import numpy as np
@@ -29,6 +29,9 @@ from .token_centre import centre_for
 from .token_codes import encode_each
 from .database import transaction
 from .statements import Statements
+
+if TYPE_CHECKING:
+    from ..embedders.query_delta import QueryDelta
 
 # How long recall's last_accessed write waits for the write lock before it is skipped.
 TOUCH_WAIT_MS = 500
@@ -219,6 +222,25 @@ class Backend:
         """``embed_texts``, and each text's token vectors (float32 arrays, or None each
         when there is no token evidence), from one pass of the model."""
         return self._embed(texts, with_tokens=True)
+
+    def embed_query_tokens(self, text: str, delta: QueryDelta) -> np.ndarray:
+        """One query's token vectors from the embedder with ``delta`` applied to its layers
+        (embedders/query_delta.py; the stored memories keep the plain model's); ValueError
+        saying why when it cannot be applied."""
+        apply = getattr(self.embedder, "embed_query_tokens", None)
+        if not self.token_evidence or not callable(apply):
+            raise ValueError(f"embedder {getattr(self.embedder, 'name', None)!r} cannot apply a query delta")
+        try:
+            found = apply([text], delta)
+        except EmbedderUnavailable as exc:
+            self.embedder_error = str(exc)
+            raise ValueError(str(exc)) from exc
+        tokens = np.asarray(found[0], dtype=np.float32) if len(found) == 1 else None
+        if tokens is None or tokens.ndim != 2 or tokens.shape[1] != self.dimensions \
+                or not np.isfinite(tokens).all():
+            raise ValueError(f"embedder {self.embedder.name!r} returned no finite "  # type: ignore[union-attr]
+                             f"{self.dimensions}-dimensional token vectors with the query delta")
+        return tokens
 
     def _embed(self, texts: list[str], *, with_tokens: bool) -> tuple[list[bytes], list[Any]] | None:
         if texts:

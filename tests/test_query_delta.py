@@ -1,0 +1,250 @@
+"""The query delta: the learned model's low-rank change to the embedding model's layers
+when it encodes a query's tokens (embedders/query_delta.py, issue 16)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from localmem import Config
+from localmem.embedders import HashEmbedder
+from localmem.embedders.query_delta import MAX_RANK, QueryDelta
+from localmem.recall.learned_rank import TreeModel
+
+from store_helpers import new_store
+from test_learned_rank import QUESTION, model_dict, tree
+from test_onnx_embedder import EXPORTER, RUNTIME, real  # noqa: F401  (the module's real-model fixture)
+
+LAYER = "encoder.layer.0.attention.self.query"
+
+
+def delta_dict(layers=(LAYER,), rank: int = 2, inputs: int = 384, outputs: int = 384,
+               scale: float = 0.05, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"layers": {name: {"down": (rng.normal(size=(rank, inputs)) * scale).tolist(),
+                              "up": (rng.normal(size=(outputs, rank)) * scale).tolist()}
+                       for name in layers}}
+
+
+def test_a_delta_round_trips_and_its_change_is_up_times_down():
+    delta = QueryDelta.from_dict(delta_dict(rank=3))
+    again = QueryDelta.from_dict(json.loads(json.dumps(delta.to_dict())))
+    down, up = delta.layers[LAYER]
+    assert down.shape == (3, 384) and up.shape == (384, 3)
+    assert np.allclose(delta.change(LAYER), up @ down, atol=1e-6)
+    assert again.digest == delta.digest
+    assert QueryDelta.from_dict(delta_dict(rank=3, seed=1)).digest != delta.digest
+
+
+def test_a_delta_names_the_layer_whose_shape_it_does_not_fit():
+    delta = QueryDelta.from_dict(delta_dict(inputs=384, outputs=1536))
+    delta.check_shape(LAYER, 1536, 384)
+    with pytest.raises(ValueError, match=f"{LAYER} is for a 1536x384 weight, the model's is 384x384"):
+        delta.check_shape(LAYER, 384, 384)
+
+
+@pytest.mark.parametrize("damage, said", [
+    (lambda d: "not a delta", "'layers' must be a non-empty object"),
+    (lambda d: {"layers": {}}, "'layers' must be a non-empty object"),
+    (lambda d: {"layers": {"embeddings.word_embeddings": d["layers"][LAYER]}}, "not an encoder layer"),
+    (lambda d: {"layers": {LAYER: [1, 2]}}, "must be an object with down and up"),
+    (lambda d: {"layers": {LAYER: {"down": d["layers"][LAYER]["down"]}}}, f"{LAYER}.up must be a list"),
+    (lambda d: {"layers": {LAYER: {**d["layers"][LAYER], "down": [[0.0] * 384, [0.0] * 3]}}}, "rectangular"),
+    (lambda d: {"layers": {LAYER: {**d["layers"][LAYER], "up": [[float("nan")] * 2] * 384}}}, "finite"),
+    (lambda d: {"layers": {LAYER: {**d["layers"][LAYER], "up": [[1e300] * 2] * 384}}}, "finite"),
+    (lambda d: {"layers": {LAYER: {**d["layers"][LAYER], "up": [[True] * 2] * 384}}}, "finite"),
+    (lambda d: {"layers": {LAYER: {**d["layers"][LAYER], "up": [[0.0] * 3] * 384}}}, "rank must agree"),
+    (lambda d: delta_dict(rank=MAX_RANK + 1), "rank must agree and be 1"),
+])
+def test_a_damaged_delta_is_refused_naming_the_fault(damage, said):
+    with pytest.raises(ValueError, match="malformed query delta") as raised:
+        QueryDelta.from_dict(damage(delta_dict()))
+    assert said in str(raised.value)
+
+
+def test_a_model_file_with_a_damaged_delta_is_said_and_recall_goes_on(tmp_path, capsys):
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps({**model_dict([tree(QUESTION, 0.5, -6.0, 6.0)]),
+                                "query_delta": {"layers": {LAYER: {"down": [[float("inf")]], "up": [[0.0]]}}}}))
+    store = new_store(config=Config(learned_rank_model=str(path)))
+    store.store("The garden party went well")
+    response = store.recall("garden party")
+    assert response["learned_rank"]["applied"] is False and response["results"]
+    assert "query delta" in capsys.readouterr().err
+
+
+# -- recall and recall_v1 ---------------------------------------------------------
+
+OTHER = "bought new tyres for the car"
+
+
+class DeltaHash(HashEmbedder):
+    """The hash embedder, whose 'tuned' query tokens are those of another text, so a
+    recall that reads them shows it in its MaxSim; ``fail`` makes applying refuse."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        super().__init__()
+        self.fail = fail
+        self.applied: list[str] = []
+
+    def embed_query_tokens(self, texts, delta):
+        if self.fail:
+            raise ValueError(self.fail)
+        self.applied += texts
+        return self.embed_with_tokens([OTHER] * len(texts))[1]
+
+
+def delta_model() -> TreeModel:
+    return TreeModel.from_dict({**model_dict([tree(QUESTION, 0.5, -6.0, 6.0)]), "query_delta": delta_dict()})
+
+
+def garden(embedder, **config) -> object:
+    store = new_store(embedder=embedder, config=Config(**config)) if config else new_store(embedder=embedder)
+    for text in ("Did the garden party on Sunday go well?", "The garden party on Sunday went well",
+                 "Bought new tyres for the car"):
+        store.store(text)
+    return store
+
+
+def vectors(response: dict) -> dict[str, float]:
+    return {r["memory"]["content"]: r["score_components"]["vector"] for r in response["results"]}
+
+
+def test_recall_reads_the_tuned_query_tokens_when_the_model_ranks():
+    query = "garden party Sunday went well"
+    plain = vectors(garden(DeltaHash()).recall(query, adaptive_floor=False))
+    embedder = DeltaHash()
+    store = garden(embedder)
+    store.learned_model = delta_model()
+    response = store.recall(query, adaptive_floor=False)
+    assert response["learned_rank"]["applied"] is True
+    assert embedder.applied == [query]
+    tuned = vectors(response)
+    # MaxSim now matches the tyres memory best: the tokens were the tuned ones.
+    assert tuned["Bought new tyres for the car"] > plain.get("Bought new tyres for the car", 0.0) + 0.1
+
+
+@pytest.mark.parametrize("config, params", [({"learned_rank": False}, {}), ({}, {"sort": "time_desc"})])
+def test_no_tuned_tokens_without_the_model_ranking(config, params):
+    embedder = DeltaHash()
+    store = garden(embedder, **config)
+    store.learned_model = delta_model()
+    response = store.recall("garden party Sunday", **params)
+    assert response["learned_rank"]["applied"] is False
+    assert embedder.applied == []
+
+
+def test_an_embedder_that_cannot_tune_its_queries_is_named():
+    store = garden(HashEmbedder())
+    store.learned_model = delta_model()
+    response = store.recall("garden party Sunday")
+    assert response["learned_rank"] == {
+        "applied": False,
+        "reason": "the model encodes queries with a tuned copy of the embedding model, which "
+                  "HashEmbedder cannot run"}
+    assert response["results"]
+
+
+def test_a_delta_the_embedder_refuses_takes_the_model_out_saying_why():
+    store = garden(DeltaHash(fail="query delta layer x is not in model 'hash'"))
+    store.learned_model = delta_model()
+    plain = vectors(garden(DeltaHash()).recall("garden party Sunday went well", adaptive_floor=False))
+    response = store.recall("garden party Sunday went well", adaptive_floor=False)
+    assert response["learned_rank"] == {
+        "applied": False,
+        "reason": "the model's query delta could not be applied: query delta layer x is not in model 'hash'"}
+    assert vectors(response) == pytest.approx(plain)  # MaxSim from the plain tokens
+
+
+def test_recall_v1_hybrid_reads_the_tuned_tokens_and_says_when_it_cannot():
+    embedder = DeltaHash()
+    store = garden(embedder)
+    store.learned_model = delta_model()
+    response = store.recall_v1("garden party Sunday went well", k=3, search_mode="hybrid")
+    assert response["learned_rank"]["applied"] is True and embedder.applied
+    semantic = DeltaHash()
+    store = garden(semantic)
+    store.learned_model = delta_model()
+    assert store.recall_v1("garden party", k=3, search_mode="semantic")["learned_rank"]["applied"] is False
+    assert semantic.applied == []
+    store = garden(DeltaHash(fail="no weight for it"))
+    store.learned_model = delta_model()
+    response = store.recall_v1("garden party Sunday", k=3, search_mode="hybrid")
+    assert response["learned_rank"] == {
+        "applied": False, "reason": "the model's query delta could not be applied: no weight for it"}
+    assert response["results"]
+
+
+# -- the real model: both runtimes apply the same change ------------------------------
+
+needs_runtimes = pytest.mark.skipif(not (RUNTIME and EXPORTER),
+                                    reason="ONNX runtime, exporter or offline MiniLM missing")
+TEXTS = ["What video games does Nate play?", "when did she go to the support group", "a"]
+
+
+def strong_delta() -> QueryDelta:
+    names = [f"encoder.layer.{n}.attention.self.{part}" for n in (0, 3, 5) for part in ("query", "value")]
+    return QueryDelta.from_dict(delta_dict(names, rank=4, scale=0.1, seed=3))
+
+
+def merged_tokens(st_model, delta: QueryDelta, texts: list[str]) -> list[np.ndarray]:
+    """The reference: a copy of the model with up @ down added to each layer's weight."""
+    import torch
+
+    merged = copy.deepcopy(st_model)
+    transformer = merged[0].auto_model
+    with torch.no_grad():
+        for name in delta.layers:
+            transformer.get_submodule(name).weight += torch.from_numpy(delta.change(name))
+    outputs = merged.encode(texts, output_value=None, show_progress_bar=False)
+    special = set(merged.tokenizer.all_special_ids)
+    return [o["token_embeddings"].numpy()[~np.isin(o["input_ids"].numpy(), list(special))] for o in outputs]
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_sentence_transformers_applies_the_delta_as_merged_weights(real):  # noqa: F811
+    reference, delta = real["reference"], strong_delta()
+    before = reference.embed_with_tokens(TEXTS)[1]
+    tuned = reference.embed_query_tokens(TEXTS, delta)
+    expected = merged_tokens(real["st_model"], delta, TEXTS)
+    for got, want, plain in zip(tuned, expected, before):
+        assert got.shape == want.shape == plain.shape
+        assert np.allclose(got, want, atol=1e-4)
+        assert not np.allclose(got, plain, atol=1e-2)  # the change is real
+    after = reference.embed_with_tokens(TEXTS)[1]
+    assert all(np.array_equal(a, b) for a, b in zip(after, before))  # the hooks are gone
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_onnx_applies_the_same_delta_to_its_exported_graph(real, monkeypatch):  # noqa: F811
+    from localmem.embedders import OnnxEmbedder
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    onnx, delta = OnnxEmbedder("all-MiniLM-L6-v2"), strong_delta()
+    tuned = onnx.embed_query_tokens(TEXTS, delta)
+    expected = real["reference"].embed_query_tokens(TEXTS, delta)
+    for got, want in zip(tuned, expected):
+        assert got.shape == want.shape and np.allclose(got, want, atol=1e-4)
+    plain = onnx.embed_with_tokens(TEXTS)[1]  # the plain session is untouched
+    assert all(np.allclose(p, r, atol=1e-4) for p, r in zip(plain, real["reference"].embed_with_tokens(TEXTS)[1]))
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_both_runtimes_refuse_a_delta_of_another_shape_naming_the_layer(real, monkeypatch):  # noqa: F811
+    from localmem.embedders import OnnxEmbedder
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    wrong = QueryDelta.from_dict(delta_dict(["encoder.layer.2.intermediate.dense"], inputs=384, outputs=384))
+    for embedder in (real["reference"], OnnxEmbedder("all-MiniLM-L6-v2")):
+        with pytest.raises(ValueError, match="encoder.layer.2.intermediate.dense is for a 384x384 weight, "
+                                             "the model's is 1536x384"):
+            embedder.embed_query_tokens(TEXTS, wrong)
+    absent = QueryDelta.from_dict(delta_dict(["encoder.layer.9.attention.self.query"]))
+    with pytest.raises(ValueError, match="encoder.layer.9.attention.self.query"):
+        real["reference"].embed_query_tokens(TEXTS, absent)
