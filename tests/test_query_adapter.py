@@ -144,11 +144,3 @@ def test_a_model_file_with_a_damaged_adapter_is_said_and_recall_goes_on(tmp_path
     assert response["learned_rank"]["applied"] is False
     assert response["results"]
     assert "query adapter" in capsys.readouterr().err
-
-
-def test_the_packaged_model_carries_an_adapter_for_minilm_tokens():
-    adapter = TreeModel.packaged().query_adapter
-    assert adapter is not None and adapter.dimensions == 384
-    tokens = np.random.default_rng(0).normal(size=(4, 384)).astype(np.float32)
-    moved = adapter(tokens)
-    assert np.isfinite(moved).all() and not np.allclose(moved, tokens)

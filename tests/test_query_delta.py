@@ -76,6 +76,15 @@ def test_a_model_file_with_a_damaged_delta_is_said_and_recall_goes_on(tmp_path, 
     assert "query delta" in capsys.readouterr().err
 
 
+def test_the_packaged_model_tunes_minilm_queries_with_a_delta():
+    model = TreeModel.packaged()
+    assert model.query_adapter is None and model.query_delta is not None
+    assert sorted(model.query_delta.layers) == sorted(
+        f"encoder.layer.{n}.attention.self.{part}" for n in range(6) for part in ("query", "value"))
+    for down, up in model.query_delta.layers.values():
+        assert down.shape == (8, 384) and up.shape == (384, 8) and np.abs(up).max() > 1e-4
+
+
 # -- recall and recall_v1 ---------------------------------------------------------
 
 OTHER = "bought new tyres for the car"

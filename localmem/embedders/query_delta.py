@@ -11,6 +11,7 @@ patching the matching weights of its exported graph).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -35,7 +36,7 @@ class QueryDelta:
 
     layers: dict[str, tuple[np.ndarray, np.ndarray]]
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         """Names this delta's values (an embedder keeps one patched model per delta)."""
         hasher = hashlib.sha256()
