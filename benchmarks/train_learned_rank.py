@@ -420,16 +420,16 @@ def main(argv: list[str] | None = None) -> int:
                   for conv in convs]
         lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
     lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
-              "metadata), each conversation ranked by the adapter and model trained on the other four's "
+              "metadata), each conversation ranked by the delta and model trained on the other four's "
               "threaded turns:", "", *report(rows["flat"], tuned_base)[3:7]]
     lines += per_conversation(rows["flat"], "no threads")
     lines += ["", "The same questions asked over the whole store (all five conversations, no tag scope), each",
-              "conversation ranked by the adapter and model trained on the other four's scoped recalls:", "",
+              "conversation ranked by the delta and model trained on the other four's scoped recalls:", "",
               *report(rows["unscoped"], tuned_base)[3:7]]
     lines += per_conversation(rows["unscoped"], "unscoped")
-    lines += ["", "`recall_v1` (hybrid), scoped to the conversation, each conversation ranked by the adapter",
+    lines += ["", "`recall_v1` (hybrid), scoped to the conversation, each conversation ranked by the delta",
               "and model trained on the other four's recall pools (without: the hybrid mix alone, with the",
-              "adapter's MaxSim):", "",
+              "delta's MaxSim):", "",
               *report(rows["hybrid"], "hybrid mix with the query delta's MaxSim (no trees)")[3:7]]
     lines += per_conversation(rows["hybrid"], "recall_v1")
     plain_hybrid = [ranked_metrics(p, p["final"]) for p in record(questions, v1=True)]
