@@ -247,7 +247,8 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
                 query_tokens = backend.embed_query_tokens(query, delta)
             except ValueError as exc:
                 delta_failure = str(exc)
-        _fill_maxsim(backend, query_tokens, candidates, adapter)
+        # Without its delta the model does not rank, and its adapter does not apply either.
+        _fill_maxsim(backend, query_tokens, candidates, adapter if delta_failure is None else None)
     # Every semantic hit stays, however weak (a cosine of 0 or below included): like
     # Kagura, recall answers with its top k and lets ``confidence`` say how weak they are.
 
