@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("localmem.onnx")  # the model's loading and export notes share one logger
 
 
+def _token_vectors(outputs: list[Any], special: set[int]) -> list[Any]:
+    """Each encoded text's token vectors (float32 numpy), special tokens left out."""
+    import numpy as np
+
+    return [output["token_embeddings"].float().cpu().numpy()[
+        ~np.isin(output["input_ids"].cpu().numpy(), list(special))] for output in outputs]
+
+
 def _added(down_t: Any, up_t: Any) -> Any:
     """A forward hook adding ``x @ downᵀ @ upᵀ`` (the low-rank change) to a linear layer's output."""
     def hook(module: Any, inputs: tuple[Any, ...], output: Any) -> Any:
@@ -143,20 +151,16 @@ class SentenceTransformerEmbedder:
                 raise EmbedderUnavailable(
                     f"embedding model {self.name!r} failed: {type(ex).__name__}: {ex}"
                 ) from ex
-        vectors, tokens = [], []
+        vectors = []
         for output in outputs:
             pooled = output["sentence_embedding"].float().cpu().numpy()
             vectors.append((pooled / max(float(np.linalg.norm(pooled)), 1e-12)).tolist())
-            ids = output["input_ids"].cpu().numpy()
-            keep = ~np.isin(ids, list(special))
-            tokens.append(output["token_embeddings"].float().cpu().numpy()[keep])
-        return self._checked(vectors), tokens
+        return self._checked(vectors), _token_vectors(outputs, special)
 
     def embed_query_tokens(self, texts: list[str], delta: QueryDelta) -> list[Any]:
         """Each text's token vectors (special tokens left out) from the model with
         ``delta`` added to its layers (forward hooks, removed afterwards: the model
         itself is not changed); ValueError when the delta does not fit the model."""
-        import numpy as np
         import torch
 
         texts = list(texts)
@@ -189,8 +193,7 @@ class SentenceTransformerEmbedder:
             finally:
                 for hook in hooks:
                     hook.remove()
-        return [output["token_embeddings"].float().cpu().numpy()[
-            ~np.isin(output["input_ids"].cpu().numpy(), list(special))] for output in outputs]
+        return _token_vectors(outputs, special)
 
     def _checked(self, result: list[list[float]]) -> list[list[float]]:
         expected = self.dimensions
