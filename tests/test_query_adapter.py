@@ -28,8 +28,8 @@ def adapted_model(dims: int, **kwargs) -> TreeModel:
                                 "query_adapter": adapter_dict(dims, **kwargs)})
 
 
-def garden_store(**config):
-    store = new_store(config=Config(**config)) if config else new_store()
+def garden_store(embedder="hash", **config):
+    store = new_store(embedder=embedder, config=Config(**config)) if config else new_store(embedder=embedder)
     for text in ("Did the garden party on Sunday go well?",
                  "The garden party on Sunday went well, lots of people came",
                  "Bought new tyres for the car"):

@@ -16,6 +16,7 @@ from localmem.recall.learned_rank import TreeModel
 
 from store_helpers import new_store
 from test_learned_rank import QUESTION, model_dict, tree
+from test_query_adapter import garden_store, vectors
 from test_onnx_embedder import EXPORTER, RUNTIME, real  # noqa: F401  (the module's real-model fixture)
 
 LAYER = "encoder.layer.0.attention.self.query"
@@ -110,23 +111,11 @@ def delta_model() -> TreeModel:
     return TreeModel.from_dict({**model_dict([tree(QUESTION, 0.5, -6.0, 6.0)]), "query_delta": delta_dict()})
 
 
-def garden(embedder, **config) -> object:
-    store = new_store(embedder=embedder, config=Config(**config)) if config else new_store(embedder=embedder)
-    for text in ("Did the garden party on Sunday go well?", "The garden party on Sunday went well",
-                 "Bought new tyres for the car"):
-        store.store(text)
-    return store
-
-
-def vectors(response: dict) -> dict[str, float]:
-    return {r["memory"]["content"]: r["score_components"]["vector"] for r in response["results"]}
-
-
 def test_recall_reads_the_tuned_query_tokens_when_the_model_ranks():
     query = "garden party Sunday went well"
-    plain = vectors(garden(DeltaHash()).recall(query, adaptive_floor=False))
+    plain = vectors(garden_store(DeltaHash()).recall(query, adaptive_floor=False))
     embedder = DeltaHash()
-    store = garden(embedder)
+    store = garden_store(embedder)
     store.learned_model = delta_model()
     response = store.recall(query, adaptive_floor=False)
     assert response["learned_rank"]["applied"] is True
@@ -139,7 +128,7 @@ def test_recall_reads_the_tuned_query_tokens_when_the_model_ranks():
 @pytest.mark.parametrize("config, params", [({"learned_rank": False}, {}), ({}, {"sort": "time_desc"})])
 def test_no_tuned_tokens_without_the_model_ranking(config, params):
     embedder = DeltaHash()
-    store = garden(embedder, **config)
+    store = garden_store(embedder, **config)
     store.learned_model = delta_model()
     response = store.recall("garden party Sunday", **params)
     assert response["learned_rank"]["applied"] is False
@@ -147,7 +136,7 @@ def test_no_tuned_tokens_without_the_model_ranking(config, params):
 
 
 def test_an_embedder_that_cannot_tune_its_queries_is_named():
-    store = garden(HashEmbedder())
+    store = garden_store(HashEmbedder())
     store.learned_model = delta_model()
     response = store.recall("garden party Sunday")
     assert response["learned_rank"] == {
@@ -158,9 +147,9 @@ def test_an_embedder_that_cannot_tune_its_queries_is_named():
 
 
 def test_a_delta_the_embedder_refuses_takes_the_model_out_saying_why():
-    store = garden(DeltaHash(fail="query delta layer x is not in model 'hash'"))
+    store = garden_store(DeltaHash(fail="query delta layer x is not in model 'hash'"))
     store.learned_model = delta_model()
-    plain = vectors(garden(DeltaHash()).recall("garden party Sunday went well", adaptive_floor=False))
+    plain = vectors(garden_store(DeltaHash()).recall("garden party Sunday went well", adaptive_floor=False))
     response = store.recall("garden party Sunday went well", adaptive_floor=False)
     assert response["learned_rank"] == {
         "applied": False,
@@ -170,16 +159,16 @@ def test_a_delta_the_embedder_refuses_takes_the_model_out_saying_why():
 
 def test_recall_v1_hybrid_reads_the_tuned_tokens_and_says_when_it_cannot():
     embedder = DeltaHash()
-    store = garden(embedder)
+    store = garden_store(embedder)
     store.learned_model = delta_model()
     response = store.recall_v1("garden party Sunday went well", k=3, search_mode="hybrid")
     assert response["learned_rank"]["applied"] is True and embedder.applied
     semantic = DeltaHash()
-    store = garden(semantic)
+    store = garden_store(semantic)
     store.learned_model = delta_model()
     assert store.recall_v1("garden party", k=3, search_mode="semantic")["learned_rank"]["applied"] is False
     assert semantic.applied == []
-    store = garden(DeltaHash(fail="no weight for it"))
+    store = garden_store(DeltaHash(fail="no weight for it"))
     store.learned_model = delta_model()
     response = store.recall_v1("garden party Sunday", k=3, search_mode="hybrid")
     assert response["learned_rank"] == {
