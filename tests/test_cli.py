@@ -426,6 +426,8 @@ def test_recall_table_says_when_the_score_floor_left_results_out() -> None:
     both = summary({"min_score": 0.5, "adaptive_floor": 0.61, "filtered_count": 1})
     assert "1 weaker result below the score floor left out" in both and "adaptive_floor=false" not in both
     assert "score floor" not in summary({"min_score": 0.0, "adaptive_floor": None, "filtered_count": 0})
+    below = summary({"min_score": 0.9, "adaptive_floor": None, "filtered_count": 0, "candidates_below_min_score": 4})
+    assert "4 candidates below min_score 0.9 left out" in below and "score floor" not in below
 
 
 def test_recall_state_mode_and_expand_relations(cli, db: Path) -> None:

@@ -128,6 +128,13 @@ def test_no_results_text():
     assert response.structured["results"] == [] and response.structured["count"] == 0
 
 
+
+def test_an_answer_min_score_emptied_says_so():
+    gate = {"min_score": 0.9, "adaptive_floor": None, "filtered_count": 0, "candidates_below_min_score": 3}
+    response = build_recall_response(ranked([], score_filter=gate), "text")
+    assert response.texts == ["No memories found matching your query. (3 candidates below min_score left out)"]
+
+
 def test_detailed_collapses_metadata_and_relations():
     relations = [{"type": "RELATES_TO", "strength": 0.5, "memory": {"id": f"r{i}", "summary": "rel"}}
                  for i in range(5)]

@@ -351,7 +351,24 @@ def test_min_score_filters_and_reports(memory_store):
     _trending_store(memory_store, [0.9, 0.5, 0.1])
     response = memory_store.recall(limit=6, min_score=0.2)
     assert response["count"] == 2
-    assert response["score_filter"]["min_score"] == 0.2
+    assert response["score_filter"] == {"min_score": 0.2, "adaptive_floor": None, "filtered_count": 0,
+                                        "candidates_below_min_score": 1}
+
+
+def test_min_score_says_how_many_it_removed_before_the_answer(memory_store):
+    # min_score cuts each query's candidates before the final gate (AutoMem's filtered_count
+    # counts only that one): an empty answer still says what the threshold left out.
+    for text in ("garden tomatoes", "garden roses", "garden fence"):
+        memory_store.store(text, importance=0.1, confidence=0.0, timestamp="2020-01-01T00:00:00Z")
+    response = memory_store.recall("garden", limit=6, min_score=0.99)
+    assert response["count"] == 0
+    assert response["score_filter"]["filtered_count"] == 0
+    assert response["score_filter"]["candidates_below_min_score"] == 3
+    # The same memory cut in two queries counts once.
+    both = memory_store.recall(queries=["garden", "garden tomatoes"], limit=6, min_score=0.99)
+    assert both["count"] == 0 and both["score_filter"]["candidates_below_min_score"] == 3
+    assert "candidates_below_min_score" not in memory_store.recall("garden", limit=6, min_score=0.0).get(
+        "score_filter", {})
 
 
 def test_recall_updates_last_accessed(memory_store_factory):

@@ -124,6 +124,9 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
         hint = (" (--param adaptive_floor=false keeps them)"
                 if gate.get("adaptive_floor") is not None and not gate.get("min_score") else "")
         summary.append(f"{plural(gate['filtered_count'], 'weaker result')} below the score floor left out{hint}")
+    if gate.get("candidates_below_min_score"):
+        summary.append(f"{plural(gate['candidates_below_min_score'], 'candidate')} below min_score "
+                       f"{gate.get('min_score')} left out")
     lines.append("")
     lines.extend(out.wrap("(" + "; ".join(summary) + ")", "dim"))
     confidence = confidence_line(response.get("confidence")) if rows else None

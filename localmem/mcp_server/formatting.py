@@ -407,6 +407,17 @@ def confidence_note(confidence: Any) -> str | None:
     return f"match confidence {level}{evidence}{advice}"
 
 
+def score_filter_notes(result: Mapping[str, Any]) -> list[str]:
+    """What the score floor and min_score left out (an empty answer says so too)."""
+    score = result.get("score_filter") or {}
+    notes = []
+    if (score.get("filtered_count") or 0) > 0:
+        notes.append(f"{score['filtered_count']} removed by the score floor")
+    if (score.get("candidates_below_min_score") or 0) > 0:
+        notes.append(f"{score['candidates_below_min_score']} candidates below min_score left out")
+    return notes
+
+
 def header_notes(result: Mapping[str, Any]) -> list[str]:
     notes: list[str] = []
     results = result.get("results") or []
@@ -429,9 +440,7 @@ def header_notes(result: Mapping[str, Any]) -> list[str]:
     if result.get("scope_fallback"):
         outside = sum(1 for r in results if r.get("outside_tag_scope"))
         notes.append(f"scope fallback: {outside} outside the tag scope")
-    score = result.get("score_filter") or {}
-    if (score.get("filtered_count") or 0) > 0:
-        notes.append(f"{score['filtered_count']} removed by the score floor")
+    notes.extend(score_filter_notes(result))
     if result.get("degraded"):
         notes.append(f"degraded: {result.get('degraded_reason') or 'unknown'} "
                      "(keyword, tag and graph channels only)")
@@ -479,7 +488,7 @@ def build_recall_response(result: Mapping[str, Any], fmt: str = "text", *,
     if not results:
         structured = {"results": [], **envelope(result)}
         structured.setdefault("count", 0)
-        notes = header_notes(result) if result.get("mode") == "enumeration" else []
+        notes = header_notes(result) if result.get("mode") == "enumeration" else score_filter_notes(result)
         text = NO_RESULTS_TEXT + (f" ({'; '.join(notes)})" if notes else "")
         return RecallResponse([warning_text + text], structured, notes=notes)
 

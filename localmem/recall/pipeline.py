@@ -103,6 +103,7 @@ class Recall:
         self.query_tokens: dict[str, list[str]] = {}  # extract_keywords per query, for every candidate
         self.context_injected = False
         self.hidden: dict[str, dict[str, Any]] = {}  # not-current memories kept out of the answer
+        self.below_min_score: set[str] = set()  # candidates min_score removed before the answer's gate
         self.evidence = Evidence()  # for the confidence block
 
     @property
@@ -360,8 +361,7 @@ class Recall:
             self.score(candidate, query)
         self.add_learned(candidates, query)
         self.evidence.add(candidates)
-        if params.min_score > 0:
-            candidates = [c for c in candidates if c["final_score"] >= params.min_score]
+        candidates = self.above_min_score(candidates)
         candidates, _ = dedupe(candidates)
         ranked = sort_results(candidates, params.sort)
         profile = self.profile(query)
@@ -443,6 +443,14 @@ class Recall:
             results.sort(key=lambda r: -r["final_score"])
         return True
 
+    def above_min_score(self, candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The candidates min_score keeps; the others are noted for the answer's score_filter."""
+        floor = self.params.min_score
+        if floor <= 0:
+            return candidates
+        self.below_min_score.update(c["id"] for c in candidates if c["final_score"] < floor)
+        return [c for c in candidates if c["final_score"] >= floor]
+
     def scope_fallback(self, results: list[dict[str, Any]], seen: set[str]) -> list[dict[str, Any]]:
         """Fill a short tag-scoped answer from an unscoped vector search, marked outside_tag_scope."""
         params = self.params
@@ -465,8 +473,7 @@ class Recall:
         for candidate in found:
             self.score(candidate, query)
             candidate["outside_tag_scope"] = True
-        if params.min_score > 0:
-            found = [c for c in found if c["final_score"] >= params.min_score]
+        found = self.above_min_score(found)
         found.sort(key=lambda r: -r["final_score"])
         return found[:free]
 
@@ -513,6 +520,7 @@ class Recall:
             results = seeds + [r for r in extra if r["id"] not in seed_ids]
             state_filter = self.state_filter_block(results)
         recency_applied = self.apply_recency_bias(results, queries)
+        gated = {r["id"] for r in results}
         results, score_filter = apply_score_gates(
             results, sort=params.sort, use_adaptive=params.adaptive_floor, min_score=params.min_score)
         fallback_active = (params.scope_fallback and bool(params.tags) and self.vectors.available
@@ -520,6 +528,12 @@ class Recall:
                            and len(results) < params.limit)
         if fallback_active:
             results = results + self.scope_fallback(results, seen | {r["id"] for r in results})
+        if score_filter is not None and params.min_score > 0:
+            # AutoMem's filtered_count counts only the last gate; min_score also dropped
+            # candidates per query and among the fallback fills, and an empty answer should say so.
+            # Counted once per memory, and not again when filtered_count counts it.
+            score_filter["candidates_below_min_score"] = len(self.below_min_score - gated
+                                                            - {r["id"] for r in results})
         hydrate_relations(self.backend, results)
         response = self.response(results, queries if multi else None, dedup_removed, state_filter,
                                  score_filter, seeds, expansions, entity_results, entity_names,
