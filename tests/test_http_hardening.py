@@ -463,3 +463,26 @@ def test_a_query_parameter_that_is_not_utf8_is_refused_not_replaced(served):
     refusal(bad, 400, "'query'", "UTF-8")
     refusal(httpx.get(f"{url}/memory/by-tag?tags=%FF"), 400, "'tags'", "UTF-8")
     assert httpx.get(f"{url}/recall?query=caf%C3%A9+cr%C3%A8me&limit=2").status_code == 200
+
+
+def test_requests_h11_cannot_parse_get_the_json_error_form(served):
+    # uvicorn answers these below the app, in plain text; localmem's protocol says why, in JSON.
+    url, port = served
+    # A long URL that arrives whole reaches the app, which names the field.
+    refusal(httpx.get(f"{url}/recall", params={"query": "a" * 60_000}), 400, "'query'", "10000")
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        try:
+            sock.sendall(b"GET /recall?query=" + b"a" * 2_000_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        except OSError:
+            pass  # the server may close before the whole URL is sent; its answer is read below
+        data = _read_response(sock)
+    assert data.startswith(b"HTTP/1.1 431 ") and b"application/json" in data
+    body = json.loads(data.partition(b"\r\n\r\n")[2])
+    assert body["status"] == "error" and body["code"] == 431
+    assert "16,384 bytes" in body["message"] and "URL" in body["message"]
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        data = _read_response(sock)
+    assert data.startswith(b"HTTP/1.1 400 ") and b"application/json" in data
+    assert b'"code":400' in data and b"not valid HTTP/1.1" in data
+    assert httpx.get(f"{url}/health").status_code == 200

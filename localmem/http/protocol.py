@@ -29,11 +29,16 @@ DEFAULT_HEADER_TIMEOUT = 5.0
 DEFAULT_BODY_TIMEOUT = 60.0
 
 
-def _timeout_response(message: str) -> bytes:
-    body = json.dumps({"status": "error", "code": 408, "message": message},
+def _error_response(code: int, reason: bytes, message: str) -> bytes:
+    """A closing response with the application's JSON error body, written below the app."""
+    body = json.dumps({"status": "error", "code": code, "message": message},
                       separators=(",", ":")).encode()
-    return (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+    return (b"HTTP/1.1 " + str(code).encode() + b" " + reason + b"\r\ncontent-type: application/json\r\n"
             b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def _timeout_response(message: str) -> bytes:
+    return _error_response(408, b"Request Timeout", message)
 
 
 class DeadlineH11Protocol(H11Protocol):
@@ -67,6 +72,23 @@ class DeadlineH11Protocol(H11Protocol):
         super().on_response_complete()  # may start the next request cycle
         # Waiting for the next request: uvicorn's keep-alive timer runs until its first byte.
         self._follow_state(arm_headers=False)
+
+    def send_400_response(self, msg: str) -> None:
+        """h11 could not parse the request: say why in the app's JSON error form, not
+        uvicorn's plain "Invalid HTTP request received." (431 when the URL and headers
+        outgrew the limit before they were complete)."""
+        limit = self.config.h11_max_incomplete_event_size
+        buffered = len(self.conn.trailing_data[0])
+        if self.conn.their_state is h11.ERROR and limit and buffered > limit:
+            response = _error_response(
+                431, b"Request Header Fields Too Large",
+                f"The request's URL and headers are over {limit:,} bytes, the limit; "
+                f"the connection is closed")
+        else:
+            response = _error_response(400, b"Bad Request", "The request is not valid HTTP/1.1")
+        self._disarm()
+        self.transport.write(response)
+        self.transport.close()
 
     # -- the deadline ------------------------------------------------------
 
