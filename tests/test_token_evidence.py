@@ -9,7 +9,8 @@ import pytest
 from localmem import Config, MemoryStore
 from localmem.embedders import HashEmbedder
 from localmem.recall.late_interaction import token_score
-from localmem.storage.token_codes import decode, encode, max_sim, measure_centre, query_matrix, unit_rows
+from localmem.storage.token_codes import (decode, encode, max_sim, measure_centre, query_matrix,
+                                          similarities, unit_rows)
 
 from store_helpers import new_store, scalar, snapshot
 
@@ -37,6 +38,20 @@ def test_codes_are_the_signs_of_each_token_from_the_centre():
     signs = decode(count, codes, 70)
     assert np.array_equal(signs, np.where(unit_rows(tokens) - centre > 0, 1.0, -1.0))
     assert decode(count, codes[:-1], 70) is None  # a blob that does not fit is no evidence
+
+
+def test_similarities_from_the_bits_equal_the_product_with_the_decoded_signs():
+    # Recall scores candidates from the bits without decoding them to ±1 (a third of the time).
+    rng = np.random.default_rng(5)
+    for dims in (70, 384):  # 70: the last byte's padding bits are not dimensions
+        tokens = rng.normal(size=(11, dims)).astype(np.float32)
+        count, codes = encode(tokens, measure_centre([tokens], dims))
+        query = query_matrix(rng.normal(size=(4, dims)).astype(np.float32), np.zeros(dims, np.float32))
+        got = similarities(query, count, codes, dims)
+        assert got.shape == (4, 11)
+        assert np.allclose(got, query @ decode(count, codes, dims).T, atol=1e-5)
+        assert similarities(query, count, codes[:-1], dims) is None
+        assert similarities(query[:, :-1], count, codes, dims) is None
 
 
 def test_a_token_matches_itself_fully_and_others_by_their_centred_cosine():

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..storage.token_codes import decode, query_matrix
+from ..storage.token_codes import query_matrix, similarities
 
 if TYPE_CHECKING:
     from ..storage.backend import Backend
@@ -121,11 +121,13 @@ def token_matches(backend: "Backend", results: list[dict[str, Any]],
             blobs.append(codes)
     if not ids:
         return {}
-    # Every candidate's tokens decoded and matched in one product, then the best
-    # token per memory and query token.
-    signs = decode(sum(counts), b"".join(blobs), dims)
+    # Every candidate's tokens matched in one product, then the best token per
+    # memory and query token.
+    similarity = similarities(query, sum(counts), b"".join(blobs), dims)
+    if similarity is None:
+        return {}
     starts = np.cumsum([0] + counts[:-1])
-    best = np.maximum.reduceat(query @ signs.T, starts, axis=1)
+    best = np.maximum.reduceat(similarity, starts, axis=1)
     stats = zip(best.mean(axis=0).tolist(), best.max(axis=0).tolist(), np.median(best, axis=0).tolist(),
                 (best > 0.5).mean(axis=0).tolist(), (best > 0.7).mean(axis=0).tolist(), counts)
     return {memory_id: TokenMatch(*row) for memory_id, row in zip(ids, stats)}
