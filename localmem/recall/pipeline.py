@@ -520,7 +520,7 @@ class Recall:
             results = seeds + [r for r in extra if r["id"] not in seed_ids]
             state_filter = self.state_filter_block(results)
         recency_applied = self.apply_recency_bias(results, queries)
-        gated = {r["id"] for r in results}
+        gated = {r["id"] for r in results} if params.min_score > 0 else set()  # for the count below
         results, score_filter = apply_score_gates(
             results, sort=params.sort, use_adaptive=params.adaptive_floor, min_score=params.min_score)
         fallback_active = (params.scope_fallback and bool(params.tags) and self.vectors.available

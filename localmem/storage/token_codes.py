@@ -73,13 +73,20 @@ def encode_each(token_vectors: list[np.ndarray | None], centre: np.ndarray) -> l
     return out
 
 
-def decode(tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
-    """The ±1 sign matrix (tokens x dims, float32) of stored codes; None when they do not fit."""
+def _packed(tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
+    """Stored codes as a (tokens x bytes per token) uint8 array; None when they do not fit."""
     width = (dims + 7) // 8
     if tokens <= 0 or len(codes) != tokens * width:
         return None
-    packed = np.frombuffer(codes, dtype=np.uint8).reshape(tokens, width)
-    return SIGNS_OF_BYTE[packed].reshape(tokens, width * 8)[:, :dims]
+    return np.frombuffer(codes, dtype=np.uint8).reshape(tokens, width)
+
+
+def decode(tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
+    """The ±1 sign matrix (tokens x dims, float32) of stored codes; None when they do not fit."""
+    packed = _packed(tokens, codes, dims)
+    if packed is None:
+        return None
+    return SIGNS_OF_BYTE[packed].reshape(tokens, packed.shape[1] * 8)[:, :dims]
 
 
 def similarities(query: np.ndarray, tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
@@ -87,10 +94,9 @@ def similarities(query: np.ndarray, tokens: int, codes: bytes, dims: int) -> np.
     the ±1 matrix: with bits b in {0, 1}, q · (2b - 1) = 2 q · b - sum(q). The bits come
     straight from unpackbits, so recall's scoring of ~100 candidates takes about a third
     of the time the decoded matrix does. None when the codes do not fit."""
-    width = (dims + 7) // 8
-    if tokens <= 0 or len(codes) != tokens * width or query.ndim != 2 or query.shape[1] != dims:
+    packed = _packed(tokens, codes, dims)
+    if packed is None or query.ndim != 2 or query.shape[1] != dims:
         return None
-    packed = np.frombuffer(codes, dtype=np.uint8).reshape(tokens, width)
     bits = np.unpackbits(packed, axis=1, bitorder="little")[:, :dims].astype(np.float32)
     query = query.astype(np.float32, copy=False)
     return 2.0 * (query @ bits.T) - query.sum(axis=1, keepdims=True)
