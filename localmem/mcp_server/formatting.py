@@ -414,7 +414,8 @@ def score_filter_notes(result: Mapping[str, Any]) -> list[str]:
     if (score.get("filtered_count") or 0) > 0:
         notes.append(f"{score['filtered_count']} removed by the score floor")
     if (score.get("candidates_below_min_score") or 0) > 0:
-        notes.append(f"{score['candidates_below_min_score']} candidates below min_score left out")
+        count = score["candidates_below_min_score"]
+        notes.append(f"{count} candidate{'' if count == 1 else 's'} below min_score left out")
     return notes
 
 
