@@ -65,8 +65,37 @@ class DeadlineH11Protocol(H11Protocol):
         if self._phase == "headers" and self._deadline is None:
             self._arm()  # the first byte of a request on a kept-alive connection
         self._bytes_in_phase = True
+        if self.conn.their_state is h11.IDLE and self._head_too_large(data):
+            self._answer_and_close(self._head_too_large_response())
+            return
         super().data_received(data)
         self._follow_state()
+
+    def _head_too_large(self, data: bytes) -> bool:
+        """Whether the request line and headers being read outgrow the limit.
+
+        h11 enforces its limit only while a head is incomplete, so a long URL that
+        happened to arrive in one read would pass and the same URL split over two
+        reads would not; measuring the head here gives one answer for both.
+        """
+        limit = self.config.h11_max_incomplete_event_size
+        if not limit:
+            return False
+        pending = self.conn.trailing_data[0] + data
+        end = pending.find(b"\r\n\r\n")
+        return (len(pending) if end < 0 else end + 4) > limit
+
+    def _head_too_large_response(self) -> bytes:
+        return _error_response(
+            431, b"Request Header Fields Too Large",
+            f"The request's URL and headers are over "
+            f"{self.config.h11_max_incomplete_event_size:,} bytes, the limit; "
+            f"the connection is closed")
+
+    def _answer_and_close(self, response: bytes) -> None:
+        self._disarm()
+        self.transport.write(response)
+        self.transport.close()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # may start the next request cycle
@@ -80,15 +109,11 @@ class DeadlineH11Protocol(H11Protocol):
         limit = self.config.h11_max_incomplete_event_size
         buffered = len(self.conn.trailing_data[0])
         if self.conn.their_state is h11.ERROR and limit and buffered > limit:
-            response = _error_response(
-                431, b"Request Header Fields Too Large",
-                f"The request's URL and headers are over {limit:,} bytes, the limit; "
-                f"the connection is closed")
+            # A pipelined request's head, read by h11 while this protocol did not look.
+            response = self._head_too_large_response()
         else:
             response = _error_response(400, b"Bad Request", "The request is not valid HTTP/1.1")
-        self._disarm()
-        self.transport.write(response)
-        self.transport.close()
+        self._answer_and_close(response)
 
     # -- the deadline ------------------------------------------------------
 
