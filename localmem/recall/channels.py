@@ -18,7 +18,7 @@ from ..metadata_search import (
     prefilter_terms,
 )
 from .params import RecallParams
-from .scope import scope_clause
+from .scope import FTS_SCOPE_KEY, scope_clause
 from .scoring import usable_cosine
 
 if TYPE_CHECKING:
@@ -56,8 +56,10 @@ class Scope:
         return (p.window_start.timestamp() if p.window_start else None,
                 p.window_end.timestamp() if p.window_end else None)
 
-    def statement(self, backend: "Backend", name: str, *, driving: bool = True) -> str:
-        return backend.sql.compose(name, scope=scope_clause(backend.sql, self.params, driving=driving))
+    def statement(self, backend: "Backend", name: str, *, driving: bool = True,
+                  key: str = "m.pk") -> str:
+        return backend.sql.compose(name, scope=scope_clause(backend.sql, self.params,
+                                                            driving=driving, key=key))
 
 
 def make_scope(params: RecallParams, excluded_types: tuple[str, ...], *,
@@ -102,38 +104,64 @@ NARROW_SCOPE_ROWS = 20_000
 MAX_WIDENED_K = 64
 
 
-def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) -> Any:
+# The narrow plan lists the memories having the scope's tags from the tag index
+# alone (about 15× cheaper than reading each memory's row for the rest of the
+# scope) and asks the kNN for this many more than wanted, for the ones the
+# rest of the scope (archived, excluded types) turns away on the hits.
+UNCHECKED_MARGIN = 8
+
+
+def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) -> list[dict[str, Any]]:
     """Pick the cheapest exact-enough plan for the scope.
 
     The time window is applied inside the code scan. Without tags: the code
     kNN. With tags, a narrow scope (≤ NARROW_SCOPE_ROWS memories) restricts
-    the code scan to the memories in scope; a broad
-    one widens the code kNN by the share of memories outside it (up to
+    the code scan to the memories having the tags, and the rest of the scope
+    is checked on the hits: when it turns away so many that fewer than ``k``
+    remain while more were in reach, the scan is redone among the memories
+    the whole scope admits, so the answer is the same either way. A broad
+    scope widens the code kNN by the share of memories outside it (up to
     MAX_WIDENED_K), then filters. Inside a write transaction with
     uncommitted vectors the code scan cannot answer, and every memory in
     scope is scored exactly.
     """
-    among, k_wanted = None, k
-    if scope.params.tags:
-        total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
-        tagged, _ = scope.size_bounds(backend, NARROW_SCOPE_ROWS + 1)
-        if tagged <= NARROW_SCOPE_ROWS:
-            among = backend.conn.execute(scope.statement(backend, "recall_scope_pks"),
-                                         scope.bindings).fetchone()[0] or ""
-        else:
-            k_wanted = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
+    if not scope.params.tags:
+        return _knn_rows(backend, scope, query_vector, k, k, None)
+    total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
+    tagged, _ = scope.size_bounds(backend, NARROW_SCOPE_ROWS + 1)
+    if tagged > NARROW_SCOPE_ROWS:
+        k_wanted = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
+        return _knn_rows(backend, scope, query_vector, k, k_wanted, None)
+    # The tag index alone answers "any of the tags" (or one tag); "all of several",
+    # and excluded tags, which may turn away most of the tagged, list the whole scope.
+    tags_alone = (scope.params.tag_mode == "any" or len(scope.params.tags) == 1) \
+        and not scope.params.exclude_tags
+    if tags_alone:
+        among = backend.conn.execute(backend.sql["recall_scope_tag_pks"], scope.bindings).fetchone()[0]
+        k_wanted = k + UNCHECKED_MARGIN
+        rows = _knn_rows(backend, scope, query_vector, k, k_wanted, among or "")
+        if len(rows) >= k or tagged <= k_wanted:  # the top k in scope, or all there is
+            return rows
+    among = backend.conn.execute(scope.statement(backend, "recall_scope_pks"), scope.bindings).fetchone()[0]
+    return _knn_rows(backend, scope, query_vector, k, k, among or "")
+
+
+def _knn_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int, k_wanted: int,
+              among: str | None) -> list[dict[str, Any]]:
     knn = backend.vector_knn(query_vector, k_wanted, scope.epoch_window, among)
     if knn is None:
-        return backend.conn.execute(scope.statement(backend, "recall_vector_exact"),
-                                    {**scope.bindings, "query_vector": query_vector, "k": k})
-    return backend.conn.execute(scope.statement(backend, "recall_vector", driving=False),
-                                {**scope.bindings, **knn})
+        cursor = backend.conn.execute(scope.statement(backend, "recall_vector_exact"),
+                                      {**scope.bindings, "query_vector": query_vector, "k": k})
+    else:
+        cursor = backend.conn.execute(scope.statement(backend, "recall_vector", driving=False),
+                                      {**scope.bindings, **knn})
+    return list(rows_as_dicts(cursor))
 
 
 def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
                       k: int) -> list[dict[str, Any]]:
     out = []
-    for row in rows_as_dicts(_vector_rows(backend, scope, query_vector, k)):
+    for row in _vector_rows(backend, scope, query_vector, k):
         similarity = usable_cosine(row["similarity"])
         if similarity is None:  # a zero, NaN or underflowing vector: nothing to rank by
             continue
@@ -167,7 +195,8 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
     bindings = {**scope.bindings, "match": scorer.match, "k": k}
     cache = backend.content_cache() if scorer.postings >= CACHED_HITS_POSTINGS else None
     if scope.narrowed and listed and cache is None and scorer.total <= LISTED_PASS_ROWS:
-        statement = scope.statement(backend, "recall_keyword_hits_listed").format(weights=weights)
+        statement = scope.statement(backend, "recall_keyword_hits_listed",
+                                    key=FTS_SCOPE_KEY).format(weights=weights)
         hits, found = [], {}
         for pk, bm25, top in backend.conn.execute(statement, {**bindings, "listed": json.dumps(listed)}):
             if top:
@@ -177,17 +206,51 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
         scorer.note_scores({pk: found.get(pk) for pk in listed})
         return tuple(hits)
     name = "recall_keyword_hits" if scope.narrowed else "recall_keyword_broad_hits"
-    statement = scope.statement(backend, name).format(weights=weights)
+    statement = scope.statement(backend, name, key=FTS_SCOPE_KEY).format(weights=weights)
     if cache is None:
-        return tuple(backend.conn.execute(statement, bindings))
+        return _ranked_hits(backend, scope, statement, bindings, weights)
     kept = cache.setdefault("keyword_hits", {})
     key = (statement, scorer.match, k, tuple(sorted(scope.bindings.items())) if scope.narrowed else None)
     hits = kept.get(key)
     if hits is None:
         if len(kept) >= CACHED_HITS_QUERIES:
             kept.clear()
-        hits = kept[key] = tuple(backend.conn.execute(statement, bindings))
+        hits = kept[key] = _ranked_hits(backend, scope, statement, bindings, weights)
     return hits
+
+
+# A broad tag scope's keyword hits are first looked for among this many times
+# as many of the store's best hits as its share of the store should hold
+# (at most MAX_UNSCOPED_HITS), then checked against the scope.
+UNSCOPED_HITS_FACTOR = 2
+MAX_UNSCOPED_HITS = 1000
+
+
+def _ranked_hits(backend: "Backend", scope: Scope, statement: str, bindings: dict[str, Any],
+                 weights: str) -> tuple[tuple[int, float], ...]:
+    """The top :k hits of ``statement``, found the cheap way when the scope is broad.
+
+    bm25 does not depend on the scope, so within a tag scope holding a large
+    share of the store the best hits of the whole store, checked against the
+    scope, are the scope's best hits as long as at least :k of them pass:
+    ranking from the index reads no memories row, where the scoped statement
+    reads one per hit to check it. When fewer pass, the scoped statement answers.
+    """
+    k = bindings["k"]
+    if scope.params.tags and not scope.params.has_window:
+        tagged, _ = scope.size_bounds(backend, NARROW_SCOPE_ROWS + 1)
+        if tagged > NARROW_SCOPE_ROWS:
+            total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
+            wide = min(MAX_UNSCOPED_HITS, math.ceil(UNSCOPED_HITS_FACTOR * k * total / tagged))
+            unscoped = backend.sql["recall_keyword_broad_hits"].format(weights=weights)
+            top = list(backend.conn.execute(unscoped, {"match": bindings["match"], "k": wide}))
+            admitted = {pk for (pk,) in backend.conn.execute(
+                scope.statement(backend, "recall_scope_admits", driving=False),
+                {**scope.bindings, "pks": json.dumps([pk for pk, _ in top])})}
+            hits = [hit for hit in top if hit[0] in admitted]
+            if len(hits) >= k or len(top) < wide:
+                return tuple(hits[:k])
+    return tuple(backend.conn.execute(statement, bindings))
 
 
 def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,

@@ -22,6 +22,7 @@ import math
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .keywords import IDF_FLOOR, KeywordScorer, bm25_weights_sql, match_expression
+from .scope import FTS_SCOPE_KEY
 
 if TYPE_CHECKING:
     from ..storage.backend import Backend
@@ -100,7 +101,7 @@ class ScopedKeywords:
             cache = backend.content_cache()
             if cache is None:
                 cache = {}
-            counting = scope.statement(backend, "recall_scope_term_rows")
+            counting = scope.statement(backend, "recall_scope_term_rows", key=FTS_SCOPE_KEY)
             scope_key = ("scope_rows", counting, tuple(sorted(scope.bindings.items())))
             rows = cache.get(scope_key)
             if rows is None:

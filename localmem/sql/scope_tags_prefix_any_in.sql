@@ -1,2 +1,2 @@
 -- Scope fragment for searches the tags drive: any of :tags (prefix match).
-m.pk IN (SELECT t.pk FROM memory_tag_prefixes AS t WHERE t.prefix IN (SELECT value FROM json_each(:tags)))
+{{scope_key}} IN (SELECT t.pk FROM memory_tag_prefixes AS t WHERE t.prefix IN (SELECT value FROM json_each(:tags)))

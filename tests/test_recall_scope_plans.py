@@ -1,0 +1,158 @@
+"""Recall's cheap plans for a tag scope give the answer of the plain scoped search.
+
+The vector channel lists a narrow scope's memories from the tag index alone and
+checks the rest of the scope (archived, excluded types) on the kNN's hits; the
+keyword channel ranks a broad scope's hits from the store-wide index top and
+checks them against the scope. Both fall back to the full scoped search when
+the check turns too many away.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import localmem.recall.channels as channels
+from localmem import Config
+from localmem.recall.channels import keyword_candidates, make_scope, vector_candidates
+from localmem.recall.keywords import KeywordScorer
+from localmem.recall.params import parse_recall_params
+from localmem.storage.database import read_transaction
+
+DIMS = 384
+
+
+def scope_of(store, **params):
+    backend = store._backend
+    parsed = parse_recall_params(params, backend.config, backend.dimensions, backend.now())
+    return backend, make_scope(parsed, backend.config.excluded_types)
+
+
+def near(query: np.ndarray, rank: int, rng: np.random.Generator) -> list[float]:
+    """A unit vector whose cosine to ``query`` falls as ``rank`` grows."""
+    noise = rng.standard_normal(DIMS)
+    noise -= noise @ query * query
+    noise /= np.linalg.norm(noise)
+    angle = 0.05 + 0.02 * rank
+    return (np.cos(angle) * query + np.sin(angle) * noise).tolist()
+
+
+@pytest.fixture
+def query_vector():
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal(DIMS)
+    return v / np.linalg.norm(v)
+
+
+def vector_ids(store, query: np.ndarray, k: int, **params) -> list[str]:
+    backend, scope = scope_of(store, **params)
+    with read_transaction(store.conn):
+        found = vector_candidates(backend, scope, query.astype(np.float32).tobytes(), k)
+    return [c["id"] for c in found]
+
+
+def test_vector_channel_passes_over_archived_memories_nearest_the_query(memory_store, query_vector):
+    rng = np.random.default_rng(1)
+    ids = []
+    for rank in range(60):
+        # The twelve nearest are archived: more than the plan's margin, so it must redo
+        # the scan among the memories the whole scope admits.
+        ids.append(memory_store.store(f"note {rank}", tags=["proj"], archived=rank < 12,
+                                      embedding=near(query_vector, rank, rng)))
+    for rank in range(20):  # nearer still, outside the tag scope
+        memory_store.store(f"other {rank}", tags=["elsewhere"], embedding=near(query_vector, -1, rng))
+    assert channels.UNCHECKED_MARGIN < 12
+    assert vector_ids(memory_store, query_vector, 20, tags=["proj"]) == ids[12:32]
+
+
+def test_vector_channel_margin_covers_a_few_turned_away(memory_store_factory, query_vector):
+    memory_store = memory_store_factory(config=Config.from_env({"RECALL_EXCLUDED_TYPES": "Habit"}))
+    rng = np.random.default_rng(2)
+    ids = [memory_store.store(f"note {rank}", tags=["proj"], archived=rank in (0, 3),
+                              type="Habit" if rank == 5 else "Insight",
+                              embedding=near(query_vector, rank, rng)) for rank in range(40)]
+    expected = [i for rank, i in enumerate(ids) if rank not in (0, 3, 5)][:10]
+    assert vector_ids(memory_store, query_vector, 10, tags=["proj"]) == expected
+    # The same answer where the tag index cannot answer alone (all of several tags,
+    # excluded tags), which lists every memory the scope admits.
+    assert vector_ids(memory_store, query_vector, 10, tags=["proj"], exclude_tags=["nothing"]) == expected
+    assert vector_ids(memory_store, query_vector, 10, tags=["proj", "proj"], tag_mode="all") == expected
+
+
+def keyword_ids(store, query: str, k: int, **params) -> list[str]:
+    backend, scope = scope_of(store, query=query, **params)
+    with read_transaction(store.conn):
+        found = keyword_candidates(backend, scope, KeywordScorer(backend, query), None, k)
+    return [c["id"] for c in found]
+
+
+@pytest.fixture
+def broad_at_ten(monkeypatch):
+    """Treat a scope of more than ten memories as broad."""
+    monkeypatch.setattr(channels, "NARROW_SCOPE_ROWS", 10)
+
+
+@pytest.fixture
+def statements_run(memory_store):
+    """The first comment line of every statement the store's connection runs."""
+    run: list[str] = []
+
+    def trace(cursor, sql, bindings):
+        run.append(sql.lstrip().splitlines()[0])
+        return True
+
+    memory_store.conn.exec_trace = trace
+    yield run
+    memory_store.conn.exec_trace = None
+
+
+SCOPED_HITS = "-- Keyword channel hits within a narrowed scope"
+SCOPE_CHECK = "-- Which of the given memories"
+
+
+def ran(statements: list[str], header: str) -> bool:
+    return any(line.startswith(header) for line in statements)
+
+
+def scoped_answer(store, monkeypatch, query: str, k: int, **params) -> list[str]:
+    with monkeypatch.context() as m:
+        m.setattr(channels, "NARROW_SCOPE_ROWS", 10**9)
+        return keyword_ids(store, query, k, **params)
+
+
+def test_keyword_hits_of_a_broad_scope_from_the_store_wide_top(memory_store, monkeypatch, broad_at_ten,
+                                                              statements_run):
+    for i in range(30):
+        memory_store.store(f"The falcon report number {i} " + "filler " * (i % 7), tags=["broad:part"])
+    for i in range(10):
+        memory_store.store(f"A falcon falcon sighting {i}", tags=["outside"])
+    memory_store.store("The falcon report, archived", tags=["broad"], archived=True)
+    expected = scoped_answer(memory_store, monkeypatch, "falcon", 8, tags=["broad"])
+    statements_run.clear()
+    assert keyword_ids(memory_store, "falcon", 8, tags=["broad"]) == expected
+    assert ran(statements_run, SCOPE_CHECK) and not ran(statements_run, SCOPED_HITS)
+    assert len(expected) == 8
+
+
+def test_keyword_hits_of_a_broad_scope_fall_back_when_the_best_are_outside(memory_store, monkeypatch,
+                                                                          broad_at_ten, statements_run):
+    for i in range(12):
+        memory_store.store(f"The falcon report number {i} with a long tail of other words", tags=["broad"])
+    for i in range(60):  # better bm25, outside the scope: the store-wide top holds few in scope
+        memory_store.store(f"falcon falcon {i}", tags=["outside"])
+    monkeypatch.setattr(channels, "MAX_UNSCOPED_HITS", 30)  # the store-wide top: outside hits only
+    expected = scoped_answer(memory_store, monkeypatch, "falcon", 10, tags=["broad"])
+    statements_run.clear()
+    assert keyword_ids(memory_store, "falcon", 10, tags=["broad"]) == expected
+    assert ran(statements_run, SCOPE_CHECK) and ran(statements_run, SCOPED_HITS)
+    assert len(expected) == 10
+
+
+def test_tag_scoped_keyword_search_keeps_its_answer_with_the_rowid_key(memory_store):
+    # The tag test reads the FTS rowid (+f.rowid), not the memories row: same hits.
+    kept = memory_store.store("Quartz clock repair notes", tags=["shop:clocks"])
+    memory_store.store("Quartz watch battery", tags=["shop:watches"])
+    memory_store.store("Quartz clock, archived", tags=["shop:clocks"], archived=True)
+    assert keyword_ids(memory_store, "quartz", 10, tags=["shop:clocks"]) == [kept]
+    assert len(keyword_ids(memory_store, "quartz", 10, tags=["shop"])) == 2
+    assert keyword_ids(memory_store, "quartz", 10, tags=["shop:clocks", "shop"], tag_mode="all") == [kept]
