@@ -135,12 +135,14 @@ def test_keyword_hits_of_a_broad_scope_from_the_store_wide_top(memory_store, mon
 
 
 def test_keyword_hits_of_a_broad_scope_fall_back_when_the_best_are_outside(memory_store, monkeypatch,
-                                                                          broad_at_ten, statements_run):
-    for i in range(12):
+                                                                          statements_run):
+    monkeypatch.setattr(channels, "NARROW_SCOPE_ROWS", 29)  # the 30 memories below are a broad scope
+    for i in range(30):
         memory_store.store(f"The falcon report number {i} with a long tail of other words", tags=["broad"])
-    for i in range(60):  # better bm25, outside the scope: the store-wide top holds few in scope
+    # Better bm25, outside the scope: the store-wide top the plan reads (2 × 10 × 110 / 30
+    # = 74 hits) holds none in scope.
+    for i in range(80):
         memory_store.store(f"falcon falcon {i}", tags=["outside"])
-    monkeypatch.setattr(channels, "MAX_UNSCOPED_HITS", 30)  # the store-wide top: outside hits only
     expected = scoped_answer(memory_store, monkeypatch, "falcon", 10, tags=["broad"])
     statements_run.clear()
     assert keyword_ids(memory_store, "falcon", 10, tags=["broad"]) == expected
@@ -156,3 +158,30 @@ def test_tag_scoped_keyword_search_keeps_its_answer_with_the_rowid_key(memory_st
     assert keyword_ids(memory_store, "quartz", 10, tags=["shop:clocks"]) == [kept]
     assert len(keyword_ids(memory_store, "quartz", 10, tags=["shop"])) == 2
     assert keyword_ids(memory_store, "quartz", 10, tags=["shop:clocks", "shop"], tag_mode="all") == [kept]
+
+
+def test_a_broad_scope_too_small_a_share_for_the_store_wide_top_is_searched_scoped(
+        memory_store, monkeypatch, broad_at_ten, statements_run):
+    # 12 of 112 memories: reaching 10 of them through the store-wide top would take
+    # 2 × 10 × 112 / 12 = 187 hits, over the plan's limit (here 100).
+    monkeypatch.setattr(channels, "MAX_UNSCOPED_HITS", 100)
+    for i in range(12):
+        memory_store.store(f"The falcon report number {i}", tags=["broad"])
+    for i in range(100):
+        memory_store.store(f"falcon falcon {i}", tags=["outside"])
+    expected = scoped_answer(memory_store, monkeypatch, "falcon", 10, tags=["broad"])
+    statements_run.clear()
+    assert keyword_ids(memory_store, "falcon", 10, tags=["broad"]) == expected
+    assert ran(statements_run, SCOPED_HITS) and not ran(statements_run, SCOPE_CHECK)
+
+
+def test_scope_sizes_kept_between_recalls_follow_a_write(memory_store):
+    for i in range(5):
+        memory_store.store(f"note {i}", tags=["proj"])
+    _, scope = scope_of(memory_store, tags=["proj"])
+    with read_transaction(memory_store.conn):
+        assert scope.size_bounds(memory_store._backend, 100) == (5, None)
+    memory_store.store("one more", tags=["proj"])
+    _, scope = scope_of(memory_store, tags=["proj"])
+    with read_transaction(memory_store.conn):
+        assert scope.size_bounds(memory_store._backend, 100) == (6, None)

@@ -40,9 +40,18 @@ class Scope:
         for counted_cap, bounds in self._sizes:
             if counted_cap >= cap:
                 return tuple(None if b is None else min(b, cap) for b in bounds)  # type: ignore[return-value]
-        row = backend.conn.execute(backend.sql["recall_scope_size"], {**self.bindings, "cap": cap}).fetchone()
-        self._sizes.append((cap, (row[0], row[1])))
-        return row[0], row[1]
+        # Kept until the file changes too: a large count reads many index rows, and an
+        # assistant asks within the same few scopes.
+        cache = backend.content_cache()
+        key = ("scope_size", tuple(sorted(self.bindings.items())), cap)
+        bounds = None if cache is None else cache.get(key)
+        if bounds is None:
+            row = backend.conn.execute(backend.sql["recall_scope_size"], {**self.bindings, "cap": cap}).fetchone()
+            bounds = (row[0], row[1])
+            if cache is not None:
+                cache[key] = bounds
+        self._sizes.append((cap, bounds))
+        return bounds
 
     @property
     def narrowed(self) -> bool:
@@ -239,8 +248,13 @@ def _ranked_hits(backend: "Backend", scope: Scope, statement: str, bindings: dic
     k = bindings["k"]
     if scope.params.tags and not scope.params.has_window:
         tagged, _ = scope.size_bounds(backend, NARROW_SCOPE_ROWS + 1)
-        if tagged > NARROW_SCOPE_ROWS:
-            total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
+        total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
+        # The plan needs a share of the store it can reach with MAX_UNSCOPED_HITS hits;
+        # on a large store, counting (up to that many) tells whether the scope has it.
+        needed = math.ceil(UNSCOPED_HITS_FACTOR * k * total / MAX_UNSCOPED_HITS)
+        if NARROW_SCOPE_ROWS < tagged < needed:
+            tagged, _ = scope.size_bounds(backend, needed)
+        if tagged > NARROW_SCOPE_ROWS and tagged >= needed:
             wide = min(MAX_UNSCOPED_HITS, math.ceil(UNSCOPED_HITS_FACTOR * k * total / tagged))
             unscoped = backend.sql["recall_keyword_broad_hits"].format(weights=weights)
             top = list(backend.conn.execute(unscoped, {"match": bindings["match"], "k": wide}))
