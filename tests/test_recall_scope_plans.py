@@ -120,6 +120,17 @@ def scoped_answer(store, monkeypatch, query: str, k: int, **params) -> list[str]
         return keyword_ids(store, query, k, **params)
 
 
+def broad_plans(store, monkeypatch, statements_run: list[str], k: int) -> tuple[bool, bool]:
+    """Check that recall's keyword hits for "falcon" in the scope "broad" are the plain
+    scoped search's k; say which plans gave them: (the store-wide top checked against
+    the scope, the scoped search)."""
+    expected = scoped_answer(store, monkeypatch, "falcon", k, tags=["broad"])
+    assert len(expected) == k
+    statements_run.clear()
+    assert keyword_ids(store, "falcon", k, tags=["broad"]) == expected
+    return ran(statements_run, SCOPE_CHECK), ran(statements_run, SCOPED_HITS)
+
+
 def test_keyword_hits_of_a_broad_scope_from_the_store_wide_top(memory_store, monkeypatch, broad_at_ten,
                                                               statements_run):
     for i in range(30):
@@ -127,11 +138,7 @@ def test_keyword_hits_of_a_broad_scope_from_the_store_wide_top(memory_store, mon
     for i in range(10):
         memory_store.store(f"A falcon falcon sighting {i}", tags=["outside"])
     memory_store.store("The falcon report, archived", tags=["broad"], archived=True)
-    expected = scoped_answer(memory_store, monkeypatch, "falcon", 8, tags=["broad"])
-    statements_run.clear()
-    assert keyword_ids(memory_store, "falcon", 8, tags=["broad"]) == expected
-    assert ran(statements_run, SCOPE_CHECK) and not ran(statements_run, SCOPED_HITS)
-    assert len(expected) == 8
+    assert broad_plans(memory_store, monkeypatch, statements_run, 8) == (True, False)
 
 
 def test_keyword_hits_of_a_broad_scope_fall_back_when_the_best_are_outside(memory_store, monkeypatch,
@@ -143,11 +150,7 @@ def test_keyword_hits_of_a_broad_scope_fall_back_when_the_best_are_outside(memor
     # = 74 hits) holds none in scope.
     for i in range(80):
         memory_store.store(f"falcon falcon {i}", tags=["outside"])
-    expected = scoped_answer(memory_store, monkeypatch, "falcon", 10, tags=["broad"])
-    statements_run.clear()
-    assert keyword_ids(memory_store, "falcon", 10, tags=["broad"]) == expected
-    assert ran(statements_run, SCOPE_CHECK) and ran(statements_run, SCOPED_HITS)
-    assert len(expected) == 10
+    assert broad_plans(memory_store, monkeypatch, statements_run, 10) == (True, True)
 
 
 def test_tag_scoped_keyword_search_keeps_its_answer_with_the_rowid_key(memory_store):
@@ -169,10 +172,7 @@ def test_a_broad_scope_too_small_a_share_for_the_store_wide_top_is_searched_scop
         memory_store.store(f"The falcon report number {i}", tags=["broad"])
     for i in range(100):
         memory_store.store(f"falcon falcon {i}", tags=["outside"])
-    expected = scoped_answer(memory_store, monkeypatch, "falcon", 10, tags=["broad"])
-    statements_run.clear()
-    assert keyword_ids(memory_store, "falcon", 10, tags=["broad"]) == expected
-    assert ran(statements_run, SCOPED_HITS) and not ran(statements_run, SCOPE_CHECK)
+    assert broad_plans(memory_store, monkeypatch, statements_run, 10) == (False, True)
 
 
 def test_scope_sizes_kept_between_recalls_follow_a_write(memory_store):
