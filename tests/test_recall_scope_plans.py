@@ -120,6 +120,14 @@ def scoped_answer(store, monkeypatch, query: str, k: int, **params) -> list[str]
         return keyword_ids(store, query, k, **params)
 
 
+def store_falcons(store, *, inside: int, outside: int, tail: str = "") -> None:
+    """Reports of a falcon in the scope "broad", and memories outside it whose bm25 is better."""
+    for i in range(inside):
+        store.store(f"The falcon report number {i}{tail}", tags=["broad"])
+    for i in range(outside):
+        store.store(f"falcon falcon {i}", tags=["outside"])
+
+
 def broad_plans(store, monkeypatch, statements_run: list[str], k: int) -> tuple[bool, bool]:
     """Check that recall's keyword hits for "falcon" in the scope "broad" are the plain
     scoped search's k; say which plans gave them: (the store-wide top checked against
@@ -144,12 +152,8 @@ def test_keyword_hits_of_a_broad_scope_from_the_store_wide_top(memory_store, mon
 def test_keyword_hits_of_a_broad_scope_fall_back_when_the_best_are_outside(memory_store, monkeypatch,
                                                                           statements_run):
     monkeypatch.setattr(channels, "NARROW_SCOPE_ROWS", 29)  # the 30 memories below are a broad scope
-    for i in range(30):
-        memory_store.store(f"The falcon report number {i} with a long tail of other words", tags=["broad"])
-    # Better bm25, outside the scope: the store-wide top the plan reads (2 × 10 × 110 / 30
-    # = 74 hits) holds none in scope.
-    for i in range(80):
-        memory_store.store(f"falcon falcon {i}", tags=["outside"])
+    # The store-wide top the plan reads (2 × 10 × 110 / 30 = 74 hits) holds none in scope.
+    store_falcons(memory_store, inside=30, outside=80, tail=" with a long tail of other words")
     assert broad_plans(memory_store, monkeypatch, statements_run, 10) == (True, True)
 
 
@@ -168,10 +172,7 @@ def test_a_broad_scope_too_small_a_share_for_the_store_wide_top_is_searched_scop
     # 12 of 112 memories: reaching 10 of them through the store-wide top would take
     # 2 × 10 × 112 / 12 = 187 hits, over the plan's limit (here 100).
     monkeypatch.setattr(channels, "MAX_UNSCOPED_HITS", 100)
-    for i in range(12):
-        memory_store.store(f"The falcon report number {i}", tags=["broad"])
-    for i in range(100):
-        memory_store.store(f"falcon falcon {i}", tags=["outside"])
+    store_falcons(memory_store, inside=12, outside=100)
     assert broad_plans(memory_store, monkeypatch, statements_run, 10) == (False, True)
 
 

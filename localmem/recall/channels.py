@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..storage.backend import remembered
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from .keywords import KeywordScorer, bm25_weights_sql
@@ -42,14 +43,9 @@ class Scope:
                 return tuple(None if b is None else min(b, cap) for b in bounds)  # type: ignore[return-value]
         # Kept until the file changes too: a large count reads many index rows, and an
         # assistant asks within the same few scopes.
-        cache = backend.content_cache()
-        key = ("scope_size", tuple(sorted(self.bindings.items())), cap)
-        bounds = None if cache is None else cache.get(key)
-        if bounds is None:
-            row = backend.conn.execute(backend.sql["recall_scope_size"], {**self.bindings, "cap": cap}).fetchone()
-            bounds = (row[0], row[1])
-            if cache is not None:
-                cache[key] = bounds
+        bounds = remembered(backend.content_cache(), ("scope_size", tuple(sorted(self.bindings.items())), cap),
+                            lambda: tuple(backend.conn.execute(backend.sql["recall_scope_size"],
+                                                               {**self.bindings, "cap": cap}).fetchone()))
         self._sizes.append((cap, bounds))
         return bounds
 
@@ -66,7 +62,7 @@ class Scope:
                 p.window_end.timestamp() if p.window_end else None)
 
     def statement(self, backend: "Backend", name: str, *, driving: bool = True,
-                  key: str = "m.pk") -> str:
+                  key: str | None = None) -> str:
         return backend.sql.compose(name, scope=scope_clause(backend.sql, self.params,
                                                             driving=driving, key=key))
 
@@ -136,9 +132,9 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) 
     """
     if not scope.params.tags:
         return _knn_rows(backend, scope, query_vector, k, k, None)
-    total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
     tagged, _ = scope.size_bounds(backend, NARROW_SCOPE_ROWS + 1)
     if tagged > NARROW_SCOPE_ROWS:
+        total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
         k_wanted = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
         return _knn_rows(backend, scope, query_vector, k, k_wanted, None)
     # The tag index alone answers "any of the tags" (or one tag); "all of several",

@@ -18,6 +18,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 
+from ..storage.backend import remembered
 from ..text import extract_keywords, keyword_share, substring_match_score
 
 if TYPE_CHECKING:
@@ -106,18 +107,10 @@ class KeywordScorer:
         """
         if self._df is None:
             cache = self.backend.content_cache()
-            if cache is None:
-                cache = {}
-            total = cache.get(("memory_count",))
-            if total is None:
-                total = cache[("memory_count",)] = self.backend.conn.execute(
-                    self.backend.sql["memory_count"]).fetchone()[0]
-            frequencies = []
-            for term in self.terms:
-                n = cache.get(("term_rows", term))
-                if n is None:
-                    n = cache[("term_rows", term)] = self._document_frequency(term)
-                frequencies.append(n)
+            total = remembered(cache, ("memory_count",), lambda: self.backend.conn.execute(
+                self.backend.sql["memory_count"]).fetchone()[0])
+            frequencies = [remembered(cache, ("term_rows", term), lambda term=term: self._document_frequency(term))
+                           for term in self.terms]
             self._df = (total, frequencies)
         return self._df
 

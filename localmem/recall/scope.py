@@ -18,23 +18,24 @@ FTS_SCOPE_KEY = "+f.rowid"
 
 
 def scope_clause(sql: "Statements", params: RecallParams, *, with_tags: bool = True,
-                 driving: bool = True, key: str = "m.pk") -> str:
+                 driving: bool = True, key: str | None = None) -> str:
     """The WHERE clause (alias m) for the filters in use, from the scope_*.sql fragments.
 
     ``driving`` picks the tag test that lets the tag index drive the search
     (``key IN (...)``); otherwise a per-row EXISTS, cheap when the rows to
-    check are few (the hits of a kNN). ``key`` is the column that test reads:
-    an FTS5 search passes ``+f.rowid`` so that hits outside the tags are
-    dropped before their memories row is read (the ``+`` keeps FTS5 from
-    taking the list as rowids to look up one by one).
+    check are few (the hits of a kNN). ``key`` is the column that test reads
+    (default ``m.pk``, sql/scope_key.sql): an FTS5 search passes ``+f.rowid``
+    so that hits outside the tags are dropped before their memories row is
+    read (the ``+`` keeps FTS5 from taking the list as rowids to look up one
+    by one).
     """
     parts = [sql.fragment("scope_base")]
     if params.has_window:
         parts.append(sql.fragment("scope_window"))
     if with_tags and params.tags:
         style = "in" if driving else "exists"
-        parts.append(sql.fragment(f"scope_tags_{params.tag_match}_{params.tag_mode}_{style}",
-                                  scope_key=key))
+        slots = {} if key is None else {"scope_key": key}
+        parts.append(sql.fragment(f"scope_tags_{params.tag_match}_{params.tag_mode}_{style}", **slots))
     if params.exclude_tags:
         parts.append(sql.fragment("scope_exclude"))
     return "\n  AND ".join(f"({part})" for part in parts)

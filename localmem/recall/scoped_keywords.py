@@ -21,6 +21,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..storage.backend import remembered
 from .keywords import IDF_FLOOR, KeywordScorer, bm25_weights_sql, match_expression
 from .scope import FTS_SCOPE_KEY
 
@@ -99,24 +100,16 @@ class ScopedKeywords:
             # Counts within a scope are kept until the file changes: an assistant asks
             # within the same few scopes (a conversation, a project) again and again.
             cache = backend.content_cache()
-            if cache is None:
-                cache = {}
             counting = scope.statement(backend, "recall_scope_term_rows", key=FTS_SCOPE_KEY)
             scope_key = ("scope_rows", counting, tuple(sorted(scope.bindings.items())))
-            rows = cache.get(scope_key)
-            if rows is None:
-                rows = backend.conn.execute(scope.statement(backend, "recall_scope_count"),
-                                            scope.bindings).fetchone()[0]
-                cache[scope_key] = rows
+            rows = remembered(cache, scope_key, lambda: backend.conn.execute(
+                scope.statement(backend, "recall_scope_count"), scope.bindings).fetchone()[0])
             store: dict[str, float] = {}
             scoped: dict[str, float | None] = {}
             for term, hits in self.scorer.searched:
                 store[term] = store_idf(total, hits)
-                in_scope = cache.get((scope_key, term))
-                if in_scope is None:
-                    in_scope = backend.conn.execute(counting, {
-                        **scope.bindings, "match": match_expression([term])}).fetchone()[0]
-                    cache[(scope_key, term)] = in_scope
+                in_scope = remembered(cache, (scope_key, term), lambda term=term: backend.conn.execute(
+                    counting, {**scope.bindings, "match": match_expression([term])}).fetchone()[0])
                 scoped[term] = scope_idf(rows, in_scope) if in_scope else None
             self._weights = (store, scoped, scope_ideal(scoped))
         return self._weights

@@ -44,6 +44,17 @@ def fts_tokenizer(conn: apsw.Connection) -> Any:
     return conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
 
 
+def remembered(cache: dict[Any, Any] | None, key: Any, compute: Callable[[], Any]) -> Any:
+    """``cache[key]``, computed and kept when absent (``cache`` from Backend.content_cache;
+    None, inside a write transaction: computed and not kept)."""
+    if cache is None:
+        return compute()
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = compute()
+    return value
+
+
 class Backend:
     """One open database and what answers from it: connection, statements, embedder, config, clock.
 
