@@ -66,10 +66,10 @@ def record_pools(store, questions: list[dict], *, scoped: bool = True, v1: bool 
     key_of = {memory_id: f"{json.loads(tags)[0]}/{dia}" for memory_id, tags, dia in store.conn.execute(
         "SELECT id, tags, json_extract(metadata, '$.dia_id') FROM memories")}
 
-    def recording(model, candidates, query):
+    def recording(model, candidates, query, mention=None):
         pools[-1]["keys"] = [key_of[c["memory"]["id"]] for c in candidates]
         pools[-1]["final"] = np.array([c["final_score"] for c in candidates])
-        pools[-1]["rows"] = learned_rank.pool_features(candidates, query)
+        pools[-1]["rows"] = learned_rank.pool_features(candidates, query, mention)
         return {}
 
     stage = kagura_learned if v1 else pipeline  # the module whose learned_components is recorded

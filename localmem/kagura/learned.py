@@ -19,9 +19,11 @@ promise one arm's order.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..recall.late_interaction import token_score
+from ..timegrammar.mentions import find_calendar_mention
 from ..recall.learned_rank import TreeModel, learned_components, report, usable_model
 from .search import Candidate, SearchOutcome, rank
 
@@ -48,9 +50,9 @@ def _pool_row(candidate: Candidate) -> dict[str, Any]:
 
 
 def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcome,
-                reason: str | None, model: TreeModel | None) -> dict[str, Any]:
+                reason: str | None, model: TreeModel | None, now: datetime) -> dict[str, Any]:
     """Give the best hybrid candidates their learned component, re-rank, and report
-    (``reason`` and ``model`` from learned_model)."""
+    (``reason`` and ``model`` from learned_model; ``now`` reads the dates the query names)."""
     if mode == "hybrid" and not outcome.semantic_ran:
         reason, model = "no semantic search ran; the model reads MaxSim", None
     elif outcome.delta_failure is not None:
@@ -58,7 +60,8 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
     if model is None:
         return report(reason, 0)
     found = [c for c in outcome.candidates if c.found]
-    learned = learned_components(model, [_pool_row(c) for c in found], query)
+    mention = find_calendar_mention(query, now)
+    learned = learned_components(model, [_pool_row(c) for c in found], query, mention)
     weight = backend.config.weight_learned
     for index, candidate in enumerate(found):
         # Candidates the model did not score count a learned component of 0, so the
@@ -67,4 +70,4 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
         candidate.learned = value
         candidate.score = (candidate.score + weight * (value or 0.0)) / (1.0 + weight)
     rank(outcome.candidates)
-    return report(None, len(learned))
+    return report(None, len(learned), [mention] if mention is not None else [])

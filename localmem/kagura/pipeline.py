@@ -87,7 +87,7 @@ def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
     outcome = run_search(backend, request.query, request.search_mode, scope, request.k,
                          adapter=model.query_adapter if model is not None else None,
                          delta=model.query_delta if model is not None else None)
-    learned_report = add_learned(backend, request.query, request.search_mode, outcome, reason, model)
+    learned_report = add_learned(backend, request.query, request.search_mode, outcome, reason, model, now)
     folding = fold(backend, outcome.candidates, scope, now_iso, request.include_superseded)
 
     entries = folding.entries

@@ -34,7 +34,10 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..embedders.query_delta import QueryDelta
+from ..errors import ValidationError
 from ..storage.threads import thread_key
+from ..timegrammar.mentions import CalendarMention
+from ..timeparse import parse_timestamp
 from .late_interaction import QueryAdapter
 
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ FEATURES = (
     "log_tokens", "query_words", "cosine_gap", "max_sim_gap", "is_question",
     "prev_vector", "prev_keyword", "prev_final", "next_vector", "next_keyword", "next_final",
     "thread_best", "thread_top20", "thread_gap",
+    "names_date", "date_distance",
 )
 # Thread features count pool members among the top this many by weighted score.
 THREAD_TOP = 20
@@ -66,8 +70,10 @@ def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + ranks)
 
 
-def pool_features(candidates: list[dict[str, Any]], query: str) -> np.ndarray:
-    """One row of FEATURES per candidate (scored by recall/scoring.py), in the pool's order."""
+def pool_features(candidates: list[dict[str, Any]], query: str,
+                  mention: CalendarMention | None = None) -> np.ndarray:
+    """One row of FEATURES per candidate (scored by recall/scoring.py), in the pool's order;
+    ``mention`` is the calendar date the query names (timegrammar.mentions), if any."""
     n = len(candidates)
     components = [c.get("score_components") or {} for c in candidates]
     vector = np.array([float(c.get("vector", 0.0)) for c in components])
@@ -90,7 +96,8 @@ def pool_features(candidates: list[dict[str, Any]], query: str) -> np.ndarray:
         token[:, 0] - token[:, 0].max(), question,
     ]
     top = set(np.flatnonzero(final_rank > 1.0 / (THREAD_TOP + 0.5)).tolist())  # the THREAD_TOP best
-    return np.column_stack(columns + list(_thread_features(candidates, vector, keyword, final, top).T))
+    columns += list(_thread_features(candidates, vector, keyword, final, top).T)
+    return np.column_stack(columns + list(_date_features(candidates, mention).T))
 
 
 def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keyword: np.ndarray,
@@ -122,6 +129,24 @@ def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keywo
                 row[3:6] = vectors[q], keywords[q], finals[q]
             row[6:9] = best, count, finals[i] - best
     return np.array(out, dtype=np.float64).reshape(n, 9)
+
+
+def _date_features(candidates: list[dict[str, Any]], mention: CalendarMention | None) -> np.ndarray:
+    """Whether the query names a date, and each candidate's distance from it in days
+    (log1p; -1 without a date or a readable timestamp)."""
+    out = np.zeros((len(candidates), 2))
+    if mention is None:
+        out[:, 1] = -1.0
+        return out
+    out[:, 0] = 1.0
+    for row, candidate in zip(out, candidates):
+        try:
+            when = parse_timestamp(candidate["memory"].get("timestamp"))
+        except ValidationError:
+            row[1] = -1.0
+            continue
+        row[1] = math.log1p(mention.days_from(when))
+    return out
 
 
 @dataclass(frozen=True)
@@ -228,9 +253,11 @@ class TreeModel:
         return self.value.ravel()[node].sum(axis=0)
 
 
-def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query: str) -> dict[int, float]:
+def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query: str,
+                       mention: CalendarMention | None = None) -> dict[int, float]:
     """The ``learned`` component of the pool's top LEARNED_TOP candidates by weighted
     score (by position in ``candidates``): the logistic of the model's score.
+    ``mention`` is the calendar date the query names, if any (pool_features).
 
     Every candidate's features are measured against the whole pool, but only the
     top ones are scored: held out on the dev data, the model's gain all comes from
@@ -239,7 +266,7 @@ def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query
     if not candidates:
         return {}
     # Scores are finite by construction; a value read from a damaged row is no evidence.
-    rows = np.nan_to_num(pool_features(candidates, query), nan=0.0, posinf=0.0, neginf=0.0)
+    rows = np.nan_to_num(pool_features(candidates, query, mention), nan=0.0, posinf=0.0, neginf=0.0)
     top = np.argsort(-rows[:, FEATURES.index("final")], kind="stable")[:LEARNED_TOP]
     raw = model.raw_scores(rows[top])
     learned = 1.0 / (1.0 + np.exp(-np.clip(raw, -60.0, 60.0)))
@@ -277,6 +304,12 @@ def usable_model(backend: "Backend", load: Callable[[], TreeModel | None] | None
     return None, model
 
 
-def report(reason: str | None, candidates: int) -> dict[str, Any]:
-    """The answer's ``learned_rank`` block."""
-    return {"applied": True, "candidates": candidates} if reason is None else {"applied": False, "reason": reason}
+def report(reason: str | None, candidates: int, dates: list[CalendarMention] | tuple = ()) -> dict[str, Any]:
+    """The answer's ``learned_rank`` block; ``dates`` are the calendar dates the queries
+    name, which the model read as a hint (never a filter: that is ``time_query``)."""
+    if reason is not None:
+        return {"applied": False, "reason": reason}
+    block: dict[str, Any] = {"applied": True, "candidates": candidates}
+    if dates:
+        block["dates_in_query"] = [mention.describe() for mention in dates]
+    return block

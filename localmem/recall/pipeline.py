@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..text import extract_keywords
+from ..timegrammar.mentions import CalendarMention, find_calendar_mention
 from ..timeparse import format_timestamp, query_has_temporal_intent
 from .channels import (
     keyword_candidates,
@@ -96,6 +97,7 @@ class Recall:
         # Reads the learned-rank model (recall/learned_rank.py), only once it could be used.
         self.learned_loader = learned
         self.learned_ranked = 0  # candidates that got a learned component
+        self.learned_dates: dict[str, CalendarMention] = {}  # the date each query names, if any
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.scopes: dict[str, Scope] = {}  # each query's scope, for keyword statistics
@@ -268,7 +270,10 @@ class Recall:
         if model is None:
             return
         weight = self.config.weight_learned
-        learned = learned_components(model, candidates, query)
+        mention = find_calendar_mention(query, self.now)
+        if mention is not None:
+            self.learned_dates[query] = mention
+        learned = learned_components(model, candidates, query, mention)
         for index, value in learned.items():
             candidate = candidates[index]
             candidate["score_components"]["learned"] = value
@@ -583,7 +588,8 @@ class Recall:
             "token_scored": self.token_scored,
         }
         if params.query or params.queries:
-            response["learned_rank"] = report(self.learned_decision[0], self.learned_ranked)
+            response["learned_rank"] = report(self.learned_decision[0], self.learned_ranked,
+                                              list(self.learned_dates.values()))
         left_out = sorted({t for scorer in self.keyword_scorers.values() for t in scorer.left_out})
         if left_out:
             response["keyword_search"] = {

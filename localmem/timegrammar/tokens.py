@@ -53,7 +53,7 @@ _UNITS = {
 }
 _PLURAL_UNITS = {"minutes", "mins", "hours", "hrs", "days", "weeks", "wks", "fortnights", "months",
                  "mos", "years", "yrs"}
-_MONTHS = {name: n for n, names in enumerate((
+MONTHS = {name: n for n, names in enumerate((
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
     ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
     ("october", "oct"), ("november", "nov"), ("december", "dec")), start=1) for name in names}
@@ -130,8 +130,8 @@ def tokenize(text: str) -> list[Token]:
 def _word(word: str) -> Token:
     if word in _UNITS:
         return Token("unit", word, _UNITS[word], plural=word in _PLURAL_UNITS)
-    if word in _MONTHS:
-        return Token("month", word, _MONTHS[word])
+    if word in MONTHS:
+        return Token("month", word, MONTHS[word])
     if word in _WEEKDAYS:
         return Token("weekday", word, _WEEKDAYS[word])
     if word in _ZONE_WORDS:

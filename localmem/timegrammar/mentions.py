@@ -1,0 +1,113 @@
+"""Calendar dates named inside free text: "what did I fix on 3 March 2025?".
+
+``find_calendar_mention(text, now)`` looks for the longest span of a query
+that the time grammar reads as a calendar period — a day, a month or a year,
+with or without its year ("on 1 February, 2023", "in May 2023", "in July",
+"2024-06-03") — and gives its window. Relative phrases ("last week") and
+composed ones ("before May") are left to ``time_query``: here a date is a
+hint about which memories a question is about, never a filter.
+
+A month named on its own is read only when it is written as a name
+("in May", not "may I"), and a bare number only as a year between 1900 and
+2100, so ordinary words and counts are not taken for dates.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from . import read_time_expression
+from .tokens import MONTHS
+
+# The period rules (rules.PERIOD_RULES) that name a calendar period by itself.
+CALENDAR_RULES = frozenset({"month", "month year", "month day", "day month", "month day year",
+                            "day month year", "year", "ISO date", "ISO month"})
+_WITHOUT_YEAR = frozenset({"month", "month day", "day month"})
+# A date is at most "the 1st of February, 2023": this many words from its first.
+MAX_SPAN_WORDS = 5
+# Words that can begin a date; a query with more of them than this is read only up to here
+# (each costs a few readings of the grammar).
+MAX_ANCHORS = 16
+_WORDS = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d+(?:st|nd|rd|th)?|[^\W\d_]+")
+_ANCHOR = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}(?:st|nd|rd|th)?|\d{4}", re.IGNORECASE)
+_FULL_MONTHS = frozenset(name for name in MONTHS if len(name) > 3 or name == "may")
+YEARS_READ_ALONE = (1900, 2100)
+SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class CalendarMention:
+    """A calendar period a text names: its words, its window, and whether it gave a year."""
+
+    expression: str
+    start: datetime
+    end: datetime
+    has_year: bool
+
+    def days_from(self, when: datetime) -> float:
+        """Days between ``when`` and the period (0 inside it). Without a year the period
+        is taken in the year nearest ``when``: "in July" is about any July."""
+        shifts = (0,) if self.has_year else (when.year - self.start.year - 1,
+                                            when.year - self.start.year,
+                                            when.year - self.start.year + 1)
+        best = math.inf
+        for shift in shifts:
+            try:
+                start = self.start.replace(year=self.start.year + shift)
+                end = self.end.replace(year=self.end.year + shift)
+            except ValueError:  # 29 February, or past the calendar's ends
+                continue
+            if start <= when <= end:
+                return 0.0
+            best = min(best, abs((when - start).total_seconds()), abs((when - end).total_seconds()))
+        return best / SECONDS_PER_DAY
+
+    def describe(self) -> dict[str, str | bool]:
+        return {"expression": self.expression, "start": self.start.isoformat(),
+                "end": self.end.isoformat(), "has_year": self.has_year}
+
+
+def find_calendar_mention(text: str, now: datetime) -> CalendarMention | None:
+    """The longest calendar period ``text`` names (the first of equal length), or None."""
+    words = list(_WORDS.finditer(text))
+    best: CalendarMention | None = None
+    best_length = 0
+    anchors = 0
+    for i, first in enumerate(words):
+        if not _is_anchor(first.group(0)):
+            continue
+        anchors += 1
+        if anchors > MAX_ANCHORS:
+            break
+        for j in range(min(len(words), i + MAX_SPAN_WORDS), i, -1):
+            if j - i <= best_length:
+                break
+            mention = _read(text[first.start():words[j - 1].end()], now, first_word=i == 0)
+            if mention is not None:
+                best, best_length = mention, j - i
+                break
+    return best
+
+
+def _is_anchor(word: str) -> bool:
+    return word.lower() in MONTHS or _ANCHOR.fullmatch(word) is not None
+
+
+def _read(span: str, now: datetime, *, first_word: bool) -> CalendarMention | None:
+    reading = read_time_expression(span, now)
+    if not reading.understood or not reading.rules or not set(reading.rules) <= CALENDAR_RULES:
+        return None
+    if reading.start is None or reading.end is None:
+        return None
+    if reading.rules == ("month",):
+        # "May I…", "march on": a lone month only as a capitalised name, not opening the text.
+        word = span.strip()
+        if first_word or not word[:1].isupper() or word.lower() not in _FULL_MONTHS:
+            return None
+    if reading.rules == ("year",) and not YEARS_READ_ALONE[0] <= reading.start.year <= YEARS_READ_ALONE[1]:
+        return None
+    has_year = not set(reading.rules) <= _WITHOUT_YEAR
+    return CalendarMention(reading.expression, reading.start, reading.end, has_year)

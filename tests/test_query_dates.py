@@ -1,0 +1,145 @@
+"""Calendar dates named in a query: found in free text (timegrammar/mentions.py), read by
+the learned-rank model as each candidate's distance from the date, and reported — a hint
+for ranking, never a filter (issue 16)."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from localmem.recall.learned_rank import FEATURES, TreeModel, pool_features
+from localmem.timegrammar.mentions import MAX_ANCHORS, find_calendar_mention
+
+from store_helpers import new_store
+from test_learned_rank import candidate, column, model_dict, tree
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=timezone.utc)
+DISTANCE = FEATURES.index("date_distance")
+
+
+def day(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+
+
+# -- finding the date ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query, expression, start, end, has_year", [
+    ("What did Gina find for her store on 1 February, 2023?", "1 February, 2023",
+     "2023-02-01T00:00:00", "2023-02-01T23:59:59.999999", True),
+    ("the week before August 3, 2023", "August 3, 2023", "2023-08-03T00:00:00", "2023-08-03T23:59:59.999999", True),
+    ("notes from the 1st of May 2024 release", "1st of May 2024",
+     "2024-05-01T00:00:00", "2024-05-01T23:59:59.999999", True),
+    ("what broke in May 2023", "May 2023", "2023-05-01T00:00:00", "2023-05-31T23:59:59.999999", True),
+    ("deploys on 2024-06-03 and later", "2024-06-03", "2024-06-03T00:00:00", "2024-06-03T23:59:59.999999", True),
+    ("beach trips in 2023?", "2023", "2023-01-01T00:00:00", "2023-12-31T23:59:59.999999", True),
+    ("When did we go camping in June?", "June", "2026-06-01T00:00:00", "2026-06-30T23:59:59.999999", False),
+    ("what happened on June 5", "June 5", "2026-06-05T00:00:00", "2026-06-05T23:59:59.999999", False),
+])
+def test_the_longest_calendar_date_in_a_query_is_found(query, expression, start, end, has_year):
+    mention = find_calendar_mention(query, NOW)
+    assert mention is not None
+    assert (mention.expression, mention.has_year) == (expression, has_year)
+    assert (mention.start, mention.end) == (day(start), day(end))
+
+
+@pytest.mark.parametrize("query", [
+    "May I ask what the plan was?",       # the verb, opening the text
+    "what may happen to the cache",        # lower case: a word, not the month
+    "I march on regardless",
+    "what runs on port 8080",              # a number outside 1900-2100 is no year
+    "the 12 steps and 3 days of work",     # counts are not dates
+    "anything from last week",             # relative phrases are time_query's
+    "3 days ago",
+    "before May 2023",                     # a composed window: the date inside it is found
+])
+def test_words_and_numbers_that_are_not_a_calendar_date_are_left_alone(query):
+    mention = find_calendar_mention(query, NOW)
+    if query == "before May 2023":
+        assert mention is not None and mention.expression == "May 2023"
+    else:
+        assert mention is None
+
+
+@pytest.mark.parametrize("text", ["\x00 May 2023", "May 2023 \ud800", "x" * 1_000_000, "1 " * 500_000])
+def test_hostile_text_is_read_without_error(text):
+    mention = find_calendar_mention(text, NOW)
+    assert mention is None or mention.expression == "May 2023"
+
+
+def test_only_the_first_anchors_of_a_long_text_are_tried():
+    filler = " ".join(["12"] * MAX_ANCHORS)
+    assert find_calendar_mention(f"{filler} on 3 March 2025", NOW) is None
+    assert find_calendar_mention(f"on 3 March 2025 {filler}", NOW).expression == "3 March 2025"
+
+
+def test_distance_is_zero_inside_the_period_and_days_outside_it():
+    mention = find_calendar_mention("on 1 February, 2023", NOW)
+    assert mention.days_from(day("2023-02-01T18:00:00")) == 0.0
+    assert mention.days_from(day("2023-02-04T00:00:00")) == pytest.approx(2.0, abs=1e-6)
+    assert mention.days_from(day("2023-01-30T00:00:00")) == pytest.approx(2.0)
+    assert mention.days_from(day("2024-02-01T12:00:00")) == pytest.approx(364.5, abs=1e-3)  # a year gives no slack
+
+
+def test_a_date_without_a_year_is_taken_in_the_year_nearest_each_memory():
+    june = find_calendar_mention("camping in June?", NOW)
+    assert june.days_from(day("2019-06-20T10:00:00")) == 0.0
+    assert june.days_from(day("2023-07-02T00:00:00")) == pytest.approx(1.0, abs=1e-6)
+    new_year = find_calendar_mention("what did we do on December 31", NOW)
+    assert new_year.days_from(day("2024-01-01T12:00:00")) == pytest.approx(0.5, abs=1e-6)  # the December before
+    leap = find_calendar_mention("on February 29", datetime(2024, 3, 1, tzinfo=timezone.utc))
+    assert leap.days_from(day("2024-02-29T08:00:00")) == 0.0
+    assert math.isfinite(leap.days_from(day("2023-03-01T00:00:00")))  # 2023 has no 29 February
+
+
+# -- as features -----------------------------------------------------------------------------------
+
+
+def test_pool_features_give_each_candidate_its_distance_from_the_date():
+    pool = [candidate(1, 0.9, 0.8, 0.2, timestamp="2023-02-01T10:00:00+00:00"),
+            candidate(2, 0.5, 0.3, 0.7, timestamp="2023-02-11T00:00:00+00:00"),
+            candidate(3, 0.7, 0.5, 0.5, timestamp="not a time")]
+    mention = find_calendar_mention("on 1 February, 2023", NOW)
+    rows = pool_features(pool, "what did she find on 1 February, 2023", mention)
+    assert column(rows, "names_date") == [1.0, 1.0, 1.0]
+    assert column(rows, "date_distance") == [0.0, round(math.log1p(9.0), 6), -1.0]
+    plain = pool_features(pool, "what did she find")
+    assert column(plain, "names_date") == [0.0] * 3
+    assert column(plain, "date_distance") == [-1.0] * 3
+
+
+# -- in recall and recall_v1 -----------------------------------------------------------------------
+
+
+def dated_store():
+    store = new_store()
+    ids = {when: store.store(f"Went to the farmers market and bought {what}", timestamp=when)
+           for when, what in (("2023-02-01T09:00:00Z", "apples"), ("2023-05-20T09:00:00Z", "pears"),
+                              ("2023-08-14T09:00:00Z", "plums"))}
+    # Prefers memories within a day of the date the query names (log1p(1) ≈ 0.69).
+    store.learned_model = TreeModel.from_dict(model_dict([tree(DISTANCE, 0.7, 6.0, -6.0)]))
+    return store, ids
+
+
+def test_a_memory_from_the_named_date_is_ranked_first_and_the_answer_names_the_date():
+    store, ids = dated_store()
+    plain = store.recall("what did I buy at the farmers market")
+    assert plain["learned_rank"] == {"applied": True, "candidates": 3}  # no date: no date block
+    for query, when in (("what did I buy at the farmers market on 20 May 2023", "2023-05-20T09:00:00Z"),
+                        ("farmers market in August 2023", "2023-08-14T09:00:00Z")):
+        response = store.recall(query)
+        assert response["results"][0]["id"] == ids[when]
+        (date,) = response["learned_rank"]["dates_in_query"]
+        assert date["has_year"] is True and date["start"].startswith(when[:4])
+        assert len(response["results"]) == 3  # a hint, not a filter
+
+
+def test_recall_v1_reads_the_named_date_too():
+    store, ids = dated_store()
+    response = store.recall_v1("farmers market 1 February 2023", k=3)
+    assert response["results"][0]["memory_id"] == ids["2023-02-01T09:00:00Z"]
+    assert response["learned_rank"]["dates_in_query"][0]["expression"] == "1 February 2023"
+    assert len(response["results"]) == 3
