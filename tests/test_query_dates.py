@@ -143,3 +143,43 @@ def test_recall_v1_reads_the_named_date_too():
     assert response["results"][0]["memory_id"] == ids["2023-02-01T09:00:00Z"]
     assert response["learned_rank"]["dates_in_query"][0]["expression"] == "1 February 2023"
     assert len(response["results"]) == 3
+
+
+def busy_store():
+    """A memory of 20 May 2023 that shares nothing with the question, among 300 that do."""
+    store = new_store()
+    for n in range(300):
+        store.store(f"What I did on day {n}: did the usual things I did", timestamp=f"2022-{n % 12 + 1:02d}-10T09:00:00Z")
+    roses = store.store("Spent the afternoon pruning roses", timestamp="2023-05-20T15:00:00Z")
+    store.learned_model = TreeModel.from_dict(model_dict([tree(DISTANCE, 0.7, 6.0, -6.0)]))
+    return store, roses
+
+
+def test_the_named_dates_memories_join_the_candidates_the_other_channels_missed():
+    store, roses = busy_store()
+    missed = store.recall("what did I do on day 20", limit=5)
+    assert roses not in [r["id"] for r in missed["results"]]
+    response = store.recall("what did I do on 20 May 2023", limit=5)
+    assert response["results"][0]["id"] == roses
+    (date,) = response["learned_rank"]["dates_in_query"]
+    assert date["expression"] == "20 May 2023" and date["added_candidates"] == 1
+
+
+@pytest.mark.parametrize("query, window", [
+    ("what did I do on 20 May 2023", {"end": "2022-12-31T23:59:59Z"}),  # the request's window excludes it
+    ("what did I do on May 20", {}),                                       # no year: no day to search
+])
+def test_no_dated_candidates_without_a_day_inside_the_request(query, window):
+    store, roses = busy_store()
+    response = store.recall(query, limit=5, **window)
+    assert len(response["results"]) == 5 and roses not in [r["id"] for r in response["results"]]
+    (date,) = response["learned_rank"]["dates_in_query"]
+    assert date["added_candidates"] == 0
+
+
+def test_without_the_learned_model_no_date_is_read():
+    store, roses = busy_store()
+    store.learned_model = None
+    response = store.recall("what did I do on 20 May 2023", limit=5)
+    assert response["learned_rank"]["applied"] is False and "dates_in_query" not in response["learned_rank"]
+    assert roses not in [r["id"] for r in response["results"]]

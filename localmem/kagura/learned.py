@@ -70,4 +70,4 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
         candidate.learned = value
         candidate.score = (candidate.score + weight * (value or 0.0)) / (1.0 + weight)
     rank(outcome.candidates)
-    return report(None, len(learned), [mention] if mention is not None else [])
+    return report(None, len(learned), [mention.describe()] if mention is not None else [])

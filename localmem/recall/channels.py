@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..storage.backend import remembered
@@ -82,6 +83,17 @@ def make_scope(params: RecallParams, excluded_types: tuple[str, ...], *,
         "tag_count": len(params.tags),
         "exclude_tags": json.dumps(params.exclude_tags) if params.exclude_tags else None,
     })
+
+
+def dated_scope(params: RecallParams, start: datetime, end: datetime,
+                excluded_types: tuple[str, ...]) -> Scope | None:
+    """The request's scope narrowed to ``start``–``end`` (a date the query names), or None
+    when the request's own time window leaves nothing of it."""
+    low = max(start, params.window_start) if params.window_start else start
+    high = min(end, params.window_end) if params.window_end else end
+    if low > high:
+        return None
+    return make_scope(replace(params, window_start=low, window_end=high), excluded_types)
 
 
 def _candidate(row: dict[str, Any], match_type: str, match_score: float, source: str,

@@ -304,12 +304,12 @@ def usable_model(backend: "Backend", load: Callable[[], TreeModel | None] | None
     return None, model
 
 
-def report(reason: str | None, candidates: int, dates: list[CalendarMention] | tuple = ()) -> dict[str, Any]:
-    """The answer's ``learned_rank`` block; ``dates`` are the calendar dates the queries
+def report(reason: str | None, candidates: int, dates: list[dict[str, Any]] | tuple = ()) -> dict[str, Any]:
+    """The answer's ``learned_rank`` block; ``dates`` describe the calendar dates the queries
     name, which the model read as a hint (never a filter: that is ``time_query``)."""
     if reason is not None:
         return {"applied": False, "reason": reason}
     block: dict[str, Any] = {"applied": True, "candidates": candidates}
     if dates:
-        block["dates_in_query"] = [mention.describe() for mention in dates]
+        block["dates_in_query"] = list(dates)
     return block

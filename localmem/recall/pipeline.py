@@ -19,6 +19,7 @@ from ..text import extract_keywords
 from ..timegrammar.mentions import CalendarMention, find_calendar_mention
 from ..timeparse import format_timestamp, query_has_temporal_intent
 from .channels import (
+    dated_scope,
     keyword_candidates,
     metadata_candidates,
     priority_candidates,
@@ -49,6 +50,9 @@ if TYPE_CHECKING:
 
 # The most candidates a channel is asked for when re-asking for more (sqlite-vec's largest k).
 MAX_FETCH = 4096
+# Candidates the channel of a date the query names adds (the best by vector among that day's,
+# month's or year's memories): a day of conversation is a few dozen turns.
+DATED_FETCH = 10
 
 
 class QueryVectors:
@@ -97,7 +101,8 @@ class Recall:
         # Reads the learned-rank model (recall/learned_rank.py), only once it could be used.
         self.learned_loader = learned
         self.learned_ranked = 0  # candidates that got a learned component
-        self.learned_dates: dict[str, CalendarMention] = {}  # the date each query names, if any
+        self.query_dates: dict[str, CalendarMention | None] = {}  # the date each query names
+        self.dated_found: dict[str, int] = {}  # candidates only the named date's channel found
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.scopes: dict[str, Scope] = {}  # each query's scope, for keyword statistics
@@ -270,16 +275,36 @@ class Recall:
         if model is None:
             return
         weight = self.config.weight_learned
-        mention = find_calendar_mention(query, self.now)
-        if mention is not None:
-            self.learned_dates[query] = mention
-        learned = learned_components(model, candidates, query, mention)
+        learned = learned_components(model, candidates, query, self.query_date(query))
         for index, value in learned.items():
             candidate = candidates[index]
             candidate["score_components"]["learned"] = value
             candidate["final_score"] += weight * value
             candidate["score"] = candidate["final_score"]
         self.learned_ranked += len(learned)
+
+    def query_date(self, query: str) -> CalendarMention | None:
+        """The calendar date ``query`` names (timegrammar.mentions), read once."""
+        if query not in self.query_dates:
+            self.query_dates[query] = find_calendar_mention(query, self.now)
+        return self.query_dates[query]
+
+    def dated_candidates(self, query: str, query_vector: bytes | None) -> list[dict[str, Any]]:
+        """The memories nearest the query among those of the date it names, year and all,
+        when the learned model ranks (it reads each candidate's distance from that date):
+        the other channels rank the whole scope and can miss that day's few memories."""
+        if not query or query_vector is None or self.learned_decision[1] is None:
+            return []
+        mention = self.query_date(query)
+        if mention is None or not mention.has_year:
+            return []
+        scope = dated_scope(self.params, mention.start, mention.end, self.config.excluded_types)
+        return vector_candidates(self.backend, scope, query_vector, DATED_FETCH) if scope is not None else []
+
+    def dates_read(self) -> list[dict[str, Any]]:
+        """What the answer says of the dates the model read: each, and the candidates it added."""
+        return [{**mention.describe(), "added_candidates": self.dated_found.get(query, 0)}
+                for query, mention in self.query_dates.items() if mention is not None]
 
     def scorer(self, query: str):
         def score(result: dict[str, Any]) -> None:
@@ -338,9 +363,10 @@ class Recall:
         seen: set[str] = set()
         full = False
 
-        def admit(found: list[dict[str, Any]], asked: int) -> None:
+        def admit(found: list[dict[str, Any]], asked: int | None) -> None:
+            """Add new candidates; ``asked``: the page a channel filled, if it may need a wider round."""
             nonlocal full
-            full = full or len(found) >= asked
+            full = full or (asked is not None and len(found) >= asked)
             for candidate in found:
                 if candidate["id"] not in seen:
                     seen.add(candidate["id"])
@@ -350,6 +376,9 @@ class Recall:
             found = vector_candidates(backend, scope, query_vector, fetch)
             self.vector_found[query] = len(found)  # a second round replaces the first one's count
             admit(found, fetch)
+        dated = [c for c in self.dated_candidates(query, query_vector) if c["id"] not in seen]
+        self.dated_found[query] = len(dated)
+        admit(dated, None)
         if query:
             asked = max(fetch, self.config.keyword_fetch)
             listed = [c["_pk"] for c in candidates if "_pk" in c]
@@ -589,7 +618,7 @@ class Recall:
         }
         if params.query or params.queries:
             response["learned_rank"] = report(self.learned_decision[0], self.learned_ranked,
-                                              list(self.learned_dates.values()))
+                                              self.dates_read())
         left_out = sorted({t for scorer in self.keyword_scorers.values() for t in scorer.left_out})
         if left_out:
             response["keyword_search"] = {
