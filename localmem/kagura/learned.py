@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..recall.late_interaction import token_score
-from ..timegrammar.mentions import find_calendar_mention
 from ..recall.learned_rank import TreeModel, learned_components, report, usable_model
+from ..timegrammar.mentions import find_calendar_mention
 from .search import Candidate, SearchOutcome, rank
 
 if TYPE_CHECKING:
