@@ -225,6 +225,8 @@ def ablations(data: list, store: MemoryStore, questions: list[dict], params: dic
     plain = base.with_changes(learned_rank=False)
     yield "learned re-ranking (LOCALMEM_LEARNED_RANK=0; the previous default)", \
         localmem_only_with(store, plain, questions, params)
+    yield ("dates named in the query (LOCALMEM_QUERY_DATES=0), learned re-ranking on",
+           localmem_only_with(store, base.with_changes(query_dates=False), questions, params))
     variants = [
         ("BM25 keyword score (AutoMem's substring score / keyword share instead)",
          {"keyword_scoring": "automem"}),

@@ -69,6 +69,10 @@ class Config:
     # LOCALMEM_LEARNED_RANK=0 turns it off, SEARCH_WEIGHT_LEARNED sets the weight.
     learned_rank: bool = True
     weight_learned: float = 1.0
+    # Calendar dates named in the query's text (timegrammar/mentions.py) as a hint to the
+    # learned model: a feature, and the date's own memories among the candidates;
+    # LOCALMEM_QUERY_DATES=0 turns it off.
+    query_dates: bool = True
     # A model file of one's own (benchmarks/train_learned_rank.py --output) in place
     # of the packaged one, e.g. for another embedder (LOCALMEM_LEARNED_RANK_MODEL).
     learned_rank_model: str | None = None
@@ -163,7 +167,8 @@ class Config:
         for name, attr in (("LOCALMEM_KEYWORD_SCOPE_IDF", "keyword_scope_idf"),
                            ("LOCALMEM_VECTOR_CENTERING", "vector_centering"),
                            ("LOCALMEM_TOKEN_EVIDENCE", "token_evidence"),
-                           ("LOCALMEM_LEARNED_RANK", "learned_rank")):
+                           ("LOCALMEM_LEARNED_RANK", "learned_rank"),
+                           ("LOCALMEM_QUERY_DATES", "query_dates")):
             raw = env.get(name)
             if raw is not None and raw.strip():
                 if raw.strip().lower() not in BOOLEAN_WORDS:

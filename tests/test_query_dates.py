@@ -4,12 +4,14 @@ for ranking, never a filter (issue 16)."""
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime, timezone
 
-import numpy as np
 import pytest
 
+from localmem import Config
+from localmem.errors import ConfigError
 from localmem.recall.learned_rank import FEATURES, TreeModel, pool_features
 from localmem.timegrammar.mentions import MAX_ANCHORS, find_calendar_mention
 
@@ -183,3 +185,33 @@ def test_without_the_learned_model_no_date_is_read():
     response = store.recall("what did I do on 20 May 2023", limit=5)
     assert response["learned_rank"]["applied"] is False and "dates_in_query" not in response["learned_rank"]
     assert roses not in [r["id"] for r in response["results"]]
+
+
+def test_query_dates_off_reads_no_date_and_adds_no_candidates():
+    assert Config.from_env({}).query_dates is True
+    config = Config.from_env({"LOCALMEM_QUERY_DATES": "0"})
+    assert config.query_dates is False
+    with pytest.raises(ConfigError, match="LOCALMEM_QUERY_DATES must be a boolean"):
+        Config.from_env({"LOCALMEM_QUERY_DATES": "sometimes"})
+    store, roses = busy_store()
+    store.config = config
+    response = store.recall("what did I do on 20 May 2023", limit=5)
+    assert response["learned_rank"]["applied"] is True
+    assert "dates_in_query" not in response["learned_rank"]
+    assert roses not in [r["id"] for r in response["results"]]
+    assert "dates_in_query" not in store.recall_v1("farmers market 1 February 2023", k=3)["learned_rank"]
+
+
+def test_the_cli_summary_names_the_date_it_ranked_by(tmp_path, monkeypatch, capsys):
+    from localmem import MemoryStore
+    from localmem.cli import main
+
+    path = tmp_path / "memory.db"
+    with MemoryStore(str(path), embedder="hash") as store:
+        store.store("Went to the farmers market and bought pears", timestamp="2023-05-20T09:00:00Z")
+    model = tmp_path / "dates.json"
+    model.write_text(json.dumps(model_dict([tree(DISTANCE, 0.7, 6.0, -6.0)])))
+    monkeypatch.setenv("LOCALMEM_LEARNED_RANK_MODEL", str(model))
+    assert main(["--db", str(path), "--embedder", "hash", "recall", "farmers market on 20 May 2023"]) == 0
+    captured = capsys.readouterr()
+    assert "date in the query ranked by: 20 May 2023 (a hint, not a filter)" in captured.out + captured.err

@@ -113,6 +113,8 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
     window = response.get("time_window")
     if window and (window.get("start") or window.get("end")):
         summary.append(f"window {window.get('start') or '...'} to {window.get('end') or '...'}")
+    for date in (response.get("learned_rank") or {}).get("dates_in_query") or []:
+        summary.append(f"date in the query ranked by: {date.get('expression')} (a hint, not a filter)")
     state = response.get("state_filter") or {}
     if state.get("suppressed_count"):
         summary.append(f"{state['suppressed_count']} not current hidden (--state-mode history shows them)")

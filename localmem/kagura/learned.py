@@ -60,7 +60,7 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
     if model is None:
         return report(reason, 0)
     found = [c for c in outcome.candidates if c.found]
-    mention = find_calendar_mention(query, now)
+    mention = find_calendar_mention(query, now) if backend.config.query_dates else None
     learned = learned_components(model, [_pool_row(c) for c in found], query, mention)
     weight = backend.config.weight_learned
     for index, candidate in enumerate(found):

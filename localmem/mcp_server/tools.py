@@ -362,7 +362,8 @@ Responses are budgeted (default ~18k tokens, `AUTOMEM_RECALL_TOKEN_BUDGET`): tex
             "queries": _STRING_LIST,
             "vector_search": {"type": "object"},
             "learned_rank": {"type": "object", "description": "Whether the learned re-ranking ran: "
-                                                              "{ applied, candidates } or { applied: false, reason }."},
+                                                              "{ applied, candidates, dates_in_query? } or { applied: false, reason }; "
+                                                              "dates_in_query: calendar dates the query names, a ranking hint."},
             "query_time_ms": {"type": "number"},
             "degraded": {"type": "boolean"},
             "degraded_reason": {"type": "string"},
