@@ -284,9 +284,11 @@ class Recall:
         self.learned_ranked += len(learned)
 
     def query_date(self, query: str) -> CalendarMention | None:
-        """The calendar date ``query`` names (timegrammar.mentions), read once."""
+        """The calendar date ``query`` names (timegrammar.mentions), read once; None with
+        LOCALMEM_QUERY_DATES=0."""
         if query not in self.query_dates:
-            self.query_dates[query] = find_calendar_mention(query, self.now)
+            self.query_dates[query] = (find_calendar_mention(query, self.now)
+                                       if self.config.query_dates else None)
         return self.query_dates[query]
 
     def dated_candidates(self, query: str, query_vector: bytes | None) -> list[dict[str, Any]]:
