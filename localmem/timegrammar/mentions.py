@@ -8,8 +8,10 @@ composed ones ("before May") are left to ``time_query``: here a date is a
 hint about which memories a question is about, never a filter.
 
 A month named on its own is read only when it is written as a name
-("in May", not "may I"), and a bare number only as a year between 1900 and
-2100, so ordinary words and counts are not taken for dates.
+("in May", not "may I"; "may" and "march" always need their capital), a day
+number only before a month ("3 March", "1st of May"), and a bare number only
+as a year between 1900 and 2100, so ordinary words and counts are not taken
+for dates.
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ _WITHOUT_YEAR = frozenset({"month", "month day", "day month"})
 MAX_SPAN_WORDS = 5
 # Words that can begin a date; a query with more of them than this is read only up to here
 # (each costs a few readings of the grammar).
-MAX_ANCHORS = 16
+MAX_ANCHORS = 8
 _WORDS = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d+(?:st|nd|rd|th)?|[^\W\d_]+")
-_ANCHOR = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}(?:st|nd|rd|th)?|\d{4}", re.IGNORECASE)
+_YEAR_OR_ISO = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?")
+_DAY = re.compile(r"\d{1,2}(?:st|nd|rd|th)?", re.IGNORECASE)
 _FULL_MONTHS = frozenset(name for name in MONTHS if len(name) > 3 or name == "may")
+# Month names that are also common words: read as months only when capitalised.
+_WORD_MONTHS = frozenset({"may", "march", "mar"})
 YEARS_READ_ALONE = (1900, 2100)
 SECONDS_PER_DAY = 86_400.0
 
@@ -77,7 +82,7 @@ def find_calendar_mention(text: str, now: datetime) -> CalendarMention | None:
     best_length = 0
     anchors = 0
     for i, first in enumerate(words):
-        if not _is_anchor(first.group(0)):
+        if not _is_anchor(first.group(0), words[i + 1].group(0) if i + 1 < len(words) else ""):
             continue
         anchors += 1
         if anchors > MAX_ANCHORS:
@@ -92,8 +97,12 @@ def find_calendar_mention(text: str, now: datetime) -> CalendarMention | None:
     return best
 
 
-def _is_anchor(word: str) -> bool:
-    return word.lower() in MONTHS or _ANCHOR.fullmatch(word) is not None
+def _is_anchor(word: str, following: str) -> bool:
+    """Whether a date can begin at ``word``: a month name, a year or ISO date, or a day
+    number followed by a month ("3 March", "1st of May")."""
+    if word.lower() in MONTHS or _YEAR_OR_ISO.fullmatch(word):
+        return True
+    return _DAY.fullmatch(word) is not None and (following.lower() in MONTHS or following.lower() == "of")
 
 
 def _read(span: str, now: datetime, *, first_word: bool) -> CalendarMention | None:
@@ -102,9 +111,11 @@ def _read(span: str, now: datetime, *, first_word: bool) -> CalendarMention | No
         return None
     if reading.start is None or reading.end is None:
         return None
+    word = span.split()[0]
+    if word.lower() in _WORD_MONTHS and not word[:1].isupper():
+        return None  # "it may on 3 occasions", "march on 5 fronts": the verbs
     if reading.rules == ("month",):
-        # "May I…", "march on": a lone month only as a capitalised name, not opening the text.
-        word = span.strip()
+        # "May I…", "june": a lone month only as a capitalised name, not opening the text.
         if first_word or not word[:1].isupper() or word.lower() not in _FULL_MONTHS:
             return None
     if reading.rules == ("year",) and not YEARS_READ_ALONE[0] <= reading.start.year <= YEARS_READ_ALONE[1]:
