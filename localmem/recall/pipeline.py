@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 MAX_FETCH = 4096
 # Candidates the channel of a date the query names adds (the best by vector among that day's,
 # month's or year's memories): a day of conversation is a few dozen turns.
-DATED_FETCH = 10
+DATED_FETCH = 20
 
 
 class QueryVectors:
