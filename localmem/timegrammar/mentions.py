@@ -8,7 +8,8 @@ composed ones ("before May") are left to ``time_query``: here a date is a
 hint about which memories a question is about, never a filter.
 
 A month named on its own is read only when it is written as a name
-("in May", not "may I"; "may" and "march" always need their capital), a day
+("in May", not "may I"; "may" and "march" need their capital unless a year
+follows), a day
 number only before a month ("3 March", "1st of May"), and a bare number only
 as a year between 1900 and 2100, so ordinary words and counts are not taken
 for dates.
@@ -111,14 +112,14 @@ def _read(span: str, now: datetime, *, first_word: bool) -> CalendarMention | No
         return None
     if reading.start is None or reading.end is None:
         return None
+    has_year = not set(reading.rules) <= _WITHOUT_YEAR
     word = span.split()[0]
-    if word.lower() in _WORD_MONTHS and not word[:1].isupper():
-        return None  # "it may on 3 occasions", "march on 5 fronts": the verbs
+    if word.lower() in _WORD_MONTHS and not word[:1].isupper() and not has_year:
+        return None  # "it may on 3 occasions", "march on 5 fronts": the verbs ("may 2023" is a month)
     if reading.rules == ("month",):
         # "May I…", "june": a lone month only as a capitalised name, not opening the text.
         if first_word or not word[:1].isupper() or word.lower() not in _FULL_MONTHS:
             return None
     if reading.rules == ("year",) and not YEARS_READ_ALONE[0] <= reading.start.year <= YEARS_READ_ALONE[1]:
         return None
-    has_year = not set(reading.rules) <= _WITHOUT_YEAR
     return CalendarMention(reading.expression, reading.start, reading.end, has_year)
