@@ -23,8 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..recall.late_interaction import token_score
-from ..recall.learned_rank import TreeModel, learned_components, report, usable_model
-from ..timegrammar.mentions import find_calendar_mention
+from ..recall.learned_rank import TreeModel, learned_components, read_query_date, report, usable_model
 from .search import Candidate, SearchOutcome, rank
 
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
     if model is None:
         return report(reason, 0)
     found = [c for c in outcome.candidates if c.found]
-    mention = find_calendar_mention(query, now) if backend.config.query_dates else None
+    mention = read_query_date(backend.config, query, now)
     learned = learned_components(model, [_pool_row(c) for c in found], query, mention)
     weight = backend.config.weight_learned
     for index, candidate in enumerate(found):

@@ -28,19 +28,20 @@ import math
 import os
 import stat
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..embedders.query_delta import QueryDelta
-from ..errors import ValidationError
 from ..storage.threads import thread_key
-from ..timegrammar.mentions import CalendarMention
-from ..timeparse import parse_timestamp
+from ..timegrammar.mentions import CalendarMention, find_calendar_mention
 from .late_interaction import QueryAdapter
+from .scoring import parse_epoch
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..storage.backend import Backend
 
 FEATURES = (
@@ -140,13 +141,16 @@ def _date_features(candidates: list[dict[str, Any]], mention: CalendarMention | 
         return out
     out[:, 0] = 1.0
     for row, candidate in zip(out, candidates):
-        try:
-            when = parse_timestamp(candidate["memory"].get("timestamp"))
-        except ValidationError:
-            row[1] = -1.0
-            continue
-        row[1] = math.log1p(mention.days_from(when))
+        epoch = parse_epoch(candidate["memory"].get("timestamp"))  # cached: recency read it too
+        row[1] = -1.0 if epoch is None else math.log1p(
+            mention.days_from(datetime.fromtimestamp(epoch, timezone.utc)))
     return out
+
+
+def read_query_date(config: "Config", query: str, now: datetime) -> CalendarMention | None:
+    """The calendar date ``query`` names, which the features read (None with
+    LOCALMEM_QUERY_DATES=0)."""
+    return find_calendar_mention(query, now) if config.query_dates else None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..text import extract_keywords
-from ..timegrammar.mentions import CalendarMention, find_calendar_mention
+from ..timegrammar.mentions import CalendarMention
 from ..timeparse import format_timestamp, query_has_temporal_intent
 from .channels import (
     dated_scope,
@@ -33,7 +33,7 @@ from .decompose import decompose_query
 from .keywords import COMMON_TERM_ROWS, KeywordScorer
 from .centering import centred_similarities
 from .late_interaction import QueryAdapter, token_matches
-from .learned_rank import TreeModel, learned_components, report, usable_model
+from .learned_rank import TreeModel, learned_components, read_query_date, report, usable_model
 from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
@@ -284,11 +284,9 @@ class Recall:
         self.learned_ranked += len(learned)
 
     def query_date(self, query: str) -> CalendarMention | None:
-        """The calendar date ``query`` names (timegrammar.mentions), read once; None with
-        LOCALMEM_QUERY_DATES=0."""
+        """The calendar date ``query`` names (learned_rank.read_query_date), read once."""
         if query not in self.query_dates:
-            self.query_dates[query] = (find_calendar_mention(query, self.now)
-                                       if self.config.query_dates else None)
+            self.query_dates[query] = read_query_date(self.config, query, self.now)
         return self.query_dates[query]
 
     def dated_candidates(self, query: str, query_vector: bytes | None) -> list[dict[str, Any]]:
