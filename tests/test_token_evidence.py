@@ -8,7 +8,7 @@ import pytest
 
 from localmem import Config, MemoryStore
 from localmem.embedders import HashEmbedder
-from localmem.recall.late_interaction import token_score
+from localmem.recall.late_interaction import token_matches, token_score
 from localmem.storage.token_codes import (decode, encode, max_sim, measure_centre, query_matrix,
                                           similarities, unit_rows)
 
@@ -167,6 +167,20 @@ def test_the_vector_component_is_the_token_score_of_maxsim():
     expected = max_sim(query_matrix(query_tokens, centre), decode(*codes_of(store, target), 384))
     assert component(response, target) == pytest.approx(token_score(expected), abs=1e-6)
     assert response["results"][0]["id"] == target
+
+
+def test_each_match_keeps_its_best_match_per_query_token():
+    store = new_store()
+    ids = store.store_many([{"content": "Lisbon in May"}, {"content": "garden notes"}])
+    query_tokens = HashEmbedder().embed_with_tokens(["when is the lisbon trip"])[1][0]
+    found = token_matches(store._backend, [{"id": i} for i in ids], query_tokens)
+    centre = np.frombuffer(store.conn.execute("SELECT centre FROM token_centre").fetchone()[0], np.float32)
+    query = query_matrix(query_tokens, centre)
+    for memory_id in ids:
+        match = found[memory_id]
+        assert match.per_token.shape == (query.shape[0],)
+        assert float(match.per_token.mean()) == pytest.approx(match.max_sim)
+        assert float(match.per_token.max()) == pytest.approx(match.best)
 
 
 def test_token_evidence_off_uses_the_cosine_again():

@@ -48,6 +48,8 @@ class TokenMatch(NamedTuple):
     share_over_half: float  # share of query tokens with a match above 0.5
     share_over_07: float  # ... above 0.7
     tokens: int  # the memory's token count
+    # Per query token, the best match among the memory's tokens (max_sim is its mean).
+    per_token: np.ndarray | None = None
 
 
 # A query adapter of higher rank than this is no low-rank map localmem trains.
@@ -129,5 +131,5 @@ def token_matches(backend: "Backend", results: list[dict[str, Any]],
     starts = np.cumsum([0] + counts[:-1])
     best = np.maximum.reduceat(similarity, starts, axis=1)
     stats = zip(best.mean(axis=0).tolist(), best.max(axis=0).tolist(), np.median(best, axis=0).tolist(),
-                (best > 0.5).mean(axis=0).tolist(), (best > 0.7).mean(axis=0).tolist(), counts)
+                (best > 0.5).mean(axis=0).tolist(), (best > 0.7).mean(axis=0).tolist(), counts, best.T)
     return {memory_id: TokenMatch(*row) for memory_id, row in zip(ids, stats)}
