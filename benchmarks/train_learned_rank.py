@@ -59,7 +59,8 @@ PARAMS = dict(objective="lambdarank", num_leaves=7, min_child_samples=50,
 
 def record_pools(store, questions: list[dict], *, scoped: bool = True, v1: bool = False) -> list[dict]:
     """Each question's candidate pool: turn keys (``conv:N/D1:3``), weighted scores,
-    features, labels. ``scoped=False`` asks over the whole store, not the question's
+    features, labels, and each candidate's best match per query token (``per_token``,
+    None without codes). ``scoped=False`` asks over the whole store, not the question's
     conversation (dialog ids repeat across conversations, hence the keys); ``v1``
     asks ``recall_v1`` (hybrid), whose pool is scored by its hybrid mix."""
     pools: list[dict] = []
@@ -70,6 +71,8 @@ def record_pools(store, questions: list[dict], *, scoped: bool = True, v1: bool 
         pools[-1]["keys"] = [key_of[c["memory"]["id"]] for c in candidates]
         pools[-1]["final"] = np.array([c["final_score"] for c in candidates])
         pools[-1]["rows"] = learned_rank.pool_features(candidates, query, mention)
+        pools[-1]["per_token"] = [c["_token_match"].per_token if c.get("_token_match") else None
+                                  for c in candidates]
         return {}
 
     stage = kagura_learned if v1 else pipeline  # the module whose learned_components is recorded
@@ -78,7 +81,8 @@ def record_pools(store, questions: list[dict], *, scoped: bool = True, v1: bool 
     try:
         for q in questions:
             pools.append({"question": q, "evidence": {f"{q['conv_tag']}/{d}" for d in q["evidence"]},
-                          "keys": [], "final": np.zeros(0), "rows": np.zeros((0, len(learned_rank.FEATURES)))})
+                          "keys": [], "per_token": [], "final": np.zeros(0),
+                          "rows": np.zeros((0, len(learned_rank.FEATURES)))})
             tags = [q["conv_tag"]] if scoped else None
             if v1:
                 store.recall_v1(q["question"], k=20, filters={"tags": tags} if tags else None,

@@ -1,17 +1,12 @@
-import numpy as np
-from harness import *
-from feats import comp
-d = load()
-show("baseline s0", run(d))
-show("baseline s1", run(d, seeds=(1,)))
-show("baseline s2", run(d, seeds=(2,)))
-show("bag 5 seeds", run(d, seeds=(0,1,2,3,4)))
-C = {}
-def withcomp(p, idx=range(6)):
-    k = id(p)
-    if k not in C: C[k] = comp(p)
-    return np.column_stack([p["rows"], C[k][:, list(idx)]])
-for s in (0, 1, 2):
-    show(f"+comp all s{s}", run(d, feats=withcomp, seeds=(s,)))
+"""Baseline over three seeds, bagging, and each of feats.comp's six columns (seed 0)."""
+from feats import comp, with_columns
+from harness import load, run, show
+
+data, cache = load(), {}
+for seed in (0, 1, 2):
+    show(f"baseline s{seed}", run(data, seeds=(seed,)))
+show("bag 5 seeds", run(data, seeds=(0, 1, 2, 3, 4)))
+for seed in (0, 1, 2):
+    show(f"+comp all s{seed}", run(data, feats=lambda p: with_columns(cache, p, comp), seeds=(seed,)))
 for i in range(6):
-    show(f"+comp[{i}] s0", run(d, feats=lambda p, i=i: withcomp(p, [i])))
+    show(f"+comp[{i}] s0", run(data, feats=lambda p, i=i: with_columns(cache, p, lambda q: comp(q)[:, i], i)))

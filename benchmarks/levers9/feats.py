@@ -1,44 +1,54 @@
+"""Candidate features from each pool's per-query-token matches (TokenMatch.per_token)."""
 import numpy as np
 
-def token_matrix(p):
-    """query tokens x candidates; candidates without codes get the column min."""
-    cols = p["best"]
-    have = [c for c in cols if c is not None]
+
+def token_matrix(pool):
+    """Query tokens x candidates; a candidate without codes gets the pool's lowest match."""
+    have = [c for c in pool["per_token"] if c is not None]
     if not have:
         return None
-    t = len(have[0])
-    m = np.array([c if c is not None else np.full(t, np.nan) for c in cols], dtype=np.float64).T
-    return m
+    width = len(have[0])
+    matrix = np.array([c if c is not None else np.full(width, np.nan) for c in pool["per_token"]], np.float64).T
+    return np.where(np.isnan(matrix), np.nanmin(matrix), matrix)
 
-def comp(p, top=20):
-    """Complementarity / contrastive token features, per candidate."""
-    n = len(p["labels"])
-    out = np.zeros((n, 6))
-    m = token_matrix(p)
-    if m is None or n == 0:
-        return out
-    filled = np.where(np.isnan(m), np.nanmin(m), m)
-    mu = filled.mean(1, keepdims=True); sd = filled.std(1, keepdims=True) + 1e-6
-    z = (filled - mu) / sd
-    out[:, 0] = z.mean(0)                       # contrastive MaxSim
-    out[:, 1] = z.max(0)                        # best contrastive token
-    poolmax = filled.max(1, keepdims=True)
-    out[:, 2] = (filled >= poolmax - 1e-9).mean(0)  # share of query tokens this candidate wins
-    # residual over the best other candidate by MaxSim (among top by final)
-    maxsim = filled.mean(0)
-    order = np.argsort(-maxsim)
-    first, second = order[0], order[1] if n > 1 else order[0]
-    for c in range(n):
-        ref = filled[:, second if c == first else first]
-        out[c, 3] = np.maximum(0, filled[:, c] - ref).mean()
-    # residual over the max of the top-3 others (by final)
-    top3 = np.argsort(-p["final"], kind="stable")[:4]
-    for c in range(n):
-        others = [i for i in top3 if i != c][:3]
-        ref = filled[:, others].max(1)
-        out[c, 4] = np.maximum(0, filled[:, c] - ref).mean()
-    # weighted MaxSim: query tokens weighted by how discriminative they are across the pool
-    w = sd[:, 0] / sd[:, 0].sum()
-    out[:, 5] = (filled * w[:, None]).sum(0)
-    out[np.array([c is None for c in p["best"]])] = 0.0
+
+def residual(pool, matrix, k):
+    """Mean over query tokens of how far each candidate's match exceeds the best of the k
+    highest-scored other candidates (0 where it does not)."""
+    top = np.argsort(-pool["final"], kind="stable")[:k + 1]
+    out = np.zeros(matrix.shape[1])
+    for c in range(matrix.shape[1]):
+        others = [i for i in top if i != c][:k]
+        out[c] = np.maximum(0, matrix[:, c] - matrix[:, others].max(1)).mean()
     return out
+
+
+def comp(pool):
+    """Six candidates for a feature, as columns: contrastive MaxSim (per-token z-scores
+    over the pool), its best token, the share of query tokens the candidate matches best,
+    the residual over the best other by MaxSim, the residual over the top 3 by weighted
+    score, and MaxSim weighted by each token's spread over the pool."""
+    n = len(pool["labels"])
+    out = np.zeros((n, 6))
+    matrix = token_matrix(pool) if n else None
+    if matrix is None:
+        return out
+    spread = matrix.std(1, keepdims=True) + 1e-6
+    z = (matrix - matrix.mean(1, keepdims=True)) / spread
+    out[:, 0], out[:, 1] = z.mean(0), z.max(0)
+    out[:, 2] = (matrix >= matrix.max(1, keepdims=True) - 1e-9).mean(0)
+    by_maxsim = {**pool, "final": matrix.mean(0)}
+    out[:, 3] = residual(by_maxsim, matrix, 1)
+    out[:, 4] = residual(pool, matrix, 3)
+    out[:, 5] = (matrix * (spread[:, 0] / spread[:, 0].sum())[:, None]).sum(0)
+    out[np.array([c is None for c in pool["per_token"]])] = 0.0
+    return out
+
+
+def with_columns(cache, pool, make, key=()):
+    """The pool's features with ``make(pool)``'s columns beside them, made once per pool."""
+    slot = (id(pool), key)
+    if slot not in cache:
+        extra = make(pool)
+        cache[slot] = np.column_stack([pool["rows"], extra.reshape(len(pool["labels"]), -1)])
+    return cache[slot]
