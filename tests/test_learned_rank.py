@@ -111,6 +111,51 @@ def test_pool_features_measure_each_candidate_against_the_pool():
     assert column(rows, "query_words") == [4.0] * 3
 
 
+def per_token(*values: float) -> TokenMatch:
+    return TokenMatch(max_sim=float(np.mean(values)), best=max(values), median=float(np.median(values)),
+                      share_over_half=0.0, share_over_07=0.0, tokens=5, per_token=np.array(values))
+
+
+def test_token_residual_is_what_a_candidate_matches_beyond_the_leaders():
+    # four leaders by final score; the leaders cover token 0 well and token 1 poorly
+    pool = [candidate(1, 0.9, 0.5, 0.5, match=per_token(0.9, 0.2)),
+            candidate(2, 0.8, 0.5, 0.5, match=per_token(0.8, 0.3)),
+            candidate(3, 0.7, 0.5, 0.5, match=per_token(0.7, 0.1)),
+            candidate(4, 0.6, 0.5, 0.5, match=per_token(0.6, 0.4)),
+            candidate(5, 0.2, 0.5, 0.5, match=per_token(0.1, 0.9)),   # matches what they miss
+            candidate(6, 0.1, 0.5, 0.5, match=per_token(0.85, 0.25))]  # adds nothing they lack
+    residual = column(pool_features(pool, "two words"), "token_residual")
+    # outsiders against leaders 1-3 (token maxima 0.9, 0.3)
+    assert residual[4] == round((0.0 + 0.6) / 2, 6)
+    assert residual[5] == 0.0
+    # each of the top three against the other three of the top four
+    assert residual[0] == round((0.9 - 0.8) / 2, 6)       # others: pk 2, 3, 4 -> 0.8, 0.4
+    assert residual[1] == 0.0                              # others: pk 1, 3, 4 -> 0.9, 0.4
+    assert residual[2] == 0.0
+    assert residual[3] == round((0.4 - 0.3) / 2, 6)       # the fourth is measured against the top three
+
+
+def test_token_residual_is_zero_without_comparable_token_matches():
+    without = TokenMatch(max_sim=0.5, best=0.9, median=0.5, share_over_half=0.5, share_over_07=0.0, tokens=3)
+    pool = [candidate(1, 0.9, 0.5, 0.5, match=per_token(0.3, 0.3)),
+            candidate(2, 0.5, 0.5, 0.5, match=None),
+            candidate(3, 0.4, 0.5, 0.5, match=without),
+            candidate(4, 0.3, 0.5, 0.5, match=per_token(0.9, 0.9, 0.9))]  # another query's width
+    residual = column(pool_features(pool, "two words"), "token_residual")
+    assert residual[1:] == [0.0, 0.0, 0.0]
+    # a leader without matches counts as matching every token at the pool's lowest match
+    assert residual[0] == 0.0
+    assert column(pool_features(pool[:1], "two words"), "token_residual") == [0.0]  # no one to compare
+
+
+def test_a_leader_without_token_matches_hides_nothing():
+    pool = [candidate(1, 0.9, 0.5, 0.5, match=None),
+            candidate(2, 0.5, 0.5, 0.5, match=per_token(0.2, 0.8))]
+    residual = column(pool_features(pool, "two words"), "token_residual")
+    # pk 2 against pk 1, which stands in at the pool's lowest known match (0.2)
+    assert residual == [0.0, round((0.0 + 0.6) / 2, 6)]
+
+
 def test_thread_features_follow_the_thread_order_not_the_pool_order():
     late, early = "2024-01-02T00:00:00+00:00", "2024-01-01T00:00:00+00:00"
     pool = [candidate(5, 0.9, 0.9, 0.1, thread="t", timestamp=late),

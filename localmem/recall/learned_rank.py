@@ -52,10 +52,12 @@ FEATURES = (
     "log_tokens", "query_words", "cosine_gap", "max_sim_gap", "is_question",
     "prev_vector", "prev_keyword", "prev_final", "next_vector", "next_keyword", "next_final",
     "thread_best", "thread_top20", "thread_gap",
-    "names_date", "date_distance",
+    "names_date", "date_distance", "token_residual",
 )
 # Thread features count pool members among the top this many by weighted score.
 THREAD_TOP = 20
+# token_residual compares each candidate with this many of the best others by weighted score.
+RESIDUAL_LEADERS = 3
 # The model scores this many candidates, the best by weighted score.
 LEARNED_TOP = 30
 # Deeper trees than this are no model localmem trains (7 leaves reach depth 6).
@@ -98,7 +100,38 @@ def pool_features(candidates: list[dict[str, Any]], query: str,
     ]
     top = set(np.flatnonzero(final_rank > 1.0 / (THREAD_TOP + 0.5)).tolist())  # the THREAD_TOP best
     columns += list(_thread_features(candidates, vector, keyword, final, top).T)
-    return np.column_stack(columns + list(_date_features(candidates, mention).T))
+    columns += list(_date_features(candidates, mention).T)
+    return np.column_stack(columns + [_token_residual(matches, final)])
+
+
+def _token_residual(matches: list[Any], final: np.ndarray) -> np.ndarray:
+    """What each candidate adds to the pool's leaders: the mean over query tokens of how
+    far its best match for the token exceeds the best among the RESIDUAL_LEADERS
+    highest-scored other candidates (0 where it does not).
+
+    A question whose evidence is spread over two memories ("what did she do after
+    moving?") has a leader matching half its words; the memory matching the other
+    half scores low on its own but covers what the leaders miss. Held out on the
+    dev data it lifts R@10 by about 0.005. A candidate without token matches counts as
+    matching every token at the pool's lowest match, so it gets 0 and, as a leader,
+    hides nothing.
+    """
+    n = len(matches)
+    out = np.zeros(n)
+    rows = [m.per_token if m is not None else None for m in matches]
+    width = next((len(r) for r in rows if r is not None and len(r)), 0)
+    known = np.array([r is not None and len(r) == width for r in rows], dtype=bool)
+    if width == 0 or n < 2:
+        return out
+    matrix = np.empty((width, n))
+    matrix[:, known] = np.array([rows[i] for i in np.flatnonzero(known)], dtype=np.float64).T
+    matrix[:, ~known] = matrix[:, known].min()
+    leaders = np.argsort(-final, kind="stable")[:RESIDUAL_LEADERS + 1].tolist()
+    out[:] = np.maximum(0.0, matrix - matrix[:, leaders[:RESIDUAL_LEADERS]].max(1, keepdims=True)).mean(0)
+    for leader in leaders[:RESIDUAL_LEADERS]:  # a leader is measured against the others
+        others = [i for i in leaders if i != leader][:RESIDUAL_LEADERS]
+        out[leader] = np.maximum(0.0, matrix[:, leader] - matrix[:, others].max(1)).mean()
+    return out
 
 
 def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keyword: np.ndarray,
