@@ -268,6 +268,29 @@ def held_out_rows(model, pools: list[dict], weight: float) -> list[dict]:
     return rows
 
 
+# The model's levers, each ablated in the same held-out run by trees trained and scored
+# with its features held at 0 (a constant column is one LightGBM never splits on).
+FEATURE_GROUPS = {
+    "token matches": ("max_sim", "best_token", "share_over_half", "share_over_07", "median_token",
+                      "log_tokens", "max_sim_gap"),
+    "thread features": ("prev_vector", "prev_keyword", "prev_final", "next_vector", "next_keyword",
+                        "next_final", "thread_best", "thread_top20", "thread_gap"),
+    "date features": ("names_date", "date_distance"),
+    "token residual": ("token_residual",),
+}
+
+
+def without_features(pools: list[dict], names: Collection[str]) -> list[dict]:
+    """The pools with the named feature columns set to 0."""
+    columns = [learned_rank.FEATURES.index(name) for name in names]
+    changed = []
+    for pool in pools:
+        rows = pool["rows"].copy()
+        rows[:, columns] = 0.0
+        changed.append({**pool, "rows": rows})
+    return changed
+
+
 def conversations(questions: list[dict]) -> list[str]:
     return sorted({q["conv_tag"] for q in questions}, key=lambda t: int(t.split(":")[1]))
 
@@ -372,6 +395,11 @@ def main(argv: list[str] | None = None) -> int:
             model = fit(training, args.rounds, args.seed, args.learning_rate)
             held += held_out_rows(model, tested, weight)
             models[conv] = (model, shaping)
+            if cross_fit:
+                for group, names in FEATURE_GROUPS.items():
+                    ablated = fit(without_features(training, names), args.rounds, args.seed, args.learning_rate)
+                    without_group.setdefault(group, []).extend(
+                        held_out_rows(ablated, without_features(tested, names), weight))
         return held
 
     # A model the embedders can tune gets a delta (sentence-transformers and ONNX can);
@@ -387,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         return deltas[key]
 
     models: dict[str, tuple] = {}
+    without_group: dict[str, list[dict]] = {}
     rows: dict[str, list[dict]] = {"scoped": nested(tuned, cross_fit=True)}
     for conv in convs:
         model, shaping = models[conv]
@@ -403,12 +432,14 @@ def main(argv: list[str] | None = None) -> int:
         rows.setdefault("hybrid", []).extend(held_out_rows(model, record(tested, v1=True, **shaping), weight))
         print(f"{conv}: held out", flush=True)
     lines = report(rows["scoped"], tuned_base)
+    lines += ["", "Held-out R@10 to four places: "
+              f"{np.mean([r['learned']['R@10'] for r in rows['scoped']]):.4f}."]
     # The query delta's share: the same held-out trees on plain MaxSim, on the previous
     # default's query adapter (a linear map of the output tokens), and without cross-fitting.
     lines += ["", "Ablations: overall, and R@10 per conversation (each held out as above):", "",
               "| ranking | R@1 | R@5 | R@10 | MRR | " + " | ".join(convs) + " |",
               "|---|" + "---:|" * (4 + len(convs))]
-    ablations = {"plain": nested(lambda held: {}),
+    ablations = {**without_group, "plain": nested(lambda held: {}),
                  "adapter": nested(lambda held: {"adapter": fit_adapter(adapter_data, exclude=held)}),
                  "same delta": nested(tuned)}
     for which, rows_of, label in (
@@ -417,12 +448,15 @@ def main(argv: list[str] | None = None) -> int:
             ("learned", "same delta", "query delta + trees trained on pools asked with that same delta "
                                       "(not cross-fitted)"),
             ("base", "adapter", "weighted score with the query adapter's MaxSim"),
-            ("learned", "adapter", "+ trees (the query adapter, the previous default)")):
+            ("learned", "adapter", "+ trees (the query adapter, the previous default)"),
+            *(("learned", group, f"query delta + trees without the {group}") for group in FEATURE_GROUPS)):
         chosen = ablations[rows_of]
         means = [np.mean([r[which][key] for r in chosen]) for key in ("R@1", "R@5", "R@10", "MRR")]
         means += [np.mean([r[which]["R@10"] for r in chosen if r["question"]["conv_tag"] == conv])
                   for conv in convs]
         lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
+    lines += ["", "Without a group of features: trees trained and scored with its columns at 0 ("
+              + "; ".join(f"{group}: {', '.join(names)}" for group, names in FEATURE_GROUPS.items()) + ")."]
     lines += ["", "The same questions over the same turns stored without threads (no session in tags or",
               "metadata), each conversation ranked by the delta and model trained on the other four's "
               "threaded turns:", "", *report(rows["flat"], tuned_base)[3:7]]

@@ -102,3 +102,17 @@ def test_the_exported_file_carries_the_adapter_back():
     assert model.features == FEATURES and model.query_adapter is not None
     assert np.allclose(model.query_adapter.down, adapter.down, atol=1e-6)
     assert np.allclose(model.query_adapter.up, adapter.up, atol=1e-6)
+
+
+def test_a_feature_ablation_zeroes_only_its_columns_and_leaves_the_pools_alone():
+    rows = np.arange(2 * len(FEATURES), dtype=np.float64).reshape(2, len(FEATURES)) + 1.0
+    pools = [{"rows": rows, "labels": np.array([1, 0])}]
+    names = train_learned_rank.FEATURE_GROUPS["date features"]
+    changed = train_learned_rank.without_features(pools, names)
+    dropped = [FEATURES.index(name) for name in names]
+    kept = [i for i in range(len(FEATURES)) if i not in dropped]
+    assert (changed[0]["rows"][:, dropped] == 0).all()
+    assert (changed[0]["rows"][:, kept] == rows[:, kept]).all()
+    assert (pools[0]["rows"] == np.arange(2 * len(FEATURES)).reshape(2, len(FEATURES)) + 1.0).all()
+    assert changed[0]["labels"] is pools[0]["labels"]
+    assert {name for group in train_learned_rank.FEATURE_GROUPS.values() for name in group} <= set(FEATURES)
