@@ -19,9 +19,10 @@ with ``--results``, written to RESULTS.md. With ``--write`` both are trained
 on all five and saved as ``localmem/models/learned_rank.json`` (the model
 recall ships with), or with ``--output PATH`` elsewhere, for
 ``LOCALMEM_LEARNED_RANK_MODEL=PATH`` (another embedder: ``--embedder NAME``;
-its own labelled data: ``--data`` in LoCoMo's format). About 25 minutes: the
-ablations train the previous default's query adapter (``late_interaction.QueryAdapter``)
-and plain trees the same way.
+its own labelled data: ``--data`` in LoCoMo's format). About 40 minutes on 2
+cores: the ablations train the previous default's query adapter
+(``late_interaction.QueryAdapter``) and plain trees the same way, and trees
+without each group of features (``FEATURE_GROUPS``) on the same held-out pools.
 
     pip install -e ".[embeddings,train]"   # torch (for the delta), MiniLM, lightgbm
     python benchmarks/train_learned_rank.py [--write] [--results]
