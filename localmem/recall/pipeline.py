@@ -42,7 +42,7 @@ from .params import RecallParams, parse_recall_params
 from .ranking import dedupe, sort_results
 from .relevance import Evidence, recall_confidence
 from .scope import passes_scope
-from .scoring import ScoreInputs, parse_epoch, score_candidate, usable_cosine
+from .scoring import CandidateScorer, parse_epoch, usable_cosine
 from .state import active_replacements, apply_state_filter, state_reason
 
 if TYPE_CHECKING:
@@ -108,6 +108,7 @@ class Recall:
         self.scopes: dict[str, Scope] = {}  # each query's scope, for keyword statistics
         self.scoped_keywords: dict[str, ScopedKeywords | None] = {}
         self.query_tokens: dict[str, list[str]] = {}  # extract_keywords per query, for every candidate
+        self.candidate_scorers: dict[str, CandidateScorer] = {}  # per query, for every candidate
         self.context_injected = False
         self.hidden: dict[str, dict[str, Any]] = {}  # not-current memories kept out of the answer
         self.below_min_score: set[str] = set()  # candidates min_score removed before the answer's gate
@@ -207,23 +208,17 @@ class Recall:
 
     def score(self, result: dict[str, Any], query: str) -> None:
         """Set final_score, score, original_score and score_components of one result."""
-        tokens = self.query_tokens.get(query)
-        if tokens is None:
-            tokens = self.query_tokens[query] = extract_keywords(query.lower())
-        final, components = score_candidate(
-            ScoreInputs(
-                match_type=result["match_type"],
-                match_score=float(result.get("match_score") or 0.0),
-                similarity=result.get("_similarity"),
-                relation_score=result.get("relation_score"),
-                metadata_score=result.get("_metadata_score", 0.0),
-                memory=result["memory"],
-                keyword=result.get("_keyword", 0.0),
-                centred=result.get("_centred"),
-                token=result.get("_token"),
-            ),
-            query, tokens, self.now, self.config, self.profile(query),
-        )
+        scorer = self.candidate_scorers.get(query)
+        if scorer is None:
+            tokens = self.query_tokens.get(query)
+            if tokens is None:
+                tokens = self.query_tokens[query] = extract_keywords(query.lower())
+            scorer = self.candidate_scorers[query] = CandidateScorer(query, tokens, self.now, self.config,
+                                                                     self.profile(query))
+        final, components = scorer.score(
+            result["match_type"], float(result.get("match_score") or 0.0), result.get("_similarity"),
+            result.get("relation_score"), result.get("_metadata_score", 0.0), result["memory"],
+            result.get("_keyword", 0.0), result.get("_centred"), result.get("_token"))
         bonus = result.get("_entity_bonus")
         if bonus:
             final += bonus

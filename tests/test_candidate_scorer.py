@@ -1,0 +1,61 @@
+"""CandidateScorer: the score of one candidate, with the per-query work done once."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from localmem.config import Config
+from localmem.recall.scoring import COMPONENT_KEYS, CandidateScorer, ScoreInputs, metadata_terms, score_candidate
+
+NOW = datetime(2025, 6, 1, tzinfo=timezone.utc)
+MEMORY = {"id": "m1", "content": "Postgres chosen", "tags": ["Database", "project:alpha"],
+          "importance": 0.8, "confidence": 0.6, "timestamp": "2025-05-01T00:00:00+00:00",
+          "relevance_score": 0.5, "type": "Decision",
+          "metadata": {"source": "Slack", "nested": {"owner": "Ada Lovelace", "entities": ["hidden"]},
+                       "entities": ["skipped"], "list": ["Ticket-42", 7]}}
+
+
+def weights(config: Config) -> tuple[float, ...]:
+    return tuple(getattr(config, f"weight_{key}") for key in COMPONENT_KEYS)
+
+
+def test_final_score_is_the_weighted_sum_of_the_components() -> None:
+    config = Config()
+    final, components = CandidateScorer("postgres database", ["postgres", "database"], NOW, config).score(
+        "vector", 0.7, 0.7, None, 0.0, MEMORY, keyword=0.4)
+    assert final == pytest.approx(sum(components[k] * w for k, w in zip(COMPONENT_KEYS, weights(config))))
+    assert components["vector"] == 0.7 and components["keyword"] == 0.4
+    assert components["tag"] == 0.5  # "database" is a tag, "postgres" is not
+    assert components["relevance_gated"] is False and components["context"] == 0.0
+
+
+def test_one_scorer_gives_what_score_candidate_gives_for_every_candidate() -> None:
+    config = Config()
+    scorer = CandidateScorer("slack", ["slack"], NOW, config)
+    for similarity, keyword in ((0.9, 0.0), (None, 0.3), (-0.2, 1.0)):
+        inputs = ScoreInputs(match_type="keyword", match_score=0.0, similarity=similarity,
+                             relation_score=None, metadata_score=0.0, memory=MEMORY, keyword=keyword)
+        assert scorer.score("keyword", 0.0, similarity, None, 0.0, MEMORY, keyword) == \
+            score_candidate(inputs, "slack", ["slack"], NOW, config)
+    assert scorer.score("keyword", 0.0, None, None, 0.0, MEMORY)[1]["exact"] == 1.0  # a metadata value
+
+
+def test_relevance_gate_scales_the_non_evidence_components() -> None:
+    config = Config(relevance_gate=0.5)
+    _, open_components = CandidateScorer("x", [], NOW, config).score("vector", 0.0, 0.25, None, 0.0, MEMORY)
+    final, gated = CandidateScorer("x", ["x"], NOW, config).score("vector", 0.0, 0.25, None, 0.0, MEMORY)
+    assert open_components["relevance_gated"] is False  # no keywords: no gate
+    assert gated["relevance_gated"] is True
+    for key in ("importance", "confidence", "recency", "relevance"):
+        assert gated[key] == pytest.approx(open_components[key] * 0.5)
+    assert final == pytest.approx(sum(gated[k] * w for k, w in zip(COMPONENT_KEYS, weights(config))))
+
+
+def test_metadata_terms_walk_nested_values_and_skip_entities() -> None:
+    terms = metadata_terms(MEMORY["metadata"])
+    assert {"slack", "ada lovelace", "ada", "lovelace", "ticket-42"} <= terms
+    assert "hidden" not in terms and "skipped" not in terms
+    assert metadata_terms(["Top", {"k": "Level"}]) == {"top", "level"}
+    assert metadata_terms({}) == set()
