@@ -177,3 +177,22 @@ def test_generate_summary_space_exactly_at_limit() -> None:
 
 def test_generate_summary_hard_cuts_a_single_huge_word() -> None:
     assert generate_summary("x" * 500) == "x" * 240
+
+
+def _fingerprint_by_patterns(text: str) -> str:
+    """The fingerprint as first written, one regex pass per rule (the reference)."""
+    import re
+    value = re.sub(r"[`*_#>~\-]", " ", (text or "").lower())
+    value = value.encode("ascii", "ignore").decode("ascii")
+    value = re.sub(r"[^\w\s]", " ", value)
+    return re.sub(r"\s+", " ", value).strip()[:320]
+
+
+def test_fingerprint_equals_its_pattern_definition() -> None:
+    import random
+    rng = random.Random(15)
+    alphabet = [chr(code) for code in range(0x0250)] + list("`*_#>~- \t\n\x0b\x0c\x1c\u00a0\u2028\u0130")
+    samples = ["", "   ", "\u0130stanbul", "a\u00a0b", "x\x1cy", "tab\tand\x0bvt", "word " * 100]
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(5000)]
+    for text in samples:
+        assert fingerprint(text) == _fingerprint_by_patterns(text), repr(text)

@@ -22,16 +22,19 @@ def dedupe(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """
     buckets: list[dict[str, Any]] = []
     sources: list[list[str]] = []
-    by_key: dict[str, int] = {}
+    by_key: dict[tuple[str, str], int] = {}  # ("id", id) and ("fp", fingerprint) -> bucket
     removed = 0
     for result in results:
-        keys = [f"id:{result['id']}"]
+        id_key = ("id", result["id"])
         content_fp = _content_fingerprint(result["memory"].get("content") or "")
-        if content_fp:
-            keys.append(f"fp:{content_fp}")
-        index = next((by_key[k] for k in keys if k in by_key), None)
+        fp_key = ("fp", content_fp) if content_fp else None
+        index = by_key.get(id_key)
+        if index is None and fp_key is not None:
+            index = by_key.get(fp_key)
         if index is None:
-            by_key.update({k: len(buckets) for k in keys})
+            by_key[id_key] = len(buckets)
+            if fp_key is not None:
+                by_key[fp_key] = len(buckets)
             buckets.append(result)
             sources.append([result["id"]])
             continue
@@ -40,13 +43,13 @@ def dedupe(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         current = buckets[index]
         if _beats(result, current):
             buckets[index] = result
-        for k in keys:
-            by_key.setdefault(k, index)
+        by_key.setdefault(id_key, index)
+        if fp_key is not None:
+            by_key.setdefault(fp_key, index)
     out = []
     for result, ids in zip(buckets, sources):
-        unique = sorted(set(ids))
-        if len(unique) > 1:
-            result = {**result, "deduped_from": unique}
+        if len(ids) > 1 and len(set(ids)) > 1:
+            result = {**result, "deduped_from": sorted(set(ids))}
         out.append(result)
     return out, removed
 
