@@ -156,3 +156,27 @@ def test_scope_statistics_follow_a_write_into_the_scope(memory_store_factory):
     after = keyword_of(warm, "violin lesson")
     assert after != before  # "violin" is less rare in scope "a" now
     assert after == keyword_of(fresh, "violin lesson")
+
+
+def test_channels_read_the_cosine_to_the_centre_the_centring_statement_gives(memory_store_factory):
+    import json
+    from localmem.recall.centering import centred_similarities, usable_centre
+    from localmem.recall.channels import keyword_candidates, make_scope, vector_candidates
+    from localmem.recall.keywords import KeywordScorer
+    from localmem.recall.params import parse_recall_params
+    store, _common, _specific = _centring_store(memory_store_factory, Config())
+    backend = store.backend
+    centre = usable_centre(backend)
+    assert centre is not None
+    scope = make_scope(parse_recall_params({}, store.config, store.dimensions, store.now()),
+                       store.config.excluded_types)
+    query = np.asarray(unit((0, 1.0), (1, 0.5)), dtype=np.float32).tobytes()
+    found = vector_candidates(backend, scope, query, 10, centre.blob)
+    found += keyword_candidates(backend, scope, KeywordScorer(backend, "specific fact"), query, 10, [], centre.blob)
+    asked = dict(store.conn.execute(backend.sql["recall_centre_cosines"],
+                                    {"ids": json.dumps([c["id"] for c in found]), "centre": centre.blob}))
+    assert len(found) > 10 and all(c["_centre_cosine"] == asked[c["id"]] for c in found)
+    # Without a centre the channels read none, and the centred cosines come out the same.
+    plain = vector_candidates(backend, scope, query, 10)
+    assert all("_centre_cosine" not in c for c in plain)
+    assert centred_similarities(backend, plain, query) == centred_similarities(backend, found[:10], query, centre)

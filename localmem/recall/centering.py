@@ -68,23 +68,38 @@ def store_centre(backend: "Backend") -> Centre | None:
     return Centre(vector) if np.all(np.isfinite(vector)) else None
 
 
+def usable_centre(backend: "Backend") -> Centre | None:
+    """The store's mean vector when centred cosines can be measured from it, else None."""
+    centre = store_centre(backend)
+    return centre if centre is not None and centre.norm > 0 else None
+
+
 def centred_similarities(backend: "Backend", results: list[dict[str, Any]],
-                         query_vector: bytes) -> dict[str, float]:
-    """Centred cosine by memory id for the results that have a cosine to the query."""
+                         query_vector: bytes, centre: Centre | None = None) -> dict[str, float]:
+    """Centred cosine by memory id for the results that have a cosine to the query.
+
+    ``centre``: the store's usable_centre, when the caller has it already. A result
+    that carries ``_centre_cosine`` (its cosine to that centre, read by the channel
+    that found it) needs no statement of its own.
+    """
     scored = [r for r in results if r.get("_similarity") is not None]
     if not scored or not backend.dimensions:
         return {}
-    centre = store_centre(backend)
-    if centre is None or centre.norm <= 0:
+    if centre is None:
+        centre = usable_centre(backend)
+    if centre is None:
         return {}
     query = np.frombuffer(query_vector, dtype=np.float32).astype(np.float64)
     query_norm = float(np.linalg.norm(query))
     if not math.isfinite(query_norm) or query_norm <= 0:
         return {}
     query_centre = float(query @ centre.vector) / query_norm
-    rows = backend.conn.execute(backend.sql["recall_centre_cosines"], {
-        "ids": json.dumps([r["id"] for r in scored]), "centre": centre.blob})
-    to_centre = {memory_id: cosine for memory_id, cosine in rows}
+    to_centre = {r["id"]: r["_centre_cosine"] for r in scored if "_centre_cosine" in r}
+    asked = [r["id"] for r in scored if "_centre_cosine" not in r]
+    if asked:
+        rows = backend.conn.execute(backend.sql["recall_centre_cosines"], {
+            "ids": json.dumps(asked), "centre": centre.blob})
+        to_centre.update(rows)
     out: dict[str, float] = {}
     for result in scored:
         cosine = to_centre.get(result["id"])

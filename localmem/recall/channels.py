@@ -100,7 +100,7 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
                similarity: float | None) -> dict[str, Any]:
     # ``source`` names the channel that found the memory (AutoMem: "qdrant" or "graph",
     # its two stores; neither exists here). See README, "What a recall result says".
-    return {
+    candidate = {
         "id": row["id"],
         "memory": to_record(row),
         "match_type": match_type,
@@ -109,6 +109,9 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
         "_similarity": similarity,
         "_pk": row["pk"],
     }
+    if row.get("centre_cosine") is not None:  # read with the row when the statement was given a centre
+        candidate["_centre_cosine"] = row["centre_cosine"]
+    return candidate
 
 
 # Restrict the code scan to the memories in scope when the scope holds at most
@@ -128,7 +131,8 @@ MAX_WIDENED_K = 64
 UNCHECKED_MARGIN = 8
 
 
-def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) -> list[dict[str, Any]]:
+def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int,
+                 centre: bytes | None = None) -> list[dict[str, Any]]:
     """Pick the cheapest exact-enough plan for the scope.
 
     The time window is applied inside the code scan. Without tags: the code
@@ -143,12 +147,12 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) 
     scope is scored exactly.
     """
     if not scope.params.tags:
-        return _knn_rows(backend, scope, query_vector, k, k, None)
+        return _knn_rows(backend, scope, query_vector, k, k, None, centre)
     tagged, _ = scope.size_bounds(backend, NARROW_SCOPE_ROWS + 1)
     if tagged > NARROW_SCOPE_ROWS:
         total = backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0
         k_wanted = min(max(k, MAX_WIDENED_K), math.ceil(k * max(1, total) / tagged))
-        return _knn_rows(backend, scope, query_vector, k, k_wanted, None)
+        return _knn_rows(backend, scope, query_vector, k, k_wanted, None, centre)
     # The tag index alone answers "any of the tags" (or one tag); "all of several",
     # and excluded tags, which may turn away most of the tagged, list the whole scope.
     tags_alone = (scope.params.tag_mode == "any" or len(scope.params.tags) == 1) \
@@ -156,29 +160,32 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int) 
     if tags_alone:
         among = backend.conn.execute(backend.sql["recall_scope_tag_pks"], scope.bindings).fetchone()[0]
         k_wanted = k + UNCHECKED_MARGIN
-        rows = _knn_rows(backend, scope, query_vector, k, k_wanted, among or "")
+        rows = _knn_rows(backend, scope, query_vector, k, k_wanted, among or "", centre)
         if len(rows) >= k or tagged <= k_wanted:  # the top k in scope, or all there is
             return rows
     among = backend.conn.execute(scope.statement(backend, "recall_scope_pks"), scope.bindings).fetchone()[0]
-    return _knn_rows(backend, scope, query_vector, k, k, among or "")
+    return _knn_rows(backend, scope, query_vector, k, k, among or "", centre)
 
 
 def _knn_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int, k_wanted: int,
-              among: str | None) -> list[dict[str, Any]]:
+              among: str | None, centre: bytes | None = None) -> list[dict[str, Any]]:
     knn = backend.vector_knn(query_vector, k_wanted, scope.epoch_window, among)
     if knn is None:
         cursor = backend.conn.execute(scope.statement(backend, "recall_vector_exact"),
                                       {**scope.bindings, "query_vector": query_vector, "k": k})
     else:
         cursor = backend.conn.execute(scope.statement(backend, "recall_vector", driving=False),
-                                      {**scope.bindings, **knn})
+                                      {**scope.bindings, **knn, "centre": centre})
     return list(rows_as_dicts(cursor))
 
 
 def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
-                      k: int) -> list[dict[str, Any]]:
+                      k: int, centre: bytes | None = None) -> list[dict[str, Any]]:
+    """The ``k`` nearest memories in scope. With ``centre`` (the store's mean vector as
+    float32 bytes) each also gets its cosine to it (``_centre_cosine``), read from the
+    embedding row the search reads anyway, for centred cosines (recall/centering.py)."""
     out = []
-    for row in _vector_rows(backend, scope, query_vector, k):
+    for row in _vector_rows(backend, scope, query_vector, k, centre):
         similarity = usable_cosine(row["similarity"])
         if similarity is None:  # a zero, NaN or underflowing vector: nothing to rank by
             continue
@@ -277,10 +284,11 @@ def _ranked_hits(backend: "Backend", scope: Scope, statement: str, bindings: dic
 
 def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
                        query_vector: bytes | None, k: int,
-                       listed: list[int] | None = None) -> list[dict[str, Any]]:
+                       listed: list[int] | None = None, centre: bytes | None = None) -> list[dict[str, Any]]:
     """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later.
 
     ``listed``: pks the other channels found, whose bm25 the scorer may learn on the way.
+    ``centre``: as for vector_candidates.
     """
     if scorer.match is None:
         return []
@@ -291,7 +299,8 @@ def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
     clause = "1" if scope.narrowed else scope_clause(backend.sql, scope.params, driving=False)
     statement = backend.sql.compose("recall_keyword_rows", scope=clause)
     rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(statement, {
-        **scope.bindings, "pks": json.dumps([pk for pk, _ in hits]), "query_vector": query_vector}))}
+        **scope.bindings, "pks": json.dumps([pk for pk, _ in hits]), "query_vector": query_vector,
+        "centre": centre}))}
     out = []
     for pk, bm25 in hits:
         row = rows.get(pk)

@@ -31,7 +31,7 @@ from .channels import (
 from .context import ContextProfile, build_context_profile, context_priority_block, needs_injection
 from .decompose import decompose_query
 from .keywords import COMMON_TERM_ROWS, KeywordScorer
-from .centering import centred_similarities
+from .centering import Centre, centred_similarities, usable_centre
 from .late_interaction import QueryAdapter, token_matches
 from .learned_rank import TreeModel, learned_components, read_query_date, report, usable_model
 from .scoped_keywords import ScopedKeywords, small_scope
@@ -151,9 +151,19 @@ class Recall:
         missing = [r for r in results if "_centred" not in r and r.get("_similarity") is not None]
         if query_vector is None or not missing:
             return
-        centred = centred_similarities(self.backend, missing, query_vector)
+        centred = centred_similarities(self.backend, missing, query_vector, self.centre)
         for result in missing:
             result["_centred"] = centred.get(result["id"])
+
+    @functools.cached_property
+    def centre(self) -> Centre | None:
+        """The store's mean vector for centred cosines (None: centring is off or not yet
+        measured), read once per recall: its channels read each candidate's cosine to it."""
+        return usable_centre(self.backend) if self.config.vector_centering else None
+
+    def centre_for(self, query_vector: bytes | None) -> bytes | None:
+        """The centre the channels read cosines to, when there is a query vector to centre."""
+        return self.centre.blob if query_vector is not None and self.centre is not None else None
 
     def fill_tokens(self, results: list[dict[str, Any]], query: str) -> None:
         """Late-interaction MaxSim for results that have token codes (recall/late_interaction.py)."""
@@ -368,7 +378,7 @@ class Recall:
                     candidates.append(candidate)
 
         if query_vector is not None:
-            found = vector_candidates(backend, scope, query_vector, fetch)
+            found = vector_candidates(backend, scope, query_vector, fetch, self.centre_for(query_vector))
             self.vector_found[query] = len(found)  # a second round replaces the first one's count
             admit(found, fetch)
         dated = [c for c in self.dated_candidates(query, query_vector) if c["id"] not in seen]
@@ -378,7 +388,7 @@ class Recall:
             asked = max(fetch, self.config.keyword_fetch)
             listed = [c["_pk"] for c in candidates if "_pk" in c]
             admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector, asked,
-                                     listed), asked)
+                                     listed, self.centre_for(query_vector)), asked)
         if not query and query_vector is None:
             admit(trending_candidates(backend, scope, trending), trending)
         if query and self.config.metadata_search_enabled:
