@@ -160,3 +160,26 @@ def test_scope_fallback_leg(memory_store):
     response = s.recall("pi", tags=["scope"], scope_fallback=True, limit=5)
     assert old not in ids(response)
     assert all(r["memory"]["t_invalid"] is None for r in response["results"])
+
+
+def test_supersession_heads_ask_once_per_memory_and_answer_as_active_replacements(store, monkeypatch):
+    import localmem.recall.state as state_module
+    from localmem.timeparse import format_timestamp
+    a, b, c = chain(store, ["head walk one", "head walk two", "head walk three"])
+    lone = store.store("no successor here")
+    backend, now_iso = store.backend, format_timestamp(store.now())
+    original = state_module.active_replacements
+    expected = original(backend, [a, b, c, lone], now_iso)
+    asked: list[list[str]] = []
+
+    def counting(backend_, ids, now):
+        asked.append(list(ids))
+        return original(backend_, ids, now)
+
+    monkeypatch.setattr(state_module, "active_replacements", counting)
+    heads = state_module.SupersessionHeads(backend, now_iso)
+    first = heads([a, lone, b])
+    second = heads([b, c, a, lone])
+    assert first == {k: expected[k] for k in (a, b)} and first[a]["memory"]["id"] == c
+    assert second == {k: expected[k] for k in (b, a)}
+    assert asked == [[a, lone, b], [c]]  # each memory looked up once

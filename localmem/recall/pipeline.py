@@ -43,7 +43,7 @@ from .ranking import dedupe, sort_results
 from .relevance import Evidence, recall_confidence
 from .scope import passes_scope
 from .scoring import CandidateScorer, parse_epoch, usable_cosine
-from .state import active_replacements, apply_state_filter, state_reason
+from .state import SupersessionHeads, apply_state_filter, state_reason
 
 if TYPE_CHECKING:
     from ..storage.backend import Backend
@@ -113,6 +113,7 @@ class Recall:
         self.hidden: dict[str, dict[str, Any]] = {}  # not-current memories kept out of the answer
         self.below_min_score: set[str] = set()  # candidates min_score removed before the answer's gate
         self.evidence = Evidence()  # for the confidence block
+        self.heads = SupersessionHeads(backend, format_timestamp(self.now))  # supersession, asked once per memory
 
     @property
     def vector_pool(self) -> int:
@@ -344,7 +345,7 @@ class Recall:
             ranked, full = self.ranked_candidates(query, limit, fetch, trending)
             if not self.params.current_only:
                 return self.priority_first(ranked, limit)
-            kept, block = apply_state_filter(self.backend, ranked, self.now, True, self.in_scope)
+            kept, block = apply_state_filter(self.backend, ranked, self.now, True, self.in_scope, self.heads)
             cut = self.priority_first(kept, limit)
             hidden = len(block["suppressed"])
             if len(cut) >= limit or not full or not hidden:
@@ -506,7 +507,7 @@ class Recall:
         found = [c for c in found if c["id"] not in seen and not self.in_scope(c["memory"])
                  and (not params.current_only or state_reason(c["memory"], now_iso) is None)]
         if params.current_only:
-            superseded = active_replacements(self.backend, [c["id"] for c in found], now_iso)
+            superseded = self.heads([c["id"] for c in found])
             found = [c for c in found if c["id"] not in superseded]
         self.prepare(found, query)
         for candidate in found:
@@ -552,7 +553,7 @@ class Recall:
         if params.current_only:
             # The seeds passed the filter in run_query; the expansions meet it here.
             extra, block = apply_state_filter(self.backend, expansions + entity_results, self.now,
-                                              True, self.in_scope)
+                                              True, self.in_scope, self.heads)
             for entry in block["suppressed"]:
                 self.hidden.setdefault(entry["id"], entry)
             seed_ids = {r["id"] for r in seeds}  # a head already among the seeds is not added twice
@@ -580,7 +581,7 @@ class Recall:
         if primary_query or params.embedding is not None or multi:
             response["confidence"] = recall_confidence(
                 self.backend, self.evidence, len(results), semantic=self.vectors.available,
-                current_only=params.current_only, now=self.now)
+                current_only=params.current_only, now=self.now, heads_of=self.heads)
         response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self.backend.touch([r["id"] for r in seeds], self.now)
         return response

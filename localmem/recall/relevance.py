@@ -15,7 +15,7 @@ untouched; a request without a query (or embedding) gets no block.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..kagura.confidence import POOL, keyword_confidence, semantic_confidence
 from ..timeparse import format_timestamp
@@ -46,31 +46,33 @@ class Evidence:
 
 
 def _current(backend: "Backend", ids: list[str], memories: dict[str, dict[str, Any]],
-             now: datetime) -> list[str]:
+             now: datetime, heads_of: Callable[[list[str]], dict[str, Any]] | None) -> list[str]:
     """``ids`` without the memories the current-state filter would hide."""
     now_iso = format_timestamp(now)
     live = [i for i in ids if state_reason(memories[i], now_iso) is None]
-    superseded = active_replacements(backend, live, now_iso)
+    superseded = heads_of(live) if heads_of is not None else active_replacements(backend, live, now_iso)
     return [i for i in live if i not in superseded]
 
 
 def recall_confidence(backend: "Backend", evidence: Evidence, result_count: int, *,
-                      semantic: bool, current_only: bool, now: datetime) -> dict[str, Any]:
+                      semantic: bool, current_only: bool, now: datetime,
+                      heads_of: Callable[[list[str]], dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``confidence`` block: the v1 route's fields (``level`` none/low/moderate/high,
     ``top_score``, ``prominence``, ``relative_margin``, ``result_count``, ``rationale``) and
-    ``basis``: ``"semantic"`` (cosines) or ``"keyword"`` (no vector channel)."""
+    ``basis``: ``"semantic"`` (cosines) or ``"keyword"`` (no vector channel). ``heads_of``:
+    the recall's SupersessionHeads, which already knows most of the memories asked about."""
     config = backend.config
     if semantic:
         ranked = sorted(evidence.cosine, key=lambda i: -evidence.cosine[i])
         if current_only:
             # Filter a little more than the pool, so hidden memories do not shrink it.
-            ranked = _current(backend, ranked[:POOL * 2], evidence.memories, now)
+            ranked = _current(backend, ranked[:POOL * 2], evidence.memories, now, heads_of)
         cosines = [evidence.cosine[i] for i in ranked[:POOL]]
         block = semantic_confidence(cosines, result_count, config.v1_confidence_bands,
                                     config.v1_near_duplicate)
         return {**block, "basis": "semantic"}
     ranked = sorted(evidence.keyword, key=lambda i: -evidence.keyword[i])
     if current_only:
-        ranked = _current(backend, ranked[:POOL * 2], evidence.memories, now)
+        ranked = _current(backend, ranked[:POOL * 2], evidence.memories, now, heads_of)
     scores = [evidence.keyword[i] for i in ranked[:POOL]]
     return {**keyword_confidence(scores, result_count, scores[0] if scores else None), "basis": "keyword"}

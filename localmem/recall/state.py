@@ -52,6 +52,34 @@ def active_replacements(backend: "Backend", memory_ids: list[str],
     return heads
 
 
+class SupersessionHeads:
+    """``active_replacements`` for one recall: each memory's head is looked up once.
+
+    A recall reads one snapshot, so a memory's head cannot change within it,
+    and its stages ask about the same memories (the state filter about every
+    candidate, the confidence block again about the nearest of them).
+    """
+
+    def __init__(self, backend: "Backend", now_iso: str) -> None:
+        self.backend = backend
+        self.now_iso = now_iso
+        self._known: dict[str, dict[str, Any] | None] = {}
+
+    def __call__(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """As active_replacements(backend, memory_ids, now_iso)."""
+        missing = [i for i in dict.fromkeys(memory_ids) if i not in self._known]
+        if missing:
+            found = active_replacements(self.backend, missing, self.now_iso)
+            for memory_id in missing:
+                self._known[memory_id] = found.get(memory_id)
+        heads = {}
+        for memory_id in memory_ids:
+            head = self._known[memory_id]
+            if head is not None:
+                heads[memory_id] = head
+        return heads
+
+
 def memory_state(backend: "Backend", memory: dict[str, Any], now_iso: str) -> dict[str, Any]:
     """Whether recall's current-state filter keeps ``memory``, and if not, why.
 
@@ -119,7 +147,8 @@ def state_counts(backend: "Backend", now_iso: str) -> dict[str, int]:
 
 
 def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: datetime,
-                       debug: bool, replacement_allowed: Callable[[dict[str, Any]], bool]
+                       debug: bool, replacement_allowed: Callable[[dict[str, Any]], bool],
+                       heads_of: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None,
                        ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Drop results that are not current, injecting supersession heads in their place.
 
@@ -127,10 +156,12 @@ def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: d
     (time window, tags, exclude_tags); a head outside it is not injected.
     A head already ranked above the memory it replaces stays where it is; one
     ranked below it moves up into the replaced memory's place, unless it is
-    hidden itself (a supersession cycle hides every memory on it).
+    hidden itself (a supersession cycle hides every memory on it). ``heads_of``: a
+    recall's SupersessionHeads (default: active_replacements at ``now``).
     """
     now_iso = format_timestamp(now)
-    heads = active_replacements(backend, [r["id"] for r in results], now_iso)
+    ids = [r["id"] for r in results]
+    heads = heads_of(ids) if heads_of is not None else active_replacements(backend, ids, now_iso)
     listed = {r["id"] for r in results}
     present: set[str] = set()  # ids placed so far, in rank order
     kept: list[dict[str, Any]] = []
