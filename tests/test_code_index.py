@@ -129,3 +129,21 @@ def test_deleting_most_codes_compacts_the_arrays():
     assert response["results"][0]["id"] == ids[350]
     described = store.backend.code_index.describe()
     assert described["codes"] == 100 and described["slots"] == 100
+
+
+def test_a_scan_of_every_slot_picks_what_a_scan_of_the_listed_slots_picks():
+    # A plain recall scans every slot without listing them; listing every pk, or
+    # a window holding every memory, must pick the same candidates, before and after a deletion.
+    store, _vectors, pks, queries = filled(minilm_like, 3000)
+    index = store.backend.code_index = CodeIndex(one_stage_rows=0)
+    conn, sql = store.conn, store.backend.sql
+    for deleted in (None, int(pks[7])):
+        if deleted is not None:
+            store.delete(conn.execute("SELECT id FROM memories WHERE pk = ?", (deleted,)).fetchone()[0])
+        listed = pks[pks != deleted]
+        for q in queries[:10]:
+            blob = q.astype(np.float32).tobytes()
+            every = index.candidates(conn, sql, blob, 10)
+            assert every == index.candidates(conn, sql, blob, 10, among=listed)
+            assert every == index.candidates(conn, sql, blob, 10, window=(-np.inf, np.inf))
+            assert deleted not in every and len(every) >= 80

@@ -218,25 +218,30 @@ class CodeIndex:
                 in_scope[listed[listed >= 0]] = True
             if window is not None:
                 in_scope = in_scope & (arrays.ts[:n] >= window[0]) & (arrays.ts[:n] <= window[1])
-            slots = np.flatnonzero(in_scope)
-            rows = len(slots)
+            rows = int(np.count_nonzero(in_scope))
             if rows == 0:
                 return []
+            # With every slot in scope (a plain recall) a slot's position is its number:
+            # no list of the slots is made (about 0.1 ms at 100k).
+            slots = None if rows == n else np.flatnonzero(in_scope)
             shortlist = self._depth(self._depths[1], rows, max(MIN_SHORTLIST, SHORTLIST_PER_K * k))
             shortlist = min(shortlist, MAX_SHORTLIST)
             pool = self._depth(self._depths[0], rows, max(MIN_POOL, POOL_PER_SHORTLIST * shortlist))
             if rows > self.one_stage_rows and pool < rows:
-                slots = slots[_smallest(self._sign_distances(arrays, query, slots, rows == n), pool)]
+                nearest = _smallest(self._sign_distances(arrays, query, slots), pool)
+                slots = nearest if slots is None else slots[nearest]
+            elif slots is None:
+                slots = np.arange(n)
             distances = calibration.hamming(arrays.levels[slots], query)
             chosen = slots[_smallest(distances, shortlist)]
             return np.sort(arrays.pks[chosen]).tolist()  # key order: the exact stage reads the B-tree in order
 
-    def _sign_distances(self, arrays: _Arrays, query: np.ndarray, slots: np.ndarray,
-                        every_slot: bool) -> np.ndarray:
-        """1-bit Hamming distances of the slots, one word column at a time."""
+    def _sign_distances(self, arrays: _Arrays, query: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
+        """1-bit Hamming distances of the slots (None: every slot), one word column at a time."""
         words = arrays.signs.shape[0]
         query_signs = query[words: 2 * words]
-        n = len(slots)
+        every_slot = slots is None
+        n = arrays.size if slots is None else len(slots)
         total = np.zeros(n, np.uint16)
         scratch = np.empty(n, np.uint64)
         counts = np.empty(n, np.uint8)
