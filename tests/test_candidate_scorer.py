@@ -59,3 +59,24 @@ def test_metadata_terms_walk_nested_values_and_skip_entities() -> None:
     assert "hidden" not in terms and "skipped" not in terms
     assert metadata_terms(["Top", {"k": "Level"}]) == {"top", "level"}
     assert metadata_terms({}) == set()
+
+
+def test_usable_cosine_and_stored_numbers_reject_what_is_no_evidence() -> None:
+    from localmem.recall.scoring import _number, usable_cosine
+    assert usable_cosine(0.5) == 0.5 and usable_cosine(1.0005) == 1.0 and usable_cosine(-1.0005) == -1.0
+    assert usable_cosine(1) == 1.0 and usable_cosine(0) == 0.0
+    for bad in (float("nan"), float("inf"), -float("inf"), 1.5, -1.01, None, True, "0.5"):
+        assert usable_cosine(bad) is None, bad
+    assert _number(0.25) == 0.25 and _number(3) == 3.0 and isinstance(_number(3), float)
+    for bad in (float("nan"), float("inf"), None, True, "0.5"):
+        assert _number(bad) == 0.0, bad
+
+
+def test_recency_decays_from_the_scorer_s_clock() -> None:
+    config = Config()
+    day = 86400.0
+    scorer = CandidateScorer("x", ["x"], NOW, config)
+    for days in (0, 10, config.recency_window_days / 2, 400):
+        stamp = datetime.fromtimestamp(NOW.timestamp() - days * day, tz=timezone.utc).isoformat()
+        _, components = scorer.score("vector", 0.0, 0.5, None, 0.0, {**MEMORY, "timestamp": stamp})
+        assert components["recency"] == pytest.approx(max(0.0, 1.0 - days / config.recency_window_days))

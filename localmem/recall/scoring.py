@@ -27,6 +27,8 @@ COSINE_SLACK = 1e-3
 
 def usable_cosine(value: Any) -> float | None:
     """A cosine read from SQL as a float in [-1, 1], or None when it is no usable evidence."""
+    if type(value) is float and -1.0 - COSINE_SLACK <= value <= 1.0 + COSINE_SLACK:
+        return max(-1.0, min(1.0, value))  # the usual case, twice per candidate (NaN fails the test)
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     cosine = float(value)
@@ -58,10 +60,13 @@ def _epoch_of_text(value: str) -> float | None:
 
 def recency_score(timestamp: Any, now: datetime, window_days: float, curve: str) -> float:
     """1.0 for now or the future, decaying over the window (linear) or with it as half-life (exp)."""
-    epoch = parse_epoch(timestamp)
+    return _recency(parse_epoch(timestamp), now.timestamp(), window_days, curve)
+
+
+def _recency(epoch: float | None, now_epoch: float, window_days: float, curve: str) -> float:
     if epoch is None:
         return 0.0
-    age_days = (now.timestamp() - epoch) / 86400.0
+    age_days = (now_epoch - epoch) / 86400.0
     if age_days <= 0:
         return 1.0
     if curve == "exp":
@@ -155,7 +160,7 @@ class CandidateScorer:
                  profile: ContextProfile | None = None) -> None:
         self.query_text = query.lower().strip()
         self.tokens = tokens
-        self.now = now
+        self.now_epoch = now.timestamp()
         self.config = config
         self.profile = profile
         self.token_cap = config.tag_score_token_cap
@@ -188,8 +193,8 @@ class CandidateScorer:
         tag = tag_score(self.tokens, memory.get("tags") or [], meta_terms, self.token_cap)
         importance = _number(memory.get("importance"))
         confidence = _number(memory.get("confidence"))
-        recency = recency_score(memory.get("timestamp"), self.now, config.recency_window_days,
-                                config.recency_curve)
+        recency = _recency(parse_epoch(memory.get("timestamp")), self.now_epoch, config.recency_window_days,
+                           config.recency_curve)
         relevance = _number(memory.get("relevance_score"))
         gated = self.gate is not None and evidence < self.gate
         if gated:
@@ -214,6 +219,8 @@ class CandidateScorer:
 
 def _number(value: Any) -> float:
     """A stored number (importance, confidence, relevance); 0.0 when missing or not finite."""
+    if type(value) is float:  # the usual case, five times per candidate
+        return value if math.isfinite(value) else 0.0
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return 0.0
