@@ -186,3 +186,26 @@ def test_scope_sizes_kept_between_recalls_follow_a_write(memory_store):
     _, scope = scope_of(memory_store, tags=["proj"])
     with read_transaction(memory_store.conn):
         assert scope.size_bounds(memory_store._backend, 100) == (6, None)
+
+
+def test_unscoped_keyword_hits_and_the_listed_bm25_come_from_one_pass(memory_store):
+    # Many hits tie on bm25 (same words, same length): the pass that also scores the
+    # listed memories must give the plain ranking's top k, ties in pk order, and the
+    # bm25 the scores statement gives each listed memory (none for one without the term).
+    for i in range(40):
+        memory_store.store(f"heron nest {i % 3}" + " reed" * (i % 4))
+    memory_store.store("no such bird here")
+    backend, scope = scope_of(memory_store)
+    weights = channels.bm25_weights_sql(backend.config.keyword_column_weights)
+    pks = [pk for (pk,) in memory_store.conn.execute("SELECT pk FROM memories ORDER BY pk")]
+    listed = [pks[3], pks[17], pks[-1], pks[25]]
+    with read_transaction(memory_store.conn):
+        plain = KeywordScorer(backend, "heron")
+        expected = tuple(memory_store.conn.execute(
+            backend.sql["recall_keyword_broad_hits"].format(weights=weights), {"match": plain.match, "k": 10}))
+        scores = dict(memory_store.conn.execute(backend.sql["recall_keyword_scores"].format(weights=weights),
+                                                {"match": plain.match, "pks": "[%s]" % ",".join(map(str, listed))}))
+        scorer = KeywordScorer(backend, "heron")
+        assert channels.keyword_hits(backend, scope, scorer, 10, listed) == expected
+    assert len({bm25 for _, bm25 in expected}) < len(expected)  # ties inside the top 10
+    assert scorer._known == {pk: scores.get(pk) for pk in listed} and scorer._known[pks[-1]] is None

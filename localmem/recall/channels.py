@@ -211,9 +211,10 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
     """The top ``k`` FTS5 hits (pk, bm25 with thread context), best first.
 
     Without tags or a time window they come straight from the index (the
-    scope's few row checks follow in keyword_candidates). Within a narrowed
-    scope, the same pass gives the scorer the bm25 of the ``listed`` memories
-    (the other channels' finds), unless the hits come from the cache.
+    scope's few row checks follow in keyword_candidates). The same pass gives
+    the scorer the bm25 of the ``listed`` memories (the other channels' finds),
+    unless the hits come from the cache (and, within a narrowed scope, on a
+    store of more than LISTED_PASS_ROWS memories).
     """
     weights = bm25_weights_sql(backend.config.keyword_column_weights)
     bindings = {**scope.bindings, "match": scorer.match, "k": k}
@@ -229,6 +230,8 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
                 found[pk] = bm25
         scorer.note_scores({pk: found.get(pk) for pk in listed})
         return tuple(hits)
+    if not scope.narrowed and listed and cache is None:
+        return _broad_hits_listed(backend, scorer, k, listed, weights)
     name = "recall_keyword_hits" if scope.narrowed else "recall_keyword_broad_hits"
     statement = scope.statement(backend, name, key=FTS_SCOPE_KEY).format(weights=weights)
     if cache is None:
@@ -241,6 +244,25 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
             kept.clear()
         hits = kept[key] = _ranked_hits(backend, scope, statement, bindings, weights)
     return hits
+
+
+def _broad_hits_listed(backend: "Backend", scorer: KeywordScorer, k: int, listed: list[int],
+                       weights: str) -> tuple[tuple[int, float], ...]:
+    """The top ``k`` hits without tags or a time window, and the listed memories' bm25
+    noted to the scorer, from one MATCH pass (recall_keyword_broad_hits_listed.sql)."""
+    statement = backend.sql["recall_keyword_broad_hits_listed"].format(weights=weights)
+    found: dict[int, float] = {}
+    others: list[tuple[int, float]] = []
+    for pk, bm25, is_listed in backend.conn.execute(statement, {
+            "match": scorer.match, "k": k, "listed": json.dumps(listed)}):
+        if is_listed:
+            found[pk] = bm25
+        else:
+            others.append((pk, bm25))
+    scorer.note_scores({pk: found.get(pk) for pk in listed})
+    # Best bm25 first, ties by pk: the order of recall_keyword_broad_hits.sql.
+    merged = sorted([*found.items(), *others], key=lambda hit: (-hit[1], hit[0]))
+    return tuple(merged[:k])
 
 
 # A broad tag scope's keyword hits are first looked for among this many times
