@@ -209,3 +209,20 @@ def test_unscoped_keyword_hits_and_the_listed_bm25_come_from_one_pass(memory_sto
         assert channels.keyword_hits(backend, scope, scorer, 10, listed) == expected
     assert len({bm25 for _, bm25 in expected}) < len(expected)  # ties inside the top 10
     assert scorer._known == {pk: scores.get(pk) for pk in listed} and scorer._known[pks[-1]] is None
+
+
+def test_kept_unscoped_keyword_hits_come_from_the_pass_that_scores_the_listed(memory_store, monkeypatch):
+    monkeypatch.setattr(channels, "CACHED_HITS_POSTINGS", 0)  # keep every query's hits
+    for i in range(20):
+        memory_store.store(f"egret marsh {i}" + " mud" * (i % 5))
+    backend, scope = scope_of(memory_store)
+    pks = [pk for (pk,) in memory_store.conn.execute("SELECT pk FROM memories ORDER BY pk")]
+    with read_transaction(memory_store.conn):
+        first = KeywordScorer(backend, "egret")
+        hits = channels.keyword_hits(backend, scope, first, 5, [pks[2], pks[15]])
+        again = KeywordScorer(backend, "egret")
+        assert channels.keyword_hits(backend, scope, again, 5, [pks[9]]) == hits  # from the cache
+        plain = channels.keyword_hits(backend, scope, KeywordScorer(backend, "egret"), 5, [])
+    assert len(hits) == 5 and plain == hits
+    assert set(first._known) == {pks[2], pks[15]} and all(v is not None for v in first._known.values())
+    assert again._known == {}  # its listed memory is scored later, by the scores statement

@@ -213,8 +213,8 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
     Without tags or a time window they come straight from the index (the
     scope's few row checks follow in keyword_candidates). The same pass gives
     the scorer the bm25 of the ``listed`` memories (the other channels' finds),
-    unless the hits come from the cache (and, within a narrowed scope, on a
-    store of more than LISTED_PASS_ROWS memories).
+    unless the hits come from the cache (and, within a narrowed scope, unless
+    they are to be cached or the store holds more than LISTED_PASS_ROWS memories).
     """
     weights = bm25_weights_sql(backend.config.keyword_column_weights)
     bindings = {**scope.bindings, "match": scorer.match, "k": k}
@@ -242,7 +242,11 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
     if hits is None:
         if len(kept) >= CACHED_HITS_QUERIES:
             kept.clear()
-        hits = kept[key] = _ranked_hits(backend, scope, statement, bindings, weights)
+        # The hits are kept whatever was listed; the listed memories' bm25 comes along
+        # from the same pass without tags or a time window.
+        hits = kept[key] = (_broad_hits_listed(backend, scorer, k, listed, weights)
+                            if not scope.narrowed and listed
+                            else _ranked_hits(backend, scope, statement, bindings, weights))
     return hits
 
 
