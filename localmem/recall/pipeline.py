@@ -401,6 +401,10 @@ class Recall:
             self.score(candidate, query)
         self.add_learned(candidates, query)
         self.evidence.add(candidates)
+        if params.current_only:
+            # Every candidate's supersession head in one walk: the state filter asks about
+            # those that survive dedup, the confidence block about the nearest of all.
+            self.heads([c["id"] for c in candidates])
         candidates = self.above_min_score(candidates)
         candidates, _ = dedupe(candidates)
         ranked = sort_results(candidates, params.sort)
