@@ -276,3 +276,32 @@ def test_common_metadata_terms_find_the_same_candidates_by_importance_walk(memor
     monkeypatch.setattr(channels, "COMMON_METADATA_ROWS", 1)  # every term counts as common
     walked = sidecar()
     assert collected and walked == collected
+
+
+def test_the_count_of_a_metadata_term_is_kept_until_the_file_changes(memory_store_factory, monkeypatch):
+    import localmem.recall.channels as channels
+
+    monkeypatch.setattr(channels, "COMMON_METADATA_ROWS", 3)
+    store = memory_store_factory(embedder="none")
+    store.store_many([{"content": f"note {i}", "metadata": {"project": "hermes"}} for i in range(2)])
+
+    def recall_statements() -> list[str]:
+        statements: list[str] = []
+        store.conn.set_profile(lambda sql, _ns: statements.append(sql))
+        store.recall("hermes", limit=5)
+        store.conn.set_profile(None)
+        return statements
+
+    def counts(statements: list[str]) -> int:
+        return sum("count(*) FROM (SELECT 1 FROM memory_metadata_terms" in s for s in statements)
+
+    def walks(statements: list[str]) -> bool:  # the plan for common terms
+        return any("INDEXED BY memories_importance" in s for s in statements)
+
+    first = recall_statements()
+    assert counts(first) == 1 and not walks(first)
+    again = recall_statements()
+    assert counts(again) == 0 and not walks(again)  # the count was kept
+    store.store("one more", metadata={"project": "hermes"})
+    after = recall_statements()
+    assert counts(after) == 1 and walks(after)  # three memories now: counted again, and common

@@ -361,8 +361,11 @@ def metadata_candidates(backend: "Backend", scope: Scope, query: str, limit: int
     if not terms:
         return []
     bindings = {**scope.bindings, "terms": json.dumps(terms), "k": metadata_scan_limit(limit)}
-    common = backend.conn.execute(backend.sql["recall_metadata_term_rows"], {
-        "terms": bindings["terms"], "cap": COMMON_METADATA_ROWS}).fetchone()[0] >= COMMON_METADATA_ROWS
+    # Kept until the file changes: queries repeat their value terms (a source, a speaker).
+    rows = remembered(backend.content_cache(), ("metadata_term_rows", bindings["terms"], COMMON_METADATA_ROWS),
+                      lambda: backend.conn.execute(backend.sql["recall_metadata_term_rows"], {
+                          "terms": bindings["terms"], "cap": COMMON_METADATA_ROWS}).fetchone()[0])
+    common = rows >= COMMON_METADATA_ROWS
     name = "recall_metadata_common" if common else "recall_metadata"
     rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, name, driving=False), bindings))
     scored = []
