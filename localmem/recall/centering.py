@@ -94,8 +94,13 @@ def centred_similarities(backend: "Backend", results: list[dict[str, Any]],
     if not math.isfinite(query_norm) or query_norm <= 0:
         return {}
     query_centre = float(query @ centre.vector) / query_norm
-    to_centre = {r["id"]: r["_centre_cosine"] for r in scored if "_centre_cosine" in r}
-    asked = [r["id"] for r in scored if "_centre_cosine" not in r]
+    to_centre: dict[str, float] = {}
+    asked: list[str] = []
+    for result in scored:
+        if "_centre_cosine" in result:
+            to_centre[result["id"]] = result["_centre_cosine"]
+        else:
+            asked.append(result["id"])
     if asked:
         rows = backend.conn.execute(backend.sql["recall_centre_cosines"], {
             "ids": json.dumps(asked), "centre": centre.blob})

@@ -22,6 +22,7 @@ class Statements:
     def __init__(self) -> None:
         self._files: dict[str, str] = {}
         self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
+        self._fragments: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
 
     def _file(self, name: str) -> str:
         text = self._files.get(name)
@@ -32,7 +33,12 @@ class Statements:
 
     def fragment(self, name: str, **slots: str) -> str:
         """A fragment's SQL without its comment lines or trailing semicolon."""
-        return _COMMENT_LINE.sub("", self.compose(name, **slots)).strip().rstrip(";")
+        # Kept: recall assembles its scope from fragments several times per request.
+        key = (name, tuple(sorted(slots.items())))
+        text = self._fragments.get(key)
+        if text is None:
+            text = self._fragments[key] = _COMMENT_LINE.sub("", self.compose(name, **slots)).strip().rstrip(";")
+        return text
 
     def compose(self, name: str, **slots: str) -> str:
         """The statement with ``{{slot}}`` placeholders filled from ``slots``, else from
