@@ -80,3 +80,17 @@ def test_recency_decays_from_the_scorer_s_clock() -> None:
         stamp = datetime.fromtimestamp(NOW.timestamp() - days * day, tz=timezone.utc).isoformat()
         _, components = scorer.score("vector", 0.0, 0.5, None, 0.0, {**MEMORY, "timestamp": stamp})
         assert components["recency"] == pytest.approx(max(0.0, 1.0 - days / config.recency_window_days))
+
+
+@pytest.mark.parametrize("text", [
+    "2025-05-01T00:00:00+00:00", "2025-05-01T10:30:00.123456+00:00", "2025-05-01T10:30:00Z",
+    "2025-05-01T10:30:00+05:30", "2025-05-01T10:30:00", "2025-05-01", " 2025-05-01T10:30:00+00:00 ",
+    "20250501T103000Z", "garbage", "2025-13-01T00:00:00+00:00"])
+def test_a_timestamp_s_epoch_is_what_parse_timestamp_gives(text: str) -> None:
+    from localmem.recall.scoring import parse_epoch
+    from localmem.timeparse import parse_timestamp
+    try:
+        expected = parse_timestamp(text).timestamp()
+    except Exception:
+        expected = None
+    assert parse_epoch(text) == expected

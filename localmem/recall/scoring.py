@@ -53,6 +53,14 @@ def parse_epoch(value: Any) -> float | None:
 def _epoch_of_text(value: str) -> float | None:
     # Recency and the sort key parse each candidate's timestamp, every recall.
     try:
+        # The stored form (UTC with its offset) straight away: an aware datetime's
+        # timestamp does not depend on its zone, so converting it first changes nothing.
+        stamp = datetime.fromisoformat(value)
+        if stamp.tzinfo is not None and stamp.utcoffset() is not None:
+            return stamp.timestamp()
+    except ValueError:
+        pass
+    try:
         return parse_timestamp(value).timestamp()
     except Exception:
         return None
