@@ -305,3 +305,14 @@ def test_the_count_of_a_metadata_term_is_kept_until_the_file_changes(memory_stor
     store.store("one more", metadata={"project": "hermes"})
     after = recall_statements()
     assert counts(after) == 1 and walks(after)  # three memories now: counted again, and common
+
+
+def test_value_terms_no_memory_has_look_for_no_candidates(memory_store_factory):
+    store = memory_store_factory(embedder="none")
+    store.store("note", metadata={"project": "hermes"})
+    statements: list[str] = []
+    store.conn.set_profile(lambda sql, _ns: statements.append(sql))
+    store.recall("athena", limit=5)
+    store.conn.set_profile(None)
+    assert any("count(*) FROM (SELECT 1 FROM memory_metadata_terms" in s for s in statements)
+    assert not any("Metadata sidecar candidates" in s for s in statements)

@@ -365,6 +365,8 @@ def metadata_candidates(backend: "Backend", scope: Scope, query: str, limit: int
     rows = remembered(backend.content_cache(), ("metadata_term_rows", bindings["terms"], COMMON_METADATA_ROWS),
                       lambda: backend.conn.execute(backend.sql["recall_metadata_term_rows"], {
                           "terms": bindings["terms"], "cap": COMMON_METADATA_ROWS}).fetchone()[0])
+    if rows == 0:  # no memory has any of the terms (the usual case): nothing to look for
+        return []
     common = rows >= COMMON_METADATA_ROWS
     name = "recall_metadata_common" if common else "recall_metadata"
     rows = rows_as_dicts(backend.conn.execute(scope.statement(backend, name, driving=False), bindings))
