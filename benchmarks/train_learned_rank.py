@@ -26,6 +26,11 @@ without each group of features (``FEATURE_GROUPS``) on the same held-out pools.
 
     pip install -e ".[embeddings,train]"   # torch (for the delta), MiniLM, lightgbm
     python benchmarks/train_learned_rank.py [--write] [--results]
+
+The deltas do not depend on the trees' features, so a run that changes only the trees can
+take them from a pickle (``--deltas``, e.g. the ``deltas.pkl`` that
+``benchmarks/levers9/record.py`` keeps; most of the 40 minutes are the deltas), and
+``--skip-adapter`` leaves out the previous default's query adapter from the ablations.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import sys
 import time
 from collections.abc import Collection
@@ -350,6 +356,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="where --write saves it (default: the packaged model; another path is "
                              "used with LOCALMEM_LEARNED_RANK_MODEL)")
     parser.add_argument("--results", action="store_true", help="write the estimate to RESULTS.md")
+    parser.add_argument("--deltas", metavar="PICKLE",
+                        help="reuse query deltas from a pickle of {frozenset(held-out conversations): "
+                             "QueryDelta} (as benchmarks/levers9/record.py keeps them) instead of training "
+                             "them again; held-out sets it lacks are trained")
+    parser.add_argument("--skip-adapter", action="store_true",
+                        help="leave out the ablation of the previous default's query adapter")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     data = json.load(open(args.data, encoding="utf-8"))
@@ -408,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
     inner = getattr(store._backend.embedder, "inner", store._backend.embedder)
     tunable = callable(getattr(inner, "embed_query_tokens", None))
     deltas: dict[frozenset[str], dict] = {}
+    if args.deltas and tunable:
+        # The deltas do not depend on the trees' features: the same settings train the same ones.
+        with open(args.deltas, "rb") as handle:
+            deltas.update({frozenset(key): {"delta": delta} for key, delta in pickle.load(handle).items()})
+        print(f"reusing {len(deltas)} query deltas from {args.deltas}", flush=True)
 
     def tuned(held: set[str]) -> dict:
         key = frozenset(held)
@@ -440,9 +457,9 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "Ablations: overall, and R@10 per conversation (each held out as above):", "",
               "| ranking | R@1 | R@5 | R@10 | MRR | " + " | ".join(convs) + " |",
               "|---|" + "---:|" * (4 + len(convs))]
-    ablations = {**without_group, "plain": nested(lambda held: {}),
-                 "adapter": nested(lambda held: {"adapter": fit_adapter(adapter_data, exclude=held)}),
-                 "same delta": nested(tuned)}
+    ablations = {**without_group, "plain": nested(lambda held: {}), "same delta": nested(tuned)}
+    if not args.skip_adapter:
+        ablations["adapter"] = nested(lambda held: {"adapter": fit_adapter(adapter_data, exclude=held)})
     for which, rows_of, label in (
             ("base", "plain", "weighted score, no trees (`LOCALMEM_LEARNED_RANK=0`)"),
             ("learned", "plain", "+ trees trained on plain MaxSim"),
@@ -451,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
             ("base", "adapter", "weighted score with the query adapter's MaxSim"),
             ("learned", "adapter", "+ trees (the query adapter, the previous default)"),
             *(("learned", group, f"query delta + trees without the {group}") for group in FEATURE_GROUPS)):
+        if rows_of not in ablations:
+            continue
         chosen = ablations[rows_of]
         means = [np.mean([r[which][key] for r in chosen]) for key in ("R@1", "R@5", "R@10", "MRR")]
         means += [np.mean([r[which]["R@10"] for r in chosen if r["question"]["conv_tag"] == conv])
@@ -490,7 +509,10 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - started
         write_section("learned-rank", "\n".join([
             "## Learned re-ranking: leave one conversation out", "",
-            f"Command: `python benchmarks/train_learned_rank.py --results` (embedder `{args.embedder}`, "
+            "Command: `python benchmarks/train_learned_rank.py --results"
+            + (f" --deltas {args.deltas}" if args.deltas else "")
+            + (" --skip-adapter" if args.skip_adapter else "")
+            + f"` (embedder `{args.embedder}`, "
             f"{args.rounds} rounds, learning rate {args.learning_rate}, seed {args.seed}), "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
             f"{len(questions)} questions, {elapsed:.0f} s.", "", *lines]))
