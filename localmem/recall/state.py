@@ -37,14 +37,8 @@ def active_replacements(backend: "Backend", memory_ids: list[str],
     """
     if not memory_ids:
         return {}
-    # Only a memory with an outgoing supersession edge can have a head; finding those
-    # first costs a third of walking from every memory (recall asks about ~100).
-    starts = [memory_id for (memory_id,) in backend.conn.execute(
-        backend.sql["state_chain_starts"], {"ids": json.dumps(memory_ids)})]
-    if not starts:
-        return {}
     rows = rows_as_dicts(backend.conn.execute(backend.sql["state_replacements"], {
-        "ids": json.dumps(starts), "max_depth": MAX_SUPERSESSION_HOPS}))
+        "ids": json.dumps(memory_ids), "max_depth": MAX_SUPERSESSION_HOPS}))
     heads: dict[str, dict[str, Any]] = {}
     for row in rows:  # ordered by origin, then depth: deeper current nodes overwrite
         memory = to_record(row)

@@ -1,11 +1,15 @@
 -- Supersession chains: from each given memory, follow outgoing INVALIDATED_BY /
 -- EVOLVED_INTO edges (newest edge first, one edge per step) for at most 5
 -- hops, never revisiting a node (cycle-safe). Every node reached is returned
--- with its depth; the caller picks the deepest one that is current.
+-- with its depth; the caller picks the deepest one that is current. Only a
+-- memory with an outgoing supersession edge starts a walk: most have none, and
+-- two index probes each keep them out of the recursion.
 WITH RECURSIVE walk (origin, node, depth, path, first_type, first_strength) AS (
     SELECT m.pk, m.pk, 0, ',' || m.pk || ',', NULL, NULL
     FROM memories AS m
     WHERE m.id IN (SELECT value FROM json_each(:ids))
+      AND EXISTS (SELECT 1 FROM edges AS s
+                  WHERE s.src = m.pk AND s.type IN ('INVALIDATED_BY', 'EVOLVED_INTO'))
     UNION ALL
     SELECT w.origin, e.dst, w.depth + 1, w.path || e.dst || ',',
            coalesce(w.first_type, e.type), coalesce(w.first_strength, e.strength)
