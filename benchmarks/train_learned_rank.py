@@ -425,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.deltas, "rb") as handle:
             deltas.update({frozenset(key): {"delta": delta} for key, delta in pickle.load(handle).items()})
         print(f"reusing {len(deltas)} query deltas from {args.deltas}", flush=True)
+    elif args.deltas:
+        print(f"--deltas {args.deltas} ignored: the embedder {args.embedder!r} takes no query delta",
+              file=sys.stderr, flush=True)
 
     def tuned(held: set[str]) -> dict:
         key = frozenset(held)
