@@ -230,23 +230,25 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
                 found[pk] = bm25
         scorer.note_scores({pk: found.get(pk) for pk in listed})
         return tuple(hits)
-    if not scope.narrowed and listed and cache is None:
-        return _broad_hits_listed(backend, scorer, k, listed, weights)
     name = "recall_keyword_hits" if scope.narrowed else "recall_keyword_broad_hits"
     statement = scope.statement(backend, name, key=FTS_SCOPE_KEY).format(weights=weights)
-    if cache is None:
+
+    def ranked() -> tuple[tuple[int, float], ...]:
+        # Without tags or a time window the listed memories' bm25 comes along from the
+        # same pass; the hits are the same either way (and are kept whatever was listed).
+        if not scope.narrowed and listed:
+            return _broad_hits_listed(backend, scorer, k, listed, weights)
         return _ranked_hits(backend, scope, statement, bindings, weights)
+
+    if cache is None:
+        return ranked()
     kept = cache.setdefault("keyword_hits", {})
     key = (statement, scorer.match, k, tuple(sorted(scope.bindings.items())) if scope.narrowed else None)
     hits = kept.get(key)
     if hits is None:
         if len(kept) >= CACHED_HITS_QUERIES:
             kept.clear()
-        # The hits are kept whatever was listed; the listed memories' bm25 comes along
-        # from the same pass without tags or a time window.
-        hits = kept[key] = (_broad_hits_listed(backend, scorer, k, listed, weights)
-                            if not scope.narrowed and listed
-                            else _ranked_hits(backend, scope, statement, bindings, weights))
+        hits = kept[key] = ranked()
     return hits
 
 
