@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from .base import Embedder, EmbedderUnavailable
 from .model_files import DEFAULT_MODEL, installed, known_dimensions, local_model_path, read_json
+from . import query_graph
 from .onnx_cache import ONNX_FILE, RUNTIME_REQUIREMENTS, find_export, onnx_root
 from .st_pipeline import Pipeline, read_pipeline
 
@@ -65,7 +65,6 @@ class OnnxEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._np: Any = None
-        self._inputs: tuple[str, ...] = ()
         self._error: str | None = None
         self._query: tuple[str, Any] | None = None  # (delta digest, session with the delta applied)
         self._lock = threading.Lock()
@@ -99,13 +98,16 @@ class OnnxEmbedder:
 
     def load(self) -> None:
         """Read the pipeline, load the tokenizer and the ONNX session (once)."""
+        self._load_step(self._load)
+
+    def _load_step(self, step: Callable[[], None]) -> None:
+        """Run one loading step under the lock; a failure is remembered and raised as
+        ``EmbedderUnavailable`` by every later call."""
         with self._lock:
-            if self._session is not None:
-                return
             if self._error is not None:
                 raise EmbedderUnavailable(self._error)
             try:
-                self._load()
+                step()
             except EmbedderUnavailable as ex:
                 self._error = ex.message
                 raise
@@ -116,6 +118,22 @@ class OnnxEmbedder:
                 raise EmbedderUnavailable(self._error) from ex
 
     def _load(self) -> None:
+        if self._session is not None:
+            return
+        self._load_runtime()
+        assert self.export_path is not None
+        session = self._new_session(str(self.export_path / ONNX_FILE))
+        inputs = tuple(i.name for i in session.get_inputs())
+        unknown = set(inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+        if "input_ids" not in inputs or unknown:
+            raise EmbedderUnavailable(f"ONNX export at {self.export_path} has unexpected inputs {inputs}")
+        self._session = session
+
+    def _load_runtime(self) -> None:
+        """Everything but a session: the pipeline, the export's folder, numpy and the
+        tokenizer (a process that only encodes queries never loads the plain session)."""
+        if self._tokenizer is not None:
+            return
         pipeline = self._read_pipeline()
         assert self.path is not None
         target = self._export_path or find_export(self.name, environ=self._environ)
@@ -131,7 +149,6 @@ class OnnxEmbedder:
                 f"the ONNX embedder needs {', '.join(missing)} (pip install 'localmem[onnx]')"
             )
         import numpy as np
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(Path(self.path) / "tokenizer.json"))
@@ -143,19 +160,16 @@ class OnnxEmbedder:
         )
         pad_id, pad_token = _pad_token(Path(self.path), tokenizer)
         tokenizer.enable_padding(direction="right", pad_id=pad_id, pad_token=pad_token)
+        self._np, self.export_path = np, target
+        self._tokenizer = tokenizer
+
+    @staticmethod
+    def _new_session(model: str | bytes) -> Any:
+        import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.log_severity_level = 3  # errors only
-        session = ort.InferenceSession(
-            str(target / ONNX_FILE), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        inputs = tuple(i.name for i in session.get_inputs())
-        unknown = set(inputs) - {"input_ids", "attention_mask", "token_type_ids"}
-        if "input_ids" not in inputs or unknown:
-            raise EmbedderUnavailable(f"ONNX export at {target} has unexpected inputs {inputs}")
-        self._np, self._tokenizer, self._inputs = np, tokenizer, inputs
-        self.export_path = target
-        self._session = session
+        return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embed texts in batches of 64 (longest first, as sentence-transformers does)."""
@@ -179,8 +193,14 @@ class OnnxEmbedder:
             if with_tokens:
                 return self._delegate.embed_with_tokens(texts)
             return self._delegate.embed(texts), None
+        vectors, tokens = self._checked_run(texts, with_tokens, self._session)
+        return vectors.tolist(), tokens
+
+    def _checked_run(self, texts: list[str], with_tokens: bool, session: Any,
+                     gates: tuple[float, ...] | None = None) -> tuple[Any, list[Any] | None]:
+        """``_embed`` with its failures as ``EmbedderUnavailable`` and its width checked."""
         try:
-            vectors, tokens = self._embed(texts, with_tokens)
+            vectors, tokens = self._embed(texts, with_tokens, session, gates)
         except EmbedderUnavailable:
             raise
         except Exception as ex:
@@ -193,13 +213,14 @@ class OnnxEmbedder:
                 f"ONNX embedding model {self.name!r} returned vectors of length "
                 f"{vectors.shape[1]}, expected {expected}"
             )
-        return vectors.tolist(), tokens
+        return vectors, tokens
 
-    def _ready(self) -> None:
-        """Load the session, or (when that fails and a fallback is given) the delegate."""
+    def _ready(self, *, session: bool = True) -> None:
+        """Load the plain session (only the tokenizer and the rest without ``session``), or
+        (when that fails and a fallback is given) the delegate."""
         if self._delegate is None:
             try:
-                self.load()
+                self._load_step(self._load if session else self._load_runtime)
             except EmbedderUnavailable as ex:
                 if not self.fallback or not all(installed(m) for m in ("sentence_transformers", "torch")):
                     raise
@@ -208,55 +229,66 @@ class OnnxEmbedder:
                     if self._delegate is None:
                         self._delegate = self.fallback()
 
+    def embed_query(self, text: str, delta: QueryDelta) -> tuple[list[float], Any, Any]:
+        """The query's unit vector and token vectors from the plain model, and its token
+        vectors with ``delta`` added to the model's layers (special tokens left out), from
+        one run of the query graph (embedders/query_graph.py) on a batch of two rows;
+        ValueError when the delta cannot be applied to this export."""
+        if not isinstance(text, str):
+            raise TypeError(f"OnnxEmbedder can only embed str, got {type(text).__name__}")
+        self._ready(session=False)
+        if self._delegate is not None:
+            vectors, tokens = self._delegate.embed_with_tokens([text])
+            return vectors[0], tokens[0], self._delegate.embed_query_tokens([text], delta)[0]
+        session = self._query_session(delta)
+        vectors, tokens = self._checked_run([text, text], True, session, gates=(0.0, 1.0))
+        assert tokens is not None
+        return vectors.tolist()[0], tokens[0], tokens[1]
+
     def embed_query_tokens(self, texts: list[str], delta: QueryDelta) -> list[Any]:
-        """Each text's token vectors (special tokens left out) from the exported graph with
-        ``delta`` added to its weights (a second session, made once per delta); ValueError
-        when the delta cannot be applied to this export."""
+        """Each text's token vectors (special tokens left out) with ``delta`` added to the
+        model's layers, from the query graph; ValueError when the delta cannot be applied
+        to this export."""
         texts = list(texts)
         if not texts:
             return []
-        self._ready()
+        self._ready(session=False)
         if self._delegate is not None:
             return self._delegate.embed_query_tokens(texts, delta)
         session = self._query_session(delta)
-        try:
-            return self._embed(texts, with_tokens=True, session=session)[1] or []
-        except Exception as ex:
-            raise EmbedderUnavailable(
-                f"ONNX embedding model {self.name!r} failed: {type(ex).__name__}: {ex}"
-            ) from ex
+        return self._checked_run(texts, True, session, gates=(1.0,) * len(texts))[1] or []
 
     def _query_session(self, delta: QueryDelta) -> Any:
+        """The session of the query graph for ``delta``: opened from the file saved beside
+        the export, which is built (with the onnx package) only when there is none."""
         with self._lock:
             if self._query is not None and self._query[0] == delta.digest:
                 return self._query[1]
-            if not installed("onnx"):
-                raise ValueError("applying the query delta to an ONNX export needs the onnx package "
-                                 "(pip install 'localmem[onnx]')")
-            import onnx
-            import onnxruntime as ort
-            from onnx import numpy_helper
-
             assert self.export_path is not None
-            graph = onnx.load(str(self.export_path / ONNX_FILE))  # with the weights beside it
-            nodes = {node.name: node for node in graph.graph.node}
-            weights = {tensor.name: tensor for tensor in graph.graph.initializer}
-            for name in delta.layers:
-                # torch's exporter names a linear layer's product after its module path.
-                node = nodes.get("/model/" + re.sub(r"layer\.([0-9]+)", r"layer#\1", name)
-                                 .replace(".", "/").replace("#", ".") + "/MatMul")
-                weight = weights.get(node.input[1]) if node is not None and len(node.input) > 1 else None
-                if weight is None:
-                    raise ValueError(f"query delta layer {name} has no weight in the ONNX export at "
-                                     f"{self.export_path}")
-                values = numpy_helper.to_array(weight)  # inputs x outputs
-                delta.check_shape(name, values.shape[1], values.shape[0])
-                weight.CopyFrom(numpy_helper.from_array((values + delta.change(name).T).astype(values.dtype),
-                                                        weight.name))
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            session = ort.InferenceSession(graph.SerializeToString(), sess_options=options,
-                                           providers=["CPUExecutionProvider"])
+            session = None
+            path = query_graph.graph_path(self.export_path, delta)
+            if path.is_file():
+                try:
+                    session = self._new_session(str(path))
+                except Exception as ex:  # a damaged file: built again below
+                    log.warning("query graph %s would not load (%s: %s); building it again",
+                                path, type(ex).__name__, ex)
+                    query_graph.discard(path)
+            if session is None:
+                if not installed("onnx"):
+                    raise ValueError("building the query graph for the learned ranking's query delta "
+                                     "needs the onnx package (pip install 'localmem[onnx]')")
+                saved, inline, why = query_graph.saved_graph(self.export_path, delta)
+                if why is not None:
+                    log.warning("%s; building it in memory in every process", why)
+                try:
+                    session = self._new_session(str(saved) if saved is not None else inline)  # type: ignore[arg-type]
+                except Exception as ex:
+                    raise EmbedderUnavailable(f"the query graph of ONNX embedding model {self.name!r} would "
+                                              f"not load: {type(ex).__name__}: {ex}") from ex
+            inputs = {i.name for i in session.get_inputs()}
+            if "input_ids" not in inputs or query_graph.GATE_INPUT not in inputs:
+                raise ValueError(f"the query graph for this export has inputs {sorted(inputs)}")
             self._query = (delta.digest, session)
             return session
 
@@ -273,25 +305,30 @@ class OnnxEmbedder:
             text = pipeline.prompt + text
         return text.lower() if pipeline.lowercase else text
 
-    def _embed(self, texts: list[str], with_tokens: bool = False,
-               session: Any = None) -> tuple[Any, list[Any] | None]:
+    def _embed(self, texts: list[str], with_tokens: bool, session: Any,
+               gates: tuple[float, ...] | None = None) -> tuple[Any, list[Any] | None]:
+        """Unit vectors (and token vectors) of ``texts`` from ``session``; ``gates`` (one per
+        text) feed the query graph's gate input.""" 
         np = self._np
         pipeline = self._read_pipeline()
         prepared = [self._prepare(t, pipeline) for t in texts]
         order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i]))
         out = np.empty((len(prepared), pipeline.dimensions), dtype=np.float32)
         token_vectors: list[Any] = [None] * len(prepared)
+        inputs = {i.name for i in session.get_inputs()}
         for start in range(0, len(order), self.batch_size):
             index = order[start : start + self.batch_size]
             encodings = self._tokenizer.encode_batch([prepared[i] for i in index])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             feed = {"input_ids": ids}
-            if "attention_mask" in self._inputs:
+            if "attention_mask" in inputs:
                 feed["attention_mask"] = mask
-            if "token_type_ids" in self._inputs:
+            if "token_type_ids" in inputs:
                 feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            tokens = (session or self._session).run(None, feed)[0]
+            if gates is not None:
+                feed[query_graph.GATE_INPUT] = np.array([gates[i] for i in index], dtype=np.float32)
+            tokens = session.run(None, feed)[0]
             out[index] = _pool(np, tokens, mask, pipeline)
             if with_tokens:
                 for row, (i, e) in enumerate(zip(index, encodings)):

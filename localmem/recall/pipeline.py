@@ -46,7 +46,8 @@ from .scoring import CandidateScorer, parse_epoch, usable_cosine
 from .state import SupersessionHeads, apply_state_filter, state_reason
 
 if TYPE_CHECKING:
-    from ..storage.backend import Backend
+    from ..embedders.query_delta import QueryDelta
+    from ..storage.backend import Backend, QueryEncoding
 
 # The most candidates a channel is asked for when re-asking for more (sqlite-vec's largest k).
 MAX_FETCH = 4096
@@ -56,33 +57,41 @@ DATED_FETCH = 20
 
 
 class QueryVectors:
-    """Query embeddings for one request, computed once per distinct text."""
+    """Query embeddings for one request, computed once per distinct text.
 
-    def __init__(self, backend: "Backend", explicit: bytes | None) -> None:
+    ``tuned_delta`` gives the learned ranking's query delta when the model ranks this
+    request (None otherwise): the query's tuned token vectors then come from the same
+    run of the model as its vector (Backend.embed_query).
+    """
+
+    def __init__(self, backend: "Backend", explicit: bytes | None,
+                 tuned_delta: Callable[[], QueryDelta | None] = lambda: None) -> None:
         self.backend = backend
         self.explicit = explicit
+        self.tuned_delta = tuned_delta
         self.available = explicit is not None or (backend.embedder is not None and backend.has_vector_index)
-        self._cache: dict[str, bytes | None] = {}
-        self._tokens: dict[str, Any] = {}  # the query's token vectors, from the same pass
+        self._cache: dict[str, QueryEncoding | None] = {}
+
+    def encoding(self, query: str) -> QueryEncoding | None:
+        """The query's encodings (None with an explicit query vector, no query or no embedder)."""
+        if self.explicit is not None or not query or not self.available:
+            return None
+        if query not in self._cache:
+            found = self._cache[query] = self.backend.embed_query(query, self.tuned_delta())
+            if found is None:
+                self.available = False
+        return self._cache[query]
 
     def for_query(self, query: str) -> bytes | None:
         if self.explicit is not None:
             return self.explicit
-        if not query or not self.available:
-            return None
-        if query not in self._cache:
-            found = self.backend.embed_texts_and_tokens([query])
-            if found is None:
-                self.available = False
-            self._cache[query] = found[0][0] if found else None
-            self._tokens[query] = found[1][0] if found else None
-        return self._cache[query]
+        found = self.encoding(query)
+        return found.vector if found is not None else None
 
     def tokens_for(self, query: str) -> Any:
         """The query's token vectors; None with an explicit query vector or no token evidence."""
-        if self.explicit is not None or self.for_query(query) is None:
-            return None
-        return self._tokens.get(query)
+        found = self.encoding(query)
+        return found.tokens if found is not None else None
 
 
 class Recall:
@@ -94,10 +103,9 @@ class Recall:
         self.config = backend.config
         self.params = params
         self.now: datetime = params.now  # type: ignore[assignment]
-        self.vectors = QueryVectors(backend, params.embedding)
+        self.vectors = QueryVectors(backend, params.embedding, self.tuned_delta)
         self.vector_found: dict[str, int] = {}  # vector candidates per query
         self.token_scored = 0  # candidates whose vector component came from token codes
-        self._delta_tokens: dict[str, Any] = {}  # each query's token vectors with the query delta
         # Reads the learned-rank model (recall/learned_rank.py), only once it could be used.
         self.learned_loader = learned
         self.learned_ranked = 0  # candidates that got a learned component
@@ -250,22 +258,27 @@ class Recall:
             return "an explicit query embedding has no token vectors", None
         return usable_model(self.backend, self.learned_loader)
 
+    def tuned_delta(self) -> QueryDelta | None:
+        """The learned model's query delta when the model ranks this recall."""
+        model = self.learned_decision[1]
+        return model.query_delta if model is not None else None
+
     def maxsim_tokens(self, query: str) -> Any:
-        """The query's token vectors for MaxSim: from the embedder with the learned model's
-        query delta applied when the model ranks this recall and has one (its trees read
-        the MaxSim they give), else from the pass that gave the query's vector. A delta the
-        embedder cannot apply takes the model out of this recall, saying why."""
+        """The query's token vectors for MaxSim: with the learned model's query delta
+        applied when the model ranks this recall and has one (its trees read the MaxSim
+        they give), else the plain ones; both come from the pass that gave the query's
+        vector. A delta the embedder cannot apply takes the model out of this recall,
+        saying why."""
+        found = self.vectors.encoding(query)
         plain = self.vectors.tokens_for(query)
         model = self.learned_decision[1]
-        if plain is None or model is None or model.query_delta is None:
+        if found is None or plain is None or model is None or model.query_delta is None:
             return plain
-        if query not in self._delta_tokens:
-            try:
-                self._delta_tokens[query] = self.backend.embed_query_tokens(query, model.query_delta)
-            except ValueError as exc:
-                self.learned_decision = (f"the model's query delta could not be applied: {exc}", None)
-                return plain
-        return self._delta_tokens[query]
+        if found.tuned is None:
+            why = found.tuned_error or "the embedder gave no tuned token vectors"
+            self.learned_decision = (f"the model's query delta could not be applied: {why}", None)
+            return plain
+        return found.tuned
 
     def query_adapter(self) -> QueryAdapter | None:
         """The learned model's query adapter, when the model ranks this recall: its trees

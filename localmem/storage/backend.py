@@ -12,7 +12,7 @@ import json
 import math
 import warnings
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import apsw
 import numpy as np
@@ -37,6 +37,15 @@ if TYPE_CHECKING:
 TOUCH_WAIT_MS = 500
 # Entries a content cache holds before it starts over (bounds its memory).
 CONTENT_CACHE_ENTRIES = 4096
+
+
+class QueryEncoding(NamedTuple):
+    """One query's encodings (``Backend.embed_query``)."""
+
+    vector: bytes  # the plain model's unit vector (float32 bytes), comparable with the stored ones
+    tokens: Any  # its token vectors (None without token evidence)
+    tuned: np.ndarray | None  # its token vectors from the model with the query delta applied
+    tuned_error: str | None  # why there are none when a delta was asked for
 
 
 def fts_tokenizer(conn: apsw.Connection) -> Any:
@@ -247,11 +256,47 @@ class Backend:
         except EmbedderUnavailable as exc:
             self.embedder_error = str(exc)
             raise ValueError(str(exc)) from exc
-        tokens = np.asarray(found[0], dtype=np.float32) if len(found) == 1 else None
+        tokens = self._tuned_tokens(found[0] if len(found) == 1 else None)
+        if isinstance(tokens, str):
+            raise ValueError(tokens)
+        return tokens
+
+    def embed_query(self, text: str, delta: QueryDelta | None) -> QueryEncoding | None:
+        """One query's vector and token vectors (``embed_texts_and_tokens``) and, given a
+        ``delta``, its token vectors from the embedder with the delta applied: from one run
+        of the model when the embedder encodes both at once (``OnnxEmbedder.embed_query``),
+        else from a second pass. A delta that cannot be applied leaves ``tuned`` None and
+        says why in ``tuned_error``; None as ``embed_texts``."""
+        self.follow_reembed()  # may switch the embedder
+        combined = getattr(self.embedder, "embed_query", None)
+        if delta is not None and callable(combined) and self.token_evidence and self.has_vector_index:
+            try:
+                vector, tokens, tuned = combined(text, delta)
+            except (ValueError, EmbedderUnavailable) as exc:
+                found = self._embed([text], with_tokens=True)
+                return None if found is None else QueryEncoding(found[0][0], found[1][0], None, str(exc))
+            checked = self._tuned_tokens(tuned)
+            return QueryEncoding(validate_embedding(vector, self.dimensions), tokens,
+                                 checked if isinstance(checked, np.ndarray) else None,
+                                 None if isinstance(checked, np.ndarray) else checked)
+        found = self._embed([text], with_tokens=True)
+        if found is None:
+            return None
+        encoding = QueryEncoding(found[0][0], found[1][0], None, None)
+        if delta is None:
+            return encoding
+        try:
+            return encoding._replace(tuned=self.embed_query_tokens(text, delta))
+        except ValueError as exc:
+            return encoding._replace(tuned_error=str(exc))
+
+    def _tuned_tokens(self, found: Any) -> np.ndarray | str:
+        """Token vectors from a tuned query encoding, checked; else why they are unusable."""
+        tokens = np.asarray(found, dtype=np.float32) if found is not None else None
         if tokens is None or tokens.ndim != 2 or tokens.shape[1] != self.dimensions \
                 or not np.isfinite(tokens).all():
-            raise ValueError(f"embedder {self.embedder.name!r} returned no finite "  # type: ignore[union-attr]
-                             f"{self.dimensions}-dimensional token vectors with the query delta")
+            return (f"embedder {getattr(self.embedder, 'name', None)!r} returned no finite "
+                    f"{self.dimensions}-dimensional token vectors with the query delta")
         return tokens
 
     def _embed(self, texts: list[str], *, with_tokens: bool) -> tuple[list[bytes], list[Any]] | None:
