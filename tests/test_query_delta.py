@@ -17,7 +17,7 @@ from localmem.recall.learned_rank import TreeModel
 from store_helpers import new_store
 from test_learned_rank import QUESTION, model_dict, tree
 from test_query_adapter import garden_store, vectors
-from test_onnx_embedder import EXPORTER, RUNTIME, real  # noqa: F401  (the module's real-model fixture)
+from test_onnx_embedder import EXPORTER, RUNTIME, real, run_python  # noqa: F401  (the module's real-model fixture)
 
 LAYER = "encoder.layer.0.attention.self.query"
 
@@ -246,3 +246,103 @@ def test_both_runtimes_refuse_a_delta_of_another_shape_naming_the_layer(real, mo
     absent = QueryDelta.from_dict(delta_dict(["encoder.layer.9.attention.self.query"]))
     with pytest.raises(ValueError, match="encoder.layer.9.attention.self.query"):
         real["reference"].embed_query_tokens(TEXTS, absent)
+
+
+# -- the query graph: one run, built once, opened by later processes ------------------
+
+PROBE = """
+import json, sys
+sys.modules["onnx"] = None  # this process must not need the onnx package: the graph is saved
+from localmem.embedders import OnnxEmbedder
+from localmem.recall.learned_rank import TreeModel
+delta = TreeModel.packaged().query_delta
+vector, plain, tuned = OnnxEmbedder("all-MiniLM-L6-v2").embed_query("What video games does Nate play?", delta)
+print(json.dumps({"vector": vector, "tuned": tuned.tolist()}))
+"""
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_one_run_gives_the_plain_and_the_tuned_encoding(real, monkeypatch):  # noqa: F811
+    from localmem.embedders import OnnxEmbedder
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    onnx, delta = OnnxEmbedder("all-MiniLM-L6-v2"), strong_delta()
+    tuned_reference = real["reference"].embed_query_tokens(TEXTS, delta)
+    vectors, tokens = onnx.embed_with_tokens(TEXTS)
+    for text, vector, plain, want in zip(TEXTS, vectors, tokens, tuned_reference):
+        got_vector, got_plain, got_tuned = onnx.embed_query(text, delta)
+        assert np.allclose(got_vector, vector, atol=1e-6) and np.allclose(got_plain, plain, atol=1e-6)
+        assert got_tuned.shape == want.shape and np.allclose(got_tuned, want, atol=1e-4)
+    assert not np.allclose(tuned_reference[0], tokens[0], atol=1e-2)  # the change is real
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_a_second_process_opens_the_saved_query_graph_without_building_it(real):  # noqa: F811
+    from localmem.embedders import query_graph
+    from localmem.embedders.onnx_cache import find_export
+
+    env = {"LOCALMEM_CACHE_DIR": str(real["cache"])}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+        export = find_export("all-MiniLM-L6-v2")
+    # Kept in the export's folder, which is named after the model's content: another model
+    # (or another state of its files) has another folder, so its graph is built anew.
+    saved = query_graph.graph_path(export, TreeModel.packaged().query_delta)
+    query_graph.discard(saved)
+    first = run_python(PROBE.replace('sys.modules["onnx"] = None', ""), **env)
+    assert first.returncode == 0, first.stderr
+    assert saved.is_file()
+    built = saved.stat().st_mtime_ns
+    second = run_python(PROBE, **env)
+    assert second.returncode == 0, second.stderr
+    assert saved.stat().st_mtime_ns == built  # opened, not built again
+    assert np.allclose(json.loads(second.stdout)["tuned"], json.loads(first.stdout)["tuned"], atol=1e-6)
+    assert json.loads(second.stdout)["vector"] == pytest.approx(json.loads(first.stdout)["vector"], abs=1e-6)
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_another_delta_builds_its_own_graph_and_a_damaged_one_is_rebuilt(real, monkeypatch, caplog):  # noqa: F811
+    from localmem.embedders import OnnxEmbedder, query_graph
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    first, second = strong_delta(), QueryDelta.from_dict(delta_dict(
+        ["encoder.layer.1.attention.self.query"], rank=4, scale=0.2, seed=9))
+    onnx = OnnxEmbedder("all-MiniLM-L6-v2")
+    a = onnx.embed_query(TEXTS[0], first)[2]
+    b = onnx.embed_query(TEXTS[0], second)[2]
+    paths = [query_graph.graph_path(onnx.export_path, d) for d in (first, second)]
+    assert paths[0] != paths[1] and all(p.is_file() for p in paths)
+    assert not np.allclose(a, b, atol=1e-3)
+    paths[1].write_bytes(paths[1].read_bytes()[:1000])  # damaged (a full disk, a bad copy...)
+    again = OnnxEmbedder("all-MiniLM-L6-v2").embed_query(TEXTS[0], second)[2]
+    assert np.allclose(again, b, atol=1e-6)
+    assert "would not load" in caplog.text and paths[1].stat().st_size > 1000
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_a_cache_that_cannot_take_the_graph_builds_the_query_graph_in_memory_saying_why(real, monkeypatch, caplog):  # noqa: F811
+    from localmem.embedders import OnnxEmbedder, query_graph
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    delta = QueryDelta.from_dict(delta_dict(["encoder.layer.4.attention.self.value"], rank=3, seed=5))
+    export = OnnxEmbedder("all-MiniLM-L6-v2")
+    export.load()
+    expected = export.embed_query(TEXTS[1], delta)[2]
+    query_graph.discard(query_graph.graph_path(export.export_path, delta))
+    real_save = query_graph.Path.write_bytes
+
+    def full_disk(self, data):
+        if self.name.startswith(".query-"):
+            raise OSError(28, "No space left on device")
+        return real_save(self, data)
+
+    monkeypatch.setattr(query_graph.Path, "write_bytes", full_disk)
+    got = OnnxEmbedder("all-MiniLM-L6-v2").embed_query(TEXTS[1], delta)[2]
+    assert np.allclose(got, expected, atol=1e-6)
+    assert "cannot save the query graph" in caplog.text and "No space left" in caplog.text
+    assert not query_graph.graph_path(export.export_path, delta).exists()
+    assert not [p.name for p in export.export_path.iterdir() if p.name.endswith(".tmp")]
