@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
@@ -35,6 +36,7 @@ from .kagura import run_recall_v1
 from .progress import ProgressBar
 from .recall.learned_rank import TreeModel
 from .recall.pipeline import run_recall
+from .recall.warm_up import warm_up
 from .recall.state import memory_state, state_counts, still_hidden_warning
 from .storage.records import MemoryRow, record_by_id, rows_as_dicts, to_record
 from .relations import SUPERSESSION_TYPES
@@ -512,6 +514,21 @@ class MemoryStore:
 
     def _learned_model_now(self) -> TreeModel | None:
         return self.learned_model
+
+    def warm_up(self) -> dict[str, float]:
+        """Load now what the first recall and the first write would (the models, the vector
+        codes); seconds per part. Servers call it in a background thread as they start."""
+        seconds = self._warm_recall()
+        load = getattr(self.embedder, "load", None)
+        if callable(load):  # the plain session writes embed with; it has its own lock
+            started = time.perf_counter()
+            load()
+            seconds["embedder"] = round(time.perf_counter() - started, 4)
+        return seconds
+
+    @_serialized
+    def _warm_recall(self) -> dict[str, float]:
+        return warm_up(self._backend, self._learned_model_now)
 
     @_serialized
     def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:

@@ -346,3 +346,23 @@ def test_a_cache_that_cannot_take_the_graph_builds_the_query_graph_in_memory_say
     assert "cannot save the query graph" in caplog.text and "No space left" in caplog.text
     assert not query_graph.graph_path(export.export_path, delta).exists()
     assert not [p.name for p in export.export_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_warm_up_opens_what_the_first_recall_and_write_need(real, monkeypatch, tmp_path):  # noqa: F811
+    from localmem import MemoryStore
+    from localmem.embedders import OnnxEmbedder
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    embedder = OnnxEmbedder("all-MiniLM-L6-v2")
+    store = MemoryStore(str(tmp_path / "warm.db"), embedder=embedder)
+    try:
+        assert not embedder.loaded and embedder._query is None
+        parts = store.warm_up()
+        assert set(parts) == {"learned_model", "query_encoding", "vector_codes", "embedder"}
+        # The query graph of the packaged model's delta (recall) and the plain session (writes).
+        assert embedder._query is not None and embedder._query[0] == store.learned_model.query_delta.digest
+        assert embedder.loaded
+    finally:
+        store.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
@@ -17,6 +19,7 @@ __all__ = ["check_bind", "is_loopback", "resolve_token", "serve", "uvicorn_confi
 
 KEEP_ALIVE_TIMEOUT = 5  # seconds an idle keep-alive connection stays open
 MAX_HEADER_BYTES = 16 * 1024  # h11's limit on the request line and headers
+WARM_UP_JOIN_SECONDS = 30  # how long a stopping server waits for its warm-up to finish
 
 
 def uvicorn_config(app: Any, *, host: str = "127.0.0.1", port: int = 8001,
@@ -70,4 +73,17 @@ def serve(store: MemoryStore, host: str = "127.0.0.1", port: int = 8001,
     app = create_app(store, token=token, tokens=tokens, cors_origins=cors_origins,
                      allowed_hosts=sorted(policy.allowed_hosts),
                      allowed_origins=list(policy.allowed_origins))
-    uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level)).run()
+    # The first recall should cost what later ones do: the models load while the server starts.
+    warming = threading.Thread(target=_warm_up, args=(store,), name="localmem-serve-warm-up", daemon=True)
+    warming.start()
+    try:
+        uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level)).run()
+    finally:
+        warming.join(WARM_UP_JOIN_SECONDS)  # not ended mid-load by the interpreter's exit
+
+
+def _warm_up(store: MemoryStore) -> None:
+    try:
+        store.warm_up()
+    except Exception as exc:  # the first request meets the same fault and reports it
+        print(f"localmem serve: warm-up: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -77,10 +77,7 @@ class LazyStore:
 
     def _warm(self) -> None:
         try:
-            store = self.get()
-            load = getattr(store.embedder, "load", None)
-            if callable(load):
-                load()
+            self.get().warm_up()
         except Exception as exc:  # reported again, as a tool error, by the next tool call
             log.warning("localmem MCP warm-up: %s: %s", type(exc).__name__, exc)
 
