@@ -32,7 +32,6 @@ from .storage.database import (
 from .embedders import resolve_embedder
 from .errors import NotFoundError, ValidationError
 from .storage.migrations import LATEST_VERSION, migrate, require_current_schema
-from .kagura import run_recall_v1
 from .progress import ProgressBar
 from .recall.learned_rank import TreeModel
 from .recall.pipeline import run_recall
@@ -557,6 +556,8 @@ class MemoryStore:
                   include_explore_hints: bool = False, include_superseded: bool = False,
                   full: int | None = None, now: Any = None) -> dict[str, Any]:
         """Kagura's POST /api/v1/memory/recall: the RecallResponse body (localmem/kagura/)."""
+        from .kagura import run_recall_v1  # here: a process that never asks it does not import it
+
         return strip_non_finite(run_recall_v1(self._backend, {
             "query": query, "k": k, "filters": filters, "search_mode": search_mode,
             "use_rerank": use_rerank, "include_explore_hints": include_explore_hints,

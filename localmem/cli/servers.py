@@ -46,11 +46,12 @@ def cmd_serve(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace, out: Output) -> int:
-    from ..mcp_server.__main__ import store_factory
+    from ..mcp_server.__main__ import early_store, stdio_runner, store_factory
 
     try:
-        from ..mcp_server.server import run_stdio
+        lazy = early_store(store_factory(getattr(args, "db", None), getattr(args, "embedder", None)))
+        run_stdio = stdio_runner(lazy)
     except ImportError as exc:
         raise LocalMemError(f"the MCP server needs the 'mcp' extra (pip install 'localmem[mcp]'): {exc}") from exc
-    run_stdio(store_factory(getattr(args, "db", None), getattr(args, "embedder", None)))
+    run_stdio(lazy)
     return EXIT_OK

@@ -37,16 +37,43 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: $LOCALMEM_EMBEDDER, else the database's own, else auto)")
     args = parser.parse_args(argv)
     try:
-        from .server import run_stdio
+        lazy = early_store(store_factory(args.db, args.embedder))
+        run_stdio = stdio_runner(lazy)
     except ImportError as exc:
         print(f"error: the MCP server needs the 'mcp' extra (pip install 'localmem[mcp]'): {exc}",
               file=sys.stderr)
         return 1
     try:
-        run_stdio(store_factory(args.db, args.embedder))
+        run_stdio(lazy)
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def early_store(factory: Callable[[], Any]) -> Any:
+    """A ``LazyStore`` whose warm-up (open the store, load the models) starts now, before
+    the MCP SDK is imported: the two overlap. ImportError, starting nothing, when the
+    SDK is not installed."""
+    import importlib.util
+
+    from .lazy_store import LazyStore
+
+    if importlib.util.find_spec("mcp") is None:
+        raise ImportError("No module named 'mcp'")
+    lazy = LazyStore(factory)
+    lazy.start_warm_up()
+    return lazy
+
+
+def stdio_runner(lazy: Any) -> Callable[[Any], None]:
+    """``server.run_stdio``; ImportError (after the warm-up of ``lazy`` has finished and
+    its store is closed) when the SDK cannot be imported."""
+    try:
+        from .server import run_stdio
+    except ImportError:
+        lazy.close()
+        raise
+    return run_stdio
 
 
 if __name__ == "__main__":

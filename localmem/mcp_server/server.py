@@ -3,11 +3,11 @@
 ``build_server(store_factory)`` registers ``tools/list`` and ``tools/call``
 handlers; ``run_stdio(store_factory)`` serves them over stdin/stdout.
 
-Start-up stays quick: nothing opens the store (and so loads an embedding
-model) before the client's handshake. The store is created by the first tool
-call, or earlier by a background warm-up thread that starts once the client
-has initialized (``notifications/initialized``) or listed the tools —
-whichever comes first. Tool calls run in worker threads, so a slow call never
+The store is created by the first tool call, or earlier by a background
+warm-up thread (``lazy_store.LazyStore``) that opens it and loads the models:
+``localmem mcp`` starts it as the process starts, before the SDK is imported,
+so the two overlap; a server built here without one starts it once the
+client has initialized (``notifications/initialized``) or listed the tools. Tool calls run in worker threads, so a slow call never
 blocks the protocol loop; ``MemoryStore`` serializes its own calls.
 
 The stdio transport is localmem's own (``transport.py``): the SDK's drops a
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,7 @@ if not hasattr(Server, "add_request_handler"):  # the v1 SDK registers handlers 
 
 from .. import __version__
 from .handlers import call_tool
+from .lazy_store import LazyStore
 from .tools import INSTRUCTIONS, TOOLS
 from .transport import stdio_transport
 
@@ -41,51 +41,6 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 SERVER_NAME = "localmem"
-log = logging.getLogger("localmem.mcp")
-
-
-class LazyStore:
-    """Creates the store on first use (thread-safe); a failed open is retried on the next use."""
-
-    def __init__(self, factory: Callable[[], MemoryStore]) -> None:
-        self._factory = factory
-        self._open_lock = threading.Lock()  # held while the factory runs (maybe seconds)
-        self._warm_lock = threading.Lock()  # never held for long: taken on the event loop
-        self._store: MemoryStore | None = None
-        self._warm_up: threading.Thread | None = None
-
-    @property
-    def opened(self) -> bool:
-        return self._store is not None
-
-    def get(self) -> MemoryStore:
-        store = self._store
-        if store is not None:
-            return store
-        with self._open_lock:
-            if self._store is None:
-                self._store = self._factory()
-            return self._store
-
-    def start_warm_up(self) -> None:
-        """Open the store and load the embedding model in a daemon thread (once, without blocking)."""
-        with self._warm_lock:
-            if self._warm_up is not None or self._store is not None:
-                return
-            self._warm_up = threading.Thread(target=self._warm, name="localmem-mcp-warm-up", daemon=True)
-            self._warm_up.start()
-
-    def _warm(self) -> None:
-        try:
-            self.get().warm_up()
-        except Exception as exc:  # reported again, as a tool error, by the next tool call
-            log.warning("localmem MCP warm-up: %s: %s", type(exc).__name__, exc)
-
-    def close(self) -> None:
-        with self._open_lock:
-            store, self._store = self._store, None
-        if store is not None:
-            store.close()
 
 
 def tool_definitions() -> list[types.Tool]:
@@ -110,14 +65,14 @@ def tool_definitions() -> list[types.Tool]:
     return tools
 
 
-def build_server(store_factory: Callable[[], MemoryStore], *, warm_up: bool = True) -> Server[Any]:
+def build_server(store_factory: Callable[[], MemoryStore] | LazyStore, *, warm_up: bool = True) -> Server[Any]:
     """The MCP server (SDK ``Server``) for a store made by ``store_factory`` on first use.
 
     ``warm_up=False`` keeps the store closed until the first tool call.
     ``server.localmem_store`` is the :class:`LazyStore`; the store is closed
     when the server's run ends.
     """
-    lazy = LazyStore(store_factory)
+    lazy = store_factory if isinstance(store_factory, LazyStore) else LazyStore(store_factory)
 
     @asynccontextmanager
     async def lifespan(_server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -163,10 +118,14 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def run_stdio(store_factory: Callable[[], MemoryStore]) -> None:
-    """Serve the six tools over stdin/stdout until the client disconnects."""
+def run_stdio(store_factory: Callable[[], MemoryStore] | LazyStore) -> None:
+    """Serve the six tools over stdin/stdout until the client disconnects (a ``LazyStore``
+    whose warm-up started before this module was imported is used as it is)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                             format="localmem-mcp %(levelname)s %(message)s")
     server = build_server(store_factory)
-    anyio.run(serve_stdio, server)
+    try:
+        anyio.run(serve_stdio, server)
+    finally:  # a client gone before the handshake ends no run, and no lifespan
+        server.localmem_store.close()  # type: ignore[attr-defined]
