@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -278,9 +279,13 @@ class OnnxEmbedder:
                 if not installed("onnx"):
                     raise ValueError("building the query graph for the learned ranking's query delta "
                                      "needs the onnx package (pip install 'localmem[onnx]')")
+                log.info("building the query graph for the learned ranking (once per model and ranking model)...")
+                started = time.perf_counter()
                 saved, inline, why = query_graph.saved_graph(self.export_path, delta)
                 if why is not None:
                     log.warning("%s; building it in memory in every process", why)
+                else:
+                    log.info("query graph built in %.1f s: %s", time.perf_counter() - started, saved)
                 try:
                     session = self._new_session(str(saved) if saved is not None else inline)  # type: ignore[arg-type]
                 except Exception as ex:
