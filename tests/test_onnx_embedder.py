@@ -726,6 +726,9 @@ def test_cli_embedder_command(real):
     )
     assert completed.returncode == 0, completed.stderr
     assert "already exported" in completed.stdout
+    # The learned ranking's query graph is built with the export, so no recall pays for it.
+    graph = Path(completed.stdout.split("query graph for the learned ranking: ")[1].strip())
+    assert graph.parent == Path(real["report"]["path"]) and graph.name.startswith("query-") and graph.is_file()
     completed = run_python(
         "import sys; from localmem.cli import main; "
         "sys.exit(main(['--json', 'embedder', 'status', 'all-MiniLM-L6-v2']))", **env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..settings import choose_embedder
 from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path
@@ -45,6 +46,7 @@ def cmd_embedder(args: argparse.Namespace, out: Output) -> int:
                          f"{export['verify_min_cosine']:.6f})")
         return EXIT_OK if info.get("exported") else EXIT_ERROR
     report = export_model(model, force=args.force)
+    report["query_graph"] = _query_graph(model, report["path"])
     if out.as_json:
         out.json(report)
     elif report["status"] == "cached":
@@ -52,4 +54,24 @@ def cmd_embedder(args: argparse.Namespace, out: Output) -> int:
     else:
         out.line(f"exported {report['model']} to {report['path']} in {report['seconds']:.1f} s "
                  f"(min cosine vs sentence-transformers {report['verify_min_cosine']:.6f})")
+    if report["query_graph"] and not out.as_json:
+        out.line(f"query graph for the learned ranking: {report['query_graph']}")
     return EXIT_OK
+
+
+def _query_graph(model: str, export: str) -> str | None:
+    """Build now the query graph the packaged learned-rank model's delta needs with this
+    model (embedders/query_graph.py), so no recall pays for it; None when that model does
+    not rank this one's vectors."""
+    from pathlib import Path
+
+    from ..embedders.query_graph import saved_graph
+    from ..recall.learned_rank import TreeModel
+
+    learned = TreeModel.packaged()
+    if learned.query_delta is None or model.strip() not in learned.embedders:
+        return None
+    path, _inline, why = saved_graph(Path(export), learned.query_delta)
+    if why is not None:
+        print(f"localmem: {why}; each process will build it in memory", file=sys.stderr)
+    return str(path) if path is not None else None
