@@ -7,7 +7,6 @@ import json
 import os
 import sys
 import threading
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
@@ -35,7 +34,7 @@ from .storage.migrations import LATEST_VERSION, migrate, require_current_schema
 from .progress import ProgressBar
 from .recall.learned_rank import TreeModel
 from .recall.pipeline import run_recall
-from .recall.warm_up import warm_up
+from .recall.warm_up import load_embedder, warm_up
 from .recall.state import memory_state, state_counts, still_hidden_warning
 from .storage.records import MemoryRow, record_by_id, rows_as_dicts, to_record
 from .relations import SUPERSESSION_TYPES
@@ -517,13 +516,7 @@ class MemoryStore:
     def warm_up(self) -> dict[str, float]:
         """Load now what the first recall and the first write would (the models, the vector
         codes); seconds per part. Servers call it in a background thread as they start."""
-        seconds = self._warm_recall()
-        load = getattr(self.embedder, "load", None)
-        if callable(load):  # the plain session writes embed with; it has its own lock
-            started = time.perf_counter()
-            load()
-            seconds["embedder"] = round(time.perf_counter() - started, 4)
-        return seconds
+        return {**self._warm_recall(), **load_embedder(self.embedder)}  # the embedder has its own lock
 
     @_serialized
     def _warm_recall(self) -> dict[str, float]:

@@ -11,7 +11,7 @@ the file.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .learned_rank import TreeModel, usable_model
 
@@ -43,3 +43,14 @@ def warm_up(backend: "Backend", learned: Callable[[], TreeModel | None]) -> dict
             backend.code_index.refresh(backend.conn, backend.sql)
             lap("vector_codes")
     return seconds
+
+
+def load_embedder(embedder: Any) -> dict[str, float]:
+    """Open the session writes embed with (already open unless a query graph served the
+    warm-up); seconds, or nothing for an embedder with no ``load``."""
+    load = getattr(embedder, "load", None)
+    if not callable(load):
+        return {}
+    started = time.perf_counter()
+    load()
+    return {"embedder": round(time.perf_counter() - started, 4)}
