@@ -132,6 +132,24 @@ class Backend:
         self.embedder_error = None
         self._recorded = self._recorded_vectors()
 
+    def vector_space(self) -> tuple[str | None, str | None]:
+        """The embedder and dimension the file records, as of now (after following a reembed
+        another process made): what vectors embedded next are made in. A writer keeps it with
+        its vectors and asks ``vector_space_moved`` inside its write transaction."""
+        self.follow_reembed()
+        return self._recorded
+
+    def vector_space_moved(self, space: tuple[str | None, str | None] | None) -> bool:
+        """Inside a write transaction: whether a reembed swapped the file's embedder or dimension
+        since ``space`` (from ``vector_space``); then vectors made in ``space`` must not be written
+        (``follow_reembed`` switches to the file's embedder first)."""
+        if space is None:
+            return False
+        moved = self._recorded_vectors() != space
+        if moved:
+            self.follow_reembed()
+        return moved
+
     def follow_reembed(self) -> None:
         """If another process re-embedded the file since, switch to the embedder it recorded.
 
