@@ -79,8 +79,9 @@ class Backend:
         # The embedder and dimension the file recorded when this backend last looked.
         self._recorded: tuple[str | None, str | None] = (None, None)
         self.code_index = CodeIndex()
-        self._content_cache: tuple[int | None, dict[Any, Any]] = (None, {})
-        self._token_centre: tuple[str, np.ndarray] | None = None  # (embedder name, centre)
+        self._content_cache: tuple[Any, dict[Any, Any]] = (None, {})
+        # (embedder name, the file's restore token, centre)
+        self._token_centre: tuple[str, str | None, np.ndarray] | None = None
 
     @property
     def has_vector_index(self) -> bool:
@@ -99,14 +100,15 @@ class Backend:
 
         The generation is the change counter every memory write and deletion
         moves (sync_clock), not recall's own last_accessed writes, so the cache
-        survives recalls with access tracking on. None inside a write
+        survives recalls with access tracking on; with the token a restore
+        writes, as a restore takes the counter back. None inside a write
         transaction: its changes may yet roll back, so nothing read there is
         kept.
         """
         conn = self.conn
         if conn.txn_state("main") == apsw.SQLITE_TXN_WRITE:
             return None
-        generation = conn.execute(self.sql["content_generation"]).fetchone()[0]
+        generation = tuple(conn.execute(self.sql["content_generation"]).fetchone())
         known, cache = self._content_cache
         if known != generation or len(cache) >= CONTENT_CACHE_ENTRIES:
             cache = {}
@@ -291,8 +293,9 @@ class Backend:
         if not self.token_evidence or not self.dimensions:
             return None
         name = self.embedder.name  # type: ignore[union-attr]
-        if self._token_centre is not None and self._token_centre[0] == name:
-            return self._token_centre[1]
+        restored = self.meta("restore_token")  # a restore may bring another centre
+        if self._token_centre is not None and self._token_centre[:2] == (name, restored):
+            return self._token_centre[2]
         try:
             centre = centre_for(self.conn, self.sql, self.embedder,  # type: ignore[arg-type]
                                 self.dimensions, self.now(), record=record)
@@ -300,7 +303,7 @@ class Backend:
             self.embedder_error = str(exc)
             return None
         if centre is not None:
-            self._token_centre = (name, centre)
+            self._token_centre = (name, restored, centre)
         return centre
 
     def token_codes(self, token_vectors: list[Any]) -> list[tuple[int, bytes] | None]:
