@@ -126,6 +126,7 @@ class Reembedder:
         self.centre: Any = None  # the token centre of the target embedder, once known (_prepare)
         self.token = uuid.uuid4().hex  # this run's claim on the file (OWNER_KEY)
         self.started = time.time()
+        self.claimed = False
 
     # -- ownership ----------------------------------------------------------------
 
@@ -151,8 +152,11 @@ class Reembedder:
         record = {"pid": os.getpid(), "host": socket.gethostname(), "token": self.token,
                   "started": self.started, "beat": time.time()}
         self.store.conn.execute(self.store.sql["meta_set"], {"key": OWNER_KEY, "value": json.dumps(record)})
+        self.claimed = True
 
     def _release(self) -> None:
+        if not self.claimed:  # refused, or failed before claiming: nothing to give back
+            return
         store = self.store
         with store.lock, transaction(store.conn):
             owner = self._owner()
