@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import numpy as np
 import pytest
 
 from localmem import MemoryStore
@@ -233,3 +234,18 @@ def test_a_reembed_killed_while_owning_the_file_is_taken_over(db, tmp_path):
     meta, vectors = file_vectors(db)
     assert meta["embedder"] == "hash-64" and {len(v) for v in vectors.values()} == {64 * 4}
     assert "reembed_owner" not in meta
+
+
+@pytest.mark.model
+def test_a_write_embedded_with_hash_before_a_swap_to_minilm_commits_minilm_vectors(db):
+    # The case: hash -> MiniLM, the same 384 dimensions; the write kept its hash vector.
+    minilm = resolve_embedder("all-MiniLM-L6-v2")
+    text = "written across the swap to MiniLM"
+    outcome = write_across_a_swap(db, lambda s: s.store(text), minilm)
+    assert "error" not in outcome, repr(outcome.get("error"))
+    meta, vectors = file_vectors(db)
+    assert meta["embedder"] == "all-MiniLM-L6-v2"
+    expected = np.frombuffer(as_bytes(minilm.embed([text])[0]), np.float32)
+    stored = np.frombuffer(vectors[text], np.float32)
+    assert float(stored @ expected) > 0.999  # MiniLM's vector, not the hash one
+    assert float(stored @ np.frombuffer(as_bytes(HashEmbedder(384).embed([text])[0]), np.float32)) < 0.9
