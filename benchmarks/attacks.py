@@ -1614,6 +1614,8 @@ ITEMS: list[tuple[str, Callable[[Context], Tally]]] = [
     ("5", item5_doctor_under_writer), ("6", item6_mcp_answers), ("7", item7_bad_values), ("8", item8_imports),
     ("9", item9_read_only), ("10", item10_permissions), ("11", item11_smaller), ("sync", item_synchronous),
 ]
+from benchmarks.attacks_round2_walks import ITEMS as ROUND2_WALKS  # noqa: E402  (issue 33: 1-4, 8, 10)
+ITEMS += ROUND2_WALKS
 
 
 def start_services(ctx: Context) -> None:

@@ -9,7 +9,7 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping
 
 import apsw
 
@@ -20,6 +20,7 @@ from .storage.ids import abbreviate_ids, resolve_id
 from .storage.listing import list_page
 from .config import Config
 from .storage.backend import Backend
+from .storage.embedded import Embedded, in_current_space
 from .storage.database import (
     MEMORY_PATH,
     connect,
@@ -72,13 +73,6 @@ def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
                     raise
                 raise translated from exc
     return wrapper
-
-
-class Embedded(NamedTuple):
-    """What embedding a batch of texts gave: float32 vectors and token codes, per text."""
-
-    vectors: list[bytes | None]
-    token_codes: list[tuple[int, bytes] | None]
 
 
 def _on_backend(name: str, doc: str) -> property:
@@ -205,16 +199,22 @@ class MemoryStore:
 
     def _insert_rows(self, rows: list[MemoryRow], prepared: Embedded) -> None:
         self._check_ids_free(rows)
+        prepared = self._in_current_space(prepared, [row.content for row in rows])
         writes.insert_memories(self.conn, self.sql, rows, prepared.vectors, self.has_vector_index,
                                prepared.token_codes)
 
+    def _in_current_space(self, prepared: Embedded, texts: list[str]) -> Embedded:
+        """``prepared`` as the file's embedder makes it now (inside the write transaction)."""
+        return in_current_space(self._backend, prepared, texts, self._embed_contents)
+
     def _embed_contents(self, texts: list[str]) -> Embedded | None:
         """Vectors and token codes of texts; None when the embedder cannot run."""
+        space = self._backend.vector_space()
         found = self._backend.embed_texts_and_tokens(texts)
         if found is None:
             return None
         vectors, tokens = found
-        return Embedded(list(vectors), self._backend.token_codes(tokens))
+        return Embedded(list(vectors), self._backend.token_codes(tokens), space, tuple(range(len(texts))))
 
     def _embed_one(self, text: str) -> tuple[bytes | None, tuple[int, bytes] | None]:
         """Vector and token codes of one text; (None, None) when the embedder cannot run
@@ -226,6 +226,7 @@ class MemoryStore:
                  progress: ProgressBar | None = None) -> tuple[list[MemoryRow], Embedded]:
         """Validate items and compute their embeddings and token codes (outside any transaction)."""
         now = self.now()
+        space = self._backend.vector_space()  # before any vector is made: what they are made in
         rows = []
         for index, item in enumerate(items):
             try:
@@ -255,7 +256,7 @@ class MemoryStore:
                     embeddings[i], codes[i] = vector, code
             if progress is not None:
                 progress.advance(len(chunk))
-        return rows, Embedded(embeddings, codes)
+        return rows, Embedded(embeddings, codes, space, tuple(to_embed))
 
     # -- writes -----------------------------------------------------------
 
@@ -319,6 +320,7 @@ class MemoryStore:
         embedding: bytes | None = None
         token_codes: tuple[int, bytes] | None = None
         embedding_changed = False
+        space = self._backend.vector_space()  # what the vector below is made in
         if fields.get("embedding") is not None:
             if not self.has_vector_index:
                 raise ValidationError("This store has no vector index (embedder 'none'); drop 'embedding'")
@@ -340,6 +342,10 @@ class MemoryStore:
                     if content_changed and new.content != embedded_content:
                         embedding, token_codes = self._embed_one(new.content)
                 current = latest
+            if embedding is not None:  # a reembed may have swapped the file's embedder meanwhile
+                given = () if fields.get("embedding") is not None else (0,)
+                moved = self._in_current_space(Embedded([embedding], [token_codes], space, given), [new.content])
+                embedding, token_codes = moved.vectors[0], moved.token_codes[0]
             writes.update_memory(self.conn, self.sql, pk, MemoryRow.from_record(current), new,
                                  embedding, embedding_changed, self.has_vector_index, token_codes)
         return self.get(memory_id)

@@ -19,6 +19,8 @@ backup API: one write transaction under SQLite's locks, so processes that have
 the file open see either the old or the new contents, never a mixture, nobody
 has to be stopped, and no commit of another process can fall between the saved
 copy and the restored contents (writers wait for the lock meanwhile).
+It then records a new ``restore_token`` in meta, which the caches of processes
+that keep the file open are keyed on (the restore took the change counters back).
 
 Neither ever writes over the database or its -wal/-shm/-journal files, nor
 restores from them (``storage.files.refuse_database_file``).
@@ -27,6 +29,7 @@ restores from them (``storage.files.refuse_database_file``).
 from __future__ import annotations
 
 import os
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -41,6 +44,7 @@ from ..storage.database import (
     integrity_check,
     set_lock_wait,
     storage_error,
+    transaction,
 )
 from ..storage.files import (
     FILE_MODE,
@@ -52,6 +56,7 @@ from ..storage.files import (
     remove_database_files,
 )
 from ..storage.migrations import LATEST_VERSION, schema_version
+from ..storage.statements import Statements
 
 __all__ = ["backup_database", "describe", "restore_database"]
 
@@ -83,6 +88,15 @@ def _replace_contents(target: apsw.Connection, source: apsw.Connection,
         while not step.done:
             step.step(-1)
     return saved
+
+
+def _mark_restored(conn: apsw.Connection) -> None:
+    """Record a new ``restore_token``: processes that keep caches of the file's contents
+    (storage/code_search.py, Backend.content_cache) key them on it, since the restore took
+    the file's change counters back to the backup's and later writes can bring them to
+    values those caches have already seen."""
+    with transaction(conn):
+        conn.execute(Statements()["meta_set"], {"key": "restore_token", "value": uuid.uuid4().hex})
 
 
 def describe(conn: apsw.Connection) -> dict[str, Any]:
@@ -248,6 +262,7 @@ def restore_database(source: str, target: str) -> dict[str, Any]:
             problems = integrity_check(live)
             if problems:
                 raise LocalMemError(f"the restored database failed its integrity check ({_summary(problems)})")
+            _mark_restored(live)
         except apsw.Error as exc:
             translated = storage_error(exc)
             if translated is exc:

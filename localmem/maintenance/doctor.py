@@ -331,11 +331,17 @@ def repair(store: MemoryStore, *, progress: bool = False) -> dict[str, Any]:
         try:
             for start in range(0, len(missing), EMBED_BATCH):
                 batch = missing[start:start + EMBED_BATCH]
+                space = store.backend.vector_space()
                 vectors = store.embed_texts([content for _, content in batch])
                 if vectors is None:
                     done["embedder_error"] = store.embedder_error or "the embedder is unavailable"
                     break
                 with store.lock, transaction(conn):
+                    if store.backend.vector_space_moved(space):  # a reembed swapped the model meanwhile
+                        vectors = store.embed_texts([content for _, content in batch])
+                        if vectors is None:
+                            done["embedder_error"] = store.embedder_error or "the embedder is unavailable"
+                            break
                     for (pk, _), vector in zip(batch, vectors):
                         writes._set_embedding(conn, sql, pk, vector, True)
                         embedded.add(pk)

@@ -17,13 +17,25 @@ model to another (of any dimension):
    re-embedding with the same embedder is also how memories stored before
    schema 8 get theirs. Other processes
    that have the file open switch to the recorded embedder on their next
-   embedding (``Backend.follow_reembed``).
+   embedding (``Backend.follow_reembed``), and a write whose vectors were
+   made before the swap makes them again when it commits (``MemoryStore``).
+
+One run owns the file at a time, across processes: the owner is recorded in
+the file (meta ``reembed_owner``: process, host, a token, a heartbeat each
+batch moves), every staging and swap transaction checks it still owns the
+file, and a second run is refused while the owner lives. An owner that died
+(its process is gone, or its heartbeat is older than ``OWNER_STALE_SECONDS``)
+is taken over, so a killed run still resumes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import socket
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..embedders import Embedder, EmbedderUnavailable, embed_batch, gives_token_vectors
@@ -42,6 +54,39 @@ if TYPE_CHECKING:
 DEFAULT_BATCH = 64
 MAX_BATCH = 1000
 CATCH_UP_ROUNDS = 5  # passes over memories changed while staging, before the final swap
+OWNER_KEY = "reembed_owner"
+# A heartbeat older than this frees the file (an owner on another host, or a reused process id).
+OWNER_STALE_SECONDS = 600
+
+
+class ReembedBusyError(LocalMemError):
+    """Another reembed owns the file (409)."""
+
+    code = 409
+
+
+def _owner_alive(owner: dict[str, Any]) -> bool:
+    """Whether the recorded owner may still be running."""
+    try:
+        pid, beat = int(owner["pid"]), float(owner["beat"])
+    except (KeyError, TypeError, ValueError):
+        return False  # unreadable: nobody can be waiting on it
+    if time.time() - beat > OWNER_STALE_SECONDS or pid <= 0:
+        return False
+    if owner.get("host") != socket.gethostname():
+        return True  # cannot look: trust the heartbeat
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by another user
+    return True
+
+
+def describe_owner(owner: dict[str, Any]) -> str:
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(owner.get("started", 0))))
+    return f"process {owner.get('pid')} on {owner.get('host')}, started {started}"
 
 
 def digest(content: str) -> bytes:
@@ -79,6 +124,44 @@ class Reembedder:
         self.batch_size = batch_size
         self.bar = progress
         self.centre: Any = None  # the token centre of the target embedder, once known (_prepare)
+        self.token = uuid.uuid4().hex  # this run's claim on the file (OWNER_KEY)
+        self.started = time.time()
+        self.claimed = False
+
+    # -- ownership ----------------------------------------------------------------
+
+    def _owner(self) -> dict[str, Any] | None:
+        raw = self.store.backend.meta(OWNER_KEY)
+        try:
+            owner = json.loads(raw) if raw else None
+        except ValueError:
+            return None
+        return owner if isinstance(owner, dict) else None
+
+    def _hold(self, *, claim: bool = False) -> None:
+        """Inside a write transaction: record this run as the file's owner (moving its heartbeat);
+        ``ReembedBusyError`` when another run owns it (``claim``: unless that one is gone)."""
+        owner = self._owner()
+        if owner is not None and owner.get("token") != self.token:
+            if not claim:
+                raise ReembedBusyError(f"another reembed took this file over ({describe_owner(owner)}); "
+                                       "this one stopped without swapping anything")
+            if _owner_alive(owner):
+                raise ReembedBusyError(f"another reembed is running on this file ({describe_owner(owner)}); "
+                                       "wait for it to finish (one reembed at a time per file)")
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "token": self.token,
+                  "started": self.started, "beat": time.time()}
+        self.store.conn.execute(self.store.sql["meta_set"], {"key": OWNER_KEY, "value": json.dumps(record)})
+        self.claimed = True
+
+    def _release(self) -> None:
+        if not self.claimed:  # refused, or failed before claiming: nothing to give back
+            return
+        store = self.store
+        with store.lock, transaction(store.conn):
+            owner = self._owner()
+            if owner is not None and owner.get("token") == self.token:
+                store.conn.execute(store.sql["meta_delete"], {"key": OWNER_KEY})
 
     # -- steps ----------------------------------------------------------------
 
@@ -86,6 +169,7 @@ class Reembedder:
         """Keep staged vectors only if they were made by this embedder (a resumed run)."""
         store = self.store
         with store.lock, transaction(store.conn):
+            self._hold(claim=True)
             name, dims = store.backend.meta("reembed_target"), store.backend.meta("reembed_dimensions")
             if name != self.embedder.name or dims != str(self.dims):
                 store.conn.execute(store.sql["reembed_clear"])
@@ -112,6 +196,7 @@ class Reembedder:
 
     def _write_staged(self, rows: list[dict[str, Any]],
                       embedded: list[tuple[bytes, tuple[int, bytes] | None]]) -> None:
+        self._hold()
         for row, (vector, codes) in zip(rows, embedded):
             self.store.conn.execute(self.store.sql["reembed_stage"], {
                 "pk": row["pk"], "embedding": vector, "digest": digest(row["content"]),
@@ -131,7 +216,14 @@ class Reembedder:
         store = self.store
         with store.lock:  # the connection is shared with the store's other users (an HTTP server's)
             previous = {"embedder": store.backend.meta("embedder"), "dimensions": store.dimensions}
-        self._prepare()
+        try:
+            self._prepare()  # claims the file, or ReembedBusyError
+            return self._run(limit, started, previous)
+        finally:
+            self._release()
+
+    def _run(self, limit: int | None, started: float, previous: dict[str, Any]) -> dict[str, Any]:
+        store = self.store
         counts = self.counts()
         todo = counts["total"] - counts["staged"]
         if self.bar is not None:
@@ -180,6 +272,7 @@ class Reembedder:
         with store.lock:
             with transaction(store.conn):
                 # Under the write lock nothing changes any more: the last stragglers, then the swap.
+                self._hold()
                 stale = self._stale_locked()
                 if stale:
                     self._write_staged(stale, _embed(self.embedder, self.dims,

@@ -231,6 +231,7 @@ class _Memory:
     wants_embedding: bool  # stored new without a vector, it is embedded
     embedded: bool = False  # the embedder has been asked for ``vector`` already
     codes: tuple[int, bytes] | None = None  # token codes made with ``vector`` when this store embedded it
+    space: tuple[str | None, str | None] | None = None  # the file's embedder when it was (Backend.vector_space)
 
 
 @dataclass
@@ -483,15 +484,19 @@ class Importer:
         todo = [a.memory for a in actions if a.needs_vector and not a.memory.embedded]
         if not todo:
             return
+        space = self.store.backend.vector_space()
         embedded = in_steps(self.store.embed_for_storage, [m.row.content for m in todo], progress)
         for index, memory in enumerate(todo):
             memory.vector, memory.codes = embedded[index] if embedded is not None else (None, None)
-            memory.embedded = True
+            memory.embedded, memory.space = True, space
 
     def _write_memories(self, chunk: list[_Memory]) -> None:
         """Write a checked chunk inside the caller's transaction, re-planned on the store as it is now."""
         store = self.store
         actions = self._plan_memories(chunk)  # another writer may have changed the store meanwhile
+        for memory in chunk:  # embedded before a reembed swapped the file's embedder: embed again
+            if memory.embedded and not memory.given and store.backend.vector_space_moved(memory.space):
+                memory.embedded = False
         self._ensure_vectors(actions)
         rows: list[MemoryRow] = []
         vectors: list[bytes | None] = []

@@ -217,7 +217,7 @@ Responses are budgeted (default ~18k tokens, `AUTOMEM_RECALL_TOKEN_BUDGET`): tex
                                                              "retrieval. `limit` ≤ 200."},
             "query": {"type": "string", "description": "Semantic search query (natural language). Describe what "
                                                        "you're looking for. `*` means no query."},
-            "queries": {**_STRING_LIST, "description": "Multiple queries for broader recall. Results are deduplicated."},
+            "queries": {**_STRING_LIST, "description": "Multiple queries for broader recall. Results are deduplicated. At most 10 queries, 10,000 characters in all."},
             "embedding": {"type": "array", "items": {"type": "number"},
                           "description": "Optional embedding vector for direct similarity search"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 200,

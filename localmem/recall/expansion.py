@@ -32,7 +32,6 @@ def expand_relations(backend: "Backend", params: RecallParams, seeds: list[dict[
     seed_scores = {s["id"]: float(s.get("final_score", 0.0)) for s in seeds}
     rows = rows_as_dicts(backend.conn.execute(backend.sql["graph_neighbours"], {
         "ids": json.dumps([s["id"] for s in seeds]),
-        "max_depth": 1,
         "types": json.dumps(list(DEFAULT_EXPAND_TYPES)),
         "excluded_types": json.dumps(list(backend.config.excluded_types)),
         "per_seed_limit": params.relation_limit,

@@ -23,6 +23,11 @@ STATE_MODES = ("current", "history")
 RECENCY_MODES = ("off", "on", "auto")
 MAX_QUERY_CHARS = 10_000
 MAX_LIST_ITEMS = 100
+# One recall's work: every query of ``queries`` runs a whole search (embedding, keyword and
+# vector channels), so their number and their text together are capped; 100 queries of
+# 10,000 characters took 70 s and held the store for it.
+MAX_RECALL_QUERIES = 10
+MAX_RECALL_QUERY_TEXT = 10_000
 
 ALIASES = {
     "order_by": "sort",
@@ -119,6 +124,17 @@ def split_multi(value: Any, name: str) -> list[str]:
     if len(out) > MAX_LIST_ITEMS:
         raise ValidationError(f"'{name}' accepts at most {MAX_LIST_ITEMS} values")
     return out
+
+
+def check_recall_work(queries: list[str]) -> None:
+    """Refuse a recall whose queries would take more work than one request may (400 naming 'queries')."""
+    if len(queries) > MAX_RECALL_QUERIES:
+        raise ValidationError(f"'queries' accepts at most {MAX_RECALL_QUERIES} queries per recall (each runs a "
+                              f"whole search), got {len(queries)}; send several recalls instead")
+    total = sum(len(q) for q in queries)
+    if total > MAX_RECALL_QUERY_TEXT:
+        raise ValidationError(f"'queries' may hold at most {MAX_RECALL_QUERY_TEXT:,} characters in all per "
+                              f"recall, got {total:,}")
 
 
 def _tag_list(value: Any, name: str) -> list[str]:
@@ -222,6 +238,7 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.queries = [q for q in split_multi(values.get("queries"), "queries") if q != "*"]
     for q in p.queries:
         _text(q, "queries")
+    check_recall_work(p.queries)
     if values.get("embedding") is not None:
         if dimensions is None:
             raise ValidationError("This store has no vector index; 'embedding' cannot be used")

@@ -88,8 +88,9 @@ class Backend:
         # The embedder and dimension the file recorded when this backend last looked.
         self._recorded: tuple[str | None, str | None] = (None, None)
         self.code_index = CodeIndex()
-        self._content_cache: tuple[int | None, dict[Any, Any]] = (None, {})
-        self._token_centre: tuple[str, np.ndarray] | None = None  # (embedder name, centre)
+        self._content_cache: tuple[Any, dict[Any, Any]] = (None, {})
+        # (embedder name, the file's restore token, centre)
+        self._token_centre: tuple[str, str | None, np.ndarray] | None = None
 
     @property
     def has_vector_index(self) -> bool:
@@ -108,14 +109,15 @@ class Backend:
 
         The generation is the change counter every memory write and deletion
         moves (sync_clock), not recall's own last_accessed writes, so the cache
-        survives recalls with access tracking on. None inside a write
+        survives recalls with access tracking on; with the token a restore
+        writes, as a restore takes the counter back. None inside a write
         transaction: its changes may yet roll back, so nothing read there is
         kept.
         """
         conn = self.conn
         if conn.txn_state("main") == apsw.SQLITE_TXN_WRITE:
             return None
-        generation = conn.execute(self.sql["content_generation"]).fetchone()[0]
+        generation = tuple(conn.execute(self.sql["content_generation"]).fetchone())
         known, cache = self._content_cache
         if known != generation or len(cache) >= CONTENT_CACHE_ENTRIES:
             cache = {}
@@ -140,6 +142,24 @@ class Backend:
         self.dimensions = dims
         self.embedder_error = None
         self._recorded = self._recorded_vectors()
+
+    def vector_space(self) -> tuple[str | None, str | None]:
+        """The embedder and dimension the file records, as of now (after following a reembed
+        another process made): what vectors embedded next are made in. A writer keeps it with
+        its vectors and asks ``vector_space_moved`` inside its write transaction."""
+        self.follow_reembed()
+        return self._recorded
+
+    def vector_space_moved(self, space: tuple[str | None, str | None] | None) -> bool:
+        """Inside a write transaction: whether a reembed swapped the file's embedder or dimension
+        since ``space`` (from ``vector_space``); then vectors made in ``space`` must not be written
+        (``follow_reembed`` switches to the file's embedder first)."""
+        if space is None:
+            return False
+        moved = self._recorded_vectors() != space
+        if moved:
+            self.follow_reembed()
+        return moved
 
     def follow_reembed(self) -> None:
         """If another process re-embedded the file since, switch to the embedder it recorded.
@@ -318,8 +338,9 @@ class Backend:
         if not self.token_evidence or not self.dimensions:
             return None
         name = self.embedder.name  # type: ignore[union-attr]
-        if self._token_centre is not None and self._token_centre[0] == name:
-            return self._token_centre[1]
+        restored = self.meta("restore_token")  # a restore may bring another centre
+        if self._token_centre is not None and self._token_centre[:2] == (name, restored):
+            return self._token_centre[2]
         try:
             centre = centre_for(self.conn, self.sql, self.embedder,  # type: ignore[arg-type]
                                 self.dimensions, self.now(), record=record)
@@ -327,7 +348,7 @@ class Backend:
             self.embedder_error = str(exc)
             return None
         if centre is not None:
-            self._token_centre = (name, centre)
+            self._token_centre = (name, restored, centre)
         return centre
 
     def token_codes(self, token_vectors: list[Any]) -> list[tuple[int, bytes] | None]:

@@ -3,7 +3,8 @@
 A process keeps every code of ``vector_codes`` in numpy arrays and catches up
 with other processes' writes through ``vector_clock`` (changed rows by
 sequence number, deletions from their log; everything again when the
-calibration's generation changes). A search runs in two stages:
+calibration's generation changes, or when a restore replaced the file's
+contents: its ``restore_token`` in meta). A search runs in two stages:
 
 1. the 1-bit codes (the middle threshold), kept one machine word per column
    so the scan streams through memory, pick a pool of candidates;
@@ -92,6 +93,7 @@ class CodeIndex:
         self._lock = threading.Lock()
         self._seq = -1
         self._generation: int | None = None
+        self._restore_token: str | None = None
         self._arrays: _Arrays | None = None
         self._slot_of_pk = np.full(0, -1, np.int64)  # by pk: its slot, or -1
         self._thresholds: calibration.Thresholds | None = None
@@ -111,16 +113,17 @@ class CodeIndex:
     def refresh(self, conn: apsw.Connection, sql: Statements) -> bool:
         """Catch up with the file; False when this connection holds uncommitted code changes
         (the caller then scores exactly, without the cache)."""
-        seq, _rows, generation = conn.execute(sql["vector_clock_get"]).fetchone()
-        if seq == self._seq and generation == self._generation:
+        seq, _rows, generation, token = conn.execute(sql["vector_clock_get"]).fetchone()
+        if seq == self._seq and generation == self._generation and token == self._restore_token:
             return True
         if conn.txn_state("main") == apsw.SQLITE_TXN_WRITE:
             return False
         if not self._load_calibration(conn, sql):
-            self._arrays, self._seq, self._generation = None, seq, generation
+            self._arrays, self._seq, self._generation, self._restore_token = None, seq, generation, token
             self._slot_of_pk = np.full(0, -1, np.int64)
             return True
-        if generation != self._generation or self._arrays is None or seq < self._seq:
+        if generation != self._generation or self._arrays is None or seq < self._seq \
+                or token != self._restore_token:
             self._arrays, self._dead, since = None, 0, -1
             self._slot_of_pk = np.full(0, -1, np.int64)
         else:
@@ -134,7 +137,7 @@ class CodeIndex:
             self._slot_of_pk[deleted] = -1
             self._dead += len(slots)
         self._apply(list(conn.execute(sql["vector_codes_since"], {"seq": since})))
-        self._seq, self._generation = seq, generation
+        self._seq, self._generation, self._restore_token = seq, generation, token
         if self._arrays is not None and self._dead > COMPACT_SHARE * max(1, self._arrays.size):
             self._compact()
         return True

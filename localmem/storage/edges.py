@@ -20,11 +20,10 @@ from ..relations import AUTHORABLE_TYPES, DEFAULT_EXPAND_TYPES, RELATION_TYPES, 
 from ..timeparse import format_timestamp
 from ..validation import encode_json, validate_int, validate_metadata, validate_unit_interval, validate_uuid
 from . import writes
+from .walk import walk
 from .records import MemoryRow, record_by_id, rows_as_dicts, to_record
 from .statements import Statements
 
-# How far a supersession-cycle check walks; chains are short, this bounds a dense graph.
-CYCLE_CHECK_DEPTH = 32
 # Edge properties callers may set, across all relation types (AutoMem's registry).
 EDGE_PROPERTIES = frozenset(
     p for rt in RELATION_TYPES.values() for p in rt.properties
@@ -110,9 +109,11 @@ def supersession_cycle(conn: apsw.Connection, sql: Statements, src: int, dst: in
     """
     if relation not in SUPERSESSION_TYPES:
         return []
-    path = supersession_path(conn, sql, dst, src)
+    path, cut = supersession_path(conn, sql, dst, src)
     if path is None:
-        return []
+        return [] if cut is None else [
+            f"the supersession cycle check did not finish ({cut}): this edge may close a cycle "
+            "through memories it did not reach"]
     start = conn.execute("SELECT id FROM memories WHERE pk = ?", (src,)).fetchone()[0]
     return [f"this edge closes a supersession cycle ({' -> '.join([start] + path)}): every memory "
             "on it counts as superseded by the next, so recall hides them all; remove one of the "
@@ -212,13 +213,19 @@ def related(conn: apsw.Connection, sql: Statements, memory_id: Any, relationship
     types = validate_relation_types(relationship_types)
     depth = validate_int(max_depth, "max_depth", default=1, minimum=1, maximum=3)
     limit = validate_int(limit, "limit", default=default_limit, minimum=1, maximum=200)
-    record_by_id(conn, sql, memory_id)  # NotFoundError when there is no such memory
+    start, _ = record_by_id(conn, sql, memory_id)  # NotFoundError when there is no such memory
+    reached = walk(conn, sql, [start], types, directions=("out", "in"), max_depth=depth)
+    nearest = {str(pk): hops for pk, hops in reached.depth.items() if pk != start}
     rows = rows_as_dicts(conn.execute(sql["related_memories"], {
-        "id": memory_id, "max_depth": depth, "types": json.dumps(types), "limit": limit}))
+        "found": json.dumps(nearest), "limit": limit}))
     found = [{**to_record(row), "depth": row["depth"]} for row in rows]
-    return {"status": "success", "memory_id": memory_id, "count": len(found),
-            "related_memories": found, "relationship_types": types,
-            "max_depth": depth, "limit": limit}
+    result: dict[str, Any] = {"status": "success", "memory_id": memory_id, "count": len(found),
+                              "related_memories": found, "relationship_types": types,
+                              "max_depth": depth, "limit": limit}
+    if reached.truncated:
+        result["truncated"] = True
+        result["warnings"] = [f"not every memory within {depth} hops was looked at: {reached.truncated}"]
+    return result
 
 
 def edge_strength(conn: apsw.Connection, sql: Statements, src: int, dst: int,
@@ -235,11 +242,16 @@ def delete_edges(conn: apsw.Connection, sql: Statements, src: int, dst: int,
         sql["edge_delete"], {"src": src, "dst": dst, "type": relation}))
 
 
-def supersession_path(conn: apsw.Connection, sql: Statements, start: int, target: int) -> list[str] | None:
-    """Public ids on the shortest supersession walk ``start -> ... -> target``, or None."""
-    row = conn.execute(sql["supersession_path"], {
-        "start": start, "target": target, "max_depth": CYCLE_CHECK_DEPTH}).fetchone()
-    return None if row is None else row[0].strip(",").split(",")
+def supersession_path(conn: apsw.Connection, sql: Statements, start: int,
+                      target: int) -> tuple[list[str] | None, str | None]:
+    """Public ids on a shortest supersession walk ``start -> ... -> target`` (None: none found),
+    and why the walk stopped before it could tell (None: it finished)."""
+    reached = walk(conn, sql, [start], SUPERSESSION_TYPES, directions=("out",), stop_at=target)
+    if target not in reached.depth:
+        return None, reached.truncated
+    pks = reached.path_to(target)
+    ids = dict(conn.execute(sql["memory_ids_by_pks"], {"pks": json.dumps(pks)}).fetchall())
+    return [ids[pk] for pk in pks], None
 
 
 def memory_edges(conn: apsw.Connection, sql: Statements, memory_id: str) -> dict[str, list[dict[str, Any]]]:

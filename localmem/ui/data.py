@@ -169,8 +169,11 @@ def neighbourhood(store: MemoryStore, memory_id: str, depth: Any = 1) -> dict[st
                            max_depth=depth, limit=GRAPH_LIMIT)
     nodes = [_node(center, depth=0), *(_node(m, depth=m["depth"]) for m in around["related_memories"])]
     ids = [n["id"] for n in nodes]
-    return {"status": "success", "center": center["id"], "depth": depth, "nodes": nodes,
-            "edges": _read(store, lambda conn, sql: browse.edges_among(conn, sql, ids))}
+    answer = {"status": "success", "center": center["id"], "depth": depth, "nodes": nodes,
+              "edges": _read(store, lambda conn, sql: browse.edges_among(conn, sql, ids))}
+    if around.get("truncated"):  # the walk hit its budget: the graph shows part of the neighbourhood
+        answer.update(truncated=True, warnings=around["warnings"])
+    return answer
 
 
 def hubs(store: MemoryStore, limit: Any = 30) -> dict[str, Any]:

@@ -434,7 +434,8 @@ async function showGraph(id, params) {
   depthSelect.addEventListener("change", () => { location.hash = `#/graph/${id}?depth=${depthSelect.value}`; });
   setView("graph", h("h1", {}, "Neighbourhood of ", memoryLink(id)),
     h("div", {class: "row"}, h("label", {for: "f-depth"}, "Depth"), depthSelect,
-      h("span", {class: "muted small"}, `${graph.nodes.length} memories, ${graph.edges.length} edges · drag to move, click to open`)),
+      h("span", {class: "muted small"}, `${graph.nodes.length} memories, ${graph.edges.length} edges · drag to move, click to open`,
+        (graph.warnings || []).map((w) => ` · ${w}`))),
     graphView(graph.nodes, graph.edges, id));
 }
 
