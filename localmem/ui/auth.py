@@ -44,8 +44,11 @@ class Sessions:
 
     def redeem(self, code: str) -> str | None:
         """A new session for an unused login code (which is then spent), else None."""
+        # compare_digest takes str only when it is ASCII: compare the encoded bytes, so any
+        # text a caller sends (non-ASCII, lone surrogates) is simply no match.
+        supplied = code.encode("utf-8", "surrogatepass")
         with self._lock:
-            match = next((c for c in self._codes if hmac.compare_digest(c, code)), None)
+            match = next((c for c in self._codes if hmac.compare_digest(c.encode(), supplied)), None)
             if match is None:
                 return None
             self._codes.discard(match)
@@ -60,16 +63,18 @@ class Sessions:
 
     def end(self, session: str | None) -> None:
         with self._lock:
-            self._sessions = [s for s in self._sessions if not hmac.compare_digest(s, session or "")]
+            supplied = (session or "").encode("utf-8", "surrogatepass")
+            self._sessions = [s for s in self._sessions if not hmac.compare_digest(s.encode(), supplied)]
 
     def valid(self, session: str | None) -> bool:
         if not session:
             return False
         with self._lock:
             known = list(self._sessions)
+        supplied = session.encode("utf-8", "surrogatepass")
         found = False
         for candidate in known:  # every comparison runs: no early exit to time
-            found = hmac.compare_digest(candidate, session) or found
+            found = hmac.compare_digest(candidate.encode(), supplied) or found
         return found
 
 
