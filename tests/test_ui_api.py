@@ -282,6 +282,60 @@ def test_localmem_ui_prints_the_url_and_serves_the_page(tmp_path):
         process.communicate(timeout=10)
 
 
+FAKE_BROWSER = """#!{python}
+import json, sys
+with open({record!r}, "a") as handle:
+    handle.write(json.dumps({{"argv": sys.argv, "cmdline": open("/proc/self/cmdline", "rb").read().decode()}}) + "\\n")
+"""
+
+
+def test_localmem_ui_open_keeps_the_sign_in_code_off_the_browsers_command_line(tmp_path):
+    """Issue 33 item 5: ``--open`` passed the one-time code on the browser's command line,
+    which another local user read from /proc and redeemed first."""
+    import stat
+
+    record = tmp_path / "browser.jsonl"
+    browser = tmp_path / "fake-browser"
+    browser.write_text(FAKE_BROWSER.format(python=sys.executable, record=str(record)))
+    browser.chmod(0o700)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "LOCALMEM_API_TOKEN": ADMIN, "BROWSER": str(browser)}
+    env.pop("LOCALMEM_API_TOKENS", None)
+    command = [sys.executable, "-m", "localmem", "--db", str(tmp_path / "ui.db"), "--embedder", "hash"]
+    subprocess.run([*command, "store", "A memory to see in the browser"], env=env, check=True, capture_output=True)
+    process = subprocess.Popen([*command, "ui", "--open"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        printed = process.stdout.readline().split(": ", 1)[1].strip()
+        deadline = time.monotonic() + 20
+        while not record.exists() or not record.read_text().strip():
+            assert time.monotonic() < deadline and process.poll() is None, "the browser was not started"
+            time.sleep(0.05)
+        started = json.loads(record.read_text().splitlines()[0])
+        everything = " ".join(started["argv"]) + started["cmdline"]
+        assert "code=" not in everything and printed.split("code=")[1] not in everything, started
+        page = Path(started["argv"][-1].removeprefix("file://"))
+        assert started["argv"][-1].startswith("file:///") and page.is_file(), started
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600 and stat.S_IMODE(page.parent.stat().st_mode) == 0o700
+        link = page.read_text().split('url=', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+        assert "/ui/login?code=" in link and link != printed  # its own code
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        while True:
+            try:
+                with opener.open(link, timeout=5) as response:  # the code in the file signs in
+                    assert response.status == 200 and b"app.js" in response.read()
+                    break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
+                time.sleep(0.1)
+        with opener.open(link.split("/ui/")[0] + "/ui/api/memories", timeout=5) as response:
+            assert json.loads(response.read())["count"] == 1
+        assert not page.parent.exists()  # removed once its code is spent
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+
+
 def test_localmem_ui_refuses_a_bad_port(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     result = subprocess.run([sys.executable, "-m", "localmem", "--db", str(tmp_path / "x.db"), "ui",

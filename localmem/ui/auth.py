@@ -15,6 +15,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import threading
+from collections.abc import Callable
 from http.cookies import CookieError, SimpleCookie
 
 __all__ = ["COOKIE_NAME", "OPEN_PATHS", "UI_PREFIX", "Sessions", "cookie_header", "session_cookie"]
@@ -33,13 +34,13 @@ class Sessions:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sessions: list[str] = []
-        self._codes: set[str] = set()
+        self._codes: dict[str, Callable[[], None] | None] = {}
 
-    def login_code(self) -> str:
-        """A new one-time code for ``/ui/login?code=``."""
+    def login_code(self, on_redeem: Callable[[], None] | None = None) -> str:
+        """A new one-time code for ``/ui/login?code=``; ``on_redeem`` runs when it is spent."""
         code = secrets.token_urlsafe(24)
         with self._lock:
-            self._codes.add(code)
+            self._codes[code] = on_redeem
         return code
 
     def redeem(self, code: str) -> str | None:
@@ -51,7 +52,9 @@ class Sessions:
             match = next((c for c in self._codes if hmac.compare_digest(c.encode(), supplied)), None)
             if match is None:
                 return None
-            self._codes.discard(match)
+            spent = self._codes.pop(match)
+        if spent is not None:
+            spent()
         return self.create()
 
     def create(self) -> str:
