@@ -93,5 +93,7 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
             uvicorn.Server(uvicorn_config(app, host=HOST, port=port, log_level=args.log_level)).run()
         finally:
             if opened is not None:
-                shutil.rmtree(opened, ignore_errors=True)  # not spent (SIGTERM ends the process first)
+                # Its code was never spent. (Ended by SIGTERM, uvicorn exits before this runs; the
+                # page left behind is still the user's alone, and its code died with this server.)
+                shutil.rmtree(opened, ignore_errors=True)
     return EXIT_OK
