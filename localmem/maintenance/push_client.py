@@ -25,8 +25,10 @@ import http.client
 import json
 import random
 import socket
+import functools
+import io
+import math
 import ssl
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -204,31 +206,23 @@ class PushClient:
             data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         conn = self._connection()
-        # A per-read socket timeout bounds no exchange: a server sending one byte at a time
-        # never lets a read wait that long. The watchdog ends the connection at the deadline.
-        expired = threading.Event()
-        watchdog = threading.Timer(self.timeout, _end_connection, args=(conn, expired))
-        watchdog.daemon = True
-        watchdog.start()
+        # A per-read socket timeout bounds no exchange (a server sending one byte at a time
+        # never lets one read wait that long): every step gets only what is left of one deadline.
+        deadline = time.monotonic() + self.timeout
         try:
             if conn.sock is None:
-                conn.connect()  # bounded by the socket timeout, which is the same
-            if expired.is_set():  # it fired while connecting, before there was a socket to end
-                raise AnswerTimeout()
+                conn.timeout = self.timeout
+                conn.connect()
+            _DeadlineSocket.limit(conn.sock, deadline)  # sending: sendall's timeout is its total
+            conn.response_class = functools.partial(_DeadlineResponse, deadline=deadline)
             conn.request(method, path, body=data, headers=headers)
             answer = conn.getresponse()
             raw = read_answer(answer, f"{method} {path}")
         except BaseException as exc:
             self.close()  # the connection's state is unknown: start a new one
-            if expired.is_set() and not isinstance(exc, RemoteError):
+            if isinstance(exc, (socket.timeout, TimeoutError)) and time.monotonic() >= deadline:
                 raise AnswerTimeout(f"no complete answer within {self.timeout:g} s") from exc
             raise
-        finally:
-            watchdog.cancel()
-            watchdog.join()
-        if expired.is_set():  # an ended socket reads as the end of the body: it may be cut short
-            self.close()
-            raise AnswerTimeout(f"no complete answer within {self.timeout:g} s")
         if answer.getheader("Connection", "").lower() == "close" or answer.will_close:
             self.close()
         text = raw.decode("utf-8", "replace")
@@ -293,13 +287,39 @@ class PushClient:
         return self.request("GET", route, query=query)
 
 
-def _end_connection(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
-    """The watchdog of one exchange: mark it expired and end its socket, which wakes any
-    read or write waiting on it."""
-    expired.set()
-    sock = conn.sock
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass  # already closed
+
+class _DeadlineSocket(io.RawIOBase):
+    """What an answer is read through: the socket's own reader, each read waiting only for
+    what is left until ``deadline``."""
+
+    def __init__(self, plain: Any, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self.plain = plain  # closing it releases the socket, as http.client expects
+        self.sock = sock
+        self.deadline = deadline
+
+    @staticmethod
+    def limit(sock: Any, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0 or math.isnan(left):
+            raise AnswerTimeout("the deadline passed")
+        sock.settimeout(left)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self.limit(self.sock, self.deadline)
+        return self.plain.readinto(buffer)
+
+    def close(self) -> None:
+        self.plain.close()
+        super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An ``HTTPResponse`` whose status line, headers and body are read by a deadline."""
+
+    def __init__(self, sock: socket.socket, *args: Any, deadline: float, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.fp = io.BufferedReader(_DeadlineSocket(self.fp.detach(), sock, deadline))
