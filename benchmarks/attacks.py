@@ -65,6 +65,7 @@ from benchmarks.attack_kit import (  # noqa: E402
     tool_text,
     tracebacks,
 )
+from benchmarks.attacks_round2_surfaces import ROUND2_SURFACES  # noqa: E402
 from benchmarks.reliability_harness import environment, write_part  # noqa: E402
 
 DIMS = 384
@@ -1613,6 +1614,7 @@ ITEMS: list[tuple[str, Callable[[Context], Tally]]] = [
     ("1", item1_destinations), ("2", item2_web_pages), ("3", item3_scoped_tokens), ("4", item4_vectors),
     ("5", item5_doctor_under_writer), ("6", item6_mcp_answers), ("7", item7_bad_values), ("8", item8_imports),
     ("9", item9_read_only), ("10", item10_permissions), ("11", item11_smaller), ("sync", item_synchronous),
+    *ROUND2_SURFACES,
 ]
 from benchmarks.attacks_round2_walks import ITEMS as ROUND2_WALKS  # noqa: E402  (issue 33: 1-4, 8, 10)
 ITEMS += ROUND2_WALKS

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from dateutil.parser import isoparse
 
@@ -18,6 +18,8 @@ from localmem.timegrammar import read_time_expression
 
 __all__ = [
     "TEMPORAL_INTENT",
+    "from_epoch",
+    "shifted",
     "format_timestamp",
     "parse_time_expression",
     "parse_timestamp",
@@ -36,6 +38,28 @@ TEMPORAL_INTENT = re.compile(
     r"|changed|updated|last\s+time|newest|these\s+days|anymore)\b",
     re.IGNORECASE,
 )
+
+
+def shifted(when: datetime, delta: timedelta) -> datetime:
+    """``when + delta``, held at the calendar's ends (years 1 and 9999) instead of raising
+    OverflowError: stored times may be anywhere in the calendar, and a window or band
+    around one of them reaches no further than the calendar does."""
+    try:
+        return when + delta
+    except OverflowError:
+        end = datetime.max if delta > timedelta(0) else datetime.min
+        return end.replace(tzinfo=when.tzinfo)
+
+
+def from_epoch(seconds: float) -> datetime:
+    """The UTC instant ``seconds`` after the epoch, held at the calendar's ends: the float
+    epoch of 9999-12-31T23:59:59.999999 rounds to the first instant of year 10000."""
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, ValueError, OSError):
+        if seconds != seconds:  # NaN: no instant at all
+            raise ValueError("no instant for NaN seconds") from None
+        return (datetime.max if seconds > 0 else datetime.min).replace(tzinfo=UTC)
 
 
 def _invalid(field: str) -> ValidationError:

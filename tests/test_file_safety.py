@@ -354,3 +354,49 @@ def test_synchronous_is_normal_or_full_from_the_environment(tmp_path: Path,
         MemoryStore(path, embedder="hash")
     result = localmem("--db", "s.db", "stats", cwd=tmp_path, env=environment(LOCALMEM_SYNCHRONOUS="off"))
     assert_refused(result, "LOCALMEM_SYNCHRONOUS")
+
+
+# -- issue 33 item 6: a destination that is not a regular file is never replaced ---------------------------
+
+
+def special_destinations(tmp_path: Path) -> dict[str, Path]:
+    """A FIFO, a symbolic link to a regular file and a dangling one, all inside ``tmp_path``."""
+    (tmp_path / "precious.txt").write_text("not to be replaced\n")
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "link").symlink_to(tmp_path / "precious.txt")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    return {"FIFO": tmp_path / "pipe", "symbolic link": tmp_path / "link", "dangling": tmp_path / "dangling"}
+
+
+def test_export_and_backup_refuse_a_fifo_or_a_symlink_naming_it(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "w.db", embedder="hash") as store:
+        store.store_many([{"content": f"memory {i}"} for i in range(3)])
+    destinations = special_destinations(tmp_path)
+    for kind, dest in destinations.items():
+        expected = "a symbolic link" if kind == "dangling" else f"a {kind}"
+        exported = localmem("--db", "w.db", "export", str(dest), cwd=tmp_path)
+        assert_refused(exported, str(dest), expected, "not a regular file")
+        backed = localmem("--db", "w.db", "backup", str(dest), "--force", cwd=tmp_path)
+        assert_refused(backed, str(dest), expected, "not a regular file")
+    assert stat.S_ISFIFO(os.lstat(destinations["FIFO"]).st_mode)
+    assert os.readlink(destinations["symbolic link"]) == str(tmp_path / "precious.txt")
+    assert (tmp_path / "precious.txt").read_text() == "not to be replaced\n"
+    assert os.path.islink(destinations["dangling"]) and not (tmp_path / "nowhere").exists()
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+    # A regular file or a new name is still written, and replaced when asked.
+    for _ in range(2):
+        assert localmem("--db", "w.db", "export", "out.jsonl", cwd=tmp_path).returncode == 0
+        assert localmem("--db", "w.db", "backup", "copy.db", "--force", cwd=tmp_path).returncode == 0
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) >= 3 and memory_count(tmp_path / "copy.db") == 3
+
+
+def test_the_rename_itself_refuses_a_fifo_that_took_the_name_meanwhile(tmp_path: Path) -> None:
+    from localmem.errors import ValidationError
+    from localmem.storage.files import place
+
+    temp = tmp_path / "made.tmp"
+    temp.write_text("new contents")
+    os.mkfifo(tmp_path / "pipe")  # appeared after the command checked its destination
+    with pytest.raises(ValidationError, match="is a FIFO"):
+        place(temp, tmp_path / "pipe", overwrite=True)
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe").st_mode) and temp.read_text() == "new contents"

@@ -364,6 +364,56 @@ def test_a_model_path_that_is_no_model_file_is_refused_unread(tmp_path, capsys, 
     assert said in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:59:59.999999Z", "0001-01-01T00:00:00Z"])
+def test_memories_at_the_calendars_ends_leave_dated_recalls_working(stamp):
+    """Issue 33 item 7: one memory stamped 9999-12-31T23:59:59.999999Z made every learned-rank
+    recall whose query names a date raise ValueError (year 10000), in recall and recall_v1."""
+    store, ids = filled_store()
+    edge = store.store("Did the garden party happen long ago?", timestamp=stamp)
+    store.learned_model = question_model()
+    for query in ("garden party on 3 May 2023", "garden party in July", "garden party on 31 December 9999"):
+        response = store.recall(query)
+        assert response["learned_rank"]["applied"] is True and response["learned_rank"]["dates_in_query"]
+        assert response["results"]
+        hybrid = store.recall_v1(query)
+        assert hybrid["learned_rank"]["applied"] is True and hybrid["results"]
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:59:59.999999Z", "0001-01-01T00:00:00Z"])
+def test_threaded_memories_at_the_calendars_ends_are_stored_and_found(stamp):
+    """Issue 33 item 7 (the same ends, where threads read them): the band around a threaded
+    memory's time overflowed, so storing one raised OverflowError."""
+    store = new_store()
+    first = store.store("Did the garden party happen long ago?", timestamp=stamp, metadata={"thread": "party"})
+    second = store.store("Yes, and everyone came to the garden", timestamp=stamp, metadata={"thread": "party"})
+    store.update(first, content="Did the garden party happen long, long ago?")
+    assert store.get(first)["timestamp"].startswith(stamp[:10])
+    assert store.get(second)["content"].startswith("Yes, and everyone")
+
+
+def test_a_fifo_as_the_model_path_is_refused_without_waiting(tmp_path):
+    """Issue 33 item 14: the file was opened (blocking until a writer came) before the regular-file check."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fifo = tmp_path / "model.fifo"
+    os.mkfifo(fifo)
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_")}
+    env.update(PYTHONPATH=str(root), LOCALMEM_LEARNED_RANK_MODEL=str(fifo))
+    command = [sys.executable, "-m", "localmem", "--db", str(tmp_path / "m.db"), "--embedder", "hash"]
+    subprocess.run([*command, "store", "The garden party is on Sunday"], env=env, check=True,
+                   capture_output=True, timeout=60)
+    done = subprocess.run([*command, "--json", "recall", "garden party Sunday"], env=env, capture_output=True,
+                          text=True, timeout=60)  # before the fix: no answer until the timeout
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"][0]["memory"]["content"].startswith("The garden party")
+    assert "learned ranking unavailable" in done.stderr and "not a regular file" in done.stderr
+    assert str(fifo) in done.stderr
+
+
 def _file(tmp_path, data: bytes) -> str:
     path = tmp_path / "model.json"
     path.write_bytes(data)

@@ -5,11 +5,13 @@ only to this machine (unless --insecure), no credentials in the URL, no redirect
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import socketserver
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,3 +119,166 @@ def test_an_unreachable_server_is_retried_then_reported(db):
         done = cli("--db", str(db), "push", url, "--retries", "2")
     assert done.returncode == 1 and "503" in done.stderr, done.stderr
     assert len(seen) == 3  # the first try and two retries, with backoff between them
+
+
+# -- issue 33: a server that answers badly (items 9, 11, 12, 13) -------------------------------------
+
+
+@contextmanager
+def raw_server(answer) -> Iterator[str]:
+    """A loopback TCP server whose handler ``answer(connection)`` writes whatever bytes it likes."""
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.settimeout(30)
+            try:
+                self.request.recv(65536)  # the request (small: GET /health)
+                answer(self.request)
+            except OSError:
+                pass  # the client hung up: what the tests want
+
+    class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+    server = Server(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def drip(data: bytes, every: float = 0.1):
+    def answer(connection) -> None:
+        for byte in data:
+            connection.sendall(bytes([byte]))
+            time.sleep(every)
+    return answer
+
+
+HEALTHY = b'{"status": "healthy"}' + b" " * 400
+
+
+@pytest.mark.parametrize("answer", [
+    drip(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(HEALTHY) + HEALTHY),  # the body drips
+    drip(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 400 + b"\r\n\r\n"),  # the headers drip
+])
+def test_a_server_that_drips_its_answer_is_given_up_on_after_the_timeout(db, answer):
+    """Issue 33 item 11: the timeout was per socket read, so a byte every 0.1 s kept push waiting."""
+    with raw_server(answer) as url:
+        started = time.monotonic()
+        done = cli("--db", str(db), "push", url, "--timeout", "2", "--retries", "0")
+        took = time.monotonic() - started
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "within 2 s" in done.stderr, done.stderr
+    assert took < 20, took  # Python's start-up and the store's opening included
+
+
+def declared_gigabyte(connection) -> None:
+    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{"
+                       % (1 << 30))
+    time.sleep(5)
+
+
+def streamed_past_the_limit(connection) -> None:
+    from localmem.maintenance.push_client import MAX_ANSWER_BYTES
+
+    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b" " * (1 << 20)
+    for _ in range(MAX_ANSWER_BYTES // len(chunk) + 2):  # just past the limit, no chunk ends it
+        connection.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+
+
+@pytest.mark.parametrize("answer", [declared_gigabyte, streamed_past_the_limit])
+def test_an_answer_larger_than_the_limit_is_refused_not_read(db, answer):
+    """Issue 33 item 12: push read any answer whole (a 1 GiB body took 2 GiB of memory)."""
+    with raw_server(answer) as url:
+        done = cli("--db", str(db), "push", url, "--timeout", "30", "--retries", "0")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "GET /health" in done.stderr and "localmem push reads" in done.stderr, done.stderr
+
+
+@contextmanager
+def automem_like(snapshot: object) -> Iterator[tuple[str, list[dict]]]:
+    """A loopback stand-in for AutoMem: the first create's answer is lost (the connection is
+    dropped after the request is read), later ones are answered; ``GET /graph/snapshot``
+    answers ``snapshot``; anything else succeeds."""
+    seen: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _json(self, value: object) -> None:
+            body = json.dumps(value).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            payload = json.loads(self.rfile.read(length)) if length else None
+            seen.append({"method": self.command, "path": self.path})
+            route = self.path.split("?")[0]
+            if route == "/health":
+                self._json({"status": "healthy"})
+            elif route == "/graph/snapshot":
+                self._json(snapshot)
+            elif route == "/memory/batch":
+                if sum(1 for s in seen if s["path"] == "/memory/batch") == 1:
+                    self.close_connection = True  # the create landed (say); its answer is lost
+                    return
+                self._json({"status": "success",
+                            "memory_ids": [f"remote-{len(seen)}-{i}" for i in range(len(payload["memories"]))]})
+            else:
+                self._json({"status": "success"})
+
+        do_GET = do_POST = do_PATCH = do_DELETE = _answer
+
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"])
+def test_a_lost_create_of_a_memory_at_the_calendars_end_is_looked_up_and_sent(tmp_path, stamp):
+    """Issue 33 item 9: the look-up reached a day before the pending memory's time, which for
+    0001-01-01 raised OverflowError; every later push died the same way."""
+    path = tmp_path / "memory.db"
+    with MemoryStore(path, embedder="hash") as store:
+        store.store("A memory from the start of the calendar", timestamp=stamp)
+    with automem_like({"nodes": []}) as (url, seen):
+        done = cli("--db", str(path), "push", url, "--retries", "1", "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert json.loads(done.stdout)["memories"]["created"] == 1
+    lookups = [s["path"] for s in seen if s["path"].startswith("/graph/snapshot")]
+    assert lookups and f"since={stamp[:4]}-" in lookups[0], lookups
+
+
+@pytest.mark.parametrize("snapshot", [
+    {"nodes": "not a list"}, {"nodes": [1, 2]}, {"nodes": [{"metadata": {}}]}, {"nodes": {"id": "x"}},
+    {"nodes": [{"id": ["x"], "metadata": {}}]}, ["nodes"],
+])
+def test_a_malformed_graph_snapshot_is_said_not_a_traceback(db, snapshot):
+    """Issue 33 item 13: nodes that were not memories raised AttributeError while reconciling."""
+    with automem_like(snapshot) as (url, seen):
+        done = cli("--db", str(db), "push", url, "--retries", "1", "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    assert any("GET /graph/snapshot" in w for w in report["warnings"]), report["warnings"]
+    assert report["memories"]["created"] == 1  # sent again (it may be there twice, and the warning says so)

@@ -126,7 +126,8 @@ def test_one_time_login_code_sets_a_strict_httponly_cookie_for_ui_only(seeded):
         # The code is spent: a second use signs nobody in.
         client.cookies.clear()
         again = client.get(f"/ui/login?code={code}", follow_redirects=False)
-        assert again.status_code == 200 and "set-cookie" not in again.headers
+        assert again.status_code == 401 and "set-cookie" not in again.headers
+        assert "<form" in again.text  # the form says how to sign in instead
         assert client.get("/ui/api/health").status_code == 401
         client.cookies.set("localmem_ui", "forged")
         assert client.get("/ui/api/health").status_code == 401
@@ -212,10 +213,41 @@ def test_the_page_forbids_other_origins_by_csp(store):
         assert client.get("/ui", follow_redirects=False).headers["location"] == "/ui/"
         html = page.text
         assert "http://" not in html and "https://" not in html  # nothing fetched from elsewhere
-        static = Path(__file__).resolve().parent.parent / "localmem" / "ui" / "static"
-        for name in ("app.js", "style.css", "login.html", "login.js"):
-            text = (static / name).read_text()
+        ui = Path(__file__).resolve().parent.parent / "localmem" / "ui"
+        for name in ("static/app.js", "static/style.css", "pages/login.html", "static/login.js"):
+            text = (ui / name).read_text()
             assert "https://" not in text and "//cdn" not in text, name
+
+
+def test_a_non_ascii_login_code_is_refused_not_a_500(seeded):
+    """Issue 33 item 15: compare_digest raised TypeError on a non-ASCII str while a code was pending."""
+    store, _, _ = seeded
+    app = create_app(store, token=ADMIN)
+    code = app.state.ui_sessions.login_code()
+    with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
+        for bad in ("caf\u00e9", "\u00e9" * 32, code[:-1] + "\u00ff", "%ED%A0%80", "%FF%FE"):
+            answer = client.get(f"/ui/login?code={bad}", follow_redirects=False)
+            assert answer.status_code in (400, 401) and "set-cookie" not in answer.headers, (bad, answer.text[:200])
+        sessions = app.state.ui_sessions
+        assert not sessions.valid("caf\u00e9") and not sessions.valid("\ud800")  # a cookie's value likewise
+        sessions.end("caf\u00e9")
+        signed = client.get(f"/ui/login?code={code}", follow_redirects=False)
+        assert signed.status_code == 303  # the pending code still signs in
+
+
+def test_the_pages_are_served_only_with_their_headers(store):
+    """Issue 33 item 16: /ui/static/index.html served the page without CSP, frame-ancestors,
+    Referrer-Policy and no-store (and without signing in)."""
+    with TestClient(create_app(store, token=ADMIN), base_url=LOCAL) as client:
+        for path in ("/ui/static/index.html", "/ui/static/login.html", "/ui/static/./index.html",
+                     "/ui/static/x/../index.html"):
+            answer = client.get(path, follow_redirects=False)
+            assert answer.status_code == 404, (path, answer.status_code)
+        assert client.get("/ui/static/app.js").status_code == 200
+        page = client.get("/ui/login")
+        assert page.status_code == 200 and "<form" in page.text
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        assert page.headers["referrer-policy"] == "no-referrer" and page.headers["cache-control"] == "no-store"
 
 
 def test_localmem_ui_prints_the_url_and_serves_the_page(tmp_path):
@@ -245,6 +277,60 @@ def test_localmem_ui_prints_the_url_and_serves_the_page(tmp_path):
                 time.sleep(0.1)
         with opener.open(f"{base}/ui/api/memories", timeout=5) as response:
             assert json.loads(response.read())["count"] == 1
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+
+
+FAKE_BROWSER = """#!{python}
+import json, sys
+with open({record!r}, "a") as handle:
+    handle.write(json.dumps({{"argv": sys.argv, "cmdline": open("/proc/self/cmdline", "rb").read().decode()}}) + "\\n")
+"""
+
+
+def test_localmem_ui_open_keeps_the_sign_in_code_off_the_browsers_command_line(tmp_path):
+    """Issue 33 item 5: ``--open`` passed the one-time code on the browser's command line,
+    which another local user read from /proc and redeemed first."""
+    import stat
+
+    record = tmp_path / "browser.jsonl"
+    browser = tmp_path / "fake-browser"
+    browser.write_text(FAKE_BROWSER.format(python=sys.executable, record=str(record)))
+    browser.chmod(0o700)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "LOCALMEM_API_TOKEN": ADMIN, "BROWSER": str(browser)}
+    env.pop("LOCALMEM_API_TOKENS", None)
+    command = [sys.executable, "-m", "localmem", "--db", str(tmp_path / "ui.db"), "--embedder", "hash"]
+    subprocess.run([*command, "store", "A memory to see in the browser"], env=env, check=True, capture_output=True)
+    process = subprocess.Popen([*command, "ui", "--open"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        printed = process.stdout.readline().split(": ", 1)[1].strip()
+        deadline = time.monotonic() + 20
+        while not record.exists() or not record.read_text().strip():
+            assert time.monotonic() < deadline and process.poll() is None, "the browser was not started"
+            time.sleep(0.05)
+        started = json.loads(record.read_text().splitlines()[0])
+        everything = " ".join(started["argv"]) + started["cmdline"]
+        assert "code=" not in everything and printed.split("code=")[1] not in everything, started
+        page = Path(started["argv"][-1].removeprefix("file://"))
+        assert started["argv"][-1].startswith("file:///") and page.is_file(), started
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600 and stat.S_IMODE(page.parent.stat().st_mode) == 0o700
+        link = page.read_text().split('url=', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+        assert "/ui/login?code=" in link and link != printed  # its own code
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        while True:
+            try:
+                with opener.open(link, timeout=5) as response:  # the code in the file signs in
+                    assert response.status == 200 and b"app.js" in response.read()
+                    break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
+                time.sleep(0.1)
+        with opener.open(link.split("/ui/")[0] + "/ui/api/memories", timeout=5) as response:
+            assert json.loads(response.read())["count"] == 1
+        assert not page.parent.exists()  # removed once its code is spent
     finally:
         process.terminate()
         process.communicate(timeout=10)

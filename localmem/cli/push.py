@@ -35,7 +35,8 @@ def register(command: AddCommand) -> None:
                    help="allow plain http:// to a host that is not this machine")
     p.add_argument("--batch-size", type=int, default=100, metavar="N",
                    help="memories or edges per batch request (default 100, at most 500)")
-    p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="seconds per request (default 30)")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                   help="seconds per request, its whole answer however slowly it comes (default 30)")
     p.add_argument("--retries", type=int, default=4, metavar="N",
                    help="retries of a request after a timeout or a 5xx, with backoff (default 4)")
     p.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import html
+import os
+import shutil
 import socket
 import sys
+import tempfile
 import webbrowser
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, ValidationError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
+
+if TYPE_CHECKING:
+    from ..ui.auth import Sessions
 
 HOST = "127.0.0.1"  # the browser is for the person at this machine: loopback only
 
@@ -29,6 +39,24 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((HOST, 0))
         return int(probe.getsockname()[1])
+
+
+def open_signed_in(sessions: Sessions, base: str) -> Path:
+    """Open the browser signed in with a code of its own, without putting the code on a
+    command line (where any local user can read it): the browser is started with a page in a
+    new private directory (0700, the page 0600) that sends it on to the sign-in link. The
+    directory is removed when the code is spent; returned for the caller to remove otherwise."""
+    folder = Path(tempfile.mkdtemp(prefix="localmem-ui-"))  # 0700
+    code = sessions.login_code(on_redeem=functools.partial(shutil.rmtree, folder, ignore_errors=True))
+    target = html.escape(f"{base}login?code={code}", quote=True)
+    page = folder / "sign-in.html"
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write('<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+                     f'<meta http-equiv="refresh" content="0; url={target}"><title>localmem</title>'
+                     f'<p><a href="{target}">Open the localmem memory browser</a></p>\n')
+    webbrowser.open(page.as_uri())
+    return folder
 
 
 def cmd_ui(args: argparse.Namespace, out: Output) -> int:
@@ -56,7 +84,16 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
                 out.line("(a one-time sign-in link; later visits to /ui/ ask for the API token)")
             out.line("press Ctrl+C to stop")
         sys.stdout.flush()
-        if args.open:
-            webbrowser.open(url)
-        uvicorn.Server(uvicorn_config(app, host=HOST, port=port, log_level=args.log_level)).run()
+        opened = None
+        try:
+            if args.open and app.state.auth_required:  # the printed link stays usable too
+                opened = open_signed_in(app.state.ui_sessions, base)
+            elif args.open:
+                webbrowser.open(base)
+            uvicorn.Server(uvicorn_config(app, host=HOST, port=port, log_level=args.log_level)).run()
+        finally:
+            if opened is not None:
+                # Its code was never spent. (Ended by SIGTERM, uvicorn exits before this runs; the
+                # page left behind is still the user's alone, and its code died with this server.)
+                shutil.rmtree(opened, ignore_errors=True)
     return EXIT_OK

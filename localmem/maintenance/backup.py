@@ -53,6 +53,7 @@ from ..storage.files import (
     fsync_path,
     place,
     refuse_database_file,
+    refuse_special_output,
     remove_database_files,
 )
 from ..storage.migrations import LATEST_VERSION, schema_version
@@ -179,6 +180,7 @@ def backup_database(source: str, dest: str, *, overwrite: bool = False) -> dict[
         raise LocalMemError(f"no database at {source_path}")
     refuse_database_file(dest_path, source_path, role="the backup")
     _refuse_directory(dest_path, source_path)
+    refuse_special_output(dest_path, role="the backup")
     if os.path.lexists(dest_path) and not overwrite:
         raise LocalMemError(f"{dest_path} already exists (use --force to overwrite it)")
     src, _ = _open_source(source_path)

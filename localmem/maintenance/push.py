@@ -22,13 +22,13 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
 from ..progress import ProgressBar
 from ..storage.database import MEMORY_PATH
-from ..timeparse import format_timestamp
+from ..timeparse import format_timestamp, parse_timestamp, shifted
 from .push_client import PushClient, RemoteError, Uncertain
 from .push_edges import delete_edges, push_edges
 from .push_map import PushMap
@@ -193,26 +193,37 @@ class Pusher:
             for local_id in sorted(wanted):
                 response = self.client.get(f"/memory/{self.client.quoted(local_id)}")
                 memory = response.body.get("memory") if response.ok and isinstance(response.body, dict) else None
-                if isinstance(memory, dict) and _marker(memory) == local_id:
+                if isinstance(memory, dict) and _marker(memory) == local_id and _usable_id(memory.get("id")):
                     found[local_id] = [memory["id"]]
             return found
         # AutoMem: every memory since the earliest pending one, from its graph snapshot.
-        stamps = [row["timestamp"] for row in self.map.pending() if row["local_id"] in wanted and row["timestamp"]]
-        since = None
-        if stamps:
-            earliest = min(datetime.fromisoformat(s) for s in stamps) - timedelta(days=1)
-            since = format_timestamp(earliest)
-        response = self.client.get("/graph/snapshot", limit=0, since=since)
-        if not response.ok or not isinstance(response.body, dict):
+        response = self.client.get("/graph/snapshot", limit=0, since=self._pending_since(wanted))
+        nodes = response.body.get("nodes") if response.ok and isinstance(response.body, dict) else None
+        if nodes is None and response.ok and isinstance(response.body, dict):
+            nodes = []  # no memories since then
+        problem = (f"answered {response.status}" if not response.ok else _snapshot_problem(nodes))
+        if problem:
             self.summary.warnings.append(
                 f"could not look up {len(wanted)} memories of an interrupted push (GET /graph/snapshot "
-                f"answered {response.status}); they are sent again and may be on the server twice")
+                f"{problem}); they are sent again and may be on the server twice")
             return found
-        for node in response.body.get("nodes") or []:
+        for node in nodes:
             marker = _marker(node)
             if marker in wanted:
                 found.setdefault(marker, []).append(node["id"])
         return found
+
+    def _pending_since(self, wanted: set[str]) -> str | None:
+        """A day before the earliest pending create's timestamp (None: no readable one)."""
+        stamps = []
+        for row in self.map.pending():
+            if row["local_id"] in wanted and row["timestamp"]:
+                try:
+                    stamps.append(parse_timestamp(row["timestamp"]))
+                except LocalMemError:
+                    continue  # unreadable: the look-up just reaches further back
+        # Held at the calendar's start: a memory stamped 0001-01-01 has no day before it.
+        return format_timestamp(shifted(min(stamps), -timedelta(days=1))) if stamps else None
 
     # -- memories -------------------------------------------------------------
 
@@ -428,6 +439,21 @@ class Pusher:
         self.summary.warnings.append(f"memory {row['id']} was gone from the server "
                                      f"({row['remote_id']}); it is created again")
         return "lost"
+
+def _usable_id(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _snapshot_problem(nodes: Any) -> str | None:
+    """What is wrong with a ``/graph/snapshot`` answer's ``nodes`` (None: a list of memories
+    with string ids, which is what the look-up reads)."""
+    if not isinstance(nodes, list):
+        return f"answered 'nodes' as {type(nodes).__name__}, not a list"
+    for index, node in enumerate(nodes):
+        if not isinstance(node, dict) or not _usable_id(node.get("id")):
+            return f"answered nodes[{index}] without a string 'id'"
+    return None
+
 
 def _marker(memory: dict[str, Any]) -> str | None:
     metadata = memory.get("metadata")

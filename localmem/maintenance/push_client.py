@@ -9,6 +9,10 @@ and out. What it guarantees:
 * plain ``http://`` to a host that is not loopback is refused unless the
   caller says ``insecure`` (the token and every memory would cross the
   network in clear);
+* every request is bounded: its whole exchange (connecting, sending,
+  the answer's headers and body) within ``timeout`` seconds, however slowly
+  the server drips it, and its answer to at most ``MAX_ANSWER_BYTES`` (a
+  larger one is refused unread, with an error saying so);
 * timeouts, dropped connections, 429 and 5xx answers are retried a bounded
   number of times with exponential backoff. A request that is not
   idempotent (a create) is never repeated blindly: ``Uncertain`` tells the
@@ -21,6 +25,9 @@ import http.client
 import json
 import random
 import socket
+import functools
+import io
+import math
 import ssl
 import time
 from collections.abc import Callable, Mapping
@@ -36,6 +43,9 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_RETRIES = 4
 DEFAULT_BACKOFF = 0.5
 MAX_BACKOFF = 8.0
+# The largest answer read: a lookup snapshot of many memories fits, a hostile stream does not.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+READ_CHUNK = 1 << 16
 # Errors that mean the request may not have reached the server, or its answer was lost.
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     socket.timeout, TimeoutError, ConnectionError, http.client.HTTPException, OSError)
@@ -52,6 +62,32 @@ class RemoteError(LocalMemError):
 
 class Uncertain(RemoteError):
     """A non-idempotent request failed in a way that leaves unknown whether it was applied."""
+
+
+class AnswerTooLarge(RemoteError):
+    """The server's answer was larger than ``MAX_ANSWER_BYTES``; it was not read."""
+
+
+class AnswerTimeout(TimeoutError):
+    """The whole exchange took longer than the client's ``timeout`` (a transient error)."""
+
+
+def read_answer(answer: http.client.HTTPResponse, what: str, limit: int = MAX_ANSWER_BYTES) -> bytes:
+    """The body of ``answer``, read in chunks; ``AnswerTooLarge`` past ``limit`` bytes (or when
+    its Content-Length says it would be), so no answer costs more memory than that."""
+    declared = (answer.getheader("Content-Length") or "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        raise AnswerTooLarge(f"{what}: the answer is {int(declared):,} bytes, more than the "
+                             f"{limit:,} localmem push reads; refused unread")
+    body = bytearray()
+    while True:
+        piece = answer.read(min(READ_CHUNK, limit + 1 - len(body)))
+        if not piece:
+            return bytes(body)
+        body += piece
+        if len(body) > limit:
+            raise AnswerTooLarge(f"{what}: the answer is more than the {limit:,} bytes localmem "
+                                 "push reads; refused")
 
 
 @dataclass
@@ -170,12 +206,22 @@ class PushClient:
             data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         conn = self._connection()
+        # A per-read socket timeout bounds no exchange (a server sending one byte at a time
+        # never lets one read wait that long): every step gets only what is left of one deadline.
+        deadline = time.monotonic() + self.timeout
         try:
+            if conn.sock is None:
+                conn.timeout = self.timeout
+                conn.connect()
+            _DeadlineSocket.limit(conn.sock, deadline)  # sending: sendall's timeout is its total
+            conn.response_class = functools.partial(_DeadlineResponse, deadline=deadline)
             conn.request(method, path, body=data, headers=headers)
             answer = conn.getresponse()
-            raw = answer.read()
-        except BaseException:
+            raw = read_answer(answer, f"{method} {path}")
+        except BaseException as exc:
             self.close()  # the connection's state is unknown: start a new one
+            if isinstance(exc, (socket.timeout, TimeoutError)) and time.monotonic() >= deadline:
+                raise AnswerTimeout(f"no complete answer within {self.timeout:g} s") from exc
             raise
         if answer.getheader("Connection", "").lower() == "close" or answer.will_close:
             self.close()
@@ -203,6 +249,10 @@ class PushClient:
         while True:
             try:
                 response = self._once(method, path, body, admin)
+            except AnswerTooLarge as exc:
+                if not idempotent:  # refused unread: whether the create landed is unknown
+                    raise Uncertain(str(exc)) from exc
+                raise
             except RemoteError:
                 raise
             except TRANSIENT_ERRORS as exc:
@@ -235,3 +285,41 @@ class PushClient:
 
     def get(self, route: str, **query: Any) -> Response:
         return self.request("GET", route, query=query)
+
+
+
+class _DeadlineSocket(io.RawIOBase):
+    """What an answer is read through: the socket's own reader, each read waiting only for
+    what is left until ``deadline``."""
+
+    def __init__(self, plain: Any, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self.plain = plain  # closing it releases the socket, as http.client expects
+        self.sock = sock
+        self.deadline = deadline
+
+    @staticmethod
+    def limit(sock: Any, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0 or math.isnan(left):
+            raise AnswerTimeout("the deadline passed")
+        sock.settimeout(left)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self.limit(self.sock, self.deadline)
+        return self.plain.readinto(buffer)
+
+    def close(self) -> None:
+        self.plain.close()
+        super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An ``HTTPResponse`` whose status line, headers and body are read by a deadline."""
+
+    def __init__(self, sock: socket.socket, *args: Any, deadline: float, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.fp = io.BufferedReader(_DeadlineSocket(self.fp.detach(), sock, deadline))

@@ -62,7 +62,7 @@ from ..storage import writes
 from ..storage.edges import EDGE_PROPERTIES
 from ..storage.memory_fields import build_row, merged_update
 from ..storage.database import MEMORY_PATH, read_transaction, transaction
-from ..storage.files import refuse_database_file, replacing_file
+from ..storage.files import refuse_database_file, refuse_special_output, replacing_file
 from ..errors import ValidationError
 from ..progress import ProgressBar, in_steps
 from ..storage.records import MemoryRow, rows_as_dicts, to_record
@@ -214,6 +214,7 @@ def export_file(store: MemoryStore, target: str | os.PathLike[str]) -> tuple[int
     refuse_database_file(path, None if store.path == MEMORY_PATH else store.path, role="the export")
     if path.is_dir():
         raise ValidationError(f"the export cannot be {target}: that is a directory; give a file name")
+    refuse_special_output(path, role="the export", hint=" ('-' writes to standard output)")
     with replacing_file(path) as stream:
         return export_jsonl(store, stream)
 

@@ -28,7 +28,7 @@ import math
 import os
 import stat
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -37,6 +37,7 @@ import numpy as np
 from ..embedders.query_delta import QueryDelta
 from ..storage.threads import thread_key
 from ..timegrammar.mentions import CalendarMention, find_calendar_mention
+from ..timeparse import from_epoch
 from .late_interaction import QueryAdapter
 from .scoring import parse_epoch
 
@@ -178,7 +179,7 @@ def _date_features(candidates: list[dict[str, Any]], mention: CalendarMention | 
     for row, candidate in zip(out, candidates):
         epoch = parse_epoch(candidate["memory"].get("timestamp"))  # cached: recency read it too
         row[1] = -1.0 if epoch is None else math.log1p(
-            mention.days_from(datetime.fromtimestamp(epoch, timezone.utc)))
+            mention.days_from(from_epoch(epoch)))
     return out
 
 
@@ -260,7 +261,10 @@ class TreeModel:
     def from_file(cls, path: str) -> "TreeModel":
         """A model written by ``benchmarks/train_learned_rank.py --output PATH``: a regular
         file of at most MAX_MODEL_BYTES (a device or a huge file is refused, not read)."""
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: opening a FIFO for reading would wait for a writer before the check
+        # below could refuse it (on a regular file the flag changes nothing).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise ValueError("not a regular file")
             data = handle.read(MAX_MODEL_BYTES + 1)

@@ -16,6 +16,7 @@ its directory synced, so a crash leaves the old file or the new one.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,6 +73,37 @@ def refuse_database_file(path: str | os.PathLike[str], database: str | os.PathLi
     if owner is not None:
         raise ValidationError(f"{role} cannot be {path}: that is the {owner[1]} file of the "
                               f"database {owner[0]}, and writing it would destroy its data")
+
+
+def _special_kind(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file (None when it is)."""
+    for test, kind in ((stat.S_ISREG, None), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def refuse_special_output(path: str | os.PathLike[str], *, role: str, hint: str = "") -> None:
+    """Raise ``ValidationError`` unless ``path`` names nothing yet or a regular file.
+
+    A file localmem writes is renamed over its name, which replaces whatever is
+    there: a FIFO's reader would get nothing, a symbolic link (say to
+    /dev/stdout) or a device node would be replaced by a plain file. Checked
+    with lstat, so a symbolic link is refused as one, not followed.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # no such name can exist (its directory is a file...): creating it says why
+    kind = _special_kind(info.st_mode)
+    if kind is not None:
+        where = f" to {os.readlink(path)}" if stat.S_ISLNK(info.st_mode) else ""
+        raise ValidationError(f"{role} cannot be {path}: that is {kind}{where}, not a regular file, and "
+                              f"writing it would replace it; give a new name or a regular file{hint}")
 
 
 def create_private_directories(directory: Path) -> None:
@@ -139,6 +171,7 @@ def place(temp: Path, dest: Path, *, overwrite: bool) -> None:
     file system has no hard links it falls back to a checked rename.
     """
     if overwrite:
+        refuse_special_output(dest, role="the file")  # the last look before the rename replaces it
         os.replace(temp, dest)
     else:
         try:

@@ -18,7 +18,7 @@ import apsw
 from ..classify import normalize_memory_type
 from ..errors import ValidationError
 from ..tags import canonical_prefix_filter, normalize_tags, prepare_tag_filters
-from ..timeparse import format_timestamp, parse_time_expression, parse_timestamp
+from ..timeparse import format_timestamp, parse_time_expression, parse_timestamp, shifted
 from ..validation import validate_context_name, validate_int
 from .records import rows_as_dicts, to_record
 from .statements import Statements
@@ -52,7 +52,7 @@ def time_bound(value: Any, field: str, now: datetime, *, end: bool) -> str | Non
         if bound is not None:
             return format_timestamp(bound)
         if end and _DATE_ONLY.fullmatch(value.strip()):
-            return format_timestamp(parse_timestamp(value.strip(), field=field) + timedelta(days=1))
+            return format_timestamp(shifted(parse_timestamp(value.strip(), field=field), timedelta(days=1)))
     try:
         return format_timestamp(parse_timestamp(value, field=field))
     except ValidationError:

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import apsw
 
 from .statements import Statements
-from ..timeparse import format_timestamp, parse_timestamp
+from ..timeparse import format_timestamp, parse_timestamp, shifted
 
 THREAD_FIELDS = ("thread", "session")
 THREAD_TAG_PREFIXES = ("thread:", "session:")
@@ -48,7 +48,8 @@ def _band(timestamps: Iterable[str], reach: int) -> tuple[str | None, str | None
     stamps = [parse_timestamp(t) for t in timestamps]
     if not stamps:
         return None, None
-    return format_timestamp(min(stamps) - reach * BAND), format_timestamp(max(stamps) + reach * BAND)
+    return (format_timestamp(shifted(min(stamps), -reach * BAND)),
+            format_timestamp(shifted(max(stamps), reach * BAND)))
 
 
 def _params(pks: list[int], timestamps: Iterable[str], reach: int = 1) -> dict[str, Any]:

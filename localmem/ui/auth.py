@@ -15,6 +15,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import threading
+from collections.abc import Callable
 from http.cookies import CookieError, SimpleCookie
 
 __all__ = ["COOKIE_NAME", "OPEN_PATHS", "UI_PREFIX", "Sessions", "cookie_header", "session_cookie"]
@@ -33,22 +34,27 @@ class Sessions:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sessions: list[str] = []
-        self._codes: set[str] = set()
+        self._codes: dict[str, Callable[[], None] | None] = {}
 
-    def login_code(self) -> str:
-        """A new one-time code for ``/ui/login?code=``."""
+    def login_code(self, on_redeem: Callable[[], None] | None = None) -> str:
+        """A new one-time code for ``/ui/login?code=``; ``on_redeem`` runs when it is spent."""
         code = secrets.token_urlsafe(24)
         with self._lock:
-            self._codes.add(code)
+            self._codes[code] = on_redeem
         return code
 
     def redeem(self, code: str) -> str | None:
         """A new session for an unused login code (which is then spent), else None."""
+        # compare_digest takes str only when it is ASCII: compare the encoded bytes, so any
+        # text a caller sends (non-ASCII, lone surrogates) is simply no match.
+        supplied = code.encode("utf-8", "surrogatepass")
         with self._lock:
-            match = next((c for c in self._codes if hmac.compare_digest(c, code)), None)
+            match = next((c for c in self._codes if hmac.compare_digest(c.encode(), supplied)), None)
             if match is None:
                 return None
-            self._codes.discard(match)
+            spent = self._codes.pop(match)
+        if spent is not None:
+            spent()
         return self.create()
 
     def create(self) -> str:
@@ -60,16 +66,18 @@ class Sessions:
 
     def end(self, session: str | None) -> None:
         with self._lock:
-            self._sessions = [s for s in self._sessions if not hmac.compare_digest(s, session or "")]
+            supplied = (session or "").encode("utf-8", "surrogatepass")
+            self._sessions = [s for s in self._sessions if not hmac.compare_digest(s.encode(), supplied)]
 
     def valid(self, session: str | None) -> bool:
         if not session:
             return False
         with self._lock:
             known = list(self._sessions)
+        supplied = session.encode("utf-8", "surrogatepass")
         found = False
         for candidate in known:  # every comparison runs: no early exit to time
-            found = hmac.compare_digest(candidate, session) or found
+            found = hmac.compare_digest(candidate.encode(), supplied) or found
         return found
 
 

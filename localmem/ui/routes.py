@@ -44,12 +44,14 @@ SUPERSEDE_FIELDS = frozenset({"old_id", "new_content", "relation", "reason"})
 
 
 def static_dir() -> str:
+    """What the pages load (scripts, styles). The pages themselves are not in it: served
+    from there they would lack PAGE_HEADERS (and be open without signing in)."""
     return str(resources.files("localmem").joinpath("ui", "static"))
 
 
-def _page(name: str) -> Response:
-    html = resources.files("localmem").joinpath("ui", "static", name).read_text("utf-8")
-    return Response(html, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+def _page(name: str, status_code: int = 200) -> Response:
+    html = resources.files("localmem").joinpath("ui", "pages", name).read_text("utf-8")
+    return Response(html, status_code=status_code, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
 
 def _query(request: Request, name: str) -> str | None:
@@ -84,8 +86,8 @@ def ui_routes(store: MemoryStore, sessions: Sessions, admin_tokens: list[str], *
         code = request.query_params.get("code")
         if code is not None:
             session = sessions.redeem(code)
-            if session is None:
-                return _page("login.html")  # spent or unknown: the form says how to sign in
+            if session is None:  # spent, unknown or malformed: the form says how to sign in
+                return _page("login.html", status_code=401)
             return RedirectResponse("/ui/", status_code=303, headers={"Set-Cookie": cookie_header(session)})
         return _page("login.html")
 
