@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
+from ..recall.keywords import bm25_weights_sql, document_frequency, match_expression, query_terms
 from ..recall.scoring import usable_cosine
+from ..storage.backend import remembered
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.state import state_reason
 from .folding import direct_successors
@@ -52,19 +53,48 @@ WORD_NEIGHBOURS = 50    # memories sharing most of them, compared by cosine
 
 
 def _rare_words(backend: "Backend", content: str) -> list[str]:
-    """The words of ``content`` that the fewest memories contain (at most RARE_WORDS)."""
-    stems: dict[str, str] = {}
+    """The words of ``content`` that the fewest memories contain (at most RARE_WORDS):
+    words of one stem, counted as recall's keyword channel counts them (kept per word)."""
+    cache = backend.content_cache()
+    frequency: dict[str, int] = {}
     for word in query_terms(content):
-        tokens = backend.query_tokens(word)
-        if len(tokens) == 1:
-            stems[word] = tokens[0]
-    if not stems:
-        return []
-    frequency = dict(backend.conn.execute(backend.sql["kagura_term_frequencies"],
-                                        {"terms": json.dumps(sorted(set(stems.values())))}))
-    known = [w for w in stems if frequency.get(stems[w])]
-    known.sort(key=lambda w: (frequency[stems[w]], w))
+        if word not in frequency and len(backend.query_tokens(word)) == 1:
+            frequency[word] = document_frequency(backend, word, cache)
+    known = [w for w, n in frequency.items() if n]
+    known.sort(key=lambda w: (frequency[w], w))
     return known[:RARE_WORDS]
+
+
+# The index-only ranking asks for this many hits beyond WORD_NEIGHBOURS (the memory
+# itself, other contexts, archived ones), then falls back to the scoped statement.
+WORD_HITS_MARGIN = 14
+
+
+def _word_neighbours(backend: "Backend", r: Candidate, threshold: float, statement: str
+                     ) -> tuple[tuple[int, float], ...]:
+    """kagura_near_duplicates.sql's answer for ``r``: (pk, cosine) of the WORD_NEIGHBOURS
+    memories of its context sharing most of its rarest words, kept at cosine ≥ ``threshold``.
+    Ranked from the index alone (no memories row read per hit: most of the statement's
+    cost on a large store), checked on the hits; the statement answers when fewer than
+    WORD_NEIGHBOURS of them pass and more hits exist."""
+    match = match_expression(_rare_words(backend, r.memory["content"]))
+    if match is None:
+        return ()
+    context = r.memory["context"]
+    wide = WORD_NEIGHBOURS + WORD_HITS_MARGIN
+    weights = bm25_weights_sql((1.0,) + (0.0,) * (len(backend.config.keyword_column_weights) - 1))
+    hits = [pk for (pk,) in backend.conn.execute(
+        backend.sql["kagura_near_duplicate_hits"].format(weights=weights), {"match": match, "k": wide})]
+    admitted = []
+    for pk, passes, similarity in backend.conn.execute(backend.sql["kagura_near_duplicate_checks"], {
+            "pks": json.dumps(hits), "context": context, "pk": r.pk}):
+        if passes:
+            admitted.append((pk, similarity))
+    if len(admitted) < WORD_NEIGHBOURS and len(hits) == wide:
+        admitted = list(backend.conn.execute(statement, {
+            "match": match, "context": context, "pk": r.pk, "k": WORD_NEIGHBOURS, "threshold": threshold}))
+    return tuple((pk, cosine) for pk, similarity in admitted[:WORD_NEIGHBOURS]
+                 if (cosine := usable_cosine(similarity)) is not None and similarity >= threshold)
 
 
 def contradictions(backend: "Backend", scope: SearchScope, ids: list[str]) -> dict[str, list[str]]:
@@ -121,14 +151,12 @@ def _near_duplicates(backend: "Backend", results: list[Candidate], outcome: Sear
         statement = backend.sql["kagura_near_duplicates"].format(weights=bm25_weights_sql(
             (1.0,) + (0.0,) * (len(backend.config.keyword_column_weights) - 1)))
         known = {(left, right) for left, found in pairs.items() for right, _ in found}
+        cache = backend.content_cache()
         for r in exact:
-            match = match_expression(_rare_words(backend, r.memory["content"]))
-            if match is None:
-                continue
-            for right, similarity in backend.conn.execute(statement, {
-                    "match": match, "context": r.memory["context"], "pk": r.pk,
-                    "k": WORD_NEIGHBOURS, "threshold": threshold}):
-                if (r.pk, right) not in known and (cosine := usable_cosine(similarity)) is not None:
+            found = remembered(cache, ("kagura_word_neighbours", r.pk, threshold),
+                               lambda r=r: _word_neighbours(backend, r, threshold, statement))
+            for right, cosine in found:
+                if (r.pk, right) not in known:
                     pairs.setdefault(r.pk, []).append((right, cosine))
     if not pairs:
         return {}
