@@ -15,9 +15,12 @@ arm's kNN radius (and only contexts narrow the search) the neighbour is
 already in the candidate pool and one pairwise-cosine query over the pool
 settles it. Otherwise (tag/type/scope filters, keyword-only search, a
 result far from the query) each of the top ``EXACT_ROWS`` (5) such results
-is also compared with the 50 memories of its context that share most of its
-6 rarest words (an FTS5 index lookup rather than a pass over every vector;
-a near-duplicate at cosine ≥ 0.95 shares its wording). Results further down
+is also compared with the 50 memories of its context that share at least two
+of its 3 rarest words, best bm25 over those words first (an FTS5 index lookup
+rather than a pass over every vector: a near-duplicate at cosine ≥ 0.95 shares
+its wording; the pairs of words intersect short doclists, where ranking every
+memory holding any of 6 words read tens of thousands of postings on a large
+store; a memory with one known word looks for that word). Results further down
 are compared with the candidate pool only. Either way a near-duplicate can
 go unreported, never a false one: every reported pair has its cosine
 checked.
@@ -25,6 +28,7 @@ checked.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -48,7 +52,7 @@ logger = logging.getLogger("localmem.kagura")
 
 # Results looked up by their words when the pool cannot vouch for them.
 EXACT_ROWS = 5
-RARE_WORDS = 6          # the result's rarest words, OR-ed in one FTS5 query
+RARE_WORDS = 3          # the result's rarest words: memories holding two of them are looked at
 WORD_NEIGHBOURS = 50    # memories sharing most of them, compared by cosine
 
 
@@ -65,6 +69,16 @@ def _rare_words(backend: "Backend", content: str) -> list[str]:
     return known[:RARE_WORDS]
 
 
+def _pairs_expression(words: list[str]) -> str | None:
+    """An FTS5 MATCH string for memories holding at least two of ``words`` (the one word
+    when there is only one). Each word is in as many pairs as the others, so bm25 over it
+    orders the memories as bm25 over the words OR-ed would."""
+    if len(words) < 2:
+        return match_expression(words)
+    quoted = [match_expression([word]) for word in words]
+    return " OR ".join(f"({a} AND {b})" for a, b in itertools.combinations(quoted, 2))
+
+
 # The index-only ranking asks for this many hits beyond WORD_NEIGHBOURS (the memory
 # itself, other contexts, archived ones), then falls back to the scoped statement.
 WORD_HITS_MARGIN = 14
@@ -77,7 +91,7 @@ def _word_neighbours(backend: "Backend", r: Candidate, threshold: float, stateme
     Ranked from the index alone (no memories row read per hit: most of the statement's
     cost on a large store), checked on the hits; the statement answers when fewer than
     WORD_NEIGHBOURS of them pass and more hits exist."""
-    match = match_expression(_rare_words(backend, r.memory["content"]))
+    match = _pairs_expression(_rare_words(backend, r.memory["content"]))
     if match is None:
         return ()
     context = r.memory["context"]

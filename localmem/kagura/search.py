@@ -119,16 +119,61 @@ def _query_vector(backend: "Backend", query: str) -> tuple[bytes | None, Any, st
     return found[0][0], found[1][0], None
 
 
-def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: int
-                  ) -> tuple[list[Candidate], float | None]:
+# A listed scope's code kNN asks for LISTED_DEPTH times the pool and LISTED_MARGIN more
+# (for the ones the rest of the scope turns away) before the exact scan of the scope
+# answers instead. At 8 times the pool its nearest in scope were those of the exact scan
+# on all 80 tag-scoped requests of scale_v1.py's workload (at 4 times, 6 pools differed
+# in a neighbour; the pool's mean cosine is confidence's background).
+LISTED_MARGIN = 8
+LISTED_DEPTH = 8
+
+
+def _scope_pks(backend: "Backend", scope: SearchScope) -> str | None:
+    """The keys of the memories having the scope's tags, else of its contexts, from an
+    index alone (comma-separated); None when neither narrows the scope."""
+    if scope.filters.tags:
+        bindings = scope.bindings()
+        return backend.conn.execute(backend.sql["kagura_scope_tag_pks"], {
+            "tags": bindings["tags"], "tag_mode": bindings["tag_mode"],
+            "tag_count": bindings["tag_count"]}).fetchone()[0] or ""
+    if scope.contexts is not None:
+        return backend.conn.execute(backend.sql["kagura_scope_context_pks"], {
+            "contexts": scope.contexts_json}).fetchone()[0] or ""
+    return None
+
+
+def _listed_rows(backend: "Backend", scope: SearchScope, vector: bytes, size: int, among: str | None
+                 ) -> list[dict[str, Any]] | None:
+    """The ``size`` nearest memories in a scope narrowed by tags or contexts, by the code
+    kNN among the memories the index lists (the rest of the scope checked on the hits),
+    as kagura_vector_scoped.sql would give them; None when the code index cannot answer
+    (uncommitted vectors, types or scope alone narrowing) or the scope turned away so many
+    hits that fewer than ``size`` remain while more were in reach. ``among``: _scope_pks."""
+    if among is None:
+        return None
+    wanted = LISTED_DEPTH * size + LISTED_MARGIN
+    knn = backend.vector_knn(vector, wanted, among=among)
+    if knn is None:
+        return None
+    rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector_listed"],
+                                                   {**scope.bindings(), **knn, "size": size})))
+    if len(rows) < size and among.count(",") + 1 > wanted:  # more listed memories than the kNN gave
+        return None
+    return rows
+
+
+def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: int,
+                  among: str | None = None) -> tuple[list[Candidate], float | None]:
     size = min(size, MAX_KNN)
-    knn = None if not scope.unfiltered else backend.vector_knn(vector, size)
-    if knn is None:  # a scope, or uncommitted vectors: the exact cosines of every memory in scope
+    if scope.unfiltered:
+        knn = backend.vector_knn(vector, size)
+        rows = None if knn is None else list(rows_as_dicts(backend.conn.execute(
+            backend.sql["kagura_vector"], {**scope.bindings(), **knn})))
+    else:
+        rows = _listed_rows(backend, scope, vector, size, among)
+    if rows is None:  # uncommitted vectors, or a scope the indexes cannot list: exact cosines
         rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector_scoped"], {
             **scope.bindings(), "query_vector": vector, "k": size})))
-    else:
-        rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector"],
-                                                       {**scope.bindings(), **knn})))
     cutoff = None
     if len(rows) >= size and rows:
         cutoff = usable_cosine(rows[-1]["similarity"])
@@ -153,6 +198,58 @@ def _keyword_arm(backend: "Backend", scope: SearchScope, match: str, vector: byt
     for row in rows:
         out.append(Candidate(pk=row["pk"], memory=to_record(row), cosine=usable_cosine(row["similarity"]),
                              bm25=max(0.0, float(row["bm25"] or 0.0)), arms={"keyword"}))
+    return out
+
+
+# The keyword arm ranks this many hits beyond its pool from the index,
+# for the ones the scope turns away (archived, excluded types), before falling back.
+UNSCOPED_MARGIN = 16
+
+
+def _indexed_keyword_arm(backend: "Backend", scope: SearchScope, match: str, vector: bytes | None,
+                         size: int, listed: dict[int, Candidate], among: str | None) -> list[Candidate] | None:
+    """The keyword arm, and the bm25 of the ``listed`` candidates (the semantic arm's) set
+    on them, from one MATCH pass ranked from the index alone (no memories row read per
+    hit, most of the scoped statement's cost on a large store): in an unfiltered scope
+    recall's recall_keyword_broad_hits_listed.sql, else among the memories a tag or
+    context index lists (``among``, from _scope_pks), with the rest of the scope checked
+    on the hits. None when fewer than ``size`` of them pass and more hits exist, or the
+    scope is neither: the scoped statement answers then. The same hits and scores as
+    _keyword_arm and _fill_bm25."""
+    if not scope.unfiltered and among is None:
+        return None
+    weights = bm25_weights_sql(backend.config.keyword_column_weights)
+    wide = size + UNSCOPED_MARGIN
+    found: dict[int, float] = {}
+    others: list[tuple[int, float]] = []
+    name, bindings = "recall_keyword_broad_hits_listed", {"match": match, "k": wide, "listed": json.dumps(list(listed))}
+    if not scope.unfiltered:
+        name, bindings["among"] = "kagura_keyword_listed_hits", f"[{among}]"
+    for pk, bm25, is_listed in backend.conn.execute(backend.sql[name].format(weights=weights), bindings):
+        if is_listed:
+            found[pk] = bm25
+        else:
+            others.append((pk, bm25))
+    # Best bm25 first, ties by pk: the order of recall_keyword_broad_hits.sql.
+    ranked = sorted([*found.items(), *others], key=lambda hit: (-hit[1], hit[0]))
+    unlisted = [pk for pk, _ in ranked if pk not in listed]
+    rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(
+        backend.sql["kagura_keyword_rows"], {**scope.bindings(), "pks": json.dumps(unlisted),
+                                             "query_vector": vector}))} if unlisted else {}
+    out: list[Candidate] = []
+    for pk, bm25 in ranked:
+        if len(out) >= size:
+            break
+        if pk in listed:
+            out.append(Candidate(pk=pk, memory=listed[pk].memory, bm25=max(0.0, float(bm25 or 0.0)),
+                                 arms={"keyword"}))
+        elif (row := rows.get(pk)) is not None:
+            out.append(Candidate(pk=pk, memory=to_record(row), cosine=usable_cosine(row["similarity"]),
+                                 bm25=max(0.0, float(bm25 or 0.0)), arms={"keyword"}))
+    if len(out) < size and len(found) + len(others) >= wide + len(listed):  # more hits exist
+        return None
+    for pk, candidate in listed.items():
+        candidate.bm25 = max(0.0, float(found.get(pk) or 0.0))
     return out
 
 
@@ -213,19 +310,26 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
     cutoff: float | None = None
     semantic_ran = False
     query_tokens: Any = None
+    among: str | None = None  # the memories a tag or context index lists for the scope (_scope_pks)
     if mode in ("hybrid", "semantic"):
         vector, query_tokens, degraded = _query_vector(backend, query)
         if vector is not None:
             try:
-                semantic, cutoff = _semantic_arm(backend, scope, vector, size)
+                among = None if scope.unfiltered else _scope_pks(backend, scope)
+                semantic, cutoff = _semantic_arm(backend, scope, vector, size, among)
                 semantic_ran = True
             except apsw.Error:
                 logger.exception("Vector search failed; answering from the keyword arm")
                 vector, degraded = None, "vector_search_unavailable"
     use_keyword = mode in ("hybrid", "keyword") or not semantic_ran
     keyword: list[Candidate] = []
+    listed_bm25 = False  # whether the semantic hits' bm25 came with the keyword arm
     if use_keyword and match is not None:
-        keyword = _keyword_arm(backend, scope, match, vector, size)
+        if among is None and not scope.unfiltered:
+            among = _scope_pks(backend, scope)
+        found = _indexed_keyword_arm(backend, scope, match, vector, size, {c.pk: c for c in semantic}, among)
+        listed_bm25 = found is not None
+        keyword = found if found is not None else _keyword_arm(backend, scope, match, vector, size)
 
     merged: dict[int, Candidate] = {c.pk: c for c in semantic}
     for candidate in keyword:
@@ -236,7 +340,7 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
             present.bm25 = candidate.bm25
             present.arms.add("keyword")
     candidates = list(merged.values())
-    if semantic_ran and use_keyword and match is not None:
+    if semantic_ran and use_keyword and match is not None and not listed_bm25:
         _fill_bm25(backend, match, candidates)
     if semantic_ran and vector is not None:
         _fill_cosine(backend, vector, candidates)
