@@ -7,7 +7,8 @@
 behind the embedding cache of benchmarks/.cache/) and asks every question
 twice with recall_v1, k=20: scoped to its conversation's tag (as locomo.py's
 recall_v1 row asks) and unscoped, and writes each whole response without its
-``query_time_ms``. ``compare`` is scale_answers.py's (the same results in the
+``query_time_ms``, every memory id replaced by ``pk:<its key>`` (ids are drawn
+afresh in each build; keys follow the order of storing). ``compare`` is scale_answers.py's (the same results in the
 same order with the same values; the largest numeric difference). Run ``dump``
 from each tree with that tree's ``localmem`` (PYTHONPATH).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -27,6 +29,8 @@ import locomo  # noqa: E402
 import localmem  # noqa: E402
 from localmem import Config  # noqa: E402
 
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
 
 def dump(path: str, data: str) -> None:
     with open(data) as source:
@@ -34,11 +38,13 @@ def dump(path: str, data: str) -> None:
     store, questions = locomo.build_store(samples, locomo.cached_embedder("auto"), ":memory:", Config())
     answers = []
     with store:
+        key_of = {memory_id: f"pk:{pk}" for pk, memory_id in store.conn.execute("SELECT pk, id FROM memories")}
         for q in questions:
             for filters in ({"tags": [q["conv_tag"]]}, None):
                 response = store.recall_v1(q["question"], k=20, filters=filters)
                 response.pop("query_time_ms", None)
-                answers.append({"question": q["question"], "filters": filters, "response": response})
+                text = UUID.sub(lambda m: key_of.get(m.group(0), m.group(0)), json.dumps(response))
+                answers.append({"question": q["question"], "filters": filters, "response": json.loads(text)})
     with open(path, "w") as out:
         json.dump(answers, out)
     print(f"{len(answers)} recall_v1 answers from {localmem.__file__} -> {path}")
