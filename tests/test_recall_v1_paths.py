@@ -3,8 +3,9 @@
 - related_tags from each tag's kept facts (kagura/hints.py) equals
   kagura_related_tags.sql at any clock, and follows writes;
 - the semantic arm of a tag- or context-scoped search by the code kNN among the
-  index's memories, and the keyword arm ranked from the index with the scope
-  checked on the hits (kagura/search.py), equal the exact scoped statements,
+  index's memories (store-wide when they are most of the store), and the keyword
+  arm ranked from the index with the scope checked on the hits (kagura/search.py),
+  equal the exact scoped statements,
   including when the scope turns most hits away (the fallback);
 - near-duplicates are looked up among memories holding two of a result's three
   rarest words (kagura/duplicates.py).
@@ -132,6 +133,9 @@ REQUESTS = [
     {"query": "bravo delta", "search_mode": "keyword", "filters": {"tags": ["team:c"]}},
     {"query": "echo", "search_mode": "semantic", "filters": {"context_id": "work"}},
     {"query": "foxtrot", "filters": {"type": "context"}},
+    # "work" holds two thirds of the store: searched store-wide, the scope checked on the hits
+    {"query": "golf hotel", "filters": {"context_id": "work"}},
+    {"query": "golf hotel", "search_mode": "keyword", "filters": {"context_id": "work"}},
 ]
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ import apsw
 
 from ..embedders import EmbedderUnavailable
 from ..embedders.query_delta import QueryDelta
+from ..storage.backend import remembered
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
 from ..recall.late_interaction import QueryAdapter, TokenMatch, token_matches
@@ -128,49 +130,73 @@ LISTED_MARGIN = 8
 LISTED_DEPTH = 8
 
 
-def _scope_pks(backend: "Backend", scope: SearchScope) -> str | None:
-    """The keys of the memories having the scope's tags, else of its contexts, from an
-    index alone (comma-separated); None when neither narrows the scope."""
+@dataclass
+class Listing:
+    """The memories a tag or context index finds for a scope (the rest of the scope is
+    checked on the hits): how many, and their keys (comma-separated), or None when they
+    are most of the store and the store-wide searches, checked, find its nearest sooner."""
+
+    count: int
+    total: int  # memories in the store, at most (the largest key)
+    pks: str | None
+
+
+def _scope_listing(backend: "Backend", scope: SearchScope) -> Listing | None:
+    """The memories having the scope's tags, else of its contexts, from an index alone;
+    None when neither narrows the scope. Counts are kept until the file changes."""
+    bindings = scope.bindings()
     if scope.filters.tags:
-        bindings = scope.bindings()
-        return backend.conn.execute(backend.sql["kagura_scope_tag_pks"], {
-            "tags": bindings["tags"], "tag_mode": bindings["tag_mode"],
-            "tag_count": bindings["tag_count"]}).fetchone()[0] or ""
-    if scope.contexts is not None:
-        return backend.conn.execute(backend.sql["kagura_scope_context_pks"], {
-            "contexts": scope.contexts_json}).fetchone()[0] or ""
-    return None
+        names = ("kagura_scope_tag_count", "kagura_scope_tag_pks")
+        params = {"tags": bindings["tags"], "tag_mode": bindings["tag_mode"], "tag_count": bindings["tag_count"]}
+    elif scope.contexts is not None:
+        names = ("kagura_scope_context_count", "kagura_scope_context_pks")
+        params = {"contexts": scope.contexts_json}
+    else:
+        return None
+    cache = backend.content_cache()
+    count = remembered(cache, ("kagura_scope_count", names[0], tuple(sorted(params.items()))),
+                       lambda: backend.conn.execute(backend.sql[names[0]], params).fetchone()[0])
+    total = remembered(cache, ("kagura_max_pk",),
+                       lambda: backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0)
+    if 2 * count > total:
+        return Listing(count, total, None)
+    return Listing(count, total, backend.conn.execute(backend.sql[names[1]], params).fetchone()[0] or "")
 
 
-def _listed_rows(backend: "Backend", scope: SearchScope, vector: bytes, size: int, among: str | None
+def _listed_rows(backend: "Backend", scope: SearchScope, vector: bytes, size: int, listing: Listing | None
                  ) -> list[dict[str, Any]] | None:
     """The ``size`` nearest memories in a scope narrowed by tags or contexts, by the code
-    kNN among the memories the index lists (the rest of the scope checked on the hits),
-    as kagura_vector_scoped.sql would give them; None when the code index cannot answer
-    (uncommitted vectors, types or scope alone narrowing) or the scope turned away so many
-    hits that fewer than ``size`` remain while more were in reach. ``among``: _scope_pks."""
-    if among is None:
+    kNN among the memories the index lists (store-wide when they are most of the store,
+    as many more as the rest of the store holds), the rest of the scope checked on the
+    hits, as kagura_vector_scoped.sql would give them; None when the code index cannot
+    answer (uncommitted vectors, types or scope alone narrowing) or the scope turned away
+    so many hits that fewer than ``size`` remain while more were in reach."""
+    if listing is None:
         return None
-    wanted = LISTED_DEPTH * size + LISTED_MARGIN
-    knn = backend.vector_knn(vector, wanted, among=among)
+    if listing.pks is None:
+        wanted = LISTED_DEPTH * math.ceil(size * max(1, listing.total) / max(1, listing.count)) + LISTED_MARGIN
+        knn = backend.vector_knn(vector, wanted)
+    else:
+        wanted = LISTED_DEPTH * size + LISTED_MARGIN
+        knn = backend.vector_knn(vector, wanted, among=listing.pks)
     if knn is None:
         return None
     rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector_listed"],
                                                    {**scope.bindings(), **knn, "size": size})))
-    if len(rows) < size and among.count(",") + 1 > wanted:  # more listed memories than the kNN gave
+    if len(rows) < size and listing.count > wanted:  # more memories in scope than the kNN gave
         return None
     return rows
 
 
 def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: int,
-                  among: str | None = None) -> tuple[list[Candidate], float | None]:
+                  listing: Listing | None = None) -> tuple[list[Candidate], float | None]:
     size = min(size, MAX_KNN)
     if scope.unfiltered:
         knn = backend.vector_knn(vector, size)
         rows = None if knn is None else list(rows_as_dicts(backend.conn.execute(
             backend.sql["kagura_vector"], {**scope.bindings(), **knn})))
     else:
-        rows = _listed_rows(backend, scope, vector, size, among)
+        rows = _listed_rows(backend, scope, vector, size, listing)
     if rows is None:  # uncommitted vectors, or a scope the indexes cannot list: exact cosines
         rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector_scoped"], {
             **scope.bindings(), "query_vector": vector, "k": size})))
@@ -201,30 +227,36 @@ def _keyword_arm(backend: "Backend", scope: SearchScope, match: str, vector: byt
     return out
 
 
+MAX_BROAD_HITS = 1000  # store-wide hits ranked at most for a scope holding most of the store
 # The keyword arm ranks this many hits beyond its pool from the index,
 # for the ones the scope turns away (archived, excluded types), before falling back.
 UNSCOPED_MARGIN = 16
 
 
 def _indexed_keyword_arm(backend: "Backend", scope: SearchScope, match: str, vector: bytes | None,
-                         size: int, listed: dict[int, Candidate], among: str | None) -> list[Candidate] | None:
+                         size: int, listed: dict[int, Candidate], listing: Listing | None
+                         ) -> list[Candidate] | None:
     """The keyword arm, and the bm25 of the ``listed`` candidates (the semantic arm's) set
     on them, from one MATCH pass ranked from the index alone (no memories row read per
-    hit, most of the scoped statement's cost on a large store): in an unfiltered scope
-    recall's recall_keyword_broad_hits_listed.sql, else among the memories a tag or
-    context index lists (``among``, from _scope_pks), with the rest of the scope checked
-    on the hits. None when fewer than ``size`` of them pass and more hits exist, or the
-    scope is neither: the scoped statement answers then. The same hits and scores as
-    _keyword_arm and _fill_bm25."""
-    if not scope.unfiltered and among is None:
+    hit, most of the scoped statement's cost on a large store): in an unfiltered scope, or
+    one holding most of the store, recall's recall_keyword_broad_hits_listed.sql (as many
+    more hits as the rest of the store holds), else among the memories a tag or context
+    index lists (``listing``), the rest of the scope checked on the hits. None when fewer
+    than ``size`` of them pass and more hits exist, or the scope is neither: the scoped
+    statement answers then. The same hits and scores as _keyword_arm and _fill_bm25."""
+    if not scope.unfiltered and listing is None:
         return None
     weights = bm25_weights_sql(backend.config.keyword_column_weights)
     wide = size + UNSCOPED_MARGIN
     found: dict[int, float] = {}
     others: list[tuple[int, float]] = []
     name, bindings = "recall_keyword_broad_hits_listed", {"match": match, "k": wide, "listed": json.dumps(list(listed))}
-    if not scope.unfiltered:
-        name, bindings["among"] = "kagura_keyword_listed_hits", f"[{among}]"
+    broad = listing is not None and listing.pks is None
+    if broad:
+        assert listing is not None
+        bindings["k"] = wide = min(MAX_BROAD_HITS, math.ceil(wide * max(1, listing.total) / max(1, listing.count)))
+    elif listing is not None:
+        name, bindings["among"] = "kagura_keyword_listed_hits", f"[{listing.pks}]"
     for pk, bm25, is_listed in backend.conn.execute(backend.sql[name].format(weights=weights), bindings):
         if is_listed:
             found[pk] = bm25
@@ -233,6 +265,11 @@ def _indexed_keyword_arm(backend: "Backend", scope: SearchScope, match: str, vec
     # Best bm25 first, ties by pk: the order of recall_keyword_broad_hits.sql.
     ranked = sorted([*found.items(), *others], key=lambda hit: (-hit[1], hit[0]))
     unlisted = [pk for pk, _ in ranked if pk not in listed]
+    if broad and unlisted:  # some hits fall outside the scope: read only the rows kept
+        admitted = {pk for (pk,) in backend.conn.execute(backend.sql["kagura_scope_admits"], {
+            **scope.bindings(), "pks": json.dumps(unlisted)})}
+        ranked = [hit for hit in ranked if hit[0] in listed or hit[0] in admitted]
+        unlisted = [pk for pk, _ in ranked[:size] if pk not in listed]
     rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(
         backend.sql["kagura_keyword_rows"], {**scope.bindings(), "pks": json.dumps(unlisted),
                                              "query_vector": vector}))} if unlisted else {}
@@ -310,13 +347,13 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
     cutoff: float | None = None
     semantic_ran = False
     query_tokens: Any = None
-    among: str | None = None  # the memories a tag or context index lists for the scope (_scope_pks)
+    listing: Listing | None = None  # the memories a tag or context index finds for the scope
     if mode in ("hybrid", "semantic"):
         vector, query_tokens, degraded = _query_vector(backend, query)
         if vector is not None:
             try:
-                among = None if scope.unfiltered else _scope_pks(backend, scope)
-                semantic, cutoff = _semantic_arm(backend, scope, vector, size, among)
+                listing = None if scope.unfiltered else _scope_listing(backend, scope)
+                semantic, cutoff = _semantic_arm(backend, scope, vector, size, listing)
                 semantic_ran = True
             except apsw.Error:
                 logger.exception("Vector search failed; answering from the keyword arm")
@@ -325,9 +362,9 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
     keyword: list[Candidate] = []
     listed_bm25 = False  # whether the semantic hits' bm25 came with the keyword arm
     if use_keyword and match is not None:
-        if among is None and not scope.unfiltered:
-            among = _scope_pks(backend, scope)
-        found = _indexed_keyword_arm(backend, scope, match, vector, size, {c.pk: c for c in semantic}, among)
+        if listing is None and not scope.unfiltered:
+            listing = _scope_listing(backend, scope)
+        found = _indexed_keyword_arm(backend, scope, match, vector, size, {c.pk: c for c in semantic}, listing)
         listed_bm25 = found is not None
         keyword = found if found is not None else _keyword_arm(backend, scope, match, vector, size)
 
