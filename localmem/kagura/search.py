@@ -139,6 +139,12 @@ class Listing:
     count: int
     total: int  # memories in the store, at most (the largest key)
     pks: str | None
+    by_tags: bool  # listed by the tag index: every listed memory passes the scope's tag filter
+
+    def bindings(self, scope: SearchScope) -> dict[str, Any]:
+        """kagura_scope_filter's bindings for hits among the listed memories: without the tag
+        filter when the listing applied it (its test materialises every tagged memory)."""
+        return scope.bindings(with_tags=not (self.by_tags and self.pks is not None))
 
 
 def _scope_listing(backend: "Backend", scope: SearchScope) -> Listing | None:
@@ -158,9 +164,10 @@ def _scope_listing(backend: "Backend", scope: SearchScope) -> Listing | None:
                        lambda: backend.conn.execute(backend.sql[names[0]], params).fetchone()[0])
     total = remembered(cache, ("kagura_max_pk",),
                        lambda: backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0)
+    by_tags = bool(scope.filters.tags)
     if 2 * count > total:
-        return Listing(count, total, None)
-    return Listing(count, total, backend.conn.execute(backend.sql[names[1]], params).fetchone()[0] or "")
+        return Listing(count, total, None, by_tags)
+    return Listing(count, total, backend.conn.execute(backend.sql[names[1]], params).fetchone()[0] or "", by_tags)
 
 
 def _listed_rows(backend: "Backend", scope: SearchScope, vector: bytes, size: int, listing: Listing | None
@@ -182,7 +189,7 @@ def _listed_rows(backend: "Backend", scope: SearchScope, vector: bytes, size: in
     if knn is None:
         return None
     rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector_listed"],
-                                                   {**scope.bindings(), **knn, "size": size})))
+                                                   {**listing.bindings(scope), **knn, "size": size})))
     if len(rows) < size and listing.count > wanted:  # more memories in scope than the kNN gave
         return None
     return rows
@@ -270,8 +277,9 @@ def _indexed_keyword_arm(backend: "Backend", scope: SearchScope, match: str, vec
             **scope.bindings(), "pks": json.dumps(unlisted)})}
         ranked = [hit for hit in ranked if hit[0] in listed or hit[0] in admitted]
         unlisted = [pk for pk, _ in ranked[:size] if pk not in listed]
+    checks = listing.bindings(scope) if listing is not None else scope.bindings()
     rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(
-        backend.sql["kagura_keyword_rows"], {**scope.bindings(), "pks": json.dumps(unlisted),
+        backend.sql["kagura_keyword_rows"], {**checks, "pks": json.dumps(unlisted),
                                              "query_vector": vector}))} if unlisted else {}
     out: list[Candidate] = []
     for pk, bm25 in ranked:
