@@ -15,9 +15,12 @@ arm's kNN radius (and only contexts narrow the search) the neighbour is
 already in the candidate pool and one pairwise-cosine query over the pool
 settles it. Otherwise (tag/type/scope filters, keyword-only search, a
 result far from the query) each of the top ``EXACT_ROWS`` (5) such results
-is also compared with the 50 memories of its context that share most of its
-6 rarest words (an FTS5 index lookup rather than a pass over every vector;
-a near-duplicate at cosine ≥ 0.95 shares its wording). Results further down
+is also compared with the 50 memories of its context that share at least two
+of its 3 rarest words, best bm25 over those words first (an FTS5 index lookup
+rather than a pass over every vector: a near-duplicate at cosine ≥ 0.95 shares
+its wording; the pairs of words intersect short doclists, where ranking every
+memory holding any of 6 words read tens of thousands of postings on a large
+store; a memory with one known word looks for that word). Results further down
 are compared with the candidate pool only. Either way a near-duplicate can
 go unreported, never a false one: every reported pair has its cosine
 checked.
@@ -25,6 +28,7 @@ checked.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -32,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
+from ..recall.keywords import bm25_weights_sql, document_frequency, match_expression, query_terms
 from ..recall.scoring import usable_cosine
+from ..storage.backend import remembered
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.state import state_reason
 from .folding import direct_successors
@@ -47,24 +52,63 @@ logger = logging.getLogger("localmem.kagura")
 
 # Results looked up by their words when the pool cannot vouch for them.
 EXACT_ROWS = 5
-RARE_WORDS = 6          # the result's rarest words, OR-ed in one FTS5 query
+RARE_WORDS = 3          # the result's rarest words: memories holding two of them are looked at
 WORD_NEIGHBOURS = 50    # memories sharing most of them, compared by cosine
 
 
 def _rare_words(backend: "Backend", content: str) -> list[str]:
-    """The words of ``content`` that the fewest memories contain (at most RARE_WORDS)."""
-    stems: dict[str, str] = {}
+    """The words of ``content`` that the fewest memories contain (at most RARE_WORDS):
+    words of one stem, counted as recall's keyword channel counts them (kept per word)."""
+    cache = backend.content_cache()
+    frequency: dict[str, int] = {}
     for word in query_terms(content):
-        tokens = backend.query_tokens(word)
-        if len(tokens) == 1:
-            stems[word] = tokens[0]
-    if not stems:
-        return []
-    frequency = dict(backend.conn.execute(backend.sql["kagura_term_frequencies"],
-                                        {"terms": json.dumps(sorted(set(stems.values())))}))
-    known = [w for w in stems if frequency.get(stems[w])]
-    known.sort(key=lambda w: (frequency[stems[w]], w))
+        if word not in frequency and len(backend.query_tokens(word)) == 1:
+            frequency[word] = document_frequency(backend, word, cache)
+    known = [w for w, n in frequency.items() if n]
+    known.sort(key=lambda w: (frequency[w], w))
     return known[:RARE_WORDS]
+
+
+def _pairs_expression(words: list[str]) -> str | None:
+    """An FTS5 MATCH string for memories holding at least two of ``words`` (the one word
+    when there is only one). Each word is in as many pairs as the others, so bm25 over it
+    orders the memories as bm25 over the words OR-ed would."""
+    if len(words) < 2:
+        return match_expression(words)
+    quoted = [match_expression([word]) for word in words]
+    return " OR ".join(f"({a} AND {b})" for a, b in itertools.combinations(quoted, 2))
+
+
+# The index-only ranking asks for this many hits beyond WORD_NEIGHBOURS (the memory
+# itself, other contexts, archived ones), then falls back to the scoped statement.
+WORD_HITS_MARGIN = 14
+
+
+def _word_neighbours(backend: "Backend", r: Candidate, threshold: float, statement: str
+                     ) -> tuple[tuple[int, float], ...]:
+    """kagura_near_duplicates.sql's answer for ``r``: (pk, cosine) of the WORD_NEIGHBOURS
+    memories of its context sharing most of its rarest words, kept at cosine ≥ ``threshold``.
+    Ranked from the index alone (no memories row read per hit: most of the statement's
+    cost on a large store), checked on the hits; the statement answers when fewer than
+    WORD_NEIGHBOURS of them pass and more hits exist."""
+    match = _pairs_expression(_rare_words(backend, r.memory["content"]))
+    if match is None:
+        return ()
+    context = r.memory["context"]
+    wide = WORD_NEIGHBOURS + WORD_HITS_MARGIN
+    weights = bm25_weights_sql((1.0,) + (0.0,) * (len(backend.config.keyword_column_weights) - 1))
+    hits = [pk for (pk,) in backend.conn.execute(
+        backend.sql["kagura_near_duplicate_hits"].format(weights=weights), {"match": match, "k": wide})]
+    admitted = []
+    for pk, passes, similarity in backend.conn.execute(backend.sql["kagura_near_duplicate_checks"], {
+            "pks": json.dumps(hits), "context": context, "pk": r.pk}):
+        if passes:
+            admitted.append((pk, similarity))
+    if len(admitted) < WORD_NEIGHBOURS and len(hits) == wide:
+        admitted = list(backend.conn.execute(statement, {
+            "match": match, "context": context, "pk": r.pk, "k": WORD_NEIGHBOURS, "threshold": threshold}))
+    return tuple((pk, cosine) for pk, similarity in admitted[:WORD_NEIGHBOURS]
+                 if (cosine := usable_cosine(similarity)) is not None and similarity >= threshold)
 
 
 def contradictions(backend: "Backend", scope: SearchScope, ids: list[str]) -> dict[str, list[str]]:
@@ -121,14 +165,12 @@ def _near_duplicates(backend: "Backend", results: list[Candidate], outcome: Sear
         statement = backend.sql["kagura_near_duplicates"].format(weights=bm25_weights_sql(
             (1.0,) + (0.0,) * (len(backend.config.keyword_column_weights) - 1)))
         known = {(left, right) for left, found in pairs.items() for right, _ in found}
+        cache = backend.content_cache()
         for r in exact:
-            match = match_expression(_rare_words(backend, r.memory["content"]))
-            if match is None:
-                continue
-            for right, similarity in backend.conn.execute(statement, {
-                    "match": match, "context": r.memory["context"], "pk": r.pk,
-                    "k": WORD_NEIGHBOURS, "threshold": threshold}):
-                if (r.pk, right) not in known and (cosine := usable_cosine(similarity)) is not None:
+            found = remembered(cache, ("kagura_word_neighbours", r.pk, threshold),
+                               lambda r=r: _word_neighbours(backend, r, threshold, statement))
+            for right, cosine in found:
+                if (r.pk, right) not in known:
                     pairs.setdefault(r.pk, []).append((right, cosine))
     if not pairs:
         return {}

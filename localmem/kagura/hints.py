@@ -50,17 +50,106 @@ def related_tags(backend: "Backend", scope: SearchScope, memories: list[dict[str
             key = tag.lower()
             seen[key] += 1
             spelling.setdefault(key, tag)
-    params = {"contexts": scope.contexts_json, "now": now_iso,
-              "tags": json.dumps(list(seen)) if seen else None,
-              "limit": max(len(seen), RELATED_TAGS_LIMIT)}
-    tag_filter = "t.tag IN (SELECT value FROM json_each(:tags))" if seen else "1"
-    statement = backend.sql.compose("kagura_related_tags", tag_filter=tag_filter)
-    rows = list(rows_as_dicts(backend.conn.execute(statement, params)))
-    if seen:
+    if not seen:
+        rows = _tag_rows(backend, scope, None, RELATED_TAGS_LIMIT, now_iso)
+    else:
+        facts = _tag_facts(backend, scope.contexts_json, list(seen))
+        rows = [row for tag in seen if (row := _tag_row(backend, scope, tag, facts[tag], now_iso)) is not None]
         rows.sort(key=lambda r: (-seen[r["tag"]], -r["count"], r["tag"]))
     return [{"tag": spelling.get(r["tag"], r["tag"]), "count": r["count"],
              "sample_summary": r["sample_summary"], "last_used_at": r["last_used_at"]}
             for r in rows[:RELATED_TAGS_LIMIT]]
+
+
+def _tag_rows(backend: "Backend", scope: SearchScope, tags: list[str] | None, limit: int,
+              now_iso: str) -> list[dict[str, Any]]:
+    """kagura_related_tags.sql: the listed tags' rows, or (None) the ``limit`` most used."""
+    params = {"contexts": scope.contexts_json, "now": now_iso,
+              "tags": json.dumps(tags) if tags else None, "limit": limit}
+    tag_filter = "t.tag IN (SELECT value FROM json_each(:tags))" if tags else "1"
+    statement = backend.sql.compose("kagura_related_tags", tag_filter=tag_filter)
+    return list(rows_as_dicts(backend.conn.execute(statement, params)))
+
+
+_ABSENT: tuple[()] = ()  # a tag no memory in scope carries (kept as such)
+_UNSURE = "unsure"  # a tag whose values Python cannot order as SQLite does: the statement answers
+
+
+def _order_key(updated_at: Any, pk: int) -> tuple[bool, str, int]:
+    """kagura_related_tags.sql's order (updated_at DESC, pk DESC; NULL last), ascending."""
+    return (updated_at is not None, updated_at or "", pk)
+
+
+def _tag_facts(backend: "Backend", contexts: str | None, tags: list[str]) -> dict[str, Any]:
+    """Each tag's facts for related_tags at any clock, kept until the file changes
+    (counting a common tag's memories reads each of their rows, and a context's results
+    share tags): (count, last_used_at, candidates for the sample summary), _ABSENT or
+    _UNSURE. The candidates, newest first as (t_invalid, summary), are the newest memory
+    that never expires (t_invalid NULL) and the newer ones that do and could come first
+    at some clock: each expiring later than every newer one (one that expires no later
+    than a newer one is never the first still valid)."""
+    cache = backend.content_cache()
+    found: dict[str, Any] = {}
+    missing = []
+    for tag in tags:
+        known = cache.get(("kagura_tag_facts", tag, contexts)) if cache is not None else None
+        if known is None:
+            missing.append(tag)
+        else:
+            found[tag] = known
+    if not missing:
+        return found
+    rows: dict[str, list[tuple[int, Any, Any]]] = {}
+    for tag, pk, updated_at, t_invalid in backend.conn.execute(
+            backend.sql["kagura_related_tag_rows"], {"tags": json.dumps(missing), "contexts": contexts}):
+        rows.setdefault(tag, []).append((pk, updated_at, t_invalid))
+    picked: dict[str, list[tuple[int, Any]]] = {}
+    for tag in missing:
+        memories = rows.get(tag)
+        if not memories:
+            found[tag] = _ABSENT
+            continue
+        if any(not isinstance(u, (str, type(None))) or not isinstance(t, (str, type(None)))
+               for _, u, t in memories):
+            found[tag] = _UNSURE
+            continue
+        lasting = max((m for m in memories if m[2] is None), key=lambda m: _order_key(m[1], m[0]), default=None)
+        floor = _order_key(lasting[1], lasting[0]) if lasting is not None else None
+        newer = sorted((m for m in memories if m[2] is not None
+                        and (floor is None or _order_key(m[1], m[0]) > floor)),
+                       key=lambda m: _order_key(m[1], m[0]), reverse=True)
+        chosen: list[tuple[int, Any]] = []
+        for pk, _updated_at, t_invalid in newer:
+            if not chosen or t_invalid > chosen[-1][1]:
+                chosen.append((pk, t_invalid))
+        if lasting is not None:
+            chosen.append((lasting[0], None))
+        picked[tag] = chosen
+        last_used = [u for _, u, _ in memories if u is not None]
+        found[tag] = (len(memories), max(last_used) if last_used else None)
+    summaries = dict(backend.conn.execute(backend.sql["kagura_sample_summaries"], {
+        "pks": json.dumps(sorted({pk for chosen in picked.values() for pk, _ in chosen}))})) if picked else {}
+    for tag in missing:
+        if tag in picked:
+            found[tag] = (*found[tag], [(t_invalid, summaries[pk]) for pk, t_invalid in picked[tag]])
+        if cache is not None:
+            cache[("kagura_tag_facts", tag, contexts)] = found[tag]
+    return found
+
+
+def _tag_row(backend: "Backend", scope: SearchScope, tag: str, facts: Any,
+             now_iso: str) -> dict[str, Any] | None:
+    """kagura_related_tags.sql's row for one tag, from its facts (_tag_facts)."""
+    if facts is _ABSENT:
+        return None
+    if facts is _UNSURE:
+        rows = _tag_rows(backend, scope, [tag], 1, now_iso)
+        return rows[0] if rows else None
+    count, last_used_at, candidates = facts
+    # Valid first, then newest first: the first candidate valid now, else the newest of all.
+    sample = next((summary for t_invalid, summary in candidates
+                   if t_invalid is None or t_invalid > now_iso), candidates[0][1])
+    return {"tag": tag, "count": count, "last_used_at": last_used_at, "sample_summary": sample}
 
 
 def _singular(word: str) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ import apsw
 
 from ..embedders import EmbedderUnavailable
 from ..embedders.query_delta import QueryDelta
+from ..storage.backend import remembered
 from ..storage.records import rows_as_dicts, to_record
 from ..recall.keywords import bm25_weights_sql, match_expression, query_terms
 from ..recall.late_interaction import QueryAdapter, TokenMatch, token_matches
@@ -119,16 +121,92 @@ def _query_vector(backend: "Backend", query: str) -> tuple[bytes | None, Any, st
     return found[0][0], found[1][0], None
 
 
-def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: int
-                  ) -> tuple[list[Candidate], float | None]:
+# A listed scope's code kNN asks for LISTED_DEPTH times the pool and LISTED_MARGIN more
+# (for the ones the rest of the scope turns away) before the exact scan of the scope
+# answers instead. At 8 times the pool its nearest in scope were those of the exact scan
+# on all 80 tag-scoped requests of scale_v1.py's workload (at 4 times, 6 pools differed
+# in a neighbour; the pool's mean cosine is confidence's background).
+LISTED_MARGIN = 8
+LISTED_DEPTH = 8
+
+
+@dataclass
+class Listing:
+    """The memories a tag or context index finds for a scope (the rest of the scope is
+    checked on the hits): how many, and their keys (comma-separated), or None when they
+    are most of the store and the store-wide searches, checked, find its nearest sooner."""
+
+    count: int
+    total: int  # memories in the store, at most (the largest key)
+    pks: str | None
+    by_tags: bool  # listed by the tag index: every listed memory passes the scope's tag filter
+
+    def bindings(self, scope: SearchScope) -> dict[str, Any]:
+        """kagura_scope_filter's bindings for hits among the listed memories: without the tag
+        filter when the listing applied it (its test materialises every tagged memory)."""
+        return scope.bindings(with_tags=not (self.by_tags and self.pks is not None))
+
+
+def _scope_listing(backend: "Backend", scope: SearchScope) -> Listing | None:
+    """The memories having the scope's tags, else of its contexts, from an index alone;
+    None when neither narrows the scope. Counts are kept until the file changes."""
+    bindings = scope.bindings()
+    if scope.filters.tags:
+        names = ("kagura_scope_tag_count", "kagura_scope_tag_pks")
+        params = {"tags": bindings["tags"], "tag_mode": bindings["tag_mode"], "tag_count": bindings["tag_count"]}
+    elif scope.contexts is not None:
+        names = ("kagura_scope_context_count", "kagura_scope_context_pks")
+        params = {"contexts": scope.contexts_json}
+    else:
+        return None
+    cache = backend.content_cache()
+    count = remembered(cache, ("kagura_scope_count", names[0], tuple(sorted(params.items()))),
+                       lambda: backend.conn.execute(backend.sql[names[0]], params).fetchone()[0])
+    total = remembered(cache, ("kagura_max_pk",),
+                       lambda: backend.conn.execute(backend.sql["memory_max_pk"]).fetchone()[0] or 0)
+    by_tags = bool(scope.filters.tags)
+    if 2 * count > total:
+        return Listing(count, total, None, by_tags)
+    return Listing(count, total, backend.conn.execute(backend.sql[names[1]], params).fetchone()[0] or "", by_tags)
+
+
+def _listed_rows(backend: "Backend", scope: SearchScope, vector: bytes, size: int, listing: Listing | None
+                 ) -> list[dict[str, Any]] | None:
+    """The ``size`` nearest memories in a scope narrowed by tags or contexts, by the code
+    kNN among the memories the index lists (store-wide when they are most of the store,
+    as many more as the rest of the store holds), the rest of the scope checked on the
+    hits, as kagura_vector_scoped.sql would give them; None when the code index cannot
+    answer (uncommitted vectors, types or scope alone narrowing) or the scope turned away
+    so many hits that fewer than ``size`` remain while more were in reach."""
+    if listing is None:
+        return None
+    if listing.pks is None:
+        wanted = LISTED_DEPTH * math.ceil(size * max(1, listing.total) / max(1, listing.count)) + LISTED_MARGIN
+        knn = backend.vector_knn(vector, wanted)
+    else:
+        wanted = LISTED_DEPTH * size + LISTED_MARGIN
+        knn = backend.vector_knn(vector, wanted, among=listing.pks)
+    if knn is None:
+        return None
+    rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector_listed"],
+                                                   {**listing.bindings(scope), **knn, "size": size})))
+    if len(rows) < size and listing.count > wanted:  # more memories in scope than the kNN gave
+        return None
+    return rows
+
+
+def _semantic_arm(backend: "Backend", scope: SearchScope, vector: bytes, size: int,
+                  listing: Listing | None = None) -> tuple[list[Candidate], float | None]:
     size = min(size, MAX_KNN)
-    knn = None if not scope.unfiltered else backend.vector_knn(vector, size)
-    if knn is None:  # a scope, or uncommitted vectors: the exact cosines of every memory in scope
+    if scope.unfiltered:
+        knn = backend.vector_knn(vector, size)
+        rows = None if knn is None else list(rows_as_dicts(backend.conn.execute(
+            backend.sql["kagura_vector"], {**scope.bindings(), **knn})))
+    else:
+        rows = _listed_rows(backend, scope, vector, size, listing)
+    if rows is None:  # uncommitted vectors, or a scope the indexes cannot list: exact cosines
         rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector_scoped"], {
             **scope.bindings(), "query_vector": vector, "k": size})))
-    else:
-        rows = list(rows_as_dicts(backend.conn.execute(backend.sql["kagura_vector"],
-                                                       {**scope.bindings(), **knn})))
     cutoff = None
     if len(rows) >= size and rows:
         cutoff = usable_cosine(rows[-1]["similarity"])
@@ -153,6 +231,70 @@ def _keyword_arm(backend: "Backend", scope: SearchScope, match: str, vector: byt
     for row in rows:
         out.append(Candidate(pk=row["pk"], memory=to_record(row), cosine=usable_cosine(row["similarity"]),
                              bm25=max(0.0, float(row["bm25"] or 0.0)), arms={"keyword"}))
+    return out
+
+
+MAX_BROAD_HITS = 1000  # store-wide hits ranked at most for a scope holding most of the store
+# The keyword arm ranks this many hits beyond its pool from the index,
+# for the ones the scope turns away (archived, excluded types), before falling back.
+UNSCOPED_MARGIN = 16
+
+
+def _indexed_keyword_arm(backend: "Backend", scope: SearchScope, match: str, vector: bytes | None,
+                         size: int, listed: dict[int, Candidate], listing: Listing | None
+                         ) -> list[Candidate] | None:
+    """The keyword arm, and the bm25 of the ``listed`` candidates (the semantic arm's) set
+    on them, from one MATCH pass ranked from the index alone (no memories row read per
+    hit, most of the scoped statement's cost on a large store): in an unfiltered scope, or
+    one holding most of the store, recall's recall_keyword_broad_hits_listed.sql (as many
+    more hits as the rest of the store holds), else among the memories a tag or context
+    index lists (``listing``), the rest of the scope checked on the hits. None when fewer
+    than ``size`` of them pass and more hits exist, or the scope is neither: the scoped
+    statement answers then. The same hits and scores as _keyword_arm and _fill_bm25."""
+    if not scope.unfiltered and listing is None:
+        return None
+    weights = bm25_weights_sql(backend.config.keyword_column_weights)
+    wide = size + UNSCOPED_MARGIN
+    found: dict[int, float] = {}
+    others: list[tuple[int, float]] = []
+    name, bindings = "recall_keyword_broad_hits_listed", {"match": match, "k": wide, "listed": json.dumps(list(listed))}
+    broad = listing is not None and listing.pks is None
+    if broad:
+        assert listing is not None
+        bindings["k"] = wide = min(MAX_BROAD_HITS, math.ceil(wide * max(1, listing.total) / max(1, listing.count)))
+    elif listing is not None:
+        name, bindings["among"] = "kagura_keyword_listed_hits", f"[{listing.pks}]"
+    for pk, bm25, is_listed in backend.conn.execute(backend.sql[name].format(weights=weights), bindings):
+        if is_listed:
+            found[pk] = bm25
+        else:
+            others.append((pk, bm25))
+    # Best bm25 first, ties by pk: the order of recall_keyword_broad_hits.sql.
+    ranked = sorted([*found.items(), *others], key=lambda hit: (-hit[1], hit[0]))
+    unlisted = [pk for pk, _ in ranked if pk not in listed]
+    if broad and unlisted:  # some hits fall outside the scope: read only the rows kept
+        admitted = {pk for (pk,) in backend.conn.execute(backend.sql["kagura_scope_admits"], {
+            **scope.bindings(), "pks": json.dumps(unlisted)})}
+        ranked = [hit for hit in ranked if hit[0] in listed or hit[0] in admitted]
+        unlisted = [pk for pk, _ in ranked[:size] if pk not in listed]
+    checks = listing.bindings(scope) if listing is not None else scope.bindings()
+    rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(
+        backend.sql["kagura_keyword_rows"], {**checks, "pks": json.dumps(unlisted),
+                                             "query_vector": vector}))} if unlisted else {}
+    out: list[Candidate] = []
+    for pk, bm25 in ranked:
+        if len(out) >= size:
+            break
+        if pk in listed:
+            out.append(Candidate(pk=pk, memory=listed[pk].memory, bm25=max(0.0, float(bm25 or 0.0)),
+                                 arms={"keyword"}))
+        elif (row := rows.get(pk)) is not None:
+            out.append(Candidate(pk=pk, memory=to_record(row), cosine=usable_cosine(row["similarity"]),
+                                 bm25=max(0.0, float(bm25 or 0.0)), arms={"keyword"}))
+    if len(out) < size and len(found) + len(others) >= wide + len(listed):  # more hits exist
+        return None
+    for pk, candidate in listed.items():
+        candidate.bm25 = max(0.0, float(found.get(pk) or 0.0))
     return out
 
 
@@ -213,19 +355,26 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
     cutoff: float | None = None
     semantic_ran = False
     query_tokens: Any = None
+    listing: Listing | None = None  # the memories a tag or context index finds for the scope
     if mode in ("hybrid", "semantic"):
         vector, query_tokens, degraded = _query_vector(backend, query)
         if vector is not None:
             try:
-                semantic, cutoff = _semantic_arm(backend, scope, vector, size)
+                listing = None if scope.unfiltered else _scope_listing(backend, scope)
+                semantic, cutoff = _semantic_arm(backend, scope, vector, size, listing)
                 semantic_ran = True
             except apsw.Error:
                 logger.exception("Vector search failed; answering from the keyword arm")
                 vector, degraded = None, "vector_search_unavailable"
     use_keyword = mode in ("hybrid", "keyword") or not semantic_ran
     keyword: list[Candidate] = []
+    listed_bm25 = False  # whether the semantic hits' bm25 came with the keyword arm
     if use_keyword and match is not None:
-        keyword = _keyword_arm(backend, scope, match, vector, size)
+        if listing is None and not scope.unfiltered:
+            listing = _scope_listing(backend, scope)
+        found = _indexed_keyword_arm(backend, scope, match, vector, size, {c.pk: c for c in semantic}, listing)
+        listed_bm25 = found is not None
+        keyword = found if found is not None else _keyword_arm(backend, scope, match, vector, size)
 
     merged: dict[int, Candidate] = {c.pk: c for c in semantic}
     for candidate in keyword:
@@ -236,7 +385,7 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
             present.bm25 = candidate.bm25
             present.arms.add("keyword")
     candidates = list(merged.values())
-    if semantic_ran and use_keyword and match is not None:
+    if semantic_ran and use_keyword and match is not None and not listed_bm25:
         _fill_bm25(backend, match, candidates)
     if semantic_ran and vector is not None:
         _fill_cosine(backend, vector, candidates)

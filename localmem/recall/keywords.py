@@ -72,6 +72,24 @@ def bm25_weights_sql(weights: tuple[float, ...]) -> str:
     return ", ".join(repr(float(w)) for w in weights)
 
 
+def _count_rows(backend: "Backend", term: str) -> int:
+    tokens = backend.query_tokens(term)
+    if len(tokens) == 1:
+        row = backend.conn.execute(backend.sql["fts_term_rows"], {"term": tokens[0]}).fetchone()
+        return int(row[0]) if row else 0
+    if not tokens:
+        return 0
+    row = backend.conn.execute(backend.sql["fts_phrase_rows"], {"match": match_expression([term])}).fetchone()
+    return int(row[0])
+
+
+def document_frequency(backend: "Backend", term: str, cache: dict[Any, Any] | None) -> int:
+    """How many memories contain ``term`` (a query word: one stem, or a phrase of several),
+    kept in ``cache`` (Backend.content_cache) for the store's generation: a common term's
+    count reads its whole doclist, and queries repeat terms."""
+    return remembered(cache, ("term_rows", term), lambda: _count_rows(backend, term))
+
+
 class KeywordScorer:
     """Keyword scores of memories for one query (one object per query per recall)."""
 
@@ -88,17 +106,6 @@ class KeywordScorer:
         self._ideal: float | None = None
         self._known: dict[int, float | None] = {}  # bm25 by pk, learnt elsewhere (None: no match)
 
-    def _document_frequency(self, term: str) -> int:
-        tokens = self.backend.query_tokens(term)
-        if len(tokens) == 1:
-            row = self.backend.conn.execute(self.backend.sql["fts_term_rows"], {"term": tokens[0]}).fetchone()
-            return int(row[0]) if row else 0
-        if not tokens:
-            return 0
-        row = self.backend.conn.execute(self.backend.sql["fts_phrase_rows"],
-                                      {"match": match_expression([term])}).fetchone()
-        return int(row[0])
-
     def _frequencies(self) -> tuple[int, list[int]]:
         """(memories in the store, document frequency of each term), computed once.
 
@@ -109,8 +116,7 @@ class KeywordScorer:
             cache = self.backend.content_cache()
             total = remembered(cache, ("memory_count",), lambda: self.backend.conn.execute(
                 self.backend.sql["memory_count"]).fetchone()[0])
-            frequencies = [remembered(cache, ("term_rows", term), lambda term=term: self._document_frequency(term))
-                           for term in self.terms]
+            frequencies = [document_frequency(self.backend, term, cache) for term in self.terms]
             self._df = (total, frequencies)
         return self._df
 
