@@ -41,7 +41,7 @@ from ..recall.scoring import usable_cosine
 from .scope import SearchScope
 
 if TYPE_CHECKING:
-    from ..storage.backend import Backend
+    from ..storage.backend import Backend, QueryEncoding
 
 logger = logging.getLogger("localmem.kagura")
 
@@ -104,21 +104,22 @@ def pool_size(backend: "Backend", k: int) -> int:
     return max(k, min(config.vector_fetch_cap, max(MIN_POOL, k * config.vector_overfetch)))
 
 
-def _query_vector(backend: "Backend", query: str) -> tuple[bytes | None, Any, str | None]:
-    """The query's vector, its token vectors (None without token evidence), and why
-    there is no vector."""
+def _query_vector(backend: "Backend", query: str, delta: QueryDelta | None = None
+                  ) -> tuple[bytes | None, Any, str | None, QueryEncoding | None]:
+    """The query's vector, its token vectors (None without token evidence), why there is
+    no vector, and the whole encoding (with ``delta``'s tuned tokens from the same run)."""
     if backend.embedder is None or not backend.has_vector_index:
-        return None, None, "embedding_unavailable"
+        return None, None, "embedding_unavailable", None
     try:
-        found = backend.embed_texts_and_tokens([query])
+        found = backend.embed_query(query, delta)
     except EmbedderUnavailable:
         found = None
     except Exception:  # a broken embedder must not break recall: keyword arm only
         logger.exception("Embedding the recall query failed")
         found = None
-    if not found or not found[0]:
-        return None, None, "embedding_unavailable"
-    return found[0][0], found[1][0], None
+    if found is None or not found.vector:
+        return None, None, "embedding_unavailable", None
+    return found.vector, found.tokens, None, found
 
 
 # A listed scope's code kNN asks for LISTED_DEPTH times the pool and LISTED_MARGIN more
@@ -355,9 +356,11 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
     cutoff: float | None = None
     semantic_ran = False
     query_tokens: Any = None
+    encoding: QueryEncoding | None = None
     listing: Listing | None = None  # the memories a tag or context index finds for the scope
     if mode in ("hybrid", "semantic"):
-        vector, query_tokens, degraded = _query_vector(backend, query)
+        vector, query_tokens, degraded, encoding = _query_vector(
+            backend, query, delta if mode == "hybrid" else None)
         if vector is not None:
             try:
                 listing = None if scope.unfiltered else _scope_listing(backend, scope)
@@ -391,11 +394,11 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
         _fill_cosine(backend, vector, candidates)
     delta_failure: str | None = None
     if semantic_ran and query_tokens is not None and mode == "hybrid":
-        if delta is not None:
-            try:
-                query_tokens = backend.embed_query_tokens(query, delta)
-            except ValueError as exc:
-                delta_failure = str(exc)
+        if delta is not None and encoding is not None:
+            if encoding.tuned is not None:
+                query_tokens = encoding.tuned
+            else:
+                delta_failure = encoding.tuned_error or "the embedder gave no tuned token vectors"
         # Without its delta the model does not rank, and its adapter does not apply either.
         _fill_maxsim(backend, query_tokens, candidates, adapter if delta_failure is None else None)
     # Every semantic hit stays, however weak (a cosine of 0 or below included): like
