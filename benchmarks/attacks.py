@@ -1,4 +1,5 @@
-"""Issue 12 replayed: every attack of "Nothing lost, no one in", many times, against the real interfaces.
+"""Issues 12 and 33 replayed: every attack of "Nothing lost, no one in" (and its round two), many times,
+against the real interfaces.
 
 Each of the issue's eleven items (and bad ``LOCALMEM_SYNCHRONOUS`` values) is one
 function below that attacks what a user runs: ``localmem serve`` as a
@@ -1651,14 +1652,14 @@ def markdown(tallies: list[Tally], ctx: Context, command: str, elapsed: float) -
     total = [sum(getattr(t, f) for t in tallies) for f in ("attempts", "failures", "errors", "lost")]
     notes = [f"- {t.item}: {note}" for t in tallies for note in t.notes]
     return "\n".join([
-        "### Attacks of issue 12, replayed",
+        "### Attacks of issues 12 and 33, replayed",
         "",
         f"Command: `{command}`  ",
         f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
         f"Environment: {environment()}  ",
         f"Total run time: {elapsed:.0f} s",
         "",
-        "`benchmarks/attacks.py` replays every attack of issue 12 (\"Nothing lost, no one in\") against what a "
+        "`benchmarks/attacks.py` replays every attack of issues 12 and 33 (\"Nothing lost, no one in\", rounds one and two) against what a "
         "user runs: `localmem serve` as a subprocess on 127.0.0.1 (tokenless, and with an admin token plus "
         f"`LOCALMEM_API_TOKENS='{SCOPED_TOKENS}'`), `localmem mcp` on a pipe, the CLI in fresh processes "
         f"({ctx.cli.real_runs} as `python -m localmem`, the first of each kind; {ctx.cli.forked_runs} forked from a "
