@@ -17,7 +17,7 @@ import apsw
 
 from ..classify import normalize_memory_type
 from ..errors import ValidationError
-from ..tags import canonical_prefix_filter, normalize_tags, prepare_tag_filters
+from ..tags import canonical_prefix_filter, normalize_tags, parse_tags, prepare_tag_filters
 from ..timeparse import format_timestamp, parse_time_expression, parse_timestamp
 from ..validation import validate_context_name, validate_int
 from .records import rows_as_dicts, to_record
@@ -78,7 +78,8 @@ def list_page(conn: apsw.Connection, sql: Statements, *, now: datetime, tags: An
     offset = validate_int(offset, "offset", default=0, minimum=-1, maximum=2**62)
     if offset < 0:
         raise ValidationError("'offset' must be a non-negative integer")
-    wanted = prepare_tag_filters(normalize_tags(tags, split_commas=True))
+    read_tags = parse_tags(tags)
+    wanted = prepare_tag_filters(read_tags.tags)
     if tag_match == "prefix":
         wanted = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in wanted) if t))
     type_names = list(dict.fromkeys(normalize_memory_type(t) for t in
@@ -125,4 +126,6 @@ def list_page(conn: apsw.Connection, sql: Statements, *, now: datetime, tags: An
     }
     if page["has_more"]:
         page["next_offset"] = offset + len(memories)
+    if read_tags.notes:
+        page["warnings"] = read_tags.notes
     return page
