@@ -268,6 +268,7 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
         if p.strict_time:
             raise ValidationError(f"Invalid time_query: {p.time.error} (strict_time)")
         p.warnings.append(p.time.warning)
+    p.warnings.extend(p.time.notes)
     p.window_start, p.window_end = p.time.start, p.time.end
     p.context = _text(values.get("context"), "context").lower()
     p.language = _text(values.get("language"), "language").lower() or None
