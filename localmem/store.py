@@ -7,7 +7,6 @@ import json
 import os
 import sys
 import threading
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -41,7 +40,7 @@ from .recall.state import memory_state, state_counts, still_hidden_warning
 from .storage.records import MemoryRow, record_by_id, rows_as_dicts, to_record
 from .relations import SUPERSESSION_TYPES
 from .storage.statements import Statements
-from .tags import canonical_prefix_filter, parse_tags, prepare_tag_filters, read_tag_field
+from .tags import canonical_prefix_filter, parse_tags, prepare_tag_filters, with_tags_read
 from .timeparse import format_timestamp
 from .validation import strip_non_finite, validate_embedding, validate_int, validate_uuid
 
@@ -231,7 +230,8 @@ class MemoryStore:
         rows = []
         for index, item in enumerate(items):
             try:
-                item = self._read_tags(item, f"Memory at index {index}: " if len(items) > 1 else "")
+                # Frames: _prepare (1), store/store_many/supersede, _serialized, the caller (4).
+                item = with_tags_read(item, f"Memory at index {index}: " if len(items) > 1 else "", 4)
                 rows.append(build_row(item, now=now))
             except ValidationError as exc:
                 if len(items) == 1:
@@ -259,17 +259,6 @@ class MemoryStore:
             if progress is not None:
                 progress.advance(len(chunk))
         return rows, Embedded(embeddings, codes, space, tuple(to_embed))
-
-    @staticmethod
-    def _read_tags(fields: Mapping[str, Any], where: str = "") -> dict[str, Any]:
-        """``fields`` with its tags read by the one rule (tags.parse_tags); a Python warning says what changed.
-
-        The interfaces parse first and report the notes in their answers, so they get none here.
-        """
-        fields = dict(fields)
-        for note in read_tag_field(fields, where=where):
-            warnings.warn(note, stacklevel=4)
-        return fields
 
     # -- writes -----------------------------------------------------------
 
@@ -328,7 +317,7 @@ class MemoryStore:
             raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
         # None leaves a field as it is, except for the fields where None means "clear it".
         fields = {k: v for k, v in fields.items() if v is not None or k in CLEARABLE_FIELDS}
-        fields = self._read_tags(fields)
+        fields = with_tags_read(fields, "", 3)  # frames: update (1), _serialized, the caller (3)
         pk, current = self._pk_and_record(memory_id)
         new, content_changed = merged_update(current, fields, now=self.now())
         embedding: bytes | None = None

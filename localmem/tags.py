@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, MutableMapping
-from typing import NamedTuple
+import warnings
+from collections.abc import Iterable, Mapping, MutableMapping
+from typing import Any, NamedTuple
 
 from localmem.errors import ValidationError
 
@@ -16,6 +17,7 @@ __all__ = [
     "normalize_tags",
     "parse_tags",
     "read_tag_field",
+    "with_tags_read",
     "ParsedTags",
     "prepare_tag_filters",
 ]
@@ -131,6 +133,16 @@ def read_tag_field(fields: MutableMapping[str, object], field: str = "tags", whe
     parsed = parse_tags(fields[field], field)
     fields[field] = parsed.tags
     return [f"{where}{note}" for note in parsed.notes]
+
+
+def with_tags_read(fields: Mapping[str, Any], where: str, stacklevel: int) -> dict[str, Any]:
+    """A copy of ``fields`` with its tags read by the one rule; a Python warning for each change,
+    attributed to the frame ``stacklevel`` (1: the function calling this). The interfaces
+    parse first and report the notes in their answers, so they get none here."""
+    fields = dict(fields)
+    for note in read_tag_field(fields, where=where):
+        warnings.warn(note, stacklevel=stacklevel + 1)
+    return fields
 
 
 def _tag_note(field: str, item: str, read: list[str]) -> str:
