@@ -40,7 +40,7 @@ from .recall.state import memory_state, state_counts, still_hidden_warning
 from .storage.records import MemoryRow, record_by_id, rows_as_dicts, to_record
 from .relations import SUPERSESSION_TYPES
 from .storage.statements import Statements
-from .tags import canonical_prefix_filter, normalize_tags, prepare_tag_filters
+from .tags import canonical_prefix_filter, parse_tags, prepare_tag_filters, with_tags_read
 from .timeparse import format_timestamp
 from .validation import strip_non_finite, validate_embedding, validate_int, validate_uuid
 
@@ -230,6 +230,8 @@ class MemoryStore:
         rows = []
         for index, item in enumerate(items):
             try:
+                # Frames: _prepare (1), store/store_many/supersede, _serialized, the caller (4).
+                item = with_tags_read(item, f"Memory at index {index}: " if len(items) > 1 else "", 4)
                 rows.append(build_row(item, now=now))
             except ValidationError as exc:
                 if len(items) == 1:
@@ -315,6 +317,7 @@ class MemoryStore:
             raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
         # None leaves a field as it is, except for the fields where None means "clear it".
         fields = {k: v for k, v in fields.items() if v is not None or k in CLEARABLE_FIELDS}
+        fields = with_tags_read(fields, "", 3)  # frames: update (1), _serialized, the caller (3)
         pk, current = self._pk_and_record(memory_id)
         new, content_changed = merged_update(current, fields, now=self.now())
         embedding: bytes | None = None
@@ -443,7 +446,8 @@ class MemoryStore:
         ``prefix=True`` matches as recall's tag filter does: ``project`` finds
         ``project:alpha`` too (the response then says ``"tag_match": "prefix"``).
         """
-        wanted = prepare_tag_filters(normalize_tags(tags, split_commas=True))
+        parsed = parse_tags(tags)
+        wanted = prepare_tag_filters(parsed.tags)
         if prefix:
             wanted = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in wanted) if t))
         if not wanted:
@@ -465,6 +469,8 @@ class MemoryStore:
             result["next_offset"] = offset + limit
         if prefix:
             result["tag_match"] = "prefix"
+        if parsed.notes:
+            result["warnings"] = parsed.notes
         return strip_non_finite(result)
 
     @_serialized

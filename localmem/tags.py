@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Mapping, MutableMapping
+from typing import Any, NamedTuple
 
 from localmem.errors import ValidationError
 
@@ -13,6 +15,10 @@ __all__ = [
     "canonical_prefix_filter",
     "compute_tag_prefixes",
     "normalize_tags",
+    "parse_tags",
+    "read_tag_field",
+    "with_tags_read",
+    "ParsedTags",
     "prepare_tag_filters",
 ]
 
@@ -67,6 +73,86 @@ def normalize_tags(value: object, *, split_commas: bool = False) -> list[str]:
         seen.add(key)
         tags.append(tag)
     return tags
+
+
+# Tag input is read one way everywhere (CLI, HTTP, MCP, Python): commas,
+# semicolons and whitespace separate tags and a leading '#' is dropped, so
+# "work;urgent", "work urgent" and "#work" never become one odd tag. Commas are
+# the documented separator; the other changes are reported in a note.
+_TAG_INPUT_SEPARATORS = re.compile(r"[,;\s]+")
+_QUIET_SEPARATORS = re.compile(r",")
+MAX_TAG_NOTES = 5
+
+
+class ParsedTags(NamedTuple):
+    """Tags read from user input, and a note for each input that was split or changed."""
+
+    tags: list[str]
+    notes: list[str]
+
+
+def parse_tags(value: object, field: str = "tags") -> ParsedTags:
+    """Read tag input: None, a string of tags, or a list of such strings.
+
+    Every string (alone or in a list) splits on commas, semicolons and
+    whitespace; a leading ``#`` is dropped; empty parts and case-insensitive
+    duplicates go (the first spelling wins). A split on anything but commas,
+    or a dropped ``#``, adds a note naming the input and what it became.
+    """
+    if value is None:
+        return ParsedTags([], [])
+    if isinstance(value, str):
+        items: list[object] = [value]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise ValidationError(_TAGS_TYPE_MESSAGE.replace("'tags'", f"'{field}'"))
+    parts: list[str] = []
+    notes: list[str] = []
+    changed = 0
+    for item in items:
+        if not isinstance(item, str):
+            raise ValidationError(_TAGS_TYPE_MESSAGE.replace("'tags'", f"'{field}'"))
+        read = [part.lstrip("#") for part in _TAG_INPUT_SEPARATORS.split(item)]
+        read = [part for part in read if part]
+        plain = [part.strip() for part in _QUIET_SEPARATORS.split(item) if part.strip()]
+        if read != plain:
+            changed += 1
+            if len(notes) < MAX_TAG_NOTES:
+                notes.append(_tag_note(field, item, read))
+        parts.extend(read)
+    if changed > MAX_TAG_NOTES:
+        notes.append(f"'{field}': {changed - MAX_TAG_NOTES} more value(s) were split or changed the same way")
+    return ParsedTags(normalize_tags(parts), notes)
+
+
+def read_tag_field(fields: MutableMapping[str, object], field: str = "tags", where: str = "") -> list[str]:
+    """Parse ``fields[field]`` in place (when given); the notes, each starting with ``where``."""
+    if fields.get(field) is None:
+        return []
+    parsed = parse_tags(fields[field], field)
+    fields[field] = parsed.tags
+    return [f"{where}{note}" for note in parsed.notes]
+
+
+def with_tags_read(fields: Mapping[str, Any], where: str, stacklevel: int) -> dict[str, Any]:
+    """A copy of ``fields`` with its tags read by the one rule; a Python warning for each change,
+    attributed to the frame ``stacklevel`` (1: the function calling this). The interfaces
+    parse first and report the notes in their answers, so they get none here."""
+    fields = dict(fields)
+    for note in read_tag_field(fields, where=where):
+        warnings.warn(note, stacklevel=stacklevel + 1)
+    return fields
+
+
+def _tag_note(field: str, item: str, read: list[str]) -> str:
+    shown = ", ".join(repr(part) for part in read) or "nothing"
+    why = []
+    if any(part.startswith("#") for part in _TAG_INPUT_SEPARATORS.split(item.strip())):
+        why.append("a leading '#' is dropped")
+    if re.search(r"[;\s]", item.strip()):
+        why.append("tags are separated by commas, semicolons or spaces; join words with '-' to keep one tag")
+    return f"'{field}': {item!r} was read as {shown} ({'; '.join(why)})"
 
 
 def _segments(tag: str) -> list[str]:

@@ -145,6 +145,7 @@ class TimeWindow:
     error: str | None = None  # why the expression was not understood
     warning: str | None = None  # the same as the response says it
     requested: bool = False  # time_query, start or end was given
+    notes: tuple[str, ...] = ()  # which reading was taken of an ambiguous expression ("04/05/2026")
 
     def describe(self) -> dict[str, str | None]:
         """The response's ``time_window`` block."""
@@ -181,11 +182,13 @@ def time_window(
     window_start = window_end = None
     expression = error = warning = None
     zone = "UTC"
+    notes: tuple[str, ...] = ()
     if isinstance(time_query, str) and time_query.strip():
         reading = read_time_expression(time_query, reference)
         expression, zone = reading.expression, reading.timezone
         if reading.understood:
             window_start, window_end = reading.start, reading.end
+            notes = tuple(f"time_query {note}" for note in reading.notes)
         else:
             error = f"{reading.expression!r} was not understood: {reading.error}"
             applied = ("only the explicit start/end apply" if explicit_start or explicit_end
@@ -197,7 +200,7 @@ def time_window(
         window_end = explicit_end
     return TimeWindow(window_start, window_end, expression, zone, error, warning,
                       requested=expression is not None or explicit_start is not None
-                      or explicit_end is not None)
+                      or explicit_end is not None, notes=notes)
 
 
 def resolve_time_window(

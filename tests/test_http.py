@@ -266,7 +266,7 @@ def test_store_memory_returns_automem_fields(client):
     assert body["metadata"] == {"project": "ledger"}
     memory = client.get(f"/memory/{body['memory_id']}").json()["memory"]
     assert memory["content"] == "We decided to use PostgreSQL for billing"
-    assert memory["tags"] == ["billing,db"]  # POST does not comma-split a tag string
+    assert memory["tags"] == ["billing", "db"]  # a string of tags splits on commas, as every tag input
     assert memory["importance"] == 0.8
 
 
@@ -586,12 +586,14 @@ def test_recall_list_parameters_repeated_and_comma_separated(client, recall_data
                                                   ("exclude_tags", "rc-ui")]))
     comma = _ids(client.get("/recall", params={**base, "exclude_tags": "rc-temp,rc-ui"}))
     assert repeated == comma == [recall_data["kafka"]]
-    # tags: repeated values are separate tags; a comma is part of ONE tag (AutoMem).
+    # tags: repeated values and comma-separated ones are the same tags (unlike AutoMem, where
+    # "rc-ops,rc-ui" is one tag that matches nothing: tag input is read one way everywhere).
     both = _ids(client.get("/recall", params=[("query", "kafka zebra"), ("tags", "rc-ops"),
                                               ("tags", "rc-ui"), ("limit", "10")]))
     assert {recall_data[k] for k in (*kafka, "zebra")} <= set(both)
-    one_tag = _ids(client.get("/recall", params={"query": "kafka zebra", "tags": "rc-ops,rc-ui"}))
-    assert one_tag == []
+    comma_tags = _ids(client.get("/recall", params={"query": "kafka zebra", "tags": "rc-ops,rc-ui",
+                                                    "limit": "10"}))
+    assert comma_tags == both
     literal = _ids(client.get("/recall", params={"query": "kafka", "tags": "a,b"}))
     assert literal == [recall_data["kafka"]]
     # queries: comma-split and repeated give the same query list.

@@ -260,8 +260,15 @@ def test_store_tags_and_index_rows(store):
     )
 
 
-def test_store_single_string_tag_is_not_comma_split(store):
-    assert store.get(store.store("x", tags="a,b"))["tags"] == ["a,b"]
+def test_store_tag_string_is_read_as_every_tag_input(store):
+    assert store.get(store.store("x", tags="a,b"))["tags"] == ["a", "b"]  # unlike AutoMem's one tag "a,b"
+    with pytest.warns(UserWarning, match=r"'work;urgent' was read as 'work', 'urgent'") as caught:
+        memory_id = store.store("y", tags=["work;urgent", "#home"])
+    assert store.get(memory_id)["tags"] == ["work", "urgent", "home"]
+    assert len(caught) == 2 and all(w.filename == __file__ for w in caught), [w.filename for w in caught]
+    with pytest.warns(UserWarning, match="'#x' was read as 'x'") as caught:
+        store.update(memory_id, tags="#x")
+    assert caught[0].filename == __file__
 
 
 def test_store_metadata_round_trips(store):

@@ -111,7 +111,49 @@ EXAMPLES = [
     ("2026-11-01/2026-11-27", utc(2026, 11, 1), last_of(2026, 11, 27), ["ISO date", "ISO date"]),
     ("march 2025 - may 2025", utc(2025, 3, 1), last_of(2025, 5, 31), ["month year", "month year"]),
     ("between november and today", utc(2026, 11, 1), utc(2026, 12, 3), ["month", "today"]),
+    # Issue 35's phrases.
+    ("the week before last", utc(2026, 11, 16), last_of(2026, 11, 22), ["unit before last"]),
+    ("the month before last", utc(2026, 10, 1), last_of(2026, 10, 31), ["unit before last"]),
+    ("the day before yesterday", utc(2026, 11, 30), last_of(2026, 11, 30), ["day before yesterday"]),
+    ("this past week", utc(2026, 11, 25, 15, 30), NOW, ["this past unit"]),
+    ("this past weekend", utc(2026, 11, 28), last_of(2026, 11, 29), ["this past weekend"]),
+    ("last few days", utc(2026, 11, 29, 15, 30), NOW, ["last N units"]),
+    ("this morning", utc(2026, 12, 2), utc(2026, 12, 2, 12) - timedelta(microseconds=1), ["part of a day"]),
+    ("yesterday morning", utc(2026, 12, 1), utc(2026, 12, 1, 12) - timedelta(microseconds=1),
+     ["part of a day"]),
+    ("yesterday evening", utc(2026, 12, 1, 18), last_of(2026, 12, 1), ["part of a day"]),
+    ("tonight", utc(2026, 12, 2, 18), last_of(2026, 12, 2), ["part of a day"]),
+    ("last night", utc(2026, 12, 1, 18), utc(2026, 12, 2, 6) - timedelta(microseconds=1), ["last night"]),
+    ("3 weeks back", utc(2026, 11, 9), last_of(2026, 11, 15), ["N units ago"]),
+    ("mid-November", utc(2026, 11, 11), last_of(2026, 11, 20), ["part of a month"]),
+    ("late february 2024", utc(2024, 2, 21), last_of(2024, 2, 29), ["part of a month"]),
+    ("Q3", utc(2026, 7, 1), last_of(2026, 9, 30), ["quarter"]),
+    ("q1 2025", utc(2025, 1, 1), last_of(2025, 3, 31), ["quarter year"]),
+    ("2025 Q2", utc(2025, 4, 1), last_of(2025, 6, 30), ["year quarter"]),
+    ("27/11/2026", utc(2026, 11, 27), last_of(2026, 11, 27), ["numeric date"]),
+    ("11/27/2026", utc(2026, 11, 27), last_of(2026, 11, 27), ["numeric date"]),
+    ("27.11.2026", utc(2026, 11, 27), last_of(2026, 11, 27), ["numeric date"]),
+    ("01/11/2026 to 27/11/2026", utc(2026, 11, 1), last_of(2026, 11, 27), ["numeric date", "numeric date"]),
 ]
+
+
+@pytest.mark.parametrize(("expr", "day", "noted"), [
+    ("04/05/2026", utc(2026, 5, 4), True),  # both readings possible: day/month taken, and said
+    ("04.05.2026", utc(2026, 5, 4), False),  # dots: day.month by convention
+    ("05/05/2026", utc(2026, 5, 5), False),
+    ("27/11/2026", utc(2026, 11, 27), False),
+])
+def test_numeric_dates_say_which_reading_was_taken(expr, day, noted):
+    reading = read_time_expression(expr, NOW)
+    assert reading.start == day
+    assert bool(reading.notes) == noted
+    if noted:
+        assert "read as day/month (04 May 2026)" in reading.notes[0] and "2026-04-05" in reading.notes[0]
+
+
+@pytest.mark.parametrize("expr", ["q5", "31/02/2026", "13/13/2026", "a few days ago"])
+def test_new_phrases_refuse_what_they_cannot_mean(expr):
+    assert read_time_expression(expr, NOW).error is not None
 
 
 @pytest.mark.parametrize(("expr", "start", "end", "rules"), EXAMPLES, ids=[e[0] for e in EXAMPLES])

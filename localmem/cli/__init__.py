@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors (argparse exits 2)
         return _exit_code(exc.code)
+    args.raw_argv = list(sys.argv[1:] if argv is None else argv)  # for checks of what was typed where
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help(sys.stderr)

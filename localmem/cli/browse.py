@@ -77,6 +77,8 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
                                    tag_match=args.tag_match, types=split_list(args.type),
                                    context=args.context, since=args.since, until=args.until,
                                    sort=args.sort, limit=args.limit, offset=args.offset)
+        for warning in page.get("warnings", ()):
+            out.note(f"warning: {warning}")
         if out.as_json:
             out.json(page)
             return EXIT_OK
@@ -100,6 +102,8 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
 def cmd_by_tag(args: argparse.Namespace, out: Output) -> int:
     with open_store(args, must_exist=True) as store:
         page = store.by_tag(args.tags, limit=args.limit, offset=args.offset, prefix=args.prefix)
+        for warning in page.get("warnings", ()):
+            out.note(f"warning: {warning}")
         if out.as_json:
             out.json(page)
             return EXIT_OK
@@ -108,7 +112,7 @@ def cmd_by_tag(args: argparse.Namespace, out: Output) -> int:
                      + " or ".join(page["tags"]))
             if not args.prefix and store.by_tag(args.tags, limit=1, prefix=True)["count"]:
                 out.lines(out.wrap(f"(tags under them exist: 'localmem by-tag --prefix "
-                                   f"{' '.join(args.tags)}' lists those)"))
+                                   f"{' '.join(page['tags'])}' lists those)"))
             return EXIT_OK
         columns, rows = memory_rows(store, page["memories"])
     out.lines(out.table(columns, rows))

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AmbiguousIdError, LocalMemError, NotFoundError, ValidationError
 from ..settings import choose_embedder, default_db_path, opens_read_only
 from ..storage.database import MEMORY_PATH
+from ..timegrammar import read_time_expression
+from ..timeparse import format_timestamp, parse_timestamp
 from ..validation import decode_json
 
 if TYPE_CHECKING:
@@ -53,6 +56,29 @@ def split_list(values: Sequence[str] | None) -> list[str] | None:
     if values is None:
         return None
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def time_option(value: str | None, option: str, out: Output) -> str | None:
+    """An option's time: ISO 8601 as given, or a time expression ('yesterday', '3 days ago',
+    '27/11/2026') as the start of its window, which a note on stderr names."""
+    if value is None or not value.strip():
+        return value
+    try:
+        parse_timestamp(value, field=option)
+        return value
+    except ValidationError:
+        pass
+    reading = read_time_expression(value, datetime.now(timezone.utc))
+    if not reading.understood or reading.start is None or reading.start == datetime.min.replace(
+            tzinfo=timezone.utc):
+        why = reading.error or "it has no start"
+        raise ValidationError(f"{option} must be an ISO 8601 time or a time expression such as 'yesterday', "
+                              f"'3 days ago' or '27/11/2026' ({value!r}: {why})")
+    start = format_timestamp(reading.start)
+    out.note(f"note: {option} {value!r} was read as {start} (the start of that time)")
+    for note in reading.notes:
+        out.note(f"note: {option} {note}")
+    return start
 
 
 def json_object(text: str | None, option: str) -> Any:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LocalMemError, ValidationError
 from ..relations import AUTHORABLE_TYPES, SUPERSESSION_TYPES, supersession_meaning
 from ..text import plural
-from .common import EXIT_OK, AddCommand, json_object, open_store, resolve_id, split_list
+from .common import EXIT_OK, AddCommand, json_object, open_store, resolve_id, split_list, time_option
 from .output import Output, short
 
 if TYPE_CHECKING:
@@ -60,6 +60,8 @@ def register(command: AddCommand) -> None:
     p.add_argument("--type", metavar="T", help="memory type of the new memory")
     p.add_argument("--metadata", metavar="JSON", help="metadata of the new memory, a JSON object")
     p.add_argument("--context", metavar="NAME", help="context (namespace) of the new memory")
+    p.add_argument("--timestamp", metavar="TS", help="creation time of the new memory, ISO 8601 or an "
+                   "expression such as 'yesterday' (its start) (default: now; OLD is invalid as of now)")
 
 
 def _starts(store: MemoryStore, *memory_ids: str) -> list[str | None]:
@@ -132,12 +134,15 @@ def cmd_supersede(args: argparse.Namespace, out: Output) -> int:
             fields[name] = getattr(args, name)
     if args.metadata is not None:
         fields["metadata"] = json_object(args.metadata, "--metadata")
+    if args.timestamp is not None:
+        fields["timestamp"] = time_option(args.timestamp, "--timestamp", out)
     if args.new_id is not None:
         if args.content is not None:
             raise ValidationError("give NEW_CONTENT or --id NEW, not both")
         if fields:
-            raise ValidationError("--tags, --importance, --confidence, --type, --metadata and --context "
-                                  "describe a new memory; with --id NEW, change NEW with 'localmem update'")
+            raise ValidationError("--tags, --importance, --confidence, --type, --metadata, --context and "
+                                  "--timestamp describe a new memory; with --id NEW, change NEW with "
+                                  "'localmem update'")
         new: str | None = None  # resolved once the store is open
     elif args.content is None:
         raise ValidationError("give the replacing memory: NEW_CONTENT, or --id NEW for an existing one")

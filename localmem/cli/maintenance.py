@@ -61,7 +61,8 @@ def register(command: AddCommand) -> None:
 
     p = command("backup", cmd_backup,
                 "copy the database to DEST with SQLite's online backup (consistent while other processes write)")
-    p.add_argument("dest", metavar="DEST", help="the backup file to write (mode 0600)")
+    p.add_argument("dest", metavar="DEST", help="the backup file to write (mode 0600); a folder (a path "
+                   "ending in '/', or an existing directory) gets a dated file inside, and is created if missing")
     p.add_argument("--force", action="store_true", help="overwrite DEST if it exists")
 
     p = command("restore", cmd_restore,

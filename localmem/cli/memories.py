@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from . import edges
-from .common import EXIT_OK, AddCommand, json_object, naming, open_store, resolve_id, split_list
+from .common import EXIT_OK, AddCommand, json_object, naming, open_store, resolve_id, split_list, time_option
 from .output import Output
 
 
@@ -27,7 +27,8 @@ def register(command: AddCommand) -> None:
     p.add_argument("--type", metavar="T",
                    help="memory type: Decision, Pattern, Preference, Style, Habit, Insight or Context "
                         "(default: classified from the content)")
-    p.add_argument("--timestamp", metavar="TS", help="creation time, ISO 8601 (default: now)")
+    p.add_argument("--timestamp", metavar="TS", help="creation time, ISO 8601 or an expression such as "
+                                                     "'yesterday' (its start) (default: now)")
     p.add_argument("--t-valid", metavar="TS", help="valid from (default: the timestamp)")
     p.add_argument("--t-invalid", metavar="TS", help="valid until")
     p.add_argument("--metadata", metavar="JSON", help="a JSON object")
@@ -44,7 +45,8 @@ def register(command: AddCommand) -> None:
     p.add_argument("--confidence", metavar="X", help="new confidence in the type, in [0, 1]")
     p.add_argument("--type", metavar="T", help="new memory type (Decision, Pattern, Preference, Style, "
                                                "Habit, Insight, Context)")
-    p.add_argument("--timestamp", metavar="TS", help="new creation time, ISO 8601")
+    p.add_argument("--timestamp", metavar="TS", help="new creation time, ISO 8601 or an expression such as "
+                                                     "'yesterday' (its start)")
     p.add_argument("--t-valid", metavar="TS", help="valid from this time, ISO 8601")
     p.add_argument("--t-invalid", metavar="TS", help="valid until this time, ISO 8601 ('' clears it: current again)")
     p.add_argument("--metadata", metavar="JSON", help="replace the metadata with this JSON object")
@@ -54,13 +56,15 @@ def register(command: AddCommand) -> None:
 
 
 
-def _store_fields(args: argparse.Namespace) -> dict[str, Any]:
+def _store_fields(args: argparse.Namespace, out: Output) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     tags = split_list(args.tags)
     if tags is not None:
         fields["tags"] = tags
     for name in ("importance", "confidence", "type", "timestamp", "t_valid", "t_invalid"):
         value = getattr(args, name, None)
+        if name in ("timestamp", "t_valid", "t_invalid"):
+            value = time_option(value, "--" + name.replace("_", "-"), out)
         if value is not None:
             fields[name] = value
     if args.metadata is not None:
@@ -100,7 +104,7 @@ def record_lines(record: dict[str, Any]) -> list[str]:
 
 def cmd_store(args: argparse.Namespace, out: Output) -> int:
     content = sys.stdin.read() if args.content == "-" else args.content
-    fields = _store_fields(args)
+    fields = _store_fields(args, out)
     if args.context is not None:
         fields["context"] = args.context
     with open_store(args) as store:
@@ -128,7 +132,7 @@ def cmd_get(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_update(args: argparse.Namespace, out: Output) -> int:
-    fields = _store_fields(args)
+    fields = _store_fields(args, out)
     if args.t_invalid is not None and not args.t_invalid.strip():
         fields["t_invalid"] = None  # clears it (say, after dissociating a supersession)
     if args.content is not None:

@@ -7,6 +7,8 @@ command's help shows its own options and a one-line pointer to them.
 from __future__ import annotations
 
 import argparse
+import difflib
+from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
@@ -46,8 +48,33 @@ def _global_options(described: bool) -> argparse.ArgumentParser:
     return parent
 
 
+class _RootParser(argparse.ArgumentParser):
+    """Reports an unknown option with the usage of the command it was given to, and a "did you mean"."""
+
+    command_parsers: dict[str, argparse.ArgumentParser]
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            target = self.command_parsers.get(getattr(parsed, "command", None) or "", self)
+            target.error(unrecognized(extras, target))
+        return parsed
+
+
+def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
+    """``unrecognized arguments: --tgas (did you mean --tags?)``."""
+    known = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    shown = []
+    for extra in extras:
+        guess = difflib.get_close_matches(extra.split("=", 1)[0], known, n=1, cutoff=0.6) \
+            if extra.startswith("-") else []
+        shown.append(f"{extra} (did you mean {guess[0]}?)" if guess else extra)
+    return f"unrecognized arguments: {' '.join(shown)}"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _RootParser(
         prog="localmem", parents=[_global_options(described=True)],
         description="A memory store for AI assistants in one SQLite file (AutoMem-compatible).",
         epilog="Ids: wherever a command takes a memory id, a unique prefix of 4 or more hex digits "
@@ -55,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                "input, 1 other errors. 'localmem COMMAND --help' describes a command.")
     parser.add_argument("--version", action="version", version=f"localmem {__version__}",
                         help="print the version and exit ('localmem version' says more)")
+    parser.command_parsers = {}
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     hidden = _global_options(described=False)
 
@@ -65,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   epilog=f"{epilog}\n\n{GLOBAL_POINTER}" if epilog else GLOBAL_POINTER,
                                   formatter_class=_Formatter, **kwargs)
         sub.set_defaults(func=func)
+        parser.command_parsers[name] = sub
         return sub
 
     for group in GROUPS:

@@ -140,7 +140,27 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
     return lines
 
 
+def query_after_tags(args: argparse.Namespace) -> str | None:
+    """The warning for ``recall --tags health important``: one word right after a tag option's value
+    reads as the query, though it was likely meant as a second tag."""
+    query, typed = args.query, getattr(args, "raw_argv", [])
+    if not query or any(ch.isspace() for ch in query) or query not in typed:
+        return None
+    at = typed.index(query)
+    before = typed[at - 2] if at >= 2 else ""
+    joined = typed[at - 1] if at >= 1 else ""
+    option = next((o for o in ("--tags", "--exclude-tags") if before == o or joined.startswith(o + "=")), None)
+    if option is None:
+        return None
+    value = joined.split("=", 1)[1] if joined.startswith(option + "=") else joined
+    return (f"{query!r} is read as the query, not as a tag: {option} takes one value; for two tags write "
+            f"{option} {value},{query} (or put the query before the options to silence this)")
+
+
 def cmd_recall(args: argparse.Namespace, out: Output) -> int:
+    ambiguous = query_after_tags(args)
+    if ambiguous:
+        out.note(f"warning: {ambiguous}")
     params = recall_params(args)
     with open_store(args, must_exist=True) as store:
         response = store.recall(**params)

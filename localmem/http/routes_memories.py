@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse
 
 from ..errors import NotFoundError, ValidationError
 from ..store import STORE_FIELDS, UPDATE_FIELDS, MemoryStore
+from ..tags import read_tag_field
 from ..validation import validate_uuid
 from .body import read_json_object
 from .endpoints import (
@@ -56,6 +57,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         payload = await read_json_object(request)
         fields = known_fields(payload, STORE_FIELDS)
         fields.pop("content", None)
+        notes = read_tag_field(fields)  # "a,b", "a;b", "a b", "#a": said in "warnings"
 
         def work() -> tuple[dict[str, Any], str, str]:
             with locked(store):
@@ -69,6 +71,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
 
         record, embedding_status, vector_status = await call(work)
         return JSONResponse({
+            **({"warnings": notes} if notes else {}),
             "status": "success",
             "memory_id": record["id"],
             "stored_at": record["timestamp"],
@@ -94,10 +97,12 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         if len(items) > MAX_BATCH:
             raise ValidationError(f"Batch size limit is {MAX_BATCH} memories per request")
         cleaned = []
+        notes: list[str] = []
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise ValidationError(f"Memory at index {index} must be an object")
             cleaned.append(known_fields(item, STORE_FIELDS, f"Memory at index {index}: "))
+            notes.extend(read_tag_field(cleaned[-1], where=f"Memory at index {index}: "))
         provided = sum(1 for item in cleaned if item.get("embedding") is not None)
 
         def work() -> tuple[list[str], bool]:
@@ -119,6 +124,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
                                  "partial" if provided else "skipped"),
             "enrichment": "disabled",
             "query_time_ms": elapsed_ms(start),
+            **({"warnings": notes} if notes else {}),
         }, status_code=201)
 
     async def get_memory(request: Request) -> JSONResponse:
@@ -138,8 +144,11 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         echoed = payload.pop("memory_id", memory_id)  # some clients repeat the path's id
         if not isinstance(echoed, str) or echoed.strip().lower() != memory_id.strip().lower():
             raise ValidationError(f"'memory_id' in the body ({echoed!r}) is not the id in the path ({memory_id})")
-        record = await call(functools.partial(store.update, memory_id, **known_fields(payload, UPDATE_FIELDS)))
-        return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record})
+        fields = known_fields(payload, UPDATE_FIELDS)
+        notes = read_tag_field(fields)
+        record = await call(functools.partial(store.update, memory_id, **fields))
+        return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record,
+                             **({"warnings": notes} if notes else {})})
 
     async def delete_memory(request: Request) -> JSONResponse:
         memory_id = _memory_id(request)
@@ -147,9 +156,8 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         return JSONResponse({"status": "success", "memory_id": memory_id})
 
     def _tag_args(request: Request) -> tuple[list[str] | None, str | None, str | None]:
-        # Repeated ``tags`` and comma-separated ones (AutoMem's normalize_tag_list).
-        tags = [part for value in request.query_params.getlist("tags")
-                for part in value.split(",") if part.strip()] or None
+        # Repeated ``tags``, each read as every tag input is (store.by_tag: tags.parse_tags).
+        tags = request.query_params.getlist("tags") or None
         return tags, query_value(request, "limit"), query_value(request, "offset")
 
     async def by_tag(request: Request) -> JSONResponse:
@@ -166,13 +174,13 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
     async def delete_by_tag(request: Request) -> JSONResponse:
         tags, _, _ = _tag_args(request)
 
-        def work() -> tuple[list[str], int]:
+        def work() -> tuple[list[str], list[str], int]:
             deleted = 0
             with locked(store):
                 while True:
                     page = store.by_tag(tags, limit=200, offset=0)
                     if not page["memories"]:
-                        return page["tags"], deleted
+                        return page["tags"], page.get("warnings", []), deleted
                     for memory in page["memories"]:
                         try:
                             store.delete(memory["id"])
@@ -180,7 +188,8 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
                             continue
                         deleted += 1
 
-        wanted, deleted = await call(work)
-        return JSONResponse({"status": "success", "tags": wanted, "deleted_count": deleted})
+        wanted, notes, deleted = await call(work)
+        return JSONResponse({"status": "success", "tags": wanted, "deleted_count": deleted,
+                             **({"warnings": notes} if notes else {})})
 
     return MemoryEndpoints(store_memory, store_batch, get_memory, update_memory, delete_memory, by_tag, delete_by_tag)

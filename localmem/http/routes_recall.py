@@ -21,7 +21,8 @@ from .body import read_json_object
 from .endpoints import Endpoint, error_response, query_value
 
 # Query-string parameters of GET /recall that take every repeated value
-# (``tags`` is not comma-split by AutoMem; the others are, in recall's parser).
+# (recall's parser splits them on commas; ``tags`` and ``exclude_tags`` also on
+# semicolons and spaces, as every tag input is read: localmem.tags.parse_tags).
 RECALL_MULTI_VALUE = frozenset({"tags", "queries", "exclude_tags", "context_tags",
                                 "context_types", "priority_ids"})
 RECALL_KNOWN = RECALL_PARAMETERS | frozenset(RECALL_ALIASES)
@@ -77,8 +78,8 @@ def recall_endpoints(store: MemoryStore) -> RecallEndpoints:
 def recall_params(request: Request) -> dict[str, Any]:
     """GET /recall's query string as ``store.recall`` keyword arguments.
 
-    List parameters keep every repeated value (recall comma-splits all of
-    them but ``tags``); the others take the first value, and blank ones are
+    List parameters keep every repeated value (recall splits each of them
+    on commas); the others take the first value, and blank ones are
     dropped. Parameters recall does not know (``format``, ``offset`` sent by
     AutoMem's MCP client, ``api_key``) are ignored, as AutoMem does.
     Canonical names come before their aliases, so ``sort`` wins over ``order_by``.

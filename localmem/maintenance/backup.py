@@ -125,6 +125,17 @@ def _refuse_directory(dest_path: Path, source_path: Path) -> None:
                               f"backup's file name (say {dest_path / source_path.name})")
 
 
+def names_folder(dest: str) -> bool:
+    """Whether ``dest`` means a folder: it ends in a path separator or is an existing directory."""
+    ends = dest.endswith(os.sep) or bool(os.altsep and dest.endswith(os.altsep))
+    return ends or Path(dest).expanduser().is_dir()
+
+
+def backup_name(source_path: Path, now: datetime) -> str:
+    """The file name a backup gets inside a folder: ``memory-backup-20261203T204500Z.db``."""
+    return f"{source_path.stem}-backup-{now.strftime('%Y%m%dT%H%M%SZ')}{source_path.suffix or '.db'}"
+
+
 def _write_copy(src: apsw.Connection, dest_path: Path, *, overwrite: bool) -> dict[str, Any]:
     """Copy ``src`` to ``dest_path`` through a checked, synced temporary file beside it."""
     temp = dest_path.with_name(f".{dest_path.name}.{os.getpid()}.tmp")
@@ -171,13 +182,18 @@ def backup_database(source: str, dest: str, *, overwrite: bool = False) -> dict[
     """Copy the database at ``source`` to ``dest`` (a single self-contained file, mode 0600).
 
     ``dest`` may not be the database or one of its companion files, however
-    it is spelled, nor a directory; an existing ``dest`` is replaced only with
-    ``overwrite``.
+    it is spelled; a ``dest`` that ends in a separator or is a directory is a
+    folder (created 0700 when missing) and the backup goes inside it under
+    ``backup_name`` (the answer says ``"into_folder"``); an existing file is
+    replaced only with ``overwrite``.
     """
     source_path = Path(source).expanduser()
-    dest_path = Path(dest).expanduser()
     if not source_path.is_file():
         raise LocalMemError(f"no database at {source_path}")
+    folder = names_folder(dest)
+    dest_path = Path(dest).expanduser()
+    if folder:
+        dest_path = dest_path / backup_name(source_path, datetime.now(timezone.utc))
     refuse_database_file(dest_path, source_path, role="the backup")
     _refuse_directory(dest_path, source_path)
     refuse_special_output(dest_path, role="the backup")
@@ -191,7 +207,8 @@ def backup_database(source: str, dest: str, *, overwrite: bool = False) -> dict[
             raise LocalMemError(f"{dest_path} already exists (use --force to overwrite it)") from exc
     finally:
         src.close()
-    return {"status": "success", "source": str(source_path), **written}
+    return {"status": "success", "source": str(source_path), **written,
+            **({"into_folder": str(dest_path.parent)} if folder else {})}
 
 
 def _save_previous(target_path: Path) -> str:

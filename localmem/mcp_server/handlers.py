@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..relations import supersession_meaning
+from ..tags import parse_tags, read_tag_field
 from . import formatting
 from .tools import (
     ASSOCIATION_FIELDS,
@@ -125,10 +126,23 @@ def _present(value: Any) -> bool:
     return value is not None and not (isinstance(value, (list, tuple)) and not value)
 
 
-def _clean_tags(tags: Any) -> list[str]:
-    if not isinstance(tags, list):
+def _clean_tags(tags: Any, notes: list[str] | None = None) -> list[str]:
+    """Tags read as every tag input is (tags.parse_tags); what was split or changed goes to ``notes``."""
+    if not isinstance(tags, (list, str)):
         return []
-    return [t.strip() for t in tags if isinstance(t, str) and t.strip()]
+    parsed = parse_tags([t for t in tags if isinstance(t, str)] if isinstance(tags, list) else tags)
+    if notes is not None:
+        notes.extend(parsed.notes)
+    return parsed.tags
+
+
+def _with_warnings(output: ToolOutput, notes: list[str]) -> ToolOutput:
+    """``output`` with ``notes`` in its text and as structured ``warnings``."""
+    if not notes:
+        return output
+    output.texts[0] += _warning_lines({"warnings": notes})
+    output.structured = {**(output.structured or {}), "warnings": notes}
+    return output
 
 
 def _content_too_large(length: int, where: str = "") -> ToolError:
@@ -172,6 +186,7 @@ def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
     fields = {k: args[k] for k in STORE_SINGLE_FIELDS
               if k not in ("content", "supersedes_memory_id", "supersede_relation", "supersede_reason")
               and args.get(k) is not None}
+    notes = read_tag_field(fields)
     store = get_store()
     out: dict[str, Any] = {}
     if supersedes:
@@ -211,7 +226,7 @@ def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
         out["size_warning"] = True
         text += (f"\n📝 Content length ({len(content)} chars) exceeds recommended size ({CONTENT_SOFT_LIMIT}). "
                  "Consider shorter, focused memories.")
-    return ToolOutput([text], {k: v for k, v in out.items() if v is not None})
+    return _with_warnings(ToolOutput([text], {k: v for k, v in out.items() if v is not None}), notes)
 
 
 def _store_batch(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
@@ -225,6 +240,7 @@ def _store_batch(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
     if len(memories) > BATCH_MAX_ITEMS:
         raise ToolError(f"store_memory: `memories` array exceeds max {BATCH_MAX_ITEMS} items (got {len(memories)})")
     items: list[dict[str, Any]] = []
+    notes: list[str] = []
     for index, item in enumerate(memories):
         if not isinstance(item, Mapping):
             raise ToolError(f"store_memory: memories[{index}] must be an object")
@@ -245,11 +261,12 @@ def _store_batch(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
             error.structured["index"] = index
             raise error
         items.append({k: v for k, v in item.items() if v is not None})
+        notes.extend(read_tag_field(items[-1], where=f"memories[{index}]: "))
     ids = get_store().store_many(items)
     message = f"Stored {len(ids)} memories"
     preview = ", ".join(ids[:10]) + (f", …(+{len(ids) - 10})" if len(ids) > 10 else "")
     text = f"Stored {len(ids)} memories.{f'{chr(10)}IDs: {preview}' if preview else ''}\nMessage: {message}"
-    return ToolOutput([text], {"stored": len(ids), "memory_ids": ids, "message": message})
+    return _with_warnings(ToolOutput([text], {"stored": len(ids), "memory_ids": ids, "message": message}), notes)
 
 
 # -- recall_memory ----------------------------------------------------------------------------
@@ -442,16 +459,19 @@ def update_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
     fields = {k: args[k] for k in UPDATE_FIELDS if k in args and (args[k] is not None or k == "t_invalid")}
     if not fields:
         raise ToolError(f"update_memory: nothing to update; pass at least one of {', '.join(UPDATE_FIELDS)}")
+    notes = read_tag_field(fields)
     try:
         record = get_store().update(memory_id, **fields)
     except NotFoundError:
         raise _no_such_memory("update_memory", memory_id) from None
     message = f"Memory {record['id']} updated successfully!"
-    return ToolOutput([message], {"memory_id": record["id"], "updated_fields": sorted(fields), "message": message})
+    return _with_warnings(ToolOutput([message], {"memory_id": record["id"], "updated_fields": sorted(fields),
+                                                 "message": message}), notes)
 
 
 def delete_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
-    tags = _clean_tags(args.get("tags"))
+    notes: list[str] = []
+    tags = _clean_tags(args.get("tags"), notes)
     memory_id = args.get("memory_id")
     memory_id = memory_id.strip() if isinstance(memory_id, str) else ""
     if tags and memory_id:
@@ -485,7 +505,7 @@ def delete_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
     noun = "memory" if deleted == 1 else "memories"
     message = f"Deleted {deleted} {noun} matching tag(s) {', '.join(tags)}"
     text = f"Bulk delete complete: removed {deleted} {noun} matching tag(s) {', '.join(tags)}."
-    return ToolOutput([text], {"deleted_count": deleted, "tags": tags, "message": message})
+    return _with_warnings(ToolOutput([text], {"deleted_count": deleted, "tags": tags, "message": message}), notes)
 
 
 def check_database_health(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:

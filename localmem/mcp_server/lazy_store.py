@@ -60,13 +60,17 @@ class LazyStore:
         except Exception as exc:  # reported again, as a tool error, by the next tool call
             log.warning("localmem MCP warm-up: %s: %s", type(exc).__name__, exc)
 
-    def close(self) -> None:
-        """Close the store, once a warm-up still under way has finished."""
+    def close(self, wait: float = WARM_UP_JOIN_SECONDS) -> bool:
+        """Close the store, once a warm-up still under way has finished (waiting up to ``wait``
+        seconds). False, leaving the store to the warm-up, when it is still loading then."""
         with self._warm_lock:
             warming = self._warm_up
         if warming is not None and warming is not threading.current_thread():
-            warming.join(WARM_UP_JOIN_SECONDS)
+            warming.join(wait)
+            if warming.is_alive():
+                return False
         with self._open_lock:
             store, self._store = self._store, None
         if store is not None:
             store.close()
+        return True

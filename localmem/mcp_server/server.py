@@ -18,6 +18,7 @@ an answer; this one answers every request.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -33,9 +34,15 @@ if not hasattr(Server, "add_request_handler"):  # the v1 SDK registers handlers 
 
 from .. import __version__
 from .handlers import call_tool
-from .lazy_store import LazyStore
+from .lazy_store import WARM_UP_JOIN_SECONDS, LazyStore
 from .tools import INSTRUCTIONS, TOOLS
 from .transport import stdio_transport
+
+# How long a client's disconnect waits for a warm-up still loading the model before the
+# process ends without it (exit_while_warming): the SDK's stdio client SIGTERMs at 2 s.
+DISCONNECT_WAIT_SECONDS = 1.0
+
+log = logging.getLogger("localmem.mcp")
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -65,12 +72,14 @@ def tool_definitions() -> list[types.Tool]:
     return tools
 
 
-def build_server(store_factory: Callable[[], MemoryStore] | LazyStore, *, warm_up: bool = True) -> Server[Any]:
+def build_server(store_factory: Callable[[], MemoryStore] | LazyStore, *, warm_up: bool = True,
+                 close_wait: float = WARM_UP_JOIN_SECONDS) -> Server[Any]:
     """The MCP server (SDK ``Server``) for a store made by ``store_factory`` on first use.
 
     ``warm_up=False`` keeps the store closed until the first tool call.
     ``server.localmem_store`` is the :class:`LazyStore`; the store is closed
-    when the server's run ends.
+    when the server's run ends, once a warm-up still loading has finished (waiting
+    up to ``close_wait`` seconds; after that it is left open to whoever closes it).
     """
     lazy = store_factory if isinstance(store_factory, LazyStore) else LazyStore(store_factory)
 
@@ -79,7 +88,7 @@ def build_server(store_factory: Callable[[], MemoryStore] | LazyStore, *, warm_u
         try:
             yield {}
         finally:
-            lazy.close()
+            lazy.close(wait=close_wait)
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         if warm_up:
@@ -120,12 +129,38 @@ async def serve_stdio(server: Server[Any]) -> None:
 
 def run_stdio(store_factory: Callable[[], MemoryStore] | LazyStore) -> None:
     """Serve the six tools over stdin/stdout until the client disconnects (a ``LazyStore``
-    whose warm-up started before this module was imported is used as it is)."""
+    whose warm-up started before this module was imported is used as it is).
+
+    A process's main: when the client leaves while the warm-up is still loading the model,
+    the process ends here (``exit_while_warming``) instead of returning."""
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                             format="localmem-mcp %(levelname)s %(message)s")
-    server = build_server(store_factory)
+    server = build_server(store_factory, close_wait=0)  # the wait, if any, is below: off the event loop
+    code = 0
     try:
         anyio.run(serve_stdio, server)
+    except KeyboardInterrupt:
+        code = 130
+        raise
     finally:  # a client gone before the handshake ends no run, and no lifespan
-        server.localmem_store.close()  # type: ignore[attr-defined]
+        if not server.localmem_store.close(wait=DISCONNECT_WAIT_SECONDS):  # type: ignore[attr-defined]
+            exit_while_warming(code)
+
+
+def exit_while_warming(code: int) -> None:
+    """End the process at once, while the warm-up thread is still loading the model.
+
+    The client is gone, and waiting longer gets this process SIGTERMed (the SDK's stdio
+    client does so 2 s after closing our stdin); a normal interpreter exit would tear down
+    the loader's native threads mid-load (std::terminate: SIGABRT). ``os._exit`` runs no
+    finalization; everything a tool call wrote is committed already, and a store still
+    being opened is left as SQLite leaves any interrupted open: recoverable.
+    """
+    log.info("client disconnected while the model was loading; exiting without waiting for it")
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

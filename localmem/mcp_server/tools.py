@@ -165,6 +165,9 @@ STORE_MEMORY = {
             "confidence": {"type": "number", "description": "Single-mode result: the type confidence."},
             "content_length": {"type": "integer"},
             "size_warning": {"type": "boolean"},
+            "warnings": {**_STRING_LIST, "description": "How tag input was read when it was split or changed "
+                                                        "(commas, semicolons and spaces separate tags; a "
+                                                        "leading '#' is dropped)."},
             "message": {"type": "string", "description": "Confirmation message"},
         },
         "required": ["message"],
@@ -524,6 +527,9 @@ UPDATE_MEMORY = {
         "properties": {
             "memory_id": {"type": "string", "description": "ID of the updated memory"},
             "updated_fields": _STRING_LIST,
+            "warnings": {**_STRING_LIST, "description": "How tag input was read when it was split or changed "
+                                                        "(commas, semicolons and spaces separate tags; a "
+                                                        "leading '#' is dropped)."},
             "message": {"type": "string", "description": "Confirmation message"},
         },
         "required": ["memory_id", "message"],
@@ -566,6 +572,9 @@ DELETE_MEMORY = {
             "memory_id": {"type": "string", "description": "Single-delete result: ID of the deleted memory."},
             "deleted_count": {"type": "integer", "description": "Bulk-delete result: number of memories deleted."},
             "tags": {**_STRING_LIST, "description": "Bulk-delete result: tags used for the bulk delete."},
+            "warnings": {**_STRING_LIST, "description": "How tag input was read when it was split or changed "
+                                                        "(commas, semicolons and spaces separate tags; a "
+                                                        "leading '#' is dropped)."},
             "message": {"type": "string", "description": "Confirmation message"},
         },
         "required": ["message"],

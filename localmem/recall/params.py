@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from ..config import BOOLEAN_WORDS, Config, parse_bool
 from ..errors import ValidationError
-from ..tags import canonical_prefix_filter, prepare_tag_filters
+from ..tags import canonical_prefix_filter, parse_tags, prepare_tag_filters
 from ..timeparse import TimeWindow, parse_timestamp, time_window
 from ..validation import check_text, validate_embedding
 
@@ -137,16 +137,19 @@ def check_recall_work(queries: list[str]) -> None:
                               f"recall, got {total:,}")
 
 
-def _tag_list(value: Any, name: str) -> list[str]:
-    """``tags``: a string is one tag (AutoMem does not comma-split it); lists are stripped."""
+def _read_tags(value: Any, name: str, warnings: list[str]) -> list[str]:
+    """``tags``/``exclude_tags``: read as every tag input is (tags.parse_tags: commas, semicolons
+    and spaces separate; a leading '#' goes), unlike AutoMem's one tag ``"a,b"``; changes are warned."""
     if value is None:
         return []
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
         raise ValidationError(f"'{name}' must be a string or a list of strings")
-    if len(items) > MAX_LIST_ITEMS:
+    parsed = parse_tags([check_text(i, name) for i in items], name)
+    if len(parsed.tags) > MAX_LIST_ITEMS:
         raise ValidationError(f"'{name}' accepts at most {MAX_LIST_ITEMS} values")
-    return [check_text(i, name) for i in items]
+    warnings.extend(parsed.notes)
+    return parsed.tags
 
 
 def _blank(value: Any) -> bool:
@@ -248,11 +251,11 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
                              config.max_limit, p.warnings)
     p.tag_mode = _choice(values.get("tag_mode"), "tag_mode", ("any", "all"), "any")
     p.tag_match = _choice(values.get("tag_match"), "tag_match", ("prefix", "exact"), "prefix")
-    tags = prepare_tag_filters(_tag_list(values.get("tags"), "tags"))
+    tags = prepare_tag_filters(_read_tags(values.get("tags"), "tags", p.warnings))
     if p.tag_match == "prefix":
         tags = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in tags) if t))
     p.tags = tags
-    excluded = prepare_tag_filters(split_multi(values.get("exclude_tags"), "exclude_tags"))
+    excluded = prepare_tag_filters(_read_tags(values.get("exclude_tags"), "exclude_tags", p.warnings))
     p.exclude_tags = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in excluded) if t))
     time_query = values.get("time_query")
     if time_query is not None and not isinstance(time_query, str):
@@ -265,6 +268,7 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
         if p.strict_time:
             raise ValidationError(f"Invalid time_query: {p.time.error} (strict_time)")
         p.warnings.append(p.time.warning)
+    p.warnings.extend(p.time.notes)
     p.window_start, p.window_end = p.time.start, p.time.end
     p.context = _text(values.get("context"), "context").lower()
     p.language = _text(values.get("language"), "language").lower() or None

@@ -17,8 +17,9 @@ import apsw
 
 from ..classify import normalize_memory_type
 from ..errors import ValidationError
-from ..tags import canonical_prefix_filter, normalize_tags, prepare_tag_filters
-from ..timeparse import format_timestamp, parse_time_expression, parse_timestamp, shifted
+from ..tags import canonical_prefix_filter, normalize_tags, parse_tags, prepare_tag_filters
+from ..timegrammar import read_time_expression
+from ..timeparse import format_timestamp, parse_timestamp, shifted
 from ..validation import validate_context_name, validate_int
 from .records import rows_as_dicts, to_record
 from .statements import Statements
@@ -37,7 +38,8 @@ SORTS = tuple(ORDERS)
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def time_bound(value: Any, field: str, now: datetime, *, end: bool) -> str | None:
+def time_bound(value: Any, field: str, now: datetime, *, end: bool,
+               notes: list[str] | None = None) -> str | None:
     """A bound of the browse window: an ISO 8601 time, or a time expression such as 'last week'.
 
     An expression stands for its window: ``since`` takes the window's start,
@@ -47,7 +49,10 @@ def time_bound(value: Any, field: str, now: datetime, *, end: bool) -> str | Non
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, str):
-        start, stop = parse_time_expression(value, now)
+        reading = read_time_expression(value, now)
+        start, stop = (reading.start, reading.end) if reading.understood else (None, None)
+        if notes is not None:
+            notes.extend(f"{field} {note}" for note in reading.notes)  # "04/05/2026": which reading
         bound = stop if end else start
         if bound is not None:
             return format_timestamp(bound)
@@ -78,14 +83,16 @@ def list_page(conn: apsw.Connection, sql: Statements, *, now: datetime, tags: An
     offset = validate_int(offset, "offset", default=0, minimum=-1, maximum=2**62)
     if offset < 0:
         raise ValidationError("'offset' must be a non-negative integer")
-    wanted = prepare_tag_filters(normalize_tags(tags, split_commas=True))
+    read_tags = parse_tags(tags)
+    wanted = prepare_tag_filters(read_tags.tags)
     if tag_match == "prefix":
         wanted = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in wanted) if t))
     type_names = list(dict.fromkeys(normalize_memory_type(t) for t in
                                     normalize_tags(types, split_commas=True)))
     context_name = validate_context_name(context) if context is not None else None
-    start = time_bound(since, "since", now, end=False)
-    stop = time_bound(until, "until", now, end=True)
+    time_notes: list[str] = []
+    start = time_bound(since, "since", now, end=False, notes=time_notes)
+    stop = time_bound(until, "until", now, end=True, notes=time_notes)
     if start is not None and stop is not None and start >= stop:
         raise ValidationError(f"'since' ({start}) must be earlier than 'until' ({stop})")
 
@@ -125,4 +132,6 @@ def list_page(conn: apsw.Connection, sql: Statements, *, now: datetime, tags: An
     }
     if page["has_more"]:
         page["next_offset"] = offset + len(memories)
+    if read_tags.notes or time_notes:
+        page["warnings"] = read_tags.notes + time_notes
     return page

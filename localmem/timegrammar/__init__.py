@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
-from .periods import MAX_UTC, MIN_UTC, TICK, UTC, Clock, NoRule, NotUnderstood
+from .periods import MAX_UTC, MIN_UTC, TICK, UTC, Clock, NoRule, NotUnderstood, Trace
 from .rules import PERIOD_RULES, match_period, why_not
 from .tokens import RANGE_WORDS, Token, tokenize
 
@@ -48,6 +48,7 @@ class Reading:
     timezone: str = "UTC"
     error: str | None = None
     rules: tuple[str, ...] = ()  # the period rules that matched, in order
+    notes: tuple[str, ...] = ()  # readings chosen where the text allows more than one ("04/05/2026")
 
     @property
     def understood(self) -> bool:
@@ -79,7 +80,7 @@ def _split_at(tokens: list[Token], kinds: set[str], words: set[str]) -> tuple[li
     return tokens[:i], tokens[i + 1:]
 
 
-def _expression(clock: Clock, tokens: list[Token], used: list[str]
+def _expression(clock: Clock, tokens: list[Token], trace: Trace
                 ) -> tuple[datetime | None, datetime | None]:
     """The composition forms: between/from/since/after/before/until around periods."""
     head = tokens[0].text if tokens and tokens[0].kind in ("word", "to") else ""
@@ -88,15 +89,15 @@ def _expression(clock: Clock, tokens: list[Token], used: list[str]
         parts = _split_at(rest, set(), {"and"})
         if parts is None:
             raise NotUnderstood("'between' needs '... and ...'")
-        return _range(clock, *parts, used)
+        return _range(clock, *parts, trace)
     if head == "from":
         parts = _split_at(rest, {"to"}, set())
         if parts is not None:
-            return _range(clock, *parts, used)
-        period = match_period(clock, rest, used)
+            return _range(clock, *parts, trace)
+        period = match_period(clock, rest, trace)
         return period.start, period.last
     if head in ("since", "after", "before") or (head in RANGE_WORDS and tokens[0].kind == "to"):
-        period = match_period(clock, rest, used)
+        period = match_period(clock, rest, trace)
         if head == "since":
             return _checked(period.start, clock.now)
         if head == "after":
@@ -107,14 +108,14 @@ def _expression(clock: Clock, tokens: list[Token], used: list[str]
         return None, period.last  # until / till / through
     parts = _split_at(tokens, {"to"}, set())
     if parts is not None and parts[0] and parts[1]:
-        return _range(clock, *parts, used)
-    period = match_period(clock, tokens, used)
+        return _range(clock, *parts, trace)
+    period = match_period(clock, tokens, trace)
     return period.start, period.last
 
 
-def _range(clock: Clock, first: list[Token], second: list[Token], used: list[str]
+def _range(clock: Clock, first: list[Token], second: list[Token], trace: Trace
            ) -> tuple[datetime | None, datetime | None]:
-    return _checked(match_period(clock, first, used).start, match_period(clock, second, used).last)
+    return _checked(match_period(clock, first, trace).start, match_period(clock, second, trace).last)
 
 
 def _checked(start: datetime | None, end: datetime | None) -> tuple[datetime | None, datetime | None]:
@@ -131,12 +132,12 @@ def read_time_expression(text: str, now: datetime) -> Reading:
         tokens, tz = _split_zone(tokenize(expression))
         if not tokens:
             raise NotUnderstood("it names no time")
-        used: list[str] = []
-        start, end = _expression(Clock(now, tz), tokens, used)
+        trace = Trace()
+        start, end = _expression(Clock(now, tz), tokens, trace)
     except NoRule:
         return Reading(expression, error=why_not(tokens))
     except OverflowError:  # date arithmetic at the ends of the calendar (years 1 and 9999)
         return Reading(expression, error="it falls outside the calendar (before year 1 or after 9999)")
     except NotUnderstood as exc:
         return Reading(expression, error=str(exc))
-    return Reading(expression, start, end, _zone_name(tz), rules=tuple(used))
+    return Reading(expression, start, end, _zone_name(tz), rules=tuple(trace.rules), notes=tuple(trace.notes))

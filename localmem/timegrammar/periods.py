@@ -6,7 +6,7 @@ offset; a moment past either end of the calendar is clamped to that end.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone, tzinfo
 
 from dateutil.relativedelta import relativedelta
@@ -23,6 +23,14 @@ class NotUnderstood(Exception):
 
 class NoRule(NotUnderstood):
     """No rule matches a group of tokens (the message is made for the whole expression)."""
+
+
+@dataclass
+class Trace:
+    """What reading an expression used: the rules that matched and the notes their periods carry."""
+
+    rules: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 # -- the clock and periods ---------------------------------------------------------------------
@@ -75,6 +83,7 @@ class Period:
     start: datetime | None
     end: datetime | None
     closed: bool = False
+    note: str | None = None  # which reading was taken, when the text allows more than one
 
     @property
     def last(self) -> datetime | None:

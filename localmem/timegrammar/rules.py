@@ -17,6 +17,7 @@ from .periods import (
     NoRule,
     NotUnderstood,
     Period,
+    Trace,
     day_period,
     monday_of,
     shift_moment,
@@ -205,6 +206,82 @@ def _iso_month(clock: Clock, t: list[Token]) -> Period:
     return _month_span(clock, year, month)
 
 
+def _before_last(clock: Clock, t: list[Token]) -> Period:
+    """the week/month/year before last: the calendar unit two back; the day before yesterday."""
+    unit = t[0].value
+    two_back = shift_moment(unit_containing(clock, clock.now, unit).start, 2, unit)
+    return unit_containing(clock, two_back, unit)
+
+
+def _this_past(clock: Clock, t: list[Token]) -> Period:
+    """this past week/month/year/day: rolling, the last one of them up to now (not the calendar unit)."""
+    return Period(shift_moment(clock.now, 1, t[-1].value), clock.now, closed=True)
+
+
+def _this_past_weekend(clock: Clock, t: list[Token]) -> Period:
+    return _weekend(clock, [Token("word", "last")])
+
+
+# Parts of a day, in hours from midnight: generous, since a window is a hard filter.
+DAY_PARTS = {"morning": (0, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 30)}
+
+
+def _day_part(clock: Clock, t: list[Token]) -> Period:
+    """this morning, yesterday evening, tonight, last night (18:00 to 06:00), afternoon (today's)."""
+    word = "evening" if t[-1].text == "tonight" else t[-1].text
+    back = 1 if t[0].text in ("yesterday", "last") else 0
+    first, last = DAY_PARTS[word]
+    midnight = clock.midnight(clock.today, -back)
+    return Period(midnight + timedelta(hours=first), midnight + timedelta(hours=last))
+
+
+_PART_DAYS = {"early": (1, 10), "mid": (11, 20), "late": (21, 31)}
+
+
+def _part_of_month(clock: Clock, t: list[Token]) -> Period:
+    """early/mid/late November: days 1-10, 11-20, 21 to the end (of the latest November begun)."""
+    month = t[1].value
+    today = clock.today
+    year = t[2].value if len(t) == 3 else (today.year if month <= today.month else today.year - 1)
+    first, last = _PART_DAYS[t[0].text]
+    span = _month_span(clock, year, month)
+    start = clock.midnight(date(year, month, first)) if year >= 1 else span.start
+    end = span.end if last == 31 else clock.midnight(date(year, month, last), 1)
+    return Period(start, end)
+
+
+def _quarter(clock: Clock, t: list[Token]) -> Period:
+    """Q3: July to September of the latest third quarter begun; Q3 2026 / 2026 Q3: that year's."""
+    number = next(x for x in t if x.kind == "num" and len(x.text) < 4)
+    if number.value not in (1, 2, 3, 4):
+        raise NotUnderstood(f"'q{number.text}' is not a quarter (q1 to q4)")
+    first_month = 3 * number.value - 2
+    year_token = next((x for x in t if x.kind == "num" and len(x.text) == 4), None)
+    today = clock.today
+    year = year_token.value if year_token else (today.year if first_month <= today.month else today.year - 1)
+    return Period(clock.month_start(year, first_month), clock.month_start(year, first_month + 3))
+
+
+def _numeric_date(clock: Clock, t: list[Token]) -> Period:
+    """27/11/2026, 11/27/2026, 27.11.2026: day and month told apart by the one above 12; when
+    both are 12 or less, '.' reads day.month (its convention) and '/' reads day/month with a note."""
+    text = t[0].text
+    separator = "." if "." in text else "/"
+    first, second, year = (int(part) for part in text.split(separator))
+    note = None
+    if first > 12 or separator == "." or first == second:
+        day, month = first, second
+    elif second > 12:
+        month, day = first, second
+    else:
+        day, month = first, second
+        note = (f"{text!r} could be day/month or month/day; it was read as day/month "
+                f"({date(year, month, day).strftime('%d %B %Y') if year >= 1 else text}); write "
+                f"{year:04d}-{first:02d}-{second:02d} for the other reading")
+    period = _calendar_date(clock, year, month, day, text)
+    return Period(period.start, period.end, period.closed, note)
+
+
 PERIOD_RULES: list[Rule] = [
     ("today", ("today",), _today),
     ("today", ("this", "day"), _today),
@@ -213,7 +290,20 @@ PERIOD_RULES: list[Rule] = [
     ("last week/month/year", ("last|past", ":unit"), _previous_calendar),
     ("last N units", ("last|past", ":num", ":unit"), _last_amount),
     ("last hour/day/fortnight", ("last|past", ":unit"), _last_single),
-    ("N units ago", (":num", ":unit", "ago"), _ago),
+    ("N units ago", (":num", ":unit", "ago|back"), _ago),
+    ("unit before last", (":unit", "before", "last"), _before_last),
+    ("day before yesterday", ("day", "before", "yesterday"), _before_last),
+    ("this past unit", ("this", "past", ":unit"), _this_past),
+    ("this past weekend", ("this", "past", "weekend"), _this_past_weekend),
+    ("part of a day", ("this|yesterday", "morning|afternoon|evening"), _day_part),
+    ("part of a day", ("morning|afternoon|evening|tonight",), _day_part),
+    ("last night", ("last|yesterday", "night"), _day_part),
+    ("part of a month", ("early|mid|late", ":month"), _part_of_month),
+    ("part of a month", ("early|mid|late", ":month", ":year"), _part_of_month),
+    ("quarter", ("q", ":num"), _quarter),
+    ("quarter year", ("q", ":num", ":year"), _quarter),
+    ("year quarter", (":year", "q", ":num"), _quarter),
+    ("numeric date", (":numdate",), _numeric_date),
     ("earlier today", ("earlier", "today"), _earlier),
     ("earlier this week/month/year", ("earlier", "this", ":unit"), _earlier),
     ("weekday", (":weekday",), _weekday),
@@ -239,18 +329,23 @@ def _rule_applies(name: str, tokens: list[Token]) -> bool:
     unit = next((t for t in tokens if t.kind == "unit"), None)
     if name in ("this week/month/year", "last week/month/year", "earlier this week/month/year"):
         return unit is not None and not unit.plural and unit.value in ("week", "month", "year")
+    if name in ("unit before last", "this past unit"):
+        return unit is not None and not unit.plural and unit.value in ("day", "week", "month", "year")
     if name == "last hour/day/fortnight":
         return unit is not None and not unit.plural and unit.value in ("minute", "hour", "day", "fortnight")
     return True
 
 
-def match_period(clock: Clock, tokens: list[Token], used: list[str]) -> Period:
-    """The period the first matching rule makes of ``tokens`` (its name goes into ``used``)."""
+def match_period(clock: Clock, tokens: list[Token], trace: Trace) -> Period:
+    """The period the first matching rule makes of ``tokens`` (its name and note go into ``trace``)."""
     for name, pattern, build in PERIOD_RULES:
         if len(pattern) == len(tokens) and all(_matches(m, t) for m, t in zip(pattern, tokens)) \
                 and _rule_applies(name, tokens):
-            used.append(name)
-            return build(clock, tokens)
+            trace.rules.append(name)
+            period = build(clock, tokens)
+            if period.note:
+                trace.notes.append(period.note)
+            return period
     raise NoRule()
 
 

@@ -21,7 +21,7 @@ MAX_AMOUNT_DIGITS = 9
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # word, num, unit, month, weekday, date, isomonth, offset, to, junk
+    kind: str  # word, num, unit, month, weekday, date, numdate, isomonth, offset, to, junk
     text: str
     value: Any = None
     plural: bool = False  # units: "days" (plural) against "day"
@@ -32,6 +32,7 @@ _ISO_TIME = (r"(?:t\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?"
              r"|[ ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)(?:z|[+-]\d{2}(?::?\d{2})?)?")
 _SCANNER = re.compile(
     rf"(?P<date>\d{{4}}-\d{{2}}-\d{{2}}(?:{_ISO_TIME})?(?![\d:]))"
+    r"|(?P<numdate>\d{1,2}(?P<datesep>[/.])\d{1,2}(?P=datesep)\d{4}(?![\d]))"
     r"|(?P<isomonth>\d{4}-\d{2}(?![\d-]))"
     r"|(?P<offset>(?:utc|gmt)\s*[+-]\s*\d{1,2}(?::?\d{2})?(?!\d)|(?<![\w])[+-]\d{2}:?\d{2}(?![\d-]))"
     r"|(?P<num>\d+)(?P<suffix>st|nd|rd|th)?(?![\d])"
@@ -68,6 +69,8 @@ _SMALL_NUMBERS = {word: n for n, word in enumerate((
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
          "eighty": 80, "ninety": 90}
 RANGE_WORDS = {"to", "until", "till", "til", "through", "thru"}
+PART_WORDS = {"early", "mid", "late"}  # "mid-november", "early 2026"
+FEW = 3  # "the last few days": three of them
 # Words that add nothing to the window: "in the last 3 days", "on friday", "during march".
 _FILLERS = {"the", "in", "on", "of", "during", "within", "over", "for", "at", "around"}
 _ZONE_WORDS = {"utc", "gmt", "z"}
@@ -117,6 +120,8 @@ def tokenize(text: str) -> list[Token]:
             raw.append(_number(match.group("num"), match.group("suffix")))
         elif kind == "offset":
             raw.append(Token("offset", piece, _offset(piece)))
+        elif kind == "word" and piece.partition("-")[0] in PART_WORDS:  # "mid-november": no range
+            raw.extend(_word(part) for part in piece.split("-"))
         elif kind == "word" and "-" in piece and _number_word(piece) is None:
             for n, part in enumerate(piece.split("-")):  # "mon-fri": a range
                 raw.extend(([Token("to", "-")] if n else []) + [_word(part)])
@@ -161,6 +166,10 @@ def _combine(tokens: list[Token]) -> list[Token]:
             continue
         if token.kind == "word" and token.value == "couple":
             out.append(Token("num", token.text, 2))
+            continue
+        if (token.kind == "word" and token.value == "few" and following is not None
+                and following.kind == "unit" and out and out[-1].text in ("last", "past")):
+            out.append(Token("num", token.text, FEW))  # "last few days" (not "a few days ago": one day)
             continue
         previous = out[-1] if out else None
         if (token.kind == "num" and token.text in _SMALL_NUMBERS and 1 <= token.value <= 9
