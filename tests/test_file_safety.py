@@ -253,15 +253,18 @@ def test_a_failed_backup_leaves_no_temporary_file(tmp_path: Path) -> None:
     assert leftovers(tmp_path) == [] and not (tmp_path / "out.db").exists()
 
 
-def test_backup_into_a_directory_is_a_clear_error(tmp_path: Path) -> None:
+def test_backup_into_a_directory_writes_inside_it_and_replaces_nothing(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "w.db", embedder="hash") as store:
         store.store("backed up")
     (tmp_path / "adir").mkdir()
-    for extra in ([], ["--force"]):
-        result = localmem("--db", "w.db", "backup", "adir", *extra, cwd=tmp_path)
-        assert_refused(result, "adir", "directory")
-        assert ".tmp" not in result.stderr
-    assert leftovers(tmp_path) == [] and list((tmp_path / "adir").iterdir()) == []
+    (tmp_path / "adir" / "keep.txt").write_text("mine")
+    result = localmem("--db", "w.db", "backup", "adir", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    made = [p.name for p in (tmp_path / "adir").iterdir() if p.name != "keep.txt"]
+    assert len(made) == 1 and made[0].startswith("w-backup-") and made[0].endswith(".db")
+    assert (tmp_path / "adir" / "keep.txt").read_text() == "mine"
+    assert memory_count(tmp_path / "adir" / made[0]) == 1
+    assert leftovers(tmp_path) == []
 
 
 def test_restores_in_the_same_second_keep_every_previous_copy(tmp_path: Path) -> None:
