@@ -108,6 +108,9 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
         "source": source,
         "_similarity": similarity,
         "_pk": row["pk"],
+        # The stored tags and metadata texts the record was parsed from: scoring reads
+        # what it needs of them from caches keyed by the text (recall/scoring.py).
+        "_texts": (row.get("tags"), row.get("metadata")),
     }
     if row.get("centre_cosine") is not None:  # read with the row when the statement was given a centre
         candidate["_centre_cosine"] = row["centre_cosine"]
