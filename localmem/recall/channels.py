@@ -13,6 +13,7 @@ from ..storage.backend import remembered
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from .keywords import KeywordScorer, bm25_weights_sql
+from .keyword_tables import hits_from_tables, term_tables
 from ..metadata_search import (
     metadata_match_score,
     metadata_scan_limit,
@@ -223,6 +224,9 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
     bindings = {**scope.bindings, "match": scorer.match, "k": k}
     cache = backend.content_cache() if scorer.postings >= CACHED_HITS_POSTINGS else None
     if scope.narrowed and listed and cache is None and scorer.total <= LISTED_PASS_ROWS:
+        tables = term_tables(backend, scope, scorer, weights)  # a small scope: the kept tables
+        if tables is not None:
+            return hits_from_tables(backend, tables, scorer, k, listed, weights)
         statement = scope.statement(backend, "recall_keyword_hits_listed",
                                     key=FTS_SCOPE_KEY).format(weights=weights)
         hits, found = [], {}
