@@ -103,7 +103,9 @@ def similarities(query: np.ndarray, tokens: int, codes: bytes, dims: int) -> np.
     bits = np.unpackbits(packed, axis=1, bitorder="little")[:, :dims].astype(np.float32)
     query = query.astype(np.float32, copy=False)
     with one_blas_thread():
-        product = query @ bits.T
+        # The stored tokens as the rows of the product: the same sums (one per pair, over
+        # the dimensions in order), faster in BLAS; laid out as before for the reductions.
+        product = np.ascontiguousarray((bits @ query.T).T)
     return 2.0 * product - query.sum(axis=1, keepdims=True)
 
 
