@@ -12,7 +12,13 @@ threadpoolctl = pytest.importorskip("threadpoolctl")
 
 
 def blas_threads() -> list[int]:
-    return [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+    """Thread counts of the BLAS libraries loaded with numpy (the ones recall's products use;
+    another loaded later, torch's say, is none of recall's business)."""
+    from localmem.storage.blas import _controller
+    controller = _controller()
+    assert controller is not None, "numpy's BLAS should be visible to threadpoolctl"
+    paths = {lib.filepath for lib in controller.lib_controllers}
+    return [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["filepath"] in paths]
 
 
 def test_one_thread_inside_and_the_configured_count_after() -> None:

@@ -101,3 +101,20 @@ def test_recall_in_a_small_scope_answers_as_before(memory_store_factory) -> None
         keyword_tables.TABLE_SCOPE_ROWS = saved
     assert [[(r["id"], r["final_score"]) for r in a] for a in with_tables] == \
         [[(r["id"], r["final_score"]) for r in b] for b in without]
+
+
+def test_hits_the_caller_holds_come_back_as_ids_and_the_count_stays(memory_store_factory) -> None:
+    from localmem.recall.channels import keyword_candidates
+    store = memory_store_factory(embedder="none")
+    fill(store, random.Random(11), 120)
+    backend = store.backend
+    for tags in (["conv:2"], []):  # a narrowed scope and the whole store
+        params = parse_recall_params({"query": "piano dog", "tags": tags}, backend.config, None, store.now())
+        scope = make_scope(params, backend.config.excluded_types)
+        full = keyword_candidates(backend, scope, KeywordScorer(backend, "piano dog"), None, 30)
+        held = {c["_pk"]: c["id"] for c in full[::3]}
+        assert len(full) > 6 and held
+        got = keyword_candidates(backend, scope, KeywordScorer(backend, "piano dog"), None, 30, found=held)
+        assert [c["id"] for c in got] == [c["id"] for c in full]
+        for before, after in zip(full, got):
+            assert after == ({"id": before["id"]} if before["_pk"] in held else before)

@@ -319,25 +319,32 @@ def _ranked_hits(backend: "Backend", scope: Scope, statement: str, bindings: dic
 
 def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
                        query_vector: bytes | None, k: int,
-                       listed: list[int] | None = None, centre: bytes | None = None) -> list[dict[str, Any]]:
+                       listed: list[int] | None = None, centre: bytes | None = None,
+                       found: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later.
 
     ``listed``: pks the other channels found, whose bm25 the scorer may learn on the way.
-    ``centre``: as for vector_candidates.
+    ``centre``: as for vector_candidates. ``found``: the id by pk of memories the caller
+    already holds as candidates (found in the same scope): their rows are not read again,
+    and each stands in the list as ``{"id": id}`` only, so that the list counts every hit.
     """
     if scorer.match is None:
         return []
     hits = keyword_hits(backend, scope, scorer, k, listed or [])
     if not hits:
         return []
+    found = found or {}
     # A narrowed scope was applied while ranking; the broad one's checks are applied here.
     clause = "1" if scope.narrowed else scope_clause(backend.sql, scope.params, driving=False)
     statement = backend.sql.compose("recall_keyword_rows", scope=clause)
     rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(statement, {
-        **scope.bindings, "pks": json.dumps([pk for pk, _ in hits]), "query_vector": query_vector,
-        "centre": centre}))}
+        **scope.bindings, "pks": json.dumps([pk for pk, _ in hits if pk not in found]),
+        "query_vector": query_vector, "centre": centre}))}
     out = []
     for pk, bm25 in hits:
+        if pk in found:
+            out.append({"id": found[pk]})
+            continue
         row = rows.get(pk)
         if row is None:
             continue

@@ -19,7 +19,7 @@ holds none of the keywords from one outside the scope.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..storage.backend import remembered
 from .keywords import KeywordScorer, match_expression
@@ -27,7 +27,20 @@ from .scope import FTS_SCOPE_KEY
 
 if TYPE_CHECKING:
     from ..storage.backend import Backend
-    from .channels import Scope
+
+
+class Scope(Protocol):
+    """What the tables read of channels.Scope (named here, so channels can import this module)."""
+
+    bindings: dict[str, Any]
+
+    @property
+    def narrowed(self) -> bool: ...
+
+    def size_bounds(self, backend: "Backend", cap: int) -> tuple[int | None, int | None]: ...
+
+    def statement(self, backend: "Backend", name: str, *, driving: bool = True,
+                  key: str | None = None) -> str: ...
 
 
 # The largest scope (by the index-only counts) whose keyword tables and keys are kept.
@@ -50,7 +63,7 @@ class TermTables:
         return totals
 
 
-def term_tables(backend: "Backend", scope: "Scope", scorer: KeywordScorer, weights: str) -> TermTables | None:
+def term_tables(backend: "Backend", scope: Scope, scorer: KeywordScorer, weights: str) -> TermTables | None:
     """The tables of the scorer's searched keywords in ``scope`` (read now when new), or
     None when they are not to be kept: inside a write transaction, or a scope that is not
     narrowed or holds more than TABLE_SCOPE_ROWS memories."""
@@ -71,7 +84,7 @@ def term_tables(backend: "Backend", scope: "Scope", scorer: KeywordScorer, weigh
     return TermTables(tables, keys)
 
 
-def _scope_keys(backend: "Backend", scope: "Scope") -> frozenset[int]:
+def _scope_keys(backend: "Backend", scope: Scope) -> frozenset[int]:
     text = backend.conn.execute(scope.statement(backend, "recall_scope_pks"), scope.bindings).fetchone()[0]
     return frozenset(int(pk) for pk in text.split(",")) if text else frozenset()
 

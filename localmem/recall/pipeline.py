@@ -398,8 +398,11 @@ class Recall:
         if query:
             asked = max(fetch, self.config.keyword_fetch)
             listed = [c["_pk"] for c in candidates if "_pk" in c]
+            # Hits the vector channel found already come back as their ids alone: admit
+            # passes over them either way, and their rows need not be read twice.
             admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector, asked,
-                                     listed, self.centre_for(query_vector)), asked)
+                                     listed, self.centre_for(query_vector),
+                                     {c["_pk"]: c["id"] for c in candidates if "_pk" in c}), asked)
         if not query and query_vector is None:
             admit(trending_candidates(backend, scope, trending), trending)
         if query and self.config.metadata_search_enabled:
