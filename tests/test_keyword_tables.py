@@ -118,3 +118,26 @@ def test_hits_the_caller_holds_come_back_as_ids_and_the_count_stays(memory_store
         assert [c["id"] for c in got] == [c["id"] for c in full]
         for before, after in zip(full, got):
             assert after == ({"id": before["id"]} if before["_pk"] in held else before)
+
+
+def test_the_kept_tables_start_over_beyond_their_row_budget(memory_store_factory) -> None:
+    import localmem.recall.keyword_tables as keyword_tables
+    store = memory_store_factory(embedder="none")
+    fill(store, random.Random(13), 200)
+    backend = store.backend
+    weights = bm25_weights_sql(backend.config.keyword_column_weights)
+    saved = keyword_tables.MAX_KEPT_ROWS
+    keyword_tables.MAX_KEPT_ROWS = 100
+    try:
+        for word in WORDS:
+            params = parse_recall_params({"query": word, "tags": ["conv:0"]}, backend.config, None, store.now())
+            scope = make_scope(params, backend.config.excluded_types)
+            scorer = KeywordScorer(backend, word)
+            expected = statement_hits(backend, scope, KeywordScorer(backend, word), 20, [1, 2])
+            assert hits_from_tables(backend, term_tables(backend, scope, scorer, weights), scorer, 20,
+                                    [1, 2], weights) == expected[0]
+            kept = backend.content_cache()["keyword_term_tables"]
+            assert kept["rows"] == sum(len(v) for k, v in kept.items() if k != "rows")
+            assert kept["rows"] <= 100 + 200  # one scope's keys and one table beyond the budget at most
+    finally:
+        keyword_tables.MAX_KEPT_ROWS = saved

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..storage.backend import remembered
 from .keywords import KeywordScorer, match_expression
 from .scope import FTS_SCOPE_KEY
 
@@ -45,6 +44,8 @@ class Scope(Protocol):
 
 # The largest scope (by the index-only counts) whose keyword tables and keys are kept.
 TABLE_SCOPE_ROWS = 4000
+# Rows (table rows and scope keys) kept at most, then started over: about 20 MB.
+MAX_KEPT_ROWS = 200_000
 
 
 class TermTables:
@@ -75,11 +76,26 @@ def term_tables(backend: "Backend", scope: Scope, scorer: KeywordScorer, weights
         return None
     statement = scope.statement(backend, "recall_keyword_term_scope", key=FTS_SCOPE_KEY).format(weights=weights)
     bindings = tuple(sorted(scope.bindings.items()))
-    keys = remembered(cache, ("scope_keys", scope.statement(backend, "recall_scope_pks"), bindings),
-                      lambda: _scope_keys(backend, scope))
-    tables = [remembered(cache, ("keyword_term_scope", statement, bindings, term),
-                         lambda term=term: dict(backend.conn.execute(
-                             statement, {**scope.bindings, "match": match_expression([term])})))
+    # Every table and key set lives in one entry of the content cache, which counts the
+    # rows it holds and starts over beyond MAX_KEPT_ROWS: the cache's own bound counts
+    # entries, and a table may hold thousands of rows.
+    kept = cache.setdefault("keyword_term_tables", {"rows": 0})
+    if kept["rows"] > MAX_KEPT_ROWS:
+        kept.clear()
+        kept["rows"] = 0
+
+    def read(key: Any, compute: Any) -> Any:
+        value = kept.get(key)
+        if value is None:
+            value = kept[key] = compute()
+            kept["rows"] += len(value)
+        return value
+
+    keys = read(("scope_keys", scope.statement(backend, "recall_scope_pks"), bindings),
+                lambda: _scope_keys(backend, scope))
+    tables = [read(("term", statement, bindings, term),
+                   lambda term=term: dict(backend.conn.execute(
+                       statement, {**scope.bindings, "match": match_expression([term])})))
               for term, _ in scorer.searched]
     return TermTables(tables, keys)
 
