@@ -8,12 +8,17 @@ in, in two modes:
 
 * ``conversation`` -- scoped to the question's conversation tag, limit 20, no
   adaptive floor (what the LoCoMo evaluation asks);
-* ``plain``        -- the whole store, limit 10.
+* ``plain``        -- the whole store, limit 10;
+* ``text``         -- (with ``--text``) as ``conversation`` but with the query
+  text alone, as a user's recall passes it: the query embedding (and the
+  learned ranking's token vectors, which an explicit embedding turns off) is
+  computed in the recall and timed with it.
 
-Reports p50 / p95 / mean per mode, then a cProfile pass over the
-conversation-scoped questions (top functions by cumulative and by own time).
+Reports p50 / p95 / mean per mode, then a cProfile pass over one mode's
+questions (``--profile-mode``; top functions by cumulative and by own time).
 
     python benchmarks/small_store.py [--rounds 2] [--profile-top 25] [--embedder auto|hash]
+                                     [--text] [--profile-mode conversation|plain|text]
                                      [--dump answers.json]
 """
 
@@ -27,6 +32,8 @@ import os
 import pstats
 import statistics
 import sys
+import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -34,8 +41,12 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import answer_checks  # noqa: E402
-from locomo import DEFAULT_DATA, build_store, cached_embedder  # noqa: E402
-from localmem import Config  # noqa: E402
+from locomo import DEFAULT_DATA, build_store, cached_embedder, questions_of, turns_of  # noqa: E402
+from localmem import Config, MemoryStore  # noqa: E402
+from localmem.embedders import resolve_embedder  # noqa: E402
+
+# Recall's clock, fixed so that two runs (before and after a change) score alike.
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -43,14 +54,39 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def requests(questions: list[dict], vectors: list[bytes]) -> dict[str, list[tuple[str, dict]]]:
-    """(query, recall kwargs) per mode, the embedding passed in."""
+def requests(questions: list[dict], vectors: list[bytes], text: bool = False) -> dict[str, list[tuple[str, dict]]]:
+    """(query, recall kwargs) per mode, the embedding passed in (``text``: also the
+    ``text`` mode, the conversation mode with the query text alone)."""
     modes: dict[str, list[tuple[str, dict]]] = {"conversation": [], "plain": []}
+    if text:
+        modes["text"] = []
     for q, vector in zip(questions, vectors):
-        modes["conversation"].append((q["question"], {
-            "tags": [q["conv_tag"]], "limit": 20, "adaptive_floor": False, "embedding": vector}))
+        scoped = {"tags": [q["conv_tag"]], "limit": 20, "adaptive_floor": False}
+        modes["conversation"].append((q["question"], {**scoped, "embedding": vector}))
         modes["plain"].append((q["question"], {"limit": 10, "embedding": vector}))
+        if text:
+            modes["text"].append((q["question"], scoped))
     return modes
+
+
+def open_store(data: list, embedder_spec: str, path: Path, config: Config
+               ) -> tuple[MemoryStore, list[dict], list[bytes]]:
+    """The store at ``path`` (built there first, from the embedding cache, when missing),
+    its questions and their cached embeddings. The store is opened with the embedder
+    itself, not the cache, so that a recall given text alone embeds it as a user's does."""
+    cached = cached_embedder(embedder_spec)
+    if not path.exists():
+        built, _ = build_store(data, cached, str(path), config)
+        built.close()
+    questions = []
+    for index, sample in enumerate(data):
+        for q in questions_of(sample, {t["dia_id"] for t in turns_of(sample)}):
+            questions.append({**q, "conv_tag": f"conv:{index}"})
+    reader = MemoryStore(path, embedder=cached, config=config)
+    vectors = [reader.embed_texts([q["question"]])[0] for q in questions]
+    reader.close()
+    store = MemoryStore(path, embedder=resolve_embedder(embedder_spec), config=config, clock=lambda: NOW)
+    return store, questions, vectors
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,20 +96,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="passes over the questions per mode")
     parser.add_argument("--profile-top", type=int, default=25)
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--text", action="store_true",
+                        help="also time the text mode (query text alone, embedding included)")
+    parser.add_argument("--store", help="keep the built store in this file and reuse it when it exists")
+    parser.add_argument("--profile-mode", default="conversation", choices=("conversation", "plain", "text"))
     answer_checks.add_options(parser)
     args = parser.parse_args(argv)
     clock = answer_checks.clock_of(args)
 
     data = json.loads(Path(args.data).read_text())
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
-    embedder = cached_embedder(args.embedder)
-    store, questions = build_store(data, embedder, ":memory:", config)
-    vectors = [b for b in (store.embed_texts([q["question"]])[0] for q in questions)]
+    scratch = tempfile.TemporaryDirectory(prefix="small-store-")
+    path = Path(args.store) if args.store else Path(scratch.name) / "locomo.db"
+    store, questions, vectors = open_store(data, args.embedder, path, config)
     count = store.health()["memory_count"]
-    modes = requests(questions, vectors)
+    modes = requests(questions, vectors, args.text)
+    if args.profile_mode not in modes:
+        parser.error(f"--profile-mode {args.profile_mode} needs --text")
 
-    for query, kwargs in modes["conversation"][:20]:  # warm statements and caches
-        store.recall(query, **kwargs)
+    for work in modes.values():  # warm statements, caches and the query encoder
+        for query, kwargs in work[:20]:
+            store.recall(query, **kwargs)
     timings: dict[str, list[float]] = {mode: [] for mode in modes}
     for _ in range(args.rounds):
         for i in range(len(questions)):
@@ -84,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 timings[mode].append((clock() - started) * 1000)
 
     print(f"{count} memories, {len(questions)} questions x {args.rounds} rounds, {args.clock} clock; "
-          "query text and embedding passed in")
+          "query text and embedding passed in" + (" (text mode: query text alone)" if args.text else ""))
     print("| mode | p50 ms | p95 ms | mean ms |")
     print("|---|---:|---:|---:|")
     for mode, values in timings.items():
@@ -99,16 +142,17 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_profile:
         profiler = cProfile.Profile()
         profiler.enable()
-        for query, kwargs in modes["conversation"]:
+        for query, kwargs in modes[args.profile_mode]:
             store.recall(query, **kwargs)
         profiler.disable()
         for key in ("cumulative", "tottime"):
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(args.profile_top)
             text = out.getvalue()
-            print(f"\ncProfile, conversation mode, {len(questions)} recalls, by {key}:")
+            print(f"\ncProfile, {args.profile_mode} mode, {len(questions)} recalls, by {key}:")
             print(text[text.find("   ncalls"):].rstrip())
     store.close()
+    scratch.cleanup()
     return 0
 
 

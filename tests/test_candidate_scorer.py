@@ -94,3 +94,26 @@ def test_a_timestamp_s_epoch_is_what_parse_timestamp_gives(text: str) -> None:
     except Exception:
         expected = None
     assert parse_epoch(text) == expected
+
+
+def test_terms_read_from_the_stored_texts_score_as_the_parsed_record_does() -> None:
+    """Recall passes the metadata terms and lowercased tags it read from the stored JSON
+    texts (cached by text); the score must be the one worked out from the record."""
+    import json
+
+    from localmem.recall.scoring import lowered_tags_of_text, metadata_terms_of_text
+    config = Config()
+    memories = [MEMORY, {**MEMORY, "tags": [], "metadata": {}}, {**MEMORY, "tags": ["SLACK", "x:y"],
+                                                                   "metadata": {"speaker": "Slack"}}]
+    for query, tokens in (("slack", ["slack"]), ("database owner", ["database", "owner"]), ("", [])):
+        scorer = CandidateScorer(query, tokens, NOW, config)
+        for memory in memories:
+            tags_text, metadata_text = json.dumps(memory["tags"]), json.dumps(memory["metadata"])
+            meta_terms, lowered = metadata_terms_of_text(metadata_text), lowered_tags_of_text(tags_text)
+            assert meta_terms == metadata_terms(memory["metadata"])
+            for similarity, keyword in ((0.9, 0.0), (None, 0.3)):
+                reference = scorer.score("vector", 0.5, similarity, None, 0.0, memory, keyword)
+                assert scorer.score("vector", 0.5, similarity, None, 0.0, memory, keyword,
+                                    meta_terms=meta_terms, lowered_tags=lowered) == reference
+    assert metadata_terms_of_text("") == frozenset() and lowered_tags_of_text("") == frozenset()
+    assert lowered_tags_of_text('{"not": "a list"}') is None and lowered_tags_of_text("[1]") is None

@@ -13,6 +13,7 @@ from ..storage.backend import remembered
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from .keywords import KeywordScorer, bm25_weights_sql
+from .keyword_tables import hits_from_tables, term_tables
 from ..metadata_search import (
     metadata_match_score,
     metadata_scan_limit,
@@ -108,6 +109,9 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
         "source": source,
         "_similarity": similarity,
         "_pk": row["pk"],
+        # The stored tags and metadata texts the record was parsed from: scoring reads
+        # what it needs of them from caches keyed by the text (recall/scoring.py).
+        "_texts": (row.get("tags"), row.get("metadata")),
     }
     if row.get("centre_cosine") is not None:  # read with the row when the statement was given a centre
         candidate["_centre_cosine"] = row["centre_cosine"]
@@ -220,6 +224,9 @@ def keyword_hits(backend: "Backend", scope: Scope, scorer: KeywordScorer, k: int
     bindings = {**scope.bindings, "match": scorer.match, "k": k}
     cache = backend.content_cache() if scorer.postings >= CACHED_HITS_POSTINGS else None
     if scope.narrowed and listed and cache is None and scorer.total <= LISTED_PASS_ROWS:
+        tables = term_tables(backend, scope, scorer, weights)  # a small scope: the kept tables
+        if tables is not None:
+            return hits_from_tables(backend, tables, scorer, k, listed, weights)
         statement = scope.statement(backend, "recall_keyword_hits_listed",
                                     key=FTS_SCOPE_KEY).format(weights=weights)
         hits, found = [], {}
@@ -312,25 +319,32 @@ def _ranked_hits(backend: "Backend", scope: Scope, statement: str, bindings: dic
 
 def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
                        query_vector: bytes | None, k: int,
-                       listed: list[int] | None = None, centre: bytes | None = None) -> list[dict[str, Any]]:
+                       listed: list[int] | None = None, centre: bytes | None = None,
+                       found: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """FTS5 hits in scope, best BM25 (with thread context) first; the score is set later.
 
     ``listed``: pks the other channels found, whose bm25 the scorer may learn on the way.
-    ``centre``: as for vector_candidates.
+    ``centre``: as for vector_candidates. ``found``: the id by pk of memories the caller
+    already holds as candidates (found in the same scope): their rows are not read again,
+    and each stands in the list as ``{"id": id}`` only, so that the list counts every hit.
     """
     if scorer.match is None:
         return []
     hits = keyword_hits(backend, scope, scorer, k, listed or [])
     if not hits:
         return []
+    found = found or {}
     # A narrowed scope was applied while ranking; the broad one's checks are applied here.
     clause = "1" if scope.narrowed else scope_clause(backend.sql, scope.params, driving=False)
     statement = backend.sql.compose("recall_keyword_rows", scope=clause)
     rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(statement, {
-        **scope.bindings, "pks": json.dumps([pk for pk, _ in hits]), "query_vector": query_vector,
-        "centre": centre}))}
+        **scope.bindings, "pks": json.dumps([pk for pk, _ in hits if pk not in found]),
+        "query_vector": query_vector, "centre": centre}))}
     out = []
     for pk, bm25 in hits:
+        if pk in found:
+            out.append({"id": found[pk]})
+            continue
         row = rows.get(pk)
         if row is None:
             continue

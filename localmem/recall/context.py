@@ -10,7 +10,7 @@ decides whether matching memories must be injected into the results.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import PurePath
 from types import MappingProxyType
@@ -220,7 +220,7 @@ def _memory_type(memory: Mapping[str, Any]) -> str | None:
 
 
 def context_bonus(profile: ContextProfile | None, memory: Mapping[str, Any],
-                  metadata_terms: set[str]) -> float:
+                  metadata_terms: Set[str]) -> float:
     """The unweighted context bonus of one memory (0.0 without a profile).
 
     +0.45 once if any tag hits any priority tag (:func:`context_tag_hit`),

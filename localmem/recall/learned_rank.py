@@ -23,6 +23,7 @@ otherwise recall says why it was not applied.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -146,8 +147,11 @@ def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keywo
     threads: dict[str, list[tuple[str, int, int]]] = {}
     for index, candidate in enumerate(candidates):
         memory = candidate["memory"]
-        key = thread_key(memory.get("context") or "default", memory.get("metadata") or {},
-                         memory.get("tags") or [])
+        context = memory.get("context") or "default"
+        texts = candidate.get("_texts")
+        key = _thread_key_of_texts(context, *texts) if texts is not None else _NO_KEY
+        if key is _NO_KEY:
+            key = thread_key(context, memory.get("metadata") or {}, memory.get("tags") or [])
         order = (str(memory.get("timestamp") or ""), int(candidate.get("_pk") or 0), index)
         threads.setdefault(key if key is not None else f"\x00{index}", []).append(order)
     out = [[0.0] * 9 for _ in range(n)]
@@ -166,6 +170,25 @@ def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keywo
                 row[3:6] = vectors[q], keywords[q], finals[q]
             row[6:9] = best, count, finals[i] - best
     return np.array(out, dtype=np.float64).reshape(n, 9)
+
+
+# What _thread_key_of_texts gives for texts it leaves to thread_key on the parsed record.
+_NO_KEY = object()
+
+
+@functools.lru_cache(maxsize=8192)
+def _thread_key_of_texts(context: Any, tags_text: Any, metadata_text: Any) -> Any:
+    """thread_key of a memory from its stored tags and metadata texts (channels._candidate
+    keeps them), read once per text: the same memories come back recall after recall.
+    _NO_KEY for texts that are not a list of strings and an object."""
+    if not (isinstance(tags_text, str) or tags_text is None) or not (
+            isinstance(metadata_text, str) or metadata_text is None):
+        return _NO_KEY
+    tags = json.loads(tags_text) if tags_text else []
+    metadata = json.loads(metadata_text) if metadata_text else {}
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags) or not isinstance(metadata, dict):
+        return _NO_KEY
+    return thread_key(context, metadata, tags)
 
 
 def _date_features(candidates: list[dict[str, Any]], mention: CalendarMention | None) -> np.ndarray:

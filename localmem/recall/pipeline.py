@@ -43,7 +43,8 @@ from .query_vectors import QueryVectors
 from .ranking import dedupe, sort_results
 from .relevance import Evidence, recall_confidence
 from .scope import passes_scope
-from .scoring import CandidateScorer, parse_epoch, usable_cosine
+from .scoring import (CandidateScorer, lowered_tags_of_text, metadata_terms_of_text, parse_epoch,
+                      usable_cosine)
 from .state import SupersessionHeads, apply_state_filter, state_reason
 
 if TYPE_CHECKING:
@@ -197,10 +198,19 @@ class Recall:
                 tokens = self.query_tokens[query] = extract_keywords(query.lower())
             scorer = self.candidate_scorers[query] = CandidateScorer(query, tokens, self.now, self.config,
                                                                      self.profile(query))
+        meta_terms = lowered_tags = None
+        texts = result.get("_texts")
+        if texts is not None:
+            tags_text, metadata_text = texts
+            if isinstance(metadata_text, str) or metadata_text is None:
+                meta_terms = metadata_terms_of_text(metadata_text or "")
+            if isinstance(tags_text, str) or tags_text is None:
+                lowered_tags = lowered_tags_of_text(tags_text or "")
         final, components = scorer.score(
             result["match_type"], float(result.get("match_score") or 0.0), result.get("_similarity"),
             result.get("relation_score"), result.get("_metadata_score", 0.0), result["memory"],
-            result.get("_keyword", 0.0), result.get("_centred"), result.get("_token"))
+            result.get("_keyword", 0.0), result.get("_centred"), result.get("_token"),
+            meta_terms, lowered_tags)
         bonus = result.get("_entity_bonus")
         if bonus:
             final += bonus
@@ -364,8 +374,11 @@ class Recall:
         if query:
             asked = max(fetch, self.config.keyword_fetch)
             listed = [c["_pk"] for c in candidates if "_pk" in c]
+            # Hits the vector channel found already come back as their ids alone: admit
+            # passes over them either way, and their rows need not be read twice.
             admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector, asked,
-                                     listed, self.centre_for(query_vector)), asked)
+                                     listed, self.centre_for(query_vector),
+                                     {c["_pk"]: c["id"] for c in candidates if "_pk" in c}), asked)
         if not query and query_vector is None:
             admit(trending_candidates(backend, scope, trending), trending)
         if query and self.config.metadata_search_enabled:

@@ -22,6 +22,7 @@ import math
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..storage.backend import remembered
+from .keyword_tables import scope_term_scores, term_tables
 from .keywords import IDF_FLOOR, KeywordScorer, bm25_weights_sql, match_expression
 from .scope import FTS_SCOPE_KEY
 
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 # counting a keyword's rows in a broad scope costs a scan of its postings, and
 # a broad scope's statistics are closer to the store's anyway.
 MAX_SCOPE_ROWS = 4000
+# (keyword, memory) bm25 values kept until the file changes, at most (then started over).
+MAX_KEPT_TERM_SCORES = 100_000
 
 
 def small_scope(backend: "Backend", scope: "Scope") -> bool:
@@ -122,11 +125,36 @@ class ScopedKeywords:
         store, scoped, ideal = self.weights()
         statement = self.backend.sql["recall_keyword_scores"].format(
             weights=bm25_weights_sql(self.backend.config.keyword_column_weights))
+        # A memory's bm25 for one keyword depends only on the file's content (the keyword's
+        # rows, the memory's own text, the mean length), so it is kept until the file
+        # changes: an assistant's queries repeat their keywords (names, places), and the
+        # same memories come back among the candidates.
+        cache = self.backend.content_cache()
+        known: dict[tuple[str, int], float | None] = {}
+        if cache is not None:
+            known = cache.setdefault(("keyword_term_bm25", statement), {})
+            if len(known) > MAX_KEPT_TERM_SCORES:
+                known.clear()
+        # In a small scope the keywords' tables of its memories (keyword_tables.py) answer.
+        tables = term_tables(self.backend, self.scope, self.scorer, bm25_weights_sql(
+            self.backend.config.keyword_column_weights))
+        position = {}
+        for index, (term, _) in enumerate(self.scorer.searched):
+            position.setdefault(term, index)
         per_term: dict[str, dict[str, float]] = {}
         for term in store:
             if scoped.get(term) is None:
                 continue
-            rows = self.backend.conn.execute(statement, {
-                "match": match_expression([term]), "pks": json.dumps(list(pks))})
-            per_term[term] = {pks[pk]: score for pk, score in rows}
+            in_scope = scope_term_scores(tables, position[term], list(pks)) if tables is not None else None
+            if in_scope is not None:
+                per_term[term] = {pks[pk]: score for pk, score in in_scope.items() if score is not None}
+                continue
+            missing = [pk for pk in pks if (term, pk) not in known]
+            if missing:
+                found = dict(self.backend.conn.execute(statement, {
+                    "match": match_expression([term]), "pks": json.dumps(missing)}))
+                for pk in missing:
+                    known[(term, pk)] = found.get(pk)
+            scores = ((memory_id, known[(term, pk)]) for pk, memory_id in pks.items())
+            per_term[term] = {memory_id: score for memory_id, score in scores if score is not None}
         return reweighted_scores(per_term, store, scoped, ideal)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable
+from typing import AbstractSet as Set, Any, Iterable
 
 from ..config import Config
 from ..timeparse import parse_timestamp
@@ -116,11 +117,33 @@ def _string_terms(value: str) -> tuple[str, ...]:
     return (lowered, *_METADATA_TOKEN.findall(lowered))
 
 
-def tag_score(tokens: list[str], tags: Iterable[str], meta_terms: set[str], token_cap: int) -> float:
+@functools.lru_cache(maxsize=8192)
+def metadata_terms_of_text(text: str) -> frozenset[str]:
+    """``metadata_terms`` of a memory's stored metadata JSON (what to_record parses): the
+    same memories come back recall after recall, so each text is read once."""
+    return frozenset(metadata_terms(json.loads(text) if text else {}))
+
+
+@functools.lru_cache(maxsize=8192)
+def lowered_tags_of_text(text: str) -> frozenset[str] | None:
+    """The lowercased tags of a memory's stored tags JSON; None when it is not a list of strings."""
+    tags = json.loads(text) if text else []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        return None
+    return frozenset(t.lower() for t in tags)
+
+
+def tag_score(tokens: list[str], tags: Iterable[str], meta_terms: Set[str], token_cap: int) -> float:
     """Share of query keywords equal to one of the memory's tags or metadata terms."""
     if not tokens:
         return 0.0
-    lowered = {t.lower() for t in tags}
+    return lowered_tag_score(tokens, {t.lower() for t in tags}, meta_terms, token_cap)
+
+
+def lowered_tag_score(tokens: list[str], lowered: Set[str], meta_terms: Set[str], token_cap: int) -> float:
+    """``tag_score`` with the memory's tags already lowercased."""
+    if not tokens:
+        return 0.0
     hits = sum(1 for token in tokens if token in lowered or token in meta_terms)
     denominator = min(len(tokens), token_cap) if token_cap > 0 else len(tokens)
     return min(1.0, hits / denominator)
@@ -181,10 +204,19 @@ class CandidateScorer:
     def score(self, match_type: str, match_score: float, similarity: float | None,
               relation_score: float | None, metadata_score: float, memory: dict[str, Any],
               keyword: float = 0.0, centred: float | None = None,
-              token: float | None = None) -> tuple[float, dict[str, Any]]:
-        """Final score and the score_components block for one candidate (the fields of ScoreInputs)."""
+              token: float | None = None, meta_terms: Set[str] | None = None,
+              lowered_tags: Set[str] | None = None) -> tuple[float, dict[str, Any]]:
+        """Final score and the score_components block for one candidate (the fields of ScoreInputs).
+
+        ``meta_terms`` and ``lowered_tags``: the memory's metadata_terms and lowercased tags,
+        when the caller has them (metadata_terms_of_text, lowered_tags_of_text); else they
+        are worked out from ``memory``.
+        """
         config = self.config
-        meta_terms = metadata_terms(memory.get("metadata") or {})
+        if meta_terms is None:
+            meta_terms = metadata_terms(memory.get("metadata") or {})
+        if lowered_tags is None:
+            lowered_tags = {t.lower() for t in memory.get("tags") or []}
         bonus = context_bonus(self.profile, memory, meta_terms) if self.profile is not None else 0.0
         # Token evidence, when the memory has codes, stands in for its cosine; the
         # centred cosine, when there is one, for the plain one.
@@ -198,7 +230,7 @@ class CandidateScorer:
         exact = 1.0 if self.query_text and self.query_text in meta_terms else 0.0
         evidence = max(vector, keyword, metadata, exact)
         relation = _number(relation_score)
-        tag = tag_score(self.tokens, memory.get("tags") or [], meta_terms, self.token_cap)
+        tag = lowered_tag_score(self.tokens, lowered_tags, meta_terms, self.token_cap)
         importance = _number(memory.get("importance"))
         confidence = _number(memory.get("confidence"))
         recency = _recency(parse_epoch(memory.get("timestamp")), self.now_epoch, config.recency_window_days,

@@ -94,6 +94,31 @@ def _parsed_tags(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     return tuple(tags), tuple(compute_tag_prefixes(tags))
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed_flat_metadata(text: str) -> dict[str, Any] | None:
+    # Recall hydrates ~150 records per query, and the same memories come back
+    # recall after recall: parse each metadata text once. Only a flat object of
+    # scalars is kept (each record gets its own shallow copy, so nothing a caller
+    # changes reaches the cache); None: parse it each time.
+    value = json.loads(text)
+    if isinstance(value, dict) and all(isinstance(v, _SCALARS) for v in value.values()):
+        return value
+    return None
+
+
+def _metadata(text: Any) -> Any:
+    if not text:
+        return {}
+    if isinstance(text, str):
+        flat = _parsed_flat_metadata(text)
+        if flat is not None:
+            return dict(flat)
+    return json.loads(text)
+
+
 def to_record(row: dict[str, Any]) -> dict[str, Any]:
     """The public memory record from a ``memories`` row (extra columns ignored)."""
     text = row.get("tags")
@@ -118,7 +143,7 @@ def to_record(row: dict[str, Any]) -> dict[str, Any]:
         "t_valid": row["t_valid"],
         "t_invalid": row["t_invalid"],
         "archived": bool(row["archived"]),
-        "metadata": json.loads(row["metadata"]) if row.get("metadata") else {},
+        "metadata": _metadata(row.get("metadata")),
         "context": row["context"],
         "relevance_score": row["relevance_score"],
     }

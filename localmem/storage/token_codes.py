@@ -21,6 +21,8 @@ from typing import Callable
 
 import numpy as np
 
+from .blas import one_blas_thread
+
 MAX_TOKENS = 512  # codes kept per memory (models truncate their input well before this)
 
 
@@ -93,13 +95,18 @@ def similarities(query: np.ndarray, tokens: int, codes: bytes, dims: int) -> np.
     """``query @ decode(tokens, codes, dims).T`` (query tokens x stored tokens), without
     the ±1 matrix: with bits b in {0, 1}, q · (2b - 1) = 2 q · b - sum(q). The bits come
     straight from unpackbits, so recall's scoring of ~100 candidates takes about a third
-    of the time the decoded matrix does. None when the codes do not fit."""
+    of the time the decoded matrix does. None when the codes do not fit. The product runs
+    on one BLAS thread (storage/blas.py): the same bits, without waking idle threads."""
     packed = _packed(tokens, codes, dims)
     if packed is None or query.ndim != 2 or query.shape[1] != dims:
         return None
     bits = np.unpackbits(packed, axis=1, bitorder="little")[:, :dims].astype(np.float32)
     query = query.astype(np.float32, copy=False)
-    return 2.0 * (query @ bits.T) - query.sum(axis=1, keepdims=True)
+    with one_blas_thread():
+        # The stored tokens as the rows of the product: the same sums (one per pair, over
+        # the dimensions in order), faster in BLAS; laid out as before for the reductions.
+        product = np.ascontiguousarray((bits @ query.T).T)
+    return 2.0 * product - query.sum(axis=1, keepdims=True)
 
 
 def query_matrix(token_vectors: np.ndarray, centre: np.ndarray,
