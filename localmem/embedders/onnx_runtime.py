@@ -68,6 +68,7 @@ class OnnxEmbedder:
         self._np: Any = None
         self._error: str | None = None
         self._query: tuple[str, Any] | None = None  # (delta digest, session with the delta applied)
+        self._opened: tuple[str, Path, Any] | None = None  # a query graph session opened ahead
         self._lock = threading.Lock()
         self.export_path: Path | None = None  # set by load()
 
@@ -237,7 +238,10 @@ class OnnxEmbedder:
         ValueError when the delta cannot be applied to this export."""
         if not isinstance(text, str):
             raise TypeError(f"OnnxEmbedder can only embed str, got {type(text).__name__}")
-        self._ready(session=False)
+        opening = self._open_saved_graph(delta)
+        self._ready(session=False)  # the tokenizer loads while the thread opens the graph
+        if opening is not None:
+            opening.join()
         if self._delegate is not None:
             vectors, tokens = self._delegate.embed_with_tokens([text])
             return vectors[0], tokens[0], self._delegate.embed_query_tokens([text], delta)[0]
@@ -259,16 +263,44 @@ class OnnxEmbedder:
         session = self._query_session(delta)
         return self._checked_run(texts, True, session, gates=(1.0,) * len(texts))[1] or []
 
+    def _open_saved_graph(self, delta: QueryDelta) -> threading.Thread | None:
+        """On a process's first query: a thread opening the saved query graph for ``delta``
+        (onnxruntime builds a session without holding the GIL, so the tokenizer and the
+        rest load meanwhile); None when there is nothing to open ahead."""
+        if self._query is not None or self._delegate is not None or self._error is not None:
+            return None
+        try:
+            export = self._export_path or find_export(self.name, environ=self._environ)
+        except Exception:  # found again, and said, by the ordinary path
+            return None
+        path = query_graph.graph_path(export, delta) if export is not None else None
+        if path is None or not path.is_file() or not installed("onnxruntime"):
+            return None
+
+        def open_graph() -> None:
+            try:
+                self._opened = (delta.digest, path, self._new_session(str(path)))
+            except Exception:  # the ordinary path opens it again and says why it fails
+                self._opened = None
+
+        thread = threading.Thread(target=open_graph, name="localmem-query-graph", daemon=True)
+        thread.start()
+        return thread
+
     def _query_session(self, delta: QueryDelta) -> Any:
         """The session of the query graph for ``delta``: opened from the file saved beside
-        the export, which is built (with the onnx package) only when there is none."""
+        the export (maybe already, by ``_open_saved_graph``), which is built (with the onnx
+        package) only when there is none."""
         with self._lock:
             if self._query is not None and self._query[0] == delta.digest:
                 return self._query[1]
             assert self.export_path is not None
             session = None
             path = query_graph.graph_path(self.export_path, delta)
-            if path.is_file():
+            opened, self._opened = self._opened, None
+            if opened is not None and opened[:2] == (delta.digest, path):
+                session = opened[2]
+            elif path.is_file():
                 try:
                     session = self._new_session(str(path))
                 except Exception as ex:  # a damaged file: built again below
