@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from dateutil.parser import isoparse
 
 from localmem.errors import ValidationError
 from localmem.timegrammar import read_time_expression
@@ -80,7 +79,10 @@ def _parse_iso_string(text: str) -> datetime:
         return datetime.fromisoformat(text)
     except ValueError:
         # Python 3.10's fromisoformat is narrow; isoparse covers the other
-        # strict ISO 8601 forms (never fuzzy parsing).
+        # strict ISO 8601 forms (never fuzzy parsing). Imported here: it costs a new
+        # process ~25 ms and most timestamps never need it.
+        from dateutil.parser import isoparse
+
         return isoparse(text)
 
 

@@ -7,7 +7,6 @@ import re
 from datetime import date, timedelta
 from typing import Callable
 
-from dateutil.parser import isoparse
 
 from .periods import (
     MAX_UTC,
@@ -177,6 +176,8 @@ def _month_day(clock: Clock, t: list[Token]) -> Period:
 
 def _iso_date(clock: Clock, t: list[Token]) -> Period:
     """2026-11-27: that day; with a time, the minute (or hour, second, instant) it names."""
+    from dateutil.parser import isoparse  # here: its import costs every new process ~25 ms
+
     text = t[0].text
     try:
         parsed = isoparse(text.upper())
