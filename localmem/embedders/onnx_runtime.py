@@ -138,7 +138,7 @@ class OnnxEmbedder:
             return
         pipeline = self._read_pipeline()
         assert self.path is not None
-        target = self._export_path or find_export(self.name, environ=self._environ)
+        target = self._export()
         if target is None:
             raise EmbedderUnavailable(
                 f"no ONNX export of embedding model {self.name!r} in {onnx_root(self._environ)}; "
@@ -263,6 +263,13 @@ class OnnxEmbedder:
         session = self._query_session(delta)
         return self._checked_run(texts, True, session, gates=(1.0,) * len(texts))[1] or []
 
+    def _export(self) -> Path | None:
+        """The export's folder (the one given, else the cache's current one), looked up once:
+        finding it hashes the model's configuration files."""
+        if self._export_path is None:
+            self._export_path = find_export(self.name, environ=self._environ)
+        return self._export_path
+
     def _open_saved_graph(self, delta: QueryDelta) -> threading.Thread | None:
         """On a process's first query: a thread opening the saved query graph for ``delta``
         (onnxruntime builds a session without holding the GIL, so the tokenizer and the
@@ -270,7 +277,7 @@ class OnnxEmbedder:
         if self._query is not None or self._delegate is not None or self._error is not None:
             return None
         try:
-            export = self._export_path or find_export(self.name, environ=self._environ)
+            export = self._export()
         except Exception:  # found again, and said, by the ordinary path
             return None
         path = query_graph.graph_path(export, delta) if export is not None else None
