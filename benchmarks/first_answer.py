@@ -43,13 +43,14 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-for entry in (str(ROOT), str(HERE)):
+for entry in (str(ROOT), str(HERE), str(ROOT / "tests")):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
 from cold_start import MODEL, ensure_export, environment  # noqa: E402
 from locomo import DEFAULT_DATA, memory_item, questions_of, turns_of  # noqa: E402
 from results_file import git_revision, write_section  # noqa: E402
+from serving import wait_until_healthy  # noqa: E402  (tests/serving.py)
 
 QUERY = "what did Caroline research?"
 SECTIONS = ("cli", "mcp", "serve", "warm", "warm10k")
@@ -140,18 +141,7 @@ def serve_runs(db: Path, env: dict[str, str], runs: int, warm: int = 9) -> dict[
                                    env=env, cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                if process.poll() is not None:
-                    raise SystemExit(f"localmem serve exited: {process.stderr.read().decode()[-2000:]}")
-                try:
-                    if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("localmem serve did not answer /health in 60 s")
-                time.sleep(0.02)
+            wait_until_healthy(process, url, seconds=60)
             times = []
             with httpx.Client(base_url=url, timeout=60) as client:
                 for _ in range(1 + warm):
