@@ -225,7 +225,7 @@ def tracebacks(text: str) -> int:
 
 RUNNER = r"""
 import io, json, os, sys, time, traceback, signal
-import apsw, localmem, localmem.cli, localmem.maintenance.doctor, localmem.maintenance.transfer
+import apsw, localmem, localmem.cli, localmem.maintenance.doctor, localmem.maintenance.importer
 import localmem.maintenance.backup, localmem.recall, localmem.kagura
 from localmem.cli import main
 folder = sys.argv[1]

@@ -1047,7 +1047,7 @@ def item8_imports(ctx: Context) -> Tally:
               "`--skip-existing`; `import_jsonl` in-process and `localmem import`; each refused file then "
               "re-run without its bad lines")
     from localmem import MemoryStore, ValidationError
-    from localmem.maintenance.transfer import import_jsonl
+    from localmem.maintenance.importer import import_jsonl
 
     rng = ctx.rng
     folder = ctx.dir("item8")

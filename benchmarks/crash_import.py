@@ -1,6 +1,6 @@
 """Crash safety: a bulk import killed with SIGKILL at random moments, the file checked after each kill.
 
-Part 1 (``--kills``, default 20): an import through ``localmem.maintenance.transfer.Importer``
+Part 1 (``--kills``, default 20): an import through ``localmem.maintenance.importer.Importer``
 (what ``localmem import`` runs) in a child process that prints each batch's
 ids once ``store_many`` has returned, i.e. once the batch is committed and
 acknowledged. The child is killed after a random number of new batches plus a

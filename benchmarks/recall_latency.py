@@ -200,7 +200,7 @@ def build_plan(n: int, n_edges: int, superseded_share: float, entity_share: floa
 
 # Library code that cannot change what the build writes (the read path, front ends, tools).
 NOT_SHAPING_DIRS = frozenset({"recall", "http", "mcp_server", "__pycache__"})
-NOT_SHAPING_FILES = frozenset({"cli.py", "demo.py", "doctor.py", "transfer.py", "__main__.py",
+NOT_SHAPING_FILES = frozenset({"cli.py", "demo.py", "doctor.py", "importer.py", "export.py", "__main__.py",
                                "pytest_plugin.py", "progress.py"})
 
 

@@ -697,7 +697,7 @@ IMPORT_CHILD = r"""
 import sys, json
 sys.path.insert(0, sys.argv[4])
 from localmem import MemoryStore
-from localmem.maintenance.transfer import Importer
+from localmem.maintenance.importer import Importer
 path, source, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = MemoryStore(path, embedder="hash:384")
 importer = Importer(store, chunk_size=batch, skip_existing=True, chunked=True)  # one transaction per batch

@@ -31,8 +31,9 @@ from .storage.database import (
 )
 from .embedders import resolve_embedder
 from .errors import NotFoundError, ValidationError
-from .storage.migrations import LATEST_VERSION, migrate, require_current_schema
+from .storage.migrations import migrate, require_current_schema
 from .progress import ProgressBar
+from .storage.health import health_report
 from .recall.learned_rank import TreeModel
 from .recall.pipeline import run_recall
 from .recall.warm_up import load_embedder, warm_up
@@ -590,44 +591,4 @@ class MemoryStore:
     def health(self) -> dict[str, Any]:
         """Counts per table, whether the derived indexes agree, embedder and file facts."""
         with read_transaction(self.conn):  # one snapshot: concurrent writes cannot skew the counts
-            return self._health()
-
-    def _health(self) -> dict[str, Any]:
-        counts = next(rows_as_dicts(self.conn.execute(self.sql["health_counts"])))
-        fts_rows = self.conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
-        vectors = (self.conn.execute(self.sql["vector_codes_count"]).fetchone()[0]
-                   if self.has_vector_index else 0)
-        tags_agree = counts["tagged_memories"] == counts["memories_with_tags"]
-        indexes_agree = (fts_rows == counts["memories"]
-                         and (not self.has_vector_index or vectors == counts["embeddings"])
-                         and tags_agree)
-        vector_ok = self.embedder is not None and self.has_vector_index and self.embedder_error is None
-        size = 0
-        if self.path != MEMORY_PATH:
-            size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal")
-                       if os.path.exists(p))
-        return {
-            "status": "healthy" if indexes_agree else "degraded",
-            "memory_count": counts["memories"],
-            "vector_count": vectors,
-            "embedding_count": counts["embeddings"],
-            "fts_count": fts_rows,
-            "edge_count": counts["edges"],
-            "tag_count": counts["tags"],
-            "memories_without_embedding": counts["memories_without_embedding"],
-            # Memories with token codes (late-interaction evidence); the others until `localmem reembed`.
-            "token_coded_count": counts["token_coded"],
-            "token_evidence": self._backend.token_evidence,
-            "indexes_agree": indexes_agree,
-            "embedder": {
-                "name": self.embedder.name if self.embedder else "none",
-                "dimensions": self.dimensions,
-                "recorded": self._meta("embedder"),
-                "available": vector_ok,
-                "error": self.embedder_error,
-            },
-            "schema_version": int(self._meta("schema_version") or 0),
-            "latest_schema_version": LATEST_VERSION,
-            "path": self.path,
-            "file_size_bytes": size,
-        }
+            return health_report(self._backend, self.path)

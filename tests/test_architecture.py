@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "localmem"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("errors", "config")),
     ("helpers", ("text", "tags", "timeparse", "timegrammar", "validation", "classify", "relations", "progress",
-                 "metadata_search", "embedders", "loopback")),
+                 "metadata_search", "embedders", "loopback", "request_body")),
     ("storage", ("storage",)),
     ("pipelines", ("recall", "kagura")),
     ("store", ("store",)),
@@ -127,3 +127,36 @@ def test_no_module_imports_a_higher_layer(module: str):
     mine = layer_of(module)
     higher = sorted(t for t in import_graph()[module] if layer_of(t) > mine)
     assert not higher, (f"{module} ({LAYERS[mine][0]}) imports {higher} from a higher layer")
+
+
+# The command line starts the servers and the HTTP server mounts the browser's routes (and
+# MCP); those two compose the others. The browser and MCP build on no other interface.
+COMPOSERS = ("cli", "http")
+INTERFACE_ROOTS = ("cli", "http", "mcp_server", "ui")
+# Of the two recall pipelines, Kagura's builds on recall's parts, never the other way.
+PIPELINE_ORDER = {"recall": 0, "kagura": 1}
+
+
+def _root(module: str) -> str:
+    return module.removeprefix("localmem").lstrip(".").split(".")[0]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in import_graph()
+                                          if _root(m) in INTERFACE_ROOTS and _root(m) not in COMPOSERS))
+def test_no_interface_imports_another(module: str):
+    others = sorted(t for t in import_graph()[module]
+                    if _root(t) in INTERFACE_ROOTS and _root(t) != _root(module))
+    assert not others, f"{module} imports {others}: shared code belongs in a lower layer"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in import_graph() if _root(m) in PIPELINE_ORDER))
+def test_recall_imports_nothing_from_kagura(module: str):
+    above = sorted(t for t in import_graph()[module]
+                   if _root(t) in PIPELINE_ORDER and PIPELINE_ORDER[_root(t)] > PIPELINE_ORDER[_root(module)])
+    assert not above, f"{module} imports {above}"
+
+
+def test_no_module_is_over_about_600_lines():
+    long = {str(path.relative_to(PACKAGE)): n for path in PACKAGE.rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 620}
+    assert not long, f"split these modules: {long}"

@@ -311,7 +311,7 @@ def test_store_memory_rejects_bad_input(client, store, kwargs, fragment):
 
 
 def test_body_too_large_is_413(client, store, monkeypatch):
-    from localmem.http import body as body_module
+    from localmem import request_body as body_module
 
     monkeypatch.setattr(body_module, "MAX_BODY_BYTES", 1000)
     before = store.health()["memory_count"]

@@ -20,7 +20,8 @@ import pytest
 
 from localmem import MemoryStore, NotFoundError, ValidationError
 from localmem.embedders import resolve_embedder
-from localmem.maintenance.transfer import export_jsonl, import_jsonl
+from localmem.maintenance.export import export_jsonl
+from localmem.maintenance.importer import import_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 A = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"

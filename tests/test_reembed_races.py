@@ -28,7 +28,7 @@ from localmem import MemoryStore
 from localmem.embedders import resolve_embedder
 from localmem.embedders.hashing import HashEmbedder
 from localmem.maintenance.reembed import reembed
-from localmem.maintenance.transfer import import_jsonl
+from localmem.maintenance.importer import import_jsonl
 from remote_servers import CLEARED, ROOT
 
 TEXTS = [f"memory {i} about the garden, the orchard and the deploy pipeline" for i in range(40)]
@@ -167,7 +167,7 @@ from pathlib import Path
 from localmem import MemoryStore
 from localmem.embedders.hashing import HashEmbedder
 from localmem.maintenance.reembed import reembed
-from localmem.maintenance.transfer import import_jsonl
+from localmem.maintenance.importer import import_jsonl
 
 class Slow(HashEmbedder):
     def wait(self):

@@ -251,7 +251,8 @@ def test_a_schema_7_file_recalls_by_cosine_until_reembedded(tmp_path):
         assert scalar(store, "SELECT value FROM meta WHERE key = 'schema_version'") == "8"
         assert scalar(store, "SELECT count(*) FROM token_codes") == 0
         assert store.health()["token_coded_count"] == 0 and store.health()["token_evidence"] is True
-        from localmem.cli.maintenance import collect_stats, stats_lines
+        from localmem.cli.maintenance import stats_lines
+        from localmem.maintenance.stats import collect_stats
 
         [line] = [t for t in stats_lines(collect_stats(store, 5)) if t.startswith("token codes")]
         assert "5 embedded memories have none" in line and "localmem reembed" in line
@@ -298,7 +299,8 @@ def test_import_writes_codes_for_what_it_embeds_and_reembed_gives_them_to_all():
     import io
     import json as json_module
 
-    from localmem.maintenance.transfer import export_jsonl, import_jsonl
+    from localmem.maintenance.export import export_jsonl
+    from localmem.maintenance.importer import import_jsonl
 
     source = new_store()
     source.store_many([{"content": f"exported memory {n} about sailing"} for n in range(3)])

@@ -16,7 +16,7 @@ from ..text import plural
 from .output import Output, human_size
 
 if TYPE_CHECKING:
-    from ..maintenance.transfer import KindCounts
+    from ..maintenance.importer import KindCounts
     from ..store import MemoryStore
 
 
@@ -78,7 +78,7 @@ def _count_lines(path: Path) -> int:
 
 def cmd_import(args: argparse.Namespace, out: Output) -> int:
     from ..progress import ProgressBar
-    from ..maintenance.transfer import Importer
+    from ..maintenance.importer import Importer
 
     show_progress = args.progress or out.stderr.isatty()
     with ExitStack() as stack:
@@ -142,7 +142,7 @@ def _import_counts(kind: str, counts: KindCounts) -> str:
 
 
 def cmd_export(args: argparse.Namespace, out: Output) -> int:
-    from ..maintenance.transfer import export_file, export_jsonl
+    from ..maintenance.export import export_file, export_jsonl
 
     with open_store(args, must_exist=True) as store:
         if args.file == "-":
@@ -160,31 +160,6 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
     else:
         out.line(f"exported {plural(memories, 'memory', 'memories')} and {plural(edges, 'edge')} to {target}")
     return EXIT_OK
-
-
-def collect_stats(store: MemoryStore, top: int) -> dict[str, Any]:
-    """``store.health()`` plus type, context, edge-type and tag counts and the time span."""
-    def pairs(name: str, **bindings: Any) -> list[tuple[str, int]]:
-        with store.lock:
-            return [(row[0], row[1]) for row in store.conn.execute(store.sql[name], bindings)]
-
-    health = store.health()
-    with store.lock:
-        overview = store.conn.execute(store.sql["stats_overview"]).fetchone()
-    return {
-        "status": "success",
-        **health,
-        "types": dict(pairs("stats_types")),
-        "contexts": dict(pairs("stats_contexts")),
-        "edge_types": dict(pairs("stats_edge_types")),
-        "top_tags": [{"tag": tag, "count": count} for tag, count in pairs("stats_top_tags", limit=max(0, top))],
-        "oldest": overview[0],
-        "newest": overview[1],
-        "archived_count": overview[2] or 0,
-        "invalidated_count": overview[3] or 0,  # t_invalid set (past or future)
-        # What recall's current-state filter keeps and hides, by its own rules.
-        "state_counts": store.state_counts(),
-    }
 
 
 def _state_text(counts: dict[str, int]) -> str:
@@ -239,6 +214,8 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
 
 
 def cmd_stats(args: argparse.Namespace, out: Output) -> int:
+    from ..maintenance.stats import collect_stats
+
     with open_store(args, must_exist=True) as store:
         stats = collect_stats(store, args.top)
     if out.as_json:

@@ -22,7 +22,7 @@ from ..store import MemoryStore
 from ..ui import auth as ui_auth
 from ..ui.routes import ui_routes
 from .authentication import AuthMiddleware
-from .body import MAX_BODY_BYTES
+from ..request_body import MAX_BODY_BYTES
 from .endpoints import MAX_BATCH, by_method, endpoint, error_response
 from .guard import RequestGuard
 from .policy import request_policy

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse
 
 from ..errors import LocalMemError, ValidationError
 from ..store import MemoryStore
-from .body import read_json_object
+from ..request_body import read_json_object
 from .endpoints import Endpoint, error_response, known_fields
 from .security import admin_token_matches
 

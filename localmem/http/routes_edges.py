@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse
 
 from ..errors import LocalMemError, ValidationError
 from ..store import EDGE_PROPERTIES, MemoryStore
-from .body import read_json_object
+from ..request_body import read_json_object
 from .endpoints import MAX_BATCH, Endpoint, error_response, known_fields, query_value
 
 ASSOCIATION_FIELDS = frozenset({"memory1_id", "memory2_id", "type", "strength"})

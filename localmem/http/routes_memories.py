@@ -15,7 +15,7 @@ from ..errors import NotFoundError, ValidationError
 from ..store import STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..tags import read_tag_field
 from ..validation import validate_uuid
-from .body import read_json_object
+from ..request_body import read_json_object
 from .endpoints import (
     MAX_BATCH,
     Endpoint,

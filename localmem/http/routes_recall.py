@@ -17,7 +17,7 @@ from ..recall.params import ALIASES as RECALL_ALIASES
 from ..recall.params import PARAMETERS as RECALL_PARAMETERS
 from ..store import MemoryStore
 from .authentication import CONTEXTS_SCOPE_KEY
-from .body import read_json_object
+from ..request_body import read_json_object
 from .endpoints import Endpoint, error_response, query_value
 
 # Query-string parameters of GET /recall that take every repeated value

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..recall.learned_rank import TreeModel
 from ..timeparse import format_timestamp
-from .confidence import keyword_confidence, semantic_confidence
+from ..recall.confidence_bands import keyword_confidence, semantic_confidence
 from .content import SpanFinder, content_fields
 from .duplicates import contradictions, near_duplicates
 from .folding import Entry, fold, versions

@@ -28,12 +28,13 @@ from .channels import (
     trending_candidates,
     vector_candidates,
 )
-from .context import ContextProfile, build_context_profile, context_priority_block, needs_injection
+from .context import ContextProfile, build_context_profile, needs_injection
 from .decompose import decompose_query
-from .keywords import COMMON_TERM_ROWS, KeywordScorer
+from .keywords import KeywordScorer
+from .answer import recall_response, state_filter_block
 from .centering import Centre, centred_similarities, usable_centre
 from .late_interaction import QueryAdapter, token_matches
-from .learned_rank import TreeModel, learned_components, read_query_date, report, usable_model
+from .learned_rank import TreeModel, learned_components, read_query_date, usable_model
 from .scoped_keywords import ScopedKeywords, small_scope
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
@@ -551,7 +552,7 @@ class Recall:
                 self.hidden.setdefault(entry["id"], entry)
             seed_ids = {r["id"] for r in seeds}  # a head already among the seeds is not added twice
             results = seeds + [r for r in extra if r["id"] not in seed_ids]
-            state_filter = self.state_filter_block(results)
+            state_filter = state_filter_block(self, results)
         recency_applied = self.apply_recency_bias(results, queries)
         gated = {r["id"] for r in results} if params.min_score > 0 else set()  # for the count below
         results, score_filter = apply_score_gates(
@@ -568,9 +569,9 @@ class Recall:
             score_filter["candidates_below_min_score"] = len(self.below_min_score - gated
                                                             - {r["id"] for r in results})
         hydrate_relations(self.backend, results)
-        response = self.response(results, queries if multi else None, dedup_removed, state_filter,
-                                 score_filter, seeds, expansions, entity_results, entity_names,
-                                 recency_applied, fallback_active)
+        response = recall_response(self, results, queries if multi else None, dedup_removed,
+                                   state_filter, score_filter, seeds, expansions, entity_results,
+                                   entity_names, recency_applied, fallback_active)
         if primary_query or params.embedding is not None or multi:
             response["confidence"] = recall_confidence(
                 self.backend, self.evidence, len(results), semantic=self.vectors.available,
@@ -578,103 +579,6 @@ class Recall:
         response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self.backend.touch([r["id"] for r in seeds], self.now)
         return response
-
-    def state_filter_block(self, results: list[dict[str, Any]]) -> dict[str, Any]:
-        """``state_filter``: what the current-state filter hid from this answer, and what took its place."""
-        replacements = [{"id": r["id"], "replaces_id": r["state_replaces"],
-                         "relation_type": r["relations"][0]["type"]}
-                        for r in results if r.get("match_type") == "state_replacement"]
-        block: dict[str, Any] = {"current_only": True, "suppressed_count": len(self.hidden),
-                                 "replacement_count": len(replacements)}
-        if self.params.state_debug:
-            block["suppressed"] = list(self.hidden.values())
-            block["replacements"] = replacements
-        return block
-
-    def response(self, results, queries, dedup_removed, state_filter, score_filter, seeds,
-                 expansions, entity_results, entity_names, recency_applied, fallback_active
-                 ) -> dict[str, Any]:
-        params = self.params
-        response: dict[str, Any] = {
-            "status": "success",
-            "query": params.query,
-            "results": [_public(r) for r in results],
-            "count": len(results),
-            "dedup_removed": dedup_removed,
-            "sort": params.sort,
-            "state_mode": params.state_mode,
-        }
-        if state_filter is not None:
-            response["state_filter"] = state_filter
-        if queries is not None:
-            response["queries"] = queries
-        else:
-            response["keywords"] = extract_keywords(params.query.lower())
-        response["vector_search"] = {
-            "enabled": self.vectors.available,
-            "matched": self.vector_pool > 0,
-            "token_scored": self.token_scored,
-        }
-        if params.query or params.queries:
-            response["learned_rank"] = report(self.learned_decision[0], self.learned_ranked,
-                                              self.dates_read())
-        left_out = sorted({t for scorer in self.keyword_scorers.values() for t in scorer.left_out})
-        if left_out:
-            response["keyword_search"] = {
-                "left_out": left_out,
-                "reason": (f"in more than {COMMON_TERM_ROWS:,} memories: too common to rank by; "
-                           "the keyword score uses the query's other terms"),
-            }
-        if not self.vectors.available:
-            response["degraded"] = True
-            response["degraded_reason"] = "embedding_unavailable"
-        if params.expand_relations:
-            response["expansion"] = {
-                "enabled": True, "seed_count": len(seeds), "expanded_count": len(expansions),
-                "relation_limit": params.relation_limit, "expansion_limit": params.expansion_limit,
-                "respect_tags": params.expand_respect_tags,
-            }
-        if params.expand_entities:
-            response["entity_expansion"] = {
-                "enabled": True, "expanded_count": len(entity_results), "entities_found": entity_names,
-            }
-        if params.time.requested:
-            response["time_window"] = params.time.describe()
-        if params.tags:
-            semantic = self.vectors.available and bool(params.query or params.queries or params.embedding)
-            response["tags"] = params.tags
-            response["tag_scope"] = {
-                "filtered": True,
-                "pool_size_hint": self.vector_pool if semantic else None,
-                "gated_low_evidence": sum(1 for r in results
-                                          if r.get("score_components", {}).get("relevance_gated")),
-            }
-        if fallback_active:
-            response["scope_fallback"] = True
-        if recency_applied:
-            response["recency_bias"] = "on"
-        if params.exclude_tags:
-            response["exclude_tags"] = params.exclude_tags
-        if score_filter is not None:
-            response["score_filter"] = score_filter
-        response["tag_mode"] = params.tag_mode
-        response["tag_match"] = params.tag_match
-        profile = next((p for p in self.profiles.values() if p is not None), None)
-        if profile is not None:
-            response["context_priority"] = context_priority_block(profile, self.context_injected)
-        warnings = list(params.warnings)
-        if left_out:  # said where every interface shows warnings (CLI stderr, MCP text), too
-            warnings.append(f"keyword score left out {', '.join(repr(t) for t in left_out)}: each is in more "
-                            f"than {COMMON_TERM_ROWS:,} memories, too common to rank by")
-        if warnings:
-            response["warnings"] = warnings
-        return response
-
-
-def _public(result: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in result.items() if not k.startswith("_") or k == "_query"}
-    out.setdefault("relations", [])
-    return out
 
 
 def run_recall(backend: "Backend", raw: dict[str, Any],

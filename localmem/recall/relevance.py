@@ -3,7 +3,7 @@
 Recall always fills its limit when the scope holds enough memories, so a
 query about nothing stored still returns five results at final scores
 around 0.25. This block says how much to trust them, with the same bands
-and rules as the Kagura route's ``confidence`` (``kagura/confidence.py``,
+and rules as the Kagura route's ``confidence`` (``confidence_bands.py``,
 calibrated for all-MiniLM-L6-v2, ``LOCALMEM_V1_CONFIDENCE_BANDS``), applied
 to recall's own evidence: the cosines of the query's candidates in scope
 (the vector channel's neighbours and every other candidate, scored against
@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..kagura.confidence import POOL, keyword_confidence, semantic_confidence
+from .confidence_bands import POOL, keyword_confidence, semantic_confidence
 from ..timeparse import format_timestamp
 from .state import active_replacements, state_reason
 

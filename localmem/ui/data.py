@@ -89,7 +89,7 @@ def timeline(store: MemoryStore, unit: Any = "day") -> dict[str, Any]:
 
 
 def contexts(store: MemoryStore) -> list[dict[str, Any]]:
-    from ..cli.maintenance import collect_stats
+    from ..maintenance.stats import collect_stats
 
     return [{"context": name, "count": count}
             for name, count in collect_stats(store, 0)["contexts"].items()]
@@ -191,7 +191,7 @@ def hubs(store: MemoryStore, limit: Any = 30) -> dict[str, Any]:
 
 def health(store: MemoryStore) -> dict[str, Any]:
     """``localmem stats`` and ``localmem doctor`` in one answer."""
-    from ..cli.maintenance import collect_stats
+    from ..maintenance.stats import collect_stats
     from ..maintenance import doctor
 
     checks = doctor.check(store)

@@ -2,7 +2,7 @@
 
 Pages: ``/ui/`` (one HTML page; the script draws every view) and
 ``/ui/login``. JSON: ``/ui/api/...``, every answer and error in the API's
-envelope. Writes take JSON bodies only (``http.body``), as every API route.
+envelope. Writes take JSON bodies only (``request_body``), as every API route.
 Authentication, Host and Origin rules are the API's own middleware; the
 cookie sign-in is in ``ui.auth``.
 """
@@ -22,7 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import ValidationError
-from ..http.body import read_json_object
+from ..request_body import read_json_object
 from ..store import MemoryStore
 from . import data
 from .auth import COOKIE_NAME, Sessions, cookie_header

@@ -1,6 +1,6 @@
-"""JSONL export and import: a lossless dump of memories, embeddings and edges.
+"""JSONL import: the other half of ``export.py``'s dump of memories, embeddings and edges.
 
-Export writes a header line first (format version, the embedder that made
+Export (``export.py``) writes a header line first (format version, the embedder that made
 the vectors, the counts: ``export_header``), then one line per memory, in
 insertion order::
 
@@ -52,23 +52,20 @@ import json
 import os
 import pickle
 import tempfile
-from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from ..storage import writes
 from ..storage.edges import EDGE_PROPERTIES
 from ..storage.memory_fields import build_row, merged_update
-from ..storage.database import MEMORY_PATH, read_transaction, transaction
-from ..storage.files import refuse_database_file, refuse_special_output, replacing_file
+from ..storage.database import MEMORY_PATH, transaction
 from ..errors import ValidationError
 from ..progress import ProgressBar, in_steps
 from ..storage.records import MemoryRow, rows_as_dicts, to_record
 from ..relations import RELATION_TYPES
 from ..timeparse import format_timestamp
-from .export_header import check_header, make_header
+from .export_header import check_header
 from ..validation import (
     JSONTextError,
     decode_json,
@@ -147,76 +144,6 @@ class ImportResult:
                 "not_embedded": self.not_embedded, "without_token_codes": self.without_token_codes,
                 "mode": "chunked" if self.chunked else "all-or-nothing",
                 "by_kind": {"memory": asdict(self.memory), "edge": asdict(self.edge)}}
-
-
-# Characters that str.splitlines() (and JavaScript) treat as line breaks but
-# JSON leaves unescaped; escaped so every record stays on one physical line.
-_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-
-def dump_line(value: dict[str, Any]) -> str:
-    """One JSONL line: compact UTF-8, with every line-breaking character escaped."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_LINE_BREAKS)
-
-
-def decode_embedding(blob: bytes | None) -> list[float] | None:
-    """The float32 blob of ``memory_embeddings`` as exact Python floats."""
-    if blob is None:
-        return None
-    return array("f", bytes(blob)).tolist()
-
-
-# -- export ---------------------------------------------------------------
-
-
-def iter_export(store: MemoryStore) -> Iterator[dict[str, Any]]:
-    """The header, every memory line, then every edge line, as dicts (read in one snapshot)."""
-    with read_transaction(store.conn):  # one snapshot: memories and edges from the same moment
-        counts = next(rows_as_dicts(store.conn.execute(store.sql["export_counts"])))
-        yield make_header(store, counts["memories"], counts["edges"], counts["embeddings"])
-        for row in rows_as_dicts(store.conn.execute(store.sql["export_memories"])):
-            record = to_record(row)
-            yield {"kind": "memory", **record, "embedding": decode_embedding(row["embedding"])}
-        for row in rows_as_dicts(store.conn.execute(store.sql["export_edges"])):
-            yield {
-                "kind": "edge",
-                "memory1_id": row["memory1_id"],
-                "memory2_id": row["memory2_id"],
-                "relation_type": row["relation_type"],
-                "strength": row["strength"],
-                "updated_at": row["updated_at"],
-                "properties": json.loads(row["properties"]) if row["properties"] else {},
-            }
-
-
-def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
-    """Write the whole store as JSONL; returns (memories, edges) written."""
-    memories = edges = 0
-    with store.lock:  # the store serializes users of its one connection
-        for item in iter_export(store):
-            out.write(dump_line(item) + "\n")
-            if item["kind"] == "memory":
-                memories += 1
-            elif item["kind"] == "edge":
-                edges += 1
-    return memories, edges
-
-
-def export_file(store: MemoryStore, target: str | os.PathLike[str]) -> tuple[int, int]:
-    """Export to the file ``target``; returns (memories, edges) written.
-
-    The file is written beside ``target`` (0600, in 0700 directories when it
-    has to make them), synced and renamed over it, so an interrupted export
-    leaves the old file and a reported one is on the disk. ``target`` may not
-    be the database itself or a database's -wal/-shm/-journal file.
-    """
-    path = Path(target).expanduser()
-    refuse_database_file(path, None if store.path == MEMORY_PATH else store.path, role="the export")
-    if path.is_dir():
-        raise ValidationError(f"the export cannot be {target}: that is a directory; give a file name")
-    refuse_special_output(path, role="the export", hint=" ('-' writes to standard output)")
-    with replacing_file(path) as stream:
-        return export_jsonl(store, stream)
 
 
 # -- import: validated lines ------------------------------------------------

@@ -14,8 +14,8 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
-from ..errors import LocalMemError, ValidationError
-from ..validation import MAX_JSON_DEPTH, JSONTextError, decode_json
+from .errors import LocalMemError, ValidationError
+from .validation import MAX_JSON_DEPTH, JSONTextError, decode_json
 
 __all__ = ["MAX_BODY_BYTES", "MAX_JSON_DEPTH", "parse_json_object", "read_json_object"]
 
