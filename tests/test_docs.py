@@ -155,3 +155,19 @@ def test_every_docs_page_is_in_the_readme_contents():
     text = README.read_text(encoding="utf-8")
     missing = [page.name for page in sorted((ROOT / "docs").glob("*.md")) if f"](docs/{page.name})" not in text]
     assert not missing, f"docs pages the README does not link: {missing}"
+
+
+def test_results_contents_list_follows_the_sections(tmp_path):
+    """benchmarks/RESULTS.md opens with a contents list, and writing a section brings it up to date."""
+    from benchmarks.results_file import CONTENTS_START, write_section
+
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    assert results.index(CONTENTS_START) < results.index("\n## ")
+    path = tmp_path / "RESULTS.md"
+    path.write_text("# Results\n\nIntro.\n\n<!-- a:start -->\n## Speed at 100k (2026)\nold\n<!-- a:end -->\n")
+    write_section("b", "## Speed at 100k (2026)\nagain\n\n## Quality: R@10\nnew", path)
+    text = path.read_text()
+    assert text.index(CONTENTS_START) < text.index("<!-- a:start -->")
+    assert "- [Speed at 100k (2026)](#speed-at-100k-2026)\n- [Speed at 100k (2026)](#speed-at-100k-2026-1)\n" \
+           "- [Quality: R@10](#quality-r10)\n" in text
+    assert text.count(CONTENTS_START) == 1 and "old" in text and "new" in text
