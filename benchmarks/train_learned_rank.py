@@ -29,7 +29,7 @@ without each group of features (``FEATURE_GROUPS``) on the same held-out pools.
 
 The deltas do not depend on the trees' features, so a run that changes only the trees can
 take them from a pickle (``--deltas``, e.g. the ``deltas.pkl`` that
-``benchmarks/levers9/record.py`` keeps; most of the 40 minutes are the deltas), and
+``experiments/levers9/record.py`` keeps; most of the 40 minutes are the deltas), and
 ``--skip-adapter`` leaves out the previous default's query adapter from the ablations.
 """
 
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", action="store_true", help="write the estimate to RESULTS.md")
     parser.add_argument("--deltas", metavar="PICKLE",
                         help="reuse query deltas from a pickle of {frozenset(held-out conversations): "
-                             "QueryDelta} (as benchmarks/levers9/record.py keeps them) instead of training "
+                             "QueryDelta} (as experiments/levers9/record.py keeps them) instead of training "
                              "them again; held-out sets it lacks are trained")
     parser.add_argument("--skip-adapter", action="store_true",
                         help="leave out the ablation of the previous default's query adapter")

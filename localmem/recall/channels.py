@@ -100,7 +100,7 @@ def dated_scope(params: RecallParams, start: datetime, end: datetime,
 def _candidate(row: dict[str, Any], match_type: str, match_score: float, source: str,
                similarity: float | None) -> dict[str, Any]:
     # ``source`` names the channel that found the memory (AutoMem: "qdrant" or "graph",
-    # its two stores; neither exists here). See README, "What a recall result says".
+    # its two stores; neither exists here). See docs/recall-answer.md.
     candidate = {
         "id": row["id"],
         "memory": to_record(row),

@@ -6,7 +6,7 @@ unpacked bits; before, recall decoded the codes to a float ±1 matrix first
 recall-sized candidate pools (90 and 140 memories, token_evidence.py's 100k store) with a
 query of 12 centred tokens, and checked to agree.
 
-    python benchmarks/maxsim_kernel.py [--repeat 300] [--write]
+    python experiments/maxsim_kernel.py [--repeat 300] [--write]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import token_evidence  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     query = rng.standard_normal((12, DIMS)).astype(np.float32)
     query /= np.abs(query).sum(axis=1, keepdims=True)
     lines = ["## MaxSim's product: from the code bits against a decoded sign matrix", "",
-             f"Command: `python benchmarks/maxsim_kernel.py --write` ({args.repeat} alternating calls each), "
+             f"Command: `python experiments/maxsim_kernel.py --write` ({args.repeat} alternating calls each), "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 2 cores, shared. A 12-token query "
              "against the codes of consecutive memories of token_evidence.py's 100k store.", "",
              "| candidates | tokens | decoded ±1 matrix ms | from the bits ms | ratio |",

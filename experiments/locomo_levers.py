@@ -16,7 +16,7 @@ before and after it in that thread.
 
 ``--maxsim`` embeds every turn's tokens (int8, cached) for late interaction.
 
-    python benchmarks/locomo_levers.py [--data PATH] [--context-vectors] [--maxsim]
+    python experiments/locomo_levers.py [--data PATH] [--context-vectors] [--maxsim]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import locomo  # noqa: E402  (sets up sys.path and the offline Hugging Face environment)
 from localmem import Config  # noqa: E402
 

@@ -4,7 +4,7 @@ the whole ``pool_features`` call it is part of, on the same synthetic pool, alte
 A pool of ``--candidates`` candidates (about 140 in a recall at 100k) whose token matches
 cover a ``--tokens``-token query; every candidate in a thread of four, as dialog turns are.
 
-    python benchmarks/token_residual_cost.py [--candidates 140] [--tokens 12] [--rounds 2000]
+    python experiments/token_residual_cost.py [--candidates 140] [--tokens 12] [--rounds 2000]
 """
 
 from __future__ import annotations

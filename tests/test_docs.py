@@ -1,0 +1,173 @@
+"""The README and docs/ say what the code does: their links lead somewhere, the commands
+they show parse, the README stays a short guide, and its two opening commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from localmem.cli.parser import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "experiments" / "README.md"]
+FENCE = re.compile(r"^ *```.*?^ *```[^\n]*$", re.MULTILINE | re.DOTALL)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def without_code(text: str) -> str:
+    """The prose: fenced blocks and inline code spans removed (links in them are not links)."""
+    return re.sub(r"`[^`\n]*`", "", FENCE.sub("", text))
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of every fenced block."""
+    return re.findall(r"^ *```(\w*)[^\n]*\n(.*?)^ *```", text, re.MULTILINE | re.DOTALL)
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors GitHub makes for a page's headings (lower case, punctuation dropped,
+    spaces as hyphens, -1, -2 ... for repeats)."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for title in re.findall(r"^#{1,6} (.+)$", FENCE.sub("", path.read_text(encoding="utf-8")), re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.add(f"{slug}-{count}" if count else slug)
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in LINK.findall(without_code(page.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", target):  # https:, mailto: ...
+            continue
+        name, _, anchor = target.partition("#")
+        path = (page.parent / name).resolve() if name else page
+        if not path.exists():
+            broken.append(f"{target}: no {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+        elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+            broken.append(f"{target}: no heading with anchor #{anchor} in {path.name}")
+    assert not broken, f"{page.name}: " + "; ".join(broken)
+
+
+def shown_commands(text: str) -> list[list[str]]:
+    """The localmem command lines of the page's shell and JSON blocks, as argument lists:
+    a shell segment starting with ``localmem`` (after a ``$`` prompt), what follows
+    ``"$(which localmem)"``, and the ``args`` of an MCP client entry whose command is localmem."""
+    commands = []
+    for language, body in fenced_blocks(text):
+        if language == "json":
+            config = json.loads(body)
+            for server in {**config.get("mcpServers", {}), **config.get("servers", {})}.values():
+                if Path(server["command"]).name == "localmem":
+                    commands.append(list(server.get("args", [])))
+            continue
+        if language not in ("", "bash", "console", "sh"):
+            continue
+        for line in body.splitlines():
+            line = line.strip()
+            if language == "console" and not line.startswith("$ "):
+                continue  # output
+            for segment in re.split(r"&&|;|\|", line.removeprefix("$ ")):
+                try:
+                    words = shlex.split(segment, comments=True)
+                except ValueError:
+                    continue
+                if words[:1] == ["localmem"]:
+                    commands.append(words[1:])
+                elif "$(which localmem)" in words:
+                    commands.append(words[words.index("$(which localmem)") + 1:])
+    return commands
+
+
+def test_the_pages_show_localmem_commands():
+    readme = shown_commands(README.read_text(encoding="utf-8"))
+    assert ["demo"] in readme and ["mcp"] in readme
+    assert any(words[:1] == ["store"] for words in readme) and any(words[:1] == ["recall"] for words in readme)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_command_shown_parses(page, capsys):
+    parser = build_parser()
+    for words in shown_commands(page.read_text(encoding="utf-8")):
+        try:
+            parsed = parser.parse_args(words)
+        except SystemExit:
+            pytest.fail(f"{page.name}: 'localmem {shlex.join(words)}' does not parse: "
+                        f"{capsys.readouterr().err.strip()}")
+        assert parsed.command, words
+
+
+def test_a_command_that_does_not_parse_is_caught(capsys):
+    """The check above can fail: a misspelt option in a shown command is refused."""
+    text = "```bash\nlocalmem recall 'knee' --tgas health\n```\n"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(shown_commands(text)[0])
+    assert "did you mean --tags" in capsys.readouterr().err
+
+
+def test_the_readme_is_a_short_guide():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 320, f"README.md has {len(lines)} lines; move detail to docs/"
+
+
+def opening_commands() -> tuple[list[str], list[str]]:
+    """The README's first two fenced blocks, before its first section: install + demo, install + tests."""
+    text = README.read_text(encoding="utf-8")
+    head = text.split("\n## ", 1)[0]
+    blocks = [body.strip() for language, body in fenced_blocks(head)]
+    assert len(blocks) >= 2, "README.md must open with the demo command and the test command"
+    demo, tests = blocks[0], blocks[1]
+    assert "\n" not in demo and "\n" not in tests, "each opening command is one line to paste"
+    return [step.strip() for step in demo.split("&&")], [step.strip() for step in tests.split("&&")]
+
+
+def ci_steps() -> list[str]:
+    """.ci/run's install and test steps, written as a user types them (pip, no --quiet)."""
+    steps = []
+    for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "--upgrade pip" in line:
+            continue
+        line = line.replace("python -m pip", "pip").replace(" --quiet", "")
+        if line.startswith(("python3 -m venv", ". .venv/bin/activate", "pip install", "python -m pytest")):
+            steps.append(line)
+    return steps
+
+
+def test_the_readme_test_command_is_what_ci_runs():
+    demo, tests = opening_commands()
+    assert tests == ci_steps()
+    assert tests[-1] == "python -m pytest"
+    # The demo command installs the same way, without the test extra, and runs the demo.
+    assert demo[-1] == "localmem demo"
+    assert demo[:-1] == [step.replace('".[all,test]"', '".[all]"') for step in tests[:-1]]
+
+
+def test_every_docs_page_is_in_the_readme_contents():
+    text = README.read_text(encoding="utf-8")
+    missing = [page.name for page in sorted((ROOT / "docs").glob("*.md")) if f"](docs/{page.name})" not in text]
+    assert not missing, f"docs pages the README does not link: {missing}"
+
+
+def test_results_contents_list_follows_the_sections(tmp_path):
+    """benchmarks/RESULTS.md opens with a contents list, and writing a section brings it up to date."""
+    from benchmarks.results_file import CONTENTS_START, write_section
+
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    assert results.index(CONTENTS_START) < results.index("\n## ")
+    path = tmp_path / "RESULTS.md"
+    path.write_text("# Results\n\nIntro.\n\n<!-- a:start -->\n## Speed at 100k (2026)\nold\n<!-- a:end -->\n")
+    write_section("b", "## Speed at 100k (2026)\nagain\n\n## Quality: R@10\nnew", path)
+    text = path.read_text()
+    assert text.index(CONTENTS_START) < text.index("<!-- a:start -->")
+    assert "- [Speed at 100k (2026)](#speed-at-100k-2026)\n- [Speed at 100k (2026)](#speed-at-100k-2026-1)\n" \
+           "- [Quality: R@10](#quality-r10)\n" in text
+    assert text.count(CONTENTS_START) == 1 and "old" in text and "new" in text
