@@ -363,3 +363,18 @@ def test_serve_stops_cleanly_after_mcp_requests(tmp_path, signal_number):
         assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
     with local_serve(tmp_path / "memory.db") as (url, _):
         assert memory_count(url) == 1  # the file was closed properly and the memory kept
+
+
+def test_an_allowed_web_app_may_send_the_mcp_headers():
+    from starlette.testclient import TestClient
+
+    with MemoryStore(":memory:", embedder="hash") as store, \
+            TestClient(create_app(store, token=None, tokens={}, allowed_origins=["http://app.test"]),
+                       base_url="http://localhost") as client:
+        preflight = client.options("/mcp", headers={
+            "Origin": "http://app.test", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type, authorization, mcp-protocol-version, mcp-method"})
+        assert preflight.status_code == 200, preflight.text
+        assert preflight.headers["access-control-allow-origin"] == "http://app.test"
+        refused = client.options("/mcp", headers={"Origin": EVIL, "Access-Control-Request-Method": "POST"})
+        assert refused.status_code == 403
