@@ -339,6 +339,27 @@ def test_the_sdk_is_imported_by_the_first_mcp_request_only():
                    timeout=120)
 
 
+def test_without_the_sdk_mcp_says_which_extra_to_install():
+    # sys.modules["mcp"] = None makes every import of the SDK fail, as when it is not installed;
+    # the API keeps working.
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["mcp"] = None
+        from starlette.testclient import TestClient
+        from localmem import MemoryStore
+        from localmem.http.app import create_app
+        with MemoryStore(":memory:", embedder="hash") as store, \\
+                TestClient(create_app(store, token=None, tokens={}), base_url="http://localhost") as client:
+            answer = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert answer.status_code == 501, answer.text
+            assert "pip install 'localmem[mcp]'" in answer.json()["message"], answer.text
+            assert client.get("/health").status_code == 200
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                   timeout=120)
+
+
 def test_without_a_lifespan_mcp_says_so():
     from starlette.testclient import TestClient
 
