@@ -13,7 +13,9 @@ def register(command: AddCommand) -> None:
     """serve, mcp."""
     p = command("serve", cmd_serve, "serve the AutoMem-compatible HTTP API (needs the 'server' extra)",
                 epilog="With $LOCALMEM_API_TOKEN (or $AUTOMEM_API_TOKEN) set, every route but /health "
-                       "asks for it; an address other than loopback is refused without a token.")
+                       "asks for it; an address other than loopback is refused without a token. "
+                       "The same port serves the memory browser at /ui/ and the MCP tools over "
+                       "Streamable HTTP at /mcp (stateless; needs the 'mcp' extra; docs/mcp-http.md).")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8001, metavar="N", help="port (default 8001)")
     p.add_argument("--log-level", default="info", metavar="LEVEL",

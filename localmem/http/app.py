@@ -25,6 +25,7 @@ from .authentication import AuthMiddleware
 from ..request_body import MAX_BODY_BYTES
 from .endpoints import MAX_BATCH, by_method, endpoint, error_response
 from .guard import RequestGuard
+from .mcp_mount import MCP_PATH, McpMount
 from .policy import request_policy
 from .routes_admin import admin_endpoints
 from .routes_edges import edge_endpoints
@@ -32,6 +33,9 @@ from .routes_health import health_endpoints
 from .routes_memories import memory_endpoints
 from .routes_recall import recall_endpoints
 from .security import TOKEN_ENV_VARS, resolve_admin_token, resolve_token, resolve_tokens
+
+# Headers a browser-based MCP client sends to /mcp (allowed by CORS for allowed origins).
+MCP_REQUEST_HEADERS = ("Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Last-Event-ID")
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "TOKEN_ENV_VARS", "create_app", "resolve_token",
            "resolve_tokens"]
@@ -55,6 +59,9 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     allowed, with CORS. See ``policy`` for why. ``admin_token`` (else
     ``$ADMIN_API_TOKEN``) is the second secret the admin routes need, in
     ``X-Admin-Token``, as AutoMem has it.
+
+    ``/mcp`` serves the MCP tools (``mcp_mount``) under the same rules; it needs
+    the app's lifespan to run (uvicorn ``lifespan="on"``, as ``serve`` has it).
     """
     api_tokens = resolve_tokens(token, tokens)
     admin_secret = resolve_admin_token(admin_token)
@@ -67,6 +74,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     edges = edge_endpoints(store)
     recall = recall_endpoints(store)
     admin = admin_endpoints(store, admin_secret)
+    mcp = McpMount(store, max_body_bytes=MAX_BODY_BYTES)
 
     routes = [
         Route("/health", endpoint(health.health), methods=["GET"]),
@@ -85,6 +93,8 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/memories/{memory_id}/related", endpoint(edges.related), methods=["GET"]),
         Route("/api/v1/memory/recall", endpoint(recall.recall_v1), methods=["POST"]),
         Route("/admin/reembed", endpoint(admin.admin_reembed), methods=["POST"]),
+        # The six MCP tools over Streamable HTTP (stateless), for clients on other machines.
+        Route(MCP_PATH, mcp),
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=endpoint),
@@ -94,13 +104,14 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=list(policy.allowed_origins),
             allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-            allow_headers=["Content-Type", "X-API-Key", "Authorization"],
+            allow_headers=["Content-Type", "X-API-Key", "Authorization", *MCP_REQUEST_HEADERS],
         ))
     middleware.append(Middleware(AuthMiddleware, tokens=api_tokens, sessions=sessions))
     app = Starlette(
         routes=routes,
         middleware=middleware,
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
+        lifespan=mcp.lifespan,
     )
     app.router.redirect_slashes = False  # a redirect is not JSON; /memory/ is simply 404
     app.state.store = store

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..ui import auth as ui_auth
 from .endpoints import error_response
+from .mcp_mount import MCP_PATH
 from .security import ADMIN_GRANT, Grant, TokenScopes
 
 AUTHENTICATED_SCOPE_KEY = "localmem.authenticated"
@@ -110,9 +111,12 @@ class AuthMiddleware:
         scoped_out = (ok and not grant.admin
                       and (scope["method"], scope["path"]) not in CONTEXT_AWARE_PATHS)
         if scoped_out and not open_route:
+            # MCP's recall_memory has no context scoping, and its other tools write: a
+            # scoped token gets no MCP at all rather than a recall that ignores its scope.
+            what = ("MCP (/mcp) needs the admin token (LOCALMEM_API_TOKEN)" if scope["path"] == MCP_PATH
+                    else "Use the admin token (LOCALMEM_API_TOKEN) for other routes")
             response = error_response(
-                403, "This token is scoped (recall only): it may call only POST /api/v1/memory/recall. "
-                     "Use the admin token (LOCALMEM_API_TOKEN) for other routes.")
+                403, f"This token is scoped (recall only): it may call only POST /api/v1/memory/recall. {what}.")
             await response(scope, receive, send)
             return
         if ok or open_route:

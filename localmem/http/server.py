@@ -36,7 +36,8 @@ def uvicorn_config(app: Any, *, host: str = "127.0.0.1", port: int = 8001,
 
     http = guarded_protocol(DEFAULT_HEADER_TIMEOUT if header_timeout is None else header_timeout,
                             DEFAULT_BODY_TIMEOUT if body_timeout is None else body_timeout)
-    settings: dict[str, Any] = {"lifespan": "off", "server_header": False,
+    # The lifespan runs /mcp's session manager (mcp_mount); it starts nothing else.
+    settings: dict[str, Any] = {"lifespan": "on", "server_header": False,
                                 "timeout_keep_alive": KEEP_ALIVE_TIMEOUT,
                                 "h11_max_incomplete_event_size": MAX_HEADER_BYTES, **options}
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, http=http, **settings)

@@ -73,13 +73,15 @@ def tool_definitions() -> list[types.Tool]:
 
 
 def build_server(store_factory: Callable[[], MemoryStore] | LazyStore, *, warm_up: bool = True,
-                 close_wait: float = WARM_UP_JOIN_SECONDS) -> Server[Any]:
+                 close_wait: float = WARM_UP_JOIN_SECONDS, owns_store: bool = True) -> Server[Any]:
     """The MCP server (SDK ``Server``) for a store made by ``store_factory`` on first use.
 
     ``warm_up=False`` keeps the store closed until the first tool call.
     ``server.localmem_store`` is the :class:`LazyStore`; the store is closed
     when the server's run ends, once a warm-up still loading has finished (waiting
     up to ``close_wait`` seconds; after that it is left open to whoever closes it).
+    ``owns_store=False`` leaves it open: the store belongs to someone else
+    (``localmem serve``, whose HTTP API shares it).
     """
     lazy = store_factory if isinstance(store_factory, LazyStore) else LazyStore(store_factory)
 
@@ -88,7 +90,8 @@ def build_server(store_factory: Callable[[], MemoryStore] | LazyStore, *, warm_u
         try:
             yield {}
         finally:
-            lazy.close(wait=close_wait)
+            if owns_store:
+                lazy.close(wait=close_wait)
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         if warm_up:
