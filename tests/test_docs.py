@@ -66,7 +66,7 @@ def shown_commands(text: str) -> list[list[str]]:
         if language == "json":
             config = json.loads(body)
             for server in {**config.get("mcpServers", {}), **config.get("servers", {})}.values():
-                if Path(server["command"]).name == "localmem":
+                if Path(server.get("command", "")).name == "localmem":  # url entries have none
                     commands.append(list(server.get("args", [])))
             continue
         if language not in ("", "bash", "console", "sh"):

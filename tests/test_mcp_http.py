@@ -38,7 +38,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from localmem import MemoryStore  # noqa: E402
 from localmem.http.app import create_app  # noqa: E402
-from localmem.http.body import MAX_BODY_BYTES  # noqa: E402
+from localmem.request_body import MAX_BODY_BYTES  # noqa: E402
 from localmem.http.server import uvicorn_config  # noqa: E402
 from localmem.mcp_server.tools import TOOL_NAMES, TOOLS  # noqa: E402
 

@@ -22,7 +22,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .body import MAX_BODY_BYTES
+from ..request_body import MAX_BODY_BYTES
 from .endpoints import error_response
 
 if TYPE_CHECKING:
