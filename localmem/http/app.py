@@ -27,6 +27,7 @@ from .endpoints import MAX_BATCH, by_method, endpoint, error_response
 from .guard import RequestGuard
 from .policy import request_policy
 from .routes_admin import admin_endpoints
+from .routes_sync import sync_endpoints
 from .routes_edges import edge_endpoints
 from .routes_health import health_endpoints
 from .routes_memories import memory_endpoints
@@ -67,6 +68,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     edges = edge_endpoints(store)
     recall = recall_endpoints(store)
     admin = admin_endpoints(store, admin_secret)
+    sync = sync_endpoints(store)
 
     routes = [
         Route("/health", endpoint(health.health), methods=["GET"]),
@@ -85,6 +87,9 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/memories/{memory_id}/related", endpoint(edges.related), methods=["GET"]),
         Route("/api/v1/memory/recall", endpoint(recall.recall_v1), methods=["POST"]),
         Route("/admin/reembed", endpoint(admin.admin_reembed), methods=["POST"]),
+        # localmem sync URL: this store's side of a sync (routes_sync.py).
+        *[Route(f"/sync/{name}", endpoint(getattr(sync, name.replace("-", "_"))), methods=["POST"])
+          for name in ("hello", "page", "states", "edge-states", "put", "put-edges", "sent")],
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=endpoint),

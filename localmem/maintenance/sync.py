@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
 from .sync_rules import (
@@ -28,7 +28,11 @@ from .sync_rules import (
 )
 from .sync_side import StoreSide
 
+if TYPE_CHECKING:
+    from .sync_remote import RemoteSide
+
 Progress = Callable[[str, int], None]
+Side = Any  # a StoreSide (a file), or a RemoteSide (a server): the same methods
 
 
 @dataclass
@@ -56,7 +60,7 @@ class SyncSummary:
 class Sync:
     """One sync run between ``local`` and ``peer``."""
 
-    def __init__(self, local: StoreSide, peer: StoreSide, *, dry_run: bool = False,
+    def __init__(self, local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,
                  progress: Progress | None = None) -> None:
         if local.store_id == peer.store_id:
             raise LocalMemError(
@@ -89,7 +93,7 @@ class Sync:
 
     # -- memories ----------------------------------------------------------------
 
-    def merge_memories(self, source: StoreSide, target: StoreSide, page: list[MemoryState]) -> None:
+    def merge_memories(self, source: Side, target: Side, page: list[MemoryState]) -> None:
         ids = [state.id for state in page]
         theirs = target.memory_states(ids)
         bases = self.local.bases(self.peer.store_id, ids)
@@ -146,7 +150,7 @@ class Sync:
         return MemoryState(copy_id, record={**losing, "id": copy_id, "metadata": metadata,
                                             "t_invalid": winner_at})
 
-    def link_conflict_copies(self, source: StoreSide, target: StoreSide,
+    def link_conflict_copies(self, source: Side, target: Side,
                              states: list[MemoryState]) -> None:
         copies = [s for s in states if s.record and "sync_conflict" in (s.record.get("metadata") or {})]
         for copy in copies:
@@ -159,7 +163,7 @@ class Sync:
                 if why:
                     self.summary.refused.append({"id": copy.id, "side": side.label, "reason": why})
 
-    def count(self, source: StoreSide, to_source: list[MemoryState], to_target: list[MemoryState]) -> None:
+    def count(self, source: Side, to_source: list[MemoryState], to_target: list[MemoryState]) -> None:
         for side, states in ((source, to_source), (self.other(source), to_target)):
             copied = sum(1 for s in states if s.record is not None)
             deleted = len(states) - copied
@@ -170,12 +174,12 @@ class Sync:
                 self.summary.copied_to_local += copied
                 self.summary.deleted_on_local += deleted
 
-    def other(self, side: StoreSide) -> StoreSide:
+    def other(self, side: Side) -> Side:
         return self.peer if side is self.local else self.local
 
     # -- edges -------------------------------------------------------------------
 
-    def merge_edges(self, source: StoreSide, target: StoreSide, page: list[EdgeState]) -> None:
+    def merge_edges(self, source: Side, target: Side, page: list[EdgeState]) -> None:
         theirs = target.edge_states([edge.key for edge in page])
         for edge in page:
             to_source, to_target = decide_edge(edge, theirs.get(edge.key, EdgeState(edge.key)))
@@ -194,7 +198,7 @@ class Sync:
                                                  "reason": why})
 
 
-def sync_stores(local: StoreSide, peer: StoreSide, *, dry_run: bool = False,
+def sync_stores(local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,
                 progress: Progress | None = None) -> SyncSummary:
     """Merge ``peer`` and ``local`` both ways; see the module docstring."""
     return Sync(local, peer, dry_run=dry_run, progress=progress).run()

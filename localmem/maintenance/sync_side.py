@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 PAGE = 500  # changes read per page: a page's records are what a sync holds in memory
+PAGE_STATEMENTS = {"memories": "sync_memory_changes", "deletions": "sync_tombstone_changes",
+                   "edges": "sync_edge_changes"}
 
 
 class StoreSide:
@@ -52,19 +54,30 @@ class StoreSide:
             row = self.store.conn.execute(self.store.sql["sync_peer_sent"], {"peer": peer_id}).fetchone()
         return int(row[0]) if row else 0
 
+    def page(self, kind: str, after: int, until: int, limit: int | None = None) -> tuple[list[Any], int | None]:
+        """One page of changes in (after, until]: ``memories``, ``deletions`` or ``edges``;
+        the states and the last change number read (None: nothing more)."""
+        statement = PAGE_STATEMENTS.get(kind)
+        if statement is None:
+            raise ValidationError(f"'kind' must be one of {', '.join(PAGE_STATEMENTS)}")
+        rows = self._rows(statement, since=after, until=until, limit=min(limit or PAGE, PAGE))
+        if not rows:
+            return [], None
+        if kind == "memories":
+            items: list[Any] = [_memory_state(row) for row in rows]
+        elif kind == "deletions":
+            items = [MemoryState(row["id"], deleted_at=row["deleted_at"]) for row in rows]
+        else:
+            items = [_edge(row) for row in rows]
+        return items, rows[-1]["change_seq"]
+
     def changed_memories(self, since: int, until: int) -> Iterator[list[MemoryState]]:
-        """Pages of the memories (records, then tombstones) changed in (since, until]."""
-        for statement in ("sync_memory_changes", "sync_tombstone_changes"):
-            after = since
-            while True:
-                rows = self._rows(statement, since=after, until=until, limit=PAGE)
-                if not rows:
-                    break
-                after = rows[-1]["change_seq"]
-                if statement == "sync_memory_changes":
-                    yield [_memory_state(row) for row in rows]
-                else:
-                    yield [MemoryState(row["id"], deleted_at=row["deleted_at"]) for row in rows]
+        """Pages of the memories (records, then deletions) changed in (since, until]."""
+        for kind in ("memories", "deletions"):
+            yield from pages(self, kind, since, until)
+
+    def changed_edges(self, since: int, until: int) -> Iterator[list[EdgeState]]:
+        yield from pages(self, "edges", since, until)
 
     def memory_states(self, ids: list[str]) -> dict[str, MemoryState]:
         """Each id's state here: its record, its tombstone, or neither."""
@@ -74,15 +87,6 @@ class StoreSide:
         for row in self._rows("sync_tombstones_by_ids", ids=json.dumps(ids)):
             found.setdefault(row["id"], MemoryState(row["id"], deleted_at=row["deleted_at"]))
         return found
-
-    def changed_edges(self, since: int, until: int) -> Iterator[list[EdgeState]]:
-        after = since
-        while True:
-            rows = self._rows("sync_edge_changes", since=after, until=until, limit=PAGE)
-            if not rows:
-                return
-            after = rows[-1]["change_seq"]
-            yield [_edge(row) for row in rows]
 
     def edge_states(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], EdgeState]:
         rows = self._rows("sync_edge_states", keys=json.dumps([list(k) for k in keys]))
@@ -181,6 +185,15 @@ class StoreSide:
         with store.lock, transaction(store.conn):
             store.conn.execute(store.sql["sync_peer_record"], {
                 "peer": peer_id, "sent_seq": sent_seq, "now": format_timestamp(store.now())})
+
+
+def pages(side: Any, kind: str, since: int, until: int) -> Iterator[list[Any]]:
+    """Every page of ``side.page(kind, ...)`` in (since, until]."""
+    after: int | None = since
+    while after is not None:
+        items, after = side.page(kind, after, until)
+        if items:
+            yield items
 
 
 def _memory_state(row: dict[str, Any]) -> MemoryState:
