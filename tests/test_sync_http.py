@@ -103,15 +103,16 @@ def test_the_sync_routes_want_the_token_and_refuse_hostile_bodies(server):
             {"states": [{}] * 501},
         ]
         for body in bad_states:
-            answer = http.post("/sync/put", json=body)
+            answer = http.post("/sync/put", json={**body, "peer": "0" * 32})
             assert answer.status_code == 400, body
-        answer = http.post("/sync/put-edges", json={"edges": [{"key": ["a", "RELATES_TO", "b"], "strength": 2}]})
+        answer = http.post("/sync/put-edges", json={"edges": [{"key": ["a", "RELATES_TO", "b"], "strength": 2}],
+                                                      "peer": "0" * 32})
         assert answer.status_code == 400
         deep = "[" * 5000 + "]" * 5000
         answer = http.post("/sync/states", content=deep, headers={"Content-Type": "application/json"})
         assert answer.status_code == 400
         # A record the store's own checks refuse is named, and nothing else is written.
-        answer = http.post("/sync/put", json={"states": [{"id": "00000000-0000-4000-8000-000000000003",
+        answer = http.post("/sync/put", json={"peer": "0" * 32, "states": [{"id": "00000000-0000-4000-8000-000000000003",
                                                           "record": {"id": "00000000-0000-4000-8000-000000000003",
                                                                      "content": "", "importance": 3}}]})
         assert answer.status_code == 200 and answer.json()["refused"][0][0] == "00000000-0000-4000-8000-000000000003"

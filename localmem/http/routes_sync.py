@@ -68,10 +68,10 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         return JSONResponse(await run_in_threadpool(work))
 
     async def page(request: Request) -> JSONResponse:
-        payload = await body(request, {"kind", "after", "until", "limit"})
-        after, until = _seq(payload, "after"), _seq(payload, "until")
+        payload = await body(request, {"kind", "after", "until", "limit", "peer"})
+        after, until, peer = _seq(payload, "after"), _seq(payload, "until"), _peer(payload)
         limit = validate_int(payload.get("limit"), "limit", default=PAGE, minimum=1, maximum=wire.MAX_ITEMS)
-        items, last = await run_in_threadpool(side().page, payload.get("kind"), after, until, limit)
+        items, last = await run_in_threadpool(side().page, payload.get("kind"), after, until, peer, limit)
         encode = wire.edge_to_json if payload.get("kind") == "edges" else wire.memory_to_json
         return JSONResponse({"status": "success", "items": [encode(i) for i in items], "last": last})
 
@@ -88,19 +88,18 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         return JSONResponse({"status": "success", "states": [wire.edge_to_json(s) for s in found.values()]})
 
     async def put(request: Request) -> JSONResponse:
-        given = wire.items((await body(request, {"states"})).get("states"), "states")
+        payload = await body(request, {"states", "peer"})
+        given, peer = wire.items(payload.get("states"), "states"), _peer(payload)
         parsed = [wire.memory_from_json(s, f"states[{n}]") for n, s in enumerate(given)]
-        refused = await run_in_threadpool(side().put_memories, parsed)
+        refused = await run_in_threadpool(side().put_memories, parsed, peer)
         return JSONResponse({"status": "success", "refused": [list(r) for r in refused]})
 
     async def put_edges(request: Request) -> JSONResponse:
-        given = wire.items((await body(request, {"edges"})).get("edges"), "edges")
+        payload = await body(request, {"edges", "peer"})
+        given, peer = wire.items(payload.get("edges"), "edges"), _peer(payload)
         parsed = [wire.edge_from_json(s, f"edges[{n}]") for n, s in enumerate(given)]
-
-        def work() -> list[list[Any]]:
-            here = side()
-            return [[list(edge.key), why] for edge in parsed if (why := here.put_edge(edge))]
-        return JSONResponse({"status": "success", "refused": await run_in_threadpool(work)})
+        refused = await run_in_threadpool(side().put_edges, parsed, peer)
+        return JSONResponse({"status": "success", "refused": [[list(key), why] for key, why in refused]})
 
     async def sent(request: Request) -> JSONResponse:
         payload = await body(request, {"peer", "sent_seq"})

@@ -78,12 +78,12 @@ class Sync:
         directions = ((self.local, self.peer), (self.peer, self.local))
         for source, target in directions:
             since, until = marks[source.store_id]
-            for page in source.changed_memories(since, until):
+            for page in source.changed_memories(since, until, target.store_id):
                 self.merge_memories(source, target, page)
                 self.progress("memories", len(page))
         for source, target in directions:
             since, until = marks[source.store_id]
-            for edges in source.changed_edges(since, until):
+            for edges in source.changed_edges(since, until, target.store_id):
                 self.merge_edges(source, target, edges)
                 self.progress("edges", len(edges))
         if not self.dry_run:
@@ -129,7 +129,7 @@ class Sync:
         if self.dry_run:
             return
         for side, states in ((source, to_source), (target, to_target)):
-            refused = side.put_memories(states)
+            refused = side.put_memories(states, self.other(side).store_id)
             self.summary.refused += [{"id": memory_id, "side": side.label, "reason": why}
                                      for memory_id, why in refused]
             failed = {memory_id for memory_id, _ in refused}
@@ -159,8 +159,7 @@ class Sync:
             edge = EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9,
                              updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}')
             for side in (source, target):
-                why = side.put_edge(edge)
-                if why:
+                for _, why in side.put_edges([edge], self.other(side).store_id):
                     self.summary.refused.append({"id": copy.id, "side": side.label, "reason": why})
 
     def count(self, source: Side, to_source: list[MemoryState], to_target: list[MemoryState]) -> None:
@@ -181,21 +180,24 @@ class Sync:
 
     def merge_edges(self, source: Side, target: Side, page: list[EdgeState]) -> None:
         theirs = target.edge_states([edge.key for edge in page])
+        writes: dict[int, list[EdgeState]] = {id(source): [], id(target): []}
         for edge in page:
             to_source, to_target = decide_edge(edge, theirs.get(edge.key, EdgeState(edge.key)))
             for side, state in ((source, to_source), (target, to_target)):
-                if state is None:
-                    continue
-                if side is self.peer:
-                    self.summary.edges_to_peer += 1
-                else:
-                    self.summary.edges_to_local += 1
-                if self.dry_run:
-                    continue
-                why = side.put_edge(state)
-                if why and state.exists:
-                    self.summary.refused.append({"id": "->".join(edge.key), "side": side.label,
-                                                 "reason": why})
+                if state is not None:
+                    writes[id(side)].append(state)
+        for side in (source, target):
+            states = writes[id(side)]
+            if side is self.peer:
+                self.summary.edges_to_peer += len(states)
+            else:
+                self.summary.edges_to_local += len(states)
+            if self.dry_run or not states:
+                continue
+            wanted = {state.key: state for state in states}
+            for key, why in side.put_edges(states, self.other(side).store_id):
+                if wanted[key].exists:  # a removal whose memory is gone here needs nothing
+                    self.summary.refused.append({"id": " ".join(key), "side": side.label, "reason": why})
 
 
 def sync_stores(local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,

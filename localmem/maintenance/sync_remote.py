@@ -41,8 +41,10 @@ class RemoteSide:
     def sent_to(self, peer_id: str) -> int:
         return _int(self._call("hello", peer=peer_id).get("sent_to"))
 
-    def page(self, kind: str, after: int, until: int, limit: int | None = None) -> tuple[list[Any], int | None]:
-        answer = self._call("page", kind=kind, after=after, until=until, limit=min(limit or PAGE, wire.MAX_ITEMS))
+    def page(self, kind: str, after: int, until: int, peer: str, limit: int | None = None
+             ) -> tuple[list[Any], int | None]:
+        answer = self._call("page", kind=kind, after=after, until=until, peer=peer,
+                            limit=min(limit or PAGE, wire.MAX_ITEMS))
         raw = wire.items(answer.get("items"), "items")
         decode = wire.edge_from_json if kind == "edges" else wire.memory_from_json
         found = [decode(item, f"items[{n}]") for n, item in enumerate(raw)]
@@ -53,12 +55,12 @@ class RemoteSide:
                 raise LocalMemError(f"{self.client.url} /sync/page went backwards ({last} after {after})")
         return found, last
 
-    def changed_memories(self, since: int, until: int) -> Iterator[list[MemoryState]]:
+    def changed_memories(self, since: int, until: int, peer: str) -> Iterator[list[MemoryState]]:
         for kind in ("memories", "deletions"):
-            yield from pages(self, kind, since, until)
+            yield from pages(self, kind, since, until, peer)
 
-    def changed_edges(self, since: int, until: int) -> Iterator[list[EdgeState]]:
-        yield from pages(self, "edges", since, until)
+    def changed_edges(self, since: int, until: int, peer: str) -> Iterator[list[EdgeState]]:
+        yield from pages(self, "edges", since, until, peer)
 
     def memory_states(self, ids: list[str]) -> dict[str, MemoryState]:
         found: dict[str, MemoryState] = {}
@@ -78,19 +80,24 @@ class RemoteSide:
                 found[state.key] = state
         return found
 
-    def put_memories(self, states: list[MemoryState]) -> list[tuple[str, str]]:
+    def put_memories(self, states: list[MemoryState], peer: str) -> list[tuple[str, str]]:
         refused: list[tuple[str, str]] = []
         for start in range(0, len(states), wire.MAX_ITEMS):
             chunk = [wire.memory_to_json(s) for s in states[start:start + wire.MAX_ITEMS]]
-            answer = self._call("put", states=chunk)
+            answer = self._call("put", states=chunk, peer=peer)
             refused += [(str(item[0]), str(item[1])) for item in wire.items(answer.get("refused"), "refused")
                         if isinstance(item, list) and len(item) == 2]
         return refused
 
-    def put_edge(self, state: EdgeState) -> str | None:
-        answer = self._call("put-edges", edges=[wire.edge_to_json(state)])
-        refused = wire.items(answer.get("refused"), "refused")
-        return str(refused[0][1]) if refused and isinstance(refused[0], list) and len(refused[0]) == 2 else None
+    def put_edges(self, states: list[EdgeState], peer: str) -> list[tuple[tuple[str, str, str], str]]:
+        refused: list[tuple[tuple[str, str, str], str]] = []
+        for start in range(0, len(states), wire.MAX_ITEMS):
+            chunk = [wire.edge_to_json(s) for s in states[start:start + wire.MAX_ITEMS]]
+            answer = self._call("put-edges", edges=chunk, peer=peer)
+            for n, item in enumerate(wire.items(answer.get("refused"), "refused")):
+                if isinstance(item, list) and len(item) == 2:
+                    refused.append((wire.edge_key(item[0], f"refused[{n}]"), str(item[1])[:500]))
+        return refused
 
     def record_sent(self, peer_id: str, sent_seq: int) -> None:
         self._call("sent", peer=peer_id, sent_seq=sent_seq)

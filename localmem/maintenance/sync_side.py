@@ -54,13 +54,15 @@ class StoreSide:
             row = self.store.conn.execute(self.store.sql["sync_peer_sent"], {"peer": peer_id}).fetchone()
         return int(row[0]) if row else 0
 
-    def page(self, kind: str, after: int, until: int, limit: int | None = None) -> tuple[list[Any], int | None]:
-        """One page of changes in (after, until]: ``memories``, ``deletions`` or ``edges``;
-        the states and the last change number read (None: nothing more)."""
+    def page(self, kind: str, after: int, until: int, peer: str, limit: int | None = None
+             ) -> tuple[list[Any], int | None]:
+        """One page of changes in (after, until] to send to ``peer``: ``memories``, ``deletions``
+        or ``edges``; the states and the last change number read (None: nothing more). What a
+        sync wrote here from ``peer`` and nothing changed since is not sent back."""
         statement = PAGE_STATEMENTS.get(kind)
         if statement is None:
             raise ValidationError(f"'kind' must be one of {', '.join(PAGE_STATEMENTS)}")
-        rows = self._rows(statement, since=after, until=until, limit=min(limit or PAGE, PAGE))
+        rows = self._rows(statement, since=after, until=until, peer=peer, limit=min(limit or PAGE, PAGE))
         if not rows:
             return [], None
         if kind == "memories":
@@ -71,13 +73,13 @@ class StoreSide:
             items = [_edge(row) for row in rows]
         return items, rows[-1]["change_seq"]
 
-    def changed_memories(self, since: int, until: int) -> Iterator[list[MemoryState]]:
+    def changed_memories(self, since: int, until: int, peer: str) -> Iterator[list[MemoryState]]:
         """Pages of the memories (records, then deletions) changed in (since, until]."""
         for kind in ("memories", "deletions"):
-            yield from pages(self, kind, since, until)
+            yield from pages(self, kind, since, until, peer)
 
-    def changed_edges(self, since: int, until: int) -> Iterator[list[EdgeState]]:
-        yield from pages(self, "edges", since, until)
+    def changed_edges(self, since: int, until: int, peer: str) -> Iterator[list[EdgeState]]:
+        yield from pages(self, "edges", since, until, peer)
 
     def memory_states(self, ids: list[str]) -> dict[str, MemoryState]:
         """Each id's state here: its record, its tombstone, or neither."""
@@ -121,8 +123,9 @@ class StoreSide:
             else:
                 store.store(fields.pop("content"), id=record["id"], **_store_fields(fields))
 
-    def put_memories(self, states: list[MemoryState]) -> list[tuple[str, str]]:
-        """``put_memory`` for each; new records go in one batch. Returns (id, why) of those refused."""
+    def put_memories(self, states: list[MemoryState], peer: str) -> list[tuple[str, str]]:
+        """``put_memory`` for each (states from ``peer``); new records go in one batch.
+        Returns (id, why) of those refused."""
         refused: list[tuple[str, str]] = []
         new: list[dict[str, Any]] = []
         store = self.store
@@ -149,9 +152,24 @@ class StoreSide:
                             store.store_many([item])
                         except ValidationError as exc:
                             refused.append((str(item.get("id")), exc.message))
+            self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
         return refused
 
-    def put_edge(self, state: EdgeState) -> str | None:
+    def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
+        written = [s for s in states if s.id not in refused]
+        store = self.store
+        with transaction(store.conn):
+            for kind, statement in (("m", "sync_echo_memories"), ("d", "sync_echo_deletions")):
+                ids = [s.id for s in written if (s.record is not None) == (kind == "m")]
+                if ids:
+                    store.conn.execute(store.sql[statement], {"peer": peer, "ids": json.dumps(ids)})
+
+    def put_edges(self, states: list[EdgeState], peer: str) -> list[tuple[tuple[str, str, str], str]]:
+        """``put_edge`` for each (states from ``peer``); (key, why) of those not written."""
+        with self.store.lock:
+            return [(state.key, why) for state in states if (why := self.put_edge(state, peer))]
+
+    def put_edge(self, state: EdgeState, peer: str) -> str | None:
         """Make this side hold ``state``; why not (a memory it joins is not here), or None."""
         store = self.store
         src_id, relation, dst_id = state.key
@@ -171,6 +189,8 @@ class StoreSide:
                 edge_store.delete_edges(store.conn, store.sql, src, dst, relation)
                 store.conn.execute(store.sql["sync_edge_tombstone_time"], {
                     "src_id": src_id, "type": relation, "dst_id": dst_id, "deleted_at": state.deleted_at})
+            store.conn.execute(store.sql["sync_echo_edge"], {
+                "peer": peer, "src_id": src_id, "type": relation, "dst_id": dst_id})
         return None
 
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
@@ -185,13 +205,14 @@ class StoreSide:
         with store.lock, transaction(store.conn):
             store.conn.execute(store.sql["sync_peer_record"], {
                 "peer": peer_id, "sent_seq": sent_seq, "now": format_timestamp(store.now())})
+            store.conn.execute(store.sql["sync_echo_prune"], {"peer": peer_id, "sent_seq": sent_seq})
 
 
-def pages(side: Any, kind: str, since: int, until: int) -> Iterator[list[Any]]:
+def pages(side: Any, kind: str, since: int, until: int, peer: str) -> Iterator[list[Any]]:
     """Every page of ``side.page(kind, ...)`` in (since, until]."""
     after: int | None = since
     while after is not None:
-        items, after = side.page(kind, after, until)
+        items, after = side.page(kind, after, until, peer)
         if items:
             yield items
 

@@ -91,3 +91,13 @@ CREATE TABLE sync_base (
     version TEXT NOT NULL,
     PRIMARY KEY (peer, id)
 ) WITHOUT ROWID;
+
+-- What a sync wrote here from a peer, at the change number the write got: not sent back
+-- to that peer unless changed again (kind m: a memory, d: a deletion, e: an edge).
+CREATE TABLE sync_echo (
+    peer TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key  TEXT NOT NULL,
+    seq  INTEGER NOT NULL,
+    PRIMARY KEY (peer, kind, key)
+) WITHOUT ROWID;
