@@ -91,6 +91,17 @@ def test_a_change_on_one_side_is_copied_and_fields_arrive_exactly(stores):
     assert state(a) == state(b)
 
 
+def test_either_side_may_run_the_next_sync_without_false_conflicts(stores):
+    a, b = stores("a"), stores("b")
+    memory = a.store("The plumber's number is on the fridge")
+    sync(a, b)  # run from a
+    later()
+    b.update(memory, content="The plumber's number is in my phone")
+    summary = sync(b, a)  # run from b: it knows the version both agreed on too
+    assert not summary.conflicts and summary.copied_to_peer == 1
+    assert a.get(memory)["content"] == "The plumber's number is in my phone"
+
+
 def test_changed_on_both_sides_the_later_wins_and_the_other_is_kept_superseded(stores):
     a, b = stores("a"), stores("b")
     memory = a.store("Team meeting is in room 4")

@@ -89,7 +89,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/admin/reembed", endpoint(admin.admin_reembed), methods=["POST"]),
         # localmem sync URL: this store's side of a sync (routes_sync.py).
         *[Route(f"/sync/{name}", endpoint(getattr(sync, name.replace("-", "_"))), methods=["POST"])
-          for name in ("hello", "page", "states", "edge-states", "put", "put-edges", "sent")],
+          for name in ("hello", "page", "states", "edge-states", "put", "put-edges", "bases", "sent")],
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=endpoint),

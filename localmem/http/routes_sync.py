@@ -1,7 +1,7 @@
 """The routes ``localmem sync URL`` talks to: a store's side of a sync, over HTTP.
 
 ``POST /sync/hello``, ``/sync/page``, ``/sync/states``, ``/sync/edge-states``,
-``/sync/put``, ``/sync/put-edges``, ``/sync/sent``: the methods of
+``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``: the methods of
 ``maintenance.sync_side.StoreSide``, with JSON bodies (``maintenance.sync_wire``),
 at most ``sync_wire.MAX_ITEMS`` states per request. Behind the API token like every
 route but /health; a recall-only (scoped) token cannot call them.
@@ -33,6 +33,7 @@ class SyncEndpoints(NamedTuple):
     edge_states: Endpoint
     put: Endpoint
     put_edges: Endpoint
+    bases: Endpoint
     sent: Endpoint
 
 
@@ -101,10 +102,17 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         refused = await run_in_threadpool(side().put_edges, parsed, peer)
         return JSONResponse({"status": "success", "refused": [[list(key), why] for key, why in refused]})
 
+    async def bases(request: Request) -> JSONResponse:
+        payload = await body(request, {"peer", "versions"})
+        peer, given = _peer(payload), wire.items(payload.get("versions"), "versions")
+        versions = dict(wire.base_entry(item, f"versions[{n}]") for n, item in enumerate(given))
+        await run_in_threadpool(side().record_bases, peer, versions)
+        return JSONResponse({"status": "success"})
+
     async def sent(request: Request) -> JSONResponse:
         payload = await body(request, {"peer", "sent_seq"})
         peer, seq = _peer(payload), _seq(payload, "sent_seq")
         await run_in_threadpool(side().record_sent, peer, seq)
         return JSONResponse({"status": "success"})
 
-    return SyncEndpoints(hello, page, states, edge_states, put, put_edges, sent)
+    return SyncEndpoints(hello, page, states, edge_states, put, put_edges, bases, sent)

@@ -135,7 +135,9 @@ class Sync:
             failed = {memory_id for memory_id, _ in refused}
             agreed = {k: v for k, v in agreed.items() if k not in failed}
         self.link_conflict_copies(source, target, to_target)
+        # Both sides keep the versions they agreed on: the next sync may be run from either.
         self.local.record_bases(self.peer.store_id, agreed)
+        self.peer.record_bases(self.local.store_id, agreed)
 
     def conflict_copy(self, memory_id: str, losing: dict[str, Any], winner_at: str) -> MemoryState:
         """The losing version as a memory of its own, superseded by the winner."""

@@ -99,6 +99,11 @@ class RemoteSide:
                     refused.append((wire.edge_key(item[0], f"refused[{n}]"), str(item[1])[:500]))
         return refused
 
+    def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
+        pairs = list(versions.items())
+        for start in range(0, len(pairs), wire.MAX_ITEMS):
+            self._call("bases", peer=peer_id, versions=[list(p) for p in pairs[start:start + wire.MAX_ITEMS]])
+
     def record_sent(self, peer_id: str, sent_seq: int) -> None:
         self._call("sent", peer=peer_id, sent_seq=sent_seq)
 

@@ -97,3 +97,16 @@ def items(value: Any, field: str) -> list[Any]:
     if len(value) > MAX_ITEMS:
         raise ValidationError(f"'{field}' holds {len(value)} items; at most {MAX_ITEMS} per request")
     return value
+
+
+VERSION_TEXT = re.compile(r"[0-9T:.+\-]{19,40}\|[0-9a-f]{0,24}")  # Version.text()
+
+
+def base_entry(value: Any, where: str) -> tuple[str, str]:
+    """One [memory id, agreed version] pair."""
+    if not (isinstance(value, list) and len(value) == 2):
+        raise ValidationError(f"{where} must be [memory_id, version]")
+    memory_id, version = value
+    if not isinstance(version, str) or not VERSION_TEXT.fullmatch(version):
+        raise ValidationError(f"{where}[1] is not a sync version")
+    return validate_uuid(memory_id, f"{where}[0]"), version
