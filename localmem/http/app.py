@@ -28,6 +28,7 @@ from .guard import RequestGuard
 from .mcp_mount import MCP_PATH, McpMount
 from .policy import request_policy
 from .routes_admin import admin_endpoints
+from .routes_sync import sync_endpoints
 from .routes_edges import edge_endpoints
 from .routes_health import health_endpoints
 from .routes_memories import memory_endpoints
@@ -75,6 +76,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     recall = recall_endpoints(store)
     admin = admin_endpoints(store, admin_secret)
     mcp = McpMount(store, max_body_bytes=MAX_BODY_BYTES)
+    sync = sync_endpoints(store)
 
     routes = [
         Route("/health", endpoint(health.health), methods=["GET"]),
@@ -95,6 +97,9 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/admin/reembed", endpoint(admin.admin_reembed), methods=["POST"]),
         # The six MCP tools over Streamable HTTP (stateless), for clients on other machines.
         Route(MCP_PATH, mcp),
+        # localmem sync URL: this store's side of a sync (routes_sync.py).
+        *[Route(f"/sync/{name}", endpoint(getattr(sync, name.replace("-", "_"))), methods=["POST"])
+          for name in ("hello", "page", "states", "edge-states", "put", "put-edges", "bases", "sent")],
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=endpoint),

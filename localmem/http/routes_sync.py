@@ -1,0 +1,118 @@
+"""The routes ``localmem sync URL`` talks to: a store's side of a sync, over HTTP.
+
+``POST /sync/hello``, ``/sync/page``, ``/sync/states``, ``/sync/edge-states``,
+``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``: the methods of
+``maintenance.sync_side.StoreSide``, with JSON bodies (``maintenance.sync_wire``),
+at most ``sync_wire.MAX_ITEMS`` states per request. Behind the API token like every
+route but /health; a recall-only (scoped) token cannot call them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ..errors import ValidationError
+from ..maintenance import sync_wire as wire
+from ..maintenance.sync_side import PAGE, StoreSide
+from ..request_body import read_json_object
+from ..store import MemoryStore
+from ..validation import validate_int, validate_uuid
+from .endpoints import Endpoint, known_fields
+
+MAX_SEQ = 2 ** 62
+
+
+class SyncEndpoints(NamedTuple):
+    hello: Endpoint
+    page: Endpoint
+    states: Endpoint
+    edge_states: Endpoint
+    put: Endpoint
+    put_edges: Endpoint
+    bases: Endpoint
+    sent: Endpoint
+
+
+def _peer(payload: dict[str, Any]) -> str:
+    peer = payload.get("peer")
+    if not isinstance(peer, str) or not wire.STORE_ID.fullmatch(peer):
+        raise ValidationError("'peer' must be a store id (32 hexadecimal characters)")
+    return peer
+
+
+def _seq(payload: dict[str, Any], field: str) -> int:
+    if payload.get(field) is None:
+        raise ValidationError(f"'{field}' is required: a change number")
+    return validate_int(payload.get(field), field, default=0, minimum=0, maximum=MAX_SEQ)
+
+
+def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
+    """The endpoints over ``store`` (each to be wrapped by ``endpoints.endpoint``)."""
+
+    def side() -> StoreSide:
+        return StoreSide(store, "server")
+
+    async def body(request: Request, fields: set[str]) -> dict[str, Any]:
+        return known_fields(await read_json_object(request), fields)
+
+    async def hello(request: Request) -> JSONResponse:
+        peer = _peer(await body(request, {"peer"}))
+
+        def work() -> dict[str, Any]:
+            here = side()
+            return {"status": "success", "store_id": here.store_id, "clock": here.clock(),
+                    "sent_to": here.sent_to(peer)}
+        return JSONResponse(await run_in_threadpool(work))
+
+    async def page(request: Request) -> JSONResponse:
+        payload = await body(request, {"kind", "after", "until", "limit", "peer"})
+        after, until, peer = _seq(payload, "after"), _seq(payload, "until"), _peer(payload)
+        limit = validate_int(payload.get("limit"), "limit", default=PAGE, minimum=1, maximum=wire.MAX_ITEMS)
+        items, last = await run_in_threadpool(side().page, payload.get("kind"), after, until, peer, limit)
+        encode = wire.edge_to_json if payload.get("kind") == "edges" else wire.memory_to_json
+        return JSONResponse({"status": "success", "items": [encode(i) for i in items], "last": last})
+
+    async def states(request: Request) -> JSONResponse:
+        ids = wire.items((await body(request, {"ids"})).get("ids"), "ids")
+        ids = [validate_uuid(i, f"ids[{n}]") for n, i in enumerate(ids)]
+        found = await run_in_threadpool(side().memory_states, ids)
+        return JSONResponse({"status": "success", "states": [wire.memory_to_json(s) for s in found.values()]})
+
+    async def edge_states(request: Request) -> JSONResponse:
+        keys = wire.items((await body(request, {"keys"})).get("keys"), "keys")
+        keys = [wire.edge_key(k, f"keys[{n}]") for n, k in enumerate(keys)]
+        found = await run_in_threadpool(side().edge_states, keys)
+        return JSONResponse({"status": "success", "states": [wire.edge_to_json(s) for s in found.values()]})
+
+    async def put(request: Request) -> JSONResponse:
+        payload = await body(request, {"states", "peer"})
+        given, peer = wire.items(payload.get("states"), "states"), _peer(payload)
+        parsed = [wire.memory_from_json(s, f"states[{n}]") for n, s in enumerate(given)]
+        refused = await run_in_threadpool(side().put_memories, parsed, peer)
+        return JSONResponse({"status": "success", "refused": [list(r) for r in refused]})
+
+    async def put_edges(request: Request) -> JSONResponse:
+        payload = await body(request, {"edges", "peer"})
+        given, peer = wire.items(payload.get("edges"), "edges"), _peer(payload)
+        parsed = [wire.edge_from_json(s, f"edges[{n}]") for n, s in enumerate(given)]
+        refused = await run_in_threadpool(side().put_edges, parsed, peer)
+        return JSONResponse({"status": "success", "refused": [[list(key), why] for key, why in refused]})
+
+    async def bases(request: Request) -> JSONResponse:
+        payload = await body(request, {"peer", "versions"})
+        peer, given = _peer(payload), wire.items(payload.get("versions"), "versions")
+        versions = dict(wire.base_entry(item, f"versions[{n}]") for n, item in enumerate(given))
+        await run_in_threadpool(side().record_bases, peer, versions)
+        return JSONResponse({"status": "success"})
+
+    async def sent(request: Request) -> JSONResponse:
+        payload = await body(request, {"peer", "sent_seq"})
+        peer, seq = _peer(payload), _seq(payload, "sent_seq")
+        await run_in_threadpool(side().record_sent, peer, seq)
+        return JSONResponse({"status": "success"})
+
+    return SyncEndpoints(hello, page, states, edge_states, put, put_edges, bases, sent)

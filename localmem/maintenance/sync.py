@@ -1,0 +1,208 @@
+"""``localmem sync PEER``: merge two stores in both directions (rules: ``sync_rules.py``).
+
+Each side keeps, per peer, the change number up to which it has sent everything
+(``sync_peers``); a sync reads each side's changes since then, page by page,
+decides each memory against the other side's state (``sync_rules.decide``),
+writes the outcome to both sides, and records the agreed versions (``sync_base``,
+kept by the store that runs the sync). Only at the end do the sent marks move
+on, so a sync stopped anywhere and run again redoes the rest; what was already
+applied compares equal and is skipped. Memories go first (both directions),
+then edges, which need their memories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LocalMemError
+from .sync_rules import (
+    CONFLICT_RELATION,
+    EdgeState,
+    MemoryState,
+    conflict_copy_id,
+    decide,
+    decide_edge,
+    memory_version,
+)
+from .sync_side import StoreSide
+
+if TYPE_CHECKING:
+    from .sync_remote import RemoteSide
+
+Progress = Callable[[str, int], None]
+Side = Any  # a StoreSide (a file), or a RemoteSide (a server): the same methods
+
+
+@dataclass
+class SyncSummary:
+    """What a sync did (or, with ``dry_run``, would do)."""
+
+    local: str
+    peer: str
+    dry_run: bool = False
+    copied_to_peer: int = 0
+    copied_to_local: int = 0
+    deleted_on_peer: int = 0
+    deleted_on_local: int = 0
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    edits_kept_over_deletes: list[str] = field(default_factory=list)
+    edges_to_peer: int = 0
+    edges_to_local: int = 0
+    refused: list[dict[str, str]] = field(default_factory=list)
+    vectors: str = "embedded by each store with its own model"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": "success", **asdict(self)}
+
+
+class Sync:
+    """One sync run between ``local`` and ``peer``."""
+
+    def __init__(self, local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,
+                 progress: Progress | None = None) -> None:
+        if local.store_id == peer.store_id:
+            raise LocalMemError(
+                f"{peer.label} has the same store identity as {local.label}: it is a copy of the "
+                "same file, not another store (sync merges two stores; copying a live file is how "
+                "stores get corrupted)")
+        self.local, self.peer = local, peer
+        self.dry_run = dry_run
+        self.progress = progress or (lambda what, n: None)
+        self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
+
+    def run(self) -> SyncSummary:
+        marks = {side.store_id: (side.sent_to(other.store_id), side.clock())
+                 for side, other in ((self.local, self.peer), (self.peer, self.local))}
+        directions = ((self.local, self.peer), (self.peer, self.local))
+        for source, target in directions:
+            since, until = marks[source.store_id]
+            for page in source.changed_memories(since, until, target.store_id):
+                self.merge_memories(source, target, page)
+                self.progress("memories", len(page))
+        for source, target in directions:
+            since, until = marks[source.store_id]
+            for edges in source.changed_edges(since, until, target.store_id):
+                self.merge_edges(source, target, edges)
+                self.progress("edges", len(edges))
+        if not self.dry_run:
+            for side, other in directions:
+                side.record_sent(other.store_id, marks[side.store_id][1])
+        return self.summary
+
+    # -- memories ----------------------------------------------------------------
+
+    def merge_memories(self, source: Side, target: Side, page: list[MemoryState]) -> None:
+        ids = [state.id for state in page]
+        theirs = target.memory_states(ids)
+        bases = self.local.bases(self.peer.store_id, ids)
+        to_source: list[MemoryState] = []
+        to_target: list[MemoryState] = []
+        agreed: dict[str, str] = {}
+        for state in page:
+            other = theirs.get(state.id, MemoryState(state.id))
+            damaged = next((s for s in (state, other) if s.problem), None)
+            if damaged is not None:
+                side = source if damaged is state else target
+                self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
+                continue
+            decision = decide(state, other, bases.get(state.id))
+            if decision.to_source is not None:
+                to_source.append(decision.to_source)
+            if decision.to_target is not None:
+                to_target.append(decision.to_target)
+            if decision.note == "conflict" and decision.conflict_loser is not None:
+                assert decision.winner is not None
+                copy = self.conflict_copy(state.id, decision.conflict_loser,
+                                          decision.winner.at.isoformat())
+                to_source.append(copy)
+                to_target.append(copy)
+                self.summary.conflicts.append({"id": state.id, "kept_as": copy.id,
+                                               "winner_updated_at": decision.winner.at.isoformat()
+                                               if decision.winner else None})
+            elif decision.note == "edit_kept":
+                self.summary.edits_kept_over_deletes.append(state.id)
+            if decision.winner is not None:
+                agreed[state.id] = decision.winner.text()
+        self.count(source, to_source, to_target)
+        if self.dry_run:
+            return
+        for side, states in ((source, to_source), (target, to_target)):
+            refused = side.put_memories(states, self.other(side).store_id)
+            self.summary.refused += [{"id": memory_id, "side": side.label, "reason": why}
+                                     for memory_id, why in refused]
+            failed = {memory_id for memory_id, _ in refused}
+            agreed = {k: v for k, v in agreed.items() if k not in failed}
+        self.link_conflict_copies(source, target, to_target)
+        # Both sides keep the versions they agreed on: the next sync may be run from either.
+        self.local.record_bases(self.peer.store_id, agreed)
+        self.peer.record_bases(self.local.store_id, agreed)
+
+    def conflict_copy(self, memory_id: str, losing: dict[str, Any], winner_at: str) -> MemoryState:
+        """The losing version as a memory of its own, superseded by the winner."""
+        copy_id = conflict_copy_id(memory_id, memory_version(losing))
+        metadata = dict(losing.get("metadata") or {})
+        # As `supersede` marks a replaced memory, so recall shows the winner and hides the copy.
+        metadata.update({"deprecated": True, "superseded_by": memory_id,
+                         "supersede_relation": CONFLICT_RELATION,
+                         "sync_conflict": {"memory_id": memory_id, "kept_because":
+                                           "changed on both stores since they last synced; "
+                                           "the later change won"}})
+        return MemoryState(copy_id, record={**losing, "id": copy_id, "metadata": metadata,
+                                            "t_invalid": winner_at})
+
+    def link_conflict_copies(self, source: Side, target: Side,
+                             states: list[MemoryState]) -> None:
+        copies = [s for s in states if s.record and "sync_conflict" in (s.record.get("metadata") or {})]
+        for copy in copies:
+            assert copy.record is not None
+            original = copy.record["metadata"]["sync_conflict"]["memory_id"]
+            edge = EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9,
+                             updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}')
+            for side in (source, target):
+                for _, why in side.put_edges([edge], self.other(side).store_id):
+                    self.summary.refused.append({"id": copy.id, "side": side.label, "reason": why})
+
+    def count(self, source: Side, to_source: list[MemoryState], to_target: list[MemoryState]) -> None:
+        for side, states in ((source, to_source), (self.other(source), to_target)):
+            copied = sum(1 for s in states if s.record is not None)
+            deleted = len(states) - copied
+            if side is self.peer:
+                self.summary.copied_to_peer += copied
+                self.summary.deleted_on_peer += deleted
+            else:
+                self.summary.copied_to_local += copied
+                self.summary.deleted_on_local += deleted
+
+    def other(self, side: Side) -> Side:
+        return self.peer if side is self.local else self.local
+
+    # -- edges -------------------------------------------------------------------
+
+    def merge_edges(self, source: Side, target: Side, page: list[EdgeState]) -> None:
+        theirs = target.edge_states([edge.key for edge in page])
+        writes: dict[int, list[EdgeState]] = {id(source): [], id(target): []}
+        for edge in page:
+            to_source, to_target = decide_edge(edge, theirs.get(edge.key, EdgeState(edge.key)))
+            for side, state in ((source, to_source), (target, to_target)):
+                if state is not None:
+                    writes[id(side)].append(state)
+        for side in (source, target):
+            states = writes[id(side)]
+            if side is self.peer:
+                self.summary.edges_to_peer += len(states)
+            else:
+                self.summary.edges_to_local += len(states)
+            if self.dry_run or not states:
+                continue
+            wanted = {state.key: state for state in states}
+            for key, why in side.put_edges(states, self.other(side).store_id):
+                if wanted[key].exists:  # a removal whose memory is gone here needs nothing
+                    self.summary.refused.append({"id": " ".join(key), "side": side.label, "reason": why})
+
+
+def sync_stores(local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,
+                progress: Progress | None = None) -> SyncSummary:
+    """Merge ``peer`` and ``local`` both ways; see the module docstring."""
+    return Sync(local, peer, dry_run=dry_run, progress=progress).run()

@@ -1,0 +1,242 @@
+"""One side of a sync: a store read and written through the library (never by copying its file).
+
+``StoreSide`` wraps an open ``MemoryStore`` (the local one, or a peer file opened on
+its own connection, whose other writers may be running). Reads page through the
+change counter; writes go through ``MemoryStore`` so every derived index (full text,
+tags, vectors, token codes, threads) is kept, then pin the times the other store
+gave (an ``updated_at``, a deletion's time), so both stores hold the same version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..storage import edges as edge_store
+from ..storage.database import read_transaction, transaction
+from ..storage.records import rows_as_dicts, to_record
+from ..timeparse import format_timestamp
+from .sync_rules import SYNCED_FIELDS, EdgeState, MemoryState
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+PAGE = 500  # changes read per page: a page's records are what a sync holds in memory
+PAGE_STATEMENTS = {"memories": "sync_memory_changes", "deletions": "sync_tombstone_changes",
+                   "edges": "sync_edge_changes"}
+
+
+class StoreSide:
+    """A store as a sync sees it."""
+
+    def __init__(self, store: MemoryStore, label: str) -> None:
+        self.store = store
+        self.label = label
+        row = store.conn.execute(store.sql["sync_store_id"]).fetchone()
+        if row is None:
+            raise LocalMemError(f"{label} has no store identity (schema too old?)")
+        self.store_id: str = row[0]
+
+    # -- reading ---------------------------------------------------------------
+
+    def _rows(self, name: str, **bindings: Any) -> list[dict[str, Any]]:
+        with self.store.lock, read_transaction(self.store.conn):
+            return list(rows_as_dicts(self.store.conn.execute(self.store.sql[name], bindings)))
+
+    def clock(self) -> int:
+        with self.store.lock:
+            return int(self.store.conn.execute(self.store.sql["sync_clock_now"]).fetchone()[0])
+
+    def sent_to(self, peer_id: str) -> int:
+        with self.store.lock:
+            row = self.store.conn.execute(self.store.sql["sync_peer_sent"], {"peer": peer_id}).fetchone()
+        return int(row[0]) if row else 0
+
+    def page(self, kind: str, after: int, until: int, peer: str, limit: int | None = None
+             ) -> tuple[list[Any], int | None]:
+        """One page of changes in (after, until] to send to ``peer``: ``memories``, ``deletions``
+        or ``edges``; the states and the last change number read (None: nothing more). What a
+        sync wrote here from ``peer`` and nothing changed since is not sent back."""
+        statement = PAGE_STATEMENTS.get(kind)
+        if statement is None:
+            raise ValidationError(f"'kind' must be one of {', '.join(PAGE_STATEMENTS)}")
+        rows = self._rows(statement, since=after, until=until, peer=peer, limit=min(limit or PAGE, PAGE))
+        if not rows:
+            return [], None
+        if kind == "memories":
+            items: list[Any] = [_memory_state(row) for row in rows]
+        elif kind == "deletions":
+            items = [MemoryState(row["id"], deleted_at=row["deleted_at"]) for row in rows]
+        else:
+            items = [_edge(row) for row in rows]
+        return items, rows[-1]["change_seq"]
+
+    def changed_memories(self, since: int, until: int, peer: str) -> Iterator[list[MemoryState]]:
+        """Pages of the memories (records, then deletions) changed in (since, until]."""
+        for kind in ("memories", "deletions"):
+            yield from pages(self, kind, since, until, peer)
+
+    def changed_edges(self, since: int, until: int, peer: str) -> Iterator[list[EdgeState]]:
+        yield from pages(self, "edges", since, until, peer)
+
+    def memory_states(self, ids: list[str]) -> dict[str, MemoryState]:
+        """Each id's state here: its record, its tombstone, or neither."""
+        found: dict[str, MemoryState] = {}
+        for row in self._rows("memories_by_ids", ids=json.dumps(ids)):
+            found[row["id"]] = _memory_state(row)
+        for row in self._rows("sync_tombstones_by_ids", ids=json.dumps(ids)):
+            found.setdefault(row["id"], MemoryState(row["id"], deleted_at=row["deleted_at"]))
+        return found
+
+    def edge_states(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], EdgeState]:
+        rows = self._rows("sync_edge_states", keys=json.dumps([list(k) for k in keys]))
+        return {(row["src_id"], row["type"], row["dst_id"]): _edge(row) for row in rows}
+
+    def bases(self, peer_id: str, ids: list[str]) -> dict[str, str]:
+        with self.store.lock:
+            return dict(self.store.conn.execute(self.store.sql["sync_base_get"],
+                                                {"peer": peer_id, "ids": json.dumps(ids)}).fetchall())
+
+    # -- writing ---------------------------------------------------------------
+
+    def put_memory(self, state: MemoryState) -> None:
+        """Make this side hold ``state`` (a record, with its own updated_at, or a deletion)."""
+        store = self.store
+        if state.record is None:
+            memory_id = state.id
+            with store.lock, transaction(store.conn):
+                try:
+                    store.delete(memory_id)
+                except NotFoundError:
+                    pass
+                store.conn.execute(store.sql["sync_tombstone_time"],
+                                   {"id": memory_id, "deleted_at": state.deleted_at})
+            return
+        record = state.record
+        fields = {name: record[name] for name in SYNCED_FIELDS if name in record}
+        with store.lock:
+            exists = store.conn.execute("SELECT 1 FROM memories WHERE id = ?", (record["id"],)).fetchone()
+            if exists:
+                store.update(record["id"], **_update_fields(fields))
+            else:
+                store.store(fields.pop("content"), id=record["id"], **_store_fields(fields))
+
+    def put_memories(self, states: list[MemoryState], peer: str) -> list[tuple[str, str]]:
+        """``put_memory`` for each (states from ``peer``); new records go in one batch.
+        Returns (id, why) of those refused."""
+        refused: list[tuple[str, str]] = []
+        new: list[dict[str, Any]] = []
+        store = self.store
+        with store.lock:
+            present = {row[0] for row in store.conn.execute(
+                "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([s.record["id"] for s in states if s.record is not None]),))}
+            for state in states:
+                if state.record is not None and state.record["id"] not in present:
+                    fields = {name: state.record[name] for name in SYNCED_FIELDS if name in state.record}
+                    new.append({**_store_fields(fields), "content": fields.get("content"),
+                                "id": state.record["id"]})
+                    continue
+                try:
+                    self.put_memory(state)
+                except (ValidationError, NotFoundError) as exc:
+                    refused.append((state.id, exc.message))
+            if new:
+                try:
+                    store.store_many(new)
+                except ValidationError:  # one bad record: store the rest one by one, naming it
+                    for item in new:
+                        try:
+                            store.store_many([item])
+                        except ValidationError as exc:
+                            refused.append((str(item.get("id")), exc.message))
+            self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
+        return refused
+
+    def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
+        written = [s for s in states if s.id not in refused]
+        store = self.store
+        with transaction(store.conn):
+            for kind, statement in (("m", "sync_echo_memories"), ("d", "sync_echo_deletions")):
+                ids = [s.id for s in written if (s.record is not None) == (kind == "m")]
+                if ids:
+                    store.conn.execute(store.sql[statement], {"peer": peer, "ids": json.dumps(ids)})
+
+    def put_edges(self, states: list[EdgeState], peer: str) -> list[tuple[tuple[str, str, str], str]]:
+        """``put_edge`` for each (states from ``peer``); (key, why) of those not written."""
+        with self.store.lock:
+            return [(state.key, why) for state in states if (why := self.put_edge(state, peer))]
+
+    def put_edge(self, state: EdgeState, peer: str) -> str | None:
+        """Make this side hold ``state``; why not (a memory it joins is not here), or None."""
+        store = self.store
+        src_id, relation, dst_id = state.key
+        with store.lock, transaction(store.conn):
+            try:
+                src, dst = edge_store.edge_ends(store.conn, src_id, dst_id)
+            except NotFoundError as exc:
+                return exc.message
+            if state.exists:
+                try:
+                    properties = json.loads(state.properties or "{}")
+                except ValueError:
+                    return "its properties are not JSON"
+                edge_store.upsert_edge(store.conn, store.sql, src, dst, relation, float(state.strength),
+                                       state.updated_at or format_timestamp(store.now()), properties)
+            else:
+                edge_store.delete_edges(store.conn, store.sql, src, dst, relation)
+                store.conn.execute(store.sql["sync_edge_tombstone_time"], {
+                    "src_id": src_id, "type": relation, "dst_id": dst_id, "deleted_at": state.deleted_at})
+            store.conn.execute(store.sql["sync_echo_edge"], {
+                "peer": peer, "src_id": src_id, "type": relation, "dst_id": dst_id})
+        return None
+
+    def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
+        store = self.store
+        with store.lock, transaction(store.conn):
+            for memory_id, version in versions.items():
+                store.conn.execute(store.sql["sync_base_set"],
+                                   {"peer": peer_id, "id": memory_id, "version": version})
+
+    def record_sent(self, peer_id: str, sent_seq: int) -> None:
+        store = self.store
+        with store.lock, transaction(store.conn):
+            store.conn.execute(store.sql["sync_peer_record"], {
+                "peer": peer_id, "sent_seq": sent_seq, "now": format_timestamp(store.now())})
+            store.conn.execute(store.sql["sync_echo_prune"], {"peer": peer_id, "sent_seq": sent_seq})
+
+
+def pages(side: Any, kind: str, since: int, until: int, peer: str) -> Iterator[list[Any]]:
+    """Every page of ``side.page(kind, ...)`` in (since, until]."""
+    after: int | None = since
+    while after is not None:
+        items, after = side.page(kind, after, until, peer)
+        if items:
+            yield items
+
+
+def _memory_state(row: dict[str, Any]) -> MemoryState:
+    """A memory row as a sync state; a row damaged on disk becomes a state naming the damage."""
+    try:
+        return MemoryState(row["id"], record=to_record({k: v for k, v in row.items() if k != "change_seq"}))
+    except (ValueError, TypeError, KeyError) as exc:
+        return MemoryState(str(row.get("id")), problem=f"its stored row cannot be read ({exc})")
+
+
+def _store_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in fields.items() if k != "content" and v is not None}
+    return out
+
+
+def _update_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    # None clears only the clearable fields; the others keep the stored value, which a
+    # record read from a store never leaves None unless the field is optional anyway.
+    return dict(fields)
+
+
+def _edge(row: dict[str, Any]) -> EdgeState:
+    return EdgeState(key=(row["src_id"], row["type"], row["dst_id"]), strength=row.get("strength"),
+                     updated_at=row.get("updated_at"), properties=row.get("properties"),
+                     deleted_at=row.get("deleted_at") if row.get("strength") is None else None)

@@ -1,0 +1,112 @@
+"""Sync states as JSON, both ways, for a peer behind ``localmem serve`` (``/sync/*`` routes).
+
+Every value read from the wire is checked before the merge rules see it: ids are
+UUIDs, times parse, an edge's strength is in [0, 1] and its relation a known type.
+A record's own fields are checked again by the store's write path when applied.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..errors import ValidationError
+from ..relations import RELATION_TYPES
+from ..validation import validate_timestamp, validate_unit_interval, validate_uuid
+from .sync_rules import EdgeState, MemoryState
+
+MAX_ITEMS = 500  # states per request or answer
+STORE_ID = re.compile(r"[0-9a-f]{32}")  # a store's identity (meta store_id)
+
+
+def memory_to_json(state: MemoryState) -> dict[str, Any]:
+    return {"id": state.id, "record": state.record, "deleted_at": state.deleted_at, "problem": state.problem}
+
+
+def memory_from_json(value: Any, where: str) -> MemoryState:
+    if not isinstance(value, dict):
+        raise ValidationError(f"{where}: a memory state must be an object")
+    memory_id = validate_uuid(value.get("id"), f"{where}.id")
+    record, deleted_at, problem = value.get("record"), value.get("deleted_at"), value.get("problem")
+    if record is not None:
+        if not isinstance(record, dict) or record.get("id") != memory_id:
+            raise ValidationError(f"{where}.record must be an object with the state's id")
+    if deleted_at is not None:
+        validate_timestamp(deleted_at, f"{where}.deleted_at")
+        if not isinstance(deleted_at, str):
+            raise ValidationError(f"{where}.deleted_at must be an ISO 8601 string")
+    if problem is not None and not isinstance(problem, str):
+        raise ValidationError(f"{where}.problem must be a string")
+    if record is not None and deleted_at is not None:
+        raise ValidationError(f"{where}: a state is a record or a deletion, not both")
+    return MemoryState(memory_id, record=record, deleted_at=deleted_at, problem=problem and problem[:500])
+
+
+def edge_to_json(state: EdgeState) -> dict[str, Any]:
+    return {"key": list(state.key), "strength": state.strength, "updated_at": state.updated_at,
+            "properties": state.properties, "deleted_at": state.deleted_at}
+
+
+def edge_from_json(value: Any, where: str) -> EdgeState:
+    if not isinstance(value, dict):
+        raise ValidationError(f"{where}: an edge state must be an object")
+    key = value.get("key")
+    if not (isinstance(key, list) and len(key) == 3):
+        raise ValidationError(f"{where}.key must be [memory1_id, relation_type, memory2_id]")
+    return EdgeState(edge_key(key, where), **_edge_fields(value, where))
+
+
+def edge_key(key: Any, where: str) -> tuple[str, str, str]:
+    if not (isinstance(key, (list, tuple)) and len(key) == 3):
+        raise ValidationError(f"{where} must be [memory1_id, relation_type, memory2_id]")
+    src, relation, dst = key
+    if relation not in RELATION_TYPES:
+        raise ValidationError(f"{where}: unknown relation type {str(relation)[:40]!r}")
+    return validate_uuid(src, f"{where}[0]"), relation, validate_uuid(dst, f"{where}[2]")
+
+
+def _edge_fields(value: dict[str, Any], where: str) -> dict[str, Any]:
+    strength = value.get("strength")
+    if strength is not None:
+        strength = validate_unit_interval(strength, f"{where}.strength", None)
+    for name in ("updated_at", "deleted_at"):
+        if value.get(name) is not None:
+            if not isinstance(value[name], str):
+                raise ValidationError(f"{where}.{name} must be an ISO 8601 string")
+            validate_timestamp(value[name], f"{where}.{name}")
+    properties = value.get("properties")
+    if properties is not None:
+        if not isinstance(properties, str) or len(properties) > 100_000:
+            raise ValidationError(f"{where}.properties must be a JSON object as text")
+        try:
+            if not isinstance(json.loads(properties), dict):
+                raise ValueError
+        except (ValueError, RecursionError):
+            raise ValidationError(f"{where}.properties must be a JSON object as text") from None
+    if strength is not None and value.get("deleted_at") is not None:
+        raise ValidationError(f"{where}: an edge state is an edge or a removal, not both")
+    return {"strength": strength, "updated_at": value.get("updated_at"), "properties": properties,
+            "deleted_at": value.get("deleted_at")}
+
+
+def items(value: Any, field: str) -> list[Any]:
+    """A bounded JSON list."""
+    if not isinstance(value, list):
+        raise ValidationError(f"'{field}' must be a list")
+    if len(value) > MAX_ITEMS:
+        raise ValidationError(f"'{field}' holds {len(value)} items; at most {MAX_ITEMS} per request")
+    return value
+
+
+VERSION_TEXT = re.compile(r"[0-9T:.+\-]{19,40}\|[0-9a-f]{0,24}")  # Version.text()
+
+
+def base_entry(value: Any, where: str) -> tuple[str, str]:
+    """One [memory id, agreed version] pair."""
+    if not (isinstance(value, list) and len(value) == 2):
+        raise ValidationError(f"{where} must be [memory_id, version]")
+    memory_id, version = value
+    if not isinstance(version, str) or not VERSION_TEXT.fullmatch(version):
+        raise ValidationError(f"{where}[1] is not a sync version")
+    return validate_uuid(memory_id, f"{where}[0]"), version

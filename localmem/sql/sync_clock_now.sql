@@ -1,0 +1,1 @@
+SELECT seq FROM sync_clock WHERE id = 1;

@@ -1,0 +1,1 @@
+SELECT sent_seq FROM sync_peers WHERE peer = :peer;
