@@ -90,6 +90,11 @@ def migration_0008_token_codes(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0008_token_codes"])
 
 
+def migration_0009_pull(conn: apsw.Connection, sql: Statements) -> None:
+    """``localmem pull``'s state per remote: what it last took of each remote memory."""
+    _run_script(conn, sql["migration_0009_pull"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -99,6 +104,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0006_push,
     migration_0007_code_index,
     migration_0008_token_codes,
+    migration_0009_pull,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
