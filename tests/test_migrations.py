@@ -262,3 +262,27 @@ def test_embedder_returning_wrong_count_is_config_error():
         with pytest.raises(ConfigError, match="returned 0 vectors for 1 texts"):
             s.store("x")
         assert scalar(s, "SELECT count(*) FROM memories") == 0
+
+
+def test_version_8_push_map_survives_migration_9_and_pull_state_starts_empty(tmp_path):
+    """Migration 9 adds pull's state (pull_remotes, pull_seen) and leaves push's id map as it was:
+    a file pushed before can be pulled into without pushing everything again."""
+    path = str(tmp_path / "v8.db")
+    make_v1_file(path)
+    conn = connect(path)
+    assert migrate(conn, Statements(), target=8) == 8
+    with conn:
+        conn.execute("INSERT INTO push_remotes (remote, kind, first_push, last_push) VALUES "
+                     "('http://127.0.0.1:1', 'automem', ?, ?)", (FIXED_ISO, FIXED_ISO))
+        conn.execute("INSERT INTO push_ids (remote, local_id, remote_id, pushed_seq, fields) VALUES "
+                     "('http://127.0.0.1:1', ?, 'remote-1', 1, '{}')", (OLD_ID,))
+    assert migrate(conn, Statements()) == LATEST_VERSION
+    assert conn.execute("SELECT local_id, remote_id, pushed_seq FROM push_ids").fetchall() == [
+        (OLD_ID, "remote-1", 1)]
+    assert conn.execute("SELECT count(*) FROM pull_remotes").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pull_seen").fetchone()[0] == 0
+    # pull_seen rows belong to a registered remote (the foreign key holds).
+    with pytest.raises(apsw.ConstraintError):
+        with conn:
+            conn.execute("INSERT INTO pull_seen (remote, remote_id, fields) VALUES ('nowhere', 'x', '{}')")
+    conn.close()
