@@ -175,6 +175,36 @@ def test_deletion_on_automem_arrives(server, tmp_path):
     assert code == 0 and counts(pushed) == {}, pushed
 
 
+def test_both_sides_changed_and_delete_against_a_local_edit(server, tmp_path):
+    db = tmp_path / "local.db"
+    edited = create(server, "Team standup is at 9", tags=["team"], importance=0.4)
+    doomed = create(server, "The office wifi password rotates monthly", tags=["office"])
+    server.wait_idle()
+    assert pull(db, server)[1]["memories"]["created"] == 2
+    by_content = {m["content"]: m["id"] for m in local_memories(db)}
+    with MemoryStore(db, embedder="hash") as store:  # local edits, not pushed yet
+        store.update(by_content["Team standup is at 9"], importance=0.9)
+        store.update(by_content["The office wifi password rotates monthly"], tags=["office", "security"])
+    assert server.client.patch(f"/memory/{edited}", json={"content": "Team standup is at 10"}).status_code == 200
+    assert server.client.delete(f"/memory/{doomed}").status_code == 200
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0, pulled
+    assert pulled["conflicts"] == 2 and pulled["memories"]["updated"] == 1, pulled
+    assert pulled["memories"]["deleted"] == 0
+    warnings = " ".join(pulled["warnings"])
+    assert "changed both here and on the server" in warnings and "deleted on the server" in warnings
+    with MemoryStore(db, embedder="hash") as store:
+        standup = store.get(by_content["Team standup is at 9"])
+        assert (standup["content"], standup["importance"]) == ("Team standup is at 10", 0.9)  # both kept
+        assert store.get(by_content["The office wifi password rotates monthly"])["tags"] == ["office", "security"]
+    code, pushed = push(db, server)  # the local edits go to the server; the kept memory is created again
+    assert code == 0 and pushed["memories"]["created"] == 1 and pushed["memories"]["updated"] == 1, pushed
+    server.wait_idle()
+    code, again = pull(db, server)
+    assert counts(again) == {"unchanged": 2}, again
+
+
 def test_kill_mid_pull_then_rerun_gives_the_full_set_once(server, tmp_path):
     db = tmp_path / "local.db"
     contents = [f"Memory number {i} about topic {i % 3}" for i in range(12)]
@@ -258,6 +288,7 @@ def hostile_listing() -> str:
         {"id": "../../etc/passwd", "content": "Odd id"},
         {"id": "inf-confidence", "content": "Infinite confidence", "confidence": float("inf")},
         {"id": "tags-not-list", "content": "Tags as text", "tags": "a,b"},
+        {"id": "odd-type", "content": "A type AutoMem keeps and the store does not know", "type": "Note"},
         "not an object",
     ]
     edges = [{"source": GOOD, "target": "huge", "type": "RELATES_TO", "strength": float("nan")}]
@@ -292,16 +323,18 @@ def test_hostile_records_are_reported_and_skipped(tmp_path):
     db = tmp_path / "local.db"
     try:
         code, pulled = run(db, "pull", url, "t")
-        assert pulled["memories"]["created"] == 1, pulled
+        assert pulled["memories"]["created"] == 2, pulled
         assert pulled["memories"]["skipped"] == 8
+        assert any("types the store does not know" in w and "Note" in w for w in pulled["warnings"])
         reasons = " ".join(item["reason"] for item in pulled["skipped"])
         for field in ("importance", "content", "metadata", "timestamp", "'id'", "confidence", "tags"):
             assert field in reasons, (field, reasons)
         assert pulled["edges"]["skipped"] == 1
-        assert [m["content"] for m in local_memories(db)] == ["A good memory"]
+        assert [m["content"] for m in local_memories(db)] == [
+            "A good memory", "A type AutoMem keeps and the store does not know"]
         # The listing is complete by count, but the skipped ones are not "deleted" either way.
         code, again = run(db, "pull", url, "t")
-        assert again["memories"]["unchanged"] == 1 and again["memories"]["deleted"] == 0
+        assert again["memories"]["unchanged"] == 2 and again["memories"]["deleted"] == 0
         code, capped = run(db, "pull", url, "t", "--max-answer-mb", "1")
         assert code == 1 and "refused" in capped["_stderr"]
     finally:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..classify import normalize_memory_type
 from ..progress import ProgressBar
 from ..storage.memory_fields import build_row
 from ..timeparse import parse_timestamp
@@ -126,6 +127,17 @@ def _close(a: Any, b: Any) -> bool:
     return math.isclose(float(a), float(b), abs_tol=1e-6)
 
 
+def _local_type(value: str | None) -> str | None:
+    """The store's name for a remote type; None (the store classifies the memory) for a type
+    it does not know (AutoMem keeps any type as given)."""
+    if value is None:
+        return None
+    try:
+        return normalize_memory_type(value)
+    except ValidationError:
+        return None
+
+
 def _own_tags(tags: list[str]) -> list[str]:
     return sorted({t.lower() for t in tags if not t.lower().startswith(SERVER_TAG_PREFIX)})
 
@@ -150,6 +162,9 @@ class Puller:
         self.unreadable: set[str] = set()  # ids of remote memories skipped as bad: not deleted here
         self.edges: list[Any] = []
         self.map: dict[str, dict[str, Any]] = {}
+        self._odd_types: set[str] = set()
+        self._conflicts: list[str] = []
+        self._kept: list[str] = []  # deleted on the server, changed here since
 
     # -- the whole pull -------------------------------------------------------
 
@@ -181,8 +196,24 @@ class Puller:
                 self.map = self.state.id_map()
                 self.pull_edges()
                 self.state.register(complete=self.summary.complete, count=len(nodes))
+        self._notes()
         self.summary.seconds = time.perf_counter() - started
         return self.summary
+
+    def _notes(self) -> None:
+        if self._conflicts:
+            self.summary.warnings.append(
+                f"{len(self._conflicts)} memories changed both here and on the server (such as "
+                f"{', '.join(self._conflicts[:5])}): the fields changed there were taken, the rest of the "
+                "local change kept (the next push sends it)")
+        if self._kept:
+            self.summary.warnings.append(
+                f"{len(self._kept)} memories deleted on the server were changed here since (such as "
+                f"{', '.join(self._kept[:5])}): kept here, and the next push creates them there again")
+        if self._odd_types:
+            self.summary.warnings.append(
+                "types the store does not know (AutoMem keeps any type): "
+                f"{', '.join(sorted(self._odd_types)[:10])}; those memories were classified here")
 
     def read_server(self) -> None:
         response = self.client.get("/health")
@@ -238,8 +269,11 @@ class Puller:
         """New memories, changed ones (with the fields that changed), and unchanged ones whose
         hashes are to be recorded (first seen after a push, or changed only in what pull leaves out)."""
         seen = self.state.seen()
-        first_sight = [m for rid, m in self.listing.items() if rid in self.map and rid not in seen]
-        local = self.state.local_rows([self.map[m.remote_id]["local_id"] for m in first_sight])
+        # Memories the server has in another version than the last pull took (or that no pull
+        # took yet): compared with the local memory, so a change that is already here (sent by
+        # a push, or made the same on both sides) is not written again.
+        moved = [m for rid, m in self.listing.items() if rid in self.map and seen.get(rid) != m.hashes()]
+        local = self.state.local_rows([self.map[m.remote_id]["local_id"] for m in moved])
         creates, updates, seen_only = [], [], []
         gone_here = 0
         for rid, memory in self.listing.items():
@@ -252,11 +286,13 @@ class Puller:
                 gone_here += 1  # deleted here: the next push deletes it there
                 continue
             previous = seen.get(rid)
-            if previous is None:
+            changed: list[str] = []
+            if previous != hashes:
                 row = local.get(entry["local_id"])
-                changed = self._differs(memory, row) if row is not None else list(FIELDS)
-            else:
-                changed = [name for name in FIELDS if hashes[name] != previous.get(name)]
+                if row is None:
+                    continue  # deleted here since the map was read: the next push deletes it there
+                differs = self._differs(memory, row)
+                changed = [name for name in differs if previous is None or hashes[name] != previous.get(name)]
             if changed:
                 updates.append((memory, changed))
             else:
@@ -269,9 +305,9 @@ class Puller:
         return creates, updates, seen_only
 
     def _differs(self, memory: RemoteMemory, row: dict[str, Any]) -> list[str]:
-        """The fields in which the server's memory differs from the local one (first seen after
-        a push: what AutoMem fills in itself, a confidence the local memory left unset, a
-        timestamp written another way, does not count)."""
+        """The fields in which the server's memory differs from the local one (what AutoMem fills
+        in itself, a confidence the local memory left unset, a timestamp written another way,
+        does not count)."""
         remote = memory.fields
         metadata = json.loads(row["metadata"]) if row.get("metadata") else {}
         metadata = {k: v for k, v in metadata.items() if k not in SERVER_METADATA and k != MARKER}
@@ -279,7 +315,7 @@ class Puller:
         checks = {
             "content": remote["content"] == row["content"],
             "tags": _own_tags(remote["tags"]) == _own_tags(tags),
-            "type": remote["type"] is None or remote["type"] == row["type"],
+            "type": _local_type(remote["type"]) in (None, row["type"]),
             "importance": remote["importance"] is None or _close(remote["importance"], row["importance"]),
             "confidence": row["confidence"] is None or remote["confidence"] is None
                           or _close(remote["confidence"], row["confidence"]),
@@ -351,6 +387,11 @@ class Puller:
 
     def _item(self, memory: RemoteMemory, names: tuple[str, ...] | list[str]) -> dict[str, Any]:
         item = {name: memory.fields[name] for name in names}
+        if item.get("type") is not None:
+            local_type = _local_type(item["type"])
+            if local_type is None:
+                self._odd_types.add(item["type"][:40])
+            item["type"] = local_type
         if "metadata" in item:
             item["metadata"] = self._local_metadata(item["metadata"])
         return {k: v for k, v in item.items() if v is not None or k in ("confidence",)}
@@ -403,6 +444,7 @@ class Puller:
         """Record, per local id, that the server has this version (push's map) and what was taken."""
         rows = self.state.local_rows(list(taken))
         remote_ids = {entry["local_id"]: rid for rid, entry in self.map.items()}
+        remote_ids.update({local_id_for(self.client.url, rid): rid for rid in self.listing if rid not in self.map})
         remote_ids.update({local_id: memory.remote_id for local_id, memory in taken.items()})
         entries = []
         for local_id, memory in taken.items():
@@ -433,9 +475,7 @@ class Puller:
                 local_id = entry["local_id"]
                 if (entry["change_seq"] or 0) > entry["pushed_seq"]:
                     self.summary.conflicts += 1
-                    self.summary.warnings.append(
-                        f"memory {local_id} changed both here and on the server: the server's "
-                        f"{', '.join(changed)} taken, the rest of the local change kept (and pushed next time)")
+                    self._conflicts.append(local_id)
                 fields = self._item(memory, changed)
                 try:
                     before = self.store.get(local_id)["content"]
@@ -468,8 +508,7 @@ class Puller:
                 forget.append((local_id, rid))  # gone on both sides
             elif (entry["change_seq"] or 0) > entry["pushed_seq"]:
                 self.summary.conflicts += 1
-                self.summary.warnings.append(f"memory {local_id} was deleted on the server but changed here "
-                                             "since: kept (the next push creates it there again)")
+                self._kept.append(local_id)
                 forget.append((local_id, rid))
             else:
                 try:

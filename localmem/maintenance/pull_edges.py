@@ -71,10 +71,6 @@ def pull_edges(self: Puller) -> None:
         self.summary.edges.skipped += unmapped
         self.summary.warnings.append(f"{unmapped} edges name a memory not pulled (skipped, held back by "
                                      "--limit, or deleted here); taken by a later pull once both are here")
-    if self.dry_run:
-        self.summary.edges.created = sum(1 for _, _, was in todo if not was)
-        self.summary.edges.updated = sum(1 for _, _, was in todo if was)
-        return
     self.phase("pulling edges", len(todo))
     done = []
     for key, edge, was_known in todo:
