@@ -420,7 +420,8 @@ class Puller:
                 self.summary.embeddings["reembedded"] += len(stored)
             self._maybe_pause()
             done = there | stored
-            self._record({local_id: items[local_id][0] for local_id in items if local_id in done}, created=True)
+            self._record({local_id: items[local_id][0] for local_id in items if local_id in done}, created=True,
+                         resumed=there)
             self.summary.memories.created += len(stored)
             self.advance(len(part))
 
@@ -440,8 +441,11 @@ class Puller:
         return stored
 
     def _record(self, taken: dict[str, RemoteMemory], *, created: bool,
-                pulled: dict[str, list[str]] | None = None) -> None:
-        """Record, per local id, that the server has this version (push's map) and what was taken."""
+                pulled: dict[str, list[str]] | None = None, resumed: set[str] | None = None) -> None:
+        """Record, per local id, that the server has this version (push's map) and what was taken.
+
+        A memory an interrupted pull stored (``resumed``) may be an older version of the server's:
+        no field hashes are recorded for it, so the next pull compares it with the server's."""
         rows = self.state.local_rows(list(taken))
         remote_ids = {entry["local_id"]: rid for rid, entry in self.map.items()}
         remote_ids.update({local_id_for(self.client.url, rid): rid for rid in self.listing if rid not in self.map})
@@ -462,7 +466,8 @@ class Puller:
                     hashes = {**old, **{name: hashes[name] for name in (pulled or {}).get(local_id, [])
                                         if name in hashes}}
             entries.append({"local_id": local_id, "remote_id": memory.remote_id, "pushed_seq": pushed_seq,
-                            "push_fields": hashes, "pulled": memory.hashes()})
+                            "push_fields": hashes,
+                            "pulled": {} if resumed and local_id in resumed else memory.hashes()})
         self.state.record(entries)
 
     def update_memories(self, updates: list[tuple[RemoteMemory, list[str]]]) -> None:
