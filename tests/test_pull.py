@@ -322,6 +322,8 @@ def test_hostile_records_are_reported_and_skipped(tmp_path):
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
     db = tmp_path / "local.db"
     try:
+        code, planned = run(db, "pull", url, "t", "--dry-run")  # a dry run creates no file
+        assert code == 1 and "no database" in planned["_stderr"] and not db.exists()
         code, pulled = run(db, "pull", url, "t")
         assert pulled["memories"]["created"] == 2, pulled
         assert pulled["memories"]["skipped"] == 8

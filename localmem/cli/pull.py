@@ -58,7 +58,7 @@ def _check(args: argparse.Namespace) -> None:
 
 def cmd_pull(args: argparse.Namespace, out: Output) -> int:
     from ..maintenance.pull import Puller
-    from ..maintenance.push_client import PushClient
+    from ..maintenance.push_client import PushClient, RemoteError
     from ..progress import ProgressBar
     from .common import open_store
 
@@ -67,7 +67,14 @@ def cmd_pull(args: argparse.Namespace, out: Output) -> int:
     client = PushClient(args.url, token=token, insecure=args.insecure, timeout=args.timeout,
                         retries=args.retries, max_answer=args.max_answer_mb * 1024 * 1024)
     show = (args.progress or out.stderr.isatty()) and not args.dry_run
-    with client, open_store(args, must_exist=False) as store:
+    # The server is reached before the store is opened, so a pull that cannot start creates no
+    # file; a dry run never creates one (it needs a store to compare with).
+    probe = client.get("/health")
+    if not probe.ok:
+        client.close()
+        raise RemoteError(f"GET {client.url}/health answered {probe.status}: {probe.message()}",
+                          status=probe.status)
+    with client, open_store(args, must_exist=args.dry_run) as store:
         bar = ProgressBar(0, "listing", stream=out.stderr) if show else None
         try:
             summary = Puller(store, client, dry_run=args.dry_run, batch_size=args.batch_size,
