@@ -300,7 +300,7 @@ class Hostile(BaseHTTPRequestHandler):
         if self.path.startswith("/health"):
             body = json.dumps({"status": "healthy"})
         elif self.path.startswith("/graph/snapshot"):
-            body = hostile_listing()
+            body = self.server.listing  # type: ignore[attr-defined]
         else:
             self.send_error(404)
             return
@@ -317,6 +317,7 @@ class Hostile(BaseHTTPRequestHandler):
 
 def test_hostile_records_are_reported_and_skipped(tmp_path):
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    httpd.listing = hostile_listing()  # type: ignore[attr-defined]
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -324,7 +325,8 @@ def test_hostile_records_are_reported_and_skipped(tmp_path):
     try:
         code, planned = run(db, "pull", url, "t", "--dry-run")  # a dry run creates no file
         assert code == 1 and "no database" in planned["_stderr"] and not db.exists()
-        code, pulled = run(db, "pull", url, "t")
+        code, pulled = run(db, "pull", url, "t", "--progress")
+        assert "pulling new" in pulled["_stderr"]  # progress on stderr, the summary on stdout
         assert pulled["memories"]["created"] == 2, pulled
         assert pulled["memories"]["skipped"] == 8
         assert any("types the store does not know" in w and "Note" in w for w in pulled["warnings"])
@@ -339,6 +341,12 @@ def test_hostile_records_are_reported_and_skipped(tmp_path):
         assert again["memories"]["unchanged"] == 2 and again["memories"]["deleted"] == 0
         code, capped = run(db, "pull", url, "t", "--max-answer-mb", "1")
         assert code == 1 and "refused" in capped["_stderr"]
+        # A listing nested past Python's recursion limit: an error saying so, no traceback, nothing lost.
+        httpd.listing = "[" * 100_000 + "]" * 100_000  # type: ignore[attr-defined]
+        code, deep = run(db, "pull", url, "t")
+        assert code == 1 and "without a list of 'nodes'" in deep["_stderr"], deep
+        assert "Traceback" not in deep["_stderr"]
+        assert len(local_memories(db)) == 2
     finally:
         httpd.shutdown()
         httpd.server_close()
