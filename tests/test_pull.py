@@ -301,6 +301,8 @@ class Hostile(BaseHTTPRequestHandler):
             body = json.dumps({"status": "healthy"})
         elif self.path.startswith("/graph/snapshot"):
             body = self.server.listing  # type: ignore[attr-defined]
+        elif self.path.startswith("/memory/") and self.path[len("/memory/"):] in getattr(self.server, "alive", ()):
+            body = json.dumps({"status": "success", "memory": {"id": self.path[len("/memory/"):]}})
         else:
             self.send_error(404)
             return
@@ -347,6 +349,33 @@ def test_hostile_records_are_reported_and_skipped(tmp_path):
         assert code == 1 and "without a list of 'nodes'" in deep["_stderr"], deep
         assert "Traceback" not in deep["_stderr"]
         assert len(local_memories(db)) == 2
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_memory_missing_from_a_full_count_listing_is_deleted_only_when_the_server_says_404(tmp_path):
+    """The listing's count can match while one memory is left out and another written: a pull
+    asks for each missing memory before deleting it here."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    first = {"id": GOOD, "content": "A memory the listing will leave out"}
+    second = {"id": "second-1", "content": "A memory deleted on the server"}
+    httpd.listing = json.dumps({"nodes": [first, second], "stats": {"total_nodes": 2}})  # type: ignore[attr-defined]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    db = tmp_path / "local.db"
+    try:
+        assert run(db, "pull", url, "t")[1]["memories"]["created"] == 2
+        newer = {"id": "third-1", "content": "A memory written during the listing"}
+        other = {"id": "fourth-1", "content": "Another one"}
+        httpd.listing = json.dumps({"nodes": [newer, other], "stats": {"total_nodes": 2}})  # type: ignore[attr-defined]
+        httpd.alive = {GOOD}  # type: ignore[attr-defined]  # still there; second-1 answers 404
+        code, pulled = run(db, "pull", url, "t")
+        assert code == 0, pulled
+        assert pulled["complete_listing"] is True and pulled["memories"]["deleted"] == 1, pulled
+        assert any("still on the server" in w for w in pulled["warnings"])
+        assert [m["content"] for m in local_memories(db)] == [
+            "A memory the listing will leave out", "A memory written during the listing", "Another one"]
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -11,9 +11,10 @@ What AutoMem's API lets a client see, and so what this does:
   finds what changed locally: a hash per field of what the last pull took
   (``pull_seen``). Only changed memories are written (and re-embedded).
 * Deletions: AutoMem keeps no tombstones. A memory the id map knows that is
-  absent from a *complete* listing (as many memories as the server counts)
-  was deleted there, and is deleted here unless it changed here since it was
-  last in step (then it is kept, and the next push sends it back).
+  absent from a *complete* listing (as many memories as the server counts),
+  and that ``GET /memory/<id>`` answers 404 for, was deleted there, and is
+  deleted here unless it changed here since it was last in step (then it is
+  kept, and the next push sends it back).
 * Vectors: the listing has none, and AutoMem does not say which model made
   its vectors, so every memory pulled is embedded by the store's own model
   through the store's normal write path.
@@ -507,8 +508,20 @@ class Puller:
         gone = self._deleted_there()
         self.phase("deleting", len(gone))
         forget: list[tuple[str, str]] = []
+        listed_after_all = 0
         for rid, entry in gone:
             local_id = entry["local_id"]
+            if entry["present"]:
+                # Absent from the listing is not proof (its count can match by chance while a memory
+                # is written and another left out): the server is asked for the memory itself.
+                there = self._still_there(rid)
+                if there is None:
+                    self.advance()
+                    continue
+                if there:
+                    listed_after_all += 1
+                    self.advance()
+                    continue
             if not entry["present"]:
                 forget.append((local_id, rid))  # gone on both sides
             elif (entry["change_seq"] or 0) > entry["pushed_seq"]:
@@ -524,6 +537,20 @@ class Puller:
                 forget.append((local_id, rid))
             self.advance()
         self.state.forget(forget)
+        if listed_after_all:
+            self.summary.warnings.append(f"{listed_after_all} memories missing from the listing are still on the "
+                                         "server (GET /memory answered): not deleted here")
+
+    def _still_there(self, remote_id: str) -> bool | None:
+        """Whether the server has the memory (None: it did not say; reported)."""
+        response = self.client.get(f"/memory/{self.client.quoted(remote_id)}")
+        if response.status == 404:
+            return False
+        if response.ok:
+            return True
+        self.summary.fail("memory", remote_id, f"not deleted here: GET /memory answered {response.status}: "
+                                               f"{response.message()}")
+        return None
 
     # -- edges ------------------------------------------------------------------
 
