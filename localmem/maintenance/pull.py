@@ -45,7 +45,7 @@ from ..storage.memory_fields import build_row
 from ..timeparse import parse_timestamp
 from .pull_edges import pull_edges
 from .pull_state import PullState, local_id_for
-from .pull_wire import FIELDS, BadRecord, RemoteMemory, authorable, read_edge, read_memory
+from .pull_wire import FIELDS, BadRecord, RemoteMemory, read_memory
 from .push import push_lock
 from .push_client import PushClient, RemoteError
 from .push_summary import LISTED, Counts
