@@ -163,13 +163,18 @@ def test_deletion_on_automem_arrives(server, tmp_path):
     db = tmp_path / "local.db"
     keep = create(server, "A memory that stays", tags=["x"])
     gone = create(server, "A memory deleted on the server", tags=["x"])
+    # An id in metadata.superseded_by is the server's: it arrives as the local id of that memory.
+    create(server, "An older note", tags=["x"], metadata={"superseded_by": keep, "why": "moved"})
     associate(server, keep, gone, "LEADS_TO")
     server.wait_idle()
-    assert pull(db, server)[1]["memories"]["created"] == 2
+    assert pull(db, server)[1]["memories"]["created"] == 3
+    memories = {m["content"]: m for m in local_memories(db)}
+    assert memories["An older note"]["metadata"] == {"superseded_by": memories["A memory that stays"]["id"],
+                                                     "why": "moved"}
     assert server.client.delete(f"/memory/{gone}").status_code == 200
     code, pulled = pull(db, server)
     assert code == 0 and pulled["memories"]["deleted"] == 1, pulled
-    assert [m["content"] for m in local_memories(db)] == ["A memory that stays"]
+    assert [m["content"] for m in local_memories(db)] == ["A memory that stays", "An older note"]
     assert local_edges(db) == set()
     code, pushed = push(db, server)  # the deletion is not sent back, nothing is re-created
     assert code == 0 and counts(pushed) == {}, pushed
