@@ -262,3 +262,49 @@ def test_embedder_returning_wrong_count_is_config_error():
         with pytest.raises(ConfigError, match="returned 0 vectors for 1 texts"):
             s.store("x")
         assert scalar(s, "SELECT count(*) FROM memories") == 0
+
+
+def test_version_8_push_map_survives_migration_10_and_pull_state_starts_empty(tmp_path):
+    """Migration 10 adds pull's state (pull_remotes, pull_seen) and leaves push's id map as it was:
+    a file pushed before can be pulled into without pushing everything again."""
+    path = str(tmp_path / "v8.db")
+    make_v1_file(path)
+    conn = connect(path)
+    assert migrate(conn, Statements(), target=8) == 8
+    with conn:
+        conn.execute("INSERT INTO push_remotes (remote, kind, first_push, last_push) VALUES "
+                     "('http://127.0.0.1:1', 'automem', ?, ?)", (FIXED_ISO, FIXED_ISO))
+        conn.execute("INSERT INTO push_ids (remote, local_id, remote_id, pushed_seq, fields) VALUES "
+                     "('http://127.0.0.1:1', ?, 'remote-1', 1, '{}')", (OLD_ID,))
+    assert migrate(conn, Statements()) == LATEST_VERSION
+    assert conn.execute("SELECT local_id, remote_id, pushed_seq FROM push_ids").fetchall() == [
+        (OLD_ID, "remote-1", 1)]
+    assert conn.execute("SELECT count(*) FROM pull_remotes").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pull_seen").fetchone()[0] == 0
+    # pull_seen rows belong to a registered remote (the foreign key holds).
+    with pytest.raises(apsw.ConstraintError):
+        with conn:
+            conn.execute("INSERT INTO pull_seen (remote, remote_id, fields) VALUES ('nowhere', 'x', '{}')")
+    conn.close()
+
+
+def test_migration_9_gives_the_store_an_identity_and_logs_existing_edges_for_sync(tmp_path):
+    """Sync's schema: a store id, and every edge already there in the edge log (a first sync sends it)."""
+    path = str(tmp_path / "v8.db")
+    make_v1_file(path)
+    conn = connect(path)
+    assert migrate(conn, Statements(), target=8) == 8
+    other = "22222222-2222-4222-8222-222222222222"
+    with conn:
+        conn.execute("INSERT INTO memories (id, content, summary, type, confidence, importance, tags, timestamp, last_accessed, "
+                     "updated_at, metadata) VALUES (?, 'second', 'second', 'Context', 0.5, 0.5, '[]', ?, ?, ?, '{}')",
+                     (other, FIXED_ISO, FIXED_ISO, FIXED_ISO))
+        conn.execute("INSERT INTO edges (src, dst, type, strength, updated_at, properties) "
+                     "SELECT a.pk, b.pk, 'RELATES_TO', 0.5, ?, '{}' FROM memories a, memories b "
+                     "WHERE a.id = ? AND b.id = ?", (FIXED_ISO, OLD_ID, other))
+    assert migrate(conn, Statements()) == LATEST_VERSION
+    (store_id,) = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+    assert len(store_id) == 32
+    assert conn.execute("SELECT src_id, type, dst_id, deleted_at FROM sync_edge_log").fetchall() == [
+        (OLD_ID, "RELATES_TO", other, None)]
+    conn.close()

@@ -59,8 +59,8 @@ def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 @contextmanager
-def push_lock(store: MemoryStore) -> Iterator[None]:
-    """One push per database at a time (two would both create the same memories)."""
+def push_lock(store: MemoryStore, what: str = "push") -> Iterator[None]:
+    """One push or pull per database at a time (two would both create the same memories)."""
     if store.path == MEMORY_PATH:
         yield
         return
@@ -75,7 +75,8 @@ def push_lock(store: MemoryStore) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise LocalMemError(f"another 'localmem push' from {store.path} is running") from None
+            raise LocalMemError(f"another 'localmem push' or 'localmem pull' of {store.path} is running; "
+                                f"this {what} waits for none") from None
         yield
     finally:
         os.close(fd)

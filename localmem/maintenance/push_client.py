@@ -145,7 +145,8 @@ class PushClient:
     def __init__(self, url: str, *, token: str | None = None, admin_token: str | None = None,
                  insecure: bool = False, timeout: float = DEFAULT_TIMEOUT,
                  retries: int = DEFAULT_RETRIES, backoff: float = DEFAULT_BACKOFF,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 max_answer: int = MAX_ANSWER_BYTES) -> None:
         self.url = normalize_url(url, insecure=insecure)
         parts = urlsplit(self.url)
         self.scheme = parts.scheme
@@ -158,6 +159,7 @@ class PushClient:
         self.retries = max(0, retries)
         self.backoff = max(0.0, backoff)
         self.sleep = sleep
+        self.max_answer = max(1, max_answer)
         self.retried = 0  # requests repeated after a transient failure, for the summary
         self._conn: http.client.HTTPConnection | None = None
 
@@ -217,7 +219,7 @@ class PushClient:
             conn.response_class = functools.partial(_DeadlineResponse, deadline=deadline)
             conn.request(method, path, body=data, headers=headers)
             answer = conn.getresponse()
-            raw = read_answer(answer, f"{method} {path}")
+            raw = read_answer(answer, f"{method} {path}", self.max_answer)
         except BaseException as exc:
             self.close()  # the connection's state is unknown: start a new one
             if isinstance(exc, (socket.timeout, TimeoutError)) and time.monotonic() >= deadline:
@@ -228,7 +230,7 @@ class PushClient:
         text = raw.decode("utf-8", "replace")
         try:
             parsed: Any = json.loads(text) if text.strip() else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested past Python's stack
             parsed = text
         if 300 <= answer.status < 400:
             where = answer.getheader("Location") or "elsewhere"

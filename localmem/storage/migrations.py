@@ -95,6 +95,11 @@ def migration_0009_sync(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0009_sync"])
 
 
+def migration_0010_pull(conn: apsw.Connection, sql: Statements) -> None:
+    """``localmem pull``'s state per remote: what it last took of each remote memory."""
+    _run_script(conn, sql["migration_0010_pull"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -105,6 +110,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0007_code_index,
     migration_0008_token_codes,
     migration_0009_sync,
+    migration_0010_pull,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

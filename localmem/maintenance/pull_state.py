@@ -1,0 +1,130 @@
+"""The local side of ``localmem pull``: push's id map of the remote, and what pull last took.
+
+Reads run in one snapshot, writes in one transaction each, under the store's
+lock, as in ``push_map``. A batch of pulled memories is written to the store
+first and recorded here second: a pull stopped between the two finds, on its
+next run, the memories under the ids it gives them (derived from the remote
+id, see ``local_id_for``), so it records them instead of storing them twice.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..storage.database import read_transaction, transaction
+from ..storage.records import rows_as_dicts
+from ..timeparse import format_timestamp
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+# Local ids of pulled memories: uuid5 of the remote URL and the remote id, so a
+# rerun after a kill gives a memory the id it already has.
+PULL_NAMESPACE = uuid.UUID("6b1f4d2e-3c1a-5e8f-9a47-0c2d5b7e91aa")
+
+
+def local_id_for(remote: str, remote_id: str) -> str:
+    return str(uuid.uuid5(PULL_NAMESPACE, f"{remote}\n{remote_id}"))
+
+
+class PullState:
+    """What the local file knows of one remote: the id map (push's) and the fields last taken."""
+
+    def __init__(self, store: MemoryStore, remote: str) -> None:
+        self.store = store
+        self.remote = remote
+
+    def _read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        store = self.store
+        with store.lock, read_transaction(store.conn):
+            return list(rows_as_dicts(store.conn.execute(store.sql[name], {"remote": self.remote, **params})))
+
+    def _write(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
+        store = self.store
+        with store.lock, transaction(store.conn):
+            for name, params in statements:
+                store.conn.execute(store.sql[name], {"remote": self.remote, **params})
+
+    # -- reads ----------------------------------------------------------------
+
+    def id_map(self) -> dict[str, dict[str, Any]]:
+        """remote id -> {local_id, pushed_seq, fields, change_seq, present}."""
+        return {row["remote_id"]: row for row in self._read("pull_map")}
+
+    def seen(self) -> dict[str, dict[str, str]]:
+        out = {}
+        for row in self._read("pull_seen_all"):
+            try:
+                out[row["remote_id"]] = json.loads(row["fields"])
+            except ValueError:
+                out[row["remote_id"]] = {}
+        return out
+
+    def local_rows(self, local_ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not local_ids:
+            return {}
+        rows = self._read("pull_local_rows", ids=json.dumps(local_ids))
+        return {row["id"]: row for row in rows}
+
+    def existing(self, local_ids: list[str]) -> set[str]:
+        if not local_ids:
+            return set()
+        return {row["id"] for row in self._read("memory_ids_existing", ids=json.dumps(local_ids))}
+
+    def known_edges(self) -> dict[tuple[str, str, str], dict[str, Any]]:
+        return {(row["src_id"], row["type"], row["dst_id"]): row for row in self._read("pull_edges_known")}
+
+    def local_edge(self, src_id: str, kind: str, dst_id: str) -> dict[str, Any] | None:
+        rows = self._read("pull_local_edge", src_id=src_id, type=kind, dst_id=dst_id)
+        return rows[0] if rows else None
+
+    # -- writes ---------------------------------------------------------------
+
+    def register(self, *, complete: bool, count: int) -> None:
+        now = self._now()
+        self._write([("push_remote_upsert_pull", {"now": now}),
+                     ("pull_remote_upsert", {"now": now, "complete": now if complete else None,
+                                             "count": count})])
+
+    def record(self, entries: list[dict[str, Any]]) -> None:
+        """Per memory: the push map's row (local id, remote id, version, hashes) and the
+        hashes of the remote fields taken, in one transaction."""
+        statements: list[tuple[str, dict[str, Any]]] = []
+        for entry in entries:
+            statements.append(("push_record", {
+                "local_id": entry["local_id"], "remote_id": entry["remote_id"],
+                "pushed_seq": entry["pushed_seq"], "fields": json.dumps(entry["push_fields"], sort_keys=True)}))
+            statements.append(("pull_seen_record", {"remote_id": entry["remote_id"],
+                                                    "fields": json.dumps(entry["pulled"], sort_keys=True)}))
+        if statements:
+            self._write(statements)
+
+    def record_seen(self, seen: list[tuple[str, dict[str, str]]]) -> None:
+        """(remote id, hashes) of memories already in step, to compare the next pull with."""
+        if seen:
+            self._write([("pull_seen_record", {"remote_id": rid, "fields": json.dumps(hashes, sort_keys=True)})
+                         for rid, hashes in seen])
+
+    def forget(self, pairs: list[tuple[str, str]]) -> None:
+        """(local id, remote id): no longer on both sides."""
+        statements: list[tuple[str, dict[str, Any]]] = []
+        for local_id, remote_id in pairs:
+            statements += [("push_forget", {"local_id": local_id}),
+                           ("push_forget_edges", {"local_id": local_id}),
+                           ("pull_seen_forget", {"remote_id": remote_id})]
+        if statements:
+            self._write(statements)
+
+    def record_edges(self, edges: list[dict[str, Any]]) -> None:
+        if edges:
+            self._write([("push_edge_record", {k: e[k] for k in ("src_id", "type", "dst_id", "strength",
+                                                                  "properties")}) for e in edges])
+
+    def forget_edges(self, keys: list[tuple[str, str, str]]) -> None:
+        if keys:
+            self._write([("push_edge_forget", {"src_id": s, "type": t, "dst_id": d}) for s, t, d in keys])
+
+    def _now(self) -> str:
+        return format_timestamp(self.store.now())
