@@ -376,7 +376,7 @@ def test_recall_table(cli, recall_db: dict[str, str]) -> None:
     result = cli("recall", "database decisions")
     assert result.code == 0
     header = result.out.splitlines()[0].split()
-    assert header == ["#", "score", "id", "content", "tags", "match"]
+    assert header == ["#", "score", "id", "date", "content", "tags", "match"]
     assert recall_db["postgres"][:8] in result.out  # short ids (test_cli_output.py has the layout)
     assert "vector search on" in result.out
 

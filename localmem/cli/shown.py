@@ -7,55 +7,14 @@ makes it so (``[superseded by 3f2a9c1d]``, ``[expired 2026-11-27]``).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import Any
 
-from ..text import plural
+from ..timeparse import human_time, short_date
 
-
-def _parsed(value: Any) -> datetime | None:
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-def human_time(value: Any, now: datetime | None = None) -> str:
-    """``2026-11-27 14:03 UTC`` in the local zone, ``(3 days ago)`` after it when ``now`` is
-    given; the value itself when it is not a time, ``-`` when empty."""
-    moment = _parsed(value)
-    if moment is None:
-        return str(value) if value else "-"
-    local = moment.astimezone()
-    text = local.strftime("%Y-%m-%d %H:%M ") + (local.tzname() or local.strftime("%z"))
-    return text + (f" ({relative(moment, now)})" if now is not None else "")
-
-
-def short_date(value: Any) -> str:
-    """``2026-11-27``: the local date of a stored time ('' when empty)."""
-    moment = _parsed(value)
-    if moment is None:
-        return str(value or "")[:10]
-    return moment.astimezone().strftime("%Y-%m-%d")
-
-
-def relative(moment: datetime, now: datetime) -> str:
-    """``just now``, ``5 minutes ago``, ``3 days ago``, ``in 2 weeks``."""
-    seconds = (now - moment).total_seconds()
-    ahead = seconds < 0
-    seconds = abs(seconds)
-    if seconds < 60:
-        return "just now"
-    for size, unit in ((365 * 86400, "year"), (30 * 86400, "month"), (7 * 86400, "week"),
-                       (86400, "day"), (3600, "hour"), (60, "minute")):
-        if seconds >= size:
-            amount = plural(int(seconds // size), unit)
-            return f"in {amount}" if ahead else f"{amount} ago"
-    return "just now"  # unreachable
+__all__ = ["field_lines", "hidden_states_text", "human_time", "short_date", "state_marker", "state_words",
+           "wrapped"]
 
 
 def state_words(memory: Mapping[str, Any], state: Mapping[str, Any] | None,
@@ -96,3 +55,28 @@ def hidden_states_text(counts: Mapping[str, int], shown: tuple[str, ...]) -> str
         return ""
     parts = ", ".join(f"{v} {STATE_LABELS.get(k, k)}" for k, v in hidden.items())
     return f"{sum(hidden.values())} not shown: {parts}"
+
+
+def field_lines(rows: list[tuple[str, str]], width: int) -> list[str]:
+    """``name  value`` lines, names aligned, each value wrapped under itself to ``width`` cells
+    (a word longer than the room, say a full id, is broken only past the room it has)."""
+    if not rows:
+        return []
+    name_width = max(len(name) for name, _ in rows)
+    indent = " " * (name_width + 2)
+    room = max(20, width - len(indent))
+    lines = []
+    for name, value in rows:
+        wrapped = textwrap.wrap(value, room, break_on_hyphens=False) or [""]
+        lines.append(f"{name.ljust(name_width)}  {wrapped[0]}")
+        lines.extend(indent + rest for rest in wrapped[1:])
+    return lines
+
+
+def wrapped(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` (its own lines kept) wrapped to ``width`` cells, continuations under ``indent``."""
+    lines: list[str] = []
+    for paragraph in text.splitlines() or [""]:
+        lines.extend(textwrap.wrap(paragraph, width, subsequent_indent=indent, break_on_hyphens=False,
+                                   replace_whitespace=False, drop_whitespace=True) or [""])
+    return lines
