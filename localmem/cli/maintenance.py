@@ -130,8 +130,8 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
                  "with a working embedder to add them")
     if result.without_token_codes:
         out.note(f"note: {plural(result.without_token_codes, 'memory', 'memories')} came with the file's vectors "
-                 "and no token codes, so recall scores them by cosine alone; 'localmem reembed' "
-                 "(or importing with --reembed) adds them")
+                 f"and no usable token codes ({result.token_codes_kept}), so recall scores them by cosine "
+                 "alone; 'localmem reembed' (or importing with --reembed) adds them")
     return EXIT_OK
 
 
