@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 
 from ..store import MemoryStore
@@ -85,6 +85,8 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/memories/{memory_id}/related", endpoint(edges.related), methods=["GET"]),
         Route("/api/v1/memory/recall", endpoint(recall.recall_v1), methods=["POST"]),
         Route("/admin/reembed", endpoint(admin.admin_reembed), methods=["POST"]),
+        # "/" has nothing of its own: a person who opens the server's address meets the browser.
+        Route("/", lambda request: RedirectResponse("/ui/", status_code=307), methods=["GET", "HEAD"]),
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=endpoint),
