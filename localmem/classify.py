@@ -137,7 +137,8 @@ _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tupl
                 r"at the time", r"situation was",
                 r"\ballerg(?:ic|y|ies)\b", r"\bintoleran(?:t|ce)\b", r"\bbirthday\b",
                 r"\b(?:my|our|his|her|their)(?: \w+)? (?:doctor|dentist|gp|landlord|manager|boss|partner|"
-                r"wife|husband|sister|brother|mum|mom|dad|son|daughter|vet|accountant)\b",
+                r"wife|husband|sister|brother|mum|mom|dad|son|daughter|vet|accountant|physio|physiotherapist|"
+                r"therapist|optician|pharmacist|coach|teacher|lawyer|plumber|mechanic)\b",
                 r"\b(?:lives|lived|works|worked) (?:in|at|as|for)\b", r"\b(?:expires|is due|are due)\b",
                 r"\b(?:phone number|address|email) is\b", r"\b(?:vegetarian|vegan)\b",
                 r"\bappointment\b",

@@ -135,6 +135,7 @@ ORDINARY_NOTES = [
     ("I tend to overspend on the first weekend after payday", "Pattern"),
     ("Sam's birthday is on 14 June", "Context"),
     ("My dentist is Dr. Patel at the Riverside clinic", "Context"),
+    ("My physio is Dr. Lee at the sports clinic", "Context"),
     ("Anna is vegetarian and doesn't eat fish either", "Context"),
     ("Passport expires in March 2027", "Context"),
     ("Tom works at the hospital as a nurse", "Context"),
