@@ -163,6 +163,9 @@ def test_states_and_counts_read_truly(browser, seeded, shots) -> None:
     assert "superseded" in chain and "expired" not in chain
     assert "Superseded: recall shows" in browser.find_element(By.ID, "view").text
     browser.save_screenshot(str(shots / "memory-superseded.png"))
+    go(browser, "#/browse")
+    cards = {c.get_attribute("data-memory-id"): c.text for c in browser.find_elements(By.CSS_SELECTOR, "#memory-list article")}
+    assert "superseded" in cards[ids["old"]] and "superseded" not in cards[ids["new"]]
     go(browser, "#/graph")
     hubs = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#hubs li")]
     assert any(text.endswith("1 edge") for text in hubs), hubs  # not "1 edges"

@@ -100,7 +100,9 @@ def list_page(store: MemoryStore, *, limit: Any = 20, offset: Any = 0, tag: str 
     """A page of memories, newest first, optionally of one tag (prefix) or one context."""
     limit = validate_int(limit, "limit", default=20, minimum=1, maximum=100)
     offset = validate_int(offset, "offset", default=0, minimum=0, maximum=2**62)
-    return store.list_memories(tags=[tag] if tag else None, context=context, limit=limit, offset=offset)
+    # state="all": every memory, each with its state, so a card can say "superseded"
+    return store.list_memories(tags=[tag] if tag else None, context=context, limit=limit, offset=offset,
+                               state="all")
 
 
 def search(store: MemoryStore, params: dict[str, Any], memory_type: str | None = None) -> dict[str, Any]:

@@ -118,6 +118,7 @@ function memoryCard(memory, extra = {}) {
     h("div", {class: "content"}, h("a", {href: `#/memory/${memory.id}`},
       extra.keywords ? highlighted(memory.content, extra.keywords) : memory.content)),
     h("div", {class: "meta"},
+      memory.state && !memory.state.current ? h("span", {class: "pill state"}, stateName(memory.state.status)) : null,
       h("span", {class: "pill"}, memory.type),
       (memory.tags || []).map(tagLink),
       h("span", {}, `made ${when(memory.timestamp)}`),
