@@ -166,6 +166,8 @@ def test_states_and_counts_read_truly(browser, seeded, shots) -> None:
     go(browser, "#/browse")
     cards = {c.get_attribute("data-memory-id"): c.text for c in browser.find_elements(By.CSS_SELECTOR, "#memory-list article")}
     assert "superseded" in cards[ids["old"]] and "superseded" not in cards[ids["new"]]
+    browser.execute_script("document.getElementById('memory-list').scrollIntoView()")
+    browser.save_screenshot(str(shots / "browse-states.png"))
     go(browser, "#/graph")
     hubs = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#hubs li")]
     assert any(text.endswith("1 edge") for text in hubs), hubs  # not "1 edges"
