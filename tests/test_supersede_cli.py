@@ -165,6 +165,35 @@ def test_stats_counts_agree_with_recall(tmp_path):
     assert current["state_filter"]["suppressed_count"] == counts["not_current"] - counts["archived"]
 
 
+def test_list_states_agree_with_get_and_stats(tmp_path):
+    """list_memories(state=...) names each memory's state as get() does, and its counts are stats'
+    (chains whose first successor is not current are walked to their current end)."""
+    now = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    with MemoryStore(tmp_path / "memory.db", embedder="hash", clock=lambda: now) as store:
+        ids = {k: store.store(f"memory {k} about databases") for k in "abcdefghijk"}
+        store.update(ids["a"], archived=True)
+        store.update(ids["b"], t_invalid="2025-01-01T00:00:00Z")
+        store.update(ids["c"], t_valid="2026-01-01T00:00:00Z")
+        store.associate(ids["d"], ids["e"], "INVALIDATED_BY")
+        store.supersede(ids["f"], ids["g"])
+        store.associate(ids["h"], ids["b"], "EVOLVED_INTO")  # its successor is expired: h stays current
+        store.associate(ids["i"], ids["c"], "EVOLVED_INTO")  # i -> c (not yet valid) -> j (current)
+        store.associate(ids["c"], ids["j"], "EVOLVED_INTO")
+        store.update(ids["k"], t_invalid="2025-01-01T00:00:00Z")
+        store.associate(ids["k"], ids["b"], "INVALIDATED_BY")  # expired, its successor too: expired
+        page = store.list_memories(state="all", limit=50)
+        listed = {m["id"]: m["state"]["status"] for m in page["memories"]}
+        got = {i: store.get(i, with_edges=True)["state"]["status"] for i in ids.values()}
+        counts = store.state_counts()
+        current = store.list_memories(state="current", limit=50)
+    assert listed == got
+    assert got[ids["h"]] == "current" and got[ids["i"]] == "superseded" and got[ids["k"]] == "expired"
+    assert page["state_counts"] == {k: counts[k] for k in ("current", "superseded", "expired", "archived",
+                                                           "not_yet_valid")}
+    assert {m["id"] for m in current["memories"]} == {i for i, status in got.items() if status == "current"}
+    assert current["total"] == counts["current"]
+
+
 # -- the same answers through the Python API, HTTP and MCP --------------------------
 
 

@@ -125,9 +125,10 @@ def memory_states(backend: "Backend", memories: list[dict[str, Any]], now_iso: s
 def without_current_successor(backend: "Backend", now_iso: str) -> list[str]:
     """Memories with an outgoing supersession edge whose chain reaches no current memory:
     recall does not treat them as superseded (browse's state filter needs them named)."""
-    ids = [row[0] for row in backend.conn.execute(backend.sql["memories_with_successor"])]
-    heads = active_replacements(backend, ids, now_iso)
-    return [i for i in ids if i not in heads]
+    unsettled = [memory_id for memory_id, first_hop_current in backend.conn.execute(
+        backend.sql["memories_with_successor"], {"now": now_iso}) if not first_hop_current]
+    heads = active_replacements(backend, unsettled, now_iso)  # the walk, for the few that need it
+    return [i for i in unsettled if i not in heads]
 
 
 def still_hidden_warning(backend: "Backend", memory: dict[str, Any], now_iso: str) -> str | None:
