@@ -172,5 +172,8 @@ def test_states_and_counts_read_truly(browser, seeded, shots) -> None:
     hubs = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#hubs li")]
     assert any(text.endswith("1 edge") for text in hubs), hubs  # not "1 edges"
     assert not any(text.endswith(" 1 edges") for text in hubs)
+    go(browser, "#/search?query=who+is+my+physio&state_mode=history&limit=5")
+    cards = {c.get_attribute("data-memory-id"): c.text for c in browser.find_elements(By.CSS_SELECTOR, "#results article")}
+    assert "superseded" in cards[ids["old"]] and "superseded" not in cards[ids["new"]]
     go(browser, "#/search?query=bike+shop+gears&limit=1")
     assert browser.find_element(By.ID, "result-count").text.startswith("1 result")
