@@ -175,12 +175,13 @@ def state_counts(backend: "Backend", now_iso: str) -> dict[str, int]:
                 unexplained.add(memory_id)
             elif reason == "expired":
                 expired_with_successor.add(memory_id)
-    heads = active_replacements(backend, with_successor, now_iso)
-    counts["superseded"] = len((unexplained | expired_with_successor) & heads.keys())
-    counts["expired"] -= len(expired_with_successor & heads.keys())
+    # Which have a current successor (walking only the chains whose first hop is not current).
+    with_head = set(with_successor) - set(without_current_successor(backend, now_iso))
+    counts["superseded"] = len((unexplained | expired_with_successor) & with_head)
+    counts["expired"] -= len(expired_with_successor & with_head)
     hidden = sum(counts.values())
     # ``replaced``: hidden memories (for any reason) that recall shows a current successor for.
-    return {"current": total - hidden, "not_current": hidden, **counts, "replaced": len(heads)}
+    return {"current": total - hidden, "not_current": hidden, **counts, "replaced": len(with_head)}
 
 
 def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: datetime,
