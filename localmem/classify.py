@@ -61,7 +61,21 @@ TYPE_ALIASES: Mapping[str, str] = MappingProxyType(
 
 _TYPE_SEPARATORS = re.compile(r"[\s\-]+")
 
-# Patterns run against lowercased content, types tried in MEMORY_TYPES order.
+_WEEKDAYS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_PEOPLE = r"(?:i|we|he|she|they|you)"
+
+# Patterns run against lowercased content, types tried in MEMORY_TYPES order. AutoMem's
+# patterns (automem-behaviour.md §2.4) with these changes, so that ordinary personal notes
+# get a plausible type where AutoMem asks an LLM (and stores "Memory" 0.3 without one):
+# - Habit's bare "always" matched instructions ("Allergic to penicillin - always mention it
+#   to a new doctor" was a Habit); it now needs someone who always does it ("I always",
+#   "she almost always"). Recurring times ("every morning", "twice a week", "on Sundays")
+#   are habits too.
+# - Preference also reads "I like / love / enjoy / hate / can't stand", "favourite", "I'd rather".
+# - Decision also reads "settled on", "switched to", "decided on/against".
+# - Insight also reads "turns out", "lesson learned", "noticed", "found out".
+# - Context also reads facts about a person or thing (allergies, birthdays, whose doctor,
+#   where someone lives or works, what is due or expires), not only "when" and "during".
 _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tuple(
     (memory_type, tuple(re.compile(pattern) for pattern in patterns))
     for memory_type, patterns in (
@@ -70,6 +84,7 @@ _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tupl
             (
                 r"decided to", r"chose (\w+) over", r"going with", r"picked",
                 r"selected", r"will use", r"choosing", r"opted for",
+                r"settled on", r"switched to", r"decided (?:on|against)\b",
             ),
         ),
         (
@@ -83,7 +98,11 @@ _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tupl
             "Preference",
             (
                 r"prefer", r"like.*better", r"favorite", r"always use",
-                r"rather than", r"instead of", r"favor",
+                r"rather than", r"instead of", r"favor", r"favourite",
+                rf"\b{_PEOPLE}(?:'d| would) rather\b",
+                rf"\b{_PEOPLE} (?:really |also |just )?(?:like|love|enjoy|hate|dislike|adore|loathe)s?\b",
+                r"\b(?:can't|cannot|can not) stand\b", r"\b(?:don't|doesn't|do not|does not) like\b",
+                r"\bnot a fan of\b",
             ),
         ),
         (
@@ -96,8 +115,11 @@ _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tupl
         (
             "Habit",
             (
-                r"\balways\b(?!\s+use\b)", r"every time", r"habitually",
+                rf"\b{_PEOPLE} (?:almost |nearly )?always\b(?!\s+use\b)", r"every time", r"habitually",
                 r"routine", r"daily", r"weekly", r"monthly",
+                rf"\b(?:every|each) (?:morning|evening|night|day|week|weekend|month|{_WEEKDAYS})\b",
+                r"\b(?:once|twice|three times|four times|\d+ times) a (?:day|week|month)\b",
+                rf"\bon {_WEEKDAYS}s\b", r"\bon weekends\b",
             ),
         ),
         (
@@ -105,6 +127,7 @@ _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tupl
             (
                 r"realized", r"discovered", r"learned that", r"understood",
                 r"figured out", r"insight", r"revelation",
+                r"\bturn(?:s|ed) out\b", r"\blesson learn(?:ed|t)\b", r"\bnoticed\b", r"\bfound out\b",
             ),
         ),
         (
@@ -112,6 +135,13 @@ _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tupl
             (
                 r"during", r"while working on", r"in the context of", r"when",
                 r"at the time", r"situation was",
+                r"\ballerg(?:ic|y|ies)\b", r"\bintoleran(?:t|ce)\b", r"\bbirthday\b",
+                r"\b(?:my|our|his|her|their)(?: \w+)? (?:doctor|dentist|gp|landlord|manager|boss|partner|"
+                r"wife|husband|sister|brother|mum|mom|dad|son|daughter|vet|accountant|physio|physiotherapist|"
+                r"therapist|optician|pharmacist|coach|teacher|lawyer|plumber|mechanic)\b",
+                r"\b(?:lives|lived|works|worked) (?:in|at|as|for)\b", r"\b(?:expires|is due|are due)\b",
+                r"\b(?:phone number|address|email) is\b", r"\b(?:vegetarian|vegan)\b",
+                r"\bappointment\b",
             ),
         ),
     )
@@ -144,13 +174,13 @@ def normalize_memory_type(value: str) -> str:
 
 
 def classify(content: str) -> tuple[str, float]:
-    """Classify content by AutoMem's regex rules into ``(type, confidence)``.
+    """Classify content by AutoMem's regex rules (extended, see above) into ``(type, confidence)``.
 
     The first type (in MEMORY_TYPES order) with any pattern hit wins, with
     confidence 0.6, or 0.6 + 0.1 per matching pattern (≤ 0.95) when several
     of its patterns match. No hit → ``("Context", 0.3)``.
     """
-    text = (content or "").lower()
+    text = (content or "").lower().replace("\u2019", "'")  # a typographic apostrophe: can’t, I’d
     for (memory_type, patterns), any_hit in zip(_CLASSIFIER_PATTERNS, _ANY_HIT):
         if any_hit.search(text) is None:
             continue

@@ -8,12 +8,14 @@ and relation expansion.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .text import plural
+from .timeparse import human_time
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -174,9 +176,18 @@ def _relation_text(relation: dict[str, Any], texts: dict[str, str], width: int) 
 
 
 def format_recall(response: dict[str, Any], now: datetime, texts: dict[str, str],
-                  width: int = 72) -> list[str]:
-    """Readable lines for one recall response (``texts``: content by memory id)."""
+                  width: int = 80) -> list[str]:
+    """Readable lines for one recall response (``texts``: content by memory id), none wider
+    than ``width`` cells: a result's rank, score, match and age, then its content, tags and
+    edges wrapped under it."""
     lines: list[str] = []
+    indent = " " * 5
+    room = max(30, width - len(indent))
+
+    def under(text: str) -> None:
+        lines.extend(textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent,
+                                   break_on_hyphens=False) or [indent])
+
     for rank, result in enumerate(response.get("results", []), 1):
         memory = result.get("memory", {})
         marks = []
@@ -186,11 +197,12 @@ def format_recall(response: dict[str, Any], now: datetime, texts: dict[str, str]
             replaced = texts.get(result["state_replaces"], result["state_replaces"])
             marks.append("replaces: " + _short(replaced, 40))
         mark = f" [{', '.join(marks)}]" if marks else ""
-        lines.append(f"  {rank}. {result.get('final_score', 0.0):.3f}  {result.get('match_type', ''):<17} "
-                     f"{_age(memory.get('timestamp'), now):>8}  {_short(memory.get('content', ''), width)}{mark}")
-        lines.append(f"{'':34}tags: {', '.join(memory.get('tags', []))}")
+        head = f"{result.get('final_score', 0.0):.3f}  {result.get('match_type', '')}  {_age(memory.get('timestamp'), now)}"
+        lines.append(f"  {rank}. " + _short(head + mark, width - 5))
+        under(" ".join(str(memory.get("content", "")).split()))
+        under(f"tags: {', '.join(memory.get('tags', []))}")
         for relation in result.get("relations") or []:
-            lines.append(f"{'':34}{_relation_text(relation, texts, width - 16)}")
+            under(_relation_text(relation, texts, room - 26))
     if not response.get("results"):
         lines.append("  (no results)")
     notes = []
@@ -200,7 +212,8 @@ def format_recall(response: dict[str, Any], now: datetime, texts: dict[str, str]
                      f"{state.get('replacement_count', 0)} replaced by their current version")
     window = response.get("time_window")
     if window:
-        notes.append(f"window: {window.get('start') or '...'} to {window.get('end') or '...'}")
+        notes.append(f"window: {human_time(window.get('start')) if window.get('start') else '...'} to "
+                     f"{human_time(window.get('end')) if window.get('end') else '...'}")
     expansion = response.get("expansion")
     if expansion:
         expanded, seeds = expansion.get("expanded_count", 0), expansion.get("seed_count", 0)
@@ -211,18 +224,24 @@ def format_recall(response: dict[str, Any], now: datetime, texts: dict[str, str]
         notes.append(f"score floor: {plural(gate['filtered_count'], 'weaker result')} after a clear gap "
                      "in the scores left out (adaptive_floor=False keeps them)")
     for note in notes:
-        lines.append(f"  ({note})")
+        lines.extend(textwrap.wrap(f"({note})", width=width, initial_indent="  ", subsequent_indent="   "))
     return lines
 
 
-def run_demo(store: MemoryStore, *, out: Callable[[str], None], as_json: bool = False) -> dict[str, Any]:
-    """Populate ``store`` and run the demo recalls; prints unless ``as_json``; returns everything."""
+def run_demo(store: MemoryStore, *, out: Callable[[str], None], as_json: bool = False,
+             width: int = 80) -> dict[str, Any]:
+    """Populate ``store`` and run the demo recalls; prints (lines of at most ``width`` cells)
+    unless ``as_json``; returns everything."""
+    def say(text: str, indent: str = "") -> None:
+        for line in textwrap.wrap(text, width=width, subsequent_indent=indent, break_on_hyphens=False):
+            out(line)
+
     now = store.now()
     ids = populate(store, now)
     texts = {memory_id: store.get(memory_id)["content"] for memory_id in ids.values()}
     embedder = store.embedder.name if store.embedder is not None else "none"
     if not as_json:
-        out(f"Stored {len(ids)} memories and {len(EDGES) + 1} relations "
+        say(f"Stored {len(ids)} memories and {len(EDGES) + 1} relations "
             f"(one decision superseded) with embedder {embedder!r}.")
     runs: list[dict[str, Any]] = []
     degraded_noted = False
@@ -233,14 +252,14 @@ def run_demo(store: MemoryStore, *, out: Callable[[str], None], as_json: bool = 
             continue
         shown = ", ".join(f"{k}={v!r}" for k, v in demo.params.items())
         out("")
-        out(f"== {demo.title}: {demo.explanation}")
-        out(f"   recall({shown})")
+        say(f"== {demo.title}: {demo.explanation}", "   ")
+        say(f"   recall({shown})", "     ")
         if response.get("degraded") and not degraded_noted:
             reason = _short(store.embedder_error or response.get("degraded_reason") or "", 160)
-            out(f"   note: degraded - vector search is off ({reason}); keyword, tag and graph "
-                "channels still answer")
+            say(f"   note: degraded - vector search is off ({reason}); keyword, tag and graph "
+                "channels still answer", "     ")
             degraded_noted = True
-        for line in format_recall(response, now, texts):
+        for line in format_recall(response, now, texts, width):
             out(line)
     return {"memories": len(ids), "ids": ids, "recalls": runs,
             "degraded": any(r["response"].get("degraded") for r in runs)}

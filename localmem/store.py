@@ -37,7 +37,8 @@ from .storage.health import health_report
 from .recall.learned_rank import TreeModel
 from .recall.pipeline import run_recall
 from .recall.warm_up import load_embedder, warm_up
-from .recall.state import memory_state, state_counts, still_hidden_warning
+from .recall.state import (memory_state, memory_states, state_counts, still_hidden_warning,
+                           without_current_successor)
 from .storage.records import MemoryRow, record_by_id, rows_as_dicts, to_record
 from .relations import SUPERSESSION_TYPES
 from .storage.statements import Statements
@@ -478,7 +479,7 @@ class MemoryStore:
     def list_memories(self, *, tags: Any = None, tag_mode: str = "any", tag_match: str = "prefix",
                       types: Any = None, context: str | None = None, since: Any = None,
                       until: Any = None, sort: str = "time_desc", limit: int = 20,
-                      offset: int = 0) -> dict[str, Any]:
+                      offset: int = 0, state: str | None = None) -> dict[str, Any]:
         """Browse: a page of every memory passing the filters, newest first by default.
 
         ``tags`` filter as recall's do (``tag_mode`` any/all, ``tag_match``
@@ -486,13 +487,20 @@ class MemoryStore:
         8601 times or time expressions (``"last week"``); ``sort`` is one of
         ``storage.listing.SORTS``. Returns ``{"status", "count", "total",
         "limit", "offset", "has_more", "next_offset"?, "sort", "filters",
-        "memories"}``.
-        """
+        "memories"}``. ``state``: a key of ``listing.STATE_FILTERS``; given, each memory gets
+        its ``state`` (as ``get``'s) and the page ``state_counts`` (what the filter hid)."""
+        now = self.now()
+        now_iso = format_timestamp(now)
         with read_transaction(self.conn):  # the total and the page from one snapshot
-            return strip_non_finite(list_page(
-                self.conn, self.sql, now=self.now(), tags=tags, tag_mode=tag_mode, tag_match=tag_match,
+            stuck = without_current_successor(self._backend, now_iso) if state is not None else ()
+            page = list_page(
+                self.conn, self.sql, now=now, tags=tags, tag_mode=tag_mode, tag_match=tag_match,
                 types=types, context=context, since=since, until=until, sort=sort, limit=limit,
-                offset=offset))
+                offset=offset, state=state, stuck=stuck)
+            if state is not None:
+                states = memory_states(self._backend, page["memories"], now_iso)
+                page["memories"] = [{**m, "state": states[m["id"]]} for m in page["memories"]]
+            return strip_non_finite(page)
 
     @_serialized
     def resolve_id(self, id_or_prefix: str, field: str = "memory_id") -> str:
@@ -503,6 +511,12 @@ class MemoryStore:
         several do. A full UUID is returned without checking that it exists.
         """
         return resolve_id(self.conn, self.sql, id_or_prefix, field)
+
+    @_serialized
+    def states(self, memories: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each memory record's ``state`` now, as ``get(with_edges=True)`` gives it, by id."""
+        with read_transaction(self.conn):
+            return memory_states(self._backend, memories, format_timestamp(self.now()))
 
     @_serialized
     def short_ids(self, ids: Iterable[str], min_length: int = 8) -> dict[str, str]:

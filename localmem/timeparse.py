@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 
 from localmem.errors import ValidationError
@@ -221,3 +222,51 @@ def query_has_temporal_intent(q: str) -> bool:
     if not isinstance(q, str) or not q:
         return False
     return TEMPORAL_INTENT.search(q) is not None
+
+
+# -- shown to a person (the CLI, the demo): local time to the minute ---------------------------
+
+
+def _shown_moment(value: Any) -> datetime | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def human_time(value: Any, now: datetime | None = None) -> str:
+    """``2026-11-27 14:03 UTC`` in the local zone, ``(3 days ago)`` after it when ``now`` is
+    given; the value itself when it is not a time, ``-`` when empty."""
+    moment = _shown_moment(value)
+    if moment is None:
+        return str(value) if value else "-"
+    local = moment.astimezone()
+    text = local.strftime("%Y-%m-%d %H:%M ") + (local.tzname() or local.strftime("%z"))
+    return text + (f" ({relative(moment, now)})" if now is not None else "")
+
+
+def short_date(value: Any) -> str:
+    """``2026-11-27``: the local date of a stored time ('' when empty)."""
+    moment = _shown_moment(value)
+    if moment is None:
+        return str(value or "")[:10]
+    return moment.astimezone().strftime("%Y-%m-%d")
+
+
+def relative(moment: datetime, now: datetime) -> str:
+    """``just now``, ``5 minutes ago``, ``3 days ago``, ``in 2 weeks``."""
+    seconds = (now - moment).total_seconds()
+    ahead = seconds < 0
+    seconds = abs(seconds)
+    if seconds < 60:
+        return "just now"
+    for size, unit in ((365 * 86400, "year"), (30 * 86400, "month"), (7 * 86400, "week"),
+                       (86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size:
+            count = int(seconds // size)
+            amount = f"{count} {unit}" + ("" if count == 1 else "s")
+            return f"in {amount}" if ahead else f"{amount} ago"
+    return "just now"  # unreachable

@@ -109,3 +109,47 @@ def test_classify_substring_patterns_like_automem() -> None:
 @pytest.mark.parametrize("content", ["PostgreSQL 16 supports logical replication", "", "ok"])
 def test_classify_fallback_is_canonical_context(content: str) -> None:
     assert classify(content) == ("Context", 0.3)
+
+
+# Ordinary personal notes (issue 35: "Allergic to penicillin ..." was a Habit, and 11 of 12 such
+# notes fell back to Context 0.30). Each gets a plausible type from a rule, not the fallback.
+ORDINARY_NOTES = [
+    ("Allergic to penicillin — always mention it to a new doctor", "Context"),
+    ("I love spicy Thai food but can't stand coriander", "Preference"),
+    ("My favourite coffee is a flat white with oat milk", "Preference"),
+    ("I'd rather have meetings in the morning", "Preference"),
+    ("I\u2019d rather not drive at night", "Preference"),
+    ("Don't like being called before 9am", "Preference"),
+    ("Prefers window seats on long flights", "Preference"),
+    ("I go swimming every Tuesday and Thursday morning", "Habit"),
+    ("Take vitamin D every morning in winter", "Habit"),
+    ("Jogging 5 km three times a week", "Habit"),
+    ("Water the plants on Sundays", "Habit"),
+    ("She almost always orders the soup", "Habit"),
+    ("Decided to sell the car and cycle to work", "Decision"),
+    ("Going with the blue paint for the kitchen", "Decision"),
+    ("Settled on the smaller flat near the station", "Decision"),
+    ("Turns out the boiler only needs its pressure topped up, not a repair", "Insight"),
+    ("Noticed I sleep much better if I skip coffee after noon", "Insight"),
+    ("Lesson learned: always check the oven is off before leaving", "Insight"),
+    ("I tend to overspend on the first weekend after payday", "Pattern"),
+    ("Sam's birthday is on 14 June", "Context"),
+    ("My dentist is Dr. Patel at the Riverside clinic", "Context"),
+    ("My physio is Dr. Lee at the sports clinic", "Context"),
+    ("Anna is vegetarian and doesn't eat fish either", "Context"),
+    ("Passport expires in March 2027", "Context"),
+    ("Tom works at the hospital as a nurse", "Context"),
+]
+
+
+@pytest.mark.parametrize(("content", "expected_type"), ORDINARY_NOTES)
+def test_ordinary_notes_get_a_plausible_type(content: str, expected_type: str) -> None:
+    memory_type, confidence = classify(content)
+    assert memory_type == expected_type
+    assert confidence >= 0.6  # a rule matched: not the 0.3 fallback
+
+
+def test_always_needs_someone_who_always_does_it() -> None:
+    # an instruction with "always" is no habit (AutoMem's bare \balways\b said Habit)
+    assert classify("Always lock the back door") == ("Context", 0.3)
+    assert classify("We always lock the back door")[0] == "Habit"

@@ -376,7 +376,7 @@ def test_recall_table(cli, recall_db: dict[str, str]) -> None:
     result = cli("recall", "database decisions")
     assert result.code == 0
     header = result.out.splitlines()[0].split()
-    assert header == ["#", "score", "id", "content", "tags", "match"]
+    assert header == ["#", "score", "id", "date", "content", "tags", "match"]
     assert recall_db["postgres"][:8] in result.out  # short ids (test_cli_output.py has the layout)
     assert "vector search on" in result.out
 
@@ -588,12 +588,15 @@ def test_import_stdin_and_json_summary(cli, tmp_path: Path) -> None:
     dump = cli("export", db_path=source, embedder=None).out
     result = cli("import", "-", "--json", stdin=dump)
     assert result.code == 0, result.err
-    # The file's vectors came without token codes: the summary counts them, stderr says what adds them.
+    # The file's token codes come back with its vectors (export version 2); the one memory that had
+    # none (its vector was given explicitly) is counted, and stderr says what adds them.
     assert result.json() == {"status": "success", "memories": 6, "edges": 5, "skipped": 0, "not_embedded": 0,
-                             "without_token_codes": 5, "mode": "all-or-nothing",
+                             "without_token_codes": 1,
+                             "why_without_token_codes": "the file carries none for them",
+                             "mode": "all-or-nothing",
                              "by_kind": {"memory": {"created": 6, "updated": 0, "unchanged": 0, "skipped": 0},
                                          "edge": {"created": 5, "updated": 0, "unchanged": 0, "skipped": 0}}}
-    assert "5 memories came with the file's vectors and no token codes" in result.err
+    assert "1 memory came with the file's vectors and no usable token codes" in result.err
     assert "localmem reembed" in result.err
 
 

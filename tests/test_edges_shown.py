@@ -38,7 +38,8 @@ def test_python_get_with_edges_is_opt_in(memory_store):
     detailed = memory_store.get(old, with_edges=True)
     assert {k: detailed[k] for k in RECORD_FIELDS} == plain
     assert set(detailed) - set(RECORD_FIELDS) == {"state", "edges"}
-    assert detailed["state"] == {"status": "expired", "current": False, "superseded_by": new,
+    # supersede set its t_invalid too, but what it is, is superseded
+    assert detailed["state"] == {"status": "superseded", "current": False, "superseded_by": new,
                                  "relation_type": "INVALIDATED_BY"}
     [out] = detailed["edges"]["outgoing"]
     assert (out["memory_id"], out["type"], out["strength"], out["summary"]) == (

@@ -40,7 +40,7 @@ def test_export_opens_with_a_header(tmp_path: Path):
     dump = tmp_path / "dump.jsonl"
     assert localmem(seeded(tmp_path), "export", str(dump)).returncode == 0
     header = lines(dump)[0]
-    assert header["kind"] == "header" and header["format"] == "localmem-export" and header["version"] == 1
+    assert header["kind"] == "header" and header["format"] == "localmem-export" and header["version"] == 2
     assert (header["embedder"], header["dimensions"]) == ("hash", 384)
     assert (header["memories"], header["edges"]) == (2, 1)
     again = tmp_path / "again.jsonl"

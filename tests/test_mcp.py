@@ -105,7 +105,7 @@ def test_text_line_format_header_and_notes():
     response = build_recall_response(result, "text")
     assert len(response.texts) == 1
     text = response.texts[0]
-    assert text.startswith("Found 1 memories (2 duplicates removed; 1 via entity expansion (rachel); "
+    assert text.startswith("Found 1 memory (2 duplicates removed; 1 via entity expansion (rachel); "
                            "1 via relation expansion; state filter suppressed 1, replacements 1):\n\n")
     assert ("1. Chose PostgreSQL. [alpha, beta] (importance: 0.9) score=0.792 [vector] relations=2 "
             "[via entity: rachel] (deduped x1)\n   ID: mem-1\n   Created: 2025-01-15T10:30:00+00:00"
@@ -405,7 +405,7 @@ def test_e2e_store_then_recall_round_trip(mcp_server):
     assert not result.is_error
     assert result.structured_content["mode"] == "ranked"
     assert result.structured_content["results"][0]["memory_id"] == memory_id
-    assert result.content[0].text.startswith("Found 1 memories")
+    assert result.content[0].text.startswith("Found 1 memory")  # issue 35: the count in its number
     assert f"ID: {memory_id}" in result.content[0].text
 
     as_json = mcp_server.call("recall_memory", {"query": "PostgreSQL billing", "tags": ["e2e-roundtrip"],

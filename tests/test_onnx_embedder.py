@@ -14,6 +14,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -772,6 +773,11 @@ def test_first_run_says_what_it_is_doing(tmp_path: Path):
     assert any("exporting all-MiniLM-L6-v2 to ONNX once" in line for line in notes), first.stderr
     assert any("checking it against sentence-transformers" in line for line in notes), first.stderr
     assert any(line.startswith("localmem: exported all-MiniLM-L6-v2 to ONNX in") for line in notes)
+    # issue 35: the estimate is a range that a slow run stays within, and each step's time is
+    # when it started, said so (a bare "(12.3 s)" read as the step's duration)
+    assert "half a minute" not in first.stderr and "usually 15 s to a minute" in first.stderr
+    steps = [line for line in notes if re.search(r"^localmem:\s+\d\. ", line)]
+    assert len(steps) >= 3 and all(re.search(r"\(at \d+ s\)$", line) for line in steps), steps
     second = subprocess.run(command[:-1] + ["again"], capture_output=True, text=True, env=env, cwd=ROOT,
                             timeout=300)
     assert second.returncode == 0 and "export" not in second.stderr, second.stderr  # the fast path, quietly

@@ -102,11 +102,11 @@ def test_store_returns_id_and_get_round_trips(store):
 
 
 def test_store_defaults(store):
-    memory = store.get(store.store("The build server lives in the basement"))
+    memory = store.get(store.store("The build server is in the basement"))
     assert memory == {
         "id": memory["id"],
-        "content": "The build server lives in the basement",
-        "summary": "The build server lives in the basement",
+        "content": "The build server is in the basement",
+        "summary": "The build server is in the basement",
         "type": "Context",
         "confidence": 0.3,
         "importance": 0.5,

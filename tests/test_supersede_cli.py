@@ -115,7 +115,7 @@ def test_supersede_command(two):
     shown = [r["id"] for r in recall["results"]]
     assert old not in shown and new in shown
     stats = ok(run_cli(db, "stats")).stdout
-    assert "3 (2 current; recall hides 1: 1 expired; 1 of them replaced by a current memory)" in stats
+    assert "3 (2 current; recall hides 1: 1 superseded; 1 of them replaced by a current memory)" in " ".join(stats.split())
 
     # An existing memory as the replacement, by --id.
     by_id = json.loads(ok(run_cli(db, "supersede", existing, "--id", new, "--relation", "evolved_into",
@@ -157,11 +157,41 @@ def test_stats_counts_agree_with_recall(tmp_path):
         store.associate(ids["h"], ids["b"], "EVOLVED_INTO")  # its successor is expired: h stays current
         counts = store.state_counts()
         current = store.recall(limit=50)
-    assert counts == {"current": 3, "not_current": 5, "archived": 1, "not_yet_valid": 1, "expired": 2,
-                      "superseded": 1, "replaced": 2}
+    # f, which supersede replaced, is superseded (its t_invalid, set by supersede, is not the story)
+    assert counts == {"current": 3, "not_current": 5, "archived": 1, "not_yet_valid": 1, "expired": 1,
+                      "superseded": 2, "replaced": 2}
     # Recall shows the current ones and hides the rest (archived ones never reach its state filter).
     assert current["count"] == counts["current"]
     assert current["state_filter"]["suppressed_count"] == counts["not_current"] - counts["archived"]
+
+
+def test_list_states_agree_with_get_and_stats(tmp_path):
+    """list_memories(state=...) names each memory's state as get() does, and its counts are stats'
+    (chains whose first successor is not current are walked to their current end)."""
+    now = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    with MemoryStore(tmp_path / "memory.db", embedder="hash", clock=lambda: now) as store:
+        ids = {k: store.store(f"memory {k} about databases") for k in "abcdefghijk"}
+        store.update(ids["a"], archived=True)
+        store.update(ids["b"], t_invalid="2025-01-01T00:00:00Z")
+        store.update(ids["c"], t_valid="2026-01-01T00:00:00Z")
+        store.associate(ids["d"], ids["e"], "INVALIDATED_BY")
+        store.supersede(ids["f"], ids["g"])
+        store.associate(ids["h"], ids["b"], "EVOLVED_INTO")  # its successor is expired: h stays current
+        store.associate(ids["i"], ids["c"], "EVOLVED_INTO")  # i -> c (not yet valid) -> j (current)
+        store.associate(ids["c"], ids["j"], "EVOLVED_INTO")
+        store.update(ids["k"], t_invalid="2025-01-01T00:00:00Z")
+        store.associate(ids["k"], ids["b"], "INVALIDATED_BY")  # expired, its successor too: expired
+        page = store.list_memories(state="all", limit=50)
+        listed = {m["id"]: m["state"]["status"] for m in page["memories"]}
+        got = {i: store.get(i, with_edges=True)["state"]["status"] for i in ids.values()}
+        counts = store.state_counts()
+        current = store.list_memories(state="current", limit=50)
+    assert listed == got
+    assert got[ids["h"]] == "current" and got[ids["i"]] == "superseded" and got[ids["k"]] == "expired"
+    assert page["state_counts"] == {k: counts[k] for k in ("current", "superseded", "expired", "archived",
+                                                           "not_yet_valid")}
+    assert {m["id"] for m in current["memories"]} == {i for i, status in got.items() if status == "current"}
+    assert current["total"] == counts["current"]
 
 
 # -- the same answers through the Python API, HTTP and MCP --------------------------

@@ -254,7 +254,7 @@ def test_a_schema_7_file_recalls_by_cosine_until_reembedded(tmp_path):
         from localmem.cli.maintenance import stats_lines
         from localmem.maintenance.stats import collect_stats
 
-        [line] = [t for t in stats_lines(collect_stats(store, 5)) if t.startswith("token codes")]
+        [line] = [t for t in stats_lines(collect_stats(store, 5), width=1000) if t.startswith("token codes")]
         assert "5 embedded memories have none" in line and "localmem reembed" in line
         before = store.recall("river trip", limit=5)
         assert before["vector_search"]["token_scored"] == 0 and before["count"] == 5

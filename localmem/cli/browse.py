@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ..storage.listing import MAX_LIMIT, SORTS
+from ..storage.listing import MAX_LIMIT, SORTS, STATE_FILTERS
 from ..text import plural
 from .common import EXIT_OK, AddCommand, open_store, split_list
 from .output import Column, Output, one_line
+from .shown import hidden_states_text, short_date, state_marker
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -35,6 +36,10 @@ def register(command: AddCommand) -> None:
     p.add_argument("--sort", choices=SORTS, default="time_desc",
                    help="time_desc (default: newest first), time_asc, updated_desc, updated_asc, "
                         "importance, accessed (last recalled first)")
+    p.add_argument("--state", choices=tuple(STATE_FILTERS), default="current",
+                   help="current (default: what recall shows; the footer counts the rest), all (each "
+                        "memory not current marked, e.g. [superseded by 3f2a9c1d]), not_current, or "
+                        "one state: superseded, expired, archived, not_yet_valid")
     p.add_argument("--limit", type=int, default=20, metavar="N", help=f"page size (default 20, at most {MAX_LIMIT})")
     p.add_argument("--offset", type=int, default=0, metavar="N", help="skip this many (the next page)")
 
@@ -48,8 +53,13 @@ def register(command: AddCommand) -> None:
 
 
 def memory_rows(store: MemoryStore, memories: list[dict[str, Any]]) -> tuple[list[Column], list[list[Any]]]:
-    """Columns and rows for a list of memory records: short id first, the content gets the room."""
-    short = store.short_ids(m["id"] for m in memories)
+    """Columns and rows for a list of memory records: short id first, the content gets the room,
+    after a marker for a memory that is not current (``[superseded by 3f2a9c1d]``)."""
+    states = {m["id"]: m["state"] for m in memories if "state" in m}
+    if len(states) < len(memories):
+        states = store.states(memories)
+    heads = [s["superseded_by"] for s in states.values() if s.get("superseded_by")]
+    short = store.short_ids([m["id"] for m in memories] + heads)
     columns = [
         Column("id", style="id"),
         Column("date"),
@@ -58,17 +68,19 @@ def memory_rows(store: MemoryStore, memories: list[dict[str, Any]]) -> tuple[lis
         Column("content", flex=True),
         Column("tags", cap=40, least=10, drop=1, style="tags"),
     ]
-    rows = [[short[m["id"]], (m["timestamp"] or "")[:10], m["type"], f"{m['importance']:.2f}",
-             one_line(m["content"]), m["tags"]] for m in memories]
+    rows = [[short[m["id"]], short_date(m["timestamp"]), m["type"], f"{m['importance']:.2f}",
+             state_marker(m, states.get(m["id"]), short) + one_line(m["content"]), m["tags"]]
+            for m in memories]
     return columns, rows
 
 
-def _page_line(page: dict[str, Any], total: int | None = None) -> str:
+def _page_line(page: dict[str, Any], total: int | None = None, hidden: str = "") -> str:
     first = page["offset"] + 1 if page["count"] else page["offset"]
     last = page["offset"] + page["count"]
     of = f" of {total}" if total is not None else ""
     more = f"; next page: --offset {page['next_offset']}" if page.get("has_more") else ""
-    return f"(showing {first}-{last}{of}{more})"
+    hidden = f"; {hidden}" if hidden else ""
+    return f"(showing {first}-{last}{of}{more}{hidden})"
 
 
 def cmd_list(args: argparse.Namespace, out: Output) -> int:
@@ -76,14 +88,19 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
         page = store.list_memories(tags=split_list(args.tags), tag_mode=args.tag_mode,
                                    tag_match=args.tag_match, types=split_list(args.type),
                                    context=args.context, since=args.since, until=args.until,
-                                   sort=args.sort, limit=args.limit, offset=args.offset)
+                                   sort=args.sort, limit=args.limit, offset=args.offset,
+                                   state=args.state)
         for warning in page.get("warnings", ()):
             out.note(f"warning: {warning}")
         if out.as_json:
             out.json(page)
             return EXIT_OK
+        hidden = hidden_states_text(page["state_counts"], STATE_FILTERS[args.state])
+        hidden_note = f"{hidden}; --state all shows them" if hidden else ""
         if not page["memories"]:
-            if page["total"]:
+            if hidden:
+                out.lines(out.wrap(f"no memories match --state {args.state} ({hidden_note})"))
+            elif page["total"]:
                 out.lines(out.wrap(f"no memories past --offset {page['offset']} "
                                    f"({plural(page['total'], 'memory', 'memories')} in all)"))
             elif page["filters"]:
@@ -95,7 +112,7 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
         columns, rows = memory_rows(store, page["memories"])
     out.lines(out.table(columns, rows))
     out.line("")
-    out.lines(out.wrap(_page_line(page, page["total"]), "dim"))
+    out.lines(out.wrap(_page_line(page, page["total"], hidden_note), "dim"))
     return EXIT_OK
 
 

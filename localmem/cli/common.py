@@ -13,7 +13,7 @@ from ..errors import AmbiguousIdError, LocalMemError, NotFoundError, ValidationE
 from ..settings import choose_embedder, default_db_path, opens_read_only
 from ..storage.database import MEMORY_PATH
 from ..timegrammar import read_time_expression
-from ..timeparse import format_timestamp, parse_timestamp
+from ..timeparse import format_timestamp, human_time, parse_timestamp, short_date
 from ..validation import decode_json
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def time_option(value: str | None, option: str, out: Output) -> str | None:
         raise ValidationError(f"{option} must be an ISO 8601 time or a time expression such as 'yesterday', "
                               f"'3 days ago' or '27/11/2026' ({value!r}: {why})")
     start = format_timestamp(reading.start)
-    out.note(f"note: {option} {value!r} was read as {start} (the start of that time)")
+    out.note(f"note: {option} {value!r} was read as {human_time(start)} (the start of that time)")
     for note in reading.notes:
         out.note(f"note: {option} {note}")
     return start
@@ -121,7 +121,7 @@ def resolve_id(store: MemoryStore, text: str, what: str = "memory id") -> str:
                 record = store.get(candidate)
             except NotFoundError:  # deleted meanwhile
                 continue
-            lines.append(f"  {candidate}  {(record['timestamp'] or '')[:10]}  {short(record['content'], 50)}")
+            lines.append(f"  {candidate}  {short_date(record['timestamp'])}  {short(record['content'], 50)}")
         if exc.more:
             lines.append("  ...")
         raise AmbiguousIdError("\n".join(lines), candidates=exc.candidates, more=exc.more) from None

@@ -31,12 +31,13 @@ def cmd_demo(args: argparse.Namespace, out: Output) -> int:
             embedder = store.embedder.name if store.embedder is not None else "none"
             if not out.as_json:
                 where = path if explicit else f"{path} (temporary; --db PATH keeps it)"
-                out.line(f"localmem demo - database {where}, embedder {embedder}")
-            result = run_demo(store, out=out.line, as_json=out.as_json)
+                out.lines(out.wrap(f"localmem demo - database {where}, embedder {embedder}"))
+            result = run_demo(store, out=out.line, as_json=out.as_json, width=out.width)
             if out.as_json:
                 out.json({"status": "success", "path": path, "embedder": embedder,
                           "embedder_error": store.embedder_error, **result})
             elif result["degraded"]:
                 out.line("")
-                out.line("The embedding model was unavailable, so this ran degraded (no vector channel).")
+                out.lines(out.wrap("The embedding model was unavailable, so this ran degraded "
+                                   "(no vector channel)."))
     return EXIT_OK

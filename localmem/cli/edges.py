@@ -12,6 +12,7 @@ from ..relations import AUTHORABLE_TYPES, SUPERSESSION_TYPES, supersession_meani
 from ..text import plural
 from .common import EXIT_OK, AddCommand, json_object, open_store, resolve_id, split_list, time_option
 from .output import Output, short
+from .shown import human_time, wrapped
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -173,28 +174,36 @@ def state_text(record: dict[str, Any]) -> str:
     parts = {
         "current": "current",
         "superseded": "superseded",
-        "expired": f"expired (t_invalid {record.get('t_invalid')})",
+        "expired": f"expired since {human_time(record.get('t_invalid'))}",
         "archived": "archived",
-        "not_yet_valid": f"not yet valid (t_valid {record.get('t_valid')})",
+        "not_yet_valid": f"not yet valid (from {human_time(record.get('t_valid'))})",
     }
     text = parts.get(status, status)
     if state.get("superseded_by"):
         joiner = " by " if status == "superseded" else "; superseded by "
         text += f"{joiner}{state['superseded_by']} ({state.get('relation_type')})"
+        if status == "superseded" and record.get("t_invalid"):
+            text += f" since {human_time(record['t_invalid'])}"
     if not state["current"]:
         text += " - recall hides it (--state-mode history shows it)"
     return text
 
 
-def edge_lines(record: dict[str, Any]) -> list[str]:
-    """``get``'s edge list: outgoing (this -> other) and incoming (other -> this)."""
+def edge_lines(record: dict[str, Any], width: int = 80) -> list[str]:
+    """``get``'s edge list: outgoing (this -> other) and incoming (other -> this), each edge's
+    summary on the lines under it when the line would pass ``width`` cells."""
     lines: list[str] = []
     for key, arrow in (("outgoing", "-[{}]->"), ("incoming", "<-[{}]-")):
         edges = record["edges"][key]
         lines.append(f"{key} edges: {len(edges) or 'none'}")
         for edge in edges[:GET_EDGE_LINES]:
-            lines.append(f"  {arrow.format(edge['type'])} {edge['memory_id']} (strength {edge['strength']:.2f})  "
-                         f"{short(edge['summary'], 60)}")
+            head = f"  {arrow.format(edge['type'])} {edge['memory_id']} (strength {edge['strength']:.2f})"
+            summary = short(edge["summary"], 60)
+            if len(head) + 2 + len(summary) <= width:
+                lines.append(f"{head}  {summary}")
+            else:
+                lines.append(head)
+                lines.extend("    " + part for part in wrapped(summary, max(20, width - 4)))
         if len(edges) > GET_EDGE_LINES:
             lines.append(f"  ... and {len(edges) - GET_EDGE_LINES} more (--json lists them all)")
     return lines

@@ -14,6 +14,7 @@ from ..storage.database import MEMORY_PATH
 from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
 from ..text import plural
 from .output import Output, human_size
+from .shown import field_lines, human_time
 
 if TYPE_CHECKING:
     from ..maintenance.importer import KindCounts
@@ -129,8 +130,8 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
                  "with a working embedder to add them")
     if result.without_token_codes:
         out.note(f"note: {plural(result.without_token_codes, 'memory', 'memories')} came with the file's vectors "
-                 "and no token codes, so recall scores them by cosine alone; 'localmem reembed' "
-                 "(or importing with --reembed) adds them")
+                 f"and no usable token codes ({result.token_codes_kept}), so recall scores them by cosine "
+                 "alone; 'localmem reembed' (or importing with --reembed) adds them")
     return EXIT_OK
 
 
@@ -175,7 +176,7 @@ def _state_text(counts: dict[str, int]) -> str:
     return text
 
 
-def stats_lines(stats: dict[str, Any]) -> list[str]:
+def stats_lines(stats: dict[str, Any], width: int = 80) -> list[str]:
     def counts(mapping: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in mapping.items()) or "-"
 
@@ -195,7 +196,7 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
                      f"{plural(stats['vector_count'], 'vector')}, {plural(stats['tag_count'], 'tag row')} - "
                      + ("agree" if stats["indexes_agree"] else "DISAGREE (run localmem doctor)"))),
         ("edges", f"{stats['edge_count']}" + (f" ({counts(stats['edge_types'])})" if stats["edge_types"] else "")),
-        ("time span", f"{stats['oldest']} to {stats['newest']}" if stats["oldest"] else "-"),
+        ("time span", f"{human_time(stats['oldest'])} to {human_time(stats['newest'])}" if stats["oldest"] else "-"),
         ("types", counts(stats["types"])),
         ("contexts", counts(stats["contexts"])),
         ("top tags", ", ".join(f"{t['tag']} {t['count']}" for t in stats["top_tags"]) or "-"),
@@ -209,8 +210,7 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
                         + " none (stored before schema 8, imported with their file's vectors, or given "
                           "their own): "
                           "`localmem reembed` adds them"))
-    width = max(len(name) for name, _ in rows)
-    return [f"{name.ljust(width)}  {value}" for name, value in rows]
+    return field_lines(rows, width)
 
 
 def cmd_stats(args: argparse.Namespace, out: Output) -> int:
@@ -221,7 +221,7 @@ def cmd_stats(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(stats)
     else:
-        out.lines(stats_lines(stats))
+        out.lines(stats_lines(stats, out.width))
     return EXIT_OK
 
 

@@ -6,14 +6,17 @@ Every id argument takes a full id or a unique prefix (``common.resolve_id``).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ValidationError
 from . import edges
 from .common import EXIT_OK, AddCommand, json_object, naming, open_store, resolve_id, split_list, time_option
 from .output import Output
+from .shown import field_lines, human_time, wrapped
 
 
 def register(command: AddCommand) -> None:
@@ -72,21 +75,23 @@ def _store_fields(args: argparse.Namespace, out: Output) -> dict[str, Any]:
     return fields
 
 
-def record_lines(record: dict[str, Any]) -> list[str]:
-    """A memory record as ``field  value`` lines, then its content."""
+def record_lines(record: dict[str, Any], width: int = 80, now: datetime | None = None) -> list[str]:
+    """A memory record as ``field  value`` lines (times to the minute, local; ``now`` adds how long
+    ago), then its content, wrapped to ``width`` cells."""
+    when = functools.partial(human_time, now=now)
     rows: list[tuple[str, str]] = [
         ("id", record["id"]),
         ("type", f"{record['type']} (confidence {record['confidence']:.2f})"),
         ("importance", f"{record['importance']:.2f}"),
         ("tags", ", ".join(record["tags"]) or "-"),
         ("context", record["context"]),
-        ("timestamp", record["timestamp"]),
-        ("updated_at", record["updated_at"]),
-        ("last_accessed", record["last_accessed"]),
-        ("t_valid", record["t_valid"] or "-"),
+        ("timestamp", when(record["timestamp"])),
+        ("updated_at", when(record["updated_at"])),
+        ("last_accessed", when(record["last_accessed"])),
+        ("t_valid", human_time(record["t_valid"])),
     ]
     if record.get("t_invalid"):
-        rows.append(("t_invalid", record["t_invalid"]))
+        rows.append(("t_invalid", human_time(record["t_invalid"])))
     if record.get("archived"):
         rows.append(("archived", "yes"))
     if record.get("relevance_score") is not None:
@@ -95,10 +100,9 @@ def record_lines(record: dict[str, Any]) -> list[str]:
         rows.append(("summary", record["summary"]))
     if record.get("metadata"):
         rows.append(("metadata", json.dumps(record["metadata"], ensure_ascii=False)))
-    width = max(len(name) for name, _ in rows)
-    lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
+    lines = field_lines(rows, width)
     lines.append("")
-    lines.extend(record["content"].splitlines() or [""])
+    lines.extend(wrapped(record["content"], width))
     return lines
 
 
@@ -124,10 +128,10 @@ def cmd_get(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(record)
     else:
-        out.lines(record_lines(record))
+        out.lines(record_lines(record, out.width, datetime.now(timezone.utc)))
         out.line("")
-        out.line(f"state: {edges.state_text(record)}")
-        out.lines(edges.edge_lines(record))
+        out.lines(wrapped(f"state: {edges.state_text(record)}", out.width, "  "))
+        out.lines(edges.edge_lines(record, out.width))
     return EXIT_OK
 
 
@@ -147,7 +151,7 @@ def cmd_update(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json({"status": "success", "memory_id": record["id"], "memory": record})
     else:
-        out.lines(record_lines(record))
+        out.lines(record_lines(record, out.width))
     return EXIT_OK
 
 

@@ -99,6 +99,33 @@ def short(text: Any, width: int) -> str:
     return clip(one_line(text), width)
 
 
+def wrap_cells(text: str, width: int, max_lines: int) -> list[str]:
+    """``text`` (one line) over at most ``max_lines`` lines of ``width`` cells, broken at spaces
+    (a longer word is cut), the last line ending in ``...`` when text is left over."""
+    lines: list[str] = []
+    current = ""
+    words = text.split(" ")
+    for index, word in enumerate(words):
+        candidate = f"{current} {word}" if current else word
+        if cell_width(candidate) <= width:
+            current = candidate
+            continue
+        if current:
+            lines.append(current)
+        while cell_width(word) > width:
+            lines.append(_take(word, width))
+            word = word[len(lines[-1]):]
+        current = word
+        if len(lines) >= max_lines:
+            rest = " ".join([current] + words[index + 1:])
+            return lines[:max_lines - 1] + [clip(lines[max_lines - 1] + " " + rest, width)]
+    if current or not lines:
+        lines.append(current)
+    if len(lines) > max_lines:
+        return lines[:max_lines - 1] + [clip(" ".join(lines[max_lines - 1:]), width)]
+    return lines
+
+
 def fit_items(items: Sequence[str], width: int, sep: str = ", ") -> str:
     """As many whole items as fit in ``width`` cells, then ``+N`` for the rest."""
     if not items:
@@ -161,6 +188,7 @@ class Column:
     header: str
     right: bool = False
     flex: bool = False
+    wrap: int = 1  # the flexible column's text may run over this many lines
     cap: int | None = None
     least: int | None = None
     drop: int = 0
@@ -208,18 +236,24 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], *, w
     paint = paint or (lambda text, role: text)
     lines = []
     for index, row in enumerate([[c.header for c in columns]] + [list(r) for r in rows]):
-        cells = []
+        cells: list[list[str]] = []  # each shown column's lines, padded to its width
         for col, w, cell in zip(columns, widths, row):
             if w is None:
                 continue
             if index == 0:
-                text, role = clip(cell, w), "header"
+                texts, role = [clip(cell, w)], "header"
+            elif isinstance(cell, str) and col.wrap > 1:
+                texts = wrap_cells(cell, w, col.wrap)
+                role = col.style(cell) if callable(col.style) else col.style
             else:
-                text = fit_items(cell, w) if not isinstance(cell, str) else clip(cell, w)
-                role = col.style(text) if callable(col.style) else col.style
-            fill = " " * (w - cell_width(text))
-            cells.append(fill + paint(text, role) if col.right else paint(text, role) + fill)
-        lines.append(GAP.join(cells).rstrip())
+                texts = [fit_items(cell, w) if not isinstance(cell, str) else clip(cell, w)]
+                role = col.style(texts[0]) if callable(col.style) else col.style
+            cells.append([(" " * (w - cell_width(t)) + paint(t, role)) if col.right
+                          else paint(t, role) + " " * (w - cell_width(t)) for t in texts])
+        shown = [w for w in widths if w is not None]
+        for depth in range(max(len(c) for c in cells)):
+            lines.append(GAP.join(c[depth] if depth < len(c) else " " * w
+                                  for c, w in zip(cells, shown)).rstrip())
     return lines
 
 

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ..errors import ValidationError
+from ..text import plural
 from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, split_list
 from .output import Output
 
@@ -102,7 +103,7 @@ def _print(out: Output, report: dict[str, Any], path: str) -> None:
     out.line(f"embeddings: {embeddings.get('plan')}; {embeddings['sent']} sent, "
              f"{embeddings['server_embedded']} embedded by the server")
     if report["recovered"] or report["duplicates_removed"]:
-        out.line(f"interrupted push resumed: {report['recovered']} memories found on the server, "
+        out.line(f"interrupted push resumed: {plural(report['recovered'], 'memory', 'memories')} found on the server, "
                  f"{report['duplicates_removed']} duplicates removed")
     for item in report["failed"]:
         out.note(f"failed: {item['kind']} {item['id']}: {item['reason']}")
@@ -118,7 +119,7 @@ def _print(out: Output, report: dict[str, Any], path: str) -> None:
                  f"{check['changed_since_push']} changed since); the server counts {check['server_memories']}; "
                  f"sampled {check['sampled']}: {len(check['missing_on_server'])} missing, "
                  f"{len(check['differences'])} field differences, {len(check['recall_missed'])} not recalled, "
-                 f"{len(check['edges_missing'])} edges missing")
+                 f"{plural(len(check['edges_missing']), 'edge')} missing")
         if check["vector_not_found"]:
             out.note(f"note: {len(check['vector_not_found'])} sampled memories were not found by their own vector "
                      "(the server re-embedded them after a content change) but were found by their words")

@@ -8,6 +8,7 @@ from typing import Any
 from .common import EXIT_OK, AddCommand, key_values, open_store, split_list
 from ..text import plural
 from .output import Column, Output, one_line
+from .shown import human_time, short_date, state_marker
 
 SORT_CHOICES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 
@@ -81,26 +82,35 @@ def confidence_line(confidence: dict[str, Any] | None) -> tuple[str, str | None]
     return f"match confidence: {level}{evidence}: {text}", role
 
 
+CONTENT_LINES = 8  # a result's content wraps over up to this many lines, then ends in "..."
+
+
 def recall_lines(response: dict[str, Any], out: Output | None = None,
-                 short_ids: dict[str, str] | None = None) -> list[str]:
-    """The results as a table that fits the terminal, then a summary and the match confidence."""
+                 short_ids: dict[str, str] | None = None,
+                 states: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """The results as a table that fits the terminal (each content wrapped over up to
+    CONTENT_LINES lines, the memory's date beside it), then a summary and the match confidence.
+    ``states`` (history mode): each memory's state, a memory not current marked in its content."""
     out = out or Output(False, color="never")
     short_ids = short_ids or {}
+    states = states or {}
     results = response.get("results", [])
     columns = [
         Column("#", right=True),
         Column("score", right=True),
         Column("id", style="id"),
-        Column("content", flex=True),
-        Column("tags", cap=40, least=10, drop=1, style="tags"),
-        Column("match", drop=2, style="dim"),
+        Column("date", drop=1),  # given up last
+        Column("content", flex=True, wrap=CONTENT_LINES),
+        Column("tags", cap=40, least=10, drop=2, style="tags"),
+        Column("match", drop=3, style="dim"),
     ]
     rows = []
     for rank, result in enumerate(results, 1):
         memory = result.get("memory") or {}
         memory_id = str(result.get("id", ""))
+        content = state_marker(memory, states.get(memory_id), short_ids) + one_line(memory.get("content", ""))
         rows.append([str(rank), f"{result.get('final_score', 0.0):.3f}", short_ids.get(memory_id, memory_id),
-                     one_line(memory.get("content", "")), list(memory.get("tags") or []),
+                     short_date(memory.get("timestamp")), content, list(memory.get("tags") or []),
                      str(result.get("match_type", ""))])
     lines = out.table(columns, rows) if rows else ["no memories found"]
     vector = response.get("vector_search") or {}
@@ -112,7 +122,8 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
         summary.append(f"{response['query_time_ms']:.0f} ms")
     window = response.get("time_window")
     if window and (window.get("start") or window.get("end")):
-        summary.append(f"window {window.get('start') or '...'} to {window.get('end') or '...'}")
+        summary.append(f"window {human_time(window.get('start')) if window.get('start') else '...'} to "
+                       f"{human_time(window.get('end')) if window.get('end') else '...'}")
     for date in (response.get("learned_rank") or {}).get("dates_in_query") or []:
         summary.append(f"date in the query ranked by: {date.get('expression')} (a hint, not a filter)")
     state = response.get("state_filter") or {}
@@ -169,8 +180,12 @@ def cmd_recall(args: argparse.Namespace, out: Output) -> int:
         if out.as_json:
             out.json(response)
             return EXIT_OK
-        short_ids = store.short_ids(r["id"] for r in response.get("results", []))
-        out.lines(recall_lines(response, out, short_ids))
+        results = response.get("results", [])
+        states = (store.states([r["memory"] for r in results if r.get("memory")])
+                  if params.get("state_mode") == "history" else {})
+        heads = [s["superseded_by"] for s in states.values() if s.get("superseded_by")]
+        short_ids = store.short_ids([r["id"] for r in results] + heads)
+        out.lines(recall_lines(response, out, short_ids, states))
         if response.get("degraded") and store.embedder_error:
             out.note(f"warning: {store.embedder_error}")
     return EXIT_OK

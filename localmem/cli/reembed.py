@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ValidationError
+from ..text import plural
 from .common import EXIT_OK, AddCommand, db_path
 from .output import Output
 
@@ -53,11 +54,12 @@ def cmd_reembed(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     before = report["previous"]
     if report["status"] == "complete":
-        out.line(f"re-embedded {report['total']} memories with {report['embedder']} ({report['dimensions']} "
-                 f"dimensions; was {before['embedder']}, {before['dimensions']}) in {report['seconds']} s"
+        out.line(f"re-embedded {plural(report['total'], 'memory', 'memories')} with {report['embedder']} "
+                 f"({report['dimensions']} dimensions; was {before['embedder']}, {before['dimensions']}) in {report['seconds']} s"
                  + (f", {report['memories_per_second']} memories/s" if report["memories_per_second"] else ""))
     else:
-        out.line(f"embedded {report['processed']} memories with {report['embedder']}; {report['remaining']} of "
+        out.line(f"embedded {plural(report['processed'], 'memory', 'memories')} with {report['embedder']}; "
+                 f"{report['remaining']} of "
                  f"{report['total']} to go (run 'localmem reembed' with the same embedder again to go on; "
                  f"recall still uses {before['embedder']} until then)")
     return EXIT_OK

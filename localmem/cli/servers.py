@@ -3,10 +3,53 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import socket
+import sys
+from collections.abc import Iterator
 
 from ..errors import LocalMemError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
+
+
+class PortInUse(LocalMemError):
+    """The port a server was asked to listen on is taken (exit code 1, as any error)."""
+
+
+def _bindable(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
+    return True
+
+
+def check_port(host: str, port: int) -> None:
+    """``PortInUse`` naming the port and a free one to try, when ``port`` is taken on ``host``."""
+    if port == 0 or _bindable(host, port):
+        return
+    other = next((p for p in range(port + 1, min(port + 20, 65536)) if _bindable(host, p)), None)
+    try_other = f"try --port {other} or " if other else ""
+    raise PortInUse(f"port {port} is in use on {host} ({try_other}stop the other process)")
+
+
+@contextlib.contextmanager
+def starting(host: str, port: int) -> Iterator[None]:
+    """uvicorn's exit when it cannot start (the port taken after ``check_port``, say) as an
+    error of ours (exit code 1), not its own code 3."""
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code in (None, 0):
+            raise
+        raise LocalMemError(f"the server could not start on {host}:{port} (the reason is above)") from None
 
 
 def register(command: AddCommand) -> None:
@@ -14,8 +57,9 @@ def register(command: AddCommand) -> None:
     p = command("serve", cmd_serve, "serve the AutoMem-compatible HTTP API (needs the 'server' extra)",
                 epilog="With $LOCALMEM_API_TOKEN (or $AUTOMEM_API_TOKEN) set, every route but /health "
                        "asks for it; an address other than loopback is refused without a token. "
-                       "The same port serves the memory browser at /ui/ and the MCP tools over "
-                       "Streamable HTTP at /mcp (stateless; needs the 'mcp' extra; docs/mcp-http.md).")
+                       "The same port serves the memory browser at /ui/ ('/' leads there) and the MCP "
+                       "tools over Streamable HTTP at /mcp (stateless; needs the 'mcp' extra; "
+                       "docs/mcp-http.md). A port in use exits 1.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8001, metavar="N", help="port (default 8001)")
     p.add_argument("--log-level", default="info", metavar="LEVEL",
@@ -41,9 +85,17 @@ def cmd_serve(args: argparse.Namespace, out: Output) -> int:
     request_policy(args.allowed_host, args.allowed_origin, bind_host=args.host)
     from ..http.server import serve
 
+    check_port(args.host, args.port)
     with open_store(args) as store:
-        serve(store, host=args.host, port=args.port, token=token, log_level=args.log_level,
-              allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)
+        embedder = store.embedder.name if store.embedder is not None else "none"
+        where = f"[{args.host}]" if ":" in args.host else args.host
+        base = f"http://{where}:{args.port}"
+        print(f"localmem serve: database {store.path} (embedder {embedder})\n"
+              f"localmem serve: the HTTP API at {base}/ (GET /health, /recall, POST /memory, ...), "
+              f"the memory browser at {base}/ui/", file=sys.stderr, flush=True)
+        with starting(args.host, args.port):
+            serve(store, host=args.host, port=args.port, token=token, log_level=args.log_level,
+                  allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)
     return EXIT_OK
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError, ValidationError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
+from .servers import check_port, starting
 
 if TYPE_CHECKING:
     from ..ui.auth import Sessions
@@ -70,6 +71,7 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
         from ..http.server import uvicorn_config
     except ImportError as exc:
         raise ConfigError("The memory browser needs the 'server' extra: pip install 'localmem[server]'") from exc
+    check_port(HOST, args.port)
     port = args.port or free_port()
     with open_store(args) as store:
         app = create_app(store, token=resolve_token(None))
@@ -90,7 +92,8 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
                 opened = open_signed_in(app.state.ui_sessions, base)
             elif args.open:
                 webbrowser.open(base)
-            uvicorn.Server(uvicorn_config(app, host=HOST, port=port, log_level=args.log_level)).run()
+            with starting(HOST, port):
+                uvicorn.Server(uvicorn_config(app, host=HOST, port=port, log_level=args.log_level)).run()
         finally:
             if opened is not None:
                 # Its code was never spent. (Ended by SIGTERM, uvicorn exits before this runs; the

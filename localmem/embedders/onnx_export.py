@@ -90,7 +90,8 @@ def _load_st_model(folder: Path) -> Any:
 
 
 class _Steps:
-    """Says each step of an export as it starts (``localmem.onnx`` log, INFO), with the time so far."""
+    """Says each step of an export as it starts (``localmem.onnx`` log, INFO), with how long the
+    export has run so far, worded as such (a bare ``(12.3 s)`` read as the step's duration)."""
 
     def __init__(self, model: str, started: float) -> None:
         self.model = model.strip()
@@ -99,7 +100,7 @@ class _Steps:
 
     def __call__(self, what: str) -> None:
         self.number += 1
-        log.info("  %d. %s (%.1f s)", self.number, what, time.perf_counter() - self.started)
+        log.info("  %d. %s (at %.0f s)", self.number, what, time.perf_counter() - self.started)
 
 
 def _versions() -> dict[str, str]:
@@ -295,8 +296,8 @@ def export_model(
             clean_stale(root)
             started = time.perf_counter()
             step = _Steps(model, started)
-            log.info("exporting %s to ONNX once, for a fast start from now on (about half a minute; "
-                     "LOCALMEM_ONNX_EXPORT=0 turns this off)", model.strip())
+            log.info("exporting %s to ONNX once, for a fast start from now on (usually 15 s to a minute, "
+                     "longer on a busy machine; LOCALMEM_ONNX_EXPORT=0 turns this off)", model.strip())
             if st_model is None:
                 step("loading it with sentence-transformers")
                 st_model = _load_st_model(folder)

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 
 from ..store import MemoryStore
@@ -100,6 +100,8 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         # localmem sync URL: this store's side of a sync (routes_sync.py).
         *[Route(f"/sync/{name}", endpoint(getattr(sync, name.replace("-", "_"))), methods=["POST"])
           for name in ("hello", "page", "states", "edge-states", "put", "put-edges", "bases", "sent")],
+        # "/" has nothing of its own: a person who opens the server's address meets the browser.
+        Route("/", lambda request: RedirectResponse("/ui/", status_code=307), methods=["GET", "HEAD"]),
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=endpoint),

@@ -106,7 +106,7 @@ class AuthMiddleware:
         scope[AUTHENTICATED_SCOPE_KEY] = ok
         scope[ADMIN_SCOPE_KEY] = ok and grant.admin
         scope[CONTEXTS_SCOPE_KEY] = grant.contexts if ok else None
-        open_route = (scope["method"] == "OPTIONS" or scope["path"] in ("/health", "/ui")
+        open_route = (scope["method"] == "OPTIONS" or scope["path"] in ("/health", "/ui", "/")
                       or ui_auth.is_open(scope["path"]))
         scoped_out = (ok and not grant.admin
                       and (scope["method"], scope["path"]) not in CONTEXT_AWARE_PATHS)

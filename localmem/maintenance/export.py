@@ -18,6 +18,7 @@ from ..storage.database import MEMORY_PATH, read_transaction
 from ..storage.files import refuse_database_file, refuse_special_output, replacing_file
 from ..storage.records import rows_as_dicts, to_record
 from .export_header import make_header
+from .export_tokens import codes_field
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -47,7 +48,8 @@ def iter_export(store: MemoryStore) -> Iterator[dict[str, Any]]:
         yield make_header(store, counts["memories"], counts["edges"], counts["embeddings"])
         for row in rows_as_dicts(store.conn.execute(store.sql["export_memories"])):
             record = to_record(row)
-            yield {"kind": "memory", **record, "embedding": decode_embedding(row["embedding"])}
+            yield {"kind": "memory", **record, "embedding": decode_embedding(row["embedding"]),
+                   "token_codes": codes_field(row["token_count"], row["token_codes"])}
         for row in rows_as_dicts(store.conn.execute(store.sql["export_edges"])):
             yield {
                 "kind": "edge",

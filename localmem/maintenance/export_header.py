@@ -1,8 +1,11 @@
 """The first line of an export: what the file holds and which embedder made its vectors.
 
-    {"kind": "header", "format": "localmem-export", "version": 1,
+    {"kind": "header", "format": "localmem-export", "version": 2,
      "localmem": "0.1.0", "embedder": "all-MiniLM-L6-v2", "dimensions": 384,
-     "memories": 120, "edges": 14}
+     "memories": 120, "edges": 14, "token_centre": "...base64..."}
+
+Version 2 adds ``token_centre`` and each memory line's ``token_codes``
+(export_tokens.py); version 1 files (without them) import as before.
 
 Import reads it to refuse vectors from another embedder (they would sit in
 this database's vector space and match nothing, or the wrong things) unless
@@ -17,13 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import ValidationError
+from .export_tokens import file_centre
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
 FORMAT = "localmem-export"
-VERSION = 1
-HEADER_FIELDS = frozenset({"format", "version", "localmem", "embedder", "dimensions", "memories", "edges"})
+VERSION = 2
+HEADER_FIELDS = frozenset({"format", "version", "localmem", "embedder", "dimensions", "memories", "edges",
+                           "token_centre"})
 
 
 def make_header(store: MemoryStore, memories: int, edges: int, embeddings: int) -> dict[str, Any]:
@@ -31,7 +36,7 @@ def make_header(store: MemoryStore, memories: int, edges: int, embeddings: int) 
     embedder = store.backend.meta("embedder") if embeddings else None
     return {"kind": "header", "format": FORMAT, "version": VERSION, "localmem": __version__,
             "embedder": embedder, "dimensions": store.dimensions if embedder else None,
-            "memories": memories, "edges": edges}
+            "memories": memories, "edges": edges, "token_centre": file_centre(store, embedder)}
 
 
 def _same_model(a: str, b: str) -> bool:

@@ -4,7 +4,8 @@ Export (``export.py``) writes a header line first (format version, the embedder 
 the vectors, the counts: ``export_header``), then one line per memory, in
 insertion order::
 
-    {"kind": "memory", ...the memory record..., "embedding": [floats] or null}
+    {"kind": "memory", ...the memory record..., "embedding": [floats] or null,
+     "token_codes": {"tokens": n, "codes": base64} or null}   (version 2: export_tokens.py)
 
 then one line per edge::
 
@@ -66,6 +67,7 @@ from ..storage.records import MemoryRow, rows_as_dicts, to_record
 from ..relations import RELATION_TYPES
 from ..timeparse import format_timestamp
 from .export_header import check_header
+from .export_tokens import CodesPolicy, read_codes_field
 from ..validation import (
     JSONTextError,
     decode_json,
@@ -125,6 +127,7 @@ class ImportResult:
     edge: KindCounts = field(default_factory=KindCounts)
     not_embedded: int = 0  # memories that wanted an embedding but the embedder was unavailable
     without_token_codes: int = 0  # stored with the file's vector, so without token codes (reembed adds them)
+    token_codes_kept: str = "the file has no header to check its token codes against"  # or why not
     chunked: bool = False
 
     @property
@@ -142,6 +145,7 @@ class ImportResult:
     def as_dict(self) -> dict[str, Any]:
         return {"memories": self.memories, "edges": self.edges, "skipped": self.skipped,
                 "not_embedded": self.not_embedded, "without_token_codes": self.without_token_codes,
+                "why_without_token_codes": self.token_codes_kept if self.without_token_codes else None,
                 "mode": "chunked" if self.chunked else "all-or-nothing",
                 "by_kind": {"memory": asdict(self.memory), "edge": asdict(self.edge)}}
 
@@ -158,7 +162,7 @@ class _Memory:
     given: bool  # the vector came from the line
     wants_embedding: bool  # stored new without a vector, it is embedded
     embedded: bool = False  # the embedder has been asked for ``vector`` already
-    codes: tuple[int, bytes] | None = None  # token codes made with ``vector`` when this store embedded it
+    codes: tuple[int, bytes] | None = None  # the file's token codes (kept), or those made when this store embedded it
     space: tuple[str | None, str | None] | None = None  # the file's embedder when it was (Backend.vector_space)
 
 
@@ -246,6 +250,7 @@ class Importer:
         self.result = ImportResult(chunked=chunked)
         self.lines = 0  # non-blank lines fed
         self.announced: dict[str, int] | None = None  # the counts the header gives
+        self.codes: CodesPolicy | None = None  # whether the file's token codes are kept (its header)
         self._now = store.now()
         self._ids: dict[str, int] = {}  # every memory id of the file -> its line
         self._edge_lines: dict[tuple[str, str, str], int] = {}
@@ -284,6 +289,8 @@ class Importer:
                 raise ImportLineError(lineno, "a header may only be the first line")
             try:
                 self.announced = check_header(value, self.store, reembed=self.reembed)
+                self.codes = CodesPolicy(self.store, value, reembed=self.reembed)
+                self.result.token_codes_kept = self.codes.why_not or "the file carries none for them"
             except ValidationError as exc:
                 raise ImportLineError(lineno, exc.message) from None
         elif kind == "memory":
@@ -302,6 +309,7 @@ class Importer:
         item = {k: v for k, v in value.items() if k not in DERIVED_FIELDS}
         missing = "embedding" not in item
         vector_value = item.pop("embedding", None)
+        codes_value = item.pop("token_codes", None)
         if self.reembed:
             vector_value, wants = None, True
         elif missing:
@@ -318,12 +326,15 @@ class Importer:
                         "this database has no vector index (embedder 'none'); "
                         "open it with an embedder of the same dimension, or import with --reembed")
                 vector = validate_embedding(vector_value, store.dimensions)
+            keeps_codes = not wants and self.codes is not None and self.codes.keeps
+            file_codes = read_codes_field(codes_value, store.dimensions) if keeps_codes else None
         except ValidationError as exc:
             raise ImportLineError(lineno, exc.message) from None
         if row.id in self._ids:
             raise ImportLineError(lineno, f"duplicate id {row.id} (also on line {self._ids[row.id]})")
         self._ids[row.id] = lineno
-        return _Memory(lineno, item, row, vector, vector is not None, wants)
+        # the file's codes (measured from this database's centre) unless this store embeds it
+        return _Memory(lineno, item, row, vector, vector is not None, wants, codes=file_codes)
 
     def _edge(self, lineno: int, value: dict[str, Any]) -> _Edge:
         unknown = set(value) - EDGE_FIELDS
@@ -421,6 +432,8 @@ class Importer:
     def _write_memories(self, chunk: list[_Memory]) -> None:
         """Write a checked chunk inside the caller's transaction, re-planned on the store as it is now."""
         store = self.store
+        if self.codes is not None and self.codes.keeps:
+            self.codes.adopt_centre(self._now)  # the file's codes are measured from it
         actions = self._plan_memories(chunk)  # another writer may have changed the store meanwhile
         for memory in chunk:  # embedded before a reembed swapped the file's embedder: embed again
             if memory.embedded and not memory.given and store.backend.vector_space_moved(memory.space):
@@ -433,7 +446,8 @@ class Importer:
         for action in actions:
             memory = action.memory
             vector = memory.vector if (memory.given or action.needs_vector) else None
-            token_codes = memory.codes if action.needs_vector else None
+            # codes this store made with the vector it embedded, or the file's for a line it did not embed
+            token_codes = memory.codes if (action.needs_vector or not memory.embedded) else None
             if action.kind == "create":
                 rows.append(memory.row)
                 vectors.append(vector)

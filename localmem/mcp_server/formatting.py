@@ -34,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..text import plural
+
 RECALL_CONTENT_PREVIEW_CHARS = 400
 RECALL_MAX_RELATIONS = 3
 RECALL_RELATION_SUMMARY_CHARS = 100
@@ -550,7 +552,7 @@ def build_recall_response(result: Mapping[str, Any], fmt: str = "text", *,
         showing = f" (showing {kept})" if omitted > 0 else ""
         notes_suffix = f" ({'; '.join(notes)})" if notes else ""
         body = "\n\n".join(e[1] for e in kept_entries)
-        texts = [f"Found {len(per_item)} memories{showing}{notes_suffix}:\n\n{body}"
+        texts = [f"Found {plural(len(per_item), 'memory', 'memories')}{showing}{notes_suffix}:\n\n{body}"
                  + (f"\n\n{trailer}" if trailer else "")]
     if warning_text and fmt == "items":
         texts.insert(0, warning_text.rstrip("\n"))

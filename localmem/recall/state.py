@@ -80,23 +80,55 @@ class SupersessionHeads:
         return heads
 
 
+def shown_status(reason: str | None, head: dict[str, Any] | None) -> str:
+    """The state a person is shown: ``current``, ``superseded``, ``expired``, ``archived`` or
+    ``not_yet_valid``.
+
+    ``supersede`` also sets the old memory's ``t_invalid``, so recall's reason
+    for hiding it reads ``expired`` (AutoMem's order); but a memory with a
+    current successor is superseded, and that is what it is called here. An
+    archived or not-yet-valid memory keeps that reason (its successor is named
+    beside it).
+    """
+    if head is not None and reason in (None, "expired"):
+        return "superseded"
+    return reason or "current"
+
+
 def memory_state(backend: "Backend", memory: dict[str, Any], now_iso: str) -> dict[str, Any]:
     """Whether recall's current-state filter keeps ``memory``, and if not, why.
 
-    ``status`` is ``current`` or the reason recall gives (``archived``,
-    ``not_yet_valid``, ``expired``, ``superseded``); ``superseded_by`` is the
-    current memory recall shows in its place (the head of its supersession
-    chain), with the first hop's ``relation_type``.
+    ``status`` is ``current`` or why recall hides it (``archived``,
+    ``not_yet_valid``, ``expired``, ``superseded``: see :func:`shown_status`);
+    ``superseded_by`` is the current memory recall shows in its place (the
+    head of its supersession chain), with the first hop's ``relation_type``.
     """
-    reason = state_reason(memory, now_iso)
     head = active_replacements(backend, [memory["id"]], now_iso).get(memory["id"])
-    if reason is None and head is not None:
-        reason = "superseded"
-    state: dict[str, Any] = {"status": reason or "current", "current": reason is None}
+    return _state_of(memory, head, now_iso)
+
+
+def _state_of(memory: dict[str, Any], head: dict[str, Any] | None, now_iso: str) -> dict[str, Any]:
+    status = shown_status(state_reason(memory, now_iso), head)
+    state: dict[str, Any] = {"status": status, "current": status == "current"}
     if head is not None:
         state["superseded_by"] = head["memory"]["id"]
         state["relation_type"] = head["relation_type"]
     return state
+
+
+def memory_states(backend: "Backend", memories: list[dict[str, Any]], now_iso: str) -> dict[str, dict[str, Any]]:
+    """:func:`memory_state` for a page of records (one chain walk for them all), by id."""
+    heads = active_replacements(backend, [m["id"] for m in memories], now_iso)
+    return {m["id"]: _state_of(m, heads.get(m["id"]), now_iso) for m in memories}
+
+
+def without_current_successor(backend: "Backend", now_iso: str) -> list[str]:
+    """Memories with an outgoing supersession edge whose chain reaches no current memory:
+    recall does not treat them as superseded (browse's state filter needs them named)."""
+    unsettled = [memory_id for memory_id, first_hop_current in backend.conn.execute(
+        backend.sql["memories_with_successor"], {"now": now_iso}) if not first_hop_current]
+    heads = active_replacements(backend, unsettled, now_iso)  # the walk, for the few that need it
+    return [i for i in unsettled if i not in heads]
 
 
 def still_hidden_warning(backend: "Backend", memory: dict[str, Any], now_iso: str) -> str | None:
@@ -120,13 +152,15 @@ def state_counts(backend: "Backend", now_iso: str) -> dict[str, int]:
     """How many memories recall's current-state filter hides, by reason, and how many it keeps.
 
     The same rules as :func:`apply_state_filter` (``state_reason`` first,
-    then :func:`active_replacements`), over every memory in the store. A
-    memory ``supersede`` replaced counts as ``expired`` (its ``t_invalid``
-    has passed), as recall reports it; ``replaced`` counts every hidden
-    memory that has a current successor.
+    then :func:`active_replacements`), over every memory in the store, each
+    counted under the status :func:`shown_status` gives it (a memory
+    ``supersede`` replaced is ``superseded``, though its ``t_invalid`` has
+    passed too); ``replaced`` counts every hidden memory that has a current
+    successor.
     """
     counts = dict.fromkeys(STATE_REASONS, 0)
     with_successor: list[str] = []
+    expired_with_successor: set[str] = set()
     unexplained: set[str] = set()
     total = 0
     for memory_id, archived, t_valid, t_invalid, has_successor in backend.conn.execute(
@@ -139,11 +173,15 @@ def state_counts(backend: "Backend", now_iso: str) -> dict[str, int]:
             with_successor.append(memory_id)
             if reason is None:
                 unexplained.add(memory_id)
-    heads = active_replacements(backend, with_successor, now_iso)
-    counts["superseded"] = len(unexplained & heads.keys())
+            elif reason == "expired":
+                expired_with_successor.add(memory_id)
+    # Which have a current successor (walking only the chains whose first hop is not current).
+    with_head = set(with_successor) - set(without_current_successor(backend, now_iso))
+    counts["superseded"] = len((unexplained | expired_with_successor) & with_head)
+    counts["expired"] -= len(expired_with_successor & with_head)
     hidden = sum(counts.values())
     # ``replaced``: hidden memories (for any reason) that recall shows a current successor for.
-    return {"current": total - hidden, "not_current": hidden, **counts, "replaced": len(heads)}
+    return {"current": total - hidden, "not_current": hidden, **counts, "replaced": len(with_head)}
 
 
 def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: datetime,

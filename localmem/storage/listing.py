@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,6 +26,9 @@ from .records import rows_as_dicts, to_record
 from .statements import Statements
 
 MAX_LIMIT = 200
+# The states a memory is shown in (recall/state.py's shown_status), and the groups a filter names.
+STATES = ("current", "superseded", "expired", "archived", "not_yet_valid")
+STATE_FILTERS = {"all": STATES, "not_current": STATES[1:], **{s: (s,) for s in STATES}}
 # Sort name -> ORDER BY; the id breaks ties so pages never overlap.
 ORDERS = {
     "time_desc": "m.timestamp DESC, m.id ASC",
@@ -68,8 +72,19 @@ def time_bound(value: Any, field: str, now: datetime, *, end: bool,
 def list_page(conn: apsw.Connection, sql: Statements, *, now: datetime, tags: Any = None,
               tag_mode: str = "any", tag_match: str = "prefix", types: Any = None,
               context: str | None = None, since: Any = None, until: Any = None,
-              sort: str = "time_desc", limit: Any = 20, offset: Any = 0) -> dict[str, Any]:
-    """One page of memories passing the filters, with the total and paging fields."""
+              sort: str = "time_desc", limit: Any = 20, offset: Any = 0, state: str | None = None,
+              stuck: Sequence[str] = ()) -> dict[str, Any]:
+    """One page of memories passing the filters, with the total and paging fields.
+
+    ``state`` (a key of STATE_FILTERS) keeps memories in those states; given
+    at all (``all`` too), the page gets ``state_counts``: how many memories
+    the other filters pass in each state, so a caller can say what was
+    hidden. ``stuck``: the memories with a supersession edge whose chain
+    reaches no current memory (recall/state.py's without_current_successor),
+    which are not superseded.
+    """
+    if state is not None and state not in STATE_FILTERS:
+        raise ValidationError(f"'state' must be one of {', '.join(STATE_FILTERS)}")
     if tag_mode not in ("any", "all"):
         raise ValidationError("'tag_mode' must be 'any' or 'all'")
     if tag_match not in ("prefix", "exact"):
@@ -110,6 +125,15 @@ def list_page(conn: apsw.Connection, sql: Statements, *, now: datetime, tags: An
     where = "\n  AND ".join(f"({p})" for p in parts) or "1"
     bindings = {"tags": json.dumps(wanted), "tag_count": len(wanted), "types": json.dumps(type_names),
                 "context": context_name, "since": start, "until": stop}
+    state_counts: dict[str, int] | None = None
+    if state is not None:
+        bindings.update(now=format_timestamp(now), stuck=json.dumps(list(stuck)),
+                        states=json.dumps(STATE_FILTERS[state]))
+        state_counts = dict.fromkeys(STATES, 0)
+        for name, count in conn.execute(sql.compose("memory_list_state_counts", list_filter=where), bindings):
+            state_counts[name] = count
+        if state != "all":
+            where = f"{where}\n  AND ({sql.fragment('list_states')})"
     total = conn.execute(sql.compose("memory_list_count", list_filter=where), bindings).fetchone()[0]
     rows = list(rows_as_dicts(conn.execute(
         sql.compose("memory_list", list_filter=where, list_order=ORDERS[sort]),
@@ -130,8 +154,12 @@ def list_page(conn: apsw.Connection, sql: Statements, *, now: datetime, tags: An
         "status": "success", "count": len(memories), "total": total, "limit": limit, "offset": offset,
         "has_more": offset + len(memories) < total, "sort": sort, "filters": filters, "memories": memories,
     }
+    if state is not None:
+        page["state"] = state
+        page["state_counts"] = state_counts
     if page["has_more"]:
         page["next_offset"] = offset + len(memories)
     if read_tags.notes or time_notes:
         page["warnings"] = read_tags.notes + time_notes
     return page
+

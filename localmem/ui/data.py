@@ -100,19 +100,28 @@ def list_page(store: MemoryStore, *, limit: Any = 20, offset: Any = 0, tag: str 
     """A page of memories, newest first, optionally of one tag (prefix) or one context."""
     limit = validate_int(limit, "limit", default=20, minimum=1, maximum=100)
     offset = validate_int(offset, "offset", default=0, minimum=0, maximum=2**62)
-    return store.list_memories(tags=[tag] if tag else None, context=context, limit=limit, offset=offset)
+    # state="all": every memory, each with its state, so a card can say "superseded"
+    return store.list_memories(tags=[tag] if tag else None, context=context, limit=limit, offset=offset,
+                               state="all")
 
 
 def search(store: MemoryStore, params: dict[str, Any], memory_type: str | None = None) -> dict[str, Any]:
-    """``store.recall(**params)``; with ``memory_type``, only results of that type are kept."""
+    """``store.recall(**params)``; with ``memory_type``, only results of that type are kept; in
+    history mode each result's memory carries its ``state``."""
     if memory_type is not None and memory_type not in MEMORY_TYPES:
         raise ValidationError(f"'type' must be one of {', '.join(MEMORY_TYPES)}")
     if memory_type is None:
-        return store.recall(**params)
-    wanted = validate_int(params.get("limit"), "limit", default=10, minimum=1, maximum=RECALL_LIMIT)
-    answer = store.recall(**{**params, "limit": store.config.max_limit})
-    kept = [r for r in answer["results"] if r["memory"]["type"] == memory_type][:wanted]
-    return {**answer, "results": kept, "count": len(kept), "type_filter": memory_type}
+        answer = store.recall(**params)
+    else:
+        wanted = validate_int(params.get("limit"), "limit", default=10, minimum=1, maximum=RECALL_LIMIT)
+        answer = store.recall(**{**params, "limit": store.config.max_limit})
+        kept = [r for r in answer["results"] if r["memory"]["type"] == memory_type][:wanted]
+        answer = {**answer, "results": kept, "count": len(kept), "type_filter": memory_type}
+    if params.get("state_mode") == "history":  # the cards say which results are not current
+        states = store.states([r["memory"] for r in answer["results"]])
+        answer["results"] = [{**r, "memory": {**r["memory"], "state": states[r["id"]]}}
+                             for r in answer["results"]]
+    return answer
 
 
 def _chain(store: MemoryStore, record: dict[str, Any]) -> list[dict[str, Any]]:

@@ -74,6 +74,11 @@ function say(message, kind = "error") {
 }
 
 function short(id) { return id ? id.slice(0, 8) : ""; }
+// "1 memory", "2 memories": the count with the word in its number (localmem/text.py's plural).
+function plural(count, word, many) { return `${count} ${count === 1 ? word : (many || word + "s")}`; }
+const STATE_NAMES = {current: "current", superseded: "superseded", expired: "expired", archived: "archived",
+                     not_yet_valid: "not yet valid"};
+function stateName(status) { return STATE_NAMES[status] || status || ""; }
 function when(ts) { return ts ? ts.replace("T", " ").slice(0, 16) + " UTC" : "—"; }
 function memoryLink(id, text) { return h("a", {href: `#/memory/${id}`, "data-memory-id": id}, text || short(id)); }
 function tagLink(tag) { return h("a", {class: "tag", href: `#/browse?${query({tag})}`}, tag); }
@@ -113,6 +118,7 @@ function memoryCard(memory, extra = {}) {
     h("div", {class: "content"}, h("a", {href: `#/memory/${memory.id}`},
       extra.keywords ? highlighted(memory.content, extra.keywords) : memory.content)),
     h("div", {class: "meta"},
+      memory.state && !memory.state.current ? h("span", {class: "pill state"}, stateName(memory.state.status)) : null,
       h("span", {class: "pill"}, memory.type),
       (memory.tags || []).map(tagLink),
       h("span", {}, `made ${when(memory.timestamp)}`),
@@ -183,7 +189,7 @@ async function showSearch(params) {
   const answer = await api("search?" + params.toString());
   const legend = h("div", {class: "legend"}, Object.entries(COMPONENTS).map(([n, c]) => h("span", {}, h("i", {style: `background:${c}`}), n)));
   results.replaceChildren(h("div", {},
-    h("p", {class: "muted", id: "result-count"}, `${answer.count} result${answer.count === 1 ? "" : "s"}`,
+    h("p", {class: "muted", id: "result-count"}, plural(answer.count, "result"),
       answer.state_filter && answer.state_filter.suppressed_count ? ` · ${answer.state_filter.suppressed_count} not current hidden` : "",
       answer.time_window ? ` · ${answer.time_window.expression || "window"}: ${when(answer.time_window.start)} → ${when(answer.time_window.end)}` : "",
       (answer.warnings || []).map((w) => ` · ${typeof w === "string" ? w : w.message || JSON.stringify(w)}`)),
@@ -208,30 +214,82 @@ function treeList(nodes) {
     n.children.length ? treeList(n.children) : null)));
 }
 
-function timelineChart(buckets, unit) {
-  if (!buckets.length) return h("p", {class: "muted"}, "No memories yet.");
-  const width = 600, height = 160, pad = 18;
-  const max = Math.max(...buckets.map((b) => b.count));
-  const bar = Math.min(40, (width - pad) / buckets.length);
-  return svg("svg", {class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", id: "timeline",
-                     "aria-label": `memories per ${unit}`, preserveAspectRatio: "none"},
-    buckets.map((b, i) => {
-      const tall = ((height - 2 * pad) * b.count) / max;
-      return svg("rect", {x: pad + i * bar + 1, y: height - pad - tall, width: Math.max(1, bar - 2), height: tall},
-        svg("title", {}, `${b.start}: ${b.count}`));
+// The chart's time axis: days for a short span, then weeks, months or years, so that a bar's
+// place says when and a gap says nothing was stored then (the server counts per day).
+const DAY_MS = 86400000;
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+function binStart(t, unit) {
+  const d = new Date(t);
+  if (unit === "day") return t;
+  if (unit === "week") return t - ((d.getUTCDay() + 6) % 7) * DAY_MS;  // its Monday
+  if (unit === "month") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+  return Date.UTC(d.getUTCFullYear(), 0, 1);
+}
+
+function nextBin(t, unit) {
+  const d = new Date(t);
+  if (unit === "day") return t + DAY_MS;
+  if (unit === "week") return t + 7 * DAY_MS;
+  if (unit === "month") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  return Date.UTC(d.getUTCFullYear() + 1, 0, 1);
+}
+
+function binLabel(t, unit, withYear) {
+  const d = new Date(t);
+  if (unit === "year") return String(d.getUTCFullYear());
+  if (unit === "month") return `${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
+  return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]}${withYear ? " " + d.getUTCFullYear() : ""}`;
+}
+
+function timeAxis(buckets) {
+  const days = buckets.map((b) => Date.parse(b.start + "T00:00:00Z")).filter((t) => !Number.isNaN(t));
+  const first = Math.min(...days), last = Math.max(...days);
+  const span = (last - first) / DAY_MS + 1;
+  const unit = span <= 62 ? "day" : span <= 3 * 365 ? "week" : span <= 30 * 365 ? "month" : "year";
+  const bins = new Map();
+  for (let t = binStart(first, unit); t <= last; t = nextBin(t, unit)) bins.set(t, 0);
+  buckets.forEach((b, i) => { const k = binStart(days[i], unit); bins.set(k, (bins.get(k) || 0) + b.count); });
+  return {unit, bins: [...bins.entries()].map(([start, count]) => ({start, end: nextBin(start, unit), count}))};
+}
+
+function timelineChart(buckets) {
+  if (!buckets.length) return [null, h("p", {class: "muted"}, "No memories yet.")];
+  const {unit, bins} = timeAxis(buckets);
+  const width = 600, height = 170, left = 30, right = 10, top = 12, bottom = 24;
+  const plotW = width - left - right, plotH = height - top - bottom;
+  const from = bins[0].start, to = bins[bins.length - 1].end;
+  const x = (t) => left + ((t - from) / (to - from)) * plotW;
+  const max = Math.max(...bins.map((b) => b.count));
+  const withYear = new Date(from).getUTCFullYear() !== new Date(to - 1).getUTCFullYear();
+  const ticks = Math.min(bins.length, 6);
+  const tickBins = [...new Set(Array.from({length: ticks}, (_, i) =>
+    bins[Math.round((i * (bins.length - 1)) / Math.max(1, ticks - 1))]))];
+  const chart = svg("svg", {class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", id: "timeline",
+                            "data-unit": unit, "aria-label": `memories per ${unit}, ${binLabel(from, unit, true)} to ${binLabel(bins[bins.length - 1].start, unit, true)}`},
+    svg("line", {class: "axis", x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH}),
+    bins.filter((b) => b.count).map((b) => {
+      const tall = Math.max(1, (plotH * b.count) / max), x0 = x(b.start), w = Math.max(1, x(b.end) - x0 - 1);
+      return svg("rect", {x: x0, y: top + plotH - tall, width: w, height: tall},
+        svg("title", {}, `${unit === "day" ? "" : unit + " of "}${binLabel(b.start, unit, true)}: ${plural(b.count, "memory", "memories")}`));
     }),
-    svg("text", {x: pad, y: height - 4}, buckets[0].start),
-    svg("text", {x: width - 4, y: height - 4, "text-anchor": "end"}, buckets[buckets.length - 1].start),
-    svg("text", {x: 2, y: 12}, String(max)));
+    tickBins.flatMap((b, i) => [
+      svg("line", {class: "tick", x1: x(b.start), y1: top + plotH, x2: x(b.start), y2: top + plotH + 4}),
+      svg("text", {x: x(b.start), y: height - 6,
+                   "text-anchor": i === 0 ? "start" : i === tickBins.length - 1 ? "end" : "middle"},
+          binLabel(b.start, unit, i === 0 || (withYear && i === tickBins.length - 1)))]),
+    svg("text", {x: left - 4, y: top + 8, "text-anchor": "end"}, String(max)),
+    svg("text", {x: left - 4, y: top + plotH, "text-anchor": "end"}, "0"));
+  return [unit, chart];
 }
 
 async function showBrowse(params) {
   const limit = 20, offset = Number(params.get("offset") || 0);
-  const unit = params.get("unit") === "week" ? "week" : "day";
   const filters = {tag: params.get("tag") || "", context: params.get("context") || ""};
   const [page, tree, contexts, timeline] = await Promise.all([
-    api(`memories?${query({...filters, limit, offset})}`), api("tag-tree"), api("contexts"), api(`timeline?unit=${unit}`)]);
-  const here = (extra) => `#/browse?${query({...filters, unit, ...extra})}`;
+    api(`memories?${query({...filters, limit, offset})}`), api("tag-tree"), api("contexts"), api("timeline?unit=day")]);
+  const here = (extra) => `#/browse?${query({...filters, ...extra})}`;
+  const [unit, chart] = timelineChart(timeline.buckets);
   const title = filters.tag ? `Tag ${filters.tag}` : filters.context ? `Context ${filters.context}` : "Recent memories";
   setView("browse", h("h1", {}, title),
     h("div", {class: "columns"},
@@ -240,9 +298,8 @@ async function showBrowse(params) {
         h("h2", {}, "Contexts"), h("ul", {class: "plain"}, contexts.contexts.map((c) => h("li", {},
           h("a", {href: `#/browse?${query({context: c.context})}`}, c.context), h("span", {class: "count"}, c.count))))),
       h("section", {},
-        h("div", {class: "row"}, h("h2", {}, `Memories per ${unit}`),
-          h("a", {href: here({unit: unit === "day" ? "week" : "day"})}, `per ${unit === "day" ? "week" : "day"}`)),
-        timelineChart(timeline.buckets, unit),
+        h("h2", {}, unit ? `Memories per ${unit}` : "Memories over time"),
+        chart,
         filters.tag || filters.context ? h("p", {}, h("a", {href: "#/browse"}, "← all memories")) : null,
         h("div", {id: "memory-list"}, page.memories.map((m) => memoryCard(m))),
         h("div", {class: "row"},
@@ -317,10 +374,11 @@ async function showMemory(id) {
   const metadata = Object.entries(m.metadata || {});
   setView("memory",
     h("h1", {}, "Memory ", h("span", {class: "mono muted"}, short(m.id)), " ",
-      h("span", {class: `pill ${state.current ? "current" : ""}`, id: "state"}, state.status || "")),
+      h("span", {class: `pill ${state.current ? "current" : ""}`, id: "state"}, stateName(state.status))),
     h("article", {class: "card"}, h("div", {class: "content", id: "memory-content"}, m.content),
       h("div", {class: "meta"}, h("span", {class: "pill"}, m.type), (m.tags || []).map(tagLink))),
-    state.superseded_by ? h("p", {}, "Recall shows ", memoryLink(state.superseded_by), " in its place.") : null,
+    state.superseded_by ? h("p", {}, state.status === "superseded" ? "Superseded: recall shows " : "Recall shows ",
+      memoryLink(state.superseded_by), " in its place.") : null,
     h("table", {}, h("tbody", {},
       [["id", h("span", {class: "mono"}, m.id)], ["made", when(m.timestamp)], ["updated", when(m.updated_at)],
        ["last accessed", when(m.last_accessed)], ["valid", `${when(m.t_valid)} → ${m.t_invalid ? when(m.t_invalid) : "open"}`],
@@ -332,7 +390,7 @@ async function showMemory(id) {
     page.chain.length ? h("ol", {class: "chain", id: "chain"}, page.chain.map((c) => h("li", {
       class: [c.this ? "this" : "", c.current ? "current-version" : ""].join(" ")},
       c.this ? c.summary : memoryLink(c.id, c.summary), " ",
-      h("span", {class: `pill ${c.current ? "current" : ""}`}, c.current ? "current" : c.status), " ",
+      h("span", {class: `pill ${c.current ? "current" : ""}`}, c.current ? "current" : stateName(c.status)), " ",
       h("span", {class: "muted small"}, when(c.timestamp)))))
       : h("p", {class: "muted", id: "chain"}, "No older or newer versions."),
     h("h2", {}, "Edges out"), edgeList(m.edges.outgoing, "outgoing", m.id, reload),
@@ -383,41 +441,73 @@ function layout(nodes, edges, width, height) {
   }
 }
 
+const LABEL_CHARS = 24, LABEL_CHAR_W = 6.2, LABEL_H = 13;  // 11px text, measured roughly
+
+// Labels that do not cover one another: each node's (the centre's first, then by importance)
+// goes below, above, right or left of it, wherever it overlaps no label or node placed so
+// far; a node with no free place keeps its name in its tooltip only.
+function placeLabels(nodes, center) {
+  const boxes = nodes.map((n) => ({x: n.x - n.r, y: n.y - n.r, w: 2 * n.r, h: 2 * n.r}));
+  const clear = (b) => boxes.every((o) => b.x + b.w <= o.x || o.x + o.w <= b.x || b.y + b.h <= o.y || o.y + o.h <= b.y);
+  const order = [...nodes].sort((a, b) => (b.id === center) - (a.id === center) || (b.importance || 0) - (a.importance || 0));
+  for (const n of order) {
+    const w = n.label.textContent.length * LABEL_CHAR_W;
+    const spots = [[n.x, n.y + n.r + 12, "middle", -w / 2], [n.x, n.y - n.r - 4, "middle", -w / 2],
+                   [n.x + n.r + 4, n.y + 4, "start", 0], [n.x - n.r - 4, n.y + 4, "end", -w]];
+    const spot = spots.find(([x, y, , dx]) => clear({x: x + dx, y: y - LABEL_H + 3, w, h: LABEL_H}));
+    n.label.style.display = spot ? "" : "none";
+    if (!spot) continue;
+    const [x, y, anchor, dx] = spot;
+    n.label.setAttribute("x", x); n.label.setAttribute("y", y); n.label.setAttribute("text-anchor", anchor);
+    boxes.push({x: x + dx, y: y - LABEL_H + 3, w, h: LABEL_H});
+  }
+}
+
 function graphView(nodes, edges, center) {
   const width = 800, height = 460;
   layout(nodes, edges, width, height);
   const byId = new Map(nodes.map((n) => [n.id, n]));
-  const lines = edges.map((e) => ({e, el: svg("line", {stroke: COLOURS[e.type] || "#888"}, svg("title", {}, e.type))}));
+  const used = [...new Set(edges.map((e) => e.type))].sort();
+  // One arrowhead per edge colour: an edge points from memory1 to memory2 (A -[LEADS_TO]-> B).
+  const defs = svg("defs", {}, used.map((t) => svg("marker", {id: `arrow-${t}`, viewBox: "0 0 10 10", refX: 10, refY: 5,
+                                                              markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse"},
+    svg("path", {d: "M0,0 L10,5 L0,10 z", fill: COLOURS[t] || "#888"}))));
+  const lines = edges.map((e) => ({e, el: svg("line", {stroke: COLOURS[e.type] || "#888", "marker-end": `url(#arrow-${e.type})`,
+                                                      "data-source": e.source, "data-target": e.target},
+    svg("title", {}, `${(byId.get(e.source) || {}).summary || "?"} -[${e.type}]-> ${(byId.get(e.target) || {}).summary || "?"}`))}));
   const place = () => {
     for (const {e, el} of lines) {
       const a = byId.get(e.source), b = byId.get(e.target);
-      el.setAttribute("x1", a.x); el.setAttribute("y1", a.y); el.setAttribute("x2", b.x); el.setAttribute("y2", b.y);
+      const dx = b.x - a.x, dy = b.y - a.y, d = Math.sqrt(dx * dx + dy * dy) || 1;
+      // from the edge of one circle to the edge of the other, so the arrowhead shows
+      el.setAttribute("x1", a.x + (dx / d) * a.r); el.setAttribute("y1", a.y + (dy / d) * a.r);
+      el.setAttribute("x2", b.x - (dx / d) * (b.r + 2)); el.setAttribute("y2", b.y - (dy / d) * (b.r + 2));
     }
-    for (const n of nodes) {
-      n.circle.setAttribute("cx", n.x); n.circle.setAttribute("cy", n.y);
-      n.label.setAttribute("x", n.x); n.label.setAttribute("y", n.y + Number(n.circle.getAttribute("r")) + 12);
-    }
+    for (const n of nodes) { n.circle.setAttribute("cx", n.x); n.circle.setAttribute("cy", n.y); }
+    placeLabels(nodes, center);
   };
   const root = svg("svg", {class: "graph", viewBox: `0 0 ${width} ${height}`, id: "graph", role: "img",
-                           "aria-label": `${nodes.length} memories, ${edges.length} edges`});
+                           "aria-label": `${plural(nodes.length, "memory", "memories")}, ${plural(edges.length, "edge")}`});
   let dragging = null, moved = false;
   const point = (event) => { const box = root.getBoundingClientRect();
     return [((event.clientX - box.left) / box.width) * width, ((event.clientY - box.top) / box.height) * height]; };
   for (const n of nodes) {
-    n.circle = svg("circle", {r: 6 + 8 * (n.importance || 0.5), class: n.id === center ? "center" : "", tabindex: 0, "data-memory-id": n.id,
+    n.r = 6 + 8 * (n.importance || 0.5);
+    n.circle = svg("circle", {r: n.r, class: n.id === center ? "center" : "", tabindex: 0, "data-memory-id": n.id,
                               role: "link", "aria-label": n.summary},
       svg("title", {}, `${n.summary} (${n.type})`));
     n.circle.addEventListener("pointerdown", (event) => { dragging = n; moved = false; root.setPointerCapture(event.pointerId); });
     n.circle.addEventListener("keydown", (event) => { if (event.key === "Enter") location.hash = `#/memory/${n.id}`; });
-    n.label = svg("text", {"text-anchor": "middle"}, n.summary.length > 28 ? n.summary.slice(0, 27) + "…" : n.summary);
+    n.label = svg("text", {"text-anchor": "middle", "data-memory-id": n.id},
+      n.summary.length > LABEL_CHARS ? n.summary.slice(0, LABEL_CHARS - 1) + "…" : n.summary);
   }
   root.addEventListener("pointermove", (event) => { if (!dragging) return; moved = true; [dragging.x, dragging.y] = point(event); place(); });
   // The pointer is captured by the drawing, so a click (press and release without moving) opens the node here.
   root.addEventListener("pointerup", () => { if (dragging && !moved) location.hash = `#/memory/${dragging.id}`; dragging = null; });
-  root.append(...lines.map((l) => l.el), ...nodes.map((n) => n.circle), ...nodes.map((n) => n.label));
+  root.append(defs, ...lines.map((l) => l.el), ...nodes.map((n) => n.circle), ...nodes.map((n) => n.label));
   place();
-  const used = [...new Set(edges.map((e) => e.type))].sort();
-  return [root, h("div", {class: "legend"}, used.map((t) => h("span", {}, h("i", {style: `background:${COLOURS[t] || "#888"}`}), t)))];
+  return [root, h("div", {class: "legend"}, used.map((t) => h("span", {}, h("i", {style: `background:${COLOURS[t] || "#888"}`}), t)),
+    edges.length ? h("span", {class: "muted"}, "arrows point from a memory to the one it names (A → LEADS_TO → B)") : null)];
 }
 
 async function showGraph(id, params) {
@@ -425,7 +515,7 @@ async function showGraph(id, params) {
     const hubs = await api("hubs?limit=30");
     setView("graph", h("h1", {}, "Most connected memories"),
       hubs.nodes.length ? graphView(hubs.nodes, hubs.edges, null) : h("p", {class: "muted"}, "No edges yet."),
-      h("ol", {id: "hubs"}, hubs.nodes.map((n) => h("li", {}, memoryLink(n.id, n.summary), h("span", {class: "count"}, `${n.degree} edges`)))));
+      h("ol", {id: "hubs"}, hubs.nodes.map((n) => h("li", {}, memoryLink(n.id, n.summary), h("span", {class: "count"}, plural(n.degree, "edge"))))));
     return;
   }
   const depth = Number(params.get("depth") || 1);
@@ -434,7 +524,7 @@ async function showGraph(id, params) {
   depthSelect.addEventListener("change", () => { location.hash = `#/graph/${id}?depth=${depthSelect.value}`; });
   setView("graph", h("h1", {}, "Neighbourhood of ", memoryLink(id)),
     h("div", {class: "row"}, h("label", {for: "f-depth"}, "Depth"), depthSelect,
-      h("span", {class: "muted small"}, `${graph.nodes.length} memories, ${graph.edges.length} edges · drag to move, click to open`,
+      h("span", {class: "muted small"}, `${plural(graph.nodes.length, "memory", "memories")}, ${plural(graph.edges.length, "edge")} · drag to move, click to open`,
         (graph.warnings || []).map((w) => ` · ${w}`))),
     graphView(graph.nodes, graph.edges, id));
 }
@@ -456,7 +546,7 @@ async function showHealth() {
   ];
   setView("health", h("h1", {}, "Health"),
     h("table", {id: "stats"}, h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))))),
-    h("h2", {}, `Doctor: ${report.problem_count ? `${report.problem_count} problem(s)` : "no problems"}`),
+    h("h2", {}, `Doctor: ${report.problem_count ? plural(report.problem_count, "problem") : "no problems"}`),
     h("ul", {class: "plain", id: "checks"}, report.checks.map((c) => h("li", {},
       h("span", {class: c.skipped ? "muted" : c.ok ? "check-ok" : `check-${c.severity}`},
         c.skipped ? "skipped " : c.ok ? "ok " : `${c.severity} `), c.ok ? c.description : c.message || c.description))));
