@@ -172,7 +172,7 @@ def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
                           if request.include_explore_hints else None),
         "tag_suggestions": tag_suggestions(backend, scope),
         "confidence": with_relevance(_confidence(outcome, folding.dropped, len(results), backend, entries),
-                                     [r for r in results if not r["folded"]], backend.config),
+                                     [r for r in results if not r["folded"]], backend.config, follow=False),
     }
     if outcome.degraded_reason is not None:
         response["degraded"] = True

@@ -108,20 +108,34 @@ def attach_relevance(results: list[dict[str, Any]], evidence: Evidence, primary_
         result["relevance"] = relevance_of(features)
 
 
-def with_relevance(block: dict[str, Any], results: list[dict[str, Any]], config: Any) -> dict[str, Any]:
-    """``block`` (a confidence block) with the relevance summary, its ``level`` following it:
-    a correct top hit is no longer called irrelevant because its cosine alone is modest."""
+def with_relevance(block: dict[str, Any], results: list[dict[str, Any]], config: Any, *,
+                   follow: bool = True) -> dict[str, Any]:
+    """``block`` (a confidence block) with the relevance summary: ``relevance`` (the best
+    result's), ``relevant`` (it clears the floor), ``relevance_floor``, ``relevant_count``.
+
+    ``follow`` (recall): ``level`` is read from the best relevance (relevance_model.level_of),
+    so a correct top hit is no longer called irrelevant because its cosine alone is modest.
+    Otherwise (recall_v1, whose ``level`` Kagura's spec ties to the cosine bands) the
+    level stays, but a relevant answer reads at least ``moderate``, as a near-duplicate does.
+    """
     floor = relevance_floor(config)
     found = summary(results, floor)
     out = {**block, **found}
-    if results:
+    if not results:
+        return out
+    verdict = (f"best result's relevance {found['relevance']:.2f} "
+               f"({'at or above' if found['relevant'] else 'below'} the floor {floor:.2f}; "
+               f"from its cosine, keyword coverage, token and learned evidence)")
+    if follow:
         level = level_of(found["relevance"], floor)
         advice = {"none": "nothing stored looks relevant", "low": "probably nothing relevant",
                   "moderate": "relevant memories are likely among these",
                   "high": "a relevant memory is very likely among these"}[level]
         out["level"] = level
-        out["rationale"] = (f"Best result's relevance {found['relevance']:.2f} "
-                            f"({'at or above' if found['relevant'] else 'below'} the floor {floor:.2f}; "
-                            f"from its cosine, keyword coverage, token and learned evidence): {advice}. "
-                            + block.get("rationale", ""))
+        out["rationale"] = f"{verdict[0].upper()}{verdict[1:]}: {advice}. {block.get('rationale', '')}".strip()
+    else:
+        if found["relevant"] and block.get("level") in ("none", "low"):
+            out["level"] = "moderate"
+            verdict += ", so at least moderate"
+        out["rationale"] = f"{block.get('rationale', '')} Relevance: {verdict}.".strip()
     return out
