@@ -18,7 +18,7 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
-from .confidence_bands import POOL, keyword_confidence, semantic_confidence
+from .confidence_bands import COSINE_ADVICE, POOL, keyword_confidence, semantic_confidence
 from .keywords import query_terms
 from .late_interaction import token_score
 from .relevance_model import (level_of, pool_mean, relevance_features, relevance_floor,
@@ -132,7 +132,11 @@ def with_relevance(block: dict[str, Any], results: list[dict[str, Any]], config:
                   "moderate": "relevant memories are likely among these",
                   "high": "a relevant memory is very likely among these"}[level]
         out["level"] = level
-        out["rationale"] = f"{verdict[0].upper()}{verdict[1:]}: {advice}. {block.get('rationale', '')}".strip()
+        evidence = str(block.get("rationale", ""))
+        cosine_advice = f": {COSINE_ADVICE.get(str(block.get('level')), '')}."
+        if evidence.endswith(cosine_advice):  # the cosine bands' advice no longer decides
+            evidence = evidence[:-len(cosine_advice)] + "."
+        out["rationale"] = f"{verdict[0].upper()}{verdict[1:]}: {advice}. Evidence: {evidence}"
     else:
         if found["relevant"] and block.get("level") in ("none", "low"):
             out["level"] = "moderate"
