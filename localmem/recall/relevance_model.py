@@ -27,6 +27,7 @@ embedder's unrelated cosines are near 0, an exact text's 1).
 from __future__ import annotations
 
 import functools
+import heapq
 import json
 import math
 import re
@@ -41,8 +42,9 @@ MODEL_RESOURCE = "relevance.json"
 # The background a cosine is compared with: the query's nearest this many candidates.
 POOL = 50
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# A query keyword and a content word match when equal or when they share this long a
-# prefix covering all but 3 characters of the shorter ("decided" / "decide", "runs" / "run").
+# A query keyword matches a content word when equal, or when the keyword (longer than
+# this) less its last 3 characters, at least this many kept, begins the word
+# ("decide" / "decided", "running" / "runs").
 STEM_PREFIX = 4
 NAME_WEIGHT = 3.0
 MAX_CONTENT_WORDS = 4096  # a memory's first words only: bounded work per result
@@ -100,19 +102,19 @@ def _finite(value: Any, default: float = 0.0) -> float:
     return value if math.isfinite(value) else default
 
 
-def _stem_match(term: str, words: frozenset[str]) -> bool:
+def _stem_match(term: str, words: frozenset[str], prefixes: frozenset[str]) -> bool:
     if term in words:
         return True
-    if len(term) < STEM_PREFIX + 1:
-        return False
-    prefix = term[:max(STEM_PREFIX, len(term) - 3)]
-    return any(w.startswith(prefix) and abs(len(w) - len(term)) <= 3 for w in words)
+    return len(term) > STEM_PREFIX and term[:max(STEM_PREFIX, len(term) - 3)] in prefixes
 
 
 @functools.lru_cache(maxsize=4096)
-def _content_words(content: str) -> frozenset[str]:
-    words = _WORD.findall(content.lower())
-    return frozenset(words[:MAX_CONTENT_WORDS])
+def _content_words(content: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A content's words (its first MAX_CONTENT_WORDS) and their prefixes of STEM_PREFIX
+    characters or more, read once per content: recall returns the same memories again."""
+    words = frozenset(_WORD.findall(content.lower())[:MAX_CONTENT_WORDS])
+    prefixes = frozenset(w[:n] for w in words for n in range(STEM_PREFIX, len(w)))
+    return words, prefixes
 
 
 def named_words(query: str) -> frozenset[str]:
@@ -130,21 +132,20 @@ def keyword_coverage(terms: Iterable[str], content: Any, named: frozenset[str] =
     terms = topical or terms
     if not terms or not isinstance(content, str) or not content:
         return 0.0
-    words = _content_words(content)
+    words, prefixes = _content_words(content)
     found = total = 0.0
     for term in terms:
         weight = NAME_WEIGHT if term.lower() in named else 1.0
         total += weight
         parts = _WORD.findall(term.lower())
-        if parts and all(_stem_match(p, words) for p in parts):
+        if parts and all(_stem_match(p, words, prefixes) for p in parts):
             found += weight
     return found / total
 
 
 def pool_mean(cosines: Iterable[float]) -> float | None:
     """The mean of the POOL highest finite cosines, or None when there are none."""
-    best = sorted((c for c in cosines if isinstance(c, (int, float)) and math.isfinite(c)),
-                  reverse=True)[:POOL]
+    best = heapq.nlargest(POOL, (c for c in cosines if isinstance(c, (int, float)) and math.isfinite(c)))
     return sum(best) / len(best) if best else None
 
 
