@@ -127,20 +127,33 @@ def keyword_coverage(terms: Iterable[str], content: Any, named: frozenset[str] =
     """The share of the query's keywords (recall.keywords.query_terms) found in ``content``
     as words (or the same word with another ending); a name (``named_words``) counts
     NAME_WEIGHT times: a memory about someone else is not about the question."""
-    terms = [t for t in terms if t]
-    topical = [t for t in terms if t.lower() not in TIME_WORDS and not t.isdigit()]
-    terms = topical or terms
-    if not terms or not isinstance(content, str) or not content:
+    weighted, total = _prepared_terms(tuple(terms), named)
+    if not weighted or not isinstance(content, str) or not content:
         return 0.0
     words, prefixes = _content_words(content)
-    found = total = 0.0
-    for term in terms:
-        weight = NAME_WEIGHT if term.lower() in named else 1.0
-        total += weight
-        parts = _WORD.findall(term.lower())
-        if parts and all(_stem_match(p, words, prefixes) for p in parts):
+    found = 0.0
+    for parts, weight in weighted:
+        if all(_stem_match(p, words, prefixes) for p in parts):
             found += weight
     return found / total
+
+
+@functools.lru_cache(maxsize=256)
+def _prepared_terms(terms: tuple[str, ...], named: frozenset[str]
+                    ) -> tuple[tuple[tuple[tuple[str, ...], float], ...], float]:
+    """Each counted keyword's words and weight, and the weights' sum; read once per query,
+    not once per result. Time words are left out unless the query has nothing else."""
+    terms = tuple(t for t in terms if t)
+    topical = tuple(t for t in terms if t.lower() not in TIME_WORDS and not t.isdigit())
+    weighted = []
+    total = 0.0
+    for term in topical or terms:
+        weight = NAME_WEIGHT if term.lower() in named else 1.0
+        total += weight
+        parts = tuple(_WORD.findall(term.lower()))
+        weighted.append((parts, weight) if parts else ((), weight))
+    # A term with no word characters can match nothing: all() of no parts would say it did.
+    return tuple((parts, weight) for parts, weight in weighted if parts), total
 
 
 def pool_mean(cosines: Iterable[float]) -> float | None:
