@@ -139,15 +139,18 @@ def features(**changes: float) -> dict[str, float]:
                               coverage=base["coverage"], token=base["token"], learned=base["learned"])
 
 
-@pytest.mark.parametrize("name,steps", [
-    ("cosine", [-0.2, 0.0, 0.2, 0.4, 0.6, 0.8, 1.0]),
-    ("coverage", [0.0, 0.25, 0.5, 0.75, 1.0]),
-    ("token", [0.0, 0.25, 0.5, 0.75, 1.0]),
-    ("learned", [0.0, 0.25, 0.5, 0.75, 1.0]),
+@pytest.mark.parametrize("name,steps,rises", [
+    ("cosine", [-0.2, 0.0, 0.2, 0.4, 0.6, 0.8, 1.0], True),
+    ("coverage", [0.0, 0.25, 0.5, 0.75, 1.0], True),
+    ("token", [0.0, 0.25, 0.5, 0.75, 1.0], True),
+    # The shipped fit leaves the learned score out (weight 0: in-sample on the dev data and no
+    # help held out); whatever a refit gives it, more of it must never read less relevant.
+    ("learned", [0.0, 0.25, 0.5, 0.75, 1.0], False),
 ])
-def test_relevance_rises_with_the_evidence(name: str, steps: list[float]) -> None:
+def test_relevance_rises_with_the_evidence(name: str, steps: list[float], rises: bool) -> None:
     values = [relevance_of(features(**{name: step})) for step in steps]
-    assert values == sorted(values) and values[-1] - values[0] > 0.1, (name, values)
+    assert values == sorted(values), (name, values)
+    assert values[-1] - values[0] > 0.1 or not rises, (name, values)
 
 
 def test_more_of_the_query_in_a_memory_reads_more_relevant(store: MemoryStore) -> None:
