@@ -251,3 +251,24 @@ def test_real_embeddings_tell_related_from_unrelated(memory_store_factory) -> No
         for route, body in recall_bodies(store, query).items():
             assert body["confidence"]["relevant"] is False, (route, query, body["confidence"])
             assert body["confidence"]["level"] in ("none", "low")
+
+
+def test_mcp_recall_items_carry_it(store: MemoryStore) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+
+    from localmem.mcp_server import build_server
+
+    server = build_server(lambda: store, warm_up=False)
+
+    async def scenario() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool("recall_memory", {"query": "Which editor theme does Alice prefer?",
+                                                            "format": "json"})
+
+    answer = anyio.run(scenario)
+    structured = answer.structured_content
+    values = [item["relevance"] for item in structured["results"]]
+    assert values and all(0.0 <= v <= 1.0 for v in values) and max(values) >= 0.9
+    assert structured["confidence"]["relevant"] is True
