@@ -92,6 +92,11 @@ class Config:
     # Cosine from which two current memories of one context are reported as
     # a supersede_candidate (a suggestion; nothing is changed).
     v1_near_duplicate: float = 0.95
+    # The floor on each result's ``relevance`` (recall/relevance_model.py) above which it
+    # counts as relevant: ``confidence.relevant`` and what a hook injects. None: the
+    # packaged model's calibrated floor (localmem/models/relevance.json, for
+    # all-MiniLM-L6-v2). LOCALMEM_RELEVANCE_FLOOR, a number in [0, 1].
+    relevance_floor: float | None = None
     # A sentence-transformers cross-encoder for use_rerank (name or local path).
     rerank_model: str | None = None
 
@@ -191,6 +196,9 @@ class Config:
         number("LOCALMEM_V1_NEAR_DUPLICATE", "v1_near_duplicate")
         if "v1_near_duplicate" in values and not 0.0 < values["v1_near_duplicate"] <= 1.0:
             raise ConfigError("LOCALMEM_V1_NEAR_DUPLICATE must be in (0, 1]")
+        number("LOCALMEM_RELEVANCE_FLOOR", "relevance_floor")
+        if "relevance_floor" in values and not 0.0 <= values["relevance_floor"] <= 1.0:
+            raise ConfigError("LOCALMEM_RELEVANCE_FLOOR must be in [0, 1]")
         raw = env.get("LOCALMEM_V1_CONFIDENCE_BANDS")
         if raw is not None and raw.strip():
             values["v1_confidence_bands"] = _parse_bands(raw)

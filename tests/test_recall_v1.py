@@ -27,8 +27,10 @@ MEMORY_RESPONSE_KEYS = {
     "updated_at", "client", "tags", "context", "score", "source_uri", "source_type",
     "superseded_by", "contradicts", "supersede_candidate", "folded", "version", "content",
     "content_truncated", "content_next_offset", "spans", "score_components",
+    "relevance",  # localmem's extension: the calibrated relevance (recall/relevance_model.py)
 }
-CONFIDENCE_KEYS = {"level", "top_score", "prominence", "relative_margin", "result_count", "rationale"}
+CONFIDENCE_KEYS = {"level", "top_score", "prominence", "relative_margin", "result_count", "rationale",
+                   "relevance", "relevant", "relevance_floor", "relevant_count"}  # the last four: localmem's
 OTHER = [0.0, 0.0, 0.0, 1.0]
 
 
@@ -424,7 +426,9 @@ def test_confidence_keyword_fallback_and_empty(make):
     assert separated["level"] in ("moderate", "high") and separated["result_count"] == 5
     empty = store.recall_v1("zzzz", search_mode="keyword")["confidence"]
     assert empty == {"level": "none", "top_score": None, "prominence": None, "relative_margin": None,
-                     "result_count": 0, "rationale": empty["rationale"]}
+                     "result_count": 0, "rationale": empty["rationale"],
+                     "relevance": 0.0, "relevant": False, "relevance_floor": empty["relevance_floor"],
+                     "relevant_count": 0}
 
 
 # --- supersession ---------------------------------------------------------------------

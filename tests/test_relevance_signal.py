@@ -27,7 +27,9 @@ FACTS = [
     "The staging cluster runs on three small nodes",
     "Bob reviews every database migration before it ships",
 ]
-KEYS = {"level", "top_score", "prominence", "relative_margin", "result_count", "rationale", "basis"}
+# The cosine fields of old, extended with the calibrated relevance summary (test_relevance_calibrated.py).
+KEYS = {"level", "top_score", "prominence", "relative_margin", "result_count", "rationale", "basis",
+        "relevance", "relevant", "relevance_floor", "relevant_count"}
 
 
 def fill(store: MemoryStore) -> None:

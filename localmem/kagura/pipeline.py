@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..recall.learned_rank import TreeModel
 from ..timeparse import format_timestamp
 from ..recall.confidence_bands import keyword_confidence, semantic_confidence
+from ..recall.keywords import query_terms
+from ..recall.late_interaction import token_score
+from ..recall.relevance import with_relevance
+from ..recall.relevance_model import keyword_coverage, named_words, pool_mean, relevance_features, relevance_of
 from .content import SpanFinder, content_fields
 from .duplicates import contradictions, near_duplicates
 from .folding import Entry, fold, versions
@@ -74,6 +78,29 @@ def _confidence(outcome: SearchOutcome, fold_dropped: set[str], result_count: in
     return keyword_confidence(scores, result_count, top)
 
 
+def _attach_relevance(query: str, outcome: SearchOutcome,
+                      rows: list[tuple[Candidate, dict[str, Any]]]) -> None:
+    """Each row's ``relevance`` (recall/relevance_model.py) from its search evidence, and its
+    inputs as ``score_components.relevance_inputs``. A head the chain walk brought in
+    (not found by the search) has no evidence of its own and reads low."""
+    background = pool_mean(c.cosine for c in outcome.semantic_pool if c.cosine is not None)
+    terms = query_terms(query) if query else []
+    named = named_words(query)
+    for candidate, row in rows:
+        found = candidate.found
+        cosine = candidate.cosine if found else None
+        if found and candidate.maxsim is not None:
+            token = token_score(candidate.maxsim)
+        else:
+            token = max(0.0, cosine) if cosine is not None else 0.0
+        features = relevance_features(
+            cosine=cosine, background=background,
+            coverage=keyword_coverage(terms, candidate.memory.get("content"), named) if found else 0.0,
+            token=token, learned=candidate.learned if found else None)
+        row["score_components"]["relevance_inputs"] = features
+        row["relevance"] = relevance_of(features)
+
+
 def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
                   learned: Callable[[], TreeModel | None] | None = None) -> dict[str, Any]:
     """Answer one request with Kagura's RecallResponse body; ``learned`` gives the
@@ -135,6 +162,7 @@ def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
         row.update(content_fields(candidate.memory["content"], position < request.full))
         row["spans"] = finder.spans(candidate.memory["content"])
 
+    _attach_relevance(request.query, outcome, rows)
     results = [row for _, row in rows]
     response: dict[str, Any] = {
         "results": results,
@@ -143,7 +171,8 @@ def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
                                                        if not r["folded"]], now_iso)
                           if request.include_explore_hints else None),
         "tag_suggestions": tag_suggestions(backend, scope),
-        "confidence": _confidence(outcome, folding.dropped, len(results), backend, entries),
+        "confidence": with_relevance(_confidence(outcome, folding.dropped, len(results), backend, entries),
+                                     [r for r in results if not r["folded"]], backend.config, follow=False),
     }
     if outcome.degraded_reason is not None:
         response["degraded"] = True

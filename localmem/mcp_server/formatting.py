@@ -226,6 +226,8 @@ def ranked_item(result: Mapping[str, Any]) -> dict[str, Any]:
         "relations": result.get("relations") or result.get("related_to") or [],
         "memory": memory,
     }
+    if isinstance(result.get("relevance"), (int, float)):  # recall/relevance_model.py; 0.0 included
+        item["relevance"] = result["relevance"]
     for flag in RESULT_FLAGS:
         if result.get(flag) not in (None, [], False):
             item[flag] = result[flag]
@@ -292,6 +294,8 @@ def structured_item(item: Mapping[str, Any], fmt: str, *, budgeted: bool, id_fet
         "final_score": item.get("final_score"),
         "match_type": item.get("match_type"),
     })
+    if isinstance(item.get("relevance"), (int, float)):  # recall's calibrated relevance
+        out["relevance"] = item["relevance"]
     if fmt == "json" or id_fetch:
         out["t_valid"] = memory.get("t_valid")
         out["t_invalid"] = memory.get("t_invalid")

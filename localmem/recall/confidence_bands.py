@@ -42,6 +42,11 @@ LEVELS = ("none", "low", "moderate", "high")
 POOL = 50
 MIN_PROMINENCE_FOR_HIGH = 0.10
 KEYWORD_Z_BANDS = (0.5, 1.0, 2.0)  # low / moderate / high from
+# What the cosine bands alone advise, closing the semantic rationale.
+COSINE_ADVICE = {"none": "likely nothing relevant stored; prefer another source",
+                 "low": "probably nothing relevant; treat these results with suspicion",
+                 "moderate": "relevant memories are likely present; read them and judge",
+                 "high": "a close match is stored; read it and judge"}
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -88,10 +93,7 @@ def semantic_confidence(cosines: list[float], result_count: int,
         notes.append(f"background mean {mean_bg:.3f} over {others}")
     else:
         notes.append("single candidate: no background to compare with")
-    advice = {"none": "likely nothing relevant stored; prefer another source",
-              "low": "probably nothing relevant; treat these results with suspicion",
-              "moderate": "relevant memories are likely present; read them and judge",
-              "high": "a close match is stored; read it and judge"}[level]
+    advice = COSINE_ADVICE[level]
     return {
         "level": level,
         "top_score": _round(top),

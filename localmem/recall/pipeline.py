@@ -42,7 +42,7 @@ from .gating import apply_score_gates
 from .params import RecallParams, parse_recall_params
 from .query_vectors import QueryVectors
 from .ranking import dedupe, sort_results
-from .relevance import Evidence, recall_confidence
+from .relevance import Evidence, attach_relevance, recall_confidence, with_relevance
 from .scope import passes_scope
 from .scoring import (CandidateScorer, lowered_tags_of_text, metadata_terms_of_text, parse_epoch,
                       usable_cosine)
@@ -569,13 +569,17 @@ class Recall:
             score_filter["candidates_below_min_score"] = len(self.below_min_score - gated
                                                             - {r["id"] for r in results})
         hydrate_relations(self.backend, results)
+        judged = bool(primary_query or params.embedding is not None or multi)
+        if judged:
+            attach_relevance(results, self.evidence, primary_query)
         response = recall_response(self, results, queries if multi else None, dedup_removed,
                                    state_filter, score_filter, seeds, expansions, entity_results,
                                    entity_names, recency_applied, fallback_active)
-        if primary_query or params.embedding is not None or multi:
-            response["confidence"] = recall_confidence(
+        if judged:
+            response["confidence"] = with_relevance(recall_confidence(
                 self.backend, self.evidence, len(results), semantic=self.vectors.available,
-                current_only=params.current_only, now=self.now, heads_of=self.heads)
+                current_only=params.current_only, now=self.now, heads_of=self.heads),
+                results, self.config)
         response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self.backend.touch([r["id"] for r in seeds], self.now)
         return response

@@ -14,10 +14,15 @@ untouched; a request without a query (or embedding) gets no block.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
-from .confidence_bands import POOL, keyword_confidence, semantic_confidence
+from .confidence_bands import COSINE_ADVICE, POOL, keyword_confidence, semantic_confidence
+from .keywords import query_terms
+from .late_interaction import token_score
+from .relevance_model import (level_of, pool_mean, relevance_features, relevance_floor,
+                              relevance_of, summary, keyword_coverage, named_words)
 from ..timeparse import format_timestamp
 from .state import active_replacements, state_reason
 
@@ -76,3 +81,65 @@ def recall_confidence(backend: "Backend", evidence: Evidence, result_count: int,
         ranked = _current(backend, ranked[:POOL * 2], evidence.memories, now, heads_of)
     scores = [evidence.keyword[i] for i in ranked[:POOL]]
     return {**keyword_confidence(scores, result_count, scores[0] if scores else None), "basis": "keyword"}
+
+
+def attach_relevance(results: list[dict[str, Any]], evidence: Evidence, primary_query: str) -> None:
+    """Give each result its ``relevance`` (recall/relevance_model.py) from the evidence it
+    already has, and its inputs as ``score_components.relevance_inputs``."""
+    background = pool_mean(evidence.cosine.values())
+    terms: dict[str, tuple[list[str], frozenset[str]]] = {}
+    for result in results:
+        query = result.get("_query") or primary_query or ""
+        if query not in terms:
+            terms[query] = (query_terms(query), named_words(query)) if query else ([], frozenset())
+        cosine = result.get("_similarity")
+        token = result.get("_token")
+        components = result.get("score_components")
+        if not isinstance(components, dict):
+            components = result["score_components"] = {}
+        features = relevance_features(
+            cosine=cosine, background=background,
+            coverage=keyword_coverage(*terms[query][:1], (result.get("memory") or {}).get("content"),
+                                      terms[query][1]),
+            token=token_score(token) if isinstance(token, float) and math.isfinite(token)
+            else (max(0.0, cosine) if cosine is not None else 0.0),
+            learned=components.get("learned"))
+        components["relevance_inputs"] = features
+        result["relevance"] = relevance_of(features)
+
+
+def with_relevance(block: dict[str, Any], results: list[dict[str, Any]], config: Any, *,
+                   follow: bool = True) -> dict[str, Any]:
+    """``block`` (a confidence block) with the relevance summary: ``relevance`` (the best
+    result's), ``relevant`` (it clears the floor), ``relevance_floor``, ``relevant_count``.
+
+    ``follow`` (recall): ``level`` is read from the best relevance (relevance_model.level_of),
+    so a correct top hit is no longer called irrelevant because its cosine alone is modest.
+    Otherwise (recall_v1, whose ``level`` Kagura's spec ties to the cosine bands) the
+    level stays, but a relevant answer reads at least ``moderate``, as a near-duplicate does.
+    """
+    floor = relevance_floor(config)
+    found = summary(results, floor)
+    out = {**block, **found}
+    if not results:
+        return out
+    verdict = (f"best result's relevance {found['relevance']:.2f} "
+               f"({'at or above' if found['relevant'] else 'below'} the floor {floor:.2f}; "
+               f"from its cosine, keyword coverage, token and learned evidence)")
+    if follow:
+        level = level_of(found["relevance"], floor)
+        advice = {"none": "nothing stored looks relevant", "low": "probably nothing relevant",
+                  "moderate": "relevant memories are likely among these",
+                  "high": "a relevant memory is very likely among these"}[level]
+        out["level"] = level
+        evidence = str(block.get("rationale", ""))
+        cosine_advice = f": {COSINE_ADVICE.get(str(block.get('level')), '')}."
+        if evidence.endswith(cosine_advice):  # the cosine bands' advice no longer decides
+            evidence = evidence[:-len(cosine_advice)] + "."
+        out["rationale"] = f"{verdict[0].upper()}{verdict[1:]}: {advice}. Evidence: {evidence}"
+    else:
+        if found["relevant"] and block.get("level") in ("none", "low"):
+            out["level"] = "moderate"
+            verdict += ", so at least moderate"
+        out["rationale"] = f"{block.get('rationale', '')} Relevance: {verdict}.".strip()
+    return out
