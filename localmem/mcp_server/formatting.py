@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..recall.relevance import evidence_text
 from ..text import plural
 
 RECALL_CONTENT_PREVIEW_CHARS = 400
@@ -401,14 +402,11 @@ def envelope(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def confidence_note(confidence: Any) -> str | None:
-    """``match confidence low (best cosine 0.31): probably nothing relevant`` from recall's block."""
+    """``match confidence low (relevance 0.20; best cosine 0.31): probably nothing relevant``
+    from recall's block."""
     if not isinstance(confidence, Mapping) or confidence.get("level") not in ("none", "low", "moderate", "high"):
         return None
-    level, top = confidence["level"], confidence.get("top_score")
-    if confidence.get("basis") == "keyword":
-        evidence = " (keyword evidence only)"
-    else:
-        evidence = f" (best cosine {top:.2f})" if isinstance(top, (int, float)) else ""
+    level, evidence = confidence["level"], evidence_text(dict(confidence))
     advice = {"none": ": likely nothing relevant is stored", "low": ": probably nothing relevant"}.get(level, "")
     return f"match confidence {level}{evidence}{advice}"
 

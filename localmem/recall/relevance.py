@@ -143,3 +143,17 @@ def with_relevance(block: dict[str, Any], results: list[dict[str, Any]], config:
             verdict += ", so at least moderate"
         out["rationale"] = f"{block.get('rationale', '')} Relevance: {verdict}.".strip()
     return out
+
+
+def evidence_text(confidence: dict[str, Any]) -> str:
+    """What a ``confidence`` block rests on, for people: `` (relevance 0.82; best cosine 0.61)``."""
+    parts = []
+    relevance = confidence.get("relevance")
+    if isinstance(relevance, (int, float)):
+        parts.append(f"relevance {relevance:.2f}")
+    top = confidence.get("top_score")
+    if confidence.get("basis") == "keyword":
+        parts.append("keyword evidence only")
+    elif isinstance(top, (int, float)):
+        parts.append(f"best cosine {top:.2f}")
+    return f" ({'; '.join(parts)})" if parts else ""
