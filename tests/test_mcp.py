@@ -29,7 +29,8 @@ from localmem.mcp_server.formatting import (  # noqa: E402
     recall_token_budget,
 )
 from localmem.mcp_server.handlers import call_tool  # noqa: E402
-from localmem.mcp_server.tools import RANKED_ONLY_PARAMS, TOOL_NAMES  # noqa: E402
+from localmem.mcp_server.recall_tool import RANKED_ONLY_PARAMS  # noqa: E402
+from localmem.mcp_server.tools import TOOL_NAMES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ID1 = "11111111-1111-4111-8111-111111111111"

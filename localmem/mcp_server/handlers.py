@@ -30,11 +30,11 @@ from .tools import (
     CONTENT_HARD_LIMIT,
     CONTENT_SOFT_LIMIT,
     ENUMERATION_MAX_LIMIT,
-    RANKED_ONLY_PARAMS,
     STORE_SINGLE_FIELDS,
     TOOLS_BY_NAME,
     UPDATE_FIELDS,
 )
+from .recall_tool import RANKED_ONLY_PARAMS
 
 if TYPE_CHECKING:
     from ..store import MemoryStore

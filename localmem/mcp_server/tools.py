@@ -11,7 +11,7 @@ from typing import Any
 
 from ..classify import MEMORY_TYPES
 from ..relations import AUTHORABLE_TYPES, SUPERSESSION_TYPES
-from .recall_tool import RANKED_ONLY_PARAMS, RECALL_FORMATS, RECALL_MEMORY  # noqa: F401 (the tools list them here)
+from .recall_tool import RECALL_MEMORY
 from .schema_parts import STRING_LIST as _STRING_LIST
 from .schema_parts import UNIT as _UNIT
 
