@@ -11,20 +11,14 @@ puts them together and ``output`` formats for people.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-import apsw
-
-from ..errors import LocalMemError, ValidationError
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from .output import Output
-from .parser import build_parser
+# The rest (apsw, the parser of every command) is imported in ``main``, after
+# ``localmem hook`` has been sent on: a hook runs on every prompt and must start fast.
 
 __all__ = ["main"]
 
@@ -37,6 +31,8 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int,
 @contextmanager
 def _model_notes() -> Iterator[None]:
     """Show the embedding model's loading and one-time ONNX export steps on stderr."""
+    import logging
+
     logger = logging.getLogger("localmem.onnx")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("localmem: %(message)s"))
@@ -53,6 +49,8 @@ def _model_notes() -> Iterator[None]:
 
 
 def _exit_code(code: Any) -> int:
+    from .common import EXIT_ERROR, EXIT_OK
+
     if code is None:
         return EXIT_OK
     if isinstance(code, int):
@@ -63,6 +61,23 @@ def _exit_code(code: Any) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    from ..hooks.client import hook_argv
+
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if hook_argv(arguments):
+        from ..hooks.client import run as run_hook
+
+        # Called as the program itself (argv None): the hook may end the process at its deadline.
+        return run_hook(arguments, hard_exit=argv is None)
+    import warnings
+
+    import apsw
+
+    from ..errors import LocalMemError, ValidationError
+    from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+    from .output import Output
+    from .parser import build_parser
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

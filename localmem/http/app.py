@@ -29,6 +29,7 @@ from .policy import request_policy
 from .routes_admin import admin_endpoints
 from .routes_edges import edge_endpoints
 from .routes_health import health_endpoints
+from .routes_hooks import hook_endpoint
 from .routes_memories import memory_endpoints
 from .routes_recall import recall_endpoints
 from .security import TOKEN_ENV_VARS, resolve_admin_token, resolve_token, resolve_tokens
@@ -42,7 +43,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
                cors_origins: list[str] | None = None,
                allowed_hosts: str | list[str] | None = None,
                allowed_origins: str | list[str] | None = None,
-               admin_token: str | None = None) -> Starlette:
+               admin_token: str | None = None, hook_secret: str | None = None) -> Starlette:
     """The HTTP API over ``store``.
 
     ``token`` (else ``$LOCALMEM_API_TOKEN`` / ``$AUTOMEM_API_TOKEN``) turns on
@@ -54,7 +55,8 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     ``cors_origins`` is an older name, added to them) the browser origins
     allowed, with CORS. See ``policy`` for why. ``admin_token`` (else
     ``$ADMIN_API_TOKEN``) is the second secret the admin routes need, in
-    ``X-Admin-Token``, as AutoMem has it.
+    ``X-Admin-Token``, as AutoMem has it. ``hook_secret`` is the secret
+    ``POST /hooks/{event}`` asks for (``routes_hooks``; without one it answers 404).
     """
     api_tokens = resolve_tokens(token, tokens)
     admin_secret = resolve_admin_token(admin_token)
@@ -85,6 +87,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route("/memories/{memory_id}/related", endpoint(edges.related), methods=["GET"]),
         Route("/api/v1/memory/recall", endpoint(recall.recall_v1), methods=["POST"]),
         Route("/admin/reembed", endpoint(admin.admin_reembed), methods=["POST"]),
+        Route("/hooks/{event}", endpoint(hook_endpoint(store, hook_secret)), methods=["POST"]),
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=endpoint),
