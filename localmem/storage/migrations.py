@@ -90,6 +90,12 @@ def migration_0008_token_codes(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0008_token_codes"])
 
 
+def migration_0009_hook_ledger(conn: apsw.Connection, sql: Statements) -> None:
+    """What ``localmem hook`` keeps between runs: the per-session injection ledger, the
+    captured message ids and where each session's transcript was read to."""
+    _run_script(conn, sql["migration_0009_hook_ledger"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -99,6 +105,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0006_push,
     migration_0007_code_index,
     migration_0008_token_codes,
+    migration_0009_hook_ledger,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
