@@ -36,7 +36,7 @@ __all__ = ["CAPTURE_EVENTS", "HOOK_PATH", "MAX_STDIN_BYTES", "PROMPT_EVENTS", "S
            "default_deadline", "hook_argv", "run"]
 
 PROMPT_EVENTS = ("SessionStart", "UserPromptSubmit")  # the client waits for these to go on
-CAPTURE_EVENTS = ("PreCompact", "Stop", "SubagentStop", "SessionEnd")
+CAPTURE_EVENTS = ("PreCompact", "Stop", "SessionEnd")
 PROMPT_DEADLINE = 2.0  # seconds
 CAPTURE_DEADLINE = 20.0  # reading a transcript and embedding its turns takes longer
 DEADLINE_ENV = "LOCALMEM_HOOK_DEADLINE"
@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         "Forwards to a running 'localmem serve' for the store when there is one."))
     parser.add_argument("command", help=argparse.SUPPRESS)
     parser.add_argument("event", help="the hook event: SessionStart, UserPromptSubmit, PreCompact, Stop, "
-                                      "SubagentStop or SessionEnd")
+                                      "or SessionEnd")
     parser.add_argument("--deadline", type=float, metavar="SECONDS",
                         help=f"answer nothing past this long (default ${DEADLINE_ENV}, else "
                              f"{PROMPT_DEADLINE:g} s for prompt events, {CAPTURE_DEADLINE:g} s for capture)")
