@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "localmem"
 
 # Lowest first. A module may import its own layer and those below it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("errors", "config")),
+    ("base", ("errors", "config", "paths")),
     ("helpers", ("text", "tags", "timeparse", "timegrammar", "validation", "classify", "relations", "progress",
                  "metadata_search", "embedders", "loopback")),
     ("storage", ("storage",)),

@@ -104,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="localmem hook", description=(
         "Answer an assistant's hook: the hook's JSON on stdin, the answer (Claude Code's JSON) on "
         "stdout, nothing when there is nothing to say. Always exits 0; reasons go to stderr. "
-        "Forwards to a running 'localmem serve' for the store when there is one."))
+        "Forwards to a running 'localmem serve' for the store when there is one."),
+        epilog="Global options (--db, --embedder, --json, --color): see 'localmem --help'.")
     parser.add_argument("command", help=argparse.SUPPRESS)
     parser.add_argument("event", help="the hook event: SessionStart, UserPromptSubmit, PreCompact, Stop, "
                                       "or SessionEnd")
@@ -115,8 +116,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="answer in-process even when a server runs for the store")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help=f"say on stderr who answered and how long it took (also ${VERBOSE_ENV}=1)")
-    parser.add_argument("--db", metavar="PATH", help="database file (as 'localmem --db')")
-    parser.add_argument("--embedder", metavar="NAME", help="embedder (as 'localmem --embedder')")
+    # The global options, as every command takes them (described in 'localmem --help').
+    parser.add_argument("--db", metavar="PATH", help=argparse.SUPPRESS)
+    parser.add_argument("--embedder", metavar="NAME", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # output is JSON anyway
     parser.add_argument("--color", metavar="WHEN", help=argparse.SUPPRESS)
     return parser
