@@ -17,6 +17,8 @@ from ..errors import ConfigError
 ENV_PREFIX = "LOCALMEM_HOOK_"
 _ON = frozenset({"1", "true", "yes", "on"})
 _OFF = frozenset({"0", "false", "no", "off"})
+# Read by the hook command itself (localmem/hooks/client.py), not settings of the answer.
+CLIENT_VARIABLES = frozenset({"LOCALMEM_HOOK_DEADLINE", "LOCALMEM_HOOK_VERBOSE"})
 _INT_RANGES = (("token_budget", 0, 100_000), ("max_memories", 1, 100), ("max_read_bytes", 1024, 1 << 34),
                ("max_line_bytes", 256, 1 << 30), ("max_lines", 1, 10_000_000))
 
@@ -77,8 +79,14 @@ class HookSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "HookSettings":
-        """The defaults, overridden by ``LOCALMEM_HOOK_<FIELD>`` variables (``LOCALMEM_HOOK_TOKEN_BUDGET``…)."""
+        """The defaults, overridden by ``LOCALMEM_HOOK_<FIELD>`` variables (``LOCALMEM_HOOK_TOKEN_BUDGET``…);
+        an unknown ``LOCALMEM_HOOK_*`` variable is refused (the client's own two excepted)."""
         env = os.environ if environ is None else environ
+        names = {ENV_PREFIX + f.name.upper() for f in fields(cls)}
+        unknown = sorted(k for k in env if k.startswith(ENV_PREFIX) and k not in names and k not in CLIENT_VARIABLES)
+        if unknown:  # a misspelt setting would otherwise be ignored without a word
+            raise ConfigError(f"unknown hook setting variable(s): {', '.join(unknown)} "
+                              f"(known: {', '.join(sorted(names | CLIENT_VARIABLES))})")
         values: dict[str, Any] = {}
         for field in fields(cls):
             if field.name.startswith("_"):
