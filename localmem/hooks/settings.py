@@ -96,10 +96,11 @@ class HookSettings:
             if raw is None or not raw.strip():
                 continue
             values[field.name] = _parse(variable, raw.strip(), field.default)
-        try:
-            return cls(**values)
-        except ConfigError as exc:
-            raise ConfigError(f"{exc.message} (from the LOCALMEM_HOOK_* environment variables)") from None
+            try:
+                cls(**{field.name: values[field.name]})  # checked alone, so the error names the variable
+            except ConfigError as exc:
+                raise ConfigError(f"{variable}: {exc.message}") from None
+        return cls(**values)
 
     def with_changes(self, **changes: Any) -> "HookSettings":
         return replace(self, **changes)
