@@ -68,7 +68,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
         os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
         try:
             deadline = time.monotonic() + 10
-            while not discovery.note_path(str(db)).exists():
+            while not Path(discovery.note_path(str(db))).exists():
                 assert time.monotonic() < deadline, "the server wrote no discovery note"
                 time.sleep(0.05)
             note = discovery.read_note(str(db))
@@ -150,7 +150,7 @@ def test_route_asks_for_the_secret_not_the_api_token(served):
 
 
 def test_note_is_private_and_names_loopback(served):
-    path = served["note"].path
+    path = Path(served["note"].path)
     assert (path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777) == (0o600, 0o700)
     data = json.loads(path.read_text())
     assert data["host"] == "127.0.0.1" and data["port"] == served["port"]
@@ -167,7 +167,7 @@ def alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         store.store(DEPLOY)
     env = _environment(tmp_path)
     monkeypatch.setenv("XDG_RUNTIME_DIR", env["XDG_RUNTIME_DIR"])
-    path = discovery.note_path(str(db))
+    path = Path(discovery.note_path(str(db)))
     path.parent.mkdir(mode=0o700, exist_ok=True)
     return db, env, path
 
@@ -335,10 +335,34 @@ def test_server_removes_its_note_when_it_stops(tmp_path: Path, monkeypatch: pyte
     try:
         wait_until_healthy(process, f"http://127.0.0.1:{port}")
         deadline = time.monotonic() + 10
-        while not discovery.note_path(str(db)).exists():
+        while not Path(discovery.note_path(str(db))).exists():
             assert time.monotonic() < deadline
             time.sleep(0.05)
     finally:
         stop(process)
     assert process.returncode is not None
-    assert not discovery.note_path(str(db)).exists()
+    assert not Path(discovery.note_path(str(db))).exists()
+
+
+def test_ui_server_takes_hooks_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``localmem ui`` serves the same app on the store: it publishes a note, and hooks forward to it."""
+    db = tmp_path / "memory.db"
+    with MemoryStore(str(db), embedder="hash") as store:
+        store.store(DEPLOY)
+    env = _environment(tmp_path)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", env["XDG_RUNTIME_DIR"])
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "localmem", "--db", str(db), "ui", "--port", str(port)],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until_healthy(process, f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 10
+        while not Path(discovery.note_path(str(db))).exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        result = hook(db, env, prompt_payload("ui-1"))
+        assert f"from the localmem server (pid {process.pid}, 127.0.0.1:{port})" in result.stderr.decode()
+        assert DEPLOY in context_of(result)
+    finally:
+        stop(process)
+    assert not Path(discovery.note_path(str(db))).exists()

@@ -25,7 +25,7 @@ def register(command: AddCommand) -> None:
                        "it prints nothing, and says why on stderr. Forwards to a 'localmem serve' (or "
                        "'localmem ui') running for the store when there is one; otherwise answers "
                        "in-process. 'localmem hooks install claude-code' sets it up.")
-    p.add_argument("event", help="SessionStart, UserPromptSubmit, PreCompact, Stop or SessionEnd")
+    p.add_argument("event", help="SessionStart, UserPromptSubmit, PreCompact, Stop, SubagentStop or SessionEnd")
     p.add_argument("--deadline", type=float, metavar="SECONDS",
                    help=f"answer nothing past this long (default ${client.DEADLINE_ENV}, else "
                         f"{client.PROMPT_DEADLINE:g} s for prompt events, {client.CAPTURE_DEADLINE:g} s for capture)")

@@ -26,8 +26,7 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any  # loaded by localmem/__init__ anyway
 
 from ..paths import default_db_path
 from . import discovery
@@ -36,7 +35,7 @@ __all__ = ["CAPTURE_EVENTS", "HOOK_PATH", "MAX_STDIN_BYTES", "PROMPT_EVENTS", "S
            "default_deadline", "hook_argv", "run"]
 
 PROMPT_EVENTS = ("SessionStart", "UserPromptSubmit")  # the client waits for these to go on
-CAPTURE_EVENTS = ("PreCompact", "Stop", "SessionEnd")
+CAPTURE_EVENTS = ("PreCompact", "Stop", "SubagentStop", "SessionEnd")
 PROMPT_DEADLINE = 2.0  # seconds
 CAPTURE_DEADLINE = 20.0  # reading a transcript and embedding its turns takes longer
 DEADLINE_ENV = "LOCALMEM_HOOK_DEADLINE"
@@ -61,15 +60,14 @@ class _Refused(Exception):
     """The server could not be used (not there, or not ours): answer in-process instead."""
 
 
-@dataclass
 class _Run:
-    event: str
-    db: str
-    embedder: str | None
-    deadline: float  # time.monotonic() value
-    seconds: float
-    verbose: bool
-    forward: bool
+    """One hook run's settings (a plain class: ``dataclasses`` costs tens of ms of import)."""
+
+    def __init__(self, *, event: str, db: str, embedder: str | None, deadline: float, seconds: float,
+                 verbose: bool, forward: bool) -> None:
+        self.event, self.db, self.embedder = event, db, embedder
+        self.deadline = deadline  # a time.monotonic() value
+        self.seconds, self.verbose, self.forward = seconds, verbose, forward
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -108,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Global options (--db, --embedder, --json, --color): see 'localmem --help'.")
     parser.add_argument("command", help=argparse.SUPPRESS)
     parser.add_argument("event", help="the hook event: SessionStart, UserPromptSubmit, PreCompact, Stop, "
-                                      "or SessionEnd")
+                                      "SubagentStop or SessionEnd")
     parser.add_argument("--deadline", type=float, metavar="SECONDS",
                         help=f"answer nothing past this long (default ${DEADLINE_ENV}, else "
                              f"{PROMPT_DEADLINE:g} s for prompt events, {CAPTURE_DEADLINE:g} s for capture)")

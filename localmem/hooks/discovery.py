@@ -23,8 +23,6 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass
-from pathlib import Path
 
 __all__ = ["MAX_NOTE_BYTES", "Note", "NoteRefused", "StaleNote", "loopback_literal", "note_path", "read_note", "remove_note",
            "runtime_dir", "store_key", "write_note"]
@@ -43,16 +41,17 @@ class StaleNote(Exception):
     """A note left by a server that is gone (its pid no longer runs)."""
 
 
-@dataclass(frozen=True)
 class Note:
-    """A running server's address for one store."""
+    """A running server's address for one store (a plain class: ``dataclasses`` costs the hook
+    tens of milliseconds of import on every prompt)."""
 
-    pid: int
-    host: str
-    port: int
-    secret: str
-    store: str
-    path: Path
+    __slots__ = ("pid", "host", "port", "secret", "store", "path")
+
+    def __init__(self, *, pid: int, host: str, port: int, secret: str, store: str, path: str) -> None:
+        self.pid, self.host, self.port, self.secret, self.store, self.path = pid, host, port, secret, store, path
+
+    def __repr__(self) -> str:
+        return f"Note(pid={self.pid}, host={self.host!r}, port={self.port}, store={self.store!r})"
 
 
 def loopback_literal(host: object) -> bool:
@@ -60,16 +59,16 @@ def loopback_literal(host: object) -> bool:
     return isinstance(host, str) and (host == "::1" or _LOOPBACK_V4.fullmatch(host) is not None)
 
 
-def runtime_dir(environ: dict[str, str] | os._Environ[str] | None = None) -> Path:
+def runtime_dir(environ: dict[str, str] | os._Environ[str] | None = None) -> str:
     """The per-user folder for discovery notes (see the module docstring)."""
     env = os.environ if environ is None else environ
     runtime = (env.get("XDG_RUNTIME_DIR") or "").strip()
     if runtime and os.path.isabs(runtime):
-        return Path(runtime) / "localmem"
+        return os.path.join(runtime, "localmem")
     cache = (env.get("XDG_CACHE_HOME") or "").strip()
     if not cache or not os.path.isabs(cache):
         cache = os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "localmem" / "run"
+    return os.path.join(cache, "localmem", "run")
 
 
 def store_key(store_path: str) -> str:
@@ -77,12 +76,12 @@ def store_key(store_path: str) -> str:
     return os.path.realpath(os.path.expanduser(store_path))
 
 
-def note_path(store_path: str, environ: dict[str, str] | None = None) -> Path:
+def note_path(store_path: str, environ: dict[str, str] | None = None) -> str:
     digest = hashlib.sha256(store_key(store_path).encode("utf-8", "surrogateescape")).hexdigest()
-    return runtime_dir(environ) / f"{digest[:32]}.json"
+    return os.path.join(runtime_dir(environ), f"{digest[:32]}.json")
 
 
-def _check_folder(folder: Path, *, fix: bool) -> None:
+def _check_folder(folder: str, *, fix: bool) -> None:
     """The folder must be a real directory of this user, closed to others (0700)."""
     info = os.lstat(folder)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
@@ -96,7 +95,7 @@ def _check_folder(folder: Path, *, fix: bool) -> None:
         os.chmod(folder, 0o700)
 
 
-def write_note(store_path: str, *, host: str, port: int, secret: str) -> Path:
+def write_note(store_path: str, *, host: str, port: int, secret: str) -> str:
     """Publish this process as the server of ``store_path``; returns the note's path.
 
     Written to a private temporary file and renamed into place, so a reader
@@ -106,11 +105,12 @@ def write_note(store_path: str, *, host: str, port: int, secret: str) -> Path:
     if not loopback_literal(host):
         raise NoteRefused(f"a note names only a loopback address, not {host!r}")
     path = note_path(store_path)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _check_folder(path.parent, fix=True)
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    _check_folder(folder, fix=True)
     body = json.dumps({"version": NOTE_VERSION, "pid": os.getpid(), "host": host, "port": int(port),
                        "secret": secret, "store": store_key(store_path)}).encode("utf-8")
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -140,7 +140,7 @@ def remove_note(store_path: str, secret: str) -> bool:
     return True
 
 
-def _load(path: Path) -> dict:
+def _load(path: str) -> dict:
     """The note's JSON, read without following a symlink, from a file only this user can touch."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -181,7 +181,7 @@ def read_note(store_path: str, *, check_pid: bool = True) -> Note | None:
     """
     path = note_path(store_path)
     try:
-        _check_folder(path.parent, fix=False)
+        _check_folder(os.path.dirname(path), fix=False)
         data = _load(path)
     except FileNotFoundError:
         return None

@@ -1,0 +1,230 @@
+"""How long ``localmem hook UserPromptSubmit`` takes as a new process, with and without a server.
+
+Issue 34's targets: p50 ≤ 150 ms when a ``localmem serve`` runs for the store (the hook finds
+its discovery note and forwards), ≤ 0.6 s cold (no server: the hook opens the store and answers
+in-process).
+
+The store is the five LoCoMo dev conversations (~2,760 turns, one memory each); each hook run
+gets one LoCoMo question as its prompt, in a new session (so the injection ledger never
+suppresses an answer), with the default hook settings and ``--deadline 60`` (so a slow answer
+is timed, not cut off at the default 2 s). The runs alternate, pair by pair:
+``server`` (the note present) then ``cold`` (the same store, another runtime folder: no note),
+the order flipped every other pair. Also timed, as the floor under both: ``python -c pass``.
+Every process is the ``localmem`` console script when it runs this tree (else ``python -m
+localmem``), with Python's bytecode cache (``PYTHONDONTWRITEBYTECODE`` removed). Every file is
+in a temporary folder.
+
+    python benchmarks/hook_latency.py [--runs 30] [--embedder hash|onnx] [--data LOCOMO.json] [--write]
+
+``--embedder onnx`` uses the real model through the ONNX embedder (exported once into
+``--cache-dir``, as cold_start.py does); building the store then embeds every turn (~1 min).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for entry in (str(ROOT), str(HERE), str(ROOT / "tests")):
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+from locomo import DEFAULT_DATA, memory_item, turns_of  # noqa: E402
+from results_file import git_revision, write_section  # noqa: E402
+from serving import stop, wait_until_healthy  # noqa: E402  (tests/serving.py)
+
+MODEL = "all-MiniLM-L6-v2"
+SECTION = "hook-latency"
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def child_env(tmp: Path, cache: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LOCALMEM_", "XDG_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", HF_HUB_DISABLE_PROGRESS_BARS="1",
+               TOKENIZERS_PARALLELISM="false", XDG_CONFIG_HOME=str(tmp / "config"),
+               LOCALMEM_TRACK_ACCESS="0")
+    if cache is not None:
+        env["LOCALMEM_CACHE_DIR"] = str(cache)
+    return env
+
+
+def program(env: dict[str, str]) -> list[str]:
+    """The console script when it imports this tree, else ``python -m localmem``."""
+    script = Path(sys.executable).with_name("localmem")
+    if script.exists():
+        where = subprocess.run([sys.executable, "-c", "import localmem; print(localmem.__file__)"],
+                               env=env, capture_output=True, text=True).stdout.strip()
+        if where.startswith(str(ROOT)):
+            return [str(script)]
+    return [sys.executable, "-m", "localmem"]
+
+
+def build_store(path: Path, embedder: str, source: Path) -> tuple[int, list[str]]:
+    from localmem import MemoryStore
+
+    data = json.loads(source.read_text())
+    items, questions = [], []
+    for index, sample in enumerate(data):
+        items += [memory_item(turn, index) for turn in turns_of(sample)]
+        questions += [qa["question"] for qa in sample["qa"] if qa.get("question")]
+    with MemoryStore(str(path), embedder=embedder) as store:
+        store.store_many(items)
+    return len(items), questions
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def timed(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[float, subprocess.CompletedProcess]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, env=env, capture_output=True, timeout=120)
+    return time.perf_counter() - started, done
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(statistics.median(values) * 1000, 1),
+            "p95_ms": round(percentile(values, 0.95) * 1000, 1),
+            "mean_ms": round(statistics.fmean(values) * 1000, 1), "n": len(values)}
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="hook-latency-"))
+    cache = Path(args.cache_dir) if args.embedder == "onnx" else None
+    env = child_env(tmp, cache)
+    server_env = {**env, "XDG_RUNTIME_DIR": str(tmp / "run-server")}
+    cold_env = {**env, "XDG_RUNTIME_DIR": str(tmp / "run-cold")}
+    for folder in (tmp / "run-server", tmp / "run-cold"):
+        folder.mkdir(mode=0o700)
+    embedder = "hash"
+    if args.embedder == "onnx":
+        os.environ["LOCALMEM_CACHE_DIR"] = str(cache)
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        from cold_start import ensure_export
+
+        ensure_export(cache, env, say)
+        embedder = f"onnx:{MODEL}"
+    db = tmp / "memory.db"
+    started = time.perf_counter()
+    count, questions = build_store(db, embedder, Path(args.data))
+    say(f"store: {count} memories ({embedder}) in {time.perf_counter() - started:.1f} s")
+    command = program(env)
+    # A deadline far past any run: the figures are what an answer costs, not the default 2 s cut-off.
+    hook = [*command, "--db", str(db), "hook", "UserPromptSubmit", "-v", "--deadline", "60"]
+    port = free_port()
+    server = subprocess.Popen([*command, "--db", str(db), "serve", "--port", str(port), "--log-level", "warning"],
+                              env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    times: dict[str, list[float]] = {"server": [], "cold": [], "python": []}
+    answered = {"server": 0, "cold": 0}
+    try:
+        wait_until_healthy(server, f"http://127.0.0.1:{port}", seconds=120)
+        deadline = time.monotonic() + 30
+        while not any((tmp / "run-server" / "localmem").glob("*.json")):
+            if time.monotonic() > deadline:
+                raise SystemExit("the server wrote no discovery note")
+            time.sleep(0.05)
+        envs = {"server": server_env, "cold": cold_env}
+
+        def one(mode: str, number: int) -> None:
+            payload = {"hook_event_name": "UserPromptSubmit", "session_id": f"bench-{mode}-{number}",
+                       "cwd": str(tmp), "transcript_path": str(tmp / "none.jsonl"),
+                       "prompt": questions[number % len(questions)]}
+            elapsed, done = timed(hook, envs[mode], json.dumps(payload).encode())
+            stderr = done.stderr.decode()
+            who = "from the localmem server" if mode == "server" else "from in-process"
+            if done.returncode != 0 or who not in stderr:
+                raise SystemExit(f"{mode} run {number} did not answer as expected:\n{stderr}")
+            if number >= 0:
+                times[mode].append(elapsed)
+                answered[mode] += bool(done.stdout.strip())
+
+        for warm in range(2):  # bytecode cache, the server's first request, the page cache
+            one("server", -1 - warm)
+            one("cold", -1 - warm)
+        for number in range(args.runs):
+            order = ("server", "cold") if number % 2 == 0 else ("cold", "server")
+            for mode in order:
+                one(mode, number)
+            elapsed, _ = timed([sys.executable, "-c", "pass"], env)
+            times["python"].append(elapsed)
+    finally:
+        stop(server)
+        shutil.rmtree(tmp, ignore_errors=True)
+    result = {mode: summary(values) for mode, values in times.items()}
+    result["ratio_cold_over_server_p50"] = round(result["cold"]["p50_ms"] / result["server"]["p50_ms"], 2)
+    result["answered"] = answered
+    result["memories"] = count
+    result["embedder"] = embedder
+    result["command"] = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(command))
+    return result
+
+
+def report(result: dict[str, Any], args: argparse.Namespace) -> str:
+    server, cold, floor = result["server"], result["cold"], result["python"]
+    met = lambda value, target: "met" if value <= target else "missed"  # noqa: E731
+    lines = [
+        f"## Hook latency (issue 34): `localmem hook UserPromptSubmit` as a new process ({result['embedder']})",
+        "",
+        f"`python benchmarks/hook_latency.py --runs {args.runs} --embedder {args.embedder}` at "
+        f"{git_revision()}, {platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} cores (shared machine). Store: the LoCoMo dev conversations, "
+        f"{result['memories']} memories; prompts: LoCoMo questions, one new session each, default hook "
+        f"settings. Runs alternate server/cold pair by pair; `{result['command']}` processes.",
+        "",
+        "| path | p50 | p95 | mean | target (p50) | answers with a block |",
+        "|---|---:|---:|---:|---|---:|",
+        f"| forwarded to `localmem serve` | {server['p50_ms']} ms | {server['p95_ms']} ms | {server['mean_ms']} ms | "
+        f"≤ 150 ms: {met(server['p50_ms'], 150)} | {result['answered']['server']}/{server['n']} |",
+        f"| cold, in-process | {cold['p50_ms']} ms | {cold['p95_ms']} ms | {cold['mean_ms']} ms | "
+        f"≤ 600 ms: {met(cold['p50_ms'], 600)} | {result['answered']['cold']}/{cold['n']} |",
+        f"| floor: `python -c pass` | {floor['p50_ms']} ms | {floor['p95_ms']} ms | {floor['mean_ms']} ms | | |",
+        "",
+        f"Cold / forwarded p50: {result['ratio_cold_over_server_p50']}x.",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=30, help="measured runs per path (default 30)")
+    parser.add_argument("--embedder", choices=("hash", "onnx"), default="hash")
+    parser.add_argument("--data", default=str(DEFAULT_DATA), help=f"the LoCoMo dev file (default {DEFAULT_DATA})")
+    parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "localmem-bench-cache"),
+                        help="the ONNX export's folder (--embedder onnx)")
+    parser.add_argument("--write", action="store_true", help=f"write the section '{SECTION}-<embedder>' "
+                                                             "of benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    result = measure(args)
+    print(json.dumps(result, indent=2))
+    text = report(result, args)
+    print(text)
+    if args.write:
+        write_section(f"{SECTION}-{args.embedder}", text)
+
+
+if __name__ == "__main__":
+    main()
