@@ -90,7 +90,7 @@ def test_a_fresh_read_of_the_whole_file_stores_nothing_twice(tmp_path):
     with MemoryStore(db, embedder="hash") as store:
         store.conn.execute("DELETE FROM hook_transcripts")
     run_hook(db, "Stop", payload("stop", tmp_path, transcript))
-    assert len(memories(db)) == len(KEPT)
+    assert len(memories(db)) == len(KEPT) + 1
 
 
 def test_two_hooks_at_once_store_each_turn_once(tmp_path):
@@ -272,3 +272,26 @@ def test_capture_can_be_turned_off(tmp_path):
     db, transcript = tmp_path / "m.db", transcript_copy(tmp_path)
     run_hook(db, "Stop", payload("stop", tmp_path, transcript), LOCALMEM_HOOK_CAPTURE="off")
     assert memories(db) == []
+
+
+def test_a_version_8_file_gains_the_hook_tables_and_keeps_its_memories(tmp_path):
+    from localmem.storage.database import connect
+    from localmem.storage.migrations import migrate, schema_version
+    from localmem.storage.statements import Statements
+
+    db = tmp_path / "v8.db"
+    conn = connect(db)
+    assert migrate(conn, Statements(), target=8) == 8
+    conn.execute("INSERT INTO memories (id, content, summary, type, confidence, importance, tags, timestamp, "
+                 "updated_at, last_accessed, t_valid, metadata) VALUES (?, 'Older note', 'Older note', 'Context', "
+                 "0.5, 0.5, '[]', ?, ?, ?, ?, '{}')", ("11111111-2222-4333-8444-555555555555",
+                                                       *["2026-11-01T00:00:00+00:00"] * 4))
+    conn.close()
+    with MemoryStore(db, embedder="hash") as store:
+        assert schema_version(store.conn) >= 9
+        assert store.get("11111111-2222-4333-8444-555555555555")["content"] == "Older note"
+        tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"hook_injected", "hook_captured", "hook_transcripts"} <= tables
+    transcript = transcript_copy(tmp_path)
+    run_hook(db, "Stop", payload("stop", tmp_path, transcript))
+    assert len(memories(db)) == len(KEPT) + 1

@@ -241,3 +241,14 @@ def test_the_project_is_named_by_the_checkout_above_cwd(tmp_path):
     assert project_name(str(tmp_path / "My Project!")) == "my-project"
     assert project_name(str(root), override="Shared Notes") == "shared-notes"
     assert project_name(None) is None
+
+
+def test_a_hostile_prompt_is_asked_safely(tmp_path):
+    db = seeded(tmp_path)
+    with MemoryStore(db, embedder="hash") as store:
+        answer = answer_hook_with_report(store, "UserPromptSubmit",
+                                         prompt(tmp_path, STAGING_PROMPT + " \x00 \ud800"), HookSettings())
+        assert STAGING in context_of(answer.output, "UserPromptSubmit")
+        huge = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, "x" * 2_000_000, session="s2"),
+                                       HookSettings())  # asked by its first 1,000 characters
+        assert huge.output is None and huge.report["injected"] == 0

@@ -44,7 +44,7 @@ class Turn:
     sanitized: bool
 
 
-def _clean(text: str) -> tuple[str, bool]:
+def clean_text(text: str) -> tuple[str, bool]:
     """NUL and lone surrogates (which SQLite text cannot hold) become U+FFFD; the rest is kept."""
     cleaned = _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
     return cleaned, cleaned != text
@@ -110,8 +110,8 @@ def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) 
     if text is None:
         skipped["no_text"] += 1
         return None
-    text, sanitized = _clean(text)
-    message_uuid, _ = _clean(message_uuid)
+    text, sanitized = clean_text(text)
+    message_uuid, _ = clean_text(message_uuid)
     without_block = strip_injected(text)
     if without_block != text:
         skipped["localmem_block_cut"] += 1

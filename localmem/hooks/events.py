@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ValidationError
 from . import ledger
-from .capture import capture
+from .capture import capture, clean_text
 from .inject import build_block, passes_floor, relevance_of
 from .noise_rules import load_rules
 from .project import project_name, project_root, project_tag
@@ -119,7 +119,7 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             raise ValidationError("'prompt' must be a string for UserPromptSubmit")
-        query = prompt.strip()[:MAX_QUERY_CHARS]
+        query, _ = clean_text(prompt.strip()[:MAX_QUERY_CHARS])  # a NUL or lone surrogate would be refused
         if not query:
             return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt"})
         scored: dict[str, tuple[float, dict[str, Any]]] = {}
