@@ -269,6 +269,8 @@ def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | Non
     """The server's answer and who gave it; ``_Refused`` when there is no usable server."""
     if run.db == MEMORY_PATH:
         raise _Refused("the store is in memory: no server shares it")
+    if not discovery.supported():
+        raise _Refused("finding a server needs a POSIX system (owner checks on its note)")
     try:
         note = discovery.read_note(run.db)
     except discovery.StaleNote as exc:

@@ -24,8 +24,8 @@ import os
 import re
 import stat
 
-__all__ = ["MAX_NOTE_BYTES", "Note", "NoteRefused", "StaleNote", "loopback_literal", "note_path", "read_note", "remove_note",
-           "runtime_dir", "store_key", "write_note"]
+__all__ = ["MAX_NOTE_BYTES", "Note", "NoteRefused", "StaleNote", "loopback_literal", "note_path", "read_note",
+           "remove_note", "runtime_dir", "store_key", "supported", "write_note"]
 
 NOTE_VERSION = 1
 MAX_NOTE_BYTES = 4096
@@ -52,6 +52,12 @@ class Note:
 
     def __repr__(self) -> str:
         return f"Note(pid={self.pid}, host={self.host!r}, port={self.port}, store={self.store!r})"
+
+
+def supported() -> bool:
+    """Whether this system can keep a note private and check its owner (POSIX); elsewhere hooks
+    answer in-process and servers publish nothing."""
+    return hasattr(os, "geteuid") and hasattr(os, "O_NOFOLLOW")
 
 
 def loopback_literal(host: object) -> bool:

@@ -114,7 +114,7 @@ def advertising_server(config: uvicorn.Config, store: MemoryStore, secret: str) 
 
 
 def _publish(server: uvicorn.Server, store: MemoryStore, secret: str) -> None:
-    if store.path == MEMORY_PATH:
+    if store.path == MEMORY_PATH or not discovery.supported():
         return
     try:
         bound = str(server.servers[0].sockets[0].getsockname()[0])
@@ -135,5 +135,5 @@ def _publish(server: uvicorn.Server, store: MemoryStore, secret: str) -> None:
 
 
 def _withdraw(store: MemoryStore, secret: str) -> None:
-    if store.path != MEMORY_PATH:
+    if store.path != MEMORY_PATH and discovery.supported():
         discovery.remove_note(store.path, secret)
