@@ -366,3 +366,28 @@ def test_ui_server_takes_hooks_too(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     finally:
         stop(process)
     assert not Path(discovery.note_path(str(db))).exists()
+
+
+def test_in_process_answer_meets_the_deadline(alone):
+    """No server, and the store's write lock held elsewhere: the hook's ledger write would wait
+    10 s for it; at the deadline the hook prints nothing, says why and exits 0, and the store is
+    intact afterwards."""
+    import apsw
+
+    db, env, _ = alone
+    holder = apsw.Connection(str(db))
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        result = hook(db, env, prompt_payload("locked-1"), "--deadline", "0.8", timeout=30)
+        elapsed = time.monotonic() - started
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.returncode == 0 and result.stdout == b""
+    assert "was not answered within the deadline (0.8 s, in-process" in result.stderr.decode(), result.stderr
+    assert elapsed < 0.8 + 5, elapsed  # not the 10 s the lock wait would take
+    with MemoryStore(str(db), embedder="hash") as store:
+        health = store.health()
+        assert health["memory_count"] == 1 and health["indexes_agree"]
+    assert DEPLOY in context_of(hook(db, env, prompt_payload("locked-2")))
