@@ -123,8 +123,10 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         if not query:
             return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt"})
         scored: dict[str, tuple[float, dict[str, Any]]] = {}
-        scopes = ([{"tags": [project_tag(project)], "tag_match": "exact"}] if project else []) + \
-                 [{"exclude_tags": ["project"]}]  # memories tied to no project apply everywhere
+        scopes: list[dict[str, Any]] = [{"tags": [project_tag(project)], "tag_match": "exact"}] if project else []
+        with store.lock:
+            if ledger.has_unscoped_memories(store):  # memories tied to no project apply everywhere
+                scopes.append({"exclude_tags": ["project"]})
         for scope in scopes:
             excluded = scope.pop("exclude_tags", []) + [f"session:{session_id}"]
             response = store.recall(query, exclude_tags=excluded, limit=limit, **scope)
@@ -135,6 +137,7 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
                         scored[result["id"]] = (relevance, result["memory"])
         chosen = [memory for _, memory in sorted(scored.values(), key=lambda pair: -pair[0])]
         report["above_floor"] = len(chosen)
+        report["relevance"] = {memory_id: round(value, 4) for memory_id, (value, _) in scored.items()}
         heading = "Notes that may bear on this prompt" + (f" (project {project})" if project else "") + ":"
     with store.lock:
         seen = ledger.already_injected(store, session_id, [m["id"] for m in chosen])

@@ -65,3 +65,8 @@ def set_transcript_offset(store: "MemoryStore", session_id: str, path: str, offs
     store.conn.execute(store.sql["hook_transcript_set"], {
         "session_id": session_id, "path": path, "offset": offset, "restarted": int(restarted),
         "now": format_timestamp(store.now())})
+
+
+def has_unscoped_memories(store: "MemoryStore") -> bool:
+    """Whether some memory carries no ``project:`` tag (two counts, no scan of the text)."""
+    return bool(store.conn.execute(store.sql["hook_unscoped_exists"]).fetchone()[0])
