@@ -59,12 +59,27 @@ def _exit_code(code: Any) -> int:
     return EXIT_ERROR
 
 
+_GLOBAL_WITH_VALUE = ("--db", "--embedder", "--color")
+
+
+def _is_hook(arguments: list[str]) -> bool:
+    """Whether the command is ``hook``: global options (``--db PATH``, ``--json``...), then ``hook``."""
+    index = 0
+    while index < len(arguments):
+        arg = arguments[index]
+        if arg in _GLOBAL_WITH_VALUE:
+            index += 2
+        elif arg == "--json" or arg.split("=", 1)[0] in _GLOBAL_WITH_VALUE:
+            index += 1
+        else:
+            return arg == "hook"
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    from ..hooks.client import hook_argv
-
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if hook_argv(arguments):
+    if _is_hook(arguments):
         from ..hooks.client import run as run_hook
 
         # Called as the program itself (argv None): the hook may end the process at its deadline.

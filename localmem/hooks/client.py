@@ -32,7 +32,7 @@ from ..paths import default_db_path
 from . import discovery
 
 __all__ = ["CAPTURE_EVENTS", "HOOK_PATH", "MAX_STDIN_BYTES", "PROMPT_EVENTS", "SECRET_HEADER",
-           "default_deadline", "hook_argv", "run"]
+           "default_deadline", "run"]
 
 PROMPT_EVENTS = ("SessionStart", "UserPromptSubmit")  # the client waits for these to go on
 CAPTURE_EVENTS = ("PreCompact", "Stop", "SubagentStop", "SessionEnd")
@@ -49,7 +49,6 @@ SECRET_HEADER = "X-Localmem-Hook-Secret"
 SERVER_PID_HEADER = "x-localmem-server-pid"
 MEMORY_PATH = ":memory:"
 _EVENT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-_GLOBAL_WITH_VALUE = ("--db", "--embedder", "--color")
 
 
 class _Silent(Exception):
@@ -71,21 +70,6 @@ class _Run:
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
-
-
-def hook_argv(argv: list[str]) -> bool:
-    """Whether ``argv`` (without the program name) is a ``hook`` command: global options, then ``hook``."""
-    index = 0
-    while index < len(argv):
-        arg = argv[index]
-        if arg in _GLOBAL_WITH_VALUE:
-            index += 2
-            continue
-        if arg.startswith("-") and (arg in ("--json",) or arg.split("=", 1)[0] in _GLOBAL_WITH_VALUE):
-            index += 1
-            continue
-        return arg == "hook"
-    return False
 
 
 def default_deadline(event: str) -> float:
