@@ -90,7 +90,7 @@ def test_a_fresh_read_of_the_whole_file_stores_nothing_twice(tmp_path):
     with MemoryStore(db, embedder="hash") as store:
         store.conn.execute("DELETE FROM hook_transcripts")
     run_hook(db, "Stop", payload("stop", tmp_path, transcript))
-    assert len(memories(db)) == len(KEPT) + 1
+    assert len(memories(db)) == len(KEPT)
 
 
 def test_two_hooks_at_once_store_each_turn_once(tmp_path):
@@ -295,3 +295,21 @@ def test_a_version_8_file_gains_the_hook_tables_and_keeps_its_memories(tmp_path)
     transcript = transcript_copy(tmp_path)
     run_hook(db, "Stop", payload("stop", tmp_path, transcript))
     assert len(memories(db)) == len(KEPT) + 1
+
+
+def test_a_long_backlog_is_stored_in_bounded_batches_over_several_runs(tmp_path, monkeypatch):
+    """A first capture of a long transcript holds the write lock one batch at a time and
+    stops after a bound; the next run goes on from the last stored turn."""
+    from localmem.hooks import capture as capture_module
+
+    monkeypatch.setattr(capture_module, "BATCH_MESSAGES", 1)
+    monkeypatch.setattr(capture_module, "MAX_MESSAGES", 2)
+    db, transcript = tmp_path / "m.db", transcript_copy(tmp_path)
+    store = MemoryStore(db, embedder="hash")
+    counts = []
+    for _ in range(4):
+        report = answer_hook_with_report(store, "Stop", payload("stop", tmp_path, transcript), HookSettings()).report
+        counts.append((report["stored_messages"], report["more_to_read"]))
+    store.close()
+    assert counts == [(2, True), (2, True), (1, False), (0, False)]
+    assert sorted(m["metadata"]["message_uuid"] for m in memories(db)) == sorted(KEPT)

@@ -11,6 +11,7 @@ twice, or two runs at once, store each message once.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from .settings import HookSettings
 
 CAPTURED_IMPORTANCE = 0.4  # below a deliberately stored note's default 0.5
+BATCH_MESSAGES = 32  # messages per write transaction: the lock waits on one batch's embedding
+MAX_MESSAGES = 1024  # per run (a first capture of a long transcript goes on at the next run)
+CAPTURE_SECONDS = 8.0  # no new batch is started after this long (the hook's deadline is longer)
 SOURCE_TAG = "source:claude-code"
 MAX_UUID = 200
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -185,39 +189,56 @@ def memory_items(turn: Turn, session_id: str, project: str | None, project_path:
 
 def capture(store: "MemoryStore", session_id: str, transcript_path: str, project: str | None,
             project_path: str | None, settings: "HookSettings", rules: NoiseRules) -> dict[str, Any]:
-    """Store the session's new turns; returns what was read, stored and skipped (by reason)."""
+    """Store the session's new turns; returns what was read, stored and skipped (by reason).
+
+    Turns are stored in batches of ``BATCH_MESSAGES``, each batch's claims, memories and
+    read offset in one transaction, so the write lock is held for one batch's embedding at
+    a time; a run stops starting batches after ``CAPTURE_SECONDS`` or ``MAX_MESSAGES``
+    messages and the next run goes on from the last stored turn (``more_to_read``).
+    """
     skipped: Counter[str] = Counter()
     with store.lock:
         offset = ledger.transcript_offset(store, session_id, transcript_path)
     read = TranscriptRead(transcript_path, offset, max_bytes=settings.max_read_bytes,
                           max_line_bytes=settings.max_line_bytes, max_lines=settings.max_lines)
-    turns: dict[str, Turn] = {}
-    for entry, _ in read:
+    ordered: list[tuple[Turn, int]] = []  # each turn with the offset just past its line
+    seen: set[str] = set()
+    for entry, end in read:
         turn = turn_of(entry, rules, skipped)
-        if turn is not None and turn.uuid not in turns:
-            turns[turn.uuid] = turn
+        if turn is not None and turn.uuid not in seen:
+            seen.add(turn.uuid)
+            ordered.append((turn, end))
     skipped.update(read.skipped)
-    stored_messages = stored_memories = 0
     with store.lock:
-        known = ledger.captured_among(store, list(turns))
-        fresh = [t for t in turns.values() if t.uuid not in known]
-        moved = read.end_offset != offset or read.restarted
-        if fresh or moved:
-            with transaction(store.conn):  # the claims and the memories commit together, or neither
-                items: list[dict[str, Any]] = []
-                for turn in fresh:
-                    parts = memory_items(turn, session_id, project, project_path)
-                    if ledger.claim_message(store, turn.uuid, session_id, [p["id"] for p in parts]):
-                        items.extend(parts)
-                        stored_messages += 1
-                    else:
-                        known.add(turn.uuid)  # another run stored it since it was looked up
-                if items:
-                    store.store_many(items)
-                    stored_memories = len(items)
-                if moved:
-                    ledger.set_transcript_offset(store, session_id, transcript_path, read.end_offset,
-                                                 read.restarted)
+        known = ledger.captured_among(store, [t.uuid for t, _ in ordered])
+    pending = [(t, end) for t, end in ordered if t.uuid not in known]
+    stored_messages = stored_memories = 0
+    stop_at = time.monotonic() + CAPTURE_SECONDS
+    done_to = read.end_offset
+    more = read.more
+    batches = [pending[i:i + BATCH_MESSAGES] for i in range(0, len(pending), BATCH_MESSAGES)] or [[]]
+    for index, batch in enumerate(batches):
+        if index and (time.monotonic() > stop_at or index * BATCH_MESSAGES >= MAX_MESSAGES):
+            done_to, more = batches[index - 1][-1][1], True  # the next run starts after the last stored turn
+            break
+        last = index == len(batches) - 1
+        batch_to = read.end_offset if last else batch[-1][1]
+        if not batch and batch_to == offset and not read.restarted:
+            break  # nothing new, and the offset stands
+        with store.lock, transaction(store.conn):  # claims, memories and offset commit together
+            items: list[dict[str, Any]] = []
+            for turn, _ in batch:
+                parts = memory_items(turn, session_id, project, project_path)
+                if ledger.claim_message(store, turn.uuid, session_id, [p["id"] for p in parts]):
+                    items.extend(parts)
+                    stored_messages += 1
+                else:
+                    known.add(turn.uuid)  # another run stored it since it was looked up
+            if items:
+                store.store_many(items)
+                stored_memories += len(items)
+            ledger.set_transcript_offset(store, session_id, transcript_path, batch_to,
+                                         read.restarted and index == 0)
     return {"stored_messages": stored_messages, "stored_memories": stored_memories,
             "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
-            "read_to": read.end_offset, "more_to_read": read.more, "skipped": dict(sorted(skipped.items()))}
+            "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items()))}
