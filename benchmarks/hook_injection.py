@@ -20,8 +20,9 @@ relevant first, so this is the block floor f would give, up to a note skipped fo
 The relevance read is ``inject.relevance_of``: recall's calibrated ``relevance`` when it
 gives one, else the fallback from the ``confidence`` block (docs/hooks.md).
 
-Timing: per prompt, the hook's answer (two recalls: the project and memories tied to no
-project, the ledger look-up and write) beside one plain ``recall`` of the same prompt,
+Timing: per prompt, the hook's answer (the project's recall, a second one over memories
+tied to no project when the store has any (here none), the ledger look-up and write) beside
+one plain ``recall`` of the same prompt,
 interleaved, so the ratio is what the hook adds; and one capture of
 tests/fixtures/claude_code/transcript.jsonl.
 
