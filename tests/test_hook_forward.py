@@ -393,3 +393,32 @@ def test_in_process_answer_meets_the_deadline(alone):
         health = store.health()
         assert health["memory_count"] == 1 and health["indexes_agree"]
     assert DEPLOY in context_of(hook(db, env, prompt_payload("locked-2")))
+
+
+def test_port_taken_by_another_user_is_refused(alone):
+    """A note left by a server killed without its shutdown, its pid reused by one of our processes,
+    its port now held by another user: the hook must not hand that user the prompt."""
+    if os.geteuid() != 0 or not Path("/proc/net/tcp").exists():
+        pytest.skip("needs root (to listen as another user) and Linux /proc/net/tcp")
+    db, env, path = alone
+    squatter = subprocess.Popen(
+        [sys.executable, "-c",
+         "import os, socket, sys\n"
+         "os.setgid(65534); os.setuid(65534)\n"
+         "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+         "print(s.getsockname()[1], flush=True)\n"
+         "s.settimeout(30)\n"
+         "try:\n    s.accept(); print('taken', flush=True)\nexcept OSError:\n    pass\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(squatter.stdout.readline())
+        _note(db, path, port=port)
+        result = hook(db, env, prompt_payload("squat-1"))
+    finally:
+        squatter.kill()
+        leftover = squatter.stdout.read()
+        squatter.wait()
+    stderr = result.stderr.decode()
+    assert "ignoring the server note" in stderr, stderr
+    assert "from in-process" in stderr and DEPLOY in context_of(result)
+    assert "taken" not in leftover

@@ -267,6 +267,11 @@ def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | Non
         raise _Refused(f"the server note could not be read ({exc})") from None
     if note is None:
         raise _Refused(f"no server runs for {run.db} (no note at {discovery.note_path(run.db)})")
+    owner = discovery.listener_owner(note.host, note.port)
+    if owner is not None and owner != os.geteuid():
+        sys.stderr.write(f"localmem hook: ignoring the server note: port {note.port} is held by uid {owner}, "
+                         "not by this user (the server it names is gone)\n")
+        raise _Refused("the server note was refused")
     body = json.dumps({"payload": payload, "settings": _settings_environment()}).encode("utf-8")
     status, headers, raw = _http_post(note, HOOK_PATH + run.event, body, run)
     where = f"the localmem server (pid {headers.get(SERVER_PID_HEADER, note.pid)}, {note.host}:{note.port})"

@@ -24,7 +24,7 @@ import os
 import re
 import stat
 
-__all__ = ["MAX_NOTE_BYTES", "Note", "NoteRefused", "StaleNote", "loopback_literal", "note_path", "read_note",
+__all__ = ["MAX_NOTE_BYTES", "Note", "NoteRefused", "StaleNote", "listener_owner", "loopback_literal", "note_path", "read_note",
            "remove_note", "runtime_dir", "store_key", "supported", "write_note"]
 
 NOTE_VERSION = 1
@@ -207,6 +207,44 @@ def read_note(store_path: str, *, check_pid: bool = True) -> Note | None:
     if check_pid and not _alive(pid):
         raise StaleNote(f"{path} names pid {pid}, which no longer runs")
     return Note(pid=pid, host=host, port=port, secret=secret, store=data["store"], path=path)
+
+
+MAX_PROC_NET_BYTES = 4 * 1024 * 1024
+
+
+def listener_owner(host: str, port: int) -> int | None:
+    """The uid that owns the socket listening on ``host:port`` (Linux ``/proc/net/tcp*``), or None
+    when it cannot be told (no such file, no such listener).
+
+    A note outlives a server killed without its shutdown; if another user then took the port,
+    the hook would hand that user the prompt. The kernel says whose the listener is.
+    """
+    if ":" in host:
+        files, exact, wildcard = ("/proc/net/tcp6",), "00000000000000000000000001000000", "0" * 32
+    else:
+        octets = [int(part) for part in host.split(".")]
+        exact = "".join(f"{octet:02X}" for octet in reversed(octets))  # little-endian, as the kernel prints
+        files, wildcard = ("/proc/net/tcp", "/proc/net/tcp6"), "00000000"
+    wanted = f"{port:04X}"
+    found: dict[str, int] = {}
+    for name in files:
+        try:
+            with open(name, "rb") as handle:
+                text = handle.read(MAX_PROC_NET_BYTES).decode("ascii", "replace")
+        except OSError:
+            continue
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 8 or fields[3] != "0A":  # 0A: LISTEN
+                continue
+            address, _, listening_port = fields[1].partition(":")
+            if listening_port != wanted or not fields[7].isdigit():
+                continue
+            if address == exact:
+                found["exact"] = int(fields[7])
+            elif address in (wildcard, "0" * 32):
+                found.setdefault("wildcard", int(fields[7]))
+    return found.get("exact", found.get("wildcard"))
 
 
 def _alive(pid: int) -> bool:
