@@ -9,9 +9,13 @@ MemoryStore`` works as before.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+# typing.TYPE_CHECKING without importing typing (a few ms of every hook's start); type
+# checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .config import Config
     from .errors import AuthError, ConfigError, LocalMemError, NotFoundError, StorageError, ValidationError
     from .store import MemoryStore

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
 
-# The rest (apsw, the parser of every command) is imported in ``main``, after
+# The rest (apsw, the parser of every command, even typing) is imported in ``main``, after
 # ``localmem hook`` has been sent on: a hook runs on every prompt and must start fast.
+TYPE_CHECKING = False  # type checkers treat any name TYPE_CHECKING as true
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, TextIO
 
 __all__ = ["main"]
 

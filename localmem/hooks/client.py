@@ -26,10 +26,13 @@ import socket
 import sys
 import threading
 import time
-from typing import Any  # loaded by localmem/__init__ anyway
 
 from ..paths import default_db_path
 from . import discovery
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every prompt
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CAPTURE_EVENTS", "HOOK_PATH", "MAX_STDIN_BYTES", "PROMPT_EVENTS", "SECRET_HEADER",
            "default_deadline", "run"]
