@@ -12,12 +12,14 @@ is timed, not cut off at the default 2 s). The runs alternate, pair by pair:
 the order flipped every other pair. Also timed in each round, to split the forwarded figure:
 the forwarded hook with injection off (``LOCALMEM_HOOK_INJECT=0``: process start, the client,
 the round trip, no recall), the route alone from this process (the server's share), and
-``python -c pass`` (the floor of any new process).
+``python -c pass`` (the floor of any new process), and, as the reference issue 32 measured on a
+quiet machine, ``localmem recall QUESTION`` as a new process without a server.
 Every process is the ``localmem`` console script when it runs this tree (else ``python -m
 localmem``), with Python's bytecode cache (``PYTHONDONTWRITEBYTECODE`` removed). Every file is
 in a temporary folder.
 
-    python benchmarks/hook_latency.py [--runs 30] [--embedder hash|onnx] [--data LOCOMO.json] [--write]
+    python benchmarks/hook_latency.py [--runs 30] [--embedder hash|onnx] [--data LOCOMO.json]
+        [--keep-store PATH] [--write]
 
 ``--embedder onnx`` uses the real model through the ONNX embedder (exported once into
 ``--cache-dir``, as cold_start.py does); building the store then embeds every turn (~1 min).
@@ -93,6 +95,15 @@ def build_store(path: Path, embedder: str, source: Path) -> tuple[int, list[str]
     return len(items), questions
 
 
+def store_size(path: Path, source: Path) -> tuple[int, list[str]]:
+    from localmem import MemoryStore
+
+    data = json.loads(source.read_text())
+    questions = [qa["question"] for sample in data for qa in sample["qa"] if qa.get("question")]
+    with MemoryStore(str(path)) as store:
+        return store.health()["memory_count"], questions
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -159,16 +170,25 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         ensure_export(cache, env, say)
         embedder = f"onnx:{MODEL}"
     db = tmp / "memory.db"
+    kept = Path(args.keep_store) if args.keep_store else None
     started = time.perf_counter()
-    count, questions = build_store(db, embedder, Path(args.data))
-    say(f"store: {count} memories ({embedder}) in {time.perf_counter() - started:.1f} s")
+    if kept is not None and kept.exists():
+        shutil.copyfile(kept, db)  # a copy: the runs write ledgers into it
+        count, questions = store_size(db, Path(args.data))
+        say(f"store: {count} memories, a copy of {kept}")
+    else:
+        count, questions = build_store(db, embedder, Path(args.data))
+        say(f"store: {count} memories ({embedder}) in {time.perf_counter() - started:.1f} s")
+        if kept is not None:
+            shutil.copyfile(db, kept)
     command = program(env)
     # A deadline far past any run: the figures are what an answer costs, not the default 2 s cut-off.
     hook = [*command, "--db", str(db), "hook", "UserPromptSubmit", "-v", "--deadline", "60"]
     port = free_port()
     server = subprocess.Popen([*command, "--db", str(db), "serve", "--port", str(port), "--log-level", "warning"],
                               env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    times: dict[str, list[float]] = {"server": [], "cold": [], "python": [], "server_no_inject": [], "route": []}
+    times: dict[str, list[float]] = {"server": [], "cold": [], "python": [], "server_no_inject": [], "route": [],
+                                     "cli_recall": []}
     answered = {"server": 0, "cold": 0, "server_no_inject": 0}
     try:
         wait_until_healthy(server, f"http://127.0.0.1:{port}", seconds=120)
@@ -203,6 +223,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             for mode in order:
                 one(mode, number)
             one("server_no_inject", number)
+            elapsed, done = timed([*command, "--db", str(db), "recall", questions[number % len(questions)],
+                                   "--json", "--limit", "24"], cold_env, mode="cli_recall")
+            if done.returncode != 0:
+                raise SystemExit(f"localmem recall failed:\n{done.stderr.decode()}")
+            times["cli_recall"].append(elapsed)
             elapsed, _ = timed([sys.executable, "-c", "pass"], env, mode="python")
             times["python"].append(elapsed)
             times["route"].append(route(note, questions[number % len(questions)], number, tmp))
@@ -245,9 +270,14 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> str:
         f"{result['server_no_inject']['n']} |",
         f"| the server's share: `POST /hooks/UserPromptSubmit` from a warm client (no new process) | "
         f"{result['route']['p50_ms']} ms | {result['route']['p95_ms']} ms | {result['route']['mean_ms']} ms | | | |",
+        f"| reference: `localmem recall QUESTION --json --limit 24`, a new process, no server (issue 32's "
+        f"cold CLI figure) | {result['cli_recall']['p50_ms']} ms | {result['cli_recall']['p95_ms']} ms | "
+        f"{result['cli_recall']['mean_ms']} ms | {result['cli_recall']['cpu_p50_ms']} ms | | |",
         f"| floor: `python -c pass` | {floor['p50_ms']} ms | {floor['p95_ms']} ms | {floor['mean_ms']} ms | {floor['cpu_p50_ms']} ms | | |",
         "",
-        f"Cold / forwarded p50: {result['ratio_cold_over_server_p50']}x.",
+        f"Cold / forwarded p50: {result['ratio_cold_over_server_p50']}x; cold hook / cold CLI recall p50: "
+        f"{round(cold['p50_ms'] / result['cli_recall']['p50_ms'], 2)}x; forwarded / `python -c pass` p50: "
+        f"{round(server['p50_ms'] / floor['p50_ms'], 2)}x.",
     ]
     return "\n".join(lines)
 
@@ -259,6 +289,8 @@ def main() -> None:
     parser.add_argument("--data", default=str(DEFAULT_DATA), help=f"the LoCoMo dev file (default {DEFAULT_DATA})")
     parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "localmem-bench-cache"),
                         help="the ONNX export's folder (--embedder onnx)")
+    parser.add_argument("--keep-store", metavar="PATH", help="reuse the store built at PATH (build it there "
+                                                             "when missing): the ONNX build takes minutes")
     parser.add_argument("--write", action="store_true", help=f"write the section '{SECTION}-<embedder>' "
                                                              "of benchmarks/RESULTS.md")
     args = parser.parse_args()
