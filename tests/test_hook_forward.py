@@ -422,3 +422,19 @@ def test_port_taken_by_another_user_is_refused(alone):
     assert "ignoring the server note" in stderr, stderr
     assert "from in-process" in stderr and DEPLOY in context_of(result)
     assert "taken" not in leftover
+
+
+def test_forwarded_settings_carry_absolute_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The server's working directory is not the hook's: a relative rules file is sent absolute;
+    the deadline and verbosity (the client's own) are not sent."""
+    from localmem.hooks.client import _settings_environment
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOCALMEM_HOOK_RULES_PATH", "rules.json")
+    monkeypatch.setenv("LOCALMEM_HOOK_TOKEN_BUDGET", "800")
+    monkeypatch.setenv("LOCALMEM_HOOK_DEADLINE", "5")
+    monkeypatch.setenv("LOCALMEM_HOOK_VERBOSE", "1")
+    sent = _settings_environment()
+    assert sent["LOCALMEM_HOOK_RULES_PATH"] == str(tmp_path / "rules.json")
+    assert sent["LOCALMEM_HOOK_TOKEN_BUDGET"] == "800"
+    assert "LOCALMEM_HOOK_DEADLINE" not in sent and "LOCALMEM_HOOK_VERBOSE" not in sent

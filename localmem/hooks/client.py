@@ -175,8 +175,16 @@ def _payload(raw: bytes, event: str) -> dict[str, Any]:
 
 
 def _settings_environment() -> dict[str, str]:
-    return {name: value for name, value in os.environ.items() if name.startswith(SETTINGS_PREFIX)
-            and name not in (DEADLINE_ENV, VERBOSE_ENV)}
+    """The hook's ``LOCALMEM_HOOK_*`` settings, for the server to answer with; a relative
+    ``..._PATH`` is made absolute here (the server's working directory is not the hook's)."""
+    found = {}
+    for name, value in os.environ.items():
+        if not name.startswith(SETTINGS_PREFIX) or name in (DEADLINE_ENV, VERBOSE_ENV):
+            continue
+        if name.endswith("_PATH") and value.strip() and not os.path.isabs(os.path.expanduser(value.strip())):
+            value = os.path.abspath(value.strip())
+        found[name] = value
+    return found
 
 
 def _http_post(note: discovery.Note, path: str, body: bytes, run: _Run) -> tuple[int, dict[str, str], bytes]:
