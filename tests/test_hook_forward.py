@@ -438,3 +438,28 @@ def test_forwarded_settings_carry_absolute_paths(tmp_path: Path, monkeypatch: py
     assert sent["LOCALMEM_HOOK_RULES_PATH"] == str(tmp_path / "rules.json")
     assert sent["LOCALMEM_HOOK_TOKEN_BUDGET"] == "800"
     assert "LOCALMEM_HOOK_DEADLINE" not in sent and "LOCALMEM_HOOK_VERBOSE" not in sent
+
+
+def test_hook_finds_a_server_started_without_a_runtime_folder(tmp_path: Path):
+    """A server started where $XDG_RUNTIME_DIR is unset (a cron job, an ssh shell) writes its note
+    to the cache folder; a hook that has $XDG_RUNTIME_DIR still finds it there."""
+    db = tmp_path / "memory.db"
+    with MemoryStore(str(db), embedder="hash") as store:
+        store.store(DEPLOY)
+    env = _environment(tmp_path)
+    server_env = {k: v for k, v in env.items() if k != "XDG_RUNTIME_DIR"}
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "localmem", "--db", str(db), "serve", "--port", str(port),
+                                "--log-level", "warning"], env=server_env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    try:
+        wait_until_healthy(process, f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 10
+        while not list((tmp_path / "cache" / "localmem" / "run").glob("*.json")):
+            assert time.monotonic() < deadline, "no note in the cache folder"
+            time.sleep(0.05)
+        result = hook(db, env, prompt_payload("elsewhere-1"))
+    finally:
+        stop(process)
+    assert f"from the localmem server (pid {process.pid}," in result.stderr.decode(), result.stderr
+    assert DEPLOY in context_of(result)

@@ -3,7 +3,9 @@
 ``localmem serve`` (and ``localmem ui``) write, once listening, a small JSON
 note for their store in a per-user runtime folder (``$XDG_RUNTIME_DIR/localmem``,
 else ``$XDG_CACHE_HOME/localmem/run`` or ``~/.cache/localmem/run``; folder
-0700, note 0600), named by a hash of the store's real path. It holds the
+0700, note 0600), named by a hash of the store's real path. A hook looks there,
+then in ``/run/user/UID/localmem`` and the cache folder (a server started from
+another environment of the same user). It holds the
 server's pid, a loopback address and port, and a random secret for this run
 that the ``POST /hooks/{event}`` route asks for, so only someone who can read
 the note (this user) can call the route. The server removes its note when it
@@ -66,15 +68,32 @@ def loopback_literal(host: object) -> bool:
 
 
 def runtime_dir(environ: dict[str, str] | os._Environ[str] | None = None) -> str:
-    """The per-user folder for discovery notes (see the module docstring)."""
+    """The per-user folder where a server writes its note (see the module docstring)."""
     env = os.environ if environ is None else environ
     runtime = (env.get("XDG_RUNTIME_DIR") or "").strip()
     if runtime and os.path.isabs(runtime):
         return os.path.join(runtime, "localmem")
+    return _cache_folder(env)
+
+
+def _cache_folder(env: dict[str, str] | os._Environ[str]) -> str:
     cache = (env.get("XDG_CACHE_HOME") or "").strip()
     if not cache or not os.path.isabs(cache):
         cache = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(cache, "localmem", "run")
+
+
+def _reader_folders(environ: dict[str, str] | os._Environ[str] | None = None) -> list[str]:
+    """Where a reader looks, in order: its own writer's folder, then where a server started from
+    another environment of this user would write (a login session has ``$XDG_RUNTIME_DIR``,
+    ``/run/user/UID``; a cron job or an assistant started without it falls back to the cache)."""
+    env = os.environ if environ is None else environ
+    folders = [runtime_dir(env)]
+    standard = f"/run/user/{os.geteuid()}" if hasattr(os, "geteuid") else ""
+    if standard and os.path.isdir(standard):
+        folders.append(os.path.join(standard, "localmem"))
+    folders.append(_cache_folder(env))
+    return list(dict.fromkeys(folders))
 
 
 def store_key(store_path: str) -> str:
@@ -182,15 +201,27 @@ def _load(path: str) -> dict:
 def read_note(store_path: str, *, check_pid: bool = True) -> Note | None:
     """The running server of ``store_path``, or None when there is no note.
 
-    Raises ``StaleNote`` for a note whose server is gone, ``NoteRefused`` for
-    a note (or folder) that must not be trusted.
+    Looks in each folder a server of this user may have written to (``_reader_folders``); the
+    first live note wins. Raises ``StaleNote`` when only notes of servers that are gone were
+    found, ``NoteRefused`` for a note (or folder) that must not be trusted.
     """
-    path = note_path(store_path)
-    try:
-        _check_folder(os.path.dirname(path), fix=False)
-        data = _load(path)
-    except FileNotFoundError:
-        return None
+    name = os.path.basename(note_path(store_path))
+    stale: StaleNote | None = None
+    for folder in _reader_folders():
+        try:
+            return _read_one(os.path.join(folder, name), store_path, check_pid)
+        except FileNotFoundError:
+            continue
+        except StaleNote as exc:
+            stale = stale or exc
+    if stale is not None:
+        raise stale
+    return None
+
+
+def _read_one(path: str, store_path: str, check_pid: bool) -> Note:
+    _check_folder(os.path.dirname(path), fix=False)
+    data = _load(path)
     pid, host, port, secret = data.get("pid"), data.get("host"), data.get("port"), data.get("secret")
     if data.get("version") != NOTE_VERSION:
         raise NoteRefused(f"{path}: unknown note version {data.get('version')!r}")
