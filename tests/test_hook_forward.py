@@ -146,6 +146,14 @@ def test_route_asks_for_the_secret_not_the_api_token(served):
     right = httpx.post(f"{url}/hooks/UserPromptSubmit", json=body, headers={SECRET_HEADER: served["note"].secret})
     assert right.status_code == 200
     assert DEPLOY in right.json()["answer"]["hookSpecificOutput"]["additionalContext"]
+    headers = {SECRET_HEADER: served["note"].secret}
+    extra = httpx.post(f"{url}/hooks/UserPromptSubmit", json={**body, "payolad": {}}, headers=headers)
+    assert extra.status_code == 400 and "payolad" in extra.json()["message"]
+    foreign = httpx.post(f"{url}/hooks/UserPromptSubmit", json={**body, "settings": {"PATH": "/tmp"}},
+                         headers=headers)
+    assert foreign.status_code == 400 and "LOCALMEM_HOOK_" in foreign.json()["message"]
+    unknown = httpx.post(f"{url}/hooks/NoSuchEvent", json=body, headers=headers)
+    assert unknown.status_code == 400 and "NoSuchEvent" in unknown.json()["message"]
     # The secret opens only the hook route: everything else still asks for the API token.
     other = httpx.get(f"{url}/recall", params={"query": "deploy"}, headers={SECRET_HEADER: served["note"].secret})
     assert other.status_code == 401

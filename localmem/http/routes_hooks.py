@@ -29,7 +29,7 @@ from ..hooks.client import SECRET_HEADER, SERVER_PID_HEADER, SETTINGS_PREFIX
 from ..storage.database import MEMORY_PATH
 from ..store import MemoryStore
 from .body import parse_json_object
-from .endpoints import Endpoint, error_response
+from .endpoints import Endpoint, error_response, known_fields
 
 if TYPE_CHECKING:
     import uvicorn
@@ -57,7 +57,7 @@ def hook_endpoint(store: MemoryStore, secret: str | None) -> Endpoint:
             return error_response(403, f"The hook route needs this server's hook secret in {SECRET_HEADER}; "
                                        "'localmem hook' reads it from the server's discovery note")
         event = request.path_params["event"]
-        body = await _read_body(request)
+        body = known_fields(await _read_body(request), ("payload", "settings"))
         payload, environment = body.get("payload"), body.get("settings", {})
         if not isinstance(payload, dict):
             raise ValidationError("'payload' must be the hook's JSON object")
