@@ -313,3 +313,24 @@ def test_a_long_backlog_is_stored_in_bounded_batches_over_several_runs(tmp_path,
     store.close()
     assert counts == [(2, True), (2, True), (1, False), (0, False)]
     assert sorted(m["metadata"]["message_uuid"] for m in memories(db)) == sorted(KEPT)
+
+
+def test_the_next_session_starts_with_the_last_ones_turns_and_never_stores_its_own_blocks(tmp_path):
+    """A whole round: capture session A, start session B (A's turns injected), prompt in B, and
+    B's transcript carrying the hook's real blocks (as context and pasted into a turn) captured."""
+    db, transcript = tmp_path / "m.db", transcript_copy(tmp_path)
+    run_hook(db, "SessionEnd", payload("session_end", tmp_path, transcript))
+    start, _ = run_hook(db, "SessionStart", payload("session_start", tmp_path, session_id="session-b"))
+    block = start["hookSpecificOutput"]["additionalContext"]
+    assert "orchid-staging-7" in block and "canary releases on Tuesdays" in block
+    b_transcript = tmp_path / "session-b.jsonl"
+    append(b_transcript,
+           {"type": "attachment", "attachment": {"type": "hook_additional_context", "content": [block],
+                                                 "hookName": "SessionStart", "hookEvent": "SessionStart"},
+            "uuid": "d4000000-0000-4000-8000-000000000001", "timestamp": "2026-11-29T08:00:00.000Z"},
+           user_line("d4000000-0000-4000-8000-000000000002", block, isMeta=True),
+           user_line("d4000000-0000-4000-8000-000000000003", f"As you noted:\n{block}\nSo who approves access?"))
+    run_hook(db, "Stop", payload("stop", tmp_path, b_transcript, session_id="session-b"))
+    b_turns = [m for m in memories(db) if m["metadata"]["session"] == "session-b"]
+    assert [m["content"] for m in b_turns] == ["As you noted:\n\nSo who approves access?"]
+    assert len(memories(db)) == len(KEPT) + 1  # A's turns exist once: none came back through a block
