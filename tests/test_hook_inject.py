@@ -252,3 +252,16 @@ def test_a_hostile_prompt_is_asked_safely(tmp_path):
         huge = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, "x" * 2_000_000, session="s2"),
                                        HookSettings())  # asked by its first 1,000 characters
         assert huge.output is None and huge.report["injected"] == 0
+
+
+def test_old_ledger_rows_are_dropped_when_a_session_starts(tmp_path):
+    db = seeded(tmp_path)
+    with MemoryStore(db, embedder="hash") as store:
+        store.conn.execute("INSERT INTO hook_injected VALUES ('old-session', 'x', '2020-01-01T00:00:00+00:00')")
+        store.conn.execute("INSERT INTO hook_injected VALUES ('recent-session', 'y', ?)",
+                           (store.now().isoformat(),))
+    out, _ = run_hook(db, "SessionStart", payload("session_start", tmp_path, session_id="fresh"))
+    assert out is not None
+    with MemoryStore(db, embedder="hash") as store:
+        sessions = {r[0] for r in store.conn.execute("SELECT DISTINCT session_id FROM hook_injected")}
+    assert sessions == {"recent-session", "fresh"}

@@ -150,6 +150,6 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         if store.read_only:
             report["note"] = "the store is read-only: the ledger is not kept, so these may be injected again"
         else:
-            ledger.record_injected(store, session_id, ids)
+            ledger.record_injected(store, session_id, ids, prune=event == "SessionStart")
     output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
     return HookAnswer(output, {**report, "injected": len(ids), "already_injected": len(seen), "memory_ids": ids})

@@ -9,6 +9,7 @@ to. Callers hold the store's lock (``store.lock``) around these.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import TYPE_CHECKING, Iterable
 
 from ..storage.database import transaction
@@ -24,11 +25,19 @@ def already_injected(store: "MemoryStore", session_id: str, memory_ids: list[str
     return {row[0] for row in rows}
 
 
-def record_injected(store: "MemoryStore", session_id: str, memory_ids: Iterable[str]) -> None:
-    now = format_timestamp(store.now())
+LEDGER_DAYS = 30  # ledger rows older than this are dropped when a session starts
+
+
+def record_injected(store: "MemoryStore", session_id: str, memory_ids: Iterable[str], *,
+                    prune: bool = False) -> None:
+    """Record an injection; ``prune`` (at session start) also drops rows older than ``LEDGER_DAYS``."""
+    now = store.now()
     with transaction(store.conn):
-        store.conn.executemany(store.sql["hook_injected_insert"],
-                               [{"session_id": session_id, "memory_id": m, "now": now} for m in memory_ids])
+        store.conn.executemany(store.sql["hook_injected_insert"], [
+            {"session_id": session_id, "memory_id": m, "now": format_timestamp(now)} for m in memory_ids])
+        if prune:
+            store.conn.execute(store.sql["hook_injected_prune"],
+                               {"before": format_timestamp(now - timedelta(days=LEDGER_DAYS))})
 
 
 def forget_injected(store: "MemoryStore", session_id: str) -> None:
