@@ -272,10 +272,12 @@ def listener_owner(host: str, port: int) -> int | None:
             if listening_port != wanted or not fields[7].isdigit():
                 continue
             if address == exact:
-                found["exact"] = int(fields[7])
-            elif address in (wildcard, "0" * 32):
+                return int(fields[7])  # the socket a connection to host:port reaches
+            if address in (wildcard, "0" * 32):
                 found.setdefault("wildcard", int(fields[7]))
-    return found.get("exact", found.get("wildcard"))
+        # Each file costs the kernel a walk over every socket (milliseconds): the IPv6 table
+        # (a dual-stack wildcard listener) is read only when the IPv4 one had no exact match.
+    return found.get("wildcard")
 
 
 def _alive(pid: int) -> bool:
