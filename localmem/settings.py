@@ -15,21 +15,12 @@ from pathlib import Path
 import apsw
 
 from .errors import LocalMemError
+from .paths import default_db_path
 from .embedders import spec_for_recorded_name
 from .storage.database import MEMORY_PATH, connect_read_only
 from .storage.files import writable
 
-
-def default_db_path(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
-    """``$LOCALMEM_DB``, else ``$XDG_DATA_HOME/localmem/memory.db``, else ``~/.local/share/...``."""
-    env = os.environ if environ is None else environ
-    explicit = (env.get("LOCALMEM_DB") or "").strip()
-    if explicit:
-        return explicit
-    base = (env.get("XDG_DATA_HOME") or "").strip()
-    if not base or not os.path.isabs(base):  # the XDG spec says to ignore relative paths
-        base = os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "localmem", "memory.db")
+__all__ = ["choose_embedder", "default_db_path", "embedder_spec_for", "opens_read_only", "recorded_embedder"]
 
 
 def recorded_embedder(path: str) -> str | None:

@@ -17,13 +17,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "localmem"
 
 # Lowest first. A module may import its own layer and those below it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("errors", "config")),
+    ("base", ("errors", "config", "paths")),
     ("helpers", ("text", "tags", "timeparse", "timegrammar", "validation", "classify", "relations", "progress",
                  "metadata_search", "embedders", "loopback", "request_body")),
     ("storage", ("storage",)),
     ("pipelines", ("recall", "kagura")),
     ("store", ("store",)),
-    ("around the store", ("maintenance", "settings", "demo", "pytest_plugin", "")),
+    ("around the store", ("maintenance", "settings", "demo", "pytest_plugin", "hooks", "")),
     ("interfaces", ("cli", "http", "mcp_server", "ui", "__main__")),
 ]
 

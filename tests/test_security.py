@@ -44,7 +44,11 @@ MISSING_ID = "6f1e1b8a-0000-4000-8000-000000000000"
 LOCAL = "http://localhost"
 # The memory browser's sign-in: these answer without a token by design (they are, or redirect
 # to, the sign-in page, which shows no memory); tests/test_ui_api.py covers them.
-SIGN_IN_PATHS = frozenset({"/ui", "/ui/", "/ui/login"})
+SIGN_IN_PATHS = frozenset({"/", "/ui", "/ui/", "/ui/login"})  # "/": a redirect to /ui/
+# POST /hooks/{event} asks for the server's hook secret (from its discovery note), not the API
+# token, whatever the token settings; tests/test_hook_forward.py covers it with the secret.
+HOOK_SECRET = "0123456789abcdef" * 4
+HOOK_PATH = "/hooks/UserPromptSubmit"
 
 
 def mode(path: Any) -> int:
@@ -59,10 +63,21 @@ def secured():
     store = MemoryStore(":memory:", embedder="hash")
     first = store.store(SECRET, tags=["vault"], context="work")
     second = store.store("Another secret note about the vault", tags=["vault"], context="home")
-    app = create_app(store, token=ADMIN, tokens={SCOPED: ["work"], SCOPED_ALL: "*"})
+    app = create_app(store, token=ADMIN, tokens={SCOPED: ["work"], SCOPED_ALL: "*"}, hook_secret=HOOK_SECRET)
     with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
         yield client, app, store, (first, second)
     store.close()
+
+
+PEER = "0" * 32  # a sync peer's store id
+SYNC_BODIES = {"/sync/hello": {"peer": PEER},
+               "/sync/page": {"kind": "memories", "after": 0, "until": 0, "peer": PEER},
+               "/sync/states": {"ids": [MISSING_ID]},
+               "/sync/edge-states": {"keys": [[MISSING_ID, "RELATES_TO", MISSING_ID]]},
+               "/sync/put": {"states": [], "peer": PEER},
+               "/sync/put-edges": {"edges": [], "peer": PEER},
+               "/sync/bases": {"versions": [], "peer": PEER},
+               "/sync/sent": {"peer": PEER, "sent_seq": 0}}
 
 
 def concrete_requests(app: Any, ids: tuple[str, str]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -75,7 +90,9 @@ def concrete_requests(app: Any, ids: tuple[str, str]) -> list[tuple[str, str, di
               "/ui/api/memories/{memory_id}": {"importance": 0.4},
               "/ui/api/links": {"memory1_id": ids[0], "memory2_id": ids[1]},
               "/ui/api/supersede": {"old_id": MISSING_ID, "new_content": "matrix successor"},
-              "/ui/login": {"token": "not-the-token"}}
+              "/ui/login": {"token": "not-the-token"},
+              "/hooks/{event}": {"payload": {"session_id": "s1", "cwd": "/tmp", "prompt": "vault"}},
+              **SYNC_BODIES}
     queries = {"/memory/by-tag": "?tags=vault", "/recall": "?query=vault"}
     found = []
     for route in app.routes:
@@ -84,7 +101,8 @@ def concrete_requests(app: Any, ids: tuple[str, str]) -> list[tuple[str, str, di
         for method in sorted(route.methods or ()):
             if method == "HEAD":
                 continue
-            path = route.path.replace("{memory_id}", ids[0]) + queries.get(route.path, "")
+            path = route.path.replace("{memory_id}", ids[0]).replace("{event}", HOOK_PATH.rsplit("/", 1)[1]) \
+                + queries.get(route.path, "")
             if method == "DELETE" and "{memory_id}" in route.path:
                 path = route.path.replace("{memory_id}", MISSING_ID)
             if method == "DELETE" and route.path == "/associate":  # names the edge in the query
@@ -97,7 +115,8 @@ def concrete_requests(app: Any, ids: tuple[str, str]) -> list[tuple[str, str, di
 
 def test_the_matrix_covers_every_route(secured):
     _, app, _, ids = secured
-    covered = {(method, path.split("?")[0].replace(ids[0], "{memory_id}").replace(MISSING_ID, "{memory_id}"))
+    covered = {(method, path.split("?")[0].replace(ids[0], "{memory_id}").replace(MISSING_ID, "{memory_id}")
+                .replace(HOOK_PATH, "/hooks/{event}"))
                for method, path, _ in concrete_requests(app, ids)}
     routes = {(method, r.path) for r in app.routes if isinstance(r, Route) for method in r.methods or ()
               if method != "HEAD"}
@@ -128,6 +147,10 @@ def test_no_route_answers_without_the_token(secured, credential):
         if path == "/health":
             assert response.status_code == 200
             assert "path" not in response.json()  # the file location only for callers with a token
+            continue
+        if path == HOOK_PATH:  # its own secret, not the token: refused all the same
+            assert response.status_code == 403 and "hook secret" in response.json()["message"]
+            assert SECRET not in response.text
             continue
         assert response.status_code == 401, (method, path, response.status_code)
         assert response.json() == {"status": "error", "code": 401, "message": "Unauthorized"}
@@ -161,6 +184,9 @@ def test_scoped_token_reaches_only_the_context_aware_route(secured, token, conte
             assert response.status_code == 200
             body = response.json()
             assert not {"path", "file_size_bytes", "memory_count", "edge_count"} & set(body), body
+        elif path == HOOK_PATH:  # a scoped token is no hook secret
+            assert response.status_code == 403 and "hook secret" in response.json()["message"]
+            assert SECRET not in response.text
         elif path == "/api/v1/memory/recall":
             assert response.status_code == 200
             found = {r["context"] for r in response.json()["results"]}
@@ -182,7 +208,11 @@ def test_admin_token_reaches_every_route(secured):
             continue  # the sign-in itself (tests/test_ui_api.py)
         if path.startswith("/admin/"):
             continue  # needs ADMIN_API_TOKEN in X-Admin-Token as well, as AutoMem's (tests/test_reembed.py)
-        response = client.request(method, path, headers={"Authorization": f"Bearer {ADMIN}"}, **kwargs)
+        headers = {"Authorization": f"Bearer {ADMIN}"}
+        if path == HOOK_PATH:  # the admin token alone is refused there; the hook secret opens it
+            assert client.request(method, path, headers=headers, **kwargs).status_code == 403
+            headers = {"X-Localmem-Hook-Secret": HOOK_SECRET}
+        response = client.request(method, path, headers=headers, **kwargs)
         assert response.status_code in (200, 201, 404), (method, path, response.text)
 
 

@@ -11,20 +11,16 @@ puts them together and ``output`` formats for people.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-import warnings
-from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
 
-import apsw
-
-from ..errors import LocalMemError, ValidationError
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from .output import Output
-from .parser import build_parser
+# The rest (apsw, the parser of every command, even typing) is imported in ``main``, after
+# ``localmem hook`` has been sent on: a hook runs on every prompt and must start fast.
+TYPE_CHECKING = False  # type checkers treat any name TYPE_CHECKING as true
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, TextIO
 
 __all__ = ["main"]
 
@@ -37,6 +33,8 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int,
 @contextmanager
 def _model_notes() -> Iterator[None]:
     """Show the embedding model's loading and one-time ONNX export steps on stderr."""
+    import logging
+
     logger = logging.getLogger("localmem.onnx")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("localmem: %(message)s"))
@@ -53,6 +51,8 @@ def _model_notes() -> Iterator[None]:
 
 
 def _exit_code(code: Any) -> int:
+    from .common import EXIT_ERROR, EXIT_OK
+
     if code is None:
         return EXIT_OK
     if isinstance(code, int):
@@ -61,8 +61,40 @@ def _exit_code(code: Any) -> int:
     return EXIT_ERROR
 
 
+_GLOBAL_WITH_VALUE = ("--db", "--embedder", "--color")
+
+
+def _is_hook(arguments: list[str]) -> bool:
+    """Whether the command is ``hook``: global options (``--db PATH``, ``--json``...), then ``hook``."""
+    index = 0
+    while index < len(arguments):
+        arg = arguments[index]
+        if arg in _GLOBAL_WITH_VALUE:
+            index += 2
+        elif arg == "--json" or arg.split("=", 1)[0] in _GLOBAL_WITH_VALUE:
+            index += 1
+        else:
+            return arg == "hook"
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if _is_hook(arguments):
+        from ..hooks.client import run as run_hook
+
+        # Called as the program itself (argv None): the hook may end the process at its deadline.
+        return run_hook(arguments, hard_exit=argv is None)
+    import warnings
+
+    import apsw
+
+    from ..errors import LocalMemError, ValidationError
+    from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+    from .output import Output
+    from .parser import build_parser
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -64,9 +64,10 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
     if isinstance(args.port, bool) or not 0 <= args.port <= 65535:
         raise ValidationError(f"--port {args.port!r}: must be an integer from 0 to 65535 (0: a free one)")
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the 'server' extra, named in the error below)
 
         from ..http.app import create_app
+        from ..http.routes_hooks import advertising_server, new_hook_secret
         from ..http.security import resolve_token
         from ..http.server import uvicorn_config
     except ImportError as exc:
@@ -74,7 +75,8 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
     check_port(HOST, args.port)
     port = args.port or free_port()
     with open_store(args) as store:
-        app = create_app(store, token=resolve_token(None))
+        hook_secret = new_hook_secret()  # hooks for this store are forwarded here too
+        app = create_app(store, token=resolve_token(None), hook_secret=hook_secret)
         base = f"http://{HOST}:{port}/ui/"
         # With a token, the browser signs in through a one-time link (it sets an HttpOnly cookie).
         url = f"{base}login?code={app.state.ui_sessions.login_code()}" if app.state.auth_required else base
@@ -93,7 +95,8 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
             elif args.open:
                 webbrowser.open(base)
             with starting(HOST, port):
-                uvicorn.Server(uvicorn_config(app, host=HOST, port=port, log_level=args.log_level)).run()
+                advertising_server(uvicorn_config(app, host=HOST, port=port, log_level=args.log_level),
+                                   store, hook_secret).run()
         finally:
             if opened is not None:
                 # Its code was never spent. (Ended by SIGTERM, uvicorn exits before this runs; the

@@ -31,6 +31,7 @@ from .routes_admin import admin_endpoints
 from .routes_sync import sync_endpoints
 from .routes_edges import edge_endpoints
 from .routes_health import health_endpoints
+from .routes_hooks import hook_endpoint
 from .routes_memories import memory_endpoints
 from .routes_recall import recall_endpoints
 from .security import TOKEN_ENV_VARS, resolve_admin_token, resolve_token, resolve_tokens
@@ -47,7 +48,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
                cors_origins: list[str] | None = None,
                allowed_hosts: str | list[str] | None = None,
                allowed_origins: str | list[str] | None = None,
-               admin_token: str | None = None) -> Starlette:
+               admin_token: str | None = None, hook_secret: str | None = None) -> Starlette:
     """The HTTP API over ``store``.
 
     ``token`` (else ``$LOCALMEM_API_TOKEN`` / ``$AUTOMEM_API_TOKEN``) turns on
@@ -59,7 +60,8 @@ def create_app(store: MemoryStore, *, token: str | None = None,
     ``cors_origins`` is an older name, added to them) the browser origins
     allowed, with CORS. See ``policy`` for why. ``admin_token`` (else
     ``$ADMIN_API_TOKEN``) is the second secret the admin routes need, in
-    ``X-Admin-Token``, as AutoMem has it.
+    ``X-Admin-Token``, as AutoMem has it. ``hook_secret`` is the secret
+    ``POST /hooks/{event}`` asks for (``routes_hooks``; without one it answers 404).
 
     ``/mcp`` serves the MCP tools (``mcp_mount``) under the same rules; it needs
     the app's lifespan to run (uvicorn ``lifespan="on"``, as ``serve`` has it).
@@ -102,6 +104,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
           for name in ("hello", "page", "states", "edge-states", "put", "put-edges", "bases", "sent")],
         # "/" has nothing of its own: a person who opens the server's address meets the browser.
         Route("/", lambda request: RedirectResponse("/ui/", status_code=307), methods=["GET", "HEAD"]),
+        Route("/hooks/{event}", endpoint(hook_endpoint(store, hook_secret)), methods=["POST"]),
         # The memory browser (localmem ui): its page and the JSON routes it reads.
         *ui_routes(store, sessions, [t for t, grant in api_tokens.items() if grant.admin],
                    endpoint=endpoint),

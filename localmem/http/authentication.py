@@ -24,6 +24,7 @@ ADMIN_SCOPE_KEY = "localmem.admin"
 CONTEXTS_SCOPE_KEY = "localmem.contexts"
 # Routes a scoped token may call: recall over its contexts (and /health, trimmed).
 CONTEXT_AWARE_PATHS = frozenset({("POST", "/api/v1/memory/recall")})
+HOOKS_PREFIX = "/hooks/"  # POST /hooks/{event} asks for the server's hook secret instead
 
 
 def _strip_api_key(query_string: bytes) -> tuple[bytes, bytes | None]:
@@ -56,7 +57,7 @@ def _token_from_headers(scope: Scope) -> bytes | None:
 
 
 class AuthMiddleware:
-    """Require an API token on every route but ``/health`` and OPTIONS.
+    """Require an API token on every route but ``/health``, ``/hooks/`` (its own secret) and OPTIONS.
 
     ``tokens`` maps each accepted token to its ``Grant``. The admin token
     may call everything; a scoped token (``TOKEN=ctx`` or ``TOKEN=*``) only
@@ -106,8 +107,9 @@ class AuthMiddleware:
         scope[AUTHENTICATED_SCOPE_KEY] = ok
         scope[ADMIN_SCOPE_KEY] = ok and grant.admin
         scope[CONTEXTS_SCOPE_KEY] = grant.contexts if ok else None
+        # /hooks/ checks its own secret (routes_hooks): the hook has no API token to send.
         open_route = (scope["method"] == "OPTIONS" or scope["path"] in ("/health", "/ui", "/")
-                      or ui_auth.is_open(scope["path"]))
+                      or ui_auth.is_open(scope["path"]) or scope["path"].startswith(HOOKS_PREFIX))
         scoped_out = (ok and not grant.admin
                       and (scope["method"], scope["path"]) not in CONTEXT_AWARE_PATHS)
         if scoped_out and not open_route:

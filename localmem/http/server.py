@@ -67,18 +67,21 @@ def serve(store: MemoryStore, host: str = "127.0.0.1", port: int = 8001,
         import uvicorn
 
         from .app import create_app
+        from .routes_hooks import advertising_server, new_hook_secret
     except ImportError as exc:
         raise ConfigError(
             "The HTTP server needs the 'server' extra: pip install 'localmem[server]'"
         ) from exc
+    hook_secret = new_hook_secret()  # published in the store's discovery note once listening
     app = create_app(store, token=token, tokens=tokens, cors_origins=cors_origins,
                      allowed_hosts=sorted(policy.allowed_hosts),
-                     allowed_origins=list(policy.allowed_origins))
+                     allowed_origins=list(policy.allowed_origins), hook_secret=hook_secret)
     # The first recall should cost what later ones do: the models load while the server starts.
     warming = threading.Thread(target=_warm_up, args=(store,), name="localmem-serve-warm-up", daemon=True)
     warming.start()
     try:
-        uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level)).run()
+        advertising_server(uvicorn_config(app, host=host, port=port, log_level=log_level),
+                           store, hook_secret).run()
     finally:
         warming.join(WARM_UP_JOIN_SECONDS)  # not ended mid-load by the interpreter's exit
 

@@ -100,6 +100,12 @@ def migration_0010_pull(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0010_pull"])
 
 
+def migration_0011_hook_ledger(conn: apsw.Connection, sql: Statements) -> None:
+    """What ``localmem hook`` keeps between runs: the per-session injection ledger, the
+    captured message ids and where each session's transcript was read to."""
+    _run_script(conn, sql["migration_0011_hook_ledger"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -111,6 +117,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0008_token_codes,
     migration_0009_sync,
     migration_0010_pull,
+    migration_0011_hook_ledger,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,244 @@
+"""Capture: a session's new user and assistant turns, from its transcript, stored verbatim.
+
+Each kept message becomes one memory (or several parts, in order, when it is
+longer than a memory may be), threaded by session (``metadata.session``),
+tagged ``session:<id>``, ``project:<name>`` and ``source:claude-code``, with
+the message's uuid, role and time. Messages are claimed in
+``hook_captured`` inside the transaction that stores them, so a hook run
+twice, or two runs at once, store each message once.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..errors import ValidationError
+from ..storage.database import transaction
+from ..validation import CONTENT_HARD_LIMIT, validate_timestamp
+from . import ledger
+from .inject import strip_injected
+from .noise_rules import OWN_TOOL_PREFIXES, NoiseRules
+from .transcript import TranscriptRead
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+    from .settings import HookSettings
+
+CAPTURED_IMPORTANCE = 0.4  # below a deliberately stored note's default 0.5
+BATCH_MESSAGES = 32  # messages per write transaction: the lock waits on one batch's embedding
+MAX_MESSAGES = 1024  # per run (a first capture of a long transcript goes on at the next run)
+CAPTURE_SECONDS = 8.0  # no new batch is started after this long (the hook's deadline is longer)
+SOURCE_TAG = "source:claude-code"
+MAX_UUID = 200
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_FENCE = re.compile(r"```.*?(```|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Turn:
+    uuid: str
+    role: str
+    text: str
+    timestamp: str | None
+    sanitized: bool
+
+
+def clean_text(text: str) -> tuple[str, bool]:
+    """NUL and lone surrogates (which SQLite text cannot hold) become U+FFFD; the rest is kept."""
+    cleaned = _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
+    return cleaned, cleaned != text
+
+
+def _strip_regions(text: str, regions: Iterable[tuple[str, str]]) -> str:
+    for opening, closing in regions:
+        pattern = re.compile(re.escape(opening) + r".*?(" + re.escape(closing) + r"|\Z)", re.DOTALL)
+        text = pattern.sub("", text)
+    return text
+
+
+def _message_text(content: Any, skipped: Counter[str]) -> str | None:
+    """The text blocks of a message; tool blocks, thinking and images are never kept."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = []
+    for block in content[:1000]:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use" and isinstance(block.get("name"), str) \
+                and block["name"].startswith(OWN_TOOL_PREFIXES):
+            skipped["localmem_tool_call"] += 1
+        elif kind in ("tool_use", "tool_result"):
+            skipped[kind] += 1
+    return "\n\n".join(texts) if texts else None
+
+
+def _is_code_dump(text: str, rules: NoiseRules) -> bool:
+    if len(text) < rules.code_only_min_chars or "```" not in text:
+        return False
+    return len(_FENCE.sub("", text).strip()) < rules.prose_min_chars
+
+
+def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) -> Turn | None:
+    """The turn a transcript entry holds, or None (the reason counted in ``skipped``)."""
+    kind = entry.get("type")
+    if kind not in ("user", "assistant"):
+        skipped["not_a_message"] += 1
+        return None
+    for flag in rules.skip_entry_flags:
+        if entry.get(flag) is True:
+            skipped[f"flag:{flag}"] += 1
+            return None
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        skipped["no_message"] += 1
+        return None
+    role = message.get("role") if isinstance(message.get("role"), str) else kind
+    if role not in rules.roles:
+        skipped[f"role:{role}"[:40]] += 1
+        return None
+    message_uuid = entry.get("uuid")
+    if not isinstance(message_uuid, str) or not message_uuid.strip() or len(message_uuid) > MAX_UUID:
+        skipped["no_uuid"] += 1
+        return None
+    text = _message_text(message.get("content"), skipped)
+    if text is None:
+        skipped["no_text"] += 1
+        return None
+    text, sanitized = clean_text(text)
+    message_uuid, _ = clean_text(message_uuid)
+    without_block = strip_injected(text)
+    if without_block != text:
+        skipped["localmem_block_cut"] += 1
+    text = _strip_regions(without_block, rules.strip_regions).strip()
+    if not text:
+        skipped["empty"] += 1
+        return None
+    if any(p.search(text) for p in rules.skip_patterns):
+        skipped["skip_pattern"] += 1
+        return None
+    if len(text) > rules.max_chars:
+        skipped["too_long"] += 1
+        return None
+    if len(text) < rules.min_chars:
+        skipped["too_short"] += 1
+        return None
+    if _is_code_dump(text, rules):
+        skipped["code_only"] += 1
+        return None
+    timestamp = entry.get("timestamp")
+    try:
+        timestamp = validate_timestamp(timestamp, "timestamp") if isinstance(timestamp, str) else None
+    except ValidationError:
+        timestamp = None
+    return Turn(message_uuid, role, text, timestamp, sanitized)
+
+
+def split_parts(text: str, limit: int = CONTENT_HARD_LIMIT) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at a paragraph, line, sentence or
+    word boundary where one lies in the second half of the piece."""
+    parts = []
+    rest = text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = -1
+        for separator in ("\n\n", "\n", ". ", " "):
+            at = window.rfind(separator)
+            if at >= limit // 2:
+                cut = at + len(separator)
+                break
+        cut = cut if cut > 0 else limit
+        piece = rest[:cut].strip()
+        if piece:
+            parts.append(piece)
+        rest = rest[cut:]
+    if rest.strip():
+        parts.append(rest.strip())
+    return parts
+
+
+def memory_items(turn: Turn, session_id: str, project: str | None, project_path: str | None) -> list[dict[str, Any]]:
+    parts = split_parts(turn.text)
+    tags = [f"session:{session_id}", SOURCE_TAG] + ([f"project:{project}"] if project else [])
+    items = []
+    for index, part in enumerate(parts):
+        metadata: dict[str, Any] = {"session": session_id, "message_uuid": turn.uuid, "role": turn.role,
+                                    "source": "claude-code-hook"}
+        if project:
+            metadata.update(project=project, project_path=project_path)
+        if len(parts) > 1:
+            metadata.update(part=index + 1, parts=len(parts))
+        if turn.sanitized:
+            metadata["sanitized"] = "NUL or lone surrogates replaced by U+FFFD"
+        item: dict[str, Any] = {"id": str(uuid.uuid4()), "content": part, "tags": tags, "metadata": metadata,
+                                "importance": CAPTURED_IMPORTANCE}
+        if turn.timestamp:
+            item["timestamp"] = turn.timestamp
+        items.append(item)
+    return items
+
+
+def capture(store: "MemoryStore", session_id: str, transcript_path: str, project: str | None,
+            project_path: str | None, settings: "HookSettings", rules: NoiseRules) -> dict[str, Any]:
+    """Store the session's new turns; returns what was read, stored and skipped (by reason).
+
+    Turns are stored in batches of ``BATCH_MESSAGES``, each batch's claims, memories and
+    read offset in one transaction, so the write lock is held for one batch's embedding at
+    a time; a run stops starting batches after ``CAPTURE_SECONDS`` or ``MAX_MESSAGES``
+    messages and the next run goes on from the last stored turn (``more_to_read``).
+    """
+    skipped: Counter[str] = Counter()
+    with store.lock:
+        offset = ledger.transcript_offset(store, session_id, transcript_path)
+    read = TranscriptRead(transcript_path, offset, max_bytes=settings.max_read_bytes,
+                          max_line_bytes=settings.max_line_bytes, max_lines=settings.max_lines)
+    ordered: list[tuple[Turn, int]] = []  # each turn with the offset just past its line
+    seen: set[str] = set()
+    for entry, end in read:
+        turn = turn_of(entry, rules, skipped)
+        if turn is not None and turn.uuid not in seen:
+            seen.add(turn.uuid)
+            ordered.append((turn, end))
+    skipped.update(read.skipped)
+    with store.lock:
+        known = ledger.captured_among(store, [t.uuid for t, _ in ordered])
+    pending = [(t, end) for t, end in ordered if t.uuid not in known]
+    stored_messages = stored_memories = 0
+    stop_at = time.monotonic() + CAPTURE_SECONDS
+    done_to = read.end_offset
+    more = read.more
+    batches = [pending[i:i + BATCH_MESSAGES] for i in range(0, len(pending), BATCH_MESSAGES)] or [[]]
+    for index, batch in enumerate(batches):
+        if index and (time.monotonic() > stop_at or index * BATCH_MESSAGES >= MAX_MESSAGES):
+            done_to, more = batches[index - 1][-1][1], True  # the next run starts after the last stored turn
+            break
+        last = index == len(batches) - 1
+        batch_to = read.end_offset if last else batch[-1][1]
+        if not batch and batch_to == offset and not read.restarted:
+            break  # nothing new, and the offset stands
+        with store.lock, transaction(store.conn):  # claims, memories and offset commit together
+            items: list[dict[str, Any]] = []
+            for turn, _ in batch:
+                parts = memory_items(turn, session_id, project, project_path)
+                if ledger.claim_message(store, turn.uuid, session_id, [p["id"] for p in parts]):
+                    items.extend(parts)
+                    stored_messages += 1
+                else:
+                    known.add(turn.uuid)  # another run stored it since it was looked up
+            if items:
+                store.store_many(items)
+                stored_memories += len(items)
+            ledger.set_transcript_offset(store, session_id, transcript_path, batch_to,
+                                         read.restarted and index == 0)
+    return {"stored_messages": stored_messages, "stored_memories": stored_memories,
+            "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
+            "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items()))}

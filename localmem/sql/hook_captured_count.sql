@@ -1,0 +1,1 @@
+SELECT count(*) FROM hook_captured WHERE session_id = :session_id;

@@ -1,0 +1,1 @@
+SELECT path, offset FROM hook_transcripts WHERE session_id = :session_id;
