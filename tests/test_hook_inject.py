@@ -19,6 +19,7 @@ from localmem.hooks.inject import (CLOSE_MARKER, OPEN_MARKER, build_block, estim
                                    relevance_of)
 from localmem.hooks.project import project_name
 from localmem.hooks.settings import HookSettings
+from localmem.recall.relevance_model import relevance_floor
 from tests.hook_helpers import SESSION, payload, project_dir_path, run_hook
 
 STAGING = "The staging database is called orchid-staging-7 and only Priya can grant access to it."
@@ -93,7 +94,10 @@ def test_a_superseded_memory_is_never_injected(tmp_path):
         store.supersede(old, "The orchid staging database password rotates on the first of each month.",
                         tags=["project:orchid"])
     for session in ("s-one", "s-two"):
-        out, _ = run_hook(db, "UserPromptSubmit", prompt(tmp_path, old_text, session=session))
+        # A low floor: the hash embedder's relevance is not calibrated, and the point here is
+        # that the old version never appears however relevant it is.
+        out, _ = run_hook(db, "UserPromptSubmit", prompt(tmp_path, old_text, session=session),
+                          LOCALMEM_HOOK_RELEVANCE_FLOOR="0.1")
         block = context_of(out, "UserPromptSubmit")
         assert "first of each month" in block and "every Monday" not in block and old[:8] not in block
     start, _ = run_hook(db, "SessionStart", payload("session_start", tmp_path, session_id="s-three"))
@@ -211,20 +215,18 @@ def test_a_bad_payload_is_refused_by_field_and_writes_nothing(tmp_path, change, 
             answer_hook(store, "PostToolUse", prompt(tmp_path, STAGING_PROMPT), HookSettings())
 
 
-def test_the_floor_reads_the_calibrated_relevance_when_recall_gives_it():
-    confident = {"confidence": {"level": "high", "top_score": 0.7, "basis": "semantic"},
-                 "results": [{"final_score": 0.9, "match_type": "vector", "match_score": 0.7}]}
-    doubtful = {"confidence": {"level": "none", "top_score": 0.1, "basis": "semantic"},
-                "results": [{"final_score": 0.9, "match_type": "vector", "match_score": 0.1}]}
-    # Calibrated field present: it alone decides.
-    assert passes_floor({**doubtful["results"][0], "relevance": 0.7}, doubtful, 0.5)
-    assert not passes_floor({**confident["results"][0], "relevance": 0.2}, confident, 0.5)
-    # Absent: the confidence block's level, scaled by the result's cosine against the top.
-    assert relevance_of(confident["results"][0], confident) == pytest.approx(0.85)
-    assert relevance_of(doubtful["results"][0], doubtful) == 0.0
-    weaker = {"final_score": 0.5, "match_type": "vector", "match_score": 0.35}
-    assert relevance_of(weaker, confident) == pytest.approx(0.425)
-    assert relevance_of({"final_score": 0.9}, {"results": []}) == 0.0  # no block: nothing passes
+def test_the_floor_reads_recalls_calibrated_relevance(tmp_path):
+    assert passes_floor({"relevance": 0.7}, 0.5) and not passes_floor({"relevance": 0.2}, 0.5)
+    assert relevance_of({"final_score": 0.9}) == 0.0  # no calibrated relevance: nothing passes
+    assert relevance_of({"relevance": float("nan")}) == 0.0
+    db = seeded(tmp_path)
+    with MemoryStore(db, embedder="hash") as store:  # unset: recall's own floor
+        report = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT),
+                                         HookSettings()).report
+        assert report["relevance_floor"] == relevance_floor(store.config)
+        report = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT),
+                                         HookSettings(relevance_floor=0.2)).report
+        assert report["relevance_floor"] == 0.2
 
 
 def test_the_report_says_why_nothing_was_injected(tmp_path):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..errors import ValidationError
 from . import ledger
 from .capture import capture, clean_text
+from ..recall.relevance_model import relevance_floor
 from .inject import build_block, passes_floor, relevance_of
 from .noise_rules import load_rules
 from .project import project_name, project_root, project_tag
@@ -123,6 +124,8 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         if not query:
             return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt"})
         scored: dict[str, tuple[float, dict[str, Any]]] = {}
+        floor = settings.relevance_floor if settings.relevance_floor is not None else relevance_floor(store.config)
+        report["relevance_floor"] = floor
         scopes: list[dict[str, Any]] = [{"tags": [project_tag(project)], "tag_match": "exact"}] if project else []
         with store.lock:
             if ledger.has_unscoped_memories(store):  # memories tied to no project apply everywhere
@@ -131,8 +134,8 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
             excluded = scope.pop("exclude_tags", []) + [f"session:{session_id}"]
             response = store.recall(query, exclude_tags=excluded, limit=limit, **scope)
             for result in response.get("results", []):
-                if passes_floor(result, response, settings.relevance_floor):
-                    relevance = relevance_of(result, response)
+                if passes_floor(result, floor):
+                    relevance = relevance_of(result)
                     if result["id"] not in scored or scored[result["id"]][0] < relevance:
                         scored[result["id"]] = (relevance, result["memory"])
         chosen = [memory for _, memory in sorted(scored.values(), key=lambda pair: -pair[0])]

@@ -29,8 +29,9 @@ class HookSettings:
 
     - ``token_budget``: the most an injected block may cost, in estimated tokens
       (``inject.estimate_tokens``, an overestimate); 0 turns injection off.
-    - ``relevance_floor``: a memory is injected for a prompt only when its relevance
-      (``inject.relevance_of``) is at least this, in [0, 1].
+    - ``relevance_floor``: a memory is injected for a prompt only when recall's calibrated
+      ``relevance`` is at least this, in [0, 1]; None: the floor recall itself uses
+      (``LOCALMEM_RELEVANCE_FLOOR``, else the packaged calibration's, docs/relevance.md).
     - ``max_memories``: at most this many memories in one block.
     - ``rules_path``: the capture noise-rules file (JSON); None: the user's
       ``$XDG_CONFIG_HOME/localmem/hook-rules.json`` when it exists, else the built-in rules.
@@ -41,7 +42,7 @@ class HookSettings:
     """
 
     token_budget: int = 1500
-    relevance_floor: float = 0.5
+    relevance_floor: float | None = None
     max_memories: int = 8
     rules_path: str | None = None
     project: str | None = None
@@ -57,8 +58,8 @@ class HookSettings:
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"hook setting '{name}' must be an integer from {low} to {high}, got {value!r}")
         floor = self.relevance_floor
-        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor) \
-                or not 0.0 <= floor <= 1.0:
+        if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float))
+                                  or not math.isfinite(floor) or not 0.0 <= floor <= 1.0):
             raise ConfigError(f"hook setting 'relevance_floor' must be a number from 0 to 1, got {floor!r}")
         for name in ("rules_path", "project"):
             value = getattr(self, name)
@@ -95,7 +96,8 @@ class HookSettings:
             raw = env.get(variable)
             if raw is None or not raw.strip():
                 continue
-            values[field.name] = _parse(variable, raw.strip(), field.default)
+            values[field.name] = _parse(variable, raw.strip(), 0.0 if field.name == "relevance_floor"
+                                        else field.default)
             try:
                 cls(**{field.name: values[field.name]})  # checked alone, so the error names the variable
             except ConfigError as exc:
