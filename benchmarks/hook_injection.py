@@ -17,8 +17,8 @@ working directory named after a conversation, each in a fresh session (no ledger
 The hook runs at floor 0 and its report gives each chosen memory's relevance; the share
 at floor f counts the memories of that block at or above f (the block is filled most
 relevant first, so this is the block floor f would give, up to a note skipped for size).
-The relevance read is ``inject.relevance_of``: recall's calibrated ``relevance`` when it
-gives one, else the fallback from the ``confidence`` block (docs/hooks.md).
+The relevance read is ``inject.relevance_of``: recall's calibrated ``relevance``
+(docs/relevance.md); the hook's default floor is recall's, 0.74.
 
 Timing: per prompt, the hook's answer (the project's recall, a second one over memories
 tied to no project when the store has any (here none), the ledger look-up and write) beside
@@ -54,7 +54,7 @@ import locomo  # noqa: E402
 from confidence_calibration import OFF_TOPIC  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+FLOORS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.74, 0.8, 0.9)
 TRANSCRIPT = ROOT / "tests" / "fixtures" / "claude_code" / "transcript.jsonl"
 
 
@@ -135,7 +135,7 @@ def main() -> None:
             quiet = sum(1 for r in unrelated_reports if not injected_at(r, floor))
             quiet_wrong = sum(1 for r in wrong_reports if not injected_at(r, floor))
             n, u, w = len(related_reports), len(unrelated_reports), len(wrong_reports)
-            print(f"| {floor:.1f} | {hit / n:.3f} | {some / n:.3f} | {quiet / u:.3f} | {quiet_wrong / w:.3f} |")
+            print(f"| {floor:.2f} | {hit / n:.3f} | {some / n:.3f} | {quiet / u:.3f} | {quiet_wrong / w:.3f} |")
         ratio = [h / r for h, r in zip(hook_times, recall_times)]
         print(f"\nUserPromptSubmit answer (in-process, warm store): p50 {statistics.median(hook_times) * 1000:.1f} ms, "
               f"p95 {sorted(hook_times)[int(0.95 * len(hook_times))] * 1000:.1f} ms; one plain recall p50 "
