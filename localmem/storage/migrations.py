@@ -90,6 +90,14 @@ def migration_0008_token_codes(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0008_token_codes"])
 
 
+def migration_0009_dedup(conn: apsw.Connection, sql: Statements) -> None:
+    """Exact-duplicate keys (dedup on write), computed for every memory already stored."""
+    from . import dedup_keys
+
+    _run_script(conn, sql["migration_0009_dedup"])
+    dedup_keys.backfill(conn, sql)
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -99,6 +107,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0006_push,
     migration_0007_code_index,
     migration_0008_token_codes,
+    migration_0009_dedup,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
