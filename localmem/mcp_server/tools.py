@@ -58,6 +58,8 @@ STORE_MEMORY = {
 
 **Mode 2 — Batch:** pass `memories: [{{ content, tags?, importance?, metadata?, timestamp?, type?, confidence? }}, ...]` to store up to {BATCH_MAX_ITEMS} memories in one call (all or nothing). Batch mode does NOT accept `id`, `embedding`, `t_valid` or `t_invalid` per item — use single mode for those.
 
+**Dedup (on by default):** content that is already a current memory with the same context and tags (ignoring case, spacing and a final '.' or '!') is not stored again — you get its ID with `deduped: true`. Near-duplicates are stored and listed in `similar_existing`. Pass `dedup: false` to store a copy anyway.
+
 **Content size guidelines (per item):**
 - Target: 150-300 characters (one meaningful paragraph)
 - Recommended maximum: {CONTENT_SOFT_LIMIT} characters

@@ -62,11 +62,6 @@ def insert_keys(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, s
     conn.executemany(sql["dedup_key_upsert"], [{"pk": pk, "key": key} for pk, key in pairs])
 
 
-def pks_with_key(conn: apsw.Connection, sql: Statements, key: str) -> list[int]:
-    """The memories whose key is ``key``, oldest first (few: the copies of one text)."""
-    return [pk for (pk,) in conn.execute(sql["dedup_key_pks"], {"key": key})]
-
-
 def backfill(conn: apsw.Connection, sql: Statements, batch: int = 2000) -> int:
     """Keys for every memory (migration 0009); returns how many were written."""
     written = 0
