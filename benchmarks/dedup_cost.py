@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=25)
+    parser.add_argument("--upkeep-items", type=int, default=1000,
+                        help="items per store_many in the key-upkeep comparison")
     args = parser.parse_args(argv)
     pool = items()
     need = args.fill + 2 * args.pairs + 2 * args.batches * args.batch_size
@@ -89,7 +91,39 @@ def main(argv: list[str] | None = None) -> int:
     print(report(f"store_many vs store_many_checked, per item ({args.batch_size}/batch)", c, d, args.batch_size))
     print(f"\nre-storing {args.batch_size} filled turns with dedup: "
           f"{sum(r['deduped'] for r in checked)} deduped")
+    print(upkeep(pool[:args.upkeep_items], args.embedder, args.batches))
     return 0
+
+
+def upkeep(batch: list[dict], embedder: str, rounds: int) -> str:
+    """What every write now pays, dedup or not: the key of each new memory (normalised,
+    hashed, one row in memory_dedup_keys). ``store_many`` of one batch, vectors given (so the
+    write path alone is timed), into a fresh store each time, with the key upkeep replaced
+    by a no-op (before) and as it is (after), paired."""
+    from localmem.storage import dedup_keys
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with MemoryStore(Path(tmp) / "vectors.db", embedder=embedder) as store:
+            found = store.embed_texts([item["content"] for item in batch])
+        given = [{**item, "embedding": list(memoryview(v).cast("f"))} for item, v in zip(batch, found or [])]
+        real_insert, real_key = dedup_keys.insert_keys, dedup_keys.row_key
+        counter = iter(range(10**6))
+
+        def write(on: bool) -> None:
+            dedup_keys.insert_keys = real_insert if on else (lambda *a: None)
+            dedup_keys.row_key = real_key if on else (lambda row: b"")
+            try:
+                with MemoryStore(Path(tmp) / f"s{next(counter)}.db", embedder=embedder) as store:
+                    store.store_many(given)
+            finally:
+                dedup_keys.insert_keys, dedup_keys.row_key = real_insert, real_key
+
+        write(True)
+        before, after = paired(lambda: write(False), lambda: write(True), rounds)
+    return ("\n| write path | pairs | without keys ms | with keys ms | ratio (median of pairs) | IQR |\n"
+            "|---|---|---|---|---|---|\n"
+            + report(f"store_many of {len(batch)} (vectors given, fresh store), per item", before, after,
+                     len(batch)))
 
 
 if __name__ == "__main__":

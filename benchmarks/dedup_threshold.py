@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                         facts.append((entry[0], index_of[entry[1]]))
         fact_vectors = embed(embedder, [text for text, _ in facts])
         restated.extend(float(v @ vectors[i]) for (_, i), v in zip(facts, fact_vectors))
+        print(f"conversation {conv_index}: {len(turns)} turns, {len(pairs)} edits, {len(facts)} facts "
+              f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
 
     sets = {"distinct turns, nearest other turn": np.array(nearest),
             "distinct turns, text only (no speaker)": np.array(nearest_plain),

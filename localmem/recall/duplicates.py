@@ -42,7 +42,7 @@ def would_be_current(row: MemoryRow, now_iso: str) -> bool:
                          "t_invalid": row.t_invalid}, now_iso) is None
 
 
-def current_copy(backend: "Backend", key: str, now_iso: str) -> dict[str, Any] | None:
+def current_copy(backend: "Backend", key: bytes, now_iso: str) -> dict[str, Any] | None:
     """The oldest current memory holding ``key``, as a record; None when there is none.
     Call it inside the write transaction that stores the new memory."""
     copies = [to_record(r) for r in rows_as_dicts(backend.conn.execute(backend.sql["dedup_copies"],
@@ -98,7 +98,7 @@ def plan_writes(backend: "Backend", given: list[Mapping[str, Any]], rows: list[M
     does not have). A row repeating an earlier row of the batch goes the same way."""
     keep: list[int] = []
     results: list[dict[str, Any]] = []
-    first_of_key: dict[str, int] = {}
+    first_of_key: dict[bytes, int] = {}
     for index, (item, row) in enumerate(zip(given, rows)):
         result: dict[str, Any] = {"id": row.id, "deduped": False}
         kept: Mapping[str, Any] | None = None

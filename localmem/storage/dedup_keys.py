@@ -6,7 +6,7 @@ same tag set (compared case-insensitively, in any order), and, for a
 conversation turn (a memory with a thread), the same thread and the same
 ``timestamp`` -- two identical turns at different times are two turns.
 
-The key is a SHA-256 digest kept in ``memory_dedup_keys`` (schema: migration
+The key is a truncated SHA-256 digest kept in ``memory_dedup_keys`` (schema: migration
 0009), written with the memory in the same transaction (storage/writes.py).
 The index on it is not unique: a store may already hold copies, and a copy
 that was superseded, archived or expired is history, not a duplicate; the
@@ -37,28 +37,32 @@ def normalise_content(content: str) -> str:
     """The content as dedup compares it: Unicode NFKC, invisible format characters
     (zero-width spaces, BOM, soft hyphens) removed, case-folded, every run of whitespace
     one space, ends trimmed, trailing ``.``/``!``/``…`` dropped."""
-    text = unicodedata.normalize("NFKC", content)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = content
+    if not text.isascii():  # ASCII is its own NFKC form and has no format characters
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     text = _SPACE.sub(" ", text.casefold()).strip()
     stripped = _TRAILING_MARKS.sub("", text)
     return stripped if stripped else text  # "!!!" stays itself
 
 
 def dedup_key(content: str, context: str, tags: Iterable[str], metadata: dict[str, Any],
-              timestamp: str) -> str:
-    """The hex SHA-256 that equal memories in one scope share (see the module's rules)."""
+              timestamp: str) -> bytes:
+    """The key equal memories in one scope share (see the module's rules): the first 16 bytes
+    of a SHA-256 (a chance collision, about 2^-64 per pair of distinct texts at a billion
+    memories, is below every other failure the store has; the index stays small)."""
     tags = list(tags)
     thread = thread_key(context, metadata, tags)
     scope = [context, sorted({t.lower() for t in tags}), [thread, timestamp] if thread else None]
     text = json.dumps([normalise_content(content), scope], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).digest()[:16]
 
 
-def row_key(row: MemoryRow) -> str:
+def row_key(row: MemoryRow) -> bytes:
     return dedup_key(row.content, row.context, row.tags, row.metadata, row.timestamp)
 
 
-def insert_keys(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, str]]) -> None:
+def insert_keys(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, bytes]]) -> None:
     conn.executemany(sql["dedup_key_upsert"], [{"pk": pk, "key": key} for pk, key in pairs])
 
 
