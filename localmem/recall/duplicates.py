@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..storage.backend import Backend
 
 # Measured with all-MiniLM-L6-v2 on LoCoMo dev (benchmarks/dedup_threshold.py, RESULTS.md).
-SIMILAR_THRESHOLD = 0.90
+SIMILAR_THRESHOLD = 0.93
 SIMILAR_LIMIT = 3
 SIMILAR_POOL = 16
 # The fields that make the key: equal by construction when a write is deduped.
