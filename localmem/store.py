@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 import threading
@@ -17,10 +16,10 @@ from .storage import edges as edge_store
 from .storage import memory_fields, writes
 from .storage.memory_fields import CLEARABLE_FIELDS, UPDATE_FIELDS, build_row, merged_update
 from .storage.ids import abbreviate_ids, resolve_id
-from .storage.listing import list_page
+from .storage.listing import BY_TAG_MAX_LIMIT, by_tag_page, list_page
 from .config import Config
 from .storage.backend import Backend
-from .storage.embedded import Embedded, in_current_space
+from .storage.embedded import Embedded, in_current_space, subset
 from .storage.database import (
     MEMORY_PATH,
     connect,
@@ -35,21 +34,22 @@ from .storage.migrations import migrate, require_current_schema
 from .progress import ProgressBar
 from .storage.health import health_report
 from .recall.learned_rank import TreeModel
+from .recall import duplicates
 from .recall.pipeline import run_recall
 from .recall.warm_up import load_embedder, warm_up
 from .recall.state import (memory_state, memory_states, state_counts, still_hidden_warning,
                            without_current_successor)
-from .storage.records import MemoryRow, record_by_id, rows_as_dicts, to_record
+from .storage.records import MemoryRow, record_by_id
 from .relations import SUPERSESSION_TYPES
 from .storage.statements import Statements
-from .tags import canonical_prefix_filter, parse_tags, prepare_tag_filters, with_tags_read
+from .tags import with_tags_read
 from .timeparse import format_timestamp
 from .validation import strip_non_finite, validate_embedding, validate_int, validate_uuid
 
 # Where the interfaces have always imported them from (storage/ holds the rules).
 STORE_FIELDS = memory_fields.STORE_FIELDS
 EDGE_PROPERTIES = edge_store.EDGE_PROPERTIES
-BY_TAG_MAX_LIMIT = 200
+__all__ = ["BY_TAG_MAX_LIMIT", "EDGE_PROPERTIES", "STORE_FIELDS", "UPDATE_FIELDS", "MemoryStore", "utc_now"]
 
 
 def utc_now() -> datetime:
@@ -189,18 +189,8 @@ class MemoryStore:
     def _pk_and_record(self, memory_id: str) -> tuple[int, dict[str, Any]]:
         return record_by_id(self.conn, self.sql, validate_uuid(memory_id))
 
-    def _check_ids_free(self, rows: list[MemoryRow]) -> None:
-        """One lookup for the batch; the error names the first taken id in batch order."""
-        if not rows:
-            return
-        taken = {r[0] for r in self.conn.execute(self.sql["memory_ids_existing"],
-                                                 {"ids": json.dumps([row.id for row in rows])})}
-        for row in rows:
-            if row.id in taken:
-                raise ValidationError(f"A memory with id {row.id} already exists")
-
     def _insert_rows(self, rows: list[MemoryRow], prepared: Embedded) -> None:
-        self._check_ids_free(rows)
+        writes.check_ids_free(self.conn, self.sql, rows)
         prepared = self._in_current_space(prepared, [row.content for row in rows])
         writes.insert_memories(self.conn, self.sql, rows, prepared.vectors, self.has_vector_index,
                                prepared.token_codes)
@@ -225,15 +215,16 @@ class MemoryStore:
         return (None, None) if found is None else (found.vectors[0], found.token_codes[0])
 
     def _prepare(self, items: list[Mapping[str, Any]], *, batch_size: int = 256,
-                 progress: ProgressBar | None = None) -> tuple[list[MemoryRow], Embedded]:
-        """Validate items and compute their embeddings and token codes (outside any transaction)."""
+                 progress: ProgressBar | None = None, frames: int = 4) -> tuple[list[MemoryRow], Embedded]:
+        """Validate items and compute their embeddings and token codes (outside any transaction).
+        ``frames``: from here to the public method's caller (where tag warnings point)."""
         now = self.now()
         space = self._backend.vector_space()  # before any vector is made: what they are made in
         rows = []
         for index, item in enumerate(items):
             try:
-                # Frames: _prepare (1), store/store_many/supersede, _serialized, the caller (4).
-                item = with_tags_read(item, f"Memory at index {index}: " if len(items) > 1 else "", 4)
+                # Frames: _prepare (1), [_write,] store*/supersede, _serialized, the caller (4 or 5).
+                item = with_tags_read(item, f"Memory at index {index}: " if len(items) > 1 else "", frames)
                 rows.append(build_row(item, now=now))
             except ValidationError as exc:
                 if len(items) == 1:
@@ -265,33 +256,67 @@ class MemoryStore:
     # -- writes -----------------------------------------------------------
 
     @_serialized
-    def store(self, content: str, **fields: Any) -> str:
-        """Store one memory; returns its id. Validation and defaults follow AutoMem's POST /memory."""
-        rows, embeddings = self._prepare([{**fields, "content": content}])
-        with transaction(self.conn):
-            self._insert_rows(rows, embeddings)
-        return rows[0].id
+    def store(self, content: str, *, dedup: bool = False, **fields: Any) -> str:
+        """Store one memory; returns its id. Validation and defaults follow AutoMem's POST /memory.
+        ``dedup=True``: the id of the current exact duplicate when there is one (store_checked)."""
+        return self._write([{**fields, "content": content}], dedup)[0]["id"]
+
+    @_serialized
+    def store_checked(self, content: str, *, dedup: bool = True, **fields: Any) -> dict[str, Any]:
+        """Store one memory unless a current exact duplicate exists in its scope (docs/dedup.md).
+
+        Returns ``{"id", "deduped", "similar_existing": [{"id", "score"}], "similar_checked"}``;
+        a deduped write returns the existing memory's id, unchanged, and ``not_applied`` names
+        the given fields it does not have. ``dedup=False`` stores as ``store`` does, unchecked.
+        """
+        return self._write([{**fields, "content": content}], dedup)[0]
 
     @_serialized
     def store_many(self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256,
-                   progress: bool = False) -> list[str]:
-        """Store many memories in one transaction (all or nothing); returns their ids."""
+                   progress: bool = False, dedup: bool = False) -> list[str]:
+        """Store many memories in one transaction (all or nothing); returns their ids
+        (``dedup=True``: as ``store_many_checked``, the ids alone)."""
+        return [r["id"] for r in self._write_many(items, batch_size, progress, dedup)]
+
+    @_serialized
+    def store_many_checked(self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256,
+                           progress: bool = False, dedup: bool = True) -> list[dict[str, Any]]:
+        """``store_many`` with ``store_checked``'s answer per item, in order; an item repeating
+        an earlier one of the batch is deduped to it."""
+        return self._write_many(items, batch_size, progress, dedup)
+
+    def _write_many(self, items: Any, batch_size: int, progress: bool, dedup: bool) -> list[dict[str, Any]]:
         batch_size = validate_int(batch_size, "batch_size", default=256, minimum=1, maximum=10_000)
-        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-            raise ValidationError("'items' must be a list of memory objects")
-        items = list(items)
-        for index, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise ValidationError(f"Memory at index {index} must be an object")
+        items = memory_fields.memory_list(items)
         bar = ProgressBar(len(items), "embedding") if progress else None
         try:
-            rows, embeddings = self._prepare(items, batch_size=batch_size, progress=bar)
+            return self._write(items, dedup, batch_size=batch_size, progress=bar, frames=6)
         finally:
             if bar is not None:
                 bar.close()
+
+    def _write(self, items: list[Mapping[str, Any]], dedup: bool, *, batch_size: int = 256,
+               progress: ProgressBar | None = None, frames: int = 5) -> list[dict[str, Any]]:
+        """Store items, with dedup (docs/dedup.md) when asked: the near-duplicate kNN before
+        the write lock, the exact-duplicate lookup and the insert under it, in one transaction."""
+        rows, embeddings = self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
+        if not dedup:
+            with transaction(self.conn):
+                self._insert_rows(rows, embeddings)
+            return [{"id": row.id, "deduped": False, "similar_existing": [], "similar_checked": False}
+                    for row in rows]
+        now_iso = format_timestamp(self.now())
+        similar = [duplicates.similar_existing(self._backend, vector, row.context, now_iso,
+                                               limit=duplicates.SIMILAR_LIMIT + 1)
+                   for row, vector in zip(rows, embeddings.vectors)]
         with transaction(self.conn):
-            self._insert_rows(rows, embeddings)
-        return [row.id for row in rows]
+            # Now under the lock: a copy committed while this write waited is valid from after `now_iso`.
+            keep, results = duplicates.plan_writes(self._backend, items, rows, format_timestamp(self.now()))
+            self._insert_rows([rows[i] for i in keep], subset(embeddings, keep))
+        for result, found in zip(results, similar):
+            others = [f for f in found or () if f["id"] != result["id"]]
+            result.update(similar_existing=others[:duplicates.SIMILAR_LIMIT], similar_checked=found is not None)
+        return results
 
     @_serialized
     def get(self, memory_id: str, *, with_edges: bool = False) -> dict[str, Any]:
@@ -448,32 +473,8 @@ class MemoryStore:
         ``prefix=True`` matches as recall's tag filter does: ``project`` finds
         ``project:alpha`` too (the response then says ``"tag_match": "prefix"``).
         """
-        parsed = parse_tags(tags)
-        wanted = prepare_tag_filters(parsed.tags)
-        if prefix:
-            wanted = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in wanted) if t))
-        if not wanted:
-            raise ValidationError("'tags' query parameter is required")
-        limit = validate_int(limit, "limit", default=20, minimum=1, maximum=BY_TAG_MAX_LIMIT)
-        offset = validate_int(offset, "offset", default=0, minimum=-1, maximum=2**62)
-        if offset < 0:
-            raise ValidationError("'offset' must be a non-negative integer")
-        rows = list(rows_as_dicts(self.conn.execute(
-            self.sql["by_tag_prefix" if prefix else "by_tag"],
-            {"tags": json.dumps(wanted), "limit": limit + 1, "offset": offset})))
-        has_more = len(rows) > limit
-        memories = [to_record(r) for r in rows[:limit]]
-        result: dict[str, Any] = {
-            "status": "success", "tags": wanted, "count": len(memories), "limit": limit,
-            "offset": offset, "has_more": has_more, "memories": memories,
-        }
-        if has_more:
-            result["next_offset"] = offset + limit
-        if prefix:
-            result["tag_match"] = "prefix"
-        if parsed.notes:
-            result["warnings"] = parsed.notes
-        return strip_non_finite(result)
+        return strip_non_finite(by_tag_page(self.conn, self.sql, tags, limit=limit, offset=offset,
+                                            prefix=prefix))
 
     @_serialized
     def list_memories(self, *, tags: Any = None, tag_mode: str = "any", tag_match: str = "prefix",

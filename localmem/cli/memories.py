@@ -36,6 +36,10 @@ def register(command: AddCommand) -> None:
     p.add_argument("--t-invalid", metavar="TS", help="valid until")
     p.add_argument("--metadata", metavar="JSON", help="a JSON object")
     p.add_argument("--context", metavar="NAME", help="context (namespace) name (default: default)")
+    p.add_argument("--dedup", action="store_true",
+                   help="do not store a copy: when the same content (case, spacing and a final '.' or '!' "
+                        "aside) is a current memory with the same context and tags, print its id instead "
+                        "(said on stderr); near-duplicates are listed on stderr (docs/dedup.md)")
 
     p = command("get", cmd_get, "show one memory, its state (current, superseded, expired) and its edges")
     p.add_argument("id", help="memory id, or a unique prefix of it (4+ hex digits)")
@@ -112,11 +116,24 @@ def cmd_store(args: argparse.Namespace, out: Output) -> int:
     if args.context is not None:
         fields["context"] = args.context
     with open_store(args) as store:
-        memory_id = store.store(content, **fields)
+        checked = store.store_checked(content, dedup=args.dedup, **fields)
+        memory_id = checked["id"]
         if out.as_json:
-            out.json({"status": "success", "memory_id": memory_id, "memory": store.get(memory_id)})
-        else:
-            out.line(memory_id)
+            extra = {"similar_existing": checked["similar_existing"]} if args.dedup else {}
+            if checked.get("not_applied"):
+                extra["not_applied"] = checked["not_applied"]
+            out.json({"status": "success", "memory_id": memory_id, "deduped": checked["deduped"], **extra,
+                      "memory": store.get(memory_id)})
+            return EXIT_OK
+        out.line(memory_id)
+    if checked["deduped"]:
+        out.note(f"deduplicated: {memory_id} already holds this content (context and tags the same); "
+                 "nothing new was stored")
+        if checked.get("not_applied"):
+            out.note(f"not applied to the existing memory: {', '.join(checked['not_applied'])} "
+                     "(use 'localmem update')")
+    for similar in checked["similar_existing"]:
+        out.note(f"similar existing memory: {similar['id']} (cosine {similar['score']:.3f})")
     return EXIT_OK
 
 

@@ -38,6 +38,15 @@ def _memory_id(request: Request) -> str:
     return validate_uuid(memory_id)
 
 
+def _dedup_flag(value: Any) -> bool:
+    """The body's ``dedup`` (docs/dedup.md): off unless asked, as AutoMem stores every write."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValidationError("'dedup' must be a boolean (true or false)")
+    return value
+
+
 class MemoryEndpoints(NamedTuple):
     store_memory: Endpoint
     store_batch: Endpoint
@@ -55,22 +64,28 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
     async def store_memory(request: Request) -> JSONResponse:
         start = time.perf_counter()
         payload = await read_json_object(request)
-        fields = known_fields(payload, STORE_FIELDS)
+        fields = known_fields(payload, STORE_FIELDS | {"dedup"})
         fields.pop("content", None)
+        dedup = _dedup_flag(fields.pop("dedup", None))
         notes = read_tag_field(fields)  # "a,b", "a;b", "a b", "#a": said in "warnings"
 
-        def work() -> tuple[dict[str, Any], str, str]:
+        def work() -> tuple[dict[str, Any], dict[str, Any], str, str]:
             with locked(store):
-                memory_id = store.store(payload.get("content"), **fields)
-                record = store.get(memory_id)
+                checked = store.store_checked(payload.get("content"), dedup=dedup, **fields)
+                record = store.get(checked["id"])
+                if checked["deduped"]:
+                    return checked, record, "existing", "existing"
                 if fields.get("embedding") is not None:
-                    return record, "provided", "stored"
+                    return checked, record, "provided", "stored"
                 if vector_channel(store):
-                    return record, "generated", "stored"
-                return record, "skipped", "embedder_unavailable" if store.embedder_error else "unconfigured"
+                    return checked, record, "generated", "stored"
+                return checked, record, "skipped", "embedder_unavailable" if store.embedder_error else "unconfigured"
 
-        record, embedding_status, vector_status = await call(work)
+        checked, record, embedding_status, vector_status = await call(work)
         return JSONResponse({
+            "deduped": checked["deduped"],
+            **({"similar_existing": checked["similar_existing"]} if dedup else {}),
+            **({"not_applied": checked["not_applied"]} if checked.get("not_applied") else {}),
             **({"warnings": notes} if notes else {}),
             "status": "success",
             "memory_id": record["id"],
@@ -86,11 +101,12 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
             "last_accessed": record["last_accessed"],
             "query_time_ms": elapsed_ms(start),
             "memory": record,
-        }, status_code=201)
+        }, status_code=200 if checked["deduped"] else 201)
 
     async def store_batch(request: Request) -> JSONResponse:
         start = time.perf_counter()
         payload = await read_json_object(request)
+        dedup = _dedup_flag(payload.get("dedup"))
         items = payload.get("memories")
         if not isinstance(items, list) or not items:
             raise ValidationError("'memories' must be a non-empty array")
@@ -105,17 +121,20 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
             notes.extend(read_tag_field(cleaned[-1], where=f"Memory at index {index}: "))
         provided = sum(1 for item in cleaned if item.get("embedding") is not None)
 
-        def work() -> tuple[list[str], bool]:
+        def work() -> tuple[list[dict[str, Any]], bool]:
             with locked(store):
-                ids = store.store_many(cleaned)
-                return ids, vector_channel(store)
+                results = store.store_many_checked(cleaned, dedup=dedup)
+                return results, vector_channel(store)
 
-        ids, vectors_ok = await call(work)
-        stored_vectors = len(ids) if vectors_ok else provided
+        results, vectors_ok = await call(work)
+        ids = [r["id"] for r in results]
+        deduped = sum(1 for r in results if r["deduped"])
+        stored_vectors = len(ids) - deduped if vectors_ok else provided
         return JSONResponse({
             "status": "success",
-            "stored": len(ids),
+            "stored": len(ids) - deduped,
             "memory_ids": ids,
+            **({"deduped_count": deduped, "items": results} if dedup else {}),
             # "qdrant" is kept: AutoMem's MCP client shows it for batches (the vector index's count).
             "qdrant": f"stored ({stored_vectors})" if stored_vectors else "unconfigured",
             "vector_index": f"stored ({stored_vectors})" if stored_vectors else "unconfigured",

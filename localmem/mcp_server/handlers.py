@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..relations import supersession_meaning
 from ..tags import parse_tags, read_tag_field
-from . import formatting
+from . import formatting, store_answers
 from .tools import (
     ASSOCIATION_FIELDS,
     ASSOCIATION_PROPERTY_SCHEMAS,
@@ -171,9 +171,19 @@ def _warning_lines(result: Mapping[str, Any]) -> str:
 # -- store_memory -------------------------------------------------------------------------
 
 
+def _dedup_flag(args: Mapping[str, Any]) -> bool:
+    value = args.get("dedup")
+    if value is None:
+        return True
+    if not isinstance(value, bool):
+        raise ToolError("store_memory: `dedup` must be a boolean (true or false)")
+    return value
+
+
 def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
+    dedup = _dedup_flag(args)
     if args.get("memories") is not None:
-        return _store_batch(get_store, args)
+        return _store_batch(get_store, args, dedup)
     content = args.get("content")
     if not isinstance(content, str) or not content.strip():
         raise ToolError("store_memory: `content` is required (or pass `memories` for batch mode)")
@@ -202,18 +212,28 @@ def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
         memory_id = result["memory_id"]
         out.update({"memory_id": memory_id, "superseded_memory_id": result["superseded_memory_id"],
                     "association_created": bool(result.get("association_created")),
-                    "relation_type": result.get("relation_type", relation)})
+                    "relation_type": result.get("relation_type", relation), "deduped": False})
+        if args.get("dedup") is True:
+            notes.append("`dedup` does not apply in supersede mode: the new memory was stored")
     else:
-        memory_id = store.store(content, **fields)
-        out["memory_id"] = memory_id
+        checked = store.store_checked(content, dedup=dedup, **fields)
+        memory_id = checked["id"]
+        out.update(memory_id=memory_id, deduped=checked["deduped"], similar_existing=checked["similar_existing"])
+        if checked.get("not_applied"):
+            out["not_applied"] = checked["not_applied"]
     try:
         record = store.get(memory_id)
         out["type"] = record.get("type")
         out["confidence"] = record.get("confidence")
     except LocalMemError:  # pragma: no cover - just stored
         pass
-    out["message"] = "Memory stored successfully"
-    text = f"Memory stored successfully!\n\nMemory ID: {memory_id}"
+    if out.get("deduped"):
+        out["message"] = "Memory already stored (deduplicated): nothing new was written"
+        text = store_answers.deduped_text(memory_id, out.get("not_applied") or [])
+    else:
+        out["message"] = "Memory stored successfully"
+        text = f"Memory stored successfully!\n\nMemory ID: {memory_id}"
+    text += store_answers.similar_lines(out.get("similar_existing") or [])
     if out.get("superseded_memory_id"):
         text += (f"\nSuperseded memory ID: {out['superseded_memory_id']}"
                  f"\nAssociation created: {'yes' if out['association_created'] else 'no'}"
@@ -229,7 +249,7 @@ def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
     return _with_warnings(ToolOutput([text], {k: v for k, v in out.items() if v is not None}), notes)
 
 
-def _store_batch(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
+def _store_batch(get_store: StoreGetter, args: Mapping[str, Any], dedup: bool) -> ToolOutput:
     conflicting = [f for f in STORE_SINGLE_FIELDS if args.get(f) is not None]
     if conflicting:
         raise ToolError("store_memory: batch mode accepts per-item fields inside `memories` only. Remove "
@@ -262,11 +282,8 @@ def _store_batch(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
             raise error
         items.append({k: v for k, v in item.items() if v is not None})
         notes.extend(read_tag_field(items[-1], where=f"memories[{index}]: "))
-    ids = get_store().store_many(items)
-    message = f"Stored {len(ids)} memories"
-    preview = ", ".join(ids[:10]) + (f", …(+{len(ids) - 10})" if len(ids) > 10 else "")
-    text = f"Stored {len(ids)} memories.{f'{chr(10)}IDs: {preview}' if preview else ''}\nMessage: {message}"
-    return _with_warnings(ToolOutput([text], {"stored": len(ids), "memory_ids": ids, "message": message}), notes)
+    text, out = store_answers.batch_answer(get_store().store_many_checked(items, dedup=dedup), dedup)
+    return _with_warnings(ToolOutput([text], out), notes)
 
 
 # -- recall_memory ----------------------------------------------------------------------------

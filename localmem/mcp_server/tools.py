@@ -58,6 +58,8 @@ STORE_MEMORY = {
 
 **Mode 2 — Batch:** pass `memories: [{{ content, tags?, importance?, metadata?, timestamp?, type?, confidence? }}, ...]` to store up to {BATCH_MAX_ITEMS} memories in one call (all or nothing). Batch mode does NOT accept `id`, `embedding`, `t_valid` or `t_invalid` per item — use single mode for those.
 
+**Dedup (on by default):** content that is already a current memory with the same context and tags (ignoring case, spacing and a final '.' or '!') is not stored again — you get its ID with `deduped: true`. Near-duplicates are stored and listed in `similar_existing`. Pass `dedup: false` to store a copy anyway.
+
 **Content size guidelines (per item):**
 - Target: 150-300 characters (one meaningful paragraph)
 - Recommended maximum: {CONTENT_SOFT_LIMIT} characters
@@ -133,6 +135,14 @@ STORE_MEMORY = {
                                                            "memory expires"},
             "updated_at": {"type": "string", "description": "Single-memory mode. ISO 8601 last-updated timestamp"},
             "last_accessed": {"type": "string", "description": "Single-memory mode. ISO 8601 last-accessed timestamp"},
+            "dedup": {
+                "type": "boolean", "default": True,
+                "description": "Both modes (default true). Content that matches a current memory of the same "
+                               "context and tag set (case, Unicode form, spacing and a trailing '.'/'!' "
+                               "ignored) is not stored again: its ID comes back with `deduped: true`. "
+                               "Near-duplicates are stored and listed in `similar_existing`. false: store "
+                               "unchecked. Supersede mode always stores.",
+            },
             "supersedes_memory_id": {
                 "type": "string",
                 "description": "Single-memory supersede mode. Existing memory ID that this new memory replaces or corrects.",
@@ -162,6 +172,21 @@ STORE_MEMORY = {
                                     "description": "Supersede-mode result: whether old → new association was created."},
             "relation_type": {"type": "string", "description": "Supersede-mode result: the old → new relation."},
             "stored": {"type": "integer", "description": "Batch-mode result: number of memories stored."},
+            "deduped": {"type": "boolean", "description": "Single-mode result: true when the content was already "
+                                                        "stored; `memory_id` is the existing memory, unchanged."},
+            "not_applied": {**_STRING_LIST, "description": "Deduped result: fields given that the existing "
+                                                           "memory does not have (use update_memory)."},
+            "similar_existing": {
+                "type": "array", "description": "Single-mode result: current memories of the same context this "
+                                                "content is close to (cosine, at most 3), still stored.",
+                "items": {"type": "object", "properties": {"id": {"type": "string"}, "score": {"type": "number"}}},
+            },
+            "deduped_count": {"type": "integer", "description": "Batch-mode result: items not stored again."},
+            "items": {
+                "type": "array", "description": "Batch-mode result with dedup: per item, its `id`, `deduped`, "
+                                                "`similar_existing` (and `not_applied`).",
+                "items": {"type": "object"},
+            },
             "type": {"type": "string", "description": "Single-mode result: the stored memory type."},
             "confidence": {"type": "number", "description": "Single-mode result: the type confidence."},
             "content_length": {"type": "integer"},

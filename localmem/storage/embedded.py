@@ -50,3 +50,12 @@ def in_current_space(backend: Backend, prepared: Embedded, texts: list[str],
         vectors[index], codes[index] = ((found.vectors[position], found.token_codes[position])
                                         if found is not None else (None, None))
     return Embedded(vectors, codes, backend.vector_space(), prepared.embedded_here)
+
+
+def subset(prepared: Embedded, keep: list[int]) -> Embedded:
+    """``prepared`` for the texts at ``keep`` only (in that order): what a deduped batch inserts."""
+    if len(keep) == len(prepared.vectors):
+        return prepared
+    here = set(prepared.embedded_here)
+    return Embedded([prepared.vectors[i] for i in keep], [prepared.token_codes[i] for i in keep],
+                    prepared.space, tuple(p for p, i in enumerate(keep) if i in here))

@@ -163,3 +163,36 @@ def list_page(conn: apsw.Connection, sql: Statements, *, now: datetime, tags: An
         page["warnings"] = read_tags.notes + time_notes
     return page
 
+
+BY_TAG_MAX_LIMIT = 200
+
+
+def by_tag_page(conn: apsw.Connection, sql: Statements, tags: Any, *, limit: int, offset: int,
+                prefix: bool) -> dict[str, Any]:
+    """``MemoryStore.by_tag``'s answer: a page of the memories with any of ``tags``."""
+    parsed = parse_tags(tags)
+    wanted = prepare_tag_filters(parsed.tags)
+    if prefix:
+        wanted = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in wanted) if t))
+    if not wanted:
+        raise ValidationError("'tags' query parameter is required")
+    limit = validate_int(limit, "limit", default=20, minimum=1, maximum=BY_TAG_MAX_LIMIT)
+    offset = validate_int(offset, "offset", default=0, minimum=-1, maximum=2**62)
+    if offset < 0:
+        raise ValidationError("'offset' must be a non-negative integer")
+    rows = list(rows_as_dicts(conn.execute(
+        sql["by_tag_prefix" if prefix else "by_tag"],
+        {"tags": json.dumps(wanted), "limit": limit + 1, "offset": offset})))
+    has_more = len(rows) > limit
+    memories = [to_record(r) for r in rows[:limit]]
+    result: dict[str, Any] = {
+        "status": "success", "tags": wanted, "count": len(memories), "limit": limit,
+        "offset": offset, "has_more": has_more, "memories": memories,
+    }
+    if has_more:
+        result["next_offset"] = offset + limit
+    if prefix:
+        result["tag_match"] = "prefix"
+    if parsed.notes:
+        result["warnings"] = parsed.notes
+    return result

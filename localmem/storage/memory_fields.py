@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..classify import classify, normalize_memory_type
 from ..errors import ValidationError
@@ -120,3 +120,14 @@ def merged_update(current: dict[str, Any], fields: dict[str, Any], *,
     if "updated_at" not in fields:
         merged["updated_at"] = now
     return build_row(merged, now=now), content_changed
+
+
+def memory_list(items: Any) -> list[Mapping[str, Any]]:
+    """``store_many``'s items as a list, each an object (the error names the first that is not)."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise ValidationError("'items' must be a list of memory objects")
+    items = list(items)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ValidationError(f"Memory at index {index} must be an object")
+    return items

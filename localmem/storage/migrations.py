@@ -106,6 +106,14 @@ def migration_0011_hook_ledger(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0011_hook_ledger"])
 
 
+def migration_0012_dedup(conn: apsw.Connection, sql: Statements) -> None:
+    """Exact-duplicate keys (dedup on write), computed for every memory already stored."""
+    from . import dedup_keys
+
+    _run_script(conn, sql["migration_0012_dedup"])
+    dedup_keys.backfill(conn, sql)
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -118,6 +126,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0009_sync,
     migration_0010_pull,
     migration_0011_hook_ledger,
+    migration_0012_dedup,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -11,7 +11,8 @@ import json
 
 import apsw
 
-from . import vector_index
+from . import dedup_keys, vector_index
+from ..errors import ValidationError
 from ..metadata_search import metadata_index_terms
 from .records import MemoryRow
 from .statements import Statements
@@ -58,6 +59,17 @@ def _index_vectors(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int
     vector_index.insert_many(conn, sql, pairs)
 
 
+def check_ids_free(conn: apsw.Connection, sql: Statements, rows: list[MemoryRow]) -> None:
+    """One lookup for the batch; the error names the first taken id in batch order."""
+    if not rows:
+        return
+    taken = {r[0] for r in conn.execute(sql["memory_ids_existing"],
+                                        {"ids": json.dumps([row.id for row in rows])})}
+    for row in rows:
+        if row.id in taken:
+            raise ValidationError(f"A memory with id {row.id} already exists")
+
+
 def insert_memories(
     conn: apsw.Connection, sql: Statements, rows: list[MemoryRow],
     embeddings: list[bytes | None], has_index: bool,
@@ -96,6 +108,7 @@ def insert_memories(
             threaded.append(pk)
             stamps.append(row.timestamp)
     conn.executemany(sql["memory_insert"], memory_rows)
+    dedup_keys.insert_keys(conn, sql, [(pk, dedup_keys.row_key(row)) for pk, row in zip(pks, rows)])
     # OR IGNORE as the per-memory statements had it; a batch's keys are new, so nothing is ignored.
     conn.executemany(sql["memory_tag_insert"], sorted(tag_rows))
     conn.executemany(sql["memory_tag_prefix_insert"], sorted(prefix_rows))
@@ -138,6 +151,9 @@ def update_memory(
                     or (new.thread is not None and new.timestamp != old.timestamp))
     before = affected_rows(conn, sql, [pk], [old.timestamp]) if text_changed and old.thread else set()
     conn.execute(sql["memory_update"], {**new.bindings(), "pk": pk})
+    new_key = dedup_keys.row_key(new)
+    if new_key != dedup_keys.row_key(old):
+        dedup_keys.insert_keys(conn, sql, [(pk, new_key)])
     if new.tags != old.tags:
         conn.execute(sql["memory_tags_delete"], {"pk": pk})
         conn.execute(sql["memory_tag_prefixes_delete"], {"pk": pk})
