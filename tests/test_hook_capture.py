@@ -334,3 +334,16 @@ def test_the_next_session_starts_with_the_last_ones_turns_and_never_stores_its_o
     b_turns = [m for m in memories(db) if m["metadata"]["session"] == "session-b"]
     assert [m["content"] for m in b_turns] == ["As you noted:\n\nSo who approves access?"]
     assert len(memories(db)) == len(KEPT) + 1  # A's turns exist once: none came back through a block
+
+
+def test_capture_stores_through_dedup_on_write(tmp_path):
+    """The same words at the same moment of the same session (a client that logged a message
+    twice under two ids) are one memory: capture writes with dedup on (docs/dedup.md)."""
+    db, transcript = tmp_path / "m.db", tmp_path / "t.jsonl"
+    text = "Remember that the orchid release train leaves every second Thursday."
+    append(transcript, user_line("11111111-aaaa-4bbb-8ccc-000000000001", text),
+           user_line("11111111-aaaa-4bbb-8ccc-000000000002", text))
+    with MemoryStore(db, embedder="hash") as store:
+        report = answer_hook_with_report(store, "Stop", payload("stop", tmp_path, transcript), HookSettings()).report
+    assert (report["stored_messages"], report["stored_memories"], report["deduped"]) == (2, 1, 1)
+    assert [m["content"] for m in memories(db)] == [text]

@@ -212,7 +212,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
     with store.lock:
         known = ledger.captured_among(store, [t.uuid for t, _ in ordered])
     pending = [(t, end) for t, end in ordered if t.uuid not in known]
-    stored_messages = stored_memories = 0
+    stored_messages = stored_memories = deduped = 0
     stop_at = time.monotonic() + CAPTURE_SECONDS
     done_to = read.end_offset
     more = read.more
@@ -234,11 +234,12 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
                     stored_messages += 1
                 else:
                     known.add(turn.uuid)  # another run stored it since it was looked up
-            if items:
-                store.store_many(items)
-                stored_memories += len(items)
+            if items:  # dedup on, as docs/dedup.md says for capture: a repeat returns the stored one
+                results = store.store_many_checked(items, dedup=True)
+                deduped += sum(1 for r in results if r["deduped"])
+                stored_memories += sum(1 for r in results if not r["deduped"])
             ledger.set_transcript_offset(store, session_id, transcript_path, batch_to,
                                          read.restarted and index == 0)
     return {"stored_messages": stored_messages, "stored_memories": stored_memories,
-            "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
+            "deduped": deduped, "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
             "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items()))}
