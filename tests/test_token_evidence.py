@@ -227,12 +227,35 @@ def test_a_read_only_file_recalls_with_its_codes(tmp_path):
 # -- files from before schema 8 ---------------------------------------------------------------------
 
 
-def as_schema_7(path) -> None:
-    """Turn a file back into what schema 7 wrote: no token tables, no staging columns."""
+def objects_after(version: int) -> list[tuple[str, str]]:
+    """The tables, indexes and triggers migrations after ``version`` create, triggers first."""
     import apsw
 
+    from localmem.storage.migrations import migrate
+    from localmem.storage.statements import Statements
+
+    def objects(target: int | None) -> set[tuple[str, str]]:
+        conn = apsw.Connection(":memory:")
+        migrate(conn, Statements(), **({} if target is None else {"target": target}))
+        found = set(conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"))
+        conn.close()
+        return found
+
+    order = {"trigger": 0, "index": 1, "table": 2}
+    return sorted(objects(None) - objects(version), key=lambda item: order.get(item[0], 3))
+
+
+def as_schema_7(path) -> None:
+    """Turn a file back into what schema 7 wrote: no token tables, no staging columns (and none
+    of what later schemas added)."""
+    import apsw
+
+    later = objects_after(8)
     conn = apsw.Connection(str(path))
     with conn:
+        for kind, name in later:
+            if kind in ("trigger", "index", "table"):
+                conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
         conn.execute("DROP TABLE token_codes; DROP TABLE token_centre;"
                      "ALTER TABLE reembed_staging DROP COLUMN tokens;"
                      "ALTER TABLE reembed_staging DROP COLUMN codes;"
@@ -248,7 +271,9 @@ def test_a_schema_7_file_recalls_by_cosine_until_reembedded(tmp_path):
         ids = store.store_many([{"content": f"memory {n} about the river trip"} for n in range(5)])
     as_schema_7(path)
     with new_store(path) as store:
-        assert scalar(store, "SELECT value FROM meta WHERE key = 'schema_version'") == "8"
+        from localmem.storage.migrations import LATEST_VERSION
+
+        assert scalar(store, "SELECT value FROM meta WHERE key = 'schema_version'") == str(LATEST_VERSION)
         assert scalar(store, "SELECT count(*) FROM token_codes") == 0
         assert store.health()["token_coded_count"] == 0 and store.health()["token_evidence"] is True
         from localmem.cli.maintenance import stats_lines
