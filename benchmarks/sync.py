@@ -143,7 +143,7 @@ def main() -> None:
     table = "\n".join(["| case | throughput | ÷ store_many |", "|---|---|---|", *rows])
     print(table)
     if args.write:
-        write_section("sync", f"`python benchmarks/sync.py --n {args.n} --big {args.big} --write` "
+        write_section("sync", f"## Sync throughput (issue 36)\n\n`python benchmarks/sync.py --n {args.n} --big {args.big} --write` "
                               f"(hash embedder, revision {git_revision()}):\n\n{table}\n")
 
 
