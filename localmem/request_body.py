@@ -43,11 +43,13 @@ def _media_type(request: Request) -> str | None:
     return None if value is None else value.split(";", 1)[0].strip().lower()
 
 
-async def read_json_object(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object (see the module docstring for the refusals)."""
+async def read_json_object(request: Request, max_bytes: int | None = None) -> dict[str, Any]:
+    """The request body as a JSON object (see the module docstring for the refusals), at
+    most ``max_bytes`` (default ``MAX_BODY_BYTES``; a route may ask for less)."""
+    max_bytes = MAX_BODY_BYTES if max_bytes is None else max_bytes
     length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise LocalMemError(f"Request body exceeds {MAX_BODY_BYTES} bytes", code=413)
+    if length.isdigit() and int(length) > max_bytes:
+        raise LocalMemError(f"Request body exceeds {max_bytes} bytes", code=413)
     if _media_type(request) != "application/json":
         got = request.headers.get("content-type")
         shown = "no Content-Type" if got is None else f"Content-Type {got[:80]!r}"
@@ -60,8 +62,8 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     try:
         async for chunk in request.stream():
             size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise LocalMemError(f"Request body exceeds {MAX_BODY_BYTES} bytes", code=413)
+            if size > max_bytes:
+                raise LocalMemError(f"Request body exceeds {max_bytes} bytes", code=413)
             chunks.append(chunk)
     except ClientDisconnect:
         # The client went away or the server's body timeout closed the connection;

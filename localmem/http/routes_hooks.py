@@ -20,15 +20,15 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..errors import LocalMemError, ValidationError
+from ..errors import ValidationError
 from ..hooks import discovery
 from ..hooks.client import SECRET_HEADER, SERVER_PID_HEADER, SETTINGS_PREFIX
 from ..storage.database import MEMORY_PATH
 from ..store import MemoryStore
-from ..request_body import parse_json_object
+from ..request_body import read_json_object
 from .endpoints import Endpoint, error_response, known_fields
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def hook_endpoint(store: MemoryStore, secret: str | None) -> Endpoint:
             return error_response(403, f"The hook route needs this server's hook secret in {SECRET_HEADER}; "
                                        "'localmem hook' reads it from the server's discovery note")
         event = request.path_params["event"]
-        body = known_fields(await _read_body(request), ("payload", "settings"))
+        body = known_fields(await read_json_object(request, MAX_HOOK_BODY_BYTES), ("payload", "settings"))
         payload, environment = body.get("payload"), body.get("settings", {})
         if not isinstance(payload, dict):
             raise ValidationError("'payload' must be the hook's JSON object")
@@ -77,22 +77,6 @@ def _answer(store: MemoryStore, event: str, payload: dict[str, Any],
     from ..hooks.settings import HookSettings
 
     return answer_hook(store, event, payload, HookSettings.from_env(environment))
-
-
-async def _read_body(request: Request) -> dict[str, Any]:
-    if request.headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
-        raise LocalMemError("Content-Type must be application/json", code=415)
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_HOOK_BODY_BYTES:
-                raise LocalMemError(f"A hook's body is at most {MAX_HOOK_BODY_BYTES} bytes", code=413)
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise LocalMemError("The request body was not received in full", code=408) from None
-    return parse_json_object(b"".join(chunks))
 
 
 def advertising_server(config: uvicorn.Config, store: MemoryStore, secret: str) -> uvicorn.Server:

@@ -26,7 +26,7 @@ from .sync_rules import (
     decide_edge,
     memory_version,
 )
-from .sync_side import StoreSide
+from .sync_side import StoreSide, pages
 
 if TYPE_CHECKING:
     from .sync_remote import RemoteSide
@@ -78,12 +78,13 @@ class Sync:
         directions = ((self.local, self.peer), (self.peer, self.local))
         for source, target in directions:
             since, until = marks[source.store_id]
-            for page in source.changed_memories(since, until, target.store_id):
+            for page in (p for kind in ("memories", "deletions")
+                         for p in pages(source, kind, since, until, target.store_id)):
                 self.merge_memories(source, target, page)
                 self.progress("memories", len(page))
         for source, target in directions:
             since, until = marks[source.store_id]
-            for edges in source.changed_edges(since, until, target.store_id):
+            for edges in pages(source, "edges", since, until, target.store_id):
                 self.merge_edges(source, target, edges)
                 self.progress("edges", len(edges))
         if not self.dry_run:

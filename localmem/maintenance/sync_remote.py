@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from ..errors import LocalMemError
 from . import sync_wire as wire
 from .push_client import PushClient
 from .sync_rules import EdgeState, MemoryState
-from .sync_side import PAGE, pages
+from .sync_side import PAGE
 
 
 class RemoteSide:
@@ -54,13 +53,6 @@ class RemoteSide:
             if last <= after:
                 raise LocalMemError(f"{self.client.url} /sync/page went backwards ({last} after {after})")
         return found, last
-
-    def changed_memories(self, since: int, until: int, peer: str) -> Iterator[list[MemoryState]]:
-        for kind in ("memories", "deletions"):
-            yield from pages(self, kind, since, until, peer)
-
-    def changed_edges(self, since: int, until: int, peer: str) -> Iterator[list[EdgeState]]:
-        yield from pages(self, "edges", since, until, peer)
 
     def memory_states(self, ids: list[str]) -> dict[str, MemoryState]:
         found: dict[str, MemoryState] = {}

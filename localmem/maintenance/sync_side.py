@@ -73,14 +73,6 @@ class StoreSide:
             items = [_edge(row) for row in rows]
         return items, rows[-1]["change_seq"]
 
-    def changed_memories(self, since: int, until: int, peer: str) -> Iterator[list[MemoryState]]:
-        """Pages of the memories (records, then deletions) changed in (since, until]."""
-        for kind in ("memories", "deletions"):
-            yield from pages(self, kind, since, until, peer)
-
-    def changed_edges(self, since: int, until: int, peer: str) -> Iterator[list[EdgeState]]:
-        yield from pages(self, "edges", since, until, peer)
-
     def memory_states(self, ids: list[str]) -> dict[str, MemoryState]:
         """Each id's state here: its record, its tombstone, or neither."""
         found: dict[str, MemoryState] = {}
@@ -209,7 +201,7 @@ class StoreSide:
 
 
 def pages(side: Any, kind: str, since: int, until: int, peer: str) -> Iterator[list[Any]]:
-    """Every page of ``side.page(kind, ...)`` in (since, until]."""
+    """Every page of ``side.page(kind, ...)`` in (since, until] (a StoreSide or a RemoteSide)."""
     after: int | None = since
     while after is not None:
         items, after = side.page(kind, after, until, peer)
