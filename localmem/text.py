@@ -36,6 +36,11 @@ _FP_NON_WORD = re.compile(r"[^\w\s]")
 _FP_SPACES = {code: " " for code in range(128)
               if _FP_MARKUP.match(chr(code)) or _FP_NON_WORD.match(chr(code))}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A period after these ends no sentence ("My physio is Dr. Patel."): AutoMem's split would cut
+# the summary to "My physio is Dr.". Lowercased, without the period; single letters are initials.
+_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "sr", "jr", "mt", "no", "vs",
+                            "etc", "e.g", "i.e", "approx", "dept", "inc", "ltd", "co", "jan", "feb",
+                            "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"})
 
 FINGERPRINT_LENGTH = 320
 SUMMARY_MAX_CHARS = 240
@@ -111,12 +116,25 @@ def fingerprint(text: str) -> str:
     return " ".join(value.split())[:FINGERPRINT_LENGTH]
 
 
+def _first_sentence(text: str) -> str:
+    """``text`` up to its first sentence end: AutoMem's split, but not after an abbreviation
+    or an initial."""
+    for end in _SENTENCE_END.finditer(text):
+        before = text[:end.start()]
+        word = before.rsplit(None, 1)[-1] if before.split() else ""
+        if before.endswith(".") and (word[:-1].lower() in _ABBREVIATIONS or
+                                     (len(word) == 2 and word[0].isupper())):
+            continue
+        return before
+    return text
+
+
 def generate_summary(content: str) -> str:
     """First sentence of ``content``, cut at the last space within 240 chars if longer."""
     text = (content or "").strip()
     if not text:
         return ""
-    first = _SENTENCE_END.split(text, maxsplit=1)[0]
+    first = _first_sentence(text)
     if len(first) <= SUMMARY_MAX_CHARS:
         return first
     # A space right at index 240 still gives a cut of exactly 240 chars.

@@ -153,6 +153,9 @@ def test_fingerprint_is_truncated_to_320_chars() -> None:
         ("No terminal punctuation here", "No terminal punctuation here"),
         ("  padded sentence.  More.", "padded sentence."),
         ("version 1.2 is out", "version 1.2 is out"),
+        ("My physio is Dr. Patel at St. Mary's. Tuesdays.", "My physio is Dr. Patel at St. Mary's."),
+        ("Ask J. Smith, e.g. about the lease. Then sign.", "Ask J. Smith, e.g. about the lease."),
+        ("Call me. Dr. Who can wait.", "Call me."),
         ("", ""),
     ],
 )
