@@ -105,3 +105,18 @@ def in_steps(work: Callable[[list[T]], list[R] | None], items: Sequence[T],
         out.extend(results)
         bar.advance(len(part))
     return out
+
+
+class ProgressSteps:
+    """``phase`` and ``advance`` on an optional ``ProgressBar`` in ``self.bar`` (a long-running
+    job without a bar calls them all the same)."""
+
+    bar: ProgressBar | None
+
+    def phase(self, label: str, total: int) -> None:
+        if self.bar is not None:
+            self.bar.restart(label, total)
+
+    def advance(self, count: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.advance(count)

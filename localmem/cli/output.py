@@ -338,3 +338,8 @@ class Output:
 def _sgr(text: str, role: str | None) -> str:
     code = STYLES.get(role or "")
     return f"\x1b[{code}m{text}\x1b[0m" if code and text else text
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """``3 created, 1 updated, 0 failed``: a summary's counts, in their order."""
+    return ", ".join(f"{value} {name}" for name, value in counts.items())

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path
-from .output import Output
+from .output import Output, counts_text
 
 TOKEN_ENV = "AUTOMEM_API_TOKEN"
 MAX_ANSWER_MB = 4096
@@ -90,18 +90,14 @@ def cmd_pull(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK if summary.ok else EXIT_ERROR
 
 
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{value} {name}" for name, value in counts.items())
-
-
 def _print(out: Output, report: dict[str, Any], path: str) -> None:
     verb = "would pull" if report["dry_run"] else "pulled"
     rate = f", {report['memories_per_second']} memories/s" if report.get("memories_per_second") else ""
     listing = "complete" if report["complete_listing"] else "incomplete"
     out.line(f"{verb} {report['remote']} ({report['server']}) into {path} in {report['seconds']} s{rate}")
     out.line(f"listing: {report['listed']} memories ({listing})")
-    out.line(f"memories: {_counts(report['memories'])}")
-    out.line(f"edges: {_counts(report['edges'])}")
+    out.line(f"memories: {counts_text(report['memories'])}")
+    out.line(f"edges: {counts_text(report['edges'])}")
     out.line(f"embeddings: {report['embeddings']['plan']}; {report['embeddings']['reembedded']} embedded")
     if report["resumed"]:
         out.line(f"interrupted pull resumed: {report['resumed']} memories were already stored")

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..text import plural
 from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, split_list
-from .output import Output
+from .output import Output, counts_text
 
 TOKEN_ENV = "AUTOMEM_API_TOKEN"
 
@@ -89,16 +89,12 @@ def cmd_push(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK if summary.ok else EXIT_ERROR
 
 
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{value} {name}" for name, value in counts.items())
-
-
 def _print(out: Output, report: dict[str, Any], path: str) -> None:
     verb = "would push" if report["dry_run"] else "pushed"
     rate = f", {report['memories_per_second']} memories/s" if report.get("memories_per_second") else ""
     out.line(f"{verb} {path} to {report['remote']} ({report['server']}) in {report['seconds']} s{rate}")
-    out.line(f"memories: {_counts(report['memories'])}")
-    out.line(f"edges: {_counts(report['edges'])}")
+    out.line(f"memories: {counts_text(report['memories'])}")
+    out.line(f"edges: {counts_text(report['edges'])}")
     embeddings = report["embeddings"]
     out.line(f"embeddings: {embeddings.get('plan')}; {embeddings['sent']} sent, "
              f"{embeddings['server_embedded']} embedded by the server")

@@ -135,11 +135,21 @@ def write_note(store_path: str, *, host: str, port: int, secret: str) -> str:
     _check_folder(folder, fix=True)
     body = json.dumps({"version": NOTE_VERSION, "pid": os.getpid(), "host": host, "port": int(port),
                        "secret": secret, "store": store_key(store_path)}).encode("utf-8")
-    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    replace_file(path, body, 0o600)
+    return path
+
+
+def replace_file(path: str, body: bytes, mode: int) -> None:
+    """Write ``body`` to a new file beside ``path`` (created with ``mode``, never through a
+    symlink) and rename it over ``path``: a reader sees the old file or the new one. The
+    temporary file is removed when anything fails."""
+    folder, name = os.path.split(path)
+    temporary = os.path.join(folder, f".{name}.localmem-{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(body)
+        os.chmod(temporary, mode)  # the umask may have narrowed it
         os.replace(temporary, path)
     except BaseException:
         try:
@@ -147,7 +157,6 @@ def write_note(store_path: str, *, host: str, port: int, secret: str) -> str:
         except OSError:
             pass
         raise
-    return path
 
 
 def remove_note(store_path: str, secret: str) -> bool:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
+from .discovery import replace_file
 
 __all__ = ["CLAUDE_CODE_EVENTS", "Change", "hook_command", "install", "localmem_program", "plan",
            "settings_path", "snippet", "uninstall", "write"]
@@ -226,17 +227,5 @@ def write(change: Change) -> Path | None:
             backup = target.with_name(f"{target.name}.localmem-backup-{stamp}-{number}")
             number += 1
         shutil.copy2(target, backup)
-    temporary = target.with_name(f".{target.name}.localmem-{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(change.after)
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    replace_file(str(target), change.after.encode("utf-8"), mode)
     return backup

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..classify import normalize_memory_type
-from ..progress import ProgressBar
+from ..progress import ProgressBar, ProgressSteps
 from ..storage.memory_fields import build_row
 from ..timeparse import parse_timestamp
 from .pull_edges import pull_edges
@@ -48,7 +48,7 @@ from .pull_state import PullState, local_id_for
 from .pull_wire import FIELDS, BadRecord, RemoteMemory, read_memory
 from .push import push_lock
 from .push_client import PushClient, RemoteError
-from .push_summary import LISTED, Counts
+from .push_summary import Counts, ItemOutcomes
 from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX, ServerProfile, field_hashes, memory_payload
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ AUTOMEM = ServerProfile("automem", None, None)
 
 
 @dataclass
-class PullSummary:
+class PullSummary(ItemOutcomes):
     remote: str
     server: str = "unknown"
     dry_run: bool = False
@@ -80,19 +80,9 @@ class PullSummary:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    def skip(self, kind: str, ident: str, reason: str) -> None:
-        getattr(self, "memories" if kind == "memory" else "edges").skipped += 1
-        if len(self.skipped) < LISTED:
-            self.skipped.append({"kind": kind, "id": ident, "reason": reason})
-
-    def fail(self, kind: str, ident: str, reason: str) -> None:
-        getattr(self, "memories" if kind == "memory" else "edges").failed += 1
-        if len(self.failed) < LISTED:
-            self.failed.append({"kind": kind, "id": ident, "reason": reason})
-
     @property
     def ok(self) -> bool:
-        return self.memories.failed == 0 and self.edges.failed == 0
+        return self.nothing_failed
 
     def as_dict(self) -> dict[str, Any]:
         taken = self.memories.created + self.memories.updated
@@ -143,7 +133,7 @@ def _own_tags(tags: list[str]) -> list[str]:
     return sorted({t.lower() for t in tags if not t.lower().startswith(SERVER_TAG_PREFIX)})
 
 
-class Puller:
+class Puller(ProgressSteps):
     """One pull from the server ``client`` talks to into ``store``."""
 
     def __init__(self, store: MemoryStore, client: PushClient, *, dry_run: bool = False,
@@ -367,15 +357,7 @@ class Puller:
             self.summary.memories.deleted = len(self._deleted_there())
         self.summary.warnings.append("dry run: nothing was written and nothing recorded; edges are not planned")
 
-    # -- progress -------------------------------------------------------------
-
-    def phase(self, label: str, total: int) -> None:
-        if self.bar is not None:
-            self.bar.restart(label, total)
-
-    def advance(self, count: int = 1) -> None:
-        if self.bar is not None:
-            self.bar.advance(count)
+    # -- the test pause ---------------------------------------------------------
 
     def _maybe_pause(self) -> None:
         self._batches += 1

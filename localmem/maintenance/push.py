@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
-from ..progress import ProgressBar
+from ..progress import ProgressBar, ProgressSteps
 from ..storage.database import MEMORY_PATH
 from ..timeparse import format_timestamp, parse_timestamp, shifted
 from .push_client import PushClient, RemoteError, Uncertain
@@ -82,7 +82,7 @@ def push_lock(store: MemoryStore, what: str = "push") -> Iterator[None]:
         os.close(fd)
 
 
-class Pusher:
+class Pusher(ProgressSteps):
     """One push of ``store`` to the server ``client`` talks to."""
 
     def __init__(self, store: MemoryStore, client: PushClient, *, tags: list[str] | None = None,
@@ -153,16 +153,6 @@ class Pusher:
                                     "up on the server first")
         summary.warnings.append("dry run: nothing was sent and nothing recorded; 'updated' counts memories "
                                 "changed since they were sent, 'created' edges new or changed ones")
-
-    # -- progress -------------------------------------------------------------
-
-    def phase(self, label: str, total: int) -> None:
-        if self.bar is not None:
-            self.bar.restart(label, total)
-
-    def advance(self, count: int = 1) -> None:
-        if self.bar is not None:
-            self.bar.advance(count)
 
     # -- finding what an interrupted push created -----------------------------
 

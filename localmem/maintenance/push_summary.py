@@ -18,8 +18,32 @@ class Counts:
     failed: int = 0
 
 
+class ItemOutcomes:
+    """What push and pull summaries share: the per-kind counts (``memories``, ``edges``) and
+    the items skipped or failed, listed by name up to ``LISTED`` (all are counted)."""
+
+    memories: Counts
+    edges: Counts
+    skipped: list[dict[str, Any]]
+    failed: list[dict[str, Any]]
+
+    def skip(self, kind: str, ident: str, reason: str) -> None:
+        getattr(self, "memories" if kind == "memory" else "edges").skipped += 1
+        if len(self.skipped) < LISTED:
+            self.skipped.append({"kind": kind, "id": ident, "reason": reason})
+
+    def fail(self, kind: str, ident: str, reason: str) -> None:
+        getattr(self, "memories" if kind == "memory" else "edges").failed += 1
+        if len(self.failed) < LISTED:
+            self.failed.append({"kind": kind, "id": ident, "reason": reason})
+
+    @property
+    def nothing_failed(self) -> bool:
+        return self.memories.failed == 0 and self.edges.failed == 0
+
+
 @dataclass
-class PushSummary:
+class PushSummary(ItemOutcomes):
     """What a push did (or, with ``dry_run``, would do)."""
 
     remote: str
@@ -37,20 +61,9 @@ class PushSummary:
     seconds: float = 0.0
     verify: dict[str, Any] | None = None
 
-    def skip(self, kind: str, ident: str, reason: str) -> None:
-        getattr(self, "memories" if kind == "memory" else "edges").skipped += 1
-        if len(self.skipped) < LISTED:
-            self.skipped.append({"kind": kind, "id": ident, "reason": reason})
-
-    def fail(self, kind: str, ident: str, reason: str) -> None:
-        getattr(self, "memories" if kind == "memory" else "edges").failed += 1
-        if len(self.failed) < LISTED:
-            self.failed.append({"kind": kind, "id": ident, "reason": reason})
-
     @property
     def ok(self) -> bool:
-        return self.memories.failed == 0 and self.edges.failed == 0 and (
-            self.verify is None or self.verify.get("ok", False))
+        return self.nothing_failed and (self.verify is None or self.verify.get("ok", False))
 
     def as_dict(self) -> dict[str, Any]:
         sent = self.memories.created + self.memories.updated
