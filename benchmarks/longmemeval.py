@@ -18,6 +18,7 @@ evidence; they are reported apart, by the answer's confidence level.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -52,10 +53,17 @@ def lme_time(text: str) -> datetime:
     return datetime.strptime(f"{day.split(' (')[0]} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=timezone.utc)
 
 
+def subset_order(instances: list[dict]) -> list[dict]:
+    """A deterministic order that no result chose: abstention questions first, then by a
+    hash of the id (the order benchmarks/relevance_data.py uses, so both share the
+    embedding cache of the first instances)."""
+    return sorted(instances, key=lambda i: (not i["question_id"].endswith("_abs"),
+                                            hashlib.sha256(i["question_id"].encode()).hexdigest()))
+
+
 def load_instances(path: str | Path, count: int | None = None, skip: int = 0) -> list[dict]:
-    """The file's instances in file order (the file's own order was picked by a hash of the
-    ids, so its first N are a deterministic, unbiased subset), ``skip`` first left out."""
-    instances = json.loads(Path(path).read_text())["instances"]
+    """The file's instances in ``subset_order``, the first ``skip`` left out, then ``count``."""
+    instances = subset_order(json.loads(Path(path).read_text())["instances"])
     return instances[skip:None if count is None else skip + count]
 
 
@@ -235,7 +243,7 @@ def report(result: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--instances", type=int, default=None, help="the file's first N instances (after --skip)")
+    parser.add_argument("--instances", type=int, default=None, help="the first N instances in subset order (after --skip)")
     parser.add_argument("--skip", type=int, default=0)
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--model", default=None,

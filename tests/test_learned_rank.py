@@ -59,11 +59,23 @@ def test_a_threshold_is_inclusive_on_the_left():
 
 def test_a_model_for_other_features_or_format_is_refused():
     other = model_dict([tree(0, 0.5, 0.0, 1.0)])
-    other["features"] = list(FEATURES[:-1])
-    with pytest.raises(ValueError, match="other features"):
-        TreeModel.from_dict(other)
+    for features in ([*FEATURES[1:], FEATURES[0]], ["speaker_is_caroline", *FEATURES], []):
+        other["features"] = features
+        with pytest.raises(ValueError, match="other features"):
+            TreeModel.from_dict(other)
     with pytest.raises(ValueError, match="format"):
         TreeModel.from_dict({**model_dict([tree(0, 0.5, 0.0, 1.0)]), "format": 2})
+
+
+def test_a_model_trained_before_features_were_appended_still_ranks():
+    # A model file of one's own (LOCALMEM_LEARNED_RANK_MODEL) written before the role
+    # features existed lists a prefix of FEATURES; its splits index the same columns.
+    older = model_dict([tree(QUESTION, 0.5, -6.0, 6.0)])
+    older["features"] = list(FEATURES[:FEATURES.index("token_residual") + 1])
+    model = TreeModel.from_dict(older)
+    rows = np.zeros((2, len(FEATURES)))
+    rows[1, QUESTION] = 1.0
+    assert model.raw_scores(rows).tolist() == [-6.0, 6.0]
 
 
 def test_the_packaged_model_reads_the_features_recall_computes():
@@ -82,8 +94,9 @@ def test_the_packaged_model_reads_the_features_recall_computes():
 
 def candidate(pk: int, final: float, vector: float, keyword: float, *, thread: str | None = None,
               content: str = "a statement", timestamp: str = "2024-01-01T00:00:00+00:00",
-              similarity: float | None = 0.3, match: TokenMatch | None = None) -> dict:
-    metadata = {"thread": thread} if thread else {}
+              similarity: float | None = 0.3, match: TokenMatch | None = None,
+              metadata: dict | None = None) -> dict:
+    metadata = {**({"thread": thread} if thread else {}), **(metadata or {})}
     return {"id": f"m{pk}", "_pk": pk, "final_score": final, "_similarity": similarity, "_token_match": match,
             "score_components": {"vector": vector, "keyword": keyword, "tag": 0.0},
             "memory": {"content": content, "metadata": metadata, "tags": [], "context": "default",
@@ -508,3 +521,22 @@ def test_recall_v1_scores_the_best_by_hybrid_mix_and_keeps_the_rest_below_them()
     # the model's say is bounded by its weight: no unscored memory passes a scored one's hybrid part
     assert max(r["score"] for r in unscored) <= min(r["score"] - r["score_components"]["learned"] / 2
                                                     for r in scored) + 1e-5
+
+
+def test_role_features_read_the_stored_role_and_the_question_s_pronouns():
+    pool = [candidate(1, 0.9, 0.8, 0.2, content="I adopted a beagle", metadata={"role": "user"}),
+            candidate(2, 0.5, 0.3, 0.7, content="x" * 1999, metadata={"role": "assistant", "part": 1, "parts": 3}),
+            candidate(3, 0.7, 0.5, 0.5, metadata={"role": "Caroline", "parts": True}),  # not a role capture writes
+            candidate(4, 0.6, 0.5, 0.5)]
+    rows = pool_features(pool, "What breed is my dog?")
+    assert column(rows, "role_user") == [1.0, 0.0, 0.0, 0.0]
+    assert column(rows, "role_assistant") == [0.0, 1.0, 0.0, 0.0]
+    assert column(rows, "split_part") == [0.0, 1.0, 0.0, 0.0]
+    assert column(rows, "log_chars")[1] == round(float(np.log1p(1999)), 6)
+    assert column(rows, "query_self") == [1.0] * 4 and column(rows, "query_assistant") == [0.0] * 4
+    about_assistant = pool_features(pool, "Which hotel did you recommend?")
+    assert column(about_assistant, "query_self") == [0.0] * 4
+    assert column(about_assistant, "query_assistant") == [1.0] * 4
+    # whole words only: "mine" counts, "Myanmar" and "youth" do not
+    assert column(pool_features(pool[:1], "Trips to Myanmar for youth groups"), "query_self") == [0.0]
+    assert column(pool_features(pool[:1], "Is the red bike mine?"), "query_self") == [1.0]

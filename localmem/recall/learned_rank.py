@@ -41,6 +41,7 @@ from ..timegrammar.mentions import CalendarMention, find_calendar_mention
 from ..timeparse import from_epoch
 from .late_interaction import QueryAdapter
 from .scoring import parse_epoch
+from .speaker_roles import ROLE_FEATURES, role_features
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -55,6 +56,7 @@ FEATURES = (
     "prev_vector", "prev_keyword", "prev_final", "next_vector", "next_keyword", "next_final",
     "thread_best", "thread_top20", "thread_gap",
     "names_date", "date_distance", "token_residual",
+    *ROLE_FEATURES,
 )
 # Thread features count pool members among the top this many by weighted score.
 THREAD_TOP = 20
@@ -103,7 +105,7 @@ def pool_features(candidates: list[dict[str, Any]], query: str,
     top = set(np.flatnonzero(final_rank > 1.0 / (THREAD_TOP + 0.5)).tolist())  # the THREAD_TOP best
     columns += list(_thread_features(candidates, vector, keyword, final, top).T)
     columns += list(_date_features(candidates, mention).T)
-    return np.column_stack(columns + [_token_residual(matches, final)])
+    return np.column_stack(columns + [_token_residual(matches, final), role_features(candidates, query)])
 
 
 def _token_residual(matches: list[Any], final: np.ndarray) -> np.ndarray:
@@ -242,7 +244,9 @@ class TreeModel:
             model = cls._arrays(data)
         except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
             raise ValueError(f"malformed learned-rank model: {type(exc).__name__}: {exc}") from exc
-        if model.features != FEATURES:
+        # Features are only ever appended, so a model trained before some were added
+        # (its list a prefix of FEATURES) reads the same columns and keeps working.
+        if not model.features or model.features != FEATURES[:len(model.features)]:
             raise ValueError("the learned-rank model was trained on other features")
         width = model.feature.shape[1]
         inner = model.feature >= 0
