@@ -61,9 +61,16 @@ def subset_order(instances: list[dict]) -> list[dict]:
                                             hashlib.sha256(i["question_id"].encode()).hexdigest()))
 
 
-def load_instances(path: str | Path, count: int | None = None, skip: int = 0) -> list[dict]:
-    """The file's instances in ``subset_order``, the first ``skip`` left out, then ``count``."""
+def load_instances(path: str | Path, count: int | None = None, skip: int = 0,
+                   ids: list[str] | None = None) -> list[dict]:
+    """The file's instances in ``subset_order`` (only those of ``ids`` when given), the first
+    ``skip`` left out, then ``count``."""
     instances = subset_order(json.loads(Path(path).read_text())["instances"])
+    if ids is not None:
+        unknown = set(ids) - {i["question_id"] for i in instances}
+        if unknown:
+            raise SystemExit(f"--ids: no instance {', '.join(sorted(unknown))} in {path}")
+        instances = [i for i in instances if i["question_id"] in set(ids)]
     return instances[skip:None if count is None else skip + count]
 
 
@@ -245,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--instances", type=int, default=None, help="the first N instances in subset order (after --skip)")
     parser.add_argument("--skip", type=int, default=0)
+    parser.add_argument("--ids", default=None, help="comma-separated question ids: only these instances")
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--model", default=None,
                         help="a learned-rank model file to rank with (a held-out fold's), "
@@ -252,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", action="append", default=[],
                         help="name:KEY=VALUE[,KEY=VALUE] a configuration change run beside the default")
     args = parser.parse_args(argv)
-    instances = load_instances(args.data, args.instances, args.skip)
+    instances = load_instances(args.data, args.instances, args.skip,
+                               args.ids.split(",") if args.ids else None)
     changes = {"track_access": False}
     if args.model:
         changes["learned_rank_model"] = args.model

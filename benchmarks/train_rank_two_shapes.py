@@ -81,6 +81,7 @@ def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeMo
     data = json.loads(Path(path).read_text())
     store, questions = locomo.build_store(data, embedder, ":memory:", config)
     store.learned_model = model
+    locomo.build_bm25_baseline(store)
     dia_of = {memory_id: dia for memory_id, dia in store.conn.execute(
         "SELECT id, json_extract(metadata, '$.dia_id') FROM memories")}
     pools = []
@@ -91,7 +92,9 @@ def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeMo
                                  lambda c: dia_of[c["memory"]["id"]])
             fold = int(q["conv_tag"].split(":")[1]) % FOLDS
             pool.update(shape="locomo", fold=fold, labels=np.array([k in q["evidence"] for k in pool["keys"]], float),
-                        score=lambda ranked, q=q: locomo.metrics(ranked, q["evidence"]), kind=q["category"])
+                        score=lambda ranked, q=q: locomo.metrics(ranked, q["evidence"]), kind=q["category"],
+                        bm25=locomo.metrics(locomo.bm25_baseline(store, q["question"], q["conv_tag"], 20),
+                                            q["evidence"]))
             pools.append(pool)
     return pools
 
@@ -109,7 +112,8 @@ def lme_pools(instances: list[dict], embedder, config: Config, model: learned_ra
         with store:
             pool = recorded_pool(store, lambda: longmemeval.localmem_answer(store, instance),
                                  lambda c: c["memory"]["metadata"].get("turn"))
-        pool.update(shape="lme", fold=number % FOLDS, labels=np.array([k in turns for k in pool["keys"]], float),
+            bm25 = longmemeval.metrics(longmemeval.bm25_turns(store, instance["question"]), of, turns, sessions)
+        pool.update(bm25=bm25, shape="lme", fold=number % FOLDS, labels=np.array([k in turns for k in pool["keys"]], float),
                     score=lambda ranked, of=of, t=turns, s=sessions: longmemeval.metrics(ranked, of, t, s),
                     kind=instance["question_type"])
         pools.append(pool)
@@ -154,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lme", default=str(longmemeval.DEFAULT_DATA))
     parser.add_argument("--lme-instances", type=int, default=None,
                         help="the first N LongMemEval instances in the runner's subset order (default: all)")
+    parser.add_argument("--lme-ids", default=None, help="comma-separated question ids: only these instances")
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--learning-rate", type=float, default=0.15)
@@ -177,12 +182,12 @@ def main(argv: list[str] | None = None) -> int:
                                       embedders=(*packaged.embedders, embedder.name))
     pools = locomo_pools(args.locomo, embedder, config, placeholder)
     log(f"locomo: {len(pools)} pools")
-    instances = longmemeval.load_instances(args.lme, args.lme_instances)
+    instances = longmemeval.load_instances(args.lme, args.lme_instances, ids=args.lme_ids.split(",") if args.lme_ids else None)
     pools += lme_pools(instances, embedder, config, placeholder, log)
     weight = Config().weight_learned
     old_columns = len(packaged.features)
 
-    rankings: dict[str, dict[int, dict]] = {}  # label -> pool index -> metrics
+    rankings: dict[str, dict[int, dict]] = {"FTS5 BM25 (same memories)": {i: p["bm25"] for i, p in enumerate(pools)}}
 
     def rank(label: str, predict_for: Callable[[dict], Any]) -> None:
         rankings[label] = {i: scored(p, learned_scores(predict_for(p), p, weight)) for i, p in enumerate(pools)}
@@ -207,14 +212,15 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {label} | " + " | ".join(f"{v:.3f}" for v in means(loc, KEYS) + means(lme, LME_KEYS)) + " |")
     final_label = "trees on both, fold held out"
     lines += ["", f"By LongMemEval question type ({final_label}; turn R@10 / session any@5):", "",
-              "| question type | n | weighted score alone | previous trees | other dataset only | held out |",
-              "|---|---:|---:|---:|---:|---:|"]
-    labels = list(rankings)
+              "| question type | n | BM25 | weighted score alone | previous trees | other dataset only | held out |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    labels = list(rankings)[1:]  # the learned rankings (BM25 first in the row)
     for kind in longmemeval.TYPES:
         chosen = [i for i, p in enumerate(pools) if p["shape"] == "lme" and p["kind"] == kind]
         if chosen:
             cells = [f"{np.mean([rankings[l][i]['R@10'] for i in chosen]):.3f} / "
-                     f"{np.mean([rankings[l][i]['any@5'] for i in chosen]):.3f}" for l in labels[:4]]
+                     f"{np.mean([rankings[l][i]['any@5'] for i in chosen]):.3f}"
+                     for l in ["FTS5 BM25 (same memories)", *labels[:4]]]
             lines.append(f"| {kind} | {len(chosen)} | " + " | ".join(cells) + " |")
     n_lme = sum(p["shape"] == "lme" for p in pools)
     lines += ["", f"{len(pools) - n_lme} LoCoMo questions, {n_lme} LongMemEval questions "
