@@ -23,7 +23,9 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -247,6 +249,36 @@ def report(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+COLD_SCRIPT = """
+import sys, time
+started = time.perf_counter()
+from localmem import MemoryStore
+with MemoryStore(sys.argv[1], embedder="auto") as store:
+    store.recall(sys.argv[2], limit=10, now=sys.argv[3])
+print(time.perf_counter() - started)
+"""
+
+
+def cold_query_seconds(instance: dict, embedder: Any, config: Config, runs: int) -> list[float]:
+    """Wall time of a fresh process opening the instance's store (a file) and answering its
+    question once: imports, model load and the query; the store is built first, untimed."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "lme.db")
+        store, _, _ = build_store(instance, embedder, config, path)
+        store.close()
+        env = {**os.environ, "LOCALMEM_TRACK_ACCESS": "0"}
+        if config.learned_rank_model:
+            env["LOCALMEM_LEARNED_RANK_MODEL"] = config.learned_rank_model
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", COLD_SCRIPT, path, instance["question"],
+                            lme_time(instance["question_date"]).isoformat()],
+                           check=True, env=env, capture_output=True, timeout=600)
+            times.append(time.perf_counter() - started)
+        return times
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
@@ -259,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                              "instead of the packaged one")
     parser.add_argument("--variant", action="append", default=[],
                         help="name:KEY=VALUE[,KEY=VALUE] a configuration change run beside the default")
+    parser.add_argument("--cold", type=int, default=0,
+                        help="also time N fresh processes answering the first answerable instance's question")
     args = parser.parse_args(argv)
     instances = load_instances(args.data, args.instances, args.skip,
                                args.ids.split(",") if args.ids else None)
@@ -275,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     result = run(instances, cached_embedder(args.embedder), config, variants,
                  log=lambda line: print(line, file=sys.stderr, flush=True))
     print("\n".join(report(result)))
+    if args.cold:
+        first = next(i for i in instances if not i["question_id"].endswith("_abs"))
+        times = cold_query_seconds(first, cached_embedder(args.embedder), config, args.cold)
+        print(f"- cold: a fresh process opening one instance's store and answering once (wall, whole process): "
+              f"median {statistics.median(times):.2f} s over {len(times)} runs")
     print(f"\n{len(instances)} instances, total {time.perf_counter() - started:.0f} s")
     return 0
 
