@@ -187,6 +187,7 @@ def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str
                 rows["bm25"].append((kind, metrics(bm25_turns(store, instance["question"]), of, turns, sessions)))
             for name, variant in variants.items():
                 store.config = variant
+                store.__dict__.pop("learned_model", None)  # read again: a variant may name another model file
                 localmem_answer(store, instance)  # warm: the timed call finds models and caches loaded
                 started = time.perf_counter()
                 ranked, response = localmem_answer(store, instance)
