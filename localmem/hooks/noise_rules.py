@@ -43,14 +43,51 @@ DEFAULT_RULES: Mapping[str, Any] = {
         r"^\s*\[Request interrupted by user",
         r"^\s*This session is being continued from a previous conversation",
     ],
-    # Longer messages are skipped as dumps (file contents, logs).
+    # Longer messages (after dumps are cut) are skipped as dumps (file contents, logs).
     "max_chars": 12000,
-    # Shorter messages are skipped (1 keeps every non-empty message).
+    # Shorter messages are skipped (1 keeps every non-empty message: "use pytest" is a memory).
     "min_chars": 1,
-    # A message over code_only_min_chars whose text outside ``` fences is under
-    # prose_min_chars is a code or file dump, and skipped.
-    "code_only_min_chars": 600,
+    # Shape: each line is prose or code-shaped (code, traceback, log, diff, JSON, shell).
+    # A run of code-shaped lines of at least dump_min_lines lines or dump_min_chars
+    # characters is cut out wherever it sits; when code-shaped lines hold at least
+    # dump_share_percent of the message's characters, all of them are cut. What is
+    # left is kept when it is at least prose_min_chars long, else the message is skipped.
+    "dump_min_lines": 4,
+    "dump_min_chars": 240,
+    "dump_share_percent": 50,
     "prose_min_chars": 40,
+    # A message made only of these words (at most courtesy_max_words of them, plus perhaps
+    # one name) is an acknowledgement or pleasantry, and skipped.
+    "courtesy_words": [
+        "ok", "okay", "k", "kk", "yes", "yeah", "yep", "yup", "sure", "right", "alright", "all", "fine", "no",
+        "nope", "thanks", "thank", "thx", "ty", "you", "so", "very", "much", "a", "lot", "great", "good",
+        "nice", "cool", "perfect", "awesome", "excellent", "wonderful", "amazing", "brilliant", "sounds",
+        "looks", "lgtm", "go", "ahead", "please", "continue", "proceed", "carry", "on", "do", "it", "that",
+        "that's", "thats", "this", "works", "worked", "done", "got", "gotcha", "understood", "makes", "sense",
+        "agreed", "agree", "exactly", "indeed", "of", "course", "cheers", "bye", "goodbye", "see", "later",
+        "for", "today", "now", "is", "it's", "hi", "hello", "hey", "there", "morning", "evening", "night",
+        "wow", "haha", "lol", "oh", "ah", "hmm", "well", "and", "just", "really", "the", "help", "helpful",
+        "appreciate", "appreciated", "i", "we", "let's", "lets", "me", "know", "np", "problem", "worries",
+        "glad", "to", "hear", "happy", "welcome", "sweet", "ack", "roger", "noted",
+    ],
+    "courtesy_max_words": 12,
+    # A user's message that is only questions, at most bare_question_max_chars long and
+    # without a word of first_person_words (which carry a fact about the one asking), is
+    # skipped when skip_bare_questions is true. Off by default: see docs/hooks.md.
+    "skip_bare_questions": False,
+    "bare_question_max_chars": 200,
+    "first_person_words": ["my", "mine", "our", "ours", "we", "we're", "we've", "we'll", "i'm", "i've",
+                           "i'd", "i'll", "im", "ive"],
+    # A message opening with one of these (case-insensitive, in its first 200 characters)
+    # takes back or corrects what came before in the session: capture links it to the
+    # turns it retracts so recall shows it in their place (docs/hooks.md).
+    "retraction_patterns": [
+        r"^\W*(actually|hmm|wait|oh|ok|okay|no)[,.!\s]+(let'?s|we)\s+(not|won'?t|shouldn'?t|don'?t)\b",
+        r"\bscratch that\b", r"^\W*no,?\s+wait\b", r"^\W*wait,?\s+no\b", r"\bon second thought\b",
+        r"^\W*(actually|no)\b[^.?!\n]*\binstead\b", r"^\W*correction\b", r"\bi changed my mind\b",
+        r"^\W*(forget|ignore|disregard)\s+(that|it|this|what i said|my (last|previous))\b",
+        r"^\W*never\s?mind\b", r"^\W*(sorry|oops),?\s+(i|that) (meant|was wrong)\b",
+    ],
 }
 
 OWN_TOOL_PREFIXES = ("mcp__localmem__", "mcp__plugin_localmem_")
@@ -64,8 +101,16 @@ class NoiseRules:
     skip_patterns: tuple[re.Pattern[str], ...]
     max_chars: int
     min_chars: int
-    code_only_min_chars: int
+    dump_min_lines: int
+    dump_min_chars: int
+    dump_share_percent: int
     prose_min_chars: int
+    courtesy_words: frozenset[str]
+    courtesy_max_words: int
+    skip_bare_questions: bool
+    bare_question_max_chars: int
+    first_person_words: frozenset[str]
+    retraction_patterns: tuple[re.Pattern[str], ...]
 
 
 def default_rules_path(environ: Mapping[str, str] | None = None) -> str:
@@ -94,6 +139,33 @@ def _count(values: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def _percent(values: Mapping[str, Any], key: str) -> int:
+    value = _count(values, key)
+    if value > 100:
+        raise ConfigError(f"hook rules: '{key}' must be a whole number from 0 to 100")
+    return value
+
+
+def _flag(values: Mapping[str, Any], key: str) -> bool:
+    if not isinstance(values[key], bool):
+        raise ConfigError(f"hook rules: '{key}' must be true or false")
+    return values[key]
+
+
+def _words(values: Mapping[str, Any], key: str) -> frozenset[str]:
+    return frozenset(w.strip().lower() for w in _string_list(values[key], key))
+
+
+def _patterns(values: Mapping[str, Any], key: str, flags: int) -> tuple[re.Pattern[str], ...]:
+    patterns = []
+    for index, source in enumerate(_string_list(values[key], key)):
+        try:
+            patterns.append(re.compile(source, flags))
+        except re.error as exc:
+            raise ConfigError(f"hook rules: '{key}'[{index}] is not a valid regular expression: {exc}") from None
+    return tuple(patterns)
+
+
 def compile_rules(overrides: Mapping[str, Any]) -> NoiseRules:
     """The defaults with ``overrides`` applied, checked; ``ConfigError`` names a bad key."""
     unknown = sorted(set(overrides) - set(DEFAULT_RULES))
@@ -104,12 +176,6 @@ def compile_rules(overrides: Mapping[str, Any]) -> NoiseRules:
     if not isinstance(regions, list) or not all(
             isinstance(r, list) and len(r) == 2 and all(isinstance(s, str) and s for s in r) for r in regions):
         raise ConfigError("hook rules: 'strip_regions' must be a list of [opening, closing] string pairs")
-    patterns = []
-    for index, source in enumerate(_string_list(values["skip_patterns"], "skip_patterns")):
-        try:
-            patterns.append(re.compile(source, re.MULTILINE))
-        except re.error as exc:
-            raise ConfigError(f"hook rules: 'skip_patterns'[{index}] is not a valid regular expression: {exc}") from None
     roles = _string_list(values["roles"], "roles")
     if not set(roles) <= {"user", "assistant"}:
         raise ConfigError("hook rules: 'roles' may hold only 'user' and 'assistant'")
@@ -117,11 +183,19 @@ def compile_rules(overrides: Mapping[str, Any]) -> NoiseRules:
         roles=roles,
         skip_entry_flags=_string_list(values["skip_entry_flags"], "skip_entry_flags"),
         strip_regions=tuple((a, b) for a, b in regions),
-        skip_patterns=tuple(patterns),
+        skip_patterns=_patterns(values, "skip_patterns", re.MULTILINE),
         max_chars=_count(values, "max_chars"),
         min_chars=_count(values, "min_chars"),
-        code_only_min_chars=_count(values, "code_only_min_chars"),
+        dump_min_lines=_count(values, "dump_min_lines"),
+        dump_min_chars=_count(values, "dump_min_chars"),
+        dump_share_percent=_percent(values, "dump_share_percent"),
         prose_min_chars=_count(values, "prose_min_chars"),
+        courtesy_words=_words(values, "courtesy_words"),
+        courtesy_max_words=_count(values, "courtesy_max_words"),
+        skip_bare_questions=_flag(values, "skip_bare_questions"),
+        bare_question_max_chars=_count(values, "bare_question_max_chars"),
+        first_person_words=_words(values, "first_person_words"),
+        retraction_patterns=_patterns(values, "retraction_patterns", re.IGNORECASE),
     )
 
 
