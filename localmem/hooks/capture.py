@@ -229,7 +229,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
     with store.lock:
         known = ledger.captured_among(store, [t.uuid for t, _ in ordered])
     pending = [(t, end) for t, end in ordered if t.uuid not in known]
-    stored_messages = stored_memories = deduped = retracted = 0
+    stored_messages = stored_memories = deduped = retracted = dumps_cut = 0
     stop_at = time.monotonic() + CAPTURE_SECONDS
     done_to = read.end_offset
     more = read.more
@@ -252,6 +252,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
                         retractions.append((turn, len(items)))
                     items.extend(parts)
                     stored_messages += 1
+                    dumps_cut += turn.cut is not None
                 else:
                     known.add(turn.uuid)  # another run stored it since it was looked up
             if items:  # dedup on, as docs/dedup.md says for capture: a repeat returns the stored one
@@ -263,5 +264,5 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
             ledger.set_transcript_offset(store, session_id, transcript_path, batch_to,
                                          read.restarted and index == 0)
     return {"stored_messages": stored_messages, "stored_memories": stored_memories,
-            "deduped": deduped, "retracted": retracted, "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
+            "deduped": deduped, "retracted": retracted, "dumps_cut": dumps_cut, "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
             "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items()))}

@@ -8,48 +8,65 @@ current-state recall, and therefore every hook injection, hides the
 retracted turn and shows the retraction in its place; history recall
 (``include_superseded``) still has both.
 
-Which turns: walking back through the session's current captured turns, the
-nearest earlier turn of the retraction's own role and the other role's turns
-after it (the user's plan and the assistant's answer to it, for a user's
-"scratch that"), at most ``MAX_RETRACTED_MESSAGES`` messages.
+Which turns, among the session's last ``WINDOW_MESSAGES`` current captured
+messages: the earlier turn of the retraction's own role that shares the most
+words with it (the nearest one when none shares a word: "scratch that" names
+nothing), and the other role's turns after it that share a word with that
+turn (the assistant's "OK, I'll set up MySQL" after the user's "use MySQL").
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-MAX_RETRACTED_MESSAGES = 4
-_ROWS = 24  # memories read back (a message may be stored in several parts)
+WINDOW_MESSAGES = 6
+_ROWS = 40  # memories read back (a message may be stored in several parts)
+_WORD = re.compile(r"[^\W_]{3,}")
+_COMMON = frozenset("the and that this with for you your are was were have has had not but let's lets use "
+                    "actually instead wait scratch never mind correction what its it's then than from".split())
 
 
-def retracted_by(store: "MemoryStore", session_id: str, message_uuid: str, role: str,
-                 timestamp: str) -> list[str]:
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text[:4000])} - _COMMON
+
+
+def retracted_by(store: "MemoryStore", session_id: str, message_uuid: str, role: str, timestamp: str,
+                 text: str) -> list[str]:
     """The memory ids a retraction turn takes back (callers hold ``store.lock``)."""
     rows = store.conn.execute(store.sql["hook_session_turns_before"], {
         "session_id": session_id, "before": timestamp, "message_uuid": message_uuid, "limit": _ROWS}).fetchall()
-    taken: list[str] = []
-    messages: list[str] = []
-    reached_own_role = False
-    for memory_id, turn_role, turn_uuid, _ in rows:  # newest first, a message's parts together
+    messages: dict[str, dict[str, Any]] = {}  # newest first
+    for memory_id, turn_role, turn_uuid, content in rows:
         if turn_uuid not in messages:
-            if reached_own_role or len(messages) == MAX_RETRACTED_MESSAGES:
+            if len(messages) == WINDOW_MESSAGES:
                 break
-            messages.append(turn_uuid)
-        taken.append(memory_id)
-        reached_own_role = reached_own_role or turn_role == role
-    return taken if reached_own_role else []
+            messages[turn_uuid] = {"role": turn_role, "ids": [], "words": set()}
+        messages[turn_uuid]["ids"].append(memory_id)
+        messages[turn_uuid]["words"] |= _words(content)
+    order = list(messages.values())
+    own = [(len(m["words"] & _words(text)), -index) for index, m in enumerate(order) if m["role"] == role]
+    if not own:
+        return []
+    target = -max(own)[1]  # most shared words, the nearest on a tie
+    taken = list(order[target]["ids"])
+    for later in order[:target]:
+        if later["role"] != role and later["words"] & order[target]["words"]:
+            taken.extend(later["ids"])
+    return taken
 
 
 def link_retraction(store: "MemoryStore", session_id: str, message_uuid: str, role: str,
                     retraction_id: str) -> int:
     """Supersede what ``retraction_id`` (the retraction's first memory) takes back; how many
     memories (callers hold ``store.lock``, inside the capture's write transaction)."""
-    timestamp = store.get(retraction_id)["timestamp"]
+    retraction = store.get(retraction_id)
     linked = 0
-    for old_id in retracted_by(store, session_id, message_uuid, role, timestamp):
+    for old_id in retracted_by(store, session_id, message_uuid, role, retraction["timestamp"],
+                               retraction["content"]):
         if old_id == retraction_id:
             continue
         store.supersede(old_id, retraction_id, relation="INVALIDATED_BY",

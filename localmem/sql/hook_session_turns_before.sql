@@ -1,6 +1,6 @@
 -- The current (not superseded, not expired) memories captured from a session's messages
 -- at or before a time, newest first: the turns a retraction may take back.
-SELECT m.id, json_extract(m.metadata, '$.role'), json_extract(m.metadata, '$.message_uuid'), m.timestamp
+SELECT m.id, json_extract(m.metadata, '$.role'), json_extract(m.metadata, '$.message_uuid'), m.content
 FROM hook_captured AS c
 JOIN json_each(c.memory_ids) AS j
 JOIN memories AS m ON m.id = j.value
