@@ -188,24 +188,24 @@ def test_verbose_stop_says_stored_skipped_by_rule_and_already_captured(tmp_path)
     assert "capture: 0 message(s) stored" in second and "1 already captured" in second
 
 
-def test_bare_questions_are_kept_by_default_and_skipped_when_the_rules_say_so(tmp_path):
+def test_bare_questions_are_skipped_by_default_and_kept_when_the_rules_say_so(tmp_path):
     t = transcript(tmp_path)
     bare = t.user("how do I run the tests?")
     personal = t.user("What should I pack for my trip to Lisbon in May?")
     stated = t.user("We use tox. How do I run the tests?")
     assistant_question = t.assistant("Do you want me to run them now?")
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({"skip_bare_questions": True}))
-    err = stop(tmp_path, t, LOCALMEM_HOOK_RULES_PATH=str(rules), LOCALMEM_HOOK_VERBOSE="1")
+    err = stop(tmp_path, t, LOCALMEM_HOOK_VERBOSE="1")
     assert "bare_question 1" in err
     assert set(stored(tmp_path)) == {personal, stated, assistant_question[0]}
     assert bare not in stored(tmp_path)
-    default = tmp_path / "default"
-    default.mkdir()
-    t2 = Transcript(default / "t.jsonl", SESSION, t.cwd)
+    elsewhere = tmp_path / "kept"
+    elsewhere.mkdir()
+    rules = elsewhere / "rules.json"
+    rules.write_text(json.dumps({"skip_bare_questions": False}))
+    t2 = Transcript(elsewhere / "t.jsonl", SESSION, t.cwd)
     kept = t2.user("how do I run the tests?")
-    run_hook(default / "m.db", "Stop", payload("stop", tmp_path, t2.path))
-    with MemoryStore(default / "m.db", embedder="hash") as store:
+    run_hook(elsewhere / "m.db", "Stop", payload("stop", tmp_path, t2.path), LOCALMEM_HOOK_RULES_PATH=str(rules))
+    with MemoryStore(elsewhere / "m.db", embedder="hash") as store:
         assert [m["metadata"]["message_uuid"] for m in store.list_memories()["memories"]] == [kept]
 
 

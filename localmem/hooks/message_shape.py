@@ -40,7 +40,9 @@ _MACHINE_LINE = re.compile("|".join([
     r"^\s*\d+ (passed|failed|errors?)\b", r"^\s*(not )?ok \d+ ", r"^\s*(real|user|sys)\s+\d+m[\d.]+s",
     # shells and REPLs, paths, hex dumps
     r"^\s*(\$|>>>|\.\.\.|%) \S", r"^\s*PS [A-Z]:\\", r"^\s*[\w.~-]*(/[\w.@+-]+){2,}(:\d+)*:?\s*$",
-    r"^\s*(0x)?[0-9a-f]{8,}\b",
+    r"^\s*(0x)?[0-9a-f]{8,}\b", r"^[-dlcbps][rwxsStT-]{9}[@+.]?\s+\d+\s",
+    r"^\s*(SELECT|FROM|WHERE|GROUP BY|ORDER BY|HAVING|LIMIT|INSERT INTO|UPDATE|DELETE FROM|CREATE (TABLE|INDEX)|"
+    r"ALTER TABLE|(LEFT |INNER |OUTER )?JOIN|VALUES|SET|WITH|UNION)\b(?!.*[.!?]\s*$)",
     # code: declarations, imports, control lines ending in a colon or a brace, decorators
     r"^\s*(def|class|async def|fn|func|function|pub fn|impl|struct|enum|interface|package|namespace)\s+\w+",
     r"^\s*(import\s+[\w.{*]|from\s+[\w.]+\s+import\s|#include\s*[<\"]|using\s+[\w.]+;|require\(|export\s)",
@@ -52,6 +54,7 @@ _MACHINE_LINE = re.compile("|".join([
     r"^\s*[{\[]\s*$", r"^\s*[}\])],?;?\s*$", r'^\s*"[^"\n]{1,80}"\s*:\s*', r"^\s*[{\[].*[}\]],?\s*$",
     r"^\s*[\w.-]+:\s+[\w\"'./:-]+\s*$",
 ]))
+_SHELL_PROMPT = re.compile(r"^\s*(\$|>>>|%|PS [A-Z]:\\\S*>) \S")
 _CODE_END = re.compile(r"[;{}]\s*$|^\s*[}\])]")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _SYMBOLS = frozenset("{}[]()<>=;$\\&^~`#@/_\"'+*")
@@ -79,15 +82,20 @@ def _is_prose(line: str) -> bool:
 def _labels(lines: list[str], diff: bool) -> list[str]:
     """Each line: ``blank``, ``code`` (code, log, trace, diff, tool output) or ``prose``."""
     labels = []
-    fenced = False
-    for line in lines:
+    fenced = shell_output = False
+    prose_fences = _prose_fences(lines)
+    for index, line in enumerate(lines):
         if _FENCE.match(line):
-            labels.append("code")
+            labels.append("blank" if index in prose_fences else "code")
             fenced = not fenced
-        elif fenced:
+        elif fenced and index not in prose_fences:
             labels.append("code")
         elif not line.strip():
             labels.append("blank")
+            shell_output = False
+        elif shell_output or _SHELL_PROMPT.match(line):  # a command and its output, up to a blank line
+            labels.append("code")
+            shell_output = True
         elif diff and line[:1] in "+- " and not _is_prose(line[1:]):
             labels.append("code")
         elif _DIFF_HEADER.match(line) or _MACHINE_LINE.search(line) or (_CODE_END.search(line) and not _is_prose(line)):
@@ -98,6 +106,25 @@ def _labels(lines: list[str], diff: bool) -> list[str]:
             dense = sum(1 for c in line if c in _SYMBOLS) / max(1, len(line.strip())) >= 0.2
             labels.append("code" if dense else "prose")
     return labels
+
+
+def _prose_fences(lines: list[str]) -> set[int]:
+    """The line numbers (fences included) of fenced blocks that hold prose, not code: most of
+    their lines read as sentences (a quoted email or paragraph put in a fence)."""
+    inside: set[int] = set()
+    start = None
+    for index, line in enumerate(lines):
+        if not _FENCE.match(line):
+            continue
+        if start is None:
+            start = index
+            continue
+        body = [text for text in lines[start + 1:index] if text.strip()]
+        prose = sum(1 for text in body if _is_prose(text) and not _MACHINE_LINE.search(text))
+        if body and prose * 2 >= len(body):
+            inside.update(range(start, index + 1))
+        start = None
+    return inside
 
 
 def _regions(labels: list[str]) -> list[tuple[int, int]]:

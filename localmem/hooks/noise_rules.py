@@ -68,13 +68,15 @@ DEFAULT_RULES: Mapping[str, Any] = {
         "for", "today", "now", "is", "it's", "hi", "hello", "hey", "there", "morning", "evening", "night",
         "wow", "haha", "lol", "oh", "ah", "hmm", "well", "and", "just", "really", "the", "help", "helpful",
         "appreciate", "appreciated", "i", "we", "let's", "lets", "me", "know", "np", "problem", "worries",
-        "glad", "to", "hear", "happy", "welcome", "sweet", "ack", "roger", "noted",
+        "glad", "to", "hear", "happy", "welcome", "you're", "youre", "sweet", "ack", "roger", "noted",
+        "tomorrow", "soon", "work", "job",
     ],
     "courtesy_max_words": 12,
     # A user's message that is only questions, at most bare_question_max_chars long and
     # without a word of first_person_words (which carry a fact about the one asking), is
-    # skipped when skip_bare_questions is true. Off by default: see docs/hooks.md.
-    "skip_bare_questions": False,
+    # skipped when skip_bare_questions is true (the answer, stored, carries its topic; the
+    # measurement behind this default is in docs/hooks.md).
+    "skip_bare_questions": True,
     "bare_question_max_chars": 200,
     "first_person_words": ["my", "mine", "our", "ours", "we", "we're", "we've", "we'll", "i'm", "i've",
                            "i'd", "i'll", "im", "ive"],
