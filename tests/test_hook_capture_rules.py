@@ -141,6 +141,9 @@ def test_a_retraction_supersedes_the_plan_across_stop_runs_and_the_next_session_
         assert memories[correction]["id"] in shown and memories[unrelated]["id"] in shown
         assert memories[plan]["id"] not in shown and memories[answer[0]]["id"] not in shown
         assert store.get(memories[plan]["id"], with_edges=True)["state"]["superseded_by"] == memories[correction]["id"]
+        history = [r["memory"]["id"] for r in store.recall("orders service MySQL database", limit=10,
+                                                           state_mode="history")["results"]]
+        assert memories[plan]["id"] in history  # nothing is lost: history recall has the retracted plan
     start, _ = run_hook(tmp_path / "m.db", "SessionStart", payload("session_start", tmp_path, session_id="session-b"))
     block = start["hookSpecificOutput"]["additionalContext"]
     assert "use Postgres 16 instead" in block and "MySQL 8" not in block
@@ -219,3 +222,11 @@ def test_bad_shape_rules_are_refused_by_name(tmp_path, content, named):
     rules.write_text(json.dumps(content))
     with pytest.raises(ConfigError, match=named):
         load_rules(str(rules))
+
+
+def test_the_rules_shown_in_the_docs_are_the_built_in_rules():
+    from localmem.hooks.noise_rules import DEFAULT_RULES
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "hooks.md").read_text("utf-8")
+    block = text.split("### The noise rules", 1)[1].split("```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(block) == json.loads(json.dumps(DEFAULT_RULES))

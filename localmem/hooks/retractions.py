@@ -6,7 +6,7 @@ it stale. Capture links each such turn to the turns it retracts with the
 store's own supersession edge (``old -[INVALIDATED_BY]-> retraction``), so
 current-state recall, and therefore every hook injection, hides the
 retracted turn and shows the retraction in its place; history recall
-(``include_superseded``) still has both.
+(``state_mode="history"``) still has both.
 
 Which turns, among the session's last ``WINDOW_MESSAGES`` current captured
 messages: the earlier turn of the retraction's own role that shares the most
