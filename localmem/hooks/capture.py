@@ -230,6 +230,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
         known = ledger.captured_among(store, [t.uuid for t, _ in ordered])
     pending = [(t, end) for t, end in ordered if t.uuid not in known]
     stored_messages = stored_memories = deduped = retracted = dumps_cut = 0
+    not_linked: list[str] = []  # retraction links the store refused, and why
     stop_at = time.monotonic() + CAPTURE_SECONDS
     done_to = read.end_offset
     more = read.more
@@ -260,9 +261,11 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
                 deduped += sum(1 for r in results if r["deduped"])
                 stored_memories += sum(1 for r in results if not r["deduped"])
                 for turn, first in retractions:  # after the batch's turns exist: a retraction may follow its plan
-                    retracted += link_retraction(store, session_id, turn.uuid, turn.role, results[first]["id"])
+                    retracted += link_retraction(store, session_id, turn.uuid, turn.role, results[first]["id"],
+                                                 not_linked)
             ledger.set_transcript_offset(store, session_id, transcript_path, batch_to,
                                          read.restarted and index == 0)
     return {"stored_messages": stored_messages, "stored_memories": stored_memories,
-            "deduped": deduped, "retracted": retracted, "dumps_cut": dumps_cut, "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
+            "deduped": deduped, "retracted": retracted, "retractions_not_linked": not_linked[:10],
+            "dumps_cut": dumps_cut, "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
             "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items()))}

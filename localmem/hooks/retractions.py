@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotFoundError, ValidationError
+
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
@@ -60,16 +62,21 @@ def retracted_by(store: "MemoryStore", session_id: str, message_uuid: str, role:
 
 
 def link_retraction(store: "MemoryStore", session_id: str, message_uuid: str, role: str,
-                    retraction_id: str) -> int:
+                    retraction_id: str, refused: list[str]) -> int:
     """Supersede what ``retraction_id`` (the retraction's first memory) takes back; how many
-    memories (callers hold ``store.lock``, inside the capture's write transaction)."""
+    memories (callers hold ``store.lock``, inside the capture's write transaction). A link the
+    store refuses is described in ``refused``."""
     retraction = store.get(retraction_id)
     linked = 0
     for old_id in retracted_by(store, session_id, message_uuid, role, retraction["timestamp"],
                                retraction["content"]):
         if old_id == retraction_id:
             continue
-        store.supersede(old_id, retraction_id, relation="INVALIDATED_BY",
-                        reason="retracted or corrected later in the same session")
+        try:  # a savepoint inside capture's transaction: one refused link does not undo the batch
+            store.supersede(old_id, retraction_id, relation="INVALIDATED_BY",
+                            reason="retracted or corrected later in the same session")
+        except (NotFoundError, ValidationError) as exc:
+            refused.append(f"{old_id}: {exc}"[:200])
+            continue
         linked += 1
     return linked
