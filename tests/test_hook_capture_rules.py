@@ -230,3 +230,13 @@ def test_the_rules_shown_in_the_docs_are_the_built_in_rules():
     text = (Path(__file__).resolve().parent.parent / "docs" / "hooks.md").read_text("utf-8")
     block = text.split("### The noise rules", 1)[1].split("```json\n", 1)[1].split("\n```", 1)[0]
     assert json.loads(block) == json.loads(json.dumps(DEFAULT_RULES))
+
+
+def test_a_paragraph_quoted_in_a_fence_is_prose_and_kept(tmp_path):
+    t = transcript(tmp_path)
+    quoted = t.user("```\nThe auditors arrive on 3 March and will want the access logs for the billing service.\n"
+                    "Priya is the contact person for everything about the audit.\n```")
+    config = t.user("```yaml\nretries: 3\ntimeout: 60\nqueue: orchid-jobs\nworkers: 8\nregion: eu-west-1\n```")
+    stop(tmp_path, t)
+    assert set(stored(tmp_path)) == {quoted}
+    assert config not in stored(tmp_path)

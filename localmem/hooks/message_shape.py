@@ -54,6 +54,7 @@ _MACHINE_LINE = re.compile("|".join([
     r"^\s*[{\[]\s*$", r"^\s*[}\])],?;?\s*$", r'^\s*"[^"\n]{1,80}"\s*:\s*', r"^\s*[{\[].*[}\]],?\s*$",
     r"^\s*[\w.-]+:\s+[\w\"'./:-]+\s*$",
 ]))
+_PROSE_FENCES = frozenset({"", "text", "txt", "plain", "plaintext", "markdown", "md"})
 _SHELL_PROMPT = re.compile(r"^\s*(\$|>>>|%|PS [A-Z]:\\\S*>) \S")
 _CODE_END = re.compile(r"[;{}]\s*$|^\s*[}\])]")
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -109,8 +110,8 @@ def _labels(lines: list[str], diff: bool) -> list[str]:
 
 
 def _prose_fences(lines: list[str]) -> set[int]:
-    """The line numbers (fences included) of fenced blocks that hold prose, not code: most of
-    their lines read as sentences (a quoted email or paragraph put in a fence)."""
+    """The line numbers (fences included) of fenced blocks that hold prose, not code: no language
+    named (or a prose one) and most lines read as sentences (a quoted email or paragraph)."""
     inside: set[int] = set()
     start = None
     for index, line in enumerate(lines):
@@ -118,6 +119,9 @@ def _prose_fences(lines: list[str]) -> set[int]:
             continue
         if start is None:
             start = index
+            continue
+        if lines[start].strip().strip("`~").strip().lower() not in _PROSE_FENCES:
+            start = None
             continue
         body = [text for text in lines[start + 1:index] if text.strip()]
         prose = sum(1 for text in body if _is_prose(text) and not _MACHINE_LINE.search(text))
