@@ -240,3 +240,17 @@ def test_a_paragraph_quoted_in_a_fence_is_prose_and_kept(tmp_path):
     stop(tmp_path, t)
     assert set(stored(tmp_path)) == {quoted}
     assert config not in stored(tmp_path)
+
+
+def test_max_chars_counts_what_is_left_after_the_dump_is_cut(tmp_path):
+    t = transcript(tmp_path)
+    prose = "The orchid billing export must finish before the 06:00 UTC invoice run, every day."
+    long_log = "\n".join(f"2026-11-28 10:{i % 60:02d}:13,512 INFO [worker-{i % 3}] orchid.jobs: job {4000 + i} done"
+                         for i in range(260))
+    assert len(long_log) > 12000
+    kept = t.user(prose + "\n\n" + long_log)
+    too_long = t.user(" ".join([prose] * 160))  # over 12,000 characters of prose: a paste, skipped
+    err = stop(tmp_path, t, LOCALMEM_HOOK_VERBOSE="1")
+    memories = stored(tmp_path)
+    assert set(memories) == {kept} and memories[kept]["content"] == prose
+    assert too_long not in memories and "too_long 1" in err
