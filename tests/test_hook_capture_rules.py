@@ -215,7 +215,6 @@ def test_bare_questions_are_skipped_by_default_and_kept_when_the_rules_say_so(tm
 @pytest.mark.parametrize("content, named", [
     ({"dump_share_percent": 150}, "dump_share_percent"), ({"skip_bare_questions": "yes"}, "skip_bare_questions"),
     ({"retraction_patterns": ["(x"]}, "retraction_patterns"), ({"courtesy_words": "ok"}, "courtesy_words"),
-    ({"code_only_min_chars": 600}, "code_only_min_chars"),
 ])
 def test_bad_shape_rules_are_refused_by_name(tmp_path, content, named):
     rules = tmp_path / "rules.json"
@@ -254,3 +253,16 @@ def test_max_chars_counts_what_is_left_after_the_dump_is_cut(tmp_path):
     memories = stored(tmp_path)
     assert set(memories) == {kept} and memories[kept]["content"] == prose
     assert too_long not in memories and "too_long 1" in err
+
+
+def test_a_rules_file_copied_from_the_old_defaults_still_captures_and_says_what_no_longer_applies(tmp_path):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"max_chars": 12000, "code_only_min_chars": 600, "prose_min_chars": 40}))
+    t = transcript(tmp_path)
+    kept = t.user("The invoice run starts at 06:00 UTC.")
+    err = stop(tmp_path, t, LOCALMEM_HOOK_RULES_PATH=str(rules), LOCALMEM_HOOK_VERBOSE="1")
+    assert set(stored(tmp_path)) == {kept}
+    assert "'code_only_min_chars' is no longer used" in err
+    from localmem.hooks.noise_rules import effective_rules
+    shown = effective_rules(str(rules))
+    assert "code_only_min_chars" not in shown["rules"] and "code_only_min_chars" in shown["notes"][0]

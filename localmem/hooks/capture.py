@@ -268,4 +268,5 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
     return {"stored_messages": stored_messages, "stored_memories": stored_memories,
             "deduped": deduped, "retracted": retracted, "retractions_not_linked": not_linked[:10],
             "dumps_cut": dumps_cut, "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
-            "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items()))}
+            "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items())),
+            **({"rules_notes": list(rules.notes)} if rules.notes else {})}

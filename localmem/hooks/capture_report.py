@@ -25,6 +25,8 @@ def describe(report: Mapping[str, Any] | None) -> list[str]:
     lines.append("capture: not messages or never stored: " + (", ".join(other) or "none"))
     if report.get("dumps_cut"):
         lines.append(f"capture: {report['dumps_cut']} stored message(s) kept without their code/log-shaped parts")
+    for note in report.get("rules_notes") or []:
+        lines.append(f"capture: {note}")
     for reason in report.get("retractions_not_linked") or []:
         lines.append(f"capture: a retraction was not linked: {reason}")
     if report.get("more_to_read"):

@@ -3,7 +3,7 @@
 The rules file is JSON (``HookSettings.rules_path``, else
 ``$XDG_CONFIG_HOME/localmem/hook-rules.json`` when it exists, else the
 built-in ``DEFAULT_RULES``); keys it leaves out keep their defaults, unknown
-keys are refused. ``effective_rules`` shows what is in force and where it
+keys are refused (``RETIRED_KEYS`` are accepted, not applied, and noted). ``effective_rules`` shows what is in force and where it
 came from; ``default_rules_text`` is a starting file.
 
 Not rules (always on, so the memory never feeds on itself): tool calls and
@@ -93,6 +93,12 @@ DEFAULT_RULES: Mapping[str, Any] = {
 }
 
 OWN_TOOL_PREFIXES = ("mcp__localmem__", "mcp__plugin_localmem_")
+# Keys earlier rules files may hold (a copy of the old built-in file has them): accepted,
+# not applied, and said so wherever the rules are shown or used (``NoiseRules.notes``).
+RETIRED_KEYS: Mapping[str, str] = {
+    "code_only_min_chars": "no longer used: dumps are found line by line wherever they sit "
+                           "(dump_min_lines, dump_min_chars, dump_share_percent)",
+}
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,7 @@ class NoiseRules:
     bare_question_max_chars: int
     first_person_words: frozenset[str]
     retraction_patterns: tuple[re.Pattern[str], ...]
+    notes: tuple[str, ...] = ()  # retired keys found in the file, each with why it does nothing
 
 
 def default_rules_path(environ: Mapping[str, str] | None = None) -> str:
@@ -170,9 +177,10 @@ def _patterns(values: Mapping[str, Any], key: str, flags: int) -> tuple[re.Patte
 
 def compile_rules(overrides: Mapping[str, Any]) -> NoiseRules:
     """The defaults with ``overrides`` applied, checked; ``ConfigError`` names a bad key."""
-    unknown = sorted(set(overrides) - set(DEFAULT_RULES))
+    unknown = sorted(set(overrides) - set(DEFAULT_RULES) - set(RETIRED_KEYS))
     if unknown:
         raise ConfigError(f"hook rules: unknown key(s) {', '.join(unknown)} (known: {', '.join(DEFAULT_RULES)})")
+    notes = tuple(f"hook rules: '{key}' is {why}" for key, why in RETIRED_KEYS.items() if key in overrides)
     values = {**DEFAULT_RULES, **overrides}
     regions = values["strip_regions"]
     if not isinstance(regions, list) or not all(
@@ -198,6 +206,7 @@ def compile_rules(overrides: Mapping[str, Any]) -> NoiseRules:
         bare_question_max_chars=_count(values, "bare_question_max_chars"),
         first_person_words=_words(values, "first_person_words"),
         retraction_patterns=_patterns(values, "retraction_patterns", re.IGNORECASE),
+        notes=notes,
     )
 
 
@@ -237,13 +246,15 @@ def load_rules(rules_path: str | None, environ: Mapping[str, str] | None = None)
 
 def effective_rules(rules_path: str | None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What capture applies now, for showing: ``{"source": path or "built-in", "rules": {...},
-    "always": [...]}`` (``always``: the guards no rules file can turn off)."""
+    "notes": [...], "always": [...]}`` (``notes``: retired keys the file holds, which do nothing;
+    ``always``: the guards no rules file can turn off)."""
     source = rules_source(rules_path, environ)
     overrides = read_overrides(source) if source else {}
-    load_rules(rules_path, environ)  # refuses what capture would refuse
+    notes = load_rules(rules_path, environ).notes  # refuses what capture would refuse
     return {
         "source": source or "built-in",
-        "rules": {**DEFAULT_RULES, **overrides},
+        "rules": {**DEFAULT_RULES, **{k: v for k, v in overrides.items() if k not in RETIRED_KEYS}},
+        "notes": list(notes),
         "always": [
             "tool calls and tool results are never stored (localmem's own mcp__localmem__* included)",
             "localmem's injected blocks (<localmem-recalled-notes> ... </localmem-recalled-notes>) are cut out",
