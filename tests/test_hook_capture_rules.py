@@ -266,3 +266,34 @@ def test_a_rules_file_copied_from_the_old_defaults_still_captures_and_says_what_
     from localmem.hooks.noise_rules import effective_rules
     shown = effective_rules(str(rules))
     assert "code_only_min_chars" not in shown["rules"] and "code_only_min_chars" in shown["notes"][0]
+
+
+def test_a_working_session_leaves_only_what_matters_for_the_next_one(tmp_path):
+    """The issue's session, in Claude Code's shape: acknowledgements, a long traceback, a code dump
+    after one line of prose, a bare question, a retracted plan and tool rounds. The next session
+    starts with the decisions, preferences and facts, the correction in place of the plan."""
+    t = transcript(tmp_path)
+    t.summary("Orders service: database and tests")
+    keep = {t.user("use pytest, never unittest"),
+            t.user("The orders service reads its config from config/orders.toml.")}
+    t.assistant(thinking("Set up the test runner."), "Noted: pytest only.")  # the text block is kept too
+    keep.add(t.uuids[-1])
+    noise = [t.user("ok"), t.user("how do I run the tests?")]
+    t.tool_round("Bash", {"command": "pytest -q"}, TRACEBACK)
+    noise.append(t.user("It fails like this:\n" + TRACEBACK))
+    noise.append(t.assistant("Here is the new version of the webhook handlers file:\n" + CODE)[0])
+    plan = t.user("Let's use MySQL 8 for the orders database.")
+    noise.append(t.user("yes go ahead"))
+    correction = t.user("No wait, use Postgres 16 instead of MySQL; the reporting team already runs it.")
+    keep.add(correction)
+    noise += [t.user("great, thanks"), t.user("thanks, that's all for today")]
+    stop(tmp_path, t)
+    memories = stored(tmp_path)
+    assert set(memories) == keep | {plan}
+    assert not set(noise) & set(memories)
+    start, _ = run_hook(tmp_path / "m.db", "SessionStart", payload("session_start", tmp_path, session_id="next"))
+    block = start["hookSpecificOutput"]["additionalContext"]
+    for kept in ("use pytest, never unittest", "config/orders.toml", "use Postgres 16 instead of MySQL"):
+        assert kept in block
+    for gone in ("MySQL 8 for the orders", "Traceback", "def handler_", "how do I run", "thanks", "go ahead"):
+        assert gone not in block
