@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from localmem import MemoryStore  # noqa: E402
 from localmem.hooks.capture import turn_of  # noqa: E402
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
+from localmem.hooks.message_shape import is_bare_question, is_retraction  # noqa: E402
 from localmem.hooks.noise_rules import load_rules  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
 from tests.claude_code_transcript import Transcript  # noqa: E402
@@ -162,6 +163,43 @@ MIXED = [
 ]
 
 
+# Written once, before the first measurement, and not edited after it (report misses as misses).
+RETRACTIONS = [
+    "Actually, let's not add the cache layer yet.", "Scratch that, keep the old endpoint.",
+    "No wait, use Postgres instead.", "Wait, no: the deadline is Friday, not Thursday.",
+    "On second thought, let's keep the monorepo.", "Actually, use poetry instead of pip-tools.",
+    "Correction: the staging host is stage-2, not stage-1.", "I changed my mind, we'll ship it in March.",
+    "Forget that, the migration can wait.", "Ignore what I said about the logo.",
+    "Never mind, the tests pass now.", "Sorry, I meant the billing service, not orders.",
+    "Hmm, let's not rename the module after all.", "Oops, that was wrong: the port is 8443.",
+    "Disregard my last message, the bug was in my config.", "OK scratch that, revert to v2.",
+    "Actually no, keep tabs; switch to spaces later instead.", "Wait no, don't merge it yet.",
+    "No, wait, I want the blue theme.", "Actually we shouldn't delete those rows.",
+    "I've changed my mind about the name: call it orchid-api.", "Oh, on second thought, skip the survey.",
+    "Let me correct myself: the meeting is at 3 pm.", "That's not right, the limit is 50 MB.",
+    "Rather than Redis, let's use the database queue.", "Undo that last change please, it broke the build.",
+    "Not MySQL, I meant MariaDB.", "Hold on, we can't drop Python 3.9 yet.",
+    "Let's go back to the previous plan with two workers.", "Strike that, we keep the nightly job.",
+]
+NOT_RETRACTIONS = [
+    "Actually, the build is green now.", "We don't use MySQL anywhere.", "This show might scratch that itch.",
+    "Let's not forget to update the changelog.", "I changed jobs last year and moved to Lisbon.",
+    "Correctional facilities in the state are overcrowded.", "Never mind the weather, we hiked anyway.",
+    "Actually I love the new dashboard.", "Wait until the deploy finishes before you test.",
+    "No tests fail on main.", "Ignore the warnings from the linter for generated files.",
+    "Forget-me-nots grow well in shade.", "We won the hackathon with the queue project!",
+    "Instead of a party we had a quiet dinner.", "Sorry I was late to the standup.",
+    "The scratch disk is full again.", "On the second floor there is a quiet room.",
+    "Oh, we don't have a staging database.", "I mind the noise from the fans when I record.",
+    "No, I haven't tried the new API yet.", "Actually, Priya approves all access requests.",
+    "Use pytest, never unittest.", "The correction factor is 1.2 for the sensor.",
+    "My mind was blown by the concert.", "Let's schedule the retro for Monday.",
+    "We shouldn't forget Nina's birthday.", "Hmm, that looks like a flaky test.",
+    "No wait times at the clinic on Sundays.", "Disregarding the outliers, the mean is 4.2.",
+    "Ok, we won't need the VPN for this one.",
+]
+
+
 def mixed_items(noise: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
     """(prose, dump, message): each mixed message holds the prose, then a long dump of a shape."""
     out = []
@@ -207,7 +245,7 @@ def measure_set(name: str, conversations: list[tuple[str, list]], rules: Any, wo
     stored: list[tuple[str, str, str]] = []
     bare_questions = bare_evidence = cut_evidence = 0
     cut_turns: list[str] = []
-    from localmem.hooks.message_shape import is_bare_question
+    retractions: list[str] = []
     for conv_id, turns in conversations:
         results = decide([(role, text) for _, role, text, _ in turns], rules, workdir, "t")
         for (key, role, text, is_evidence), (kept_text, reason) in zip(turns, results):
@@ -217,6 +255,8 @@ def measure_set(name: str, conversations: list[tuple[str, list]], rules: Any, wo
                 bare_questions += 1
                 bare_evidence += is_evidence
             if kept_text is not None:
+                if is_retraction(kept_text, rules):
+                    retractions.append(kept_text)
                 kept += 1
                 evidence_kept += is_evidence
                 stored.append((key, role, kept_text))
@@ -234,7 +274,7 @@ def measure_set(name: str, conversations: list[tuple[str, list]], rules: Any, wo
                                                                      for r, v in dropped.items()},
             "dropped_evidence": dropped_evidence, "bare_user_questions": bare_questions,
             "bare_user_questions_that_are_evidence": bare_evidence, "cut_turns": len(cut_turns),
-            "cut_evidence": cut_evidence, "cut_examples": rng.sample(cut_turns, min(4, len(cut_turns))),
+            "cut_evidence": cut_evidence, "retractions": retractions, "cut_examples": rng.sample(cut_turns, min(4, len(cut_turns))),
             "sample": [(f"{name}:{key_hash(k)}", role, text) for k, role, text in picked]}
 
 
@@ -301,6 +341,9 @@ def report_set(result: dict[str, Any], labels: dict[str, str]) -> None:
     for reason, examples in result["dropped_examples"].items():
         for text in examples:
             print(f"    dropped ({reason}): {text[:140]!r}")
+    print(f"  stored turns read as retractions (each supersedes earlier turns): {len(result['retractions'])}")
+    for text in result["retractions"][:10]:
+        print(f"    retraction: {text[:140]!r}")
     sample = result["sample"]
     marked = [labels.get(key) for key, _, _ in sample]
     done = [m for m in marked if m in ("noise", "content")]
@@ -331,6 +374,15 @@ def report_noise(rules: Any, workdir: Path) -> None:
         print(f"  {kind}: {s}/{n} skipped")
     for line in missed[:15]:
         print(f"    kept: {line}")
+    found = sum(1 for text in RETRACTIONS if is_retraction(text, rules))
+    false = [text for text in NOT_RETRACTIONS if is_retraction(text, rules)]
+    print(f"\n## retractions (phrases written by hand): {found}/{len(RETRACTIONS)} read as retractions; "
+          f"{len(false)}/{len(NOT_RETRACTIONS)} near misses wrongly read as one")
+    for text in RETRACTIONS:
+        if not is_retraction(text, rules):
+            print(f"    missed: {text!r}")
+    for text in false:
+        print(f"    wrongly read as a retraction: {text!r}")
     mixed = mixed_items(noise)
     results = decide([("user", message) for _, _, message in mixed], rules, workdir, "mixed")
     good = sum(1 for (prose, dump, _), (kept_text, _) in zip(mixed, results)

@@ -84,11 +84,12 @@ DEFAULT_RULES: Mapping[str, Any] = {
     # takes back or corrects what came before in the session: capture links it to the
     # turns it retracts so recall shows it in their place (docs/hooks.md).
     "retraction_patterns": [
-        r"^\W*(actually|hmm|wait|oh|ok|okay|no)[,.!\s]+(let'?s|we)\s+(not|won'?t|shouldn'?t|don'?t)\b",
-        r"\bscratch that\b", r"^\W*no,?\s+wait\b", r"^\W*wait,?\s+no\b", r"\bon second thought\b",
-        r"^\W*(actually|no)\b[^.?!\n]*\binstead\b", r"^\W*correction\b", r"\bi changed my mind\b",
+        r"^\W*(actually|hmm|wait|no)[,.!\s]+(let'?s|we)\s+(not|won'?t|shouldn'?t|don'?t)\b",
+        r"^\W*(\w+\W+){0,2}scratch that\b(?!\s+(\w+\s+)?itch)", r"^\W*no,?\s+wait\s*[,.!:;-]", r"^\W*wait,?\s+no\b",
+        r"^\W*(\w+\W+){0,2}on second thought", r"^\W*(actually|no)\b[^.?!\n]*\binstead\b", r"^\W*correction\b",
+        r"^\W*(\w+\W+){0,2}i('ve)? changed my mind\b",
         r"^\W*(forget|ignore|disregard)\s+(that|it|this|what i said|my (last|previous))\b",
-        r"^\W*never\s?mind\b", r"^\W*(sorry|oops),?\s+(i|that) (meant|was wrong)\b",
+        r"^\W*never\s?mind\s*([,.!:;-]|$)", r"^\W*(sorry|oops),?\s+(i|that) (meant|was wrong)\b",
     ],
 }
 
