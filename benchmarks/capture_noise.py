@@ -274,7 +274,8 @@ def measure_set(name: str, conversations: list[tuple[str, list]], rules: Any, wo
                                                                      for r, v in dropped.items()},
             "dropped_evidence": dropped_evidence, "bare_user_questions": bare_questions,
             "bare_user_questions_that_are_evidence": bare_evidence, "cut_turns": len(cut_turns),
-            "cut_evidence": cut_evidence, "retractions": retractions, "cut_examples": rng.sample(cut_turns, min(4, len(cut_turns))),
+            "cut_evidence": cut_evidence, "retractions": retractions,
+            "cut_examples": rng.sample(cut_turns, min(4, len(cut_turns))),
             "sample": [(f"{name}:{key_hash(k)}", role, text) for k, role, text in picked]}
 
 

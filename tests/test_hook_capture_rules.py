@@ -17,9 +17,9 @@ TRACEBACK = "Traceback (most recent call last):\n" + "".join(
     f'  File "/home/dana/src/orchid/orchid/pipeline/stage_{i}.py", line {10 + i}, in run_stage_{i}\n'
     f"    result = stage_{i}.execute(context, retries=3, timeout=30)\n" for i in range(24)) + \
     "orchid.pipeline.errors.StageTimeout: stage 23 did not finish within 30 seconds"
-CODE = "```python\n" + "".join(f"def handler_{i}(event, context):\n    payload = json.loads(event['body'])\n"
-                               f"    return {{'statusCode': 200, 'id': payload['id'] + {i}}}\n\n"
-                               for i in range(12)) + "```"
+CODE_BODY = "".join(f"def handler_{i}(event, context):\n    payload = json.loads(event['body'])\n"
+                    f"    return {{'statusCode': 200, 'id': payload['id'] + {i}}}\n\n" for i in range(12))
+CODE = "```python\n" + CODE_BODY + "```"
 LOG = "\n".join(f"2026-11-28 10:{i:02d}:13,512 INFO [worker-{i % 3}] orchid.jobs: job {4000 + i} finished in "
                 f"{i * 13} ms" for i in range(20))
 DIFF = ("diff --git a/orchid/config.py b/orchid/config.py\nindex 3b18e51..a9c2f0d 100644\n--- a/orchid/config.py\n"
@@ -86,7 +86,8 @@ def test_prose_before_a_code_block_does_not_save_the_dump_but_a_real_statement_i
     assert "code/log-shaped" in kept["metadata"]["cut"]
 
 
-@pytest.mark.parametrize("dump", [LOG, DIFF, TOOL_JSON, CODE.strip("`python\n")], ids=["log", "diff", "json", "bare-code"])
+@pytest.mark.parametrize("dump", [LOG, DIFF, TOOL_JSON, CODE_BODY],
+                         ids=["log", "diff", "json", "bare-code"])
 def test_logs_diffs_tool_output_and_bare_code_are_skipped(tmp_path, dump):
     t = transcript(tmp_path)
     t.user(dump)

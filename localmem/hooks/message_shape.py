@@ -28,7 +28,8 @@ _MACHINE_LINE = re.compile("|".join([
     r'^\s*Traceback \(most recent call last\)', r'^\s*File "[^"\n]*", line \d+',
     r"^\s*at [\w$.<>\[\]/@-]+ ?\(.*\)\s*$", r"^\s*at \S+:\d+(:\d+)?\)?\s*$",
     r"^\s*During handling of the above exception", r"^\s*\^[\^~\s]*$",
-    r"^\s*([\w.]+\.)?[A-Z]\w*(Error|Exception|Exit|Interrupt|Warning)(:.*)?$", r"^\s*([a-z_]\w*\.)+[A-Z]\w*(: .*)?$", r"^\s*panicked at ",
+    r"^\s*([\w.]+\.)?[A-Z]\w*(Error|Exception|Exit|Interrupt|Warning)(:.*)?$",
+    r"^\s*([a-z_]\w*\.)+[A-Z]\w*(: .*)?$", r"^\s*panicked at ",
     r"^\s*goroutine \d+ \[", r"^\s*thread '.*' panicked",
     # logs: timestamps, levels, syslog, test runners, package managers, compilers
     r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}", r"^\s*\[?\d{1,2}:\d{2}:\d{2}([.,]\d+)?\]?\s",

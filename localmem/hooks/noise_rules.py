@@ -3,8 +3,10 @@
 The rules file is JSON (``HookSettings.rules_path``, else
 ``$XDG_CONFIG_HOME/localmem/hook-rules.json`` when it exists, else the
 built-in ``DEFAULT_RULES``); keys it leaves out keep their defaults, unknown
-keys are refused (``RETIRED_KEYS`` are accepted, not applied, and noted). ``effective_rules`` shows what is in force and where it
-came from; ``default_rules_text`` is a starting file.
+keys are refused (``RETIRED_KEYS`` are accepted, not applied, and noted).
+``effective_rules`` shows what is in force and where it came from;
+``default_rules_text`` is a starting file. How messages are read by shape is
+in ``message_shape``; retractions are linked in ``retractions``.
 
 Not rules (always on, so the memory never feeds on itself): tool calls and
 tool results are never stored (localmem's own ``mcp__localmem__*`` ones
