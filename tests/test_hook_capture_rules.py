@@ -72,7 +72,7 @@ def test_a_long_traceback_is_not_stored_and_never_in_two_parts(tmp_path):
 
 def test_prose_before_a_code_block_does_not_save_the_dump_but_a_real_statement_is_kept(tmp_path):
     t = transcript(tmp_path)
-    lead_in = t.user("Here is the new version of the webhook handlers file:\n" + CODE)  # 54 characters of prose
+    lead_in = t.user("Here is the new version of the webhook handler module:\n" + CODE)  # 54 characters of prose
     statement = ("The webhook handlers must stay idempotent because Stripe retries deliveries. "
                  "I rewrote them like this:\n" + CODE + "\nKeep the 200 reply even when the id was seen before.")
     mixed = t.user(statement)
