@@ -68,7 +68,6 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 class Shape:
     """A message's text after shape rules: ``text`` to keep (may be empty), what was cut."""
     text: str
-    code_share: float  # share of the message's non-blank characters on code-shaped lines
     cut_regions: int
     cut_chars: int
 
@@ -173,15 +172,15 @@ def shape_of(text: str, rules: "NoiseRules") -> Shape:
             cut_regions += 1
             cut_chars += chars
     if not cut_regions:
-        return Shape(text, share, 0, 0)
+        return Shape(text, 0, 0)
     prose = [i for i, gone in enumerate(drop) if not gone and labels[i] == "prose"]
     if len(prose) == 1 and lines[prose[0]].rstrip().endswith(":") and prose[0] + 1 < len(lines) \
             and drop[prose[0] + 1]:
         # "Here is the file:" before a dump only introduces it: the dump and its lead-in go together.
-        return Shape("", share, cut_regions, cut_chars + sizes[prose[0]])
+        return Shape("", cut_regions, cut_chars + sizes[prose[0]])
     kept = "\n".join(line for line, gone in zip(lines, drop) if not gone)
     kept = re.sub(r"\n{3,}", "\n\n", kept).strip()
-    return Shape(kept, share, cut_regions, cut_chars)
+    return Shape(kept, cut_regions, cut_chars)
 
 
 def is_courtesy(text: str, rules: "NoiseRules") -> bool:
