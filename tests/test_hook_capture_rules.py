@@ -298,3 +298,13 @@ def test_a_working_session_leaves_only_what_matters_for_the_next_one(tmp_path):
         assert kept in block
     for gone in ("MySQL 8 for the orders", "Traceback", "def handler_", "how do I run", "thanks", "go ahead"):
         assert gone not in block
+
+
+@pytest.mark.parametrize("event, kind", [("PreCompact", "pre_compact"), ("SessionEnd", "session_end")])
+def test_pre_compact_and_session_end_say_what_capture_did_under_v(tmp_path, event, kind):
+    t = transcript(tmp_path)
+    t.user("Release notes go to #orchid-releases.")
+    t.user("sounds good!")
+    _, err = run_hook(tmp_path / "m.db", event, payload(kind, tmp_path, t.path), LOCALMEM_HOOK_VERBOSE="1")
+    assert f"localmem hook: {event}: nothing to say" in err
+    assert "capture: 1 message(s) stored" in err and "skipped by rule: courtesy 1" in err
