@@ -158,10 +158,10 @@ def test_every_docs_page_is_in_the_readme_contents():
 
 
 def test_results_contents_list_follows_the_sections(tmp_path):
-    """benchmarks/RESULTS.md opens with a contents list, and writing a section brings it up to date."""
-    from benchmarks.results_file import CONTENTS_START, write_section
+    """docs/results/history.md opens with a contents list, and writing a section brings it up to date."""
+    from benchmarks.common.results_file import CONTENTS_START, write_section
 
-    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    results = (ROOT / "docs" / "results" / "history.md").read_text(encoding="utf-8")
     assert results.index(CONTENTS_START) < results.index("\n## ")
     path = tmp_path / "RESULTS.md"
     path.write_text("# Results\n\nIntro.\n\n<!-- a:start -->\n## Speed at 100k (2026)\nold\n<!-- a:end -->\n")

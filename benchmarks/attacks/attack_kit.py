@@ -1,4 +1,4 @@
-"""Shared machinery of ``benchmarks/attacks.py``: tallies, servers, the CLI, MCP, snapshots.
+"""Shared machinery of ``benchmarks/attacks/attacks.py``: tallies, servers, the CLI, MCP, snapshots.
 
 * ``Tally``: one row of the table (attempts, failures, 500s, data lost, first notes).
 * ``Server``: ``localmem serve`` as a subprocess on a free 127.0.0.1 port.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

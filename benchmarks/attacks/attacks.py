@@ -18,9 +18,9 @@ Per item it counts
   snapshot taken before the attacks.
 
 All traffic goes to 127.0.0.1; every process it starts is stopped at the end.
-Results go to ``benchmarks/RESULTS.md`` (reliability section, attacks part) with ``--write``.
+Results go to ``docs/results/history.md`` (reliability section, attacks part) with ``--write``.
 
-    python benchmarks/attacks.py [--seed 12] [--write]
+    python benchmarks/attacks/attacks.py [--seed 12] [--write]
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.attack_kit import (  # noqa: E402
+from benchmarks.attacks.attack_kit import (  # noqa: E402
     Cli,
     McpPipe,
     Run,
@@ -66,8 +66,8 @@ from benchmarks.attack_kit import (  # noqa: E402
     tool_text,
     tracebacks,
 )
-from benchmarks.attacks_round2_surfaces import ROUND2_SURFACES  # noqa: E402
-from benchmarks.reliability_harness import environment, write_part  # noqa: E402
+from benchmarks.attacks.attacks_round2_surfaces import ROUND2_SURFACES  # noqa: E402
+from benchmarks.common.reliability_harness import environment, write_part  # noqa: E402
 
 DIMS = 384
 WORDS = ("apple pear garden orchard redis cache postgres deploy rollback kafka queue latency budget "
@@ -1617,7 +1617,7 @@ ITEMS: list[tuple[str, Callable[[Context], Tally]]] = [
     ("9", item9_read_only), ("10", item10_permissions), ("11", item11_smaller), ("sync", item_synchronous),
     *ROUND2_SURFACES,
 ]
-from benchmarks.attacks_round2_walks import ITEMS as ROUND2_WALKS  # noqa: E402  (issue 33: 1-4, 8, 10)
+from benchmarks.attacks.attacks_round2_walks import ITEMS as ROUND2_WALKS  # noqa: E402  (issue 33: 1-4, 8, 10)
 ITEMS += ROUND2_WALKS
 
 
@@ -1659,7 +1659,7 @@ def markdown(tallies: list[Tally], ctx: Context, command: str, elapsed: float) -
         f"Environment: {environment()}  ",
         f"Total run time: {elapsed:.0f} s",
         "",
-        "`benchmarks/attacks.py` replays every attack of issues 12 and 33 (\"Nothing lost, no one in\", rounds one and two) against what a "
+        "`benchmarks/attacks/attacks.py` replays every attack of issues 12 and 33 (\"Nothing lost, no one in\", rounds one and two) against what a "
         "user runs: `localmem serve` as a subprocess on 127.0.0.1 (tokenless, and with an admin token plus "
         f"`LOCALMEM_API_TOKENS='{SCOPED_TOKENS}'`), `localmem mcp` on a pipe, the CLI in fresh processes "
         f"({ctx.cli.real_runs} as `python -m localmem`, the first of each kind; {ctx.cli.forked_runs} forked from a "
@@ -1686,7 +1686,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--budget", type=float, default=90,
                         help="seconds per item before its remaining attempts are dropped (default 90)")
-    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/results/history.md")
     args = parser.parse_args(argv)
     chosen = [i for i in args.only.split(",") if i] or [name for name, _ in ITEMS]
     # Stopped from outside (timeout, Ctrl-C): still stop every process and unmount.
@@ -1721,12 +1721,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"work folder kept: {folder}")
     elapsed = time.time() - start
-    command = shlex.join(["python", "benchmarks/attacks.py", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "benchmarks/attacks/attacks.py", *(sys.argv[1:] if argv is None else argv)])
     text = markdown(list(tallies.values()), ctx, command, elapsed)
     print(text)
     if args.write:
         write_part("attacks", text)
-        print("wrote benchmarks/RESULTS.md")
+        print("wrote docs/results/history.md")
     bad = sum(t.failures + t.errors + t.lost for t in tallies.values())
     return 1 if bad else 0
 

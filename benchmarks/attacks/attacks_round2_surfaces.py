@@ -1,4 +1,4 @@
-"""Issue 33 ("Nothing lost, no one in, round two"), part B, replayed for ``benchmarks/attacks.py``.
+"""Issue 33 ("Nothing lost, no one in, round two"), part B, replayed for ``benchmarks/attacks/attacks.py``.
 
 One function per item, shaped like the items of ``attacks.py`` (each takes its
 ``Context`` and returns a ``Tally``): the sign-in code kept off the browser's
@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.attack_kit import Run, Server, Tally, clean_env, lost, snapshot, tracebacks
+from benchmarks.attacks.attack_kit import Run, Server, Tally, clean_env, lost, snapshot, tracebacks
 
 ADMIN = "admin-T0ken-round2-0123456789"
 NON_ASCII_CODES = ["caf\u00e9", "\u00e9" * 32, "\u4e2d\u6587", "\U0001f600" * 8, "\u00ff" * 3, "a\u0301",

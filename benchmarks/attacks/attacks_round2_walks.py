@@ -32,11 +32,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.attack_kit import (  # noqa: E402
+from benchmarks.attacks.attack_kit import (  # noqa: E402
     McpPipe,
     Server,
     Tally,

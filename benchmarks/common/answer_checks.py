@@ -43,7 +43,7 @@ def compare_answers(before: dict[str, Any], after: dict[str, Any]) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python benchmarks/answer_checks.py BEFORE.json AFTER.json``: exit 1 when any answer's
+    """``python benchmarks/common/answer_checks.py BEFORE.json AFTER.json``: exit 1 when any answer's
     ids or order differ, or a score by more than 1e-9."""
     parser = argparse.ArgumentParser(description="compare two --dump files")
     parser.add_argument("before")

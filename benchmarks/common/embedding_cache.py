@@ -14,7 +14,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+CACHE_DIR = Path(__file__).resolve().parents[1] / ".cache"
 
 
 def _key(name: str, kind: str, text: str) -> str:

@@ -9,7 +9,7 @@
 * ``run_crash``: a bulk import (``localmem import``) killed with SIGKILL at
   random moments, then a check of the file after each kill.
 
-Used by ``benchmarks/stress_concurrency.py``, ``benchmarks/crash_import.py``
+Used by ``benchmarks/safety/stress_concurrency.py``, ``benchmarks/safety/crash_import.py``
 and ``tests/test_reliability.py``. Stdlib, localmem and httpx only.
 """
 
@@ -32,7 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -919,9 +919,9 @@ def format_exception() -> str:
     return traceback.format_exc()
 
 
-# -- benchmarks/RESULTS.md -------------------------------------------------------------------------
+# -- docs/results/history.md -------------------------------------------------------------------------
 
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+RESULTS = ROOT / "docs" / "results" / "history.md"
 SECTION_START, SECTION_END = "<!-- reliability:start -->", "<!-- reliability:end -->"
 PARTS = ("concurrency", "crash", "hostile", "faults", "attacks")
 INTRO = """## Reliability and security (issue 8)
@@ -930,7 +930,7 @@ Five bounded scripts, each rewriting only its own part of this section (between
 `<!-- reliability/NAME:start -->` and `<!-- reliability/NAME:end -->`); short versions of
 the same runs are in the test suite (`tests/test_reliability.py`, `tests/test_hostile_input.py`,
 `tests/test_resource_faults.py`, `tests/test_security.py`, and issue 12's regression tests).
-The last part, `benchmarks/attacks.py`, replays the attacks of issue 12 against the real
+The last part, `benchmarks/attacks/attacks.py`, replays the attacks of issue 12 against the real
 interfaces.
 
 How localmem keeps many processes safe on one file (`localmem/database.py`):

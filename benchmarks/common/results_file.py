@@ -1,4 +1,4 @@
-"""Writing one benchmark's section of benchmarks/RESULTS.md, leaving the others alone."""
+"""Writing one benchmark's section of docs/results/history.md, leaving the others alone."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results" / "history.md"
 HEADER = (
     "# localmem benchmarks\n\n"
     "Each script in `benchmarks/` writes its own section below, between its\n"
@@ -58,7 +58,7 @@ def write_section(name: str, body: str, path: Path = RESULTS) -> None:
 
 
 if __name__ == "__main__":
-    # Sections added by hand: `python benchmarks/results_file.py` rewrites the contents list.
+    # Sections added by hand: `python benchmarks/common/results_file.py` rewrites the contents list.
     RESULTS.write_text(with_contents(RESULTS.read_text("utf-8")), "utf-8")
 
 

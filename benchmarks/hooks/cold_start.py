@@ -19,10 +19,10 @@ Setup (not timed): the model is exported once into a private cache
 with sentence-transformers vectors, and the two recall paths are checked to
 return the same memories with query embeddings at cosine >= 0.999. A last
 pass breaks the cold path into phases inside one process (median of
-``--runs``). Results are printed and written into ``benchmarks/RESULTS.md``
+``--runs``). Results are printed and written into ``docs/results/history.md``
 between ``<!-- cold-start:start -->`` / ``<!-- cold-start:end -->``.
 
-    python benchmarks/cold_start.py [--runs 5] [--warmup 1] [--memories 500] [--no-write]
+    python benchmarks/hooks/cold_start.py [--runs 5] [--warmup 1] [--memories 500] [--no-write]
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 for entry in (str(ROOT), str(HERE)):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
-from ingest import generate_memories, nproc  # noqa: E402
-from results_file import RESULTS, git_revision, write_section  # noqa: E402
+from benchmarks.speed.ingest import generate_memories, nproc  # noqa: E402
+from benchmarks.common.results_file import RESULTS, git_revision, write_section  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 QUERY = "what did we decide about the database migration?"
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="timed runs per case (default 5)")
     parser.add_argument("--warmup", type=int, default=1, help="discarded runs per case first (default 1)")
     parser.add_argument("--memories", type=int, default=500, help="memories in the small database (default 500)")
-    parser.add_argument("--cache-dir", type=Path, default=HERE / ".cache" / "cold-start",
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / "benchmarks" / ".cache" / "cold-start",
                         help="ONNX cache for the run (default benchmarks/.cache/cold-start)")
     parser.add_argument("--big-db", type=Path, default=None,
                         help="also time cold CLI recalls on a copy of this (large) database file")
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "## Cold start: one recall in a new process",
         "",
-        "Command: `cd /work/main && /work/venv/bin/python benchmarks/cold_start.py"
+        "Command: `cd /work/main && /work/venv/bin/python benchmarks/hooks/cold_start.py"
         + (f" {shlex.join(sys.argv[1:] if argv is None else argv)}" if (sys.argv[1:] if argv is None else argv)
            else "") + "`  ",
         f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC  ",

@@ -20,7 +20,7 @@ New processes run with Python's bytecode cache (``PYTHONDONTWRITEBYTECODE`` remo
 installed package has it. Every store is a copy in a temporary folder; ``LOCALMEM_TRACK_ACCESS=0``.
 The ONNX export lives in ``--cache-dir`` (made once, as ``cold_start.py`` does).
 
-    python benchmarks/first_answer.py [--runs 7] [--big-db PATH] [--only cli,mcp,serve,warm] [--write]
+    python benchmarks/hooks/first_answer.py [--runs 7] [--big-db PATH] [--only cli,mcp,serve,warm] [--write]
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 for entry in (str(ROOT), str(HERE), str(ROOT / "tests")):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
-from cold_start import MODEL, ensure_export, environment  # noqa: E402
-from locomo import DEFAULT_DATA, memory_item, questions_of, turns_of  # noqa: E402
-from results_file import git_revision, write_section  # noqa: E402
+from benchmarks.hooks.cold_start import MODEL, ensure_export, environment  # noqa: E402
+from benchmarks.quality.locomo import DEFAULT_DATA, memory_item, questions_of, turns_of  # noqa: E402
+from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 from serving import wait_until_healthy  # noqa: E402  (tests/serving.py)
 
 QUERY = "what did Caroline research?"
@@ -178,7 +178,7 @@ def warm_recalls(db: Path, questions: list[dict[str, Any]], rounds: int) -> list
 
 def warm_10k(folder: Path, say, count: int = 200) -> list[float]:
     """Warm recalls with query text on a copy of scale.py's 10k store (ms)."""
-    import scale
+    from benchmarks.speed import scale
     from localmem import Config, MemoryStore
 
     source, _info = scale.cached(10_000, False, say)
@@ -256,9 +256,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="record MODEL as the copy's embedder (scale.py's stores record 'hash' though "
                              "their vectors are mixtures of MiniLM embeddings)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {','.join(SECTIONS)}")
-    parser.add_argument("--cache-dir", type=Path, default=HERE / ".cache" / "cold-start",
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / "benchmarks" / ".cache" / "cold-start",
                         help="ONNX cache (default benchmarks/.cache/cold-start)")
-    parser.add_argument("--write", action="store_true", help="also update benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="also update docs/results/history.md")
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(sections) - set(SECTIONS))
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         if "warm10k" in sections:
             say("warm10k...")
             results["warm10k"] = warm_10k(Path(folder), say)
-    command = "python benchmarks/first_answer.py" + (f" {' '.join(argv if argv is not None else sys.argv[1:])}")
+    command = "python benchmarks/hooks/first_answer.py" + (f" {' '.join(argv if argv is not None else sys.argv[1:])}")
     body = render(results, command.strip(), (load_start, os.getloadavg()[0]))
     print(body)
     if args.write:

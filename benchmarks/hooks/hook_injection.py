@@ -9,7 +9,7 @@ working directory named after a conversation, each in a fresh session (no ledger
 
 - related: LoCoMo questions (categories 1-4, with evidence) in their own conversation's
   project: does the block hold an evidence turn?
-- unrelated: benchmarks/confidence_calibration.py's 40 off-topic questions, in every
+- unrelated: benchmarks/quality/confidence_calibration.py's 40 off-topic questions, in every
   project: is nothing injected?
 - wrong project: each related question asked from another conversation's project (a
   topically adjacent negative): is nothing injected?
@@ -26,7 +26,7 @@ one plain ``recall`` of the same prompt,
 interleaved, so the ratio is what the hook adds; and one capture of
 tests/fixtures/claude_code/transcript.jsonl.
 
-    HF_HUB_OFFLINE=1 python benchmarks/hook_injection.py [--per-conversation 40] [--embedder auto]
+    HF_HUB_OFFLINE=1 python benchmarks/hooks/hook_injection.py [--per-conversation 40] [--embedder auto]
 """
 
 from __future__ import annotations
@@ -43,15 +43,15 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from localmem import MemoryStore  # noqa: E402
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
-import locomo  # noqa: E402
-from confidence_calibration import OFF_TOPIC  # noqa: E402
+from benchmarks.quality import locomo  # noqa: E402
+from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
 FLOORS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.74, 0.8, 0.9)

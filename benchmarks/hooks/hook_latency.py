@@ -18,7 +18,7 @@ Every process is the ``localmem`` console script when it runs this tree (else ``
 localmem``), with Python's bytecode cache (``PYTHONDONTWRITEBYTECODE`` removed). Every file is
 in a temporary folder.
 
-    python benchmarks/hook_latency.py [--runs 30] [--embedder hash|onnx] [--data LOCOMO.json]
+    python benchmarks/hooks/hook_latency.py [--runs 30] [--embedder hash|onnx] [--data LOCOMO.json]
         [--keep-store PATH] [--write]
 
 ``--embedder onnx`` uses the real model through the ONNX embedder (exported once into
@@ -43,13 +43,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 for entry in (str(ROOT), str(HERE), str(ROOT / "tests")):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
-from locomo import DEFAULT_DATA, memory_item, turns_of  # noqa: E402
-from results_file import git_revision, write_section  # noqa: E402
+from benchmarks.quality.locomo import DEFAULT_DATA, memory_item, turns_of  # noqa: E402
+from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 from serving import stop, wait_until_healthy  # noqa: E402  (tests/serving.py)
 
 MODEL = "all-MiniLM-L6-v2"
@@ -165,7 +165,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     if args.embedder == "onnx":
         os.environ["LOCALMEM_CACHE_DIR"] = str(cache)
         os.environ["HF_HUB_OFFLINE"] = "1"
-        from cold_start import ensure_export
+        from benchmarks.hooks.cold_start import ensure_export
 
         ensure_export(cache, env, say)
         embedder = f"onnx:{MODEL}"
@@ -251,7 +251,7 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
         f"## Hook latency (issue 34): `localmem hook UserPromptSubmit` as a new process ({result['embedder']})",
         "",
-        f"`python benchmarks/hook_latency.py --runs {args.runs} --embedder {args.embedder}` at "
+        f"`python benchmarks/hooks/hook_latency.py --runs {args.runs} --embedder {args.embedder}` at "
         f"{git_revision()}, {platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} cores (shared machine). Store: the LoCoMo dev conversations, "
         f"{result['memories']} memories; prompts: LoCoMo questions, one new session each, default hook "
@@ -292,7 +292,7 @@ def main() -> None:
     parser.add_argument("--keep-store", metavar="PATH", help="reuse the store built at PATH (build it there "
                                                              "when missing): the ONNX build takes minutes")
     parser.add_argument("--write", action="store_true", help=f"write the section '{SECTION}-<embedder>' "
-                                                             "of benchmarks/RESULTS.md")
+                                                             "of docs/results/history.md")
     args = parser.parse_args()
     result = measure(args)
     print(json.dumps(result, indent=2))

@@ -16,7 +16,7 @@ LoCoMo conversation with the default model (ONNX from ``--cache-dir``), so the w
 loads the real model while the server starts, as it does for users. Ratios are per round
 (after/before, eager/before), then their median.
 
-    python benchmarks/serve_start.py --before-rev REV [--runs 7] [--data LOCOMO.json] [--write]
+    python benchmarks/hooks/serve_start.py --before-rev REV [--runs 7] [--data LOCOMO.json] [--write]
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 for entry in (str(ROOT), str(HERE), str(ROOT / "tests")):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
-from cold_start import ensure_export  # noqa: E402
-from first_answer import child_env, free_port  # noqa: E402
-from locomo import DEFAULT_DATA, memory_item, turns_of  # noqa: E402
-from results_file import git_revision, write_section  # noqa: E402
+from benchmarks.hooks.cold_start import ensure_export  # noqa: E402
+from benchmarks.hooks.first_answer import child_env, free_port  # noqa: E402
+from benchmarks.quality.locomo import DEFAULT_DATA, memory_item, turns_of  # noqa: E402
+from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 
 EAGER = ("import sys, localmem.mcp_server.streamable; from localmem.cli import main; "
          "sys.exit(main(sys.argv[1:]))")
@@ -145,10 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, help="source tree of the server without /mcp")
     parser.add_argument("--before-rev", metavar="REV", help="or a git revision of this repository, extracted")
     parser.add_argument("--runs", type=int, default=7, help="rounds (default 7)")
-    parser.add_argument("--cache-dir", type=Path, default=HERE / ".cache" / "cold-start",
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / "benchmarks" / ".cache" / "cold-start",
                         help="ONNX cache (default benchmarks/.cache/cold-start)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"LoCoMo data (default {DEFAULT_DATA})")
-    parser.add_argument("--write", action="store_true", help="also update benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="also update docs/results/history.md")
     args = parser.parse_args(argv)
     if (args.before is None) == (args.before_rev is None) or args.runs < 1:
         parser.error("give one of --before or --before-rev, and --runs of at least 1")
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 argv_, env_ = runs[name]
                 rows[name].append(start_once(argv_, env_, mcp=name == "after"))
             say(f"round {round_ + 1}: " + ", ".join(f"{n} {rows[n][-1]['healthy'] * 1000:.0f} ms" for n in runs))
-    command = "python benchmarks/serve_start.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/hooks/serve_start.py " + " ".join(argv if argv is not None else sys.argv[1:])
     body = render(rows, command.strip(), (load_start, os.getloadavg()[0]), memories,
                   str(args.before) if args.before else f"`{args.before_rev}`")
     print(body)

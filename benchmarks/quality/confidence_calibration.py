@@ -21,10 +21,10 @@ Query sets, each asked through ``store.recall_v1(q, filters={"context_id": ctx})
 The script prints the distribution of ``top_score`` (raw top cosine) and
 ``prominence`` per set, the levels each set reads with the configured bands,
 and the best single cut-off between on- and off-topic; ``--write`` puts the
-same into benchmarks/RESULTS.md between ``<!-- confidence:start -->`` and
+same into docs/results/history.md between ``<!-- confidence:start -->`` and
 ``<!-- confidence:end -->``.
 
-    HF_HUB_OFFLINE=1 python benchmarks/confidence_calibration.py [--write]
+    HF_HUB_OFFLINE=1 python benchmarks/quality/confidence_calibration.py [--write]
 """
 
 from __future__ import annotations
@@ -41,16 +41,16 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from localmem import Config, MemoryStore  # noqa: E402
-import locomo  # noqa: E402  (turns_of, memory_item, questions_of)
-from results_file import write_section  # noqa: E402
+from benchmarks.quality import locomo  # noqa: E402  (turns_of, memory_item, questions_of)
+from benchmarks.common.results_file import write_section  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+RESULTS = ROOT / "docs" / "results" / "history.md"
 
 OFF_TOPIC = [
     "How do I configure TLS certificates for a Kubernetes ingress controller?",
@@ -148,7 +148,7 @@ def report(sets: dict[str, list[dict]], config: Config, seconds: float, embedder
         "## Confidence calibration (recall_v1)",
         "",
         "Command: `cd /work/main && HF_HUB_OFFLINE=1 /work/venv/bin/python "
-        "benchmarks/confidence_calibration.py --write`  ",
+        "benchmarks/quality/confidence_calibration.py --write`  ",
         f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; embedder `{embedder}`; "
         f"Python {platform.python_version()}; {seconds:.0f} s  ",
         f"Bands in force (`LOCALMEM_V1_CONFIDENCE_BANDS`): none < {config.v1_confidence_bands[0]} "
@@ -237,7 +237,7 @@ def report(sets: dict[str, list[dict]], config: Config, seconds: float, embedder
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="update docs/results/history.md")
     args = parser.parse_args()
     started = time.perf_counter()
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))

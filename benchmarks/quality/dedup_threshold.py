@@ -6,7 +6,7 @@ its context whose cosine to it is at or above ``SIMILAR_THRESHOLD``
 (all-MiniLM-L6-v2, or ``--embedder``), where that bar should sit:
 
 * **distinct turns** -- each dialog turn of the five conversations, stored as
-  ``benchmarks/locomo.py`` stores it ("Speaker: text"), and its nearest other turn
+  ``benchmarks/quality/locomo.py`` stores it ("Speaker: text"), and its nearest other turn
   of the same conversation (exact duplicates after dedup's normalisation left out:
   those are deduped, not reported). Every such pair is a different turn, so a
   flag is a false alarm -- or two turns that do say the same thing ("Thanks!").
@@ -22,7 +22,7 @@ It prints the distributions and, per threshold, the share of each set at or abov
 it, then the lowest threshold on a 0.01 grid that flags at most ``--budget`` of
 distinct turns.
 
-    python benchmarks/dedup_threshold.py [--embedder all-MiniLM-L6-v2] [--budget 0.01]
+    python benchmarks/quality/dedup_threshold.py [--embedder all-MiniLM-L6-v2] [--budget 0.01]
 """
 
 from __future__ import annotations
@@ -38,10 +38,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 
-from locomo import memory_item, turns_of  # noqa: E402
+from benchmarks.quality.locomo import memory_item, turns_of  # noqa: E402
 
 from localmem.embedders import resolve_embedder  # noqa: E402
 from localmem.storage.dedup_keys import normalise_content  # noqa: E402

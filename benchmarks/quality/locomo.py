@@ -6,7 +6,7 @@ A question's score at k is the share of its evidence turns found in the top
 k. Baselines (plain FTS5 BM25, dense MiniLM cosine) run in the same process
 over the same memories.
 
-    python benchmarks/locomo.py [--data PATH] [--embedder auto|hash] [--write]
+    python benchmarks/quality/locomo.py [--data PATH] [--embedder auto|hash] [--write]
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import query_terms  # noqa: E402
-from results_file import write_section  # noqa: E402
-from embedding_cache import CachedEmbedder  # noqa: E402
+from benchmarks.common.results_file import write_section  # noqa: E402
+from benchmarks.common.embedding_cache import CachedEmbedder  # noqa: E402
 from localmem.embedders.resolve import resolve_embedder  # noqa: E402
 
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev.json"
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
@@ -41,7 +41,7 @@ _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 LEARNED_NOTE = ("**In-sample:** the default's learned-rank model (localmem/models/learned_rank.json) was "
                 "trained on these dev conversations, so the localmem and recall_v1 rows overstate them. "
                 "The held-out estimates, each conversation scored by a model trained on the other four, "
-                "are `python benchmarks/train_learned_rank.py` (RESULTS.md, learned re-ranking).")
+                "are `python benchmarks/quality/train_learned_rank.py` (RESULTS.md, learned re-ranking).")
 
 
 def session_time(text: str) -> str:
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--param", action="append", default=[],
                         help="extra recall parameter key=value (repeatable)")
-    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/results/history.md")
     parser.add_argument("--ablations", action="store_true",
                         help="also run localmem with one lever removed at a time")
     args = parser.parse_args(argv)
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_results(body: str, args: argparse.Namespace, n: int, elapsed: float) -> None:
-    command = ("python benchmarks/locomo.py --write" + (" --ablations" if args.ablations else "")
+    command = ("python benchmarks/quality/locomo.py --write" + (" --ablations" if args.ablations else "")
                + "".join(f" --param {p}" for p in args.param))
     write_section("locomo", f"## Retrieval quality (LoCoMo dev)\n\n"
                             f"Command: `{command}` (embedder `{args.embedder}`), "

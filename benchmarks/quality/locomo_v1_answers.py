@@ -1,7 +1,7 @@
 """Before/after check for recall_v1 on real text: every answer on the LoCoMo dev conversations.
 
-    python benchmarks/locomo_v1_answers.py dump answers.json
-    python benchmarks/locomo_v1_answers.py compare before.json after.json
+    python benchmarks/quality/locomo_v1_answers.py dump answers.json
+    python benchmarks/quality/locomo_v1_answers.py compare before.json after.json
 
 ``dump`` builds locomo.py's store (one memory per turn, the default embedder
 behind the embedding cache of benchmarks/.cache/) and asks every question
@@ -22,10 +22,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 
-import locomo  # noqa: E402
+from benchmarks.quality import locomo  # noqa: E402
 import localmem  # noqa: E402
 from localmem import Config  # noqa: E402
 
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dump":
         dump(args.path, args.data)
         return 0
-    import scale_answers
+    from benchmarks.speed import scale_answers
     return scale_answers.compare(args.before, args.after)
 
 

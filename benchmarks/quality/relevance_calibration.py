@@ -1,7 +1,7 @@
 """Calibrate recall's ``relevance`` (localmem/recall/relevance_model.py) on the LoCoMo dev data.
 
 Memories: every dialog turn of the dev conversations, one memory per turn, stored
-with all-MiniLM-L6-v2 (benchmarks/locomo.py's build_store, embeddings from the
+with all-MiniLM-L6-v2 (benchmarks/quality/locomo.py's build_store, embeddings from the
 on-disk cache). Prompts, each asked through ``recall`` (limit K) and
 ``recall_v1`` (k K), scoped to one conversation's tag:
 
@@ -23,7 +23,7 @@ the lowest at which the held-out share of silent unrelated prompts is at least
 TARGET_SILENT (both routes); the model fitted on all five conversations and that
 floor are written to localmem/models/relevance.json with ``--write``.
 
-    HF_HUB_OFFLINE=1 python benchmarks/relevance_calibration.py [--write] [--limit 10]
+    HF_HUB_OFFLINE=1 python benchmarks/quality/relevance_calibration.py [--write] [--limit 10]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -46,8 +46,8 @@ import numpy as np  # noqa: E402
 
 from localmem import Config  # noqa: E402
 from localmem.recall.relevance_model import FEATURES, MODEL_RESOURCE  # noqa: E402
-import locomo  # noqa: E402  (build_store, cached_embedder)
-from confidence_calibration import OFF_TOPIC  # noqa: E402  (40 hand-written off-topic questions)
+from benchmarks.quality import locomo  # noqa: E402  (build_store, cached_embedder)
+from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402  (40 hand-written off-topic questions)
 
 # Beside the main checkout, or beside the folder of worktrees.
 DEFAULT_DATA = next((p for p in (ROOT.parent / "shared" / "data" / "locomo-dev.json",
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         coefficients[FEATURES[column]] = round(float(beta[index + 1]), 4)
     model = {"calibrated_for": "all-MiniLM-L6-v2", "intercept": round(float(beta[0]), 4),
              "floor": chosen, "coefficients": coefficients,
-             "fitted_by": f"benchmarks/relevance_calibration.py --limit {args.limit} --features {args.features}",
+             "fitted_by": f"benchmarks/quality/relevance_calibration.py --limit {args.limit} --features {args.features}",
              "training": {"positives": int(y.sum()), "negatives": int(len(y) - y.sum()),
                           "prompts": len(questions)}}
     lines = [f"{len(questions)} questions, {store.health()['memory_count']} memories, limit {args.limit}; "

@@ -7,7 +7,7 @@ The model file holds two learned parts, trained in turn:
    only when it encodes a query's tokens, trained so that MaxSim over each
    question's whole conversation ranks its evidence first;
 2. a LightGBM lambdarank model over pool features: every dev question is asked
-   through ``MemoryStore.recall`` exactly as ``benchmarks/locomo.py`` asks it,
+   through ``MemoryStore.recall`` exactly as ``benchmarks/quality/locomo.py`` asks it,
    with the delta on and the learned component at weight 0, and the
    candidate pool's features (``learned_rank.pool_features``) are recorded
    with a label per candidate: is it one of the question's evidence turns.
@@ -25,7 +25,7 @@ cores: the ablations train the previous default's query adapter
 without each group of features (``FEATURE_GROUPS``) on the same held-out pools.
 
     pip install -e ".[embeddings,train]"   # torch (for the delta), MiniLM, lightgbm
-    python benchmarks/train_learned_rank.py [--write] [--results]
+    python benchmarks/quality/train_learned_rank.py [--write] [--results]
 
 The deltas do not depend on the trees' features, so a run that changes only the trees can
 take them from a pickle (``--deltas``, e.g. the ``deltas.pkl`` that
@@ -48,18 +48,18 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import locomo  # noqa: E402
+from benchmarks.quality import locomo  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.embedders.query_delta import QueryDelta  # noqa: E402
 from localmem.kagura import learned as kagura_learned  # noqa: E402
 from localmem.recall import late_interaction, learned_rank, pipeline  # noqa: E402
 from localmem.storage import token_codes  # noqa: E402
-from results_file import write_section  # noqa: E402
+from benchmarks.common.results_file import write_section  # noqa: E402
 
-MODEL_PATH = Path(__file__).resolve().parent.parent / "localmem" / "models" / learned_rank.MODEL_RESOURCE
+MODEL_PATH = Path(__file__).resolve().parents[2] / "localmem" / "models" / learned_rank.MODEL_RESOURCE
 PARAMS = dict(objective="lambdarank", num_leaves=7, min_child_samples=50,
               subsample=0.8, subsample_freq=1, colsample_bytree=0.8, reg_lambda=1.0, verbose=-1)
 
@@ -332,7 +332,7 @@ def export(ranker, embedders: list[str], settings: dict,
         add(info["tree_structure"], 0)
         trees.append(arrays)
     return {"format": 1, "features": list(learned_rank.FEATURES), "embedders": embedders, "depth": depth,
-            "trained_on": "LoCoMo dev conversations 0-4 (benchmarks/train_learned_rank.py)",
+            "trained_on": "LoCoMo dev conversations 0-4 (benchmarks/quality/train_learned_rank.py)",
             "params": {**PARAMS, **settings}, "trees": trees,
             **({"query_adapter": {"down": np.round(adapter.down.astype(np.float64), 6).tolist(),
                                   "up": np.round(adapter.up.astype(np.float64), 6).tolist(),
@@ -512,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - started
         write_section("learned-rank", "\n".join([
             "## Learned re-ranking: leave one conversation out", "",
-            "Command: `python benchmarks/train_learned_rank.py --results"
+            "Command: `python benchmarks/quality/train_learned_rank.py --results"
             + (f" --deltas {args.deltas}" if args.deltas else "")
             + (" --skip-adapter" if args.skip_adapter else "")
             + f"` (embedder `{args.embedder}`, "

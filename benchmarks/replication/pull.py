@@ -14,10 +14,10 @@ edges (``POST /associate``); then, each as the CLI a user runs:
 Figures are memories per second of the command's own timing (memories taken / seconds), and
 the wall time of the subprocess. The machine is shared: compare with the same-run baseline.
 ``--embedder`` is the local store's (default ``hash``; ``all-MiniLM-L6-v2`` for the real model, offline).
-The table is printed; ``--write`` puts it into benchmarks/RESULTS.md between
+The table is printed; ``--write`` puts it into docs/results/history.md between
 ``<!-- pull:start -->`` markers.
 
-    python benchmarks/pull.py [--n 1000] [--embedder hash] [--write]
+    python benchmarks/replication/pull.py [--n 1000] [--embedder hash] [--write]
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 for extra in (ROOT, ROOT / "tests", ROOT / "benchmarks"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
 from localmem import MemoryStore  # noqa: E402
-from push import items  # noqa: E402
+from benchmarks.replication.push import items  # noqa: E402
 from remote_servers import CLEARED, automem  # noqa: E402
-from results_file import git_revision, write_section  # noqa: E402
+from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 
 BATCH = 500  # AutoMem's limit per POST /memory/batch and per POST /associate
 
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        write_section("pull", "## Pull from AutoMem (issue 36)\n\n`python benchmarks/pull.py "
+        write_section("pull", "## Pull from AutoMem (issue 36)\n\n`python benchmarks/replication/pull.py "
                       f"--n {args.n} --embedder {args.embedder} --write`\n\n" + table)
     return 0
 

@@ -16,9 +16,9 @@ Each case runs in fresh temporary files, against real servers on loopback:
 
 Figures are memories per second (memories sent, or re-embedded, per second of the command's
 own timing). The machine is shared: compare with the same-run baselines. The table is printed;
-``--write`` puts it into benchmarks/RESULTS.md between ``<!-- push:start -->`` markers.
+``--write`` puts it into docs/results/history.md between ``<!-- push:start -->`` markers.
 
-    python benchmarks/push.py [--n 1000] [--model] [--model-n 500] [--write]
+    python benchmarks/replication/push.py [--n 1000] [--model] [--model-n 500] [--write]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 for extra in (ROOT, ROOT / "tests"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
@@ -43,7 +43,7 @@ for extra in (ROOT, ROOT / "tests"):
 from localmem import MemoryStore  # noqa: E402
 from localmem.embedders import resolve_embedder  # noqa: E402
 from remote_servers import CLEARED, automem, localmem_serve  # noqa: E402
-from results_file import git_revision, write_section  # noqa: E402
+from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 
 
 def items(n: int) -> list[dict[str, Any]]:
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="store_true", help="also re-embed to all-MiniLM-L6-v2")
     parser.add_argument("--model-n", type=int, default=500, help="memories for the MiniLM reembed (default 500)")
     parser.add_argument("--no-automem", action="store_true", help="skip the AutoMem cases")
-    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/results/history.md")
     args = parser.parse_args(argv)
     rows: list[list[str]] = []
     with tempfile.TemporaryDirectory(prefix="localmem-push-bench-") as tmp:
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             reembed_case(work / "reembed-model.db", "all-MiniLM-L6-v2", args.model_n, rows,
                          "reembed hash -> all-MiniLM-L6-v2")
     lines = ["## Push and reembed throughput", "",
-             f"`python benchmarks/push.py --n {args.n}{' --model' if args.model else ''}` at {git_revision()}; "
+             f"`python benchmarks/replication/push.py --n {args.n}{' --model' if args.model else ''}` at {git_revision()}; "
              "real servers on loopback (AutoMem 8ff266e with FalkorDB and qdrant-client's in-memory mode).", "",
              "| case | sent | memories/s | time | note |", "|---|---|---:|---:|---|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]

@@ -12,9 +12,9 @@ through the normal write path, so with a real model the embedder's own speed bou
 
 Figures are memories copied per second of the sync's own timing. The machine may be
 shared: compare with the same run's store_many baseline. ``--write`` puts the table into
-benchmarks/RESULTS.md between ``<!-- sync:start -->`` markers.
+docs/results/history.md between ``<!-- sync:start -->`` markers.
 
-    python benchmarks/sync.py [--n 10000] [--big 20000] [--write]
+    python benchmarks/replication/sync.py [--n 10000] [--big 20000] [--write]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 for extra in (ROOT, ROOT / "tests"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
@@ -39,7 +39,7 @@ from localmem.maintenance.push_client import PushClient  # noqa: E402
 from localmem.maintenance.sync import sync_stores  # noqa: E402
 from localmem.maintenance.sync_remote import RemoteSide  # noqa: E402
 from localmem.maintenance.sync_side import StoreSide  # noqa: E402
-from results_file import git_revision, write_section  # noqa: E402
+from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 from serving import stop, wait_until_healthy  # noqa: E402
 
 
@@ -122,7 +122,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000, help="memories of the first sync (default 10,000)")
     parser.add_argument("--big", type=int, default=20_000, help="the big store of case 3 (default 20,000)")
-    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/results/history.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="localmem-sync-bench-") as tmp:
         folder = Path(tmp)
@@ -143,7 +143,7 @@ def main() -> None:
     table = "\n".join(["| case | throughput | ÷ store_many |", "|---|---|---|", *rows])
     print(table)
     if args.write:
-        write_section("sync", f"## Sync throughput (issue 36)\n\n`python benchmarks/sync.py --n {args.n} --big {args.big} --write` "
+        write_section("sync", f"## Sync throughput (issue 36)\n\n`python benchmarks/replication/sync.py --n {args.n} --big {args.big} --write` "
                               f"(hash embedder, revision {git_revision()}):\n\n{table}\n")
 
 

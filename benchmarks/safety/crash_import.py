@@ -13,7 +13,7 @@ Part 2 (``--cli-kills``, default 10): the real ``localmem import`` command,
 killed at random times; the memory count must never go down, always be whole
 batches, and ``doctor`` must stay clean.
 
-    python benchmarks/crash_import.py [--kills 20] [--cli-kills 10] [--memories 3000] [--no-write]
+    python benchmarks/safety/crash_import.py [--kills 20] [--cli-kills 10] [--memories 3000] [--no-write]
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.reliability_harness import (
+from benchmarks.common.reliability_harness import (
     environment,
     run_cli_crash,
     run_crash,
@@ -84,11 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     total = time.time() - started
     print(json.dumps({k: v for k, v in crash.items() if k != "rounds"}, indent=1))
     print(json.dumps({k: v for k, v in cli.items() if k != "rounds"}, indent=1))
-    command = "cd /work/main && /work/venv/bin/python benchmarks/crash_import.py " + shlex.join(
+    command = "cd /work/main && /work/venv/bin/python benchmarks/safety/crash_import.py " + shlex.join(
         sys.argv[1:] if argv is None else argv)
     if not args.no_write:
         write_part("crash", markdown(crash, cli, command.strip(), total))
-        print("wrote benchmarks/RESULTS.md")
+        print("wrote docs/results/history.md")
     bad = (crash["missing_acknowledged"] or crash["partial_batches"] or crash["doctor_problems"]
            or crash["recall_failures"] or cli["went_down"] or cli["partial_batches"] or cli["doctor_problems"]
            or cli["recall_failures"] or crash["final_integrity"] != ["ok"])

@@ -7,9 +7,9 @@ tokens in logs, CORS, path tricks, file modes under four umasks, online backup w
 writer runs, restore), the regression tests of issue 12 ("Nothing lost, no one in", one
 file per feature, listed in ``ISSUE_12`` with the items they cover), plus the auth / CORS /
 token tests of ``tests/test_http.py`` and ``tests/test_recall_v1_http.py`` (scoped tokens,
-the uniform 404). Results go to ``benchmarks/RESULTS.md`` (reliability section, faults part).
+the uniform 404). Results go to ``docs/results/history.md`` (reliability section, faults part).
 
-    python benchmarks/faults_security.py [--no-write]
+    python benchmarks/safety/faults_security.py [--no-write]
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.reliability_harness import environment, write_part
+from benchmarks.common.reliability_harness import environment, write_part
 
 # Issue 12's regression tests and the items of the issue each covers.
 ISSUE_12 = {
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                       for c in mine + related if c["outcome"] == "skipped"})
     for case in mine + related:
         print(f"{case['outcome']:8} {case['file']}::{case['name']} ({case['time']:.2f} s)")
-    command = "python benchmarks/faults_security.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = "python benchmarks/safety/faults_security.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     lines = [
         "### Resource faults and security",
         "",
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{sum(c['outcome'] == 'passed' for c in related)} passed of {len(related)}.",
         "",
         "Issue 12's regression tests (each failed on the code before its fix; the attacks themselves are "
-        "replayed at scale by `benchmarks/attacks.py`, below):",
+        "replayed at scale by `benchmarks/attacks/attacks.py`, below):",
         "",
         "| file | issue 12 items | checks | failed | s |",
         "|---|---|---:|---:|---:|",
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {label} | {', '.join(outcomes)} | {sum(float(c['time']) for c in cases):.2f} |")
     if not args.no_write:
         write_part("faults", "\n".join(lines))
-        print("wrote benchmarks/RESULTS.md")
+        print("wrote docs/results/history.md")
     return 1 if failed else 0
 
 

@@ -4,9 +4,9 @@ Runs pytest on that file with ``LOCALMEM_FUZZ_EXAMPLES`` examples per property
 (default 3000) and fresh random seeds (``LOCALMEM_FUZZ_RANDOM=1``), and records,
 per property, the examples run, the failures (a crash, a 500, a rejection that
 was not a 4xx ``LocalMemError``, or a rejected call that changed stored data)
-and the time, in ``benchmarks/RESULTS.md`` (reliability section, hostile part).
+and the time, in ``docs/results/history.md`` (reliability section, hostile part).
 
-    python benchmarks/hostile_input.py [--examples 3000] [--no-write]
+    python benchmarks/safety/hostile_input.py [--examples 3000] [--no-write]
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.reliability_harness import environment, write_part
+from benchmarks.common.reliability_harness import environment, write_part
 
 TARGET = "tests/test_hostile_input.py"
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(rows))
     total = sum(c["passing"] + c["failing"] for c in stats.values())
     failing = sum(c["failing"] for c in stats.values())
-    command = "python benchmarks/hostile_input.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = "python benchmarks/safety/hostile_input.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     text = "\n".join([
         "### Hostile input: property-based tests at scale",
         "",
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ])
     if not args.no_write:
         write_part("hostile", text)
-        print("wrote benchmarks/RESULTS.md")
+        print("wrote docs/results/history.md")
     return 0 if code == 0 and failing == 0 else 1
 
 

@@ -6,9 +6,9 @@ acknowledged update of each memory and of each shared memory's fields, edges,
 deletes), that nothing is duplicated, that ``doctor`` is clean and the file
 passes ``integrity_check``. First it compares lock strategies with 4 processes
 calling ``store()``, ``--lock-rounds`` rounds of ``--lock-seconds`` each. Figures go to
-``benchmarks/RESULTS.md`` (reliability section, concurrency part).
+``docs/results/history.md`` (reliability section, concurrency part).
 
-    python benchmarks/stress_concurrency.py [--duration 150] [--lock-seconds 5] [--lock-rounds 3] [--no-write]
+    python benchmarks/safety/stress_concurrency.py [--duration 150] [--lock-seconds 5] [--lock-rounds 3] [--no-write]
 
 Exit status 1 if any write was lost, any "database is locked" reached a
 caller, or any other error occurred.
@@ -24,9 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.reliability_harness import (
+from benchmarks.common.reliability_harness import (
     environment,
     mib,
     run_concurrency,
@@ -129,11 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     figures = run_concurrency(args.duration)
     print(json.dumps({k: v for k, v in figures.items() if k != "server_stderr_tail"}, indent=1))
     total = time.time() - started
-    command = "cd /work/main && /work/venv/bin/python benchmarks/stress_concurrency.py " + shlex.join(
+    command = "cd /work/main && /work/venv/bin/python benchmarks/safety/stress_concurrency.py " + shlex.join(
         sys.argv[1:] if argv is None else argv)
     if not args.no_write and locks:
         write_part("concurrency", markdown(figures, locks, command.strip(), total))
-        print("wrote benchmarks/RESULTS.md")
+        print("wrote docs/results/history.md")
     v = figures["verify"]
     failed = (v["data_lost"] or figures["locked_errors"] or figures["other_errors"]
               or figures["crashed_workers"] or v["doctor_problems"] or v["integrity"] != ["ok"])

@@ -1,13 +1,13 @@
 """What dedup on write costs per write: ``store`` against ``store_checked``, and ``store_many``
 against ``store_many_checked``, paired and interleaved in one process (ratios, not absolutes).
 
-The store is filled first with ``--fill`` LoCoMo dev turns (as benchmarks/locomo.py stores
+The store is filled first with ``--fill`` LoCoMo dev turns (as benchmarks/quality/locomo.py stores
 them); the measured writes store further turns, each new to the store, one plain write and one
 checked write per pair, in ABBA order so neither side always runs on the larger store. Each
 checked write does the near-duplicate kNN (one code-index search) before the write lock and
 the exact-key lookup under it (docs/dedup.md).
 
-    python benchmarks/dedup_cost.py [--embedder hash|all-MiniLM-L6-v2] [--fill 1500]
+    python benchmarks/speed/dedup_cost.py [--embedder hash|all-MiniLM-L6-v2] [--fill 1500]
                                     [--pairs 200] [--batches 10] [--batch-size 25]
 """
 
@@ -22,10 +22,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 
-from locomo import memory_item, turns_of  # noqa: E402
+from benchmarks.quality.locomo import memory_item, turns_of  # noqa: E402
 
 from localmem import MemoryStore  # noqa: E402
 

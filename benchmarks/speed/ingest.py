@@ -13,14 +13,14 @@ database file:
 A same-run baseline (plain apsw inserts of the same rows into a one-table
 file, one transaction) is measured before every case run; each localmem figure
 is reported as a ratio to the baseline, because the machine is shared and
-noisy. Every case runs ``--repeat`` times (interleaved); the fastest run counts. The table is printed and written into ``benchmarks/RESULTS.md`` between
+noisy. Every case runs ``--repeat`` times (interleaved); the fastest run counts. The table is printed and written into ``docs/results/history.md`` between
 the ``<!-- ingest:start -->`` / ``<!-- ingest:end -->`` markers.
 
 5. with ``--existing N``: case 1 again, but into a copy of a store already
    holding N memories (built once with the same generator and cached in
    ``benchmarks/.cache/``), so index maintenance at size is in the figure.
 
-    python benchmarks/ingest.py [--n 5000] [--model-n 500] [--repeat 3] [--no-model] [--profile]
+    python benchmarks/speed/ingest.py [--n 5000] [--model-n 500] [--repeat 3] [--no-model] [--profile]
                                 [--existing 100000]
 """
 
@@ -51,7 +51,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -60,7 +60,7 @@ import numpy as np  # noqa: E402
 
 from localmem.storage.migrations import LATEST_VERSION  # noqa: E402
 from localmem.store import MemoryStore  # noqa: E402
-from results_file import write_section  # noqa: E402
+from benchmarks.common.results_file import write_section  # noqa: E402
 
 DIMS = 384
 SEED = 20240601
@@ -665,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
             print(prof)
     if not args.no_write:
         write_results(section)
-        say("wrote benchmarks/RESULTS.md")
+        say("wrote docs/results/history.md")
     return 0
 
 

@@ -1,6 +1,6 @@
 """The keyword leg of recall at scale, for any words a query holds.
 
-Opens the store ``benchmarks/scale.py`` builds (benchmarks/.cache/scale-N.db,
+Opens the store ``benchmarks/speed/scale.py`` builds (benchmarks/.cache/scale-N.db,
 built on first use) and times recall (query embedding passed in) on three
 query sets, interleaved so a noisy spell hits each alike:
 
@@ -14,7 +14,7 @@ keyword channel is then the only source). For each it reports the keyword
 stage (``keyword_candidates`` plus ``KeywordScorer.scores``, as scale.py's
 'keyword' row) and the whole recall, p50 / p95.
 
-    python benchmarks/keyword_leg.py [--tier 100k] [--queries 200] [--dump answers.json]
+    python benchmarks/speed/keyword_leg.py [--tier 100k] [--queries 200] [--dump answers.json]
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 
-import answer_checks  # noqa: E402
-from scale import NOW, SEED, TIERS, StageTimer, cached, pct, workload  # noqa: E402
+from benchmarks.common import answer_checks  # noqa: E402
+from benchmarks.speed.scale import NOW, SEED, TIERS, StageTimer, cached, pct, workload  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import query_terms  # noqa: E402
 

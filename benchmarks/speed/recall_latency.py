@@ -22,10 +22,10 @@ The store is opened with ``LOCALMEM_TRACK_ACCESS=0`` so recalls write nothing
 data's year. Each mode reports p50 / p95 / mean and its p50 divided by plain
 recall's p50 from the same run. A separate cProfile pass over the plain queries
 lists the top functions by cumulative (and by own) time. The table is printed
-and written into ``benchmarks/RESULTS.md`` between the
+and written into ``docs/results/history.md`` between the
 ``<!-- recall-latency:start -->`` / ``<!-- recall-latency:end -->`` markers.
 
-    python benchmarks/recall_latency.py [--n 10000] [--edges 15000] [--queries 240] [--limit 10]
+    python benchmarks/speed/recall_latency.py [--n 10000] [--edges 15000] [--queries 240] [--limit 10]
                                         [--rebuild] [--no-write]
 """
 
@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 for entry in (str(ROOT), str(HERE)):
     if entry not in sys.path:
         sys.path.insert(0, entry)
@@ -61,7 +61,7 @@ import numpy as np
 
 # The ingest benchmark's generator and helpers (importing it has no side effects
 # beyond os.environ.setdefault of three Hugging Face variables).
-from ingest import (
+from benchmarks.speed.ingest import (
     CAUSES,
     CHANNELS,
     HABITS,
@@ -78,14 +78,14 @@ from ingest import (
     nproc,
     version,
 )
-from results_file import git_revision, write_section  # noqa: E402
+from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 
 from localmem.config import Config
 from localmem.storage.migrations import LATEST_VERSION
 from localmem.relations import AUTHORABLE_TYPES, RELATION_TYPES
 from localmem.store import MemoryStore
 
-CACHE = HERE / ".cache"
+CACHE = ROOT / "benchmarks" / ".cache"
 SEED = 20240601
 BUILD_VERSION = 1  # bump when the build below changes in a way the plan hash cannot see
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.timezone.utc)  # just after the newest generated memory
@@ -734,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
     print(section)
     if not args.no_write:
         write_results(section)
-        say("wrote benchmarks/RESULTS.md")
+        say("wrote docs/results/history.md")
     return 0
 
 

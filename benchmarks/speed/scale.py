@@ -6,9 +6,9 @@ memories, and MiniLM-like vectors (mixtures of real MiniLM embeddings of the
 same generator's texts, so the vectors have the model's anisotropy). Query
 embeddings are passed in, so the model is timed separately.
 
-    python benchmarks/scale.py                 # 10k and 100k tiers
-    python benchmarks/scale.py --tiers 1m      # the opt-in 1M tier
-    python benchmarks/scale.py --write         # also update benchmarks/RESULTS.md
+    python benchmarks/speed/scale.py                 # 10k and 100k tiers
+    python benchmarks/speed/scale.py --tiers 1m      # the opt-in 1M tier
+    python benchmarks/speed/scale.py --write         # also update docs/results/history.md
 """
 
 from __future__ import annotations
@@ -31,18 +31,17 @@ from typing import Any, Callable
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import localmem.recall.pipeline as pipeline  # noqa: E402
-from ingest import generate_memories  # noqa: E402
-from results_file import write_section  # noqa: E402
+from benchmarks.speed.ingest import generate_memories  # noqa: E402
+from benchmarks.common.results_file import write_section  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import KeywordScorer  # noqa: E402
 
-CACHE = HERE / ".cache"
+CACHE = HERE.parent / ".cache"
 TIERS = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 DIMS = 384
 SEED = 20261129
@@ -416,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     for shape in shapes:
         say(f"shape {shape}")
         shape_rows.append(measure_shape(shape, args.shape_n, min(args.queries, 100), say))
-    command = "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/speed/scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
     body = render(results, command.strip())
     if shape_rows:
         body += "\n\n" + render_shapes(shape_rows)

@@ -1,7 +1,7 @@
 """Before/after check for a speed change: every answer of scale.py's workload, compared.
 
-    python benchmarks/scale_answers.py dump answers.json     # this tree's answers (100k tier)
-    python benchmarks/scale_answers.py compare before.json after.json
+    python benchmarks/speed/scale_answers.py dump answers.json     # this tree's answers (100k tier)
+    python benchmarks/speed/scale_answers.py compare before.json after.json
 
 ``dump`` recalls the 200 queries of ``scale.py --tiers 100k --queries 200`` (the
 same store from benchmarks/.cache/, the same query vectors, the same five modes)
@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-import scale
-import localmem
-from localmem import Config, MemoryStore
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.speed import scale  # noqa: E402
+import localmem  # noqa: E402
+from localmem import Config, MemoryStore  # noqa: E402
 
 
 def dump(path: str, tier: str, queries: int) -> None:

@@ -1,6 +1,6 @@
 """Two trees' recall latency on scale.py's workload, query by query, for a noisy machine.
 
-    python benchmarks/scale_paired.py BEFORE_TREE AFTER_TREE [--passes 2]
+    python benchmarks/speed/scale_paired.py BEFORE_TREE AFTER_TREE [--passes 2]
 
 Starts one worker process per tree (each imports that tree's ``localmem`` and
 opens the cached 100k store of benchmarks/.cache/), warms both as scale.py does,
@@ -29,7 +29,7 @@ MODES = ("plain", "tag-scoped (one tag)", "tag-scoped (broad prefix)", "time-win
 
 def worker(queries: int) -> None:
     """Answer 'index' lines on stdin with the milliseconds that query's recall took."""
-    import scale
+    from benchmarks.speed import scale
     from localmem import Config, MemoryStore
     store = MemoryStore(scale.CACHE / "scale-100000.db", embedder="none",
                         config=Config.from_env({"LOCALMEM_TRACK_ACCESS": "0"}), clock=lambda: scale.NOW)
@@ -46,7 +46,7 @@ def worker(queries: int) -> None:
 
 def spawn(tree: Path, queries: int) -> subprocess.Popen[str]:
     # The tree's own copy of this file, so that scale.py imports that tree's localmem.
-    script = tree / "benchmarks" / Path(__file__).name
+    script = tree / Path(__file__).resolve().relative_to(HERE.parents[1])
     if not script.exists():
         script = Path(__file__)
     env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        sys.path.insert(0, str(HERE))
+        sys.path.append(str(HERE.parents[1]))
         worker(args.worker)
         return 0
     if not args.before or not args.after:

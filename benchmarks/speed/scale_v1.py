@@ -1,9 +1,9 @@
 """recall_v1 at scale: latency against the numpy floor, answers before/after, paired trees.
 
-    python benchmarks/scale_v1.py run [--queries 200] [--tokens]   # p50/p95 and ÷ floor per mode
-    python benchmarks/scale_v1.py dump answers.json [--tokens]     # every answer of the workload
-    python benchmarks/scale_v1.py compare before.json after.json   # as scale_answers.py compare
-    python benchmarks/scale_v1.py paired BEFORE_TREE AFTER_TREE    # as scale_paired.py, for recall_v1
+    python benchmarks/speed/scale_v1.py run [--queries 200] [--tokens]   # p50/p95 and ÷ floor per mode
+    python benchmarks/speed/scale_v1.py dump answers.json [--tokens]     # every answer of the workload
+    python benchmarks/speed/scale_v1.py compare before.json after.json   # as scale_answers.py compare
+    python benchmarks/speed/scale_v1.py paired BEFORE_TREE AFTER_TREE    # as scale_paired.py, for recall_v1
 
 The store is scale.py's 100k store (benchmarks/.cache/, built once); with
 ``--tokens`` it is token_evidence.py's copy of it with synthetic token codes
@@ -42,12 +42,11 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-import scale  # noqa: E402
+from benchmarks.speed import scale  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.learned_rank import TreeModel  # noqa: E402
 
@@ -71,7 +70,7 @@ def v1_request(mode: str, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def open_store(tokens: bool, queries: int) -> tuple[MemoryStore, list[tuple[str, dict[str, Any], bytes]]]:
     """The 100k store with the stand-in embedder knowing every workload query, and the workload."""
-    import token_evidence
+    from benchmarks.speed import token_evidence
     say = print
     path = token_evidence.with_token_codes(100_000, say) if tokens else scale.cached(100_000, False, say)[0]
     embedder = token_evidence.WorkloadEmbedder()
@@ -156,7 +155,7 @@ def worker(tokens: bool, queries: int) -> None:
 
 def paired(args: argparse.Namespace) -> None:
     def spawn(tree: Path) -> subprocess.Popen[str]:
-        script = tree / "benchmarks" / Path(__file__).name
+        script = tree / Path(__file__).resolve().relative_to(HERE.parents[1])
         if not script.exists():
             script = Path(__file__)
         env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
@@ -216,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         one.add_argument("--tokens", action="store_true", help="the store with synthetic token codes")
     args = parser.parse_args(argv)
     if args.command == "compare":
-        import scale_answers
+        from benchmarks.speed import scale_answers
         return scale_answers.compare(args.before, args.after)
     if args.command == "worker":
         worker(args.tokens, args.worker_queries)

@@ -1,7 +1,7 @@
 """Recall latency on a small store: the five LoCoMo dev conversations (~2,760 turns).
 
 One memory per dialog turn, threaded by session, exactly as
-``benchmarks/locomo.py`` builds it (its loading code is imported), with the
+``benchmarks/quality/locomo.py`` builds it (its loading code is imported), with the
 embeddings from its on-disk cache (benchmarks/.cache/embeddings.sqlite). Each
 LoCoMo question is then asked with its text and its (cached) embedding passed
 in, in two modes:
@@ -17,7 +17,7 @@ in, in two modes:
 Reports p50 / p95 / mean per mode, then a cProfile pass over one mode's
 questions (``--profile-mode``; top functions by cumulative and by own time).
 
-    python benchmarks/small_store.py [--rounds 2] [--profile-top 25] [--embedder auto|hash]
+    python benchmarks/speed/small_store.py [--rounds 2] [--profile-top 25] [--embedder auto|hash]
                                      [--text] [--profile-mode conversation|plain|text]
                                      [--dump answers.json]
 """
@@ -37,11 +37,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 
-import answer_checks  # noqa: E402
-from locomo import DEFAULT_DATA, build_store, cached_embedder, questions_of, turns_of  # noqa: E402
+from benchmarks.common import answer_checks  # noqa: E402
+from benchmarks.quality.locomo import DEFAULT_DATA, build_store, cached_embedder, questions_of, turns_of  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.embedders import resolve_embedder  # noqa: E402
 

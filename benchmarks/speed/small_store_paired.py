@@ -1,8 +1,8 @@
 """Two trees' recall latency on small_store.py's workload, query by query, for a noisy machine.
 
-    python benchmarks/small_store_paired.py BEFORE_TREE AFTER_TREE --store FILE
+    python benchmarks/speed/small_store_paired.py BEFORE_TREE AFTER_TREE --store FILE
         [--modes text,conversation] [--passes 1] [--every 1]
-    LOCALMEM_PAIRED_CLOCK=cpu python benchmarks/small_store_paired.py ...   (thread CPU time)
+    LOCALMEM_PAIRED_CLOCK=cpu python benchmarks/speed/small_store_paired.py ...   (thread CPU time)
 
 Starts one worker process per tree (each imports that tree's ``localmem`` and
 opens the same store FILE, built by small_store.py ``--store FILE`` first when
@@ -33,7 +33,7 @@ def worker(data: str, store_path: str, embedder: str) -> None:
     the process's CPU time would count the embedder's and BLAS's idle pool threads spinning
     between requests: the same tree on both sides read 1.18 by it in conversation mode)."""
     clock = time.thread_time if os.environ.get("LOCALMEM_PAIRED_CLOCK") == "cpu" else time.perf_counter
-    import small_store
+    from benchmarks.speed import small_store
     from localmem import Config
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
     store, questions, vectors = small_store.open_store(json.loads(Path(data).read_text()), embedder,
@@ -53,10 +53,10 @@ def worker(data: str, store_path: str, embedder: str) -> None:
 
 
 def spawn(tree: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
-    script = tree / "benchmarks" / Path(__file__).name
+    script = tree / Path(__file__).resolve().relative_to(HERE.parents[1])
     if not script.exists():
         script = Path(__file__)
-    env = dict(os.environ, PYTHONPATH=f"{tree}:{tree / 'benchmarks'}", HF_HUB_OFFLINE="1")
+    env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
     process = subprocess.Popen([sys.executable, str(script), "--worker", "--data", args.data,
                                 "--store", args.store, "--embedder", args.embedder],
                                cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -79,8 +79,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    sys.path.insert(0, str(HERE))
-    from locomo import DEFAULT_DATA
+    sys.path.append(str(HERE.parents[1]))
+    from benchmarks.quality.locomo import DEFAULT_DATA
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", nargs="?")
     parser.add_argument("after", nargs="?")

@@ -14,9 +14,9 @@ Both run under NORMAL and FULL in the same run, in fresh files in ``--dir``
 one you run it on; /tmp can be a tmpfs, where fsync costs nothing). The rounds
 interleave the modes and the median counts, because machines are noisy. The
 hash embedder keeps the model out of the timings. Prints the table, and with
-``--write`` puts it in ``benchmarks/RESULTS.md`` (section ``synchronous``).
+``--write`` puts it in ``docs/results/history.md`` (section ``synchronous``).
 
-    python benchmarks/synchronous.py [--n 300] [--batch 50] [--rounds 3] [--dir PATH] [--write]
+    python benchmarks/speed/synchronous.py [--n 300] [--batch 50] [--rounds 3] [--dir PATH] [--write]
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from localmem import Config, MemoryStore  # noqa: E402
-from benchmarks.results_file import git_revision, write_section  # noqa: E402
+from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 
 MODES = ("NORMAL", "FULL")
 
@@ -87,7 +87,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=50, help="memories per store_many call (default 50)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median counts")
     parser.add_argument("--dir", type=Path, default=None, help="where the files go (default: ./.bench-*)")
-    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/results/history.md")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix=".bench-synchronous-", dir=args.dir or Path.cwd())).resolve()
     try:
@@ -112,7 +112,7 @@ def main() -> int:
         print(f"{workload:<12} {transactions:>5} transactions  NORMAL {normal:.3f} s  FULL {full:.3f} s  "
               f"FULL/NORMAL {full / normal:.2f}")
     if args.write:
-        command = "python benchmarks/synchronous.py " + " ".join(sys.argv[1:])
+        command = "python benchmarks/speed/synchronous.py " + " ".join(sys.argv[1:])
         lines = ["## Durability: `LOCALMEM_SYNCHRONOUS=FULL` against the default NORMAL", "",
                  f"Command: `{command.strip()}`  ", f"Setting: {setting}; localmem git {git_revision()}", "",
                  "| workload | transactions | NORMAL s | FULL s | FULL / NORMAL | extra ms per transaction |",

@@ -13,7 +13,7 @@ Storage and ingest: the five LoCoMo dev conversations with the real model
 (ONNX when installed): bytes of token codes per memory, and the time to
 embed and store the turns with token evidence on and off, alternating.
 
-    python benchmarks/token_evidence.py [--queries 200] [--write]
+    python benchmarks/speed/token_evidence.py [--queries 200] [--write]
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-import scale  # noqa: E402
-from results_file import write_section  # noqa: E402
+from benchmarks.speed import scale  # noqa: E402
+from benchmarks.common.results_file import write_section  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.learned_rank import TreeModel  # noqa: E402
 from localmem.storage.token_codes import encode, measure_centre  # noqa: E402
@@ -196,7 +195,7 @@ def measure_query_encoding(queries: int) -> dict[str, Any]:
     (ONNX when installed): the plain pass (vector and tokens) against the plain pass plus
     the tuned tokens' pass, alternating, over LoCoMo dev questions; and the first tuned
     call, which makes the tuned copy of the model."""
-    import locomo
+    from benchmarks.quality import locomo
     from localmem.embedders.resolve import resolve_embedder
 
     data = json.loads(Path(locomo.DEFAULT_DATA).read_text())
@@ -221,7 +220,7 @@ def measure_query_encoding(queries: int) -> dict[str, Any]:
 
 def measure_locomo(rounds: int, say: Any) -> dict[str, Any]:
     """Storage per memory and embed+store time of the LoCoMo turns, token evidence on and off."""
-    import locomo
+    from benchmarks.quality import locomo
     from localmem.embedders.resolve import resolve_embedder
 
     data = json.loads(Path(locomo.DEFAULT_DATA).read_text())
@@ -324,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     recall = measure_recall(100_000, args.queries, say)
     ingest = measure_locomo(args.rounds, say)
     ingest["query"] = measure_query_encoding(args.queries)
-    command = "python benchmarks/token_evidence.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/speed/token_evidence.py " + " ".join(argv if argv is not None else sys.argv[1:])
     body = render(recall, ingest, command.strip(), time.perf_counter() - started)
     print(body)
     if args.write:

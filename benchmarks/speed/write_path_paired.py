@@ -1,6 +1,6 @@
 """Two trees' bulk-write time with precomputed vectors, alternating, for a before/after check.
 
-    python benchmarks/write_path_paired.py BEFORE_TREE AFTER_TREE [--n 3000] [--rounds 2]
+    python benchmarks/speed/write_path_paired.py BEFORE_TREE AFTER_TREE [--n 3000] [--rounds 2]
 
 Each round runs each tree once (in its own process, ``PYTHONPATH`` = that tree), in turns:
 ``store_many`` of N memories in calls of 500, vectors given (so the embedder does no work),
