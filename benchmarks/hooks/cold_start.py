@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="ONNX cache for the run (default benchmarks/.cache/cold-start)")
     parser.add_argument("--big-db", type=Path, default=None,
                         help="also time cold CLI recalls on a copy of this (large) database file")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/results/history.md alone")
     args = parser.parse_args(argv)
     if args.runs < 2:
         parser.error("--runs must be at least 2")

@@ -41,7 +41,7 @@ _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 LEARNED_NOTE = ("**In-sample:** the default's learned-rank model (localmem/models/learned_rank.json) was "
                 "trained on these dev conversations, so the localmem and recall_v1 rows overstate them. "
                 "The held-out estimates, each conversation scored by a model trained on the other four, "
-                "are `python benchmarks/quality/train_learned_rank.py` (RESULTS.md, learned re-ranking).")
+                "are `python benchmarks/quality/train_learned_rank.py` (docs/results/history.md, learned re-ranking).")
 
 
 def session_time(text: str) -> str:

@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=10, help="results per prompt (recall limit, v1 k)")
     parser.add_argument("--questions", type=int, default=0, help="at most this many per conversation (0: all)")
     # ``learned`` is left out by default: the learned-rank model was trained on these very
-    # conversations (in-sample here), and held out it did not help (RESULTS.md).
+    # conversations (in-sample here), and held out it did not help (docs/results/history.md).
     parser.add_argument("--features", default="cosine,margin,coverage,token",
                         help=f"comma-separated subset of {','.join(FEATURES)} to fit")
     parser.add_argument("--write", action="store_true", help="write localmem/models/relevance.json")

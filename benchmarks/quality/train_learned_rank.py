@@ -15,7 +15,7 @@ The model file holds two learned parts, trained in turn:
 The estimate of what the model does on conversations it has not seen is
 nested leave-one-conversation-out: for each of the five, the delta and then
 the trees are trained on the other four, and the fifth is scored; printed and,
-with ``--results``, written to RESULTS.md. With ``--write`` both are trained
+with ``--results``, written to docs/results/history.md. With ``--write`` both are trained
 on all five and saved as ``localmem/models/learned_rank.json`` (the model
 recall ships with), or with ``--output PATH`` elsewhere, for
 ``LOCALMEM_LEARNED_RANK_MODEL=PATH`` (another embedder: ``--embedder NAME``;
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", default=str(MODEL_PATH),
                         help="where --write saves it (default: the packaged model; another path is "
                              "used with LOCALMEM_LEARNED_RANK_MODEL)")
-    parser.add_argument("--results", action="store_true", help="write the estimate to RESULTS.md")
+    parser.add_argument("--results", action="store_true", help="write the estimate to docs/results/history.md")
     parser.add_argument("--deltas", metavar="PICKLE",
                         help="reuse query deltas from a pickle of {frozenset(held-out conversations): "
                              "QueryDelta} (as experiments/levers9/record.py keeps them) instead of training "

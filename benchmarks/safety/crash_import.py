@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--cli-kills", type=int, default=10)
     parser.add_argument("--memories", type=int, default=3000)
-    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/results/history.md alone")
     args = parser.parse_args(argv)
     started = time.time()
     crash = run_crash(args.kills, memories=args.memories)

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lock-seconds", type=float, default=5.0,
                         help="seconds per lock strategy and round in the comparison (default 5; 0 skips it)")
     parser.add_argument("--lock-rounds", type=int, default=3, help="rounds of the comparison (default 3)")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/results/history.md alone")
     args = parser.parse_args(argv)
     started = time.time()
     locks = run_lock_comparison(args.lock_seconds, rounds=args.lock_rounds) if args.lock_seconds > 0 else []

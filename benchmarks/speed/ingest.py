@@ -497,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time case 1 into a store already holding N memories (case 5; "
                              "the store is built once and cached in benchmarks/.cache/)")
     parser.add_argument("--rebuild-existing", action="store_true", help="rebuild the cached --existing store")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/results/history.md alone")
     args = parser.parse_args(argv)
     n = args.n
     single_n = args.single_n if args.single_n is not None else max(1, n // 5)

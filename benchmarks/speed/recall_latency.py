@@ -559,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=10, help="rows in the cProfile tables (default 10)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached store")
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile pass")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/results/history.md alone")
     args = parser.parse_args(argv)
     if args.queries < 1 or args.n < 100 or args.edges < 0:
         parser.error("need --queries >= 1, --n >= 100, --edges >= 0")
