@@ -216,8 +216,9 @@ def replacement_type(content: str, replaced: Mapping[str, object]) -> dict[str, 
     fallback), the replacement keeps the replaced memory's type and confidence: the
     new answer to a decision is a decision. ``{}`` when there is nothing to keep.
     """
-    if classify(content)[1] > FALLBACK_CONFIDENCE or replaced.get("type") in (None, DEFAULT_TYPE):
-        return {}
+    if not isinstance(content, str) or replaced.get("type") in (None, DEFAULT_TYPE) \
+            or classify(content)[1] > FALLBACK_CONFIDENCE:
+        return {}  # not text: the store's own validation names the field
     fields: dict[str, object] = {"type": replaced["type"]}
     if isinstance(replaced.get("confidence"), (int, float)):
         fields["confidence"] = replaced["confidence"]

@@ -213,5 +213,8 @@ def test_a_replacement_keeps_the_type_the_rules_cannot_read(tmp_path) -> None:
         assert store.get(newer)["type"] == "Insight"
         typed = store.supersede(newer, "Billing is on Postgres again", type="Context")["memory_id"]
         assert store.get(typed)["type"] == "Context"
+        # content that is no text is refused by the store's validation, naming the field
+        with pytest.raises(ValidationError, match="content"):
+            store.supersede(typed, 12345)  # type: ignore[arg-type]
     finally:
         store.close()
