@@ -219,3 +219,16 @@ def test_every_current_figure_is_two_clicks_from_the_readme():
         assert cells[5].startswith("`python benchmarks/") or cells[5] == "same", row
         for script in re.findall(r"benchmarks/[\w/]+\.py", cells[5]):
             assert (ROOT / script).exists(), row
+
+
+def test_the_readme_names_each_one_time_step_of_the_demo():
+    """Issue 45: the second `demo` run built the learned ranking's query graph, a one-time step the
+    README did not mention. Each step's message (what the user sees on stderr) is in the README's
+    first-run note, and still in the code that prints it."""
+    first_run = README.read_text(encoding="utf-8").split("- **First run:**", 1)[1].split("\n- **", 1)[0]
+    steps = {"exports it once to ONNX": ("onnx_export.py", "to ONNX once"),
+             "building the query graph": ("onnx_runtime.py", "building the query graph")}
+    for said, (module, message) in steps.items():
+        assert said in first_run, said
+        assert message in (ROOT / "localmem" / "embedders" / module).read_text(encoding="utf-8"), module
+    assert "second demo" in first_run and "no one-time step" in first_run
