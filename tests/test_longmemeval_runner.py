@@ -1,15 +1,10 @@
-"""The LongMemEval runner (benchmarks/longmemeval.py): turns stored as capture stores them,
+"""The LongMemEval runner (benchmarks/quality/longmemeval.py): turns stored as capture stores them,
 evidence counted per turn and per session, BM25 beside localmem in the same run."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+from benchmarks.quality import longmemeval
 from localmem import Config
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import longmemeval  # noqa: E402
 
 LONG_ANSWER = ("Here is a long and generic answer about gardening. " * 60).strip()
 

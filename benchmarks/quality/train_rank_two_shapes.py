@@ -1,0 +1,241 @@
+"""Retrain the learned ranking's trees on two shapes of conversation, validated held out.
+
+LoCoMo dev (people talking to each other, short turns) and LongMemEval dev (a
+person talking to an assistant, long answers split into parts, stored as
+capture stores them, with ``metadata.role``): every question is asked through
+``MemoryStore.recall`` as the two runners ask it (benchmarks/quality/locomo.py,
+benchmarks/quality/longmemeval.py), with the learned component at weight 0, and its
+candidate pool's features (``learned_rank.pool_features``, the role features
+included) are recorded with a label per candidate: is it evidence.
+
+The query delta is the packaged model's (trained on LoCoMo by
+benchmarks/quality/train_learned_rank.py) and is kept: only the trees are retrained
+here, so LoCoMo's held-out figures below have the delta in-sample (its own
+held-out estimate is train_learned_rank.py's), and LongMemEval's do not.
+
+Reported, all on pools asked in this run:
+
+- the weighted score alone, and the packaged trees (the previous default);
+- leave one dataset out: trees trained on LoCoMo only, scored on LongMemEval, and
+  the reverse;
+- folds held out within both: fold ``i`` is LoCoMo conversation ``i`` and every
+  fifth LongMemEval instance; trees trained on both sets without the fold score it;
+- the same folds without the role features (held at 0).
+
+``--write`` trains on every pool of both sets and saves the packaged model.
+
+    pip install -e ".[embeddings,train]"
+    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.quality import locomo, longmemeval  # noqa: E402
+from benchmarks.quality import train_learned_rank as trl  # noqa: E402
+from localmem import Config  # noqa: E402
+from localmem.recall import learned_rank, pipeline  # noqa: E402
+from localmem.recall.speaker_roles import ROLE_FEATURES  # noqa: E402
+
+FOLDS = 5
+KEYS = ("R@5", "R@10", "MRR")
+LME_KEYS = ("R@5", "R@10", "MRR", "any@5", "all@5")
+
+
+def recorded_pool(store, ask: Callable[[], Any], key_of: Callable[[dict], str]) -> dict:
+    """The candidate pool one recall (``ask``) scores: each candidate's key, weighted score
+    and features; the learned component is left out (the store's model is a placeholder)."""
+    pool: dict = {"keys": [], "final": np.zeros(0), "rows": np.zeros((0, len(learned_rank.FEATURES)))}
+
+    def recording(model, candidates, query, mention=None):
+        pool["keys"] = [key_of(c) for c in candidates]
+        pool["final"] = np.array([c["final_score"] for c in candidates])
+        pool["rows"] = learned_rank.pool_features(candidates, query, mention)
+        return {}
+
+    real, pipeline.learned_components = pipeline.learned_components, recording
+    try:
+        ask()
+    finally:
+        pipeline.learned_components = real
+    return pool
+
+
+def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeModel) -> list[dict]:
+    data = json.loads(Path(path).read_text())
+    store, questions = locomo.build_store(data, embedder, ":memory:", config)
+    store.learned_model = model
+    locomo.build_bm25_baseline(store)
+    dia_of = {memory_id: dia for memory_id, dia in store.conn.execute(
+        "SELECT id, json_extract(metadata, '$.dia_id') FROM memories")}
+    pools = []
+    with store:
+        for q in questions:
+            pool = recorded_pool(store, lambda q=q: store.recall(q["question"], tags=[q["conv_tag"]], limit=20,
+                                                                 adaptive_floor=False),
+                                 lambda c: dia_of[c["memory"]["id"]])
+            fold = int(q["conv_tag"].split(":")[1]) % FOLDS
+            pool.update(shape="locomo", fold=fold, labels=np.array([k in q["evidence"] for k in pool["keys"]], float),
+                        score=lambda ranked, q=q: locomo.metrics(ranked, q["evidence"]), kind=q["category"],
+                        bm25=locomo.metrics(locomo.bm25_baseline(store, q["question"], q["conv_tag"], 20),
+                                            q["evidence"]))
+            pools.append(pool)
+    return pools
+
+
+def lme_pools(instances: list[dict], embedder, config: Config, model: learned_rank.TreeModel,
+              log: Callable[[str], None]) -> list[dict]:
+    pools = []
+    for number, instance in enumerate(instances):
+        if instance["question_id"].endswith("_abs"):
+            continue  # nothing to find: no label to learn from
+        store, count, seconds = longmemeval.build_store(instance, embedder, config)
+        store.learned_model = model
+        turns, sessions = longmemeval.evidence_of(instance)
+        of = longmemeval.session_map(instance)
+        with store:
+            pool = recorded_pool(store, lambda: longmemeval.localmem_answer(store, instance),
+                                 lambda c: c["memory"]["metadata"].get("turn"))
+            bm25 = longmemeval.metrics(longmemeval.bm25_turns(store, instance["question"]), of, turns, sessions)
+        pool.update(bm25=bm25, shape="lme", fold=number % FOLDS, labels=np.array([k in turns for k in pool["keys"]], float),
+                    score=lambda ranked, of=of, t=turns, s=sessions: longmemeval.metrics(ranked, of, t, s),
+                    kind=instance["question_type"])
+        pools.append(pool)
+        log(f"lme {number + 1}/{len(instances)}: {count} memories, ingest {seconds:.0f} s")
+    return pools
+
+
+def learned_scores(predict: Callable[[np.ndarray], np.ndarray] | None, pool: dict, weight: float) -> np.ndarray:
+    """Weighted score plus the learned component, as recall adds it (the top LEARNED_TOP only)."""
+    top = np.argsort(-pool["final"], kind="stable")[:learned_rank.LEARNED_TOP]
+    learned = np.zeros(len(pool["final"]))
+    if predict is not None and len(top):
+        learned[top] = 1.0 / (1.0 + np.exp(-np.clip(predict(pool["rows"][top]), -60, 60)))
+    return pool["final"] + weight * learned
+
+
+def scored(pool: dict, scores: np.ndarray) -> dict[str, float]:
+    order = np.argsort(-scores, kind="stable")
+    return pool["score"]([pool["keys"][i] for i in order])
+
+
+def zeroed(rows: np.ndarray, names) -> np.ndarray:
+    rows = rows.copy()
+    rows[:, [learned_rank.FEATURES.index(n) for n in names]] = 0.0
+    return rows
+
+
+def fit(pools: list[dict], args, drop=()) -> Callable[[np.ndarray], np.ndarray]:
+    trainable = [p for p in pools if p["labels"].any()]  # a pool without evidence teaches no order
+    ranker = trl.fit([{**p, "rows": zeroed(p["rows"], drop)} for p in trainable],
+                     args.rounds, args.seed, args.learning_rate)
+    return lambda rows: ranker.predict(zeroed(rows, drop), raw_score=True)
+
+
+def means(rows: list[dict], keys) -> list[float]:
+    return [float(np.mean([r[k] for r in rows if k in r])) for k in keys]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--locomo", default=str(locomo.DEFAULT_DATA))
+    parser.add_argument("--lme", default=str(longmemeval.DEFAULT_DATA))
+    parser.add_argument("--lme-instances", type=int, default=None,
+                        help="the first N LongMemEval instances in the runner's subset order (default: all)")
+    parser.add_argument("--lme-ids", default=None, help="comma-separated question ids: only these instances")
+    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--learning-rate", type=float, default=0.15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--write", action="store_true", help="train on every pool and save the model")
+    parser.add_argument("--output", default=str(trl.MODEL_PATH))
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+
+    def log(line: str) -> None:
+        print(f"[{time.perf_counter() - started:.0f} s] {line}", file=sys.stderr, flush=True)
+
+    packaged = learned_rank.TreeModel.packaged()
+    embedder = locomo.cached_embedder(args.embedder)
+    config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
+    # The placeholder lets recall compute the features with the packaged delta's MaxSim (an
+    # embedder that cannot apply a delta, e.g. the hash one in tests, gets plain MaxSim).
+    inner = getattr(embedder, "inner", embedder)
+    delta = packaged.query_delta if callable(getattr(inner, "embed_query_tokens", None)) else None
+    placeholder = dataclasses.replace(trl.placeholder_model(embedder.name, delta=delta),
+                                      embedders=(*packaged.embedders, embedder.name))
+    pools = locomo_pools(args.locomo, embedder, config, placeholder)
+    log(f"locomo: {len(pools)} pools")
+    instances = longmemeval.load_instances(args.lme, args.lme_instances, ids=args.lme_ids.split(",") if args.lme_ids else None)
+    pools += lme_pools(instances, embedder, config, placeholder, log)
+    weight = Config().weight_learned
+    old_columns = len(packaged.features)
+
+    rankings: dict[str, dict[int, dict]] = {"FTS5 BM25 (same memories)": {i: p["bm25"] for i, p in enumerate(pools)}}
+
+    def rank(label: str, predict_for: Callable[[dict], Any]) -> None:
+        rankings[label] = {i: scored(p, learned_scores(predict_for(p), p, weight)) for i, p in enumerate(pools)}
+
+    rank("weighted score alone (LOCALMEM_LEARNED_RANK=0 with the delta's MaxSim)", lambda p: None)
+    rank("previous trees (packaged; in-sample on LoCoMo)",
+         lambda p: lambda rows: packaged.raw_scores(np.ascontiguousarray(rows[:, :old_columns])))
+    by_shape = {shape: fit([p for p in pools if p["shape"] == shape], args) for shape in ("locomo", "lme")}
+    rank("trees trained on the other dataset only", lambda p: by_shape["lme" if p["shape"] == "locomo" else "locomo"])
+    log("leave one dataset out done")
+    for label, drop in (("trees on both, fold held out", ()),
+                        ("trees on both, fold held out, no role features", ROLE_FEATURES)):
+        held = {fold: fit([p for p in pools if p["fold"] != fold], args, drop) for fold in range(FOLDS)}
+        rank(label, lambda p, held=held: held[p["fold"]])
+        log(f"{label} done")
+
+    lines = ["| ranking | LoCoMo R@5 | LoCoMo R@10 | LoCoMo MRR | LME turn R@5 | LME turn R@10 | LME MRR | "
+             "LME session any@5 | LME session all@5 |", "|---|" + "---:|" * 8]
+    for label, metrics in rankings.items():
+        loc = [metrics[i] for i, p in enumerate(pools) if p["shape"] == "locomo"]
+        lme = [metrics[i] for i, p in enumerate(pools) if p["shape"] == "lme"]
+        lines.append(f"| {label} | " + " | ".join(f"{v:.3f}" for v in means(loc, KEYS) + means(lme, LME_KEYS)) + " |")
+    final_label = "trees on both, fold held out"
+    lines += ["", f"By LongMemEval question type ({final_label}; turn R@10 / session any@5):", "",
+              "| question type | n | BM25 | weighted score alone | previous trees | other dataset only | held out |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    labels = list(rankings)[1:]  # the learned rankings (BM25 first in the row)
+    for kind in longmemeval.TYPES:
+        chosen = [i for i, p in enumerate(pools) if p["shape"] == "lme" and p["kind"] == kind]
+        if chosen:
+            cells = [f"{np.mean([rankings[l][i]['R@10'] for i in chosen]):.3f} / "
+                     f"{np.mean([rankings[l][i]['any@5'] for i in chosen]):.3f}"
+                     for l in ["FTS5 BM25 (same memories)", *labels[:4]]]
+            lines.append(f"| {kind} | {len(chosen)} | " + " | ".join(cells) + " |")
+    n_lme = sum(p["shape"] == "lme" for p in pools)
+    lines += ["", f"{len(pools) - n_lme} LoCoMo questions, {n_lme} LongMemEval questions "
+              f"({len(instances)} instances, abstentions left out); {time.perf_counter() - started:.0f} s."]
+    print("\n".join(lines))
+    if args.write:
+        ranker = trl.fit([p for p in pools if p["labels"].any()], args.rounds, args.seed, args.learning_rate)
+        settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
+        model = trl.export(ranker, list(packaged.embedders), settings, delta=delta)
+        model["trained_on"] = (f"LoCoMo dev conversations 0-4 and {len(instances)} LongMemEval dev instances "
+                               "(benchmarks/quality/train_rank_two_shapes.py); query delta from LoCoMo "
+                               "(benchmarks/quality/train_learned_rank.py)")
+        output = Path(args.output)
+        output.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"wrote {output} ({output.stat().st_size:,} bytes, {len(model['trees'])} trees)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
