@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 
-from ..errors import LocalMemError
-from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
+from ..errors import LocalMemError, ValidationError
+from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path
 from .output import Output
 
 START_WAIT = 60.0  # 'daemon start' waits this long for the process to answer (loading the model)
@@ -17,17 +15,17 @@ START_WAIT = 60.0  # 'daemon start' waits this long for the process to answer (l
 
 def register(command: AddCommand) -> None:
     """daemon."""
-    p = command("daemon", cmd_daemon, "the store's warm process: status, start, stop (or run it here)",
+    p = command("daemon", cmd_daemon, "the store's warm process: status, start or stop it",
                 epilog="Hooks, 'localmem mcp' and 'localmem recall' start it on their own when it is not "
                        "running, and 'recall', 'store', 'list', the hooks and the MCP tools are answered "
                        "through it while it runs; it exits after --idle seconds without a request "
                        "($LOCALMEM_DAEMON_IDLE, default 1800). $LOCALMEM_DAEMON=0 turns it off. "
                        "See docs/daemon.md.")
-    p.add_argument("action", choices=("status", "start", "stop", "run"),
-                   help="status: is it running; start: start it in the background and wait until it "
-                        "answers; stop: ask it to exit; run: serve in this process (what start runs)")
+    p.add_argument("action", choices=("status", "start", "stop"),
+                   help="status: is it running (exit 1 when not); start: start it in the background and "
+                        "wait until it answers; stop: ask it to exit and wait until it has")
     p.add_argument("--idle", type=float, metavar="SECONDS",
-                   help="exit after this long without a request (start, run; default $LOCALMEM_DAEMON_IDLE, "
+                   help="with start: exit after this long without a request (default $LOCALMEM_DAEMON_IDLE, "
                         "else 1800)")
 
 
@@ -40,15 +38,15 @@ def _ask(path: str, op: str, embedder: str = "") -> dict:
 
 def cmd_daemon(args: argparse.Namespace, out: Output) -> int:
     from ..daemon import client, rundir
-    from ..daemon_server.process import idle_seconds
 
     path = db_path(args)
     if not rundir.supported():
         raise LocalMemError("the warm process needs Linux (Unix sockets with peer credentials)")
-    where = rundir.where(path)
-    idle = idle_seconds(args.idle) if args.action in ("start", "run") else None
-    if args.action == "run":
-        return _run(args, path, idle, out)
+    try:
+        where = rundir.where(path)
+        idle = client.idle_seconds(args.idle) if args.action == "start" else None
+    except (ValueError, rundir.Refused) as exc:
+        raise ValidationError(str(exc)) from None
     if args.action == "status":
         try:
             status = _ask(path, "status")
@@ -82,19 +80,6 @@ def cmd_daemon(args: argparse.Namespace, out: Output) -> int:
                 raise LocalMemError(f"the warm process did not answer within {START_WAIT:g} s ({exc}); "
                                     f"see its log, {where.log}") from None
             time.sleep(0.1)
-
-
-def _run(args: argparse.Namespace, path: str, idle: float, out: Output) -> int:
-    from ..daemon import client
-    from ..daemon_server.process import AlreadyRunning, serve
-
-    embedder = client.embedder_choice(getattr(args, "embedder", None))
-    try:
-        serve(path, lambda: open_store(args, must_exist=True), embedder=embedder, idle=idle,
-              say=lambda text: print(time.strftime("%Y-%m-%dT%H:%M:%S ") + text, file=sys.stderr, flush=True))
-    except AlreadyRunning as exc:
-        out.note(f"localmem daemon: {exc.message}; this one exits")
-    return EXIT_OK
 
 
 def _report(out: Output, status: dict, code: int) -> int:

@@ -27,7 +27,11 @@ import time
 
 from . import rundir, wire
 
-__all__ = ["Failed", "NotRunning", "ask", "embedder_choice", "lock_is_free", "start"]
+__all__ = ["DEFAULT_IDLE_SECONDS", "IDLE_ENV", "Failed", "NotRunning", "ask", "embedder_choice", "idle_seconds",
+           "describe", "lock_is_free", "start"]
+
+DEFAULT_IDLE_SECONDS = 30 * 60
+IDLE_ENV = "LOCALMEM_DAEMON_IDLE"
 
 CONNECT_TIMEOUT = 0.2  # a warm process accepts at once; one that does not is stuck or gone
 MAX_LOG_BYTES = 1024 * 1024  # the log is started afresh (the old one kept as .log.1) past this
@@ -36,7 +40,12 @@ _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 class NotRunning(Exception):
-    """No usable warm process (the message says why); answer in-process."""
+    """No usable warm process (the message says why); answer in-process. ``refused``: there is a
+    folder or socket, but it is not this user's (or not private), so it is never used."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class Failed(Exception):
@@ -55,6 +64,23 @@ def embedder_choice(given: str | None, environ: dict[str, str] | os._Environ[str
     return (given or env.get(EMBEDDER_ENV) or "").strip()
 
 
+def idle_seconds(given: float | None, environ: dict[str, str] | os._Environ[str] | None = None) -> float:
+    """``--idle``, else ``$LOCALMEM_DAEMON_IDLE``, else 30 minutes; ``ValueError`` naming it."""
+    env = os.environ if environ is None else environ
+    where, value = "--idle", given
+    if value is None and env.get(IDLE_ENV, "").strip():
+        where = f"${IDLE_ENV}"
+        try:
+            value = float(env[IDLE_ENV])
+        except ValueError:
+            raise ValueError(f"{where} must be a number of seconds, got {env[IDLE_ENV]!r}") from None
+    if value is None:
+        return DEFAULT_IDLE_SECONDS
+    if not 0 < value <= 7 * 24 * 3600:
+        raise ValueError(f"{where} must be more than 0 seconds and at most a week, got {value!r}")
+    return value
+
+
 def peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end (``SO_PEERCRED``: the kernel's word, not the peer's)."""
     _, uid, _ = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
@@ -69,7 +95,7 @@ def _connect(where: rundir.Where, timeout: float) -> socket.socket:
         raise NotRunning(f"no warm process runs for {where.store}") from None
     except rundir.Refused as exc:
         sys.stderr.write(f"localmem: ignoring the warm process's socket: {exc}\n")  # worth a word always
-        raise NotRunning(str(exc)) from None
+        raise NotRunning(str(exc), refused=True) from None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(max(0.001, timeout))
@@ -85,7 +111,7 @@ def _connect(where: rundir.Where, timeout: float) -> socket.socket:
         if uid != os.geteuid():
             sys.stderr.write(f"localmem: ignoring the warm process's socket {where.socket}: it is served "
                              f"by uid {uid}, not by this user\n")
-            raise NotRunning("the socket is served by another user")
+            raise NotRunning(f"the socket is served by uid {uid}, not by this user", refused=True)
     except BaseException:
         sock.close()
         raise
@@ -112,6 +138,30 @@ def ask(store_path: str, op: str, body: dict, *, deadline: float, embedder: str 
         return answer.get("result")
     status = answer.get("status")
     raise Failed(status if type(status) is int else 500, str(answer.get("message") or "no message"))
+
+
+def describe(store_path: str) -> dict:
+    """The warm process of ``store_path`` as ``doctor`` reports it: ``state`` is running, stopped,
+    off ($LOCALMEM_DAEMON=0 or not supported here) or refused (its folder or socket is not this
+    user's: nothing will be started there), with the pid, socket and log, or the reason."""
+    if not rundir.enabled():
+        return {"state": "off", "reason": "turned off with $LOCALMEM_DAEMON=0" if rundir.supported()
+                else "needs Linux (Unix sockets with peer credentials)"}
+    try:
+        where = rundir.where(store_path)
+        rundir.check_folder(where.folder, create=False)
+    except FileNotFoundError:
+        return {"state": "stopped", "reason": "none has run yet"}
+    except rundir.Refused as exc:
+        return {"state": "refused", "reason": str(exc)}
+    found = {"socket": where.socket, "log": where.log}
+    try:
+        status = ask(store_path, "status", {}, deadline=time.monotonic() + 2.0)
+    except NotRunning as exc:
+        return {"state": "refused" if exc.refused else "stopped", "reason": str(exc), **found}
+    except Failed as exc:
+        return {"state": "stopped", "reason": exc.message, **found}
+    return {"state": "running", **(status if isinstance(status, dict) else {}), **found}
 
 
 def _lock(where: rundir.Where) -> int | None:
@@ -169,7 +219,7 @@ def start(store_path: str, *, embedder: str = "", idle: float | None = None) -> 
     os.close(fd)  # free again for the process about to start; of racing starters, one takes it
     import subprocess  # only here: the hook pays for it on the start, not on every prompt
 
-    command = [sys.executable, "-m", "localmem", "daemon", "run", "--db", where.store]
+    command = [sys.executable, "-m", "localmem.daemon_server", "--db", where.store]
     if embedder:
         command += ["--embedder", embedder]
     if idle is not None:

@@ -48,6 +48,8 @@ def answer(served: Served, message: dict[str, Any]) -> Any:
     if op == "stop":
         served.stopping.set()
         return {"pid": os.getpid(), "stopping": True}
+    if op not in ("hook", "mcp", "cli"):
+        raise ValidationError(f"unknown op {op!r}: status, stop, hook, mcp or cli")
     if message.get("embedder", "") != served.embedder:
         raise Mismatch(f"this warm process serves embedder {served.embedder or 'the store’s own'!r}, "
                        f"not {message.get('embedder')!r}")
@@ -60,10 +62,8 @@ def answer(served: Served, message: dict[str, Any]) -> Any:
         return answer_forwarded(served.store, event, message.get("payload"), message.get("settings", {}))
     if op == "mcp":
         return _mcp(served.store, message)
-    if op == "cli":
-        with served.cli_lock:
-            return _cli(served.store, message)
-    raise ValidationError(f"unknown op {op!r}: status, stop, hook, mcp or cli")
+    with served.cli_lock:
+        return _cli(served.store, message)
 
 
 class Mismatch(LocalMemError):

@@ -27,10 +27,8 @@ from ..daemon import client, rundir, wire
 from ..errors import LocalMemError, ValidationError
 from .answers import Mismatch, Served, answer
 
-__all__ = ["DEFAULT_IDLE_SECONDS", "IDLE_ENV", "AlreadyRunning", "idle_seconds", "serve"]
+__all__ = ["AlreadyRunning", "serve"]
 
-DEFAULT_IDLE_SECONDS = 30 * 60
-IDLE_ENV = "LOCALMEM_DAEMON_IDLE"
 MAX_CONNECTIONS = 16
 REQUEST_DEADLINE = 10.0  # to read one request: a client sends it at once
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the clock and the stop flag
@@ -38,23 +36,6 @@ ACCEPT_POLL = 0.5  # how often the accept loop looks at the clock and the stop f
 
 class AlreadyRunning(LocalMemError):
     """Another warm process holds the store's lock."""
-
-
-def idle_seconds(given: float | None, environ: dict[str, str] | os._Environ[str] | None = None) -> float:
-    """``--idle``, else ``$LOCALMEM_DAEMON_IDLE``, else 30 minutes; ``ValidationError`` naming it."""
-    env = os.environ if environ is None else environ
-    where, value = "--idle", given
-    if value is None and env.get(IDLE_ENV, "").strip():
-        where = f"${IDLE_ENV}"
-        try:
-            value = float(env[IDLE_ENV])
-        except ValueError:
-            raise ValidationError(f"{where} must be a number of seconds, got {env[IDLE_ENV]!r}") from None
-    if value is None:
-        return DEFAULT_IDLE_SECONDS
-    if not 0 < value <= 7 * 24 * 3600:
-        raise ValidationError(f"{where} must be more than 0 seconds and at most a week, got {value!r}")
-    return value
 
 
 def serve(store_path: str, open_store: Any, *, embedder: str, idle: float, say: Any = print) -> None:
