@@ -13,7 +13,8 @@ Three states: ``off`` (``LOCALMEM_DAEMON=0``: in-process, as before issue 44), `
 (no warm process yet: this call answers in-process and starts one after answering; then the
 time until the warm process answers is taken as ``start``), and ``warm`` (it runs). ``off`` and
 ``warm`` runs alternate pair by pair, so both see the same machine load; the ratio is taken per
-pair. Prompts and queries are scale.py's workload texts. Every file is in a temporary folder.
+pair; ``python -c pass`` is timed in each round too (the floor of any new process, with this
+venv's ``site``). Prompts and queries are scale.py's workload texts. Every file is in a temporary folder.
 
     python benchmarks/daemon_latency.py [--runs 30] [--mcp-runs 5] [--only hook,cli,mcp]
 """
@@ -108,7 +109,7 @@ def client_argv(kind: str, env: dict[str, str], db: Path, text: str, number: int
 
 def measure(kind: str, db: Path, env: dict[str, str], texts: list[str], runs: int) -> dict[str, list[float]]:
     off_env = dict(env, LOCALMEM_DAEMON="0")
-    out: dict[str, list[float]] = {"off": [], "first": [], "start": [], "warm": []}
+    out: dict[str, list[float]] = {"off": [], "first": [], "start": [], "warm": [], "floor": []}
     if kind == "mcp":
         asyncio.run(_mcp(db, off_env, texts[0]))  # the OS file cache, the SDK's bytecode
         for index in range(runs):
@@ -132,6 +133,7 @@ def measure(kind: str, db: Path, env: dict[str, str], texts: list[str], runs: in
         for state, state_env in (pair if index % 2 == 0 else pair[::-1]):
             argv, stdin = client_argv(kind, env, db, texts[index % len(texts)], 2000 + 2 * index + (state == "off"))
             out[state].append(run(argv, state_env, stdin))
+        out["floor"].append(run([sys.executable, "-c", "pass"], env))  # any new Python process
     stop(env, db)
     return out
 
@@ -167,10 +169,12 @@ def main() -> None:
             results[kind] = measure(kind, db, env, texts, args.mcp_runs if kind == "mcp" else args.runs)
     lines = ["| client, state | n | p50 ms | p95 ms | mean ms |", "|---|---|---|---|---|"]
     for kind, found in results.items():
-        for state in ("off", "first", "start", "warm"):
+        for state in ("off", "first", "start", "warm", "floor"):
             label = {"off": "no warm process ($LOCALMEM_DAEMON=0)", "first": "first call (starts it)",
-                     "start": "  until the warm process answers", "warm": "warm process running"}[state]
-            lines.append(row(f"{kind}: {label}", found[state]))
+                     "start": "  until the warm process answers", "warm": "warm process running",
+                     "floor": "  `python -c pass` in the same rounds"}[state]
+            if found[state]:
+                lines.append(row(f"{kind}: {label}", found[state]))
         if found["off"] and found["warm"] and kind != "mcp":
             ratios = [w / o for w, o in zip(found["warm"], found["off"])]
             lines.append(f"| {kind}: warm / off, per pair (median) | {len(ratios)} | {statistics.median(ratios):.3f} | | |")
