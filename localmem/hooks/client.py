@@ -1,12 +1,14 @@
 """``localmem hook EVENT``: read the hook's JSON on stdin, answer on stdout, fast.
 
 A hook runs on every prompt, so this module imports only the standard
-library. When a ``localmem serve`` (or ``localmem ui``) runs for the store,
+library. It asks the store's warm process first (``localmem.daemon``: a Unix
+socket). Else, when a ``localmem serve`` (or ``localmem ui``) runs for the store,
 its discovery note (``discovery``) names it and the payload is forwarded
 there over loopback (``POST /hooks/{event}``, with the note's secret): the
-server answers from its warm store and loaded model. Without one, or when it
-refuses the connection, the hook answers in-process (``events.answer_hook`` on
-a freshly opened store).
+server answers from its warm store and loaded model. Without either, or when
+they refuse, the hook answers in-process (``events.answer_hook`` on a freshly
+opened store) and, once it has answered, starts the warm process for the next
+prompt.
 
 A hook must never break its client: whatever happens, it exits 0; when it
 has nothing to say it prints nothing, and every reason for saying nothing
@@ -91,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="localmem hook", description=(
         "Answer an assistant's hook: the hook's JSON on stdin, the answer (Claude Code's JSON) on "
         "stdout, nothing when there is nothing to say. Always exits 0; reasons go to stderr. "
-        "Forwards to a running 'localmem serve' for the store when there is one."),
+        "Forwards to the store's warm process, or to a running 'localmem serve' for the store."),
         epilog="Global options (--db, --embedder, --json, --color): see 'localmem --help'.")
     parser.add_argument("command", help=argparse.SUPPRESS)
     parser.add_argument("event", help="the hook event: SessionStart, UserPromptSubmit, PreCompact, Stop, "
@@ -100,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"answer nothing past this long (default ${DEADLINE_ENV}, else "
                              f"{PROMPT_DEADLINE:g} s for prompt events, {CAPTURE_DEADLINE:g} s for capture)")
     parser.add_argument("--no-forward", dest="forward", action="store_false",
-                        help="answer in-process even when a server runs for the store")
+                        help="answer in-process even when a warm process or a server runs for the store")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help=f"say on stderr who answered and how long it took (also ${VERBOSE_ENV}=1)")
     # The global options, as every command takes them (described in 'localmem --help').
