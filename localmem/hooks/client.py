@@ -357,7 +357,6 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
     started = time.monotonic()
     settings: _Run | None = None
     start_warm = False  # no warm process answered: one is started once this prompt is answered
-    deadline_exit = None
     try:
         settings = _settings(argv, started)
         payload = _payload(_read_stdin(settings.deadline), settings.event)
@@ -377,9 +376,9 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
                     if settings.verbose:
                         sys.stderr.write(f"localmem hook: answering in-process: {exc}\n")
         if not who:
-            if hard_exit and start_warm:
-                deadline_exit = lambda: _start_warm(settings)  # noqa: E731  # started even past the deadline
-            answer = _in_process(settings, payload, hard_exit, deadline_exit)
+            start_now = settings if hard_exit and start_warm else None  # also when the deadline ends the run
+            answer = _in_process(settings, payload, hard_exit,
+                                 (lambda: _start_warm(start_now)) if start_now is not None else None)
             who = "in-process"
         if answer is not None:
             sys.stdout.write(json.dumps(answer) + "\n")
