@@ -59,7 +59,8 @@ def answer(served: Served, message: dict[str, Any]) -> Any:
         event = message.get("event")
         if not isinstance(event, str):
             raise ValidationError("'event' must be the hook event's name")
-        return answer_forwarded(served.store, event, message.get("payload"), message.get("settings", {}))
+        answered = answer_forwarded(served.store, event, message.get("payload"), message.get("settings", {}))
+        return {"answer": answered.output, "report": answered.report}
     if op == "mcp":
         return _mcp(served.store, message)
     with served.cli_lock:

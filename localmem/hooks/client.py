@@ -31,7 +31,7 @@ import time
 
 from ..daemon import client as warm_client, rundir as warm_dir
 from ..paths import default_db_path
-from . import discovery
+from . import capture_report, discovery
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every prompt
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class _Run:
         self.event, self.db, self.embedder = event, db, embedder
         self.deadline = deadline  # a time.monotonic() value
         self.seconds, self.verbose, self.forward = seconds, verbose, forward
+        self.report: Any = None  # what the answer did (for -v)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -302,6 +303,7 @@ def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | Non
     if not isinstance(data, dict) or not (data.get("answer") is None or isinstance(data.get("answer"), dict)):
         raise _Silent(f"localmem hook: {where} answered something other than {{\"answer\": ...}}; "
                       "answering nothing")
+    run.report = data.get("report")
     return data["answer"], where
 
 
@@ -315,13 +317,14 @@ def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool,
         try:
             from ..settings import choose_embedder, opens_read_only
             from ..store import MemoryStore
-            from .events import answer_hook
+            from .events import answer_hook_with_report
             from .settings import HookSettings
 
             settings = HookSettings.from_env()
             with MemoryStore(run.db, embedder=choose_embedder(run.embedder, run.db),
                              read_only=opens_read_only(run.db)) as store:
-                outcome["answer"] = answer_hook(store, run.event, payload, settings)
+                answered = answer_hook_with_report(store, run.event, payload, settings)
+                outcome["answer"], run.report = answered.output, answered.report
         except BaseException as exc:  # reported by the caller; a hook never raises
             outcome["error"] = exc
 
@@ -387,6 +390,8 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
             ms = (time.monotonic() - started) * 1000
             said = "an answer" if answer is not None else "nothing to say"
             sys.stderr.write(f"localmem hook: {settings.event}: {said}, from {who}, in {ms:.0f} ms\n")
+            for line in capture_report.describe(settings.report):
+                sys.stderr.write(f"localmem hook: {line}\n")
     except _Silent as exc:
         sys.stderr.write(f"{exc}\n")
     except SystemExit as exc:  # --help
@@ -436,6 +441,7 @@ def _warm_process(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | 
         if exc.status == 400:  # the payload itself is wrong: in-process would say the same
             raise _Silent(f"localmem hook: the warm process answered 400: {exc.message}; answering nothing") from None
         raise _Refused(f"the warm process declined ({exc.message})") from None
-    if not (result is None or isinstance(result, dict)):
+    if not isinstance(result, dict) or not (result.get("answer") is None or isinstance(result.get("answer"), dict)):
         raise _Silent("localmem hook: the warm process answered something other than an answer; answering nothing")
-    return result, "the warm process"
+    run.report = result.get("report")
+    return result["answer"], "the warm process"

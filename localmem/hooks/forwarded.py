@@ -5,10 +5,10 @@ the hook would give in-process."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
-from .events import answer_hook
+from .events import HookAnswer, answer_hook_with_report
 from .settings import HookSettings
 
 if TYPE_CHECKING:
@@ -20,8 +20,8 @@ MAX_SETTINGS = 64
 SETTINGS_PREFIX = "LOCALMEM_HOOK_"  # as the hook client sends them
 
 
-def answer_forwarded(store: "MemoryStore", event: str, payload: object, environment: object) -> dict[str, Any] | None:
-    """``ValidationError`` naming the field for a payload that is not an object or settings that
+def answer_forwarded(store: "MemoryStore", event: str, payload: object, environment: object) -> HookAnswer:
+    """The answer and what was done (the hook prints the report under ``-v``); ``ValidationError`` naming the field for a payload that is not an object or settings that
     are not at most ``MAX_SETTINGS`` ``LOCALMEM_HOOK_*`` strings."""
     if not isinstance(payload, dict):
         raise ValidationError("'payload' must be the hook's JSON object")
@@ -29,4 +29,4 @@ def answer_forwarded(store: "MemoryStore", event: str, payload: object, environm
             or not all(isinstance(k, str) and k.startswith(SETTINGS_PREFIX) and isinstance(v, str)
                        for k, v in environment.items())):
         raise ValidationError(f"'settings' must map at most {MAX_SETTINGS} {SETTINGS_PREFIX}* names to strings")
-    return answer_hook(store, event, payload, HookSettings.from_env(environment))
+    return answer_hook_with_report(store, event, payload, HookSettings.from_env(environment))

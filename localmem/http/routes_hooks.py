@@ -59,7 +59,8 @@ def hook_endpoint(store: MemoryStore, secret: str | None) -> Endpoint:
         body = known_fields(await read_json_object(request, MAX_HOOK_BODY_BYTES), ("payload", "settings"))
         result = await run_in_threadpool(answer_forwarded, store, event, body.get("payload"),
                                          body.get("settings", {}))
-        return JSONResponse({"answer": result}, headers={SERVER_PID_HEADER: str(os.getpid())})
+        return JSONResponse({"answer": result.output, "report": result.report},
+                            headers={SERVER_PID_HEADER: str(os.getpid())})
 
     return answer
 
