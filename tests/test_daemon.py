@@ -179,6 +179,16 @@ def test_idle_exit(warm: Warm) -> None:
     assert not warm.status()["running"]
 
 
+def test_it_exits_when_its_store_is_deleted(warm: Warm) -> None:
+    status = warm.start()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{warm.db}{suffix}").unlink(missing_ok=True)
+    deadline = time.monotonic() + 30
+    while alive(status["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(status["pid"]) and "is gone; exiting" in warm.logs()
+
+
 def test_a_folder_or_socket_not_this_users_is_refused(warm: Warm) -> None:
     if os.geteuid() != 0:
         pytest.skip("making files of another user needs root")

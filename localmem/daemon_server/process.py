@@ -1,5 +1,5 @@
 """The warm process's life: take the store's lock, open and warm the store, listen, answer, and
-exit after an idle time, on ``stop``, or on SIGTERM/SIGINT.
+exit after an idle time, on ``stop``, on SIGTERM/SIGINT, or once the store's file is gone.
 
 The lock (``fcntl.flock`` on the store's lock file, held for the whole life)
 makes it the only one for its store: a second process started in a race
@@ -112,6 +112,9 @@ def _accept(listener: socket.socket, served: Served) -> None:
         with guard:
             idle = busy[0] == 0 and time.monotonic() - served.last_request > served.idle_seconds
         if idle:
+            return
+        if not os.path.exists(served.store.path):  # deleted (or moved): nothing left to serve
+            print(f"localmem daemon: {served.store.path} is gone; exiting", file=sys.stderr)
             return
         try:
             conn, _ = listener.accept()
