@@ -302,3 +302,23 @@ def test_mcp_answers_through_the_warm_process(warm: Warm) -> None:
     assert warm.status()["requests"] >= before + 2  # answered there, not by a store opened in the MCP process
     listed = warm.localmem("list", "--json", LOCALMEM_DAEMON="0")
     assert "stored over MCP through the warm process" in listed.stdout
+
+
+def test_mcp_answers_in_process_once_the_warm_process_is_gone(warm: Warm) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    pid = warm.start()["pid"]
+
+    async def scenario() -> tuple[dict, dict]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "localmem", "mcp"],
+                                       cwd=str(REPO), env=warm.env)
+        async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+            through = await client.call_tool("recall_memory", {"query": "cat", "limit": 2})
+            os.kill(pid, signal.SIGKILL)
+            here = await client.call_tool("recall_memory", {"query": "cat", "limit": 2})
+            return through.structured_content, here.structured_content
+
+    through, here = anyio.run(scenario)
+    assert steady_json(here) == steady_json(through)
