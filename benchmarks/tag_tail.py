@@ -13,7 +13,6 @@ tag prefix), and the candidates the stages saw.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
