@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.quality import locomo, longmemeval  # noqa: E402
 from benchmarks.quality import train_learned_rank as trl  # noqa: E402
 from localmem import Config  # noqa: E402
+from localmem.embedders.resolve import resolve_embedder  # noqa: E402
 from localmem.recall import learned_rank, pipeline  # noqa: E402
 from localmem.recall.speaker_roles import ROLE_FEATURES  # noqa: E402
 
@@ -158,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the first N LongMemEval instances in the runner's subset order (default: all)")
     parser.add_argument("--lme-ids", default=None, help="comma-separated question ids: only these instances")
     parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="embed without the on-disk cache in benchmarks/.cache (tests)")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--learning-rate", type=float, default=0.15)
     parser.add_argument("--seed", type=int, default=0)
@@ -170,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:.0f} s] {line}", file=sys.stderr, flush=True)
 
     packaged = learned_rank.TreeModel.packaged()
-    embedder = locomo.cached_embedder(args.embedder)
+    embedder = resolve_embedder(args.embedder) if args.no_cache else locomo.cached_embedder(args.embedder)
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
     # The placeholder lets recall compute the features with the packaged delta's MaxSim (an
     # embedder that cannot apply a delta, e.g. the hash one in tests, gets plain MaxSim).
