@@ -76,6 +76,10 @@ def test_a_model_trained_before_features_were_appended_still_ranks():
     rows = np.zeros((2, len(FEATURES)))
     rows[1, QUESTION] = 1.0
     assert model.raw_scores(rows).tolist() == [-6.0, 6.0]
+    # ... but a split on a column its own list does not name is refused
+    beyond = {**older, "trees": [tree(len(older["features"]), 0.5, -1.0, 1.0)]}
+    with pytest.raises(ValueError, match="outside"):
+        TreeModel.from_dict(beyond)
 
 
 def test_the_packaged_model_reads_the_features_recall_computes():

@@ -251,7 +251,7 @@ class TreeModel:
         width = model.feature.shape[1]
         inner = model.feature >= 0
         outside = (model.left < 0) | (model.left >= width) | (model.right < 0) | (model.right >= width)
-        if (model.feature >= len(FEATURES)).any() or (inner & outside).any():
+        if (model.feature >= len(model.features)).any() or (inner & outside).any():
             raise ValueError("malformed learned-rank model: a split points outside its tree")
         if not (np.isfinite(model.threshold).all() and np.isfinite(model.value).all()
                 and 0 <= model.depth <= MAX_DEPTH):
