@@ -3,7 +3,9 @@
 Each instance is its own store: one user's history of about 48 sessions, each
 turn stored as the hooks' capture stores it (verbatim, ``metadata.role``,
 threaded by session, long turns split into parts of at most 2,000 characters),
-the session's date as the turn's time. The question is asked with its
+the session's date as the turn's time; capture's importance (0.4) and its source and project tags
+are left out (the same for every memory, so they should not change the order; not measured). The
+question is asked with its
 ``question_date`` as "now". Turn-level R@k counts the evidence turns
 (``has_answer``) among the first k distinct turns (the parts of one turn count
 once, where its best part ranks); session-level recall_any@5 / recall_all@5
