@@ -70,6 +70,7 @@ class _Run:
         self.event, self.db, self.embedder = event, db, embedder
         self.deadline = deadline  # a time.monotonic() value
         self.seconds, self.verbose, self.forward = seconds, verbose, forward
+        self.report: Any = None  # the answer's report (events.HookAnswer.report): -v prints its "explain"
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -100,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-forward", dest="forward", action="store_false",
                         help="answer in-process even when a server runs for the store")
     parser.add_argument("-v", "--verbose", action="store_true",
-                        help=f"say on stderr who answered and how long it took (also ${VERBOSE_ENV}=1)")
+                        help=f"say on stderr who answered, how long it took and why each note was injected "
+                             f"or not (also ${VERBOSE_ENV}=1)")
     # The global options, as every command takes them (described in 'localmem --help').
     parser.add_argument("--db", metavar="PATH", help=argparse.SUPPRESS)
     parser.add_argument("--embedder", metavar="NAME", help=argparse.SUPPRESS)
@@ -298,6 +300,7 @@ def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | Non
     if not isinstance(data, dict) or not (data.get("answer") is None or isinstance(data.get("answer"), dict)):
         raise _Silent(f"localmem hook: {where} answered something other than {{\"answer\": ...}}; "
                       "answering nothing")
+    run.report = data.get("report")
     return data["answer"], where
 
 
@@ -309,13 +312,14 @@ def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool) -> dict[str
         try:
             from ..settings import choose_embedder, opens_read_only
             from ..store import MemoryStore
-            from .events import answer_hook
+            from .events import answer_hook_with_report
             from .settings import HookSettings
 
             settings = HookSettings.from_env()
             with MemoryStore(run.db, embedder=choose_embedder(run.embedder, run.db),
                              read_only=opens_read_only(run.db)) as store:
-                outcome["answer"] = answer_hook(store, run.event, payload, settings)
+                answered = answer_hook_with_report(store, run.event, payload, settings)
+                outcome["answer"], run.report = answered.output, answered.report
         except BaseException as exc:  # reported by the caller; a hook never raises
             outcome["error"] = exc
 
@@ -338,6 +342,17 @@ def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool) -> dict[str
         detail = getattr(error, "message", None) or str(error) or type(error).__name__
         raise _Silent(f"localmem hook: {run.event} failed in-process: {detail}; answering nothing")
     return outcome.get("answer")
+
+
+def _explain(report: Any) -> None:
+    """-v: the decisions the answer explained (its report's ``explain`` lines), then why nothing was said."""
+    if not isinstance(report, dict):
+        return
+    lines = report.get("explain")
+    for line in lines if isinstance(lines, list) else []:
+        sys.stderr.write(f"localmem hook:   {str(line)[:400]}\n")
+    if report.get("reason"):
+        sys.stderr.write(f"localmem hook:   {str(report['reason'])[:400]}\n")
 
 
 def run(argv: list[str], *, hard_exit: bool = False) -> int:
@@ -367,6 +382,7 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
             ms = (time.monotonic() - started) * 1000
             said = "an answer" if answer is not None else "nothing to say"
             sys.stderr.write(f"localmem hook: {settings.event}: {said}, from {who}, in {ms:.0f} ms\n")
+            _explain(settings.report)
     except _Silent as exc:
         sys.stderr.write(f"{exc}\n")
     except SystemExit as exc:  # --help
