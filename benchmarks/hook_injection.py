@@ -20,8 +20,8 @@ session with the shipped settings; its report holds every candidate's relevance,
 parameters of the stand-out rule (``localmem/hooks/selection.py``) are replayed on the same
 candidates with the same ``choose`` and ``build_block``. Folds: LoCoMo's five conversations,
 LongMemEval's instances by index mod 5; ``lead`` and ``close`` are chosen on four folds of
-both sets (most related prompts with evidence injected, among those keeping >= 0.95 of
-unrelated prompts silent; then the higher share of injected notes that are evidence) and
+both sets (among those keeping >= 0.95 of unrelated prompts silent, the most related prompts
+with evidence injected plus the highest share of injected notes that are evidence) and
 measured on the fifth; and across sets: chosen on one set, measured on the other. The floor
 is recall's (docs/relevance.md) and the cap 3.
 
@@ -60,8 +60,8 @@ from confidence_calibration import OFF_TOPIC  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 FOLDS = 5
-LEADS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
-CLOSES = (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 1.0)
+LEADS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4)
+CLOSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
 TARGET_QUIET = 0.95
 FLOOR_GRID = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # The six unanswerable instances, and the answerable ones whose embeddings the shared cache held
@@ -201,11 +201,12 @@ def evaluate(prompts: list[dict], params: tuple) -> dict[str, float]:
 
 
 def fit(prompts: list[dict], floors: tuple = (None,)) -> tuple:
-    """The (lead, close, floor) with the most related prompts hit among those keeping >= 0.95 quiet."""
+    """The (lead, close, floor) keeping >= 0.95 of unrelated prompts quiet with the most related prompts
+    hit plus the most injected notes being evidence (the two targets weighed alike)."""
     best, best_key = (LEADS[-1], CLOSES[0], None), (-1.0, -1.0, -1.0)
     for lead, close, floor in itertools.product(LEADS, CLOSES, floors):
         m = evaluate(prompts, (lead, close, floor))
-        key = (1.0 if m["quiet"] >= TARGET_QUIET else m["quiet"] - 1.0, m["hit"], m["precision"])
+        key = (1.0 if m["quiet"] >= TARGET_QUIET else m["quiet"] - 1.0, m["hit"] + m["precision"], m["hit"])
         if key > best_key:
             best, best_key = (lead, close, floor), key
     return best
