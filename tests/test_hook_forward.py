@@ -471,3 +471,11 @@ def test_hook_finds_a_server_started_without_a_runtime_folder(tmp_path: Path):
         stop(process)
     assert f"from the localmem server (pid {process.pid}," in result.stderr.decode(), result.stderr
     assert DEPLOY in context_of(result)
+
+
+def test_forwarded_verbose_prints_the_servers_decisions(served):
+    """-v through the server: the explanation is the server's report, printed by the hook."""
+    result = hook(served["db"], served["env"], prompt_payload("explain-1"))
+    stderr = result.stderr.decode()
+    assert f"pid {served['process'].pid}" in stderr
+    assert "floor" in stderr and "kept" in stderr and "tokens (estimated)" in stderr, stderr
