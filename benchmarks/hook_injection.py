@@ -13,7 +13,7 @@ Stores (all-MiniLM-L6-v2 through the shared embedding cache, ``--embedder``):
   the ``_abs`` questions (their answer was never stored), each instance's question asked of
   the next instance's store, and 10 of the off-topic questions per store. The instances are
   ``--lme`` positions in the set ordered by (answerable, sha256 of the question id): by
-  default the six ``_abs`` ones and six answerable ones (see ``LME_POSITIONS``).
+  default the six ``_abs`` ones and ten answerable ones (see ``LME_POSITIONS``).
 
 Every prompt goes through ``answer_hook_with_report(store, "UserPromptSubmit", …)`` in a fresh
 session with the shipped settings; its report holds every candidate's relevance, so other
@@ -67,7 +67,7 @@ FLOOR_GRID = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # The six unanswerable instances, and the answerable ones whose embeddings the shared cache held
 # when this was written (another helper had embedded them; the choice is blind to their content).
 # Embedding an instance anew takes ~2.5 minutes on the loaded 2-core machine; --lme takes others.
-LME_POSITIONS = (0, 1, 2, 3, 4, 5, 19, 27, 28, 29, 45, 52)
+LME_POSITIONS = (0, 1, 2, 3, 4, 5, 6, 16, 17, 18, 19, 27, 28, 29, 45, 52)
 HEADING = "Notes that may bear on this prompt (project p):"
 
 
