@@ -20,12 +20,12 @@ from ..timeparse import format_timestamp
 from . import ledger
 from .capture import capture, clean_text
 from ..recall.relevance_model import relevance_floor
-from .inject import build_block, estimate_tokens, relevance_of
+from .inject import build_block, estimate_tokens, excluded_reason, relevance_of
 from .noise_rules import load_rules
 from .project import ProjectNames, project_names
 from .scope import ProjectScope, resolve, some_project_tags
-from .selection import (ALREADY_INJECTED, CHIT_CHAT, KEPT, OVER_BUDGET, OVER_SESSION_START, OWN_TURN, Candidate,
-                        StandOut, choose, is_chit_chat)
+from .selection import (ALREADY_INJECTED, CHIT_CHAT, KEPT, OVER_BUDGET, OVER_SESSION_START, Candidate, StandOut,
+                        choose, is_chit_chat)
 from .settings import HookSettings
 from .transcript import check_transcript_path
 
@@ -132,8 +132,8 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         rule = StandOut(floor, settings.standout_lead, settings.standout_close, settings.max_memories)
         limit = min(MAX_RECALL, max(CANDIDATES, 2 * settings.max_memories))
         candidates = _prompt_candidates(store, query, scope, session_id, limit)
-        thresholds = choose([c for c in candidates if c.reason != OWN_TURN], rule)
-        candidates.sort(key=lambda c: (c.reason == OWN_TURN, -c.relevance))
+        thresholds = choose([c for c in candidates if not c.reason], rule)  # the never-eligible are out
+        candidates.sort(key=lambda c: -c.relevance)
         report.update(relevance_floor=floor, thresholds=thresholds,
                       relevance={c.memory_id: round(c.relevance, 4) for c in candidates})
         explain.append(_thresholds_line(thresholds, rule))
@@ -181,7 +181,6 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
     with store.lock:
         if ledger.has_unscoped_memories(store):  # memories tied to no project apply everywhere
             scopes.append({"exclude_tags": ["project"]})
-    own_tag = f"session:{session_id}".lower()
     found: dict[str, Candidate] = {}
     for params in scopes:
         for result in store.recall(query, limit=limit, **params).get("results", []):
@@ -189,8 +188,7 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
             if result["id"] in found and found[result["id"]].relevance >= relevance:
                 continue
             memory = result["memory"]
-            own = any(isinstance(t, str) and t.lower() == own_tag for t in memory.get("tags") or [])
-            found[result["id"]] = Candidate(result["id"], relevance, memory, OWN_TURN if own else "")
+            found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "")
     return list(found.values())
 
 
@@ -208,15 +206,11 @@ def _session_start_candidates(store: "MemoryStore", scope: ProjectScope, session
     for memory_id, content, kind, importance, timestamp, metadata in rows:
         memory = {"id": memory_id, "content": content, "type": kind, "timestamp": timestamp,
                   "metadata": _json_object(metadata)}
-        candidate = Candidate(memory_id, float(importance), memory)
-        if is_chit_chat(content):
-            candidate.reason = CHIT_CHAT
-        elif kept >= settings.session_start_max:
-            candidate.reason = OVER_SESSION_START
-        else:
-            candidate.reason = KEPT
-            kept += 1
-        candidates.append(candidate)
+        reason = excluded_reason(memory, session_id) or (CHIT_CHAT if is_chit_chat(content) else None)
+        if reason is None:
+            reason = KEPT if kept < settings.session_start_max else OVER_SESSION_START
+            kept += reason == KEPT
+        candidates.append(Candidate(memory_id, float(importance), memory, reason))
     return candidates
 
 

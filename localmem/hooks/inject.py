@@ -15,6 +15,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from ..recall.relevance_model import passes_relevance_floor
+from .selection import OWN_TURN
 
 OPEN_MARKER = "<localmem-recalled-notes>"
 CLOSE_MARKER = "</localmem-recalled-notes>"
@@ -45,6 +46,18 @@ def relevance_of(result: Mapping[str, Any]) -> float:
 def passes_floor(result: Mapping[str, Any], floor: float) -> bool:
     """Whether a recalled memory clears the injection floor (the one place the signal is read)."""
     return passes_relevance_floor(result, floor)
+
+
+def excluded_reason(memory: Mapping[str, Any], session_id: str) -> str | None:
+    """Why a recalled memory may never be injected, whatever its relevance; None when it may be.
+
+    The one place for such rules, used at session start and for prompts: a turn
+    captured from this very session is already in its context.
+    """
+    own = f"session:{session_id}".lower()
+    if any(isinstance(tag, str) and tag.lower() == own for tag in memory.get("tags") or ()):
+        return OWN_TURN
+    return None
 
 
 def _one_line_date(timestamp: Any) -> str:
