@@ -28,7 +28,7 @@ import threading
 import time
 
 from ..paths import default_db_path
-from . import discovery
+from . import capture_report, discovery
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every prompt
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class _Run:
         self.event, self.db, self.embedder = event, db, embedder
         self.deadline = deadline  # a time.monotonic() value
         self.seconds, self.verbose, self.forward = seconds, verbose, forward
-        self.report: Any = None  # the answer's report (events.HookAnswer.report): -v prints its "explain"
+        self.report: Any = None  # what the answer did (for -v)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -382,6 +382,8 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
             ms = (time.monotonic() - started) * 1000
             said = "an answer" if answer is not None else "nothing to say"
             sys.stderr.write(f"localmem hook: {settings.event}: {said}, from {who}, in {ms:.0f} ms\n")
+            for line in capture_report.describe(settings.report):
+                sys.stderr.write(f"localmem hook: {line}\n")
             _explain(settings.report)
     except _Silent as exc:
         sys.stderr.write(f"{exc}\n")
