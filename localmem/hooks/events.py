@@ -24,8 +24,9 @@ from .inject import build_block, estimate_tokens, excluded_reason, relevance_of
 from .noise_rules import load_rules
 from .project import ProjectNames, project_names
 from .scope import ProjectScope, resolve, some_project_tags
+from .message_shape import is_bare_question, is_courtesy
 from .selection import (ALREADY_INJECTED, CHIT_CHAT, KEPT, OVER_BUDGET, OVER_SESSION_START, Candidate, StandOut,
-                        choose, is_chit_chat)
+                        choose)
 from .settings import HookSettings
 from .transcript import check_transcript_path
 
@@ -195,9 +196,11 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
 def _session_start_candidates(store: "MemoryStore", scope: ProjectScope, session_id: str,
                               settings: HookSettings) -> list[Candidate]:
     """The project's current notes, decisions, preferences and facts first (then importance,
-    recency), chit-chat marked; the first ``session_start_max`` others are kept."""
+    recency); courtesies and bare questions (capture's own rules, the user's rules file) are
+    marked chit-chat; the first ``session_start_max`` others are kept."""
     if not scope.tags:
         return []
+    rules = load_rules(settings.rules_path)
     rows = store.conn.execute(store.sql["hook_session_start_notes"], {
         "tags": json.dumps(scope.tags), "session_tag": f"session:{session_id}".lower(),
         "now": format_timestamp(store.now()), "limit": SESSION_START_POOL})
@@ -206,7 +209,8 @@ def _session_start_candidates(store: "MemoryStore", scope: ProjectScope, session
     for memory_id, content, kind, importance, timestamp, metadata in rows:
         memory = {"id": memory_id, "content": content, "type": kind, "timestamp": timestamp,
                   "metadata": _json_object(metadata)}
-        reason = excluded_reason(memory, session_id) or (CHIT_CHAT if is_chit_chat(content) else None)
+        chit_chat = is_courtesy(content, rules) or is_bare_question(content, rules)
+        reason = excluded_reason(memory, session_id) or (CHIT_CHAT if chit_chat else None)
         if reason is None:
             reason = KEPT if kept < settings.session_start_max else OVER_SESSION_START
             kept += reason == KEPT

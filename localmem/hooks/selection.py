@@ -18,7 +18,6 @@ of both dev sets (benchmarks/hook_injection.py, docs/hooks.md).
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -116,24 +115,3 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
 def selected(candidates: list[Candidate]) -> list[Candidate]:
     return [c for c in candidates if c.reason == KEPT]
 
-
-_ACKNOWLEDGEMENT_WORDS = frozenset(
-    "ok okay k kk yes yep yeah yup sure thanks thank you thx ty great good nice cool perfect awesome "
-    "sounds fine go ahead please do it that works lgtm done got right alright all sgtm no nope hi hello "
-    "hey bye cheers wonderful excellent amazing that's for today it's all".split())
-_WORD = re.compile(r"[a-z']+")
-
-
-def is_chit_chat(content: str) -> bool:
-    """An acknowledgement or pleasantry ("ok", "great, thanks"), or a bare question: not a note to lead with.
-
-    A bare question is one sentence asking something (it ends with "?" and holds no
-    other sentence): it states nothing a new session could use.
-    """
-    text = " ".join(content.split())
-    words = _WORD.findall(text.lower())
-    if len(text) <= 80 and all(word in _ACKNOWLEDGEMENT_WORDS for word in words):
-        return True
-    if text.endswith("?") and len(text) <= 300 and not re.search(r"[.!?]\s+\S", text[:-1]):
-        return True
-    return False
