@@ -13,7 +13,7 @@ answer (``StandOut``):
 Every candidate gets a ``reason`` (``KEPT`` or why not), decided here, where
 the choice is made, so ``hook -v`` prints the decision itself rather than a
 reconstruction of it. The default parameters were chosen on held-out folds
-of both dev sets (benchmarks/hook_injection.py, docs/hooks.md).
+of both dev sets (benchmarks/hooks/hook_injection.py, docs/hooks.md).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ OVER_BUDGET = "over the token budget"
 CHIT_CHAT = "chit-chat, an acknowledgement or a bare question"
 OVER_SESSION_START = "past the session-start list"
 
-# Chosen on held-out folds of both dev sets (benchmarks/hook_injection.py, RESULTS.md 2026-12-05):
+# Chosen on held-out folds of both dev sets (benchmarks/hooks/hook_injection.py, docs/results/history.md 2026-12-05):
 # four of five folds chose these. No lead: with the current relevance model a related LoCoMo
 # prompt's other candidates are themselves high (their median 0.79), so requiring a lead over
 # them lost more evidence than it silenced noise. Rerun the benchmark after a relevance refit.

@@ -16,7 +16,7 @@ relevant is stored. Each result of ``recall`` and ``recall_v1`` carries
   (0 otherwise: no evidence either way).
 
 The coefficients are data (``localmem/models/relevance.json``), fitted by
-``benchmarks/relevance_calibration.py`` on the LoCoMo dev conversations with
+``benchmarks/quality/relevance_calibration.py`` on the LoCoMo dev conversations with
 all-MiniLM-L6-v2: positives are a question's gold evidence turns recalled in
 its own conversation, negatives every result of a question asked of another
 conversation's memories. With another embedder the cosine terms mean
