@@ -118,7 +118,7 @@ def test_verbose_says_why_a_folder_finds_no_notes(tmp_path):
     root = checkout(tmp_path, "payments-web")
     out, err = run_hook(db, "SessionStart", {**start_payload(root)}, LOCALMEM_HOOK_VERBOSE="1")
     assert out is None
-    assert "no memory carries a matching project tag" in err and "project:billing" in err, err
+    assert "no current memory carries a matching project tag" in err and "project:billing" in err, err
 
 
 def hooks_status(db: Path, path: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -120,7 +120,7 @@ def _status(args: argparse.Namespace, out: Output) -> int:
         raise ValidationError(f"'PATH' must be a folder; {folder} is not one")
     names = project_names(folder, HookSettings.from_env().project)
     with open_store(args, must_exist=True) as store:
-        scope = resolve(store, names)
+        scope = resolve(store, names, counted=True)
         known = [] if scope.matches else some_project_tags(store)
     found = [{"name": name, "how": how} for name, how, _ in names.names]
     if out.as_json:

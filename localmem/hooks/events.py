@@ -231,11 +231,11 @@ def _scope_line(store: "MemoryStore", scope: ProjectScope) -> str:
         return "project: none (no 'cwd' and no LOCALMEM_HOOK_PROJECT): only notes tied to no project are asked"
     if not scope.matches:
         known = some_project_tags(store)
-        return (f"project {scope.primary}: no memory carries a matching project tag (tried project:{scope.primary} "
+        return (f"project {scope.primary}: no current memory carries a matching project tag (tried project:{scope.primary} "
                 f"and its forms); the store's project tags include: {', '.join(known) if known else 'none'}. "
                 f"Name the project in .localmem.json or LOCALMEM_HOOK_PROJECT to use one of them")
-    parts = [f"{tag} ({current} current of {total}; {how})" for tag, how, current, total in scope.matches]
-    return f"project {scope.primary}: " + "; ".join(parts)
+    parts = [f"{tag} ({how})" for tag, how, _, _ in scope.matches]
+    return f"project {scope.primary}: " + "; ".join(parts) + " ('localmem hooks status' counts their notes)"
 
 
 def _thresholds_line(thresholds: Mapping[str, float], rule: StandOut) -> str:

@@ -33,7 +33,7 @@ _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 class ProjectScope:
     """The tags a hook's recall is scoped to, each with how it was matched, and the counts."""
     primary: str | None
-    matches: tuple[tuple[str, str, int, int], ...]  # (tag, how, current, total)
+    matches: tuple[tuple[str, str, int, int | None], ...]  # (tag, how, current, total); counted=False: 1, None
 
     @property
     def tags(self) -> list[str]:
@@ -41,7 +41,7 @@ class ProjectScope:
 
     def describe(self) -> dict[str, Any]:
         return {"project": self.primary, "matched": [
-            {"tag": tag, "how": how, "current": current, "total": total}
+            {"tag": tag, "how": how, **({"current": current, "total": total} if total is not None else {})}
             for tag, how, current, total in self.matches]}
 
 
@@ -64,8 +64,10 @@ def forms_of(name: str, original: str | None = None) -> dict[str, str]:
     return forms
 
 
-def resolve(store: "MemoryStore", names: ProjectNames) -> ProjectScope:
-    """The stored tags ``names`` match, with how and how many current/total memories carry each."""
+def resolve(store: "MemoryStore", names: ProjectNames, *, counted: bool = False) -> ProjectScope:
+    """The stored tags ``names`` match that some current memory carries, with how; ``counted``:
+    every matching tag, with how many current and total memories carry it (``hooks status``;
+    the count grows with the project, so the prompt hook does not ask it)."""
     candidates: dict[str, str] = {}
     for name, how, written in names.names:
         if names.explicit:
@@ -73,7 +75,10 @@ def resolve(store: "MemoryStore", names: ProjectNames) -> ProjectScope:
             continue
         for tag, form in forms_of(name, written).items():
             candidates.setdefault(tag, f"{how} ({written!r}, {form})" if form != "the name itself" else how)
-    counts = tag_counts(store, list(candidates))
+    if counted:
+        counts = tag_counts(store, list(candidates))
+    else:
+        counts = {tag: (1, None) for tag in current_tags(store, list(candidates))}
     matches = tuple((tag, candidates[tag], *counts[tag]) for tag in candidates if tag in counts)
     return ProjectScope(names.primary, matches)
 
@@ -83,6 +88,13 @@ def tag_counts(store: "MemoryStore", tags: list[str]) -> dict[str, tuple[int, in
     rows = store.conn.execute(store.sql["hook_project_tag_counts"],
                               {"tags": json.dumps(tags), "now": format_timestamp(store.now())})
     return {str(tag): (int(current or 0), int(total)) for tag, total, current in rows}
+
+
+def current_tags(store: "MemoryStore", tags: list[str]) -> list[str]:
+    """Those of ``tags`` that some current memory carries."""
+    rows = store.conn.execute(store.sql["hook_project_tags_current"],
+                              {"tags": json.dumps(tags), "now": format_timestamp(store.now())})
+    return [str(row[0]) for row in rows]
 
 
 def some_project_tags(store: "MemoryStore") -> list[str]:
