@@ -15,7 +15,7 @@ import pytest
 from localmem import ConfigError, MemoryStore
 from localmem.errors import ValidationError
 from localmem.hooks.events import answer_hook, answer_hook_with_report
-from localmem.hooks.inject import (CLOSE_MARKER, OPEN_MARKER, build_block, estimate_tokens, passes_floor,
+from localmem.hooks.inject import (CLOSE_MARKER, OPEN_MARKER, build_block, estimate_tokens,
                                    relevance_of)
 from localmem.hooks.project import project_name
 from localmem.hooks.selection import (BELOW_FLOOR, KEPT, NOT_CLOSE, NOT_STANDING_OUT, OVER_CAP, Candidate,
@@ -228,7 +228,7 @@ def test_a_bad_payload_is_refused_by_field_and_writes_nothing(tmp_path, change, 
 
 
 def test_the_floor_reads_recalls_calibrated_relevance(tmp_path):
-    assert passes_floor({"relevance": 0.7}, 0.5) and not passes_floor({"relevance": 0.2}, 0.5)
+    assert relevance_of({"relevance": 0.7}) == 0.7 and relevance_of({"relevance": 1.5}) == 1.0
     assert relevance_of({"final_score": 0.9}) == 0.0  # no calibrated relevance: nothing passes
     assert relevance_of({"relevance": float("nan")}) == 0.0
     db = seeded(tmp_path)

@@ -14,7 +14,6 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
-from ..recall.relevance_model import passes_relevance_floor
 from .selection import OWN_TURN
 
 OPEN_MARKER = "<localmem-recalled-notes>"
@@ -36,16 +35,12 @@ def estimate_tokens(text: str) -> int:
 
 
 def relevance_of(result: Mapping[str, Any]) -> float:
-    """Recall's calibrated ``relevance`` of a result (docs/relevance.md); 0 when it has none."""
+    """Recall's calibrated ``relevance`` of a result (docs/relevance.md); 0 when it has none.
+    The one place the hook reads it (``selection.choose`` compares it with the floor)."""
     value = result.get("relevance")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return min(1.0, max(0.0, float(value)))
     return 0.0
-
-
-def passes_floor(result: Mapping[str, Any], floor: float) -> bool:
-    """Whether a recalled memory clears the injection floor (the one place the signal is read)."""
-    return passes_relevance_floor(result, floor)
 
 
 def excluded_reason(memory: Mapping[str, Any], session_id: str) -> str | None:

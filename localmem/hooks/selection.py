@@ -110,8 +110,3 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
             candidate.reason = KEPT
             kept += 1
     return thresholds
-
-
-def selected(candidates: list[Candidate]) -> list[Candidate]:
-    return [c for c in candidates if c.reason == KEPT]
-
