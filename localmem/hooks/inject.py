@@ -76,18 +76,17 @@ def frame_block(notes: list[str], heading: str) -> str:
 
 
 def build_block(memories: Iterable[Mapping[str, Any]], heading: str, budget: int,
-                max_memories: int, *, chronological: bool = False) -> tuple[str | None, list[str]]:
+                max_memories: int) -> tuple[str | None, list[str]]:
     """The framed block of as many memories (chosen in the given order) as fit ``budget``; the ids used.
 
     A memory that does not fit is skipped and the next tried, so one long note
-    cannot crowd out the rest; None when not even one fits. ``chronological``
-    lists the chosen ones oldest first (a past conversation reads in order).
+    cannot crowd out the rest; None when not even one fits. The notes keep the given order.
     """
     empty_cost = estimate_tokens(frame_block([], heading)) + 1  # +1: the newline before a note
     if empty_cost >= budget:
         return None, []
     used = empty_cost
-    chosen: list[tuple[str, str, str]] = []  # (timestamp, id, note)
+    chosen: list[tuple[str, str]] = []  # (id, note)
     for memory in memories:
         if len(chosen) >= max_memories:
             break
@@ -95,13 +94,11 @@ def build_block(memories: Iterable[Mapping[str, Any]], heading: str, budget: int
         cost = estimate_tokens(note) + 1
         if used + cost > budget:
             continue
-        chosen.append((str(memory.get("timestamp") or ""), str(memory["id"]), note))
+        chosen.append((str(memory["id"]), note))
         used += cost
     if not chosen:
         return None, []
-    if chronological:
-        chosen.sort(key=lambda item: item[0])
-    return frame_block([note for _, _, note in chosen], heading), [memory_id for _, memory_id, _ in chosen]
+    return frame_block([note for _, note in chosen], heading), [memory_id for memory_id, _ in chosen]
 
 
 def strip_injected(text: str) -> str:
