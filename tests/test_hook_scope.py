@@ -146,3 +146,28 @@ def test_hooks_status_shows_the_project_how_it_matched_and_its_counts(tmp_path):
     assert "no note carries a matching project tag" in lonely.stdout and "project:billing" in lonely.stdout
     missing = hooks_status(db, tmp_path / "nowhere")
     assert missing.returncode != 0 and "PATH" in missing.stderr
+
+
+def test_a_captured_session_and_a_readme_style_note_lead_the_next_session(tmp_path):
+    """Captured through Stop from a transcript in Claude Code's shape, then a new session starts:
+    the decisions lead, the note tagged with the short name is there, the chit-chat is not."""
+    from tests.claude_code_transcript import Transcript
+
+    db = store_with(tmp_path, "billing")  # stored by hand, tagged as the README shows: project:billing
+    root = checkout(tmp_path, "billing-api")
+    session = Transcript(tmp_path / "s1.jsonl", "first-session", str(root))
+    session.user("Decision: refunds over 500 EUR need a second approver from finance.")
+    session.assistant("Understood, I'll add the second-approver check to the refund flow.")
+    session.tool_round("Bash", {"command": "pytest -q"}, "3 passed in 0.41s")
+    session.user("thanks!")
+    session.user("Can you run the tests again?")
+    stop = {"session_id": "first-session", "transcript_path": str(session.path), "cwd": str(root),
+            "hook_event_name": "Stop"}
+    run_hook(db, "Stop", stop)
+    out, err = run_hook(db, "SessionStart", start_payload(root / "src", session="second-session"),
+                        LOCALMEM_HOOK_VERBOSE="1")
+    block = block_of(out)
+    assert "second approver" in block and BILLING in block, err
+    assert block.index("second approver") < block.index("Understood, I'll add"), block  # a decision leads
+    assert "thanks!" not in block and "run the tests again" not in block and "3 passed" not in block
+    assert "project:billing (" in err and "project:billing-api (" in err, err
