@@ -113,6 +113,13 @@ def test_a_huge_project_file_is_not_read_whole(tmp_path):
         project_names(str(root))
 
 
+def test_a_huge_git_config_is_read_by_its_start(tmp_path):
+    root = checkout(tmp_path, "work", remote="https://example.com/acme/billing.git")
+    with open(root / ".git" / "config", "a", encoding="utf-8") as handle:
+        handle.write("[branch \"x\"]\n\tremote = origin\n" * 20000)  # far over the bound
+    assert git_remote_repository(str(root)) == ("billing", "origin")
+
+
 def test_verbose_says_why_a_folder_finds_no_notes(tmp_path):
     db = store_with(tmp_path, "billing")
     root = checkout(tmp_path, "payments-web")

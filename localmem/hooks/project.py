@@ -101,8 +101,9 @@ def project_name(cwd: str | None, override: str | None = None) -> str | None:
     return project_names(cwd, override).primary
 
 
-def _read_bounded(path: str) -> str | None:
-    """A small text file's content; None when it is absent or not a regular file."""
+def _read_bounded(path: str, *, whole: bool = True) -> str | None:
+    """A small text file's content; None when it is absent or not a regular file. Over
+    ``MAX_FILE_BYTES``: an error when ``whole`` (a project file), else its start (git's config)."""
     try:
         if not os.path.isfile(path):
             return None
@@ -110,9 +111,9 @@ def _read_bounded(path: str) -> str | None:
             raw = handle.read(MAX_FILE_BYTES + 1)
     except OSError:
         return None
-    if len(raw) > MAX_FILE_BYTES:
+    if len(raw) > MAX_FILE_BYTES and whole:
         raise ValidationError(f"{path} is over {MAX_FILE_BYTES} bytes; a project file is a small JSON object")
-    return raw.decode("utf-8", errors="replace")
+    return raw[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
 
 
 def read_project_file(root: str) -> str | None:
@@ -143,7 +144,7 @@ def read_project_file(root: str) -> str | None:
 
 def git_remote_repository(root: str) -> tuple[str, str] | None:
     """``(repository name as written, remote)`` from ``root/.git/config``: ``origin``'s URL, else the first."""
-    text = _read_bounded(os.path.join(root, ".git", "config"))
+    text = _read_bounded(os.path.join(root, ".git", "config"), whole=False)
     if text is None:
         return None
     urls: dict[str, str] = {}
