@@ -20,6 +20,8 @@ def pytest_configure(config):
     _onnx_cache.append(tempfile.mkdtemp(prefix="localmem-test-cache-"))
     os.environ["LOCALMEM_CACHE_DIR"] = _onnx_cache[0]
     os.environ["LOCALMEM_ONNX_EXPORT"] = "0"
+    # No test starts a warm process (docs/daemon.md) unless it turns it on for itself.
+    os.environ["LOCALMEM_DAEMON"] = "0"
 
 
 def pytest_unconfigure(config):

@@ -28,7 +28,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def env() -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_")}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_") or k == "LOCALMEM_DAEMON"}
     base["PYTHONPATH"] = str(REPO) + (os.pathsep + base["PYTHONPATH"] if base.get("PYTHONPATH") else "")
     return base
 

@@ -144,7 +144,7 @@ def test_by_tag_prefix_matches_like_recall(capsys, db) -> None:
 
 
 def test_list_through_the_real_entry_point(db) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_") or k == "LOCALMEM_DAEMON"}
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     result = subprocess.run([sys.executable, "-m", "localmem", "--db", str(db["path"]), "list", "--json",
                              "--limit", "1"], capture_output=True, text=True, env=env, timeout=120, check=False)

@@ -36,7 +36,7 @@ MEMORIES = 200
 
 def environment(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("LOCALMEM_") or k in ("LOCALMEM_CACHE_DIR", "LOCALMEM_ONNX_EXPORT")}
+           if not k.startswith("LOCALMEM_") or k in ("LOCALMEM_CACHE_DIR", "LOCALMEM_ONNX_EXPORT", "LOCALMEM_DAEMON")}
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONIOENCODING"] = "utf-8"
     env.update(extra)

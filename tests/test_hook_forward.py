@@ -39,7 +39,7 @@ def _free_port() -> int:
 
 def _environment(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("LOCALMEM_", "AUTOMEM_", "XDG_"))}
+           if not k.startswith(("LOCALMEM_", "AUTOMEM_", "XDG_")) or k == "LOCALMEM_DAEMON"}
     runtime = tmp / "run"
     runtime.mkdir(mode=0o700, exist_ok=True)
     env.update(PYTHONPATH=str(REPO), HOME=str(tmp / "home"), XDG_RUNTIME_DIR=str(runtime),

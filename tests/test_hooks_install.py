@@ -31,7 +31,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCALMEM_", "XDG_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCALMEM_", "XDG_")) or k == "LOCALMEM_DAEMON"}
     env.update(PYTHONPATH=str(REPO), HOME=str(home))
     return subprocess.run([sys.executable, "-m", "localmem", *args], env=env, capture_output=True,
                           text=True, timeout=60, cwd=cwd or home)

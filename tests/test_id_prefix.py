@@ -128,7 +128,7 @@ def test_the_store_resolves_prefixes_by_an_index_range(db: Path) -> None:
 
 
 def test_prefix_through_the_real_entry_point(db: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_") or k == "LOCALMEM_DAEMON"}
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     result = subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), "get", "abcd1234-b"],
                             capture_output=True, text=True, env=env, timeout=120, check=False)

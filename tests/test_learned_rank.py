@@ -401,7 +401,7 @@ def test_a_fifo_as_the_model_path_is_refused_without_waiting(tmp_path):
     fifo = tmp_path / "model.fifo"
     os.mkfifo(fifo)
     root = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_") or k == "LOCALMEM_DAEMON"}
     env.update(PYTHONPATH=str(root), LOCALMEM_LEARNED_RANK_MODEL=str(fifo))
     command = [sys.executable, "-m", "localmem", "--db", str(tmp_path / "m.db"), "--embedder", "hash"]
     subprocess.run([*command, "store", "The garden party is on Sunday"], env=env, check=True,

@@ -161,6 +161,8 @@ def workload(store: MemoryStore, count: int) -> list[tuple[str, dict[str, Any], 
         vector = np.frombuffer(blob, dtype=np.float32) + npr.standard_normal(DIMS).astype(np.float32) * 0.04
         vector /= np.linalg.norm(vector)
         mode = modes[i % len(modes)]
+        if mode.startswith("tag-scoped") and not json.loads(tags):
+            mode = "plain"  # a memory without tags (a larger count reaches one): nothing to scope by
         kwargs: dict[str, Any] = {"query": query, "limit": 10}
         if mode == "tag-scoped (one tag)":  # e.g. project:alpha, 1-7% of memories
             kwargs["tags"] = [json.loads(tags)[0]]

@@ -11,6 +11,8 @@ puts them together and ``output`` formats for people.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 from contextlib import contextmanager
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any, TextIO
 
-__all__ = ["main"]
+__all__ = ["main", "run_forwarded"]
 
 
 def _show_warning(message: Any, category: Any, filename: str, lineno: int,
@@ -86,12 +88,21 @@ def main(argv: list[str] | None = None) -> int:
 
         # Called as the program itself (argv None): the hook may end the process at its deadline.
         return run_hook(arguments, hard_exit=argv is None)
-    import warnings
+    if argv is None:  # the program itself: a warm process for the store may answer (recall, store, list)
+        from ..daemon.cli_client import forward, start_after
 
-    import apsw
+        forwarded = forward(arguments)
+        if forwarded is not None:
+            return forwarded
+        try:
+            return _main(arguments, argv)
+        finally:
+            start_after(arguments)
+    return _main(arguments, argv)
 
-    from ..errors import LocalMemError, ValidationError
-    from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+
+def _main(arguments: list[str], argv: list[str] | None) -> int:
+    from .common import EXIT_USAGE
     from .output import Output
     from .parser import build_parser
 
@@ -100,12 +111,23 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors (argparse exits 2)
         return _exit_code(exc.code)
-    args.raw_argv = list(sys.argv[1:] if argv is None else argv)  # for checks of what was typed where
+    args.raw_argv = arguments  # for checks of what was typed where
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    out = Output(bool(getattr(args, "json", False)), color=getattr(args, "color", "auto"))
+    return _run(func, args, Output(bool(getattr(args, "json", False)), color=getattr(args, "color", "auto")))
+
+
+def _run(func: Any, args: Any, out: Any) -> int:
+    """One parsed command, its errors as exit codes and ``error: ...`` lines."""
+    import warnings
+
+    import apsw
+
+    from ..errors import LocalMemError, ValidationError
+    from .common import EXIT_ERROR, EXIT_USAGE
+
     with warnings.catch_warnings(), _model_notes():
         warnings.showwarning = _show_warning  # "warning: ..." lines, not file:line dumps
         try:
@@ -133,6 +155,48 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             out.note("interrupted")
             return 130
+
+
+class _Captured(io.StringIO):
+    """A stream that keeps what a command prints for a client, and says whether the client's was a
+    terminal (for ``--color auto``)."""
+
+    def __init__(self, terminal: bool) -> None:
+        super().__init__()
+        self.terminal = terminal
+
+    def isatty(self) -> bool:
+        return self.terminal
+
+
+def run_forwarded(argv: list[str], store: Any, *, width: int, ttys: tuple[bool, bool],
+                  environ: dict[str, str], commands: tuple[str, ...]) -> tuple[int, str, str]:
+    """Run ``argv`` for another process on ``store`` (a warm process's): the exit code and what was
+    printed on stdout and stderr, as ``main`` in that process would have printed it. ``width``:
+    the client's terminal width (0: not a terminal); ``ttys``: whether its stdout and stderr are
+    terminals; ``environ``: its NO_COLOR and TERM. Only ``commands`` are run. Not thread-safe
+    (argparse writes to ``sys.stdout``/``sys.stderr``, which are redirected): one at a time."""
+    from .common import EXIT_USAGE
+    from .output import DEFAULT_TERMINAL_WIDTH, MIN_TERMINAL_WIDTH, Output
+    from .parser import build_parser
+
+    stdout, stderr = _Captured(ttys[0]), _Captured(ttys[1])
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:
+            code = _exit_code(exc.code)
+        else:
+            if getattr(args, "command", None) not in commands:
+                stderr.write(f"error: a warm process runs only {', '.join(commands)}\n")
+                code = EXIT_USAGE
+            else:
+                args.raw_argv, args.warm_store = list(argv), store
+                out = Output(bool(getattr(args, "json", False)), stdout, stderr,
+                             color=getattr(args, "color", "auto"), environ=environ,
+                             width=max(MIN_TERMINAL_WIDTH, width) if width else DEFAULT_TERMINAL_WIDTH)
+                code = _run(args.func, args, out)
+    return code, stdout.getvalue(), stderr.getvalue()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..storage.listing import MAX_LIMIT, SORTS, STATE_FILTERS
 from ..text import plural
-from .common import EXIT_OK, AddCommand, open_store, split_list
+from .common import EXIT_OK, AddCommand, add_verbose, open_store, split_list
 from .output import Column, Output, display_tags, one_line
 from .shown import hidden_states_text, short_date, state_marker
 
@@ -42,6 +42,7 @@ def register(command: AddCommand) -> None:
                         "one state: superseded, expired, archived, not_yet_valid")
     p.add_argument("--limit", type=int, default=20, metavar="N", help=f"page size (default 20, at most {MAX_LIMIT})")
     p.add_argument("--offset", type=int, default=0, metavar="N", help="skip this many (the next page)")
+    add_verbose(p)
 
     p = command("by-tag", cmd_by_tag, "list memories having any of the tags (case-insensitive)")
     p.add_argument("tags", nargs="+", metavar="TAG", help="tags to look for (any of them)")

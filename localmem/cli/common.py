@@ -43,12 +43,34 @@ def open_store(args: argparse.Namespace, *, must_exist: bool = False,
     """
     from ..store import MemoryStore
 
+    lent = getattr(args, "warm_store", None)
+    if lent is not None and path is None:
+        return _Lent(lent)  # type: ignore[return-value]  # used as `with open_store(...) as store`
     path = path or db_path(args)
     if must_exist and path != MEMORY_PATH and not Path(path).expanduser().exists():
         raise LocalMemError(f"no database at {path} (give --db PATH or set $LOCALMEM_DB; "
                             "'localmem store' or 'localmem import' creates one)")
     return MemoryStore(path, embedder=choose_embedder(getattr(args, "embedder", None), path),
                        read_only=opens_read_only(path))
+
+
+class _Lent:
+    """A warm process's store lent to one command it runs for a client: ``with`` leaves it open."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> MemoryStore:
+        return self.store
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def add_verbose(parser: argparse.ArgumentParser) -> None:
+    """``-v`` for the commands a warm process answers (read before parsing, by ``daemon.cli_client``)."""
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="say on stderr whether the store's warm process answered, or why not (docs/daemon.md)")
 
 
 def split_list(values: Sequence[str] | None) -> list[str] | None:

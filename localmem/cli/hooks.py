@@ -23,15 +23,16 @@ def register(command: AddCommand) -> None:
     """hook, hooks."""
     p = command("hook", cmd_hook, "answer an assistant's hook: its JSON on stdin, the answer on stdout",
                 epilog="Always exits 0 (a hook must not break its client); when there is nothing to say "
-                       "it prints nothing, and says why on stderr. Forwards to a 'localmem serve' (or "
-                       "'localmem ui') running for the store when there is one; otherwise answers "
-                       "in-process. 'localmem hooks install claude-code' sets it up.")
+                       "it prints nothing, and says why on stderr. Forwards to the store's warm process, "
+                       "else to a 'localmem serve' (or 'localmem ui') running for the store; otherwise "
+                       "answers in-process and then starts the warm process (docs/daemon.md). "
+                       "'localmem hooks install claude-code' sets it up.")
     p.add_argument("event", help="SessionStart, UserPromptSubmit, PreCompact, Stop, SubagentStop or SessionEnd")
     p.add_argument("--deadline", type=float, metavar="SECONDS",
                    help=f"answer nothing past this long (default ${client.DEADLINE_ENV}, else "
                         f"{client.PROMPT_DEADLINE:g} s for prompt events, {client.CAPTURE_DEADLINE:g} s for capture)")
     p.add_argument("--no-forward", dest="forward", action="store_false",
-                   help="answer in-process even when a server runs for the store")
+                   help="answer in-process even when a warm process or a server runs for the store")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="say on stderr who answered, how fast, and why each note was injected or not")
 

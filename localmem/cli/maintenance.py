@@ -242,6 +242,21 @@ def _check_lines(checks: list[Any]) -> list[str]:
     return lines
 
 
+def _daemon_report(path: str) -> dict[str, Any]:
+    from ..daemon import client
+
+    return client.describe(path) if path != ":memory:" else {"state": "off", "reason": "the store is in memory"}
+
+
+def _daemon_line(daemon: dict[str, Any]) -> str:
+    """``warm process: running (pid 123, 45 requests; log ...)``: not a check, what answers the clients."""
+    if daemon["state"] == "running":
+        return (f"warm process: running (pid {daemon.get('pid')}, {daemon.get('requests', 0)} requests answered; "
+                f"log {daemon.get('log')})")
+    where = f"; log {daemon['log']}" if daemon.get("log") else ""
+    return f"warm process: {daemon['state']} ({daemon.get('reason', '')}{where})"
+
+
 def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
     from ..maintenance import doctor
 
@@ -288,9 +303,12 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
                     out.lines(_check_lines(remaining))
     report["status"] = "ok" if not final else "problems"
     report["remaining_problem_count"] = len(final)
+    report["daemon"] = _daemon_report(store.path)
     if out.as_json:
         out.json(report)
-    elif not final:
+        return EXIT_OK if not final else EXIT_ERROR
+    out.line(_daemon_line(report["daemon"]))
+    if not final:
         out.line("no problems found" if not args.repair else "no problems remain")
     else:
         hint = "" if args.repair else "; 'localmem doctor --repair' rebuilds the derived indexes"

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from . import edges
-from .common import EXIT_OK, AddCommand, json_object, naming, open_store, resolve_id, split_list, time_option
+from .common import EXIT_OK, AddCommand, add_verbose, json_object, naming, open_store, resolve_id, split_list, time_option
 from .output import Output
 from .shown import field_lines, human_time, wrapped
 
@@ -40,6 +40,7 @@ def register(command: AddCommand) -> None:
                    help="do not store a copy: when the same content (case, spacing and a final '.' or '!' "
                         "aside) is a current memory with the same context and tags, print its id instead "
                         "(said on stderr); near-duplicates are listed on stderr (docs/dedup.md)")
+    add_verbose(p)
 
     p = command("get", cmd_get, "show one memory, its state (current, superseded, expired) and its edges")
     p.add_argument("id", help="memory id, or a unique prefix of it (4+ hex digits)")

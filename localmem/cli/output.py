@@ -319,16 +319,19 @@ class Output:
     """
 
     def __init__(self, as_json: bool, stdout: TextIO | None = None, stderr: TextIO | None = None,
-                 color: str = "auto") -> None:
+                 color: str = "auto", *, width: int | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
+        # width, environ: another process's terminal (a warm process answering for its client)
         self.as_json = as_json
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
-        self.color = use_color(color, self.stdout) and not as_json
-        self.color_stderr = use_color(color, self.stderr)
+        self.color = use_color(color, self.stdout, environ) and not as_json
+        self.color_stderr = use_color(color, self.stderr, environ)
+        self._width = width
 
     @property
     def width(self) -> int:
-        return terminal_width(self.stdout)
+        return self._width if self._width is not None else terminal_width(self.stdout)
 
     def paint(self, text: str, role: str | None) -> str:
         """``text`` in the colour of ``role`` when stdout is coloured."""

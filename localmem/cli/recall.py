@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_OK, AddCommand, key_values, open_store, split_list
+from .common import EXIT_OK, AddCommand, add_verbose, key_values, open_store, split_list
 from ..recall.relevance import evidence_text
 from ..text import plural
 from .output import Column, Output, display_tags, one_line
@@ -38,6 +38,7 @@ def register(command: AddCommand) -> None:
                    help="current (default: hide superseded/expired memories) or history")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="any other recall parameter (repeatable), e.g. --param min_score=0.3")
+    add_verbose(p)
 
 
 def recall_params(args: argparse.Namespace) -> dict[str, Any]:

@@ -103,7 +103,8 @@ def cmd_mcp(args: argparse.Namespace, out: Output) -> int:
     from ..mcp_server.__main__ import early_store, stdio_runner, store_factory
 
     try:
-        lazy = early_store(store_factory(getattr(args, "db", None), getattr(args, "embedder", None)))
+        db, embedder = getattr(args, "db", None), getattr(args, "embedder", None)
+        lazy = early_store(store_factory(db, embedder), db, embedder)
         run_stdio = stdio_runner(lazy)
     except ImportError as exc:
         raise LocalMemError(f"the MCP server needs the 'mcp' extra (pip install 'localmem[mcp]'): {exc}") from exc

@@ -1,12 +1,14 @@
 """``localmem hook EVENT``: read the hook's JSON on stdin, answer on stdout, fast.
 
 A hook runs on every prompt, so this module imports only the standard
-library. When a ``localmem serve`` (or ``localmem ui``) runs for the store,
+library. It asks the store's warm process first (``localmem.daemon``: a Unix
+socket). Else, when a ``localmem serve`` (or ``localmem ui``) runs for the store,
 its discovery note (``discovery``) names it and the payload is forwarded
 there over loopback (``POST /hooks/{event}``, with the note's secret): the
-server answers from its warm store and loaded model. Without one, or when it
-refuses the connection, the hook answers in-process (``events.answer_hook`` on
-a freshly opened store).
+server answers from its warm store and loaded model. Without either, or when
+they refuse, the hook answers in-process (``events.answer_hook`` on a freshly
+opened store) and, once it has answered, starts the warm process for the next
+prompt.
 
 A hook must never break its client: whatever happens, it exits 0; when it
 has nothing to say it prints nothing, and every reason for saying nothing
@@ -27,11 +29,13 @@ import sys
 import threading
 import time
 
+from ..daemon import client as warm_client, rundir as warm_dir
 from ..paths import default_db_path
 from . import capture_report, discovery
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every prompt
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = ["CAPTURE_EVENTS", "HOOK_PATH", "MAX_STDIN_BYTES", "PROMPT_EVENTS", "SECRET_HEADER",
@@ -90,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="localmem hook", description=(
         "Answer an assistant's hook: the hook's JSON on stdin, the answer (Claude Code's JSON) on "
         "stdout, nothing when there is nothing to say. Always exits 0; reasons go to stderr. "
-        "Forwards to a running 'localmem serve' for the store when there is one."),
+        "Forwards to the store's warm process, or to a running 'localmem serve' for the store."),
         epilog="Global options (--db, --embedder, --json, --color): see 'localmem --help'.")
     parser.add_argument("command", help=argparse.SUPPRESS)
     parser.add_argument("event", help="the hook event: SessionStart, UserPromptSubmit, PreCompact, Stop, "
@@ -99,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"answer nothing past this long (default ${DEADLINE_ENV}, else "
                              f"{PROMPT_DEADLINE:g} s for prompt events, {CAPTURE_DEADLINE:g} s for capture)")
     parser.add_argument("--no-forward", dest="forward", action="store_false",
-                        help="answer in-process even when a server runs for the store")
+                        help="answer in-process even when a warm process or a server runs for the store")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help=f"say on stderr who answered, how long it took and why each note was injected "
                              f"or not (also ${VERBOSE_ENV}=1)")
@@ -304,8 +308,10 @@ def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | Non
     return data["answer"], where
 
 
-def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool) -> dict[str, Any] | None:
-    """``answer_hook`` on a freshly opened store, in a thread the deadline bounds."""
+def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool,
+                before_exit: Callable[[], None] | None = None) -> dict[str, Any] | None:
+    """``answer_hook`` on a freshly opened store, in a thread the deadline bounds (``before_exit``
+    runs when the deadline ends the process)."""
     outcome: dict[str, Any] = {}
 
     def work() -> None:
@@ -333,6 +339,8 @@ def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool) -> dict[str
             # The worker may hold the database mid-write: end the process now rather than
             # let interpreter shutdown meet it (SQLite rolls an unfinished write back).
             sys.stderr.write(message)
+            if before_exit is not None:
+                before_exit()
             sys.stderr.flush()
             sys.stdout.flush()
             os._exit(0)
@@ -362,18 +370,30 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
     still running at the deadline is left by ending the process.
     """
     started = time.monotonic()
+    settings: _Run | None = None
+    start_warm = False  # no warm process answered: one is started once this prompt is answered
     try:
         settings = _settings(argv, started)
         payload = _payload(_read_stdin(settings.deadline), settings.event)
         answer, who = None, ""
         if settings.forward:
             try:
-                answer, who = _forwarded(settings, payload)
+                answer, who = _warm_process(settings, payload)
             except _Refused as exc:
+                start_warm = _startable(settings)
                 if settings.verbose:
-                    sys.stderr.write(f"localmem hook: answering in-process: {exc}\n")
+                    sys.stderr.write(f"localmem hook: not from the warm process: {exc}\n")
+            if not who:
+                try:
+                    answer, who = _forwarded(settings, payload)
+                    start_warm = False  # a 'localmem serve' answers for the store
+                except _Refused as exc:
+                    if settings.verbose:
+                        sys.stderr.write(f"localmem hook: answering in-process: {exc}\n")
         if not who:
-            answer = _in_process(settings, payload, hard_exit)
+            start_now = settings if hard_exit and start_warm else None  # also when the deadline ends the run
+            answer = _in_process(settings, payload, hard_exit,
+                                 (lambda: _start_warm(start_now)) if start_now is not None else None)
             who = "in-process"
         if answer is not None:
             sys.stdout.write(json.dumps(answer) + "\n")
@@ -393,4 +413,48 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
         pass
     except Exception as exc:  # a hook never breaks its client
         sys.stderr.write(f"localmem hook: unexpected {type(exc).__name__}: {exc}; answering nothing\n")
+    if start_warm and settings is not None:
+        _start_warm(settings)
     return 0
+
+
+def _startable(run: _Run) -> bool:
+    """Whether this hook should start the store's warm process once it has answered."""
+    return run.db != MEMORY_PATH and warm_dir.enabled() and os.path.isfile(run.db)
+
+
+def _start_warm(run: _Run) -> None:
+    """Start the warm process (after this prompt was answered: the two would share the cores)."""
+    try:
+        said = warm_client.start(run.db, embedder=warm_client.embedder_choice(run.embedder))
+    except warm_client.NotRunning as exc:
+        said = str(exc)
+    except Exception as exc:  # a hook never breaks its client
+        said = f"the warm process could not be started: {type(exc).__name__}: {exc}"
+    if run.verbose:
+        sys.stderr.write(f"localmem hook: {said}\n")
+
+
+def _warm_process(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The store's warm process's answer (``localmem.daemon``), and who gave it; ``_Refused``
+    when there is none (or it is off, or serves another embedder)."""
+    if run.db == MEMORY_PATH or not warm_dir.enabled():
+        raise _Refused("the warm process is off ($LOCALMEM_DAEMON=0)" if run.db != MEMORY_PATH
+                       else "the store is in memory")
+    body = {"event": run.event, "payload": payload, "settings": _settings_environment()}
+    try:
+        result = warm_client.ask(run.db, "hook", body, deadline=run.deadline,
+                                 embedder=warm_client.embedder_choice(run.embedder))
+    except warm_client.NotRunning as exc:
+        if time.monotonic() >= run.deadline:
+            raise _Silent(f"localmem hook: the warm process did not answer {run.event} within the deadline "
+                          f"({run.seconds:g} s); answering nothing") from None
+        raise _Refused(str(exc)) from None
+    except warm_client.Failed as exc:
+        if exc.status == 400:  # the payload itself is wrong: in-process would say the same
+            raise _Silent(f"localmem hook: the warm process answered 400: {exc.message}; answering nothing") from None
+        raise _Refused(f"the warm process declined ({exc.message})") from None
+    if not isinstance(result, dict) or not (result.get("answer") is None or isinstance(result.get("answer"), dict)):
+        raise _Silent("localmem hook: the warm process answered something other than an answer; answering nothing")
+    run.report = result.get("report")
+    return result["answer"], "the warm process"

@@ -24,9 +24,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..errors import ValidationError
 from ..hooks import discovery
-from ..hooks.client import SECRET_HEADER, SERVER_PID_HEADER, SETTINGS_PREFIX
+from ..hooks.client import SECRET_HEADER, SERVER_PID_HEADER
+from ..hooks.forwarded import answer_forwarded
 from ..storage.database import MEMORY_PATH
 from ..store import MemoryStore
 from ..request_body import read_json_object
@@ -35,12 +35,9 @@ from .endpoints import Endpoint, error_response, known_fields
 if TYPE_CHECKING:
     import uvicorn
 
-    from ..hooks.events import HookAnswer
-
 __all__ = ["MAX_HOOK_BODY_BYTES", "advertising_server", "hook_endpoint", "new_hook_secret"]
 
 MAX_HOOK_BODY_BYTES = 2 * 1024 * 1024  # the hook reads at most 1 MiB of payload, plus its settings
-MAX_SETTINGS = 64
 
 
 def new_hook_secret() -> str:
@@ -61,26 +58,12 @@ def hook_endpoint(store: MemoryStore, secret: str | None) -> Endpoint:
                                        "'localmem hook' reads it from the server's discovery note")
         event = request.path_params["event"]
         body = known_fields(await read_json_object(request, MAX_HOOK_BODY_BYTES), ("payload", "settings"))
-        payload, environment = body.get("payload"), body.get("settings", {})
-        if not isinstance(payload, dict):
-            raise ValidationError("'payload' must be the hook's JSON object")
-        if (not isinstance(environment, dict) or len(environment) > MAX_SETTINGS
-                or not all(isinstance(k, str) and k.startswith(SETTINGS_PREFIX) and isinstance(v, str)
-                           for k, v in environment.items())):
-            raise ValidationError(f"'settings' must map at most {MAX_SETTINGS} {SETTINGS_PREFIX}* names to strings")
-        result = await run_in_threadpool(_answer, store, event, payload, environment)
+        result = await run_in_threadpool(answer_forwarded, store, event, body.get("payload"),
+                                         body.get("settings", {}))
         return JSONResponse({"answer": result.output, "report": result.report},
                             headers={SERVER_PID_HEADER: str(os.getpid())})
 
     return answer
-
-
-def _answer(store: MemoryStore, event: str, payload: dict[str, Any],
-            environment: dict[str, str]) -> "HookAnswer":
-    from ..hooks.events import answer_hook_with_report
-    from ..hooks.settings import HookSettings
-
-    return answer_hook_with_report(store, event, payload, HookSettings.from_env(environment))
 
 
 def advertising_server(config: uvicorn.Config, store: MemoryStore, secret: str) -> uvicorn.Server:

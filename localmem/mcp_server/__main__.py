@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: $LOCALMEM_EMBEDDER, else the database's own, else auto)")
     args = parser.parse_args(argv)
     try:
-        lazy = early_store(store_factory(args.db, args.embedder))
+        lazy = early_store(store_factory(args.db, args.embedder), args.db, args.embedder)
         run_stdio = stdio_runner(lazy)
     except ImportError as exc:
         print(f"error: the MCP server needs the 'mcp' extra (pip install 'localmem[mcp]'): {exc}",
@@ -50,18 +50,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def early_store(factory: Callable[[], Any]) -> Any:
+def early_store(factory: Callable[[], Any], db: str | None = None, embedder: str | None = None) -> Any:
     """A ``LazyStore`` whose warm-up (open the store, load the models) starts now, before
-    the MCP SDK is imported: the two overlap. ImportError, starting nothing, when the
-    SDK is not installed."""
+    the MCP SDK is imported: the two overlap. When the store's warm process runs, its tool
+    calls go there instead and nothing is opened (``db``, ``embedder``: as for ``store_factory``).
+    ImportError, starting nothing, when the SDK is not installed."""
     import importlib.util
 
+    from ..daemon.client import embedder_choice
+    from ..paths import default_db_path
     from .lazy_store import LazyStore
 
     if importlib.util.find_spec("mcp") is None:
         raise ImportError("No module named 'mcp'")
     lazy = LazyStore(factory)
-    lazy.start_warm_up()
+    if not lazy.use_warm_process(db or default_db_path(), embedder_choice(embedder)):
+        lazy.start_warm_up()
     return lazy
 
 

@@ -93,13 +93,16 @@ def build_server(store_factory: Callable[[], MemoryStore] | LazyStore, *, warm_u
             if owns_store:
                 lazy.close(wait=close_wait)
 
-    async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        if warm_up:
+    def start_warm_up() -> None:
+        if warm_up and not lazy.forwarding:  # the warm process answers: nothing to open here
             lazy.start_warm_up()
+
+    async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        start_warm_up()
         return types.ListToolsResult(tools=tool_definitions())
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        output = await anyio.to_thread.run_sync(call_tool, lazy.get, params.name, params.arguments)
+        output = await anyio.to_thread.run_sync(lazy.call, call_tool, params.name, params.arguments)
         return types.CallToolResult(
             content=[types.TextContent(text=text) for text in output.texts],
             structured_content=output.structured,
@@ -107,8 +110,7 @@ def build_server(store_factory: Callable[[], MemoryStore] | LazyStore, *, warm_u
         )
 
     async def on_initialized(ctx: Any, params: types.NotificationParams | None) -> None:
-        if warm_up:
-            lazy.start_warm_up()
+        start_warm_up()
 
     server: Server[Any] = Server(
         SERVER_NAME,

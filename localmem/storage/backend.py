@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections import OrderedDict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 TOUCH_WAIT_MS = 500
 # Entries a content cache holds before it starts over (bounds its memory).
 CONTENT_CACHE_ENTRIES = 4096
+
+
+QUERY_CACHE_SIZE = 64
 
 
 class QueryEncoding(NamedTuple):
@@ -91,6 +95,7 @@ class Backend:
         self._content_cache: tuple[Any, dict[Any, Any]] = (None, {})
         # (embedder name, the file's restore token, centre)
         self._token_centre: tuple[str, str | None, np.ndarray] | None = None
+        self._query_cache: OrderedDict[tuple[Any, ...], QueryEncoding] = OrderedDict()  # embed_query's
 
     @property
     def has_vector_index(self) -> bool:
@@ -286,8 +291,28 @@ class Backend:
         ``delta``, its token vectors from the embedder with the delta applied: from one run
         of the model when the embedder encodes both at once (``OnnxEmbedder.embed_query``),
         else from a second pass. A delta that cannot be applied leaves ``tuned`` None and
-        says why in ``tuned_error``; None as ``embed_texts``."""
+        says why in ``tuned_error``; None as ``embed_texts``.
+
+        The last ``QUERY_CACHE_SIZE`` encodings are kept (their arrays read-only): a hook asks
+        the same prompt in two scopes, and a warm process is asked the same text again."""
         self.follow_reembed()  # may switch the embedder
+        key = (id(self.embedder), getattr(self.embedder, "name", None), self.dimensions, self.token_evidence,
+               text, None if delta is None else delta.digest)
+        cached = self._query_cache.get(key)
+        if cached is not None:
+            self._query_cache.move_to_end(key)
+            return cached
+        found = self._embed_query(text, delta)
+        if found is not None:
+            for array in (found.tokens, found.tuned):
+                if isinstance(array, np.ndarray):
+                    array.flags.writeable = False
+            self._query_cache[key] = found
+            if len(self._query_cache) > QUERY_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
+        return found
+
+    def _embed_query(self, text: str, delta: QueryDelta | None) -> QueryEncoding | None:
         combined = getattr(self.embedder, "embed_query", None)
         if delta is not None and callable(combined) and self.token_evidence and self.has_vector_index:
             try:
