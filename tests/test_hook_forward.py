@@ -487,3 +487,11 @@ def test_forwarded_stop_says_what_capture_stored_and_skipped(served):
     stderr = result.stderr.decode()
     assert f"pid {served['process'].pid}" in stderr, stderr
     assert "capture: 1 message(s) stored" in stderr and "skipped by rule: courtesy 1" in stderr, stderr
+
+
+def test_forwarded_verbose_prints_the_servers_decisions(served):
+    """-v through the server: the explanation is the server's report, printed by the hook."""
+    result = hook(served["db"], served["env"], prompt_payload("explain-1"))
+    stderr = result.stderr.decode()
+    assert f"pid {served['process'].pid}" in stderr
+    assert "floor" in stderr and "kept" in stderr and "tokens (estimated)" in stderr, stderr

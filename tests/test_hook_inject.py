@@ -15,9 +15,11 @@ import pytest
 from localmem import ConfigError, MemoryStore
 from localmem.errors import ValidationError
 from localmem.hooks.events import answer_hook, answer_hook_with_report
-from localmem.hooks.inject import (CLOSE_MARKER, OPEN_MARKER, build_block, estimate_tokens, passes_floor,
+from localmem.hooks.inject import (CLOSE_MARKER, OPEN_MARKER, build_block, estimate_tokens,
                                    relevance_of)
 from localmem.hooks.project import project_name
+from localmem.hooks.selection import (BELOW_FLOOR, KEPT, NOT_CLOSE, NOT_STANDING_OUT, OVER_CAP, Candidate,
+                                      StandOut, choose)
 from localmem.hooks.settings import HookSettings
 from localmem.recall.relevance_model import relevance_floor
 from tests.hook_helpers import SESSION, payload, project_dir_path, run_hook
@@ -104,17 +106,26 @@ def test_a_superseded_memory_is_never_injected(tmp_path):
     assert "every Monday" not in context_of(start, "SessionStart")
 
 
-def test_session_start_brings_this_projects_notes_oldest_first(tmp_path):
+def test_session_start_leads_with_decisions_and_preferences_never_chit_chat(tmp_path):
     db = tmp_path / "m.db"
     with MemoryStore(db, embedder="hash") as store:
-        store.store("We chose canary releases.", tags=["project:orchid"], timestamp="2026-11-01T10:00:00Z")
-        store.store("Priya owns the staging database.", tags=["project:orchid"], timestamp="2026-11-02T10:00:00Z")
+        store.store("Priya owns the staging database.", tags=["project:orchid"], type="Context",
+                    timestamp="2026-11-02T10:00:00Z")
+        store.store("We chose canary releases for every deploy.", tags=["project:orchid"], type="Decision",
+                    importance=0.6, timestamp="2026-11-01T10:00:00Z")
+        store.store("Always squash-merge pull requests.", tags=["project:orchid"], type="Preference",
+                    timestamp="2026-11-01T11:00:00Z")
+        store.store("great, thanks!", tags=["project:orchid"], timestamp="2026-11-03T10:00:00Z")
+        store.store("Can you check the deploy log?", tags=["project:orchid"], timestamp="2026-11-03T11:00:00Z")
         store.store("The user's cat is named Miso.", tags=["project:other"])
         store.store("Untagged general note about tea.")
-    out, _ = run_hook(db, "SessionStart", payload("session_start", tmp_path, session_id="new-one"))
+    out, err = run_hook(db, "SessionStart", payload("session_start", tmp_path, session_id="new-one"), LOCALMEM_HOOK_VERBOSE="1")
     block = context_of(out, "SessionStart")
-    assert block.index("We chose canary releases.") < block.index("Priya owns the staging database.")
+    order = [block.index(text) for text in ("We chose canary releases", "Always squash-merge", "Priya owns")]
+    assert order == sorted(order), block
+    assert "great, thanks" not in block and "deploy log?" not in block
     assert "Miso" not in block and "tea" not in block
+    assert "chit-chat" in err and "Decision importance 0.60" in err  # -v says why each was left out
     again, _ = run_hook(db, "SessionStart", payload("session_start", tmp_path, session_id="new-one", source="resume"))
     assert again is None  # already in this session
 
@@ -132,7 +143,8 @@ def test_the_budget_is_never_exceeded(tmp_path):
     for budget in (150, 400, 1500, 3000):
         out, _ = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session=f"b{budget}"),
                           LOCALMEM_HOOK_TOKEN_BUDGET=str(budget), LOCALMEM_HOOK_RELEVANCE_FLOOR="0",
-                          LOCALMEM_HOOK_MAX_MEMORIES="30")
+                          LOCALMEM_HOOK_MAX_MEMORIES="30", LOCALMEM_HOOK_STANDOUT_LEAD="0",
+                          LOCALMEM_HOOK_STANDOUT_CLOSE="1")  # every candidate: the budget decides
         block = context_of(out, "UserPromptSubmit")
         assert estimate_tokens(block) <= budget
         assert len(block) / 3.5 <= budget  # the plain characters/3.5 reading too
@@ -216,7 +228,7 @@ def test_a_bad_payload_is_refused_by_field_and_writes_nothing(tmp_path, change, 
 
 
 def test_the_floor_reads_recalls_calibrated_relevance(tmp_path):
-    assert passes_floor({"relevance": 0.7}, 0.5) and not passes_floor({"relevance": 0.2}, 0.5)
+    assert relevance_of({"relevance": 0.7}) == 0.7 and relevance_of({"relevance": 1.5}) == 1.0
     assert relevance_of({"final_score": 0.9}) == 0.0  # no calibrated relevance: nothing passes
     assert relevance_of({"relevance": float("nan")}) == 0.0
     db = seeded(tmp_path)
@@ -267,3 +279,62 @@ def test_old_ledger_rows_are_dropped_when_a_session_starts(tmp_path):
     with MemoryStore(db, embedder="hash") as store:
         sessions = {r[0] for r in store.conn.execute("SELECT DISTINCT session_id FROM hook_injected")}
     assert sessions == {"recent-session", "fresh"}
+
+
+def candidates_of(*relevances: float) -> list[Candidate]:
+    return [Candidate(f"m{i}", r, {"id": f"m{i}", "content": f"note {i}"}) for i, r in enumerate(relevances)]
+
+
+def test_the_notes_that_stand_out_are_kept_at_most_the_cap():
+    rule = StandOut(floor=0.7, lead=0.15, close=0.1, cap=3)
+    found = candidates_of(0.95, 0.93, 0.91, 0.90, 0.5, 0.1, 0.1, 0.05)
+    thresholds = choose(found, rule)
+    assert [c.reason for c in found] == [KEPT, KEPT, KEPT, OVER_CAP, BELOW_FLOOR, BELOW_FLOOR, BELOW_FLOOR,
+                                         BELOW_FLOOR]
+    assert thresholds["stand_out"] == pytest.approx(0.85)
+    close = candidates_of(0.95, 0.80, 0.1, 0.1)
+    choose(close, rule)
+    assert [c.reason for c in close][:2] == [KEPT, NOT_CLOSE]  # over the floor, but far from the best
+    flat = candidates_of(0.9, 0.85, 0.84, 0.83, 0.8)  # everything alike: nothing stands out
+    choose(flat, rule)
+    assert {c.reason for c in flat} == {NOT_STANDING_OUT}
+    low = candidates_of(0.6, 0.01)
+    choose(low, rule)
+    assert low[0].reason == BELOW_FLOOR
+    assert choose([], rule) == {"floor": 0.7}
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("LOCALMEM_HOOK_STANDOUT_LEAD", "2"), ("LOCALMEM_HOOK_STANDOUT_CLOSE", "-0.1"),
+    ("LOCALMEM_HOOK_MAX_MEMORIES", "0"), ("LOCALMEM_HOOK_SESSION_START_MAX", "many"),
+])
+def test_a_bad_stand_out_setting_is_named(variable, value):
+    with pytest.raises(ConfigError, match=variable):
+        HookSettings.from_env({variable: value})
+
+
+def test_at_most_three_notes_by_default_and_the_cap_is_configurable(tmp_path):
+    notes = [(f"The orchid staging database access is granted by Priya, rule {i}.", ["project:orchid"])
+             for i in range(6)]
+    db = seeded(tmp_path, *notes)
+    settings = dict(LOCALMEM_HOOK_RELEVANCE_FLOOR="0", LOCALMEM_HOOK_STANDOUT_LEAD="0", LOCALMEM_HOOK_STANDOUT_CLOSE="1")
+    out, _ = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="cap3"), **settings)
+    assert context_of(out, "UserPromptSubmit").count("\n- [") == 3
+    out, _ = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="cap5"),
+                      LOCALMEM_HOOK_MAX_MEMORIES="5", **settings)
+    assert context_of(out, "UserPromptSubmit").count("\n- [") == 5
+
+
+def test_verbose_explains_each_decision_and_the_cost(tmp_path):
+    db = seeded(tmp_path, (STAGING + " (copy for the test)", ["project:orchid", f"session:{SESSION}"]))
+    out, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), LOCALMEM_HOOK_VERBOSE="1")
+    block = context_of(out, "UserPromptSubmit")
+    assert "floor" in err and "the rest's median" in err and "at most 3" in err
+    assert "kept" in err and "this session's own turn" in err and "(copy for the test)" not in block
+    assert "project:orchid" in err and "tokens (estimated)" in err
+    again, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), LOCALMEM_HOOK_VERBOSE="1")
+    assert again is None and "already injected this session" in err
+    with MemoryStore(db, embedder="hash") as store:
+        answer = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="t"),
+                                         HookSettings())
+    assert answer.report["tokens"] == estimate_tokens(context_of(answer.output, "UserPromptSubmit"))

@@ -1,37 +1,38 @@
-"""What the prompt hook injects on LoCoMo dev, and what answering it costs in-process.
+"""What the prompt hook injects, on both dev sets, and the stand-out rule's parameters chosen on held-out folds.
 
-Store: every turn of the LoCoMo dev conversations (``../shared/data/locomo-dev.json``),
-one memory per turn, each conversation tagged as its own project
-(``project:conv-26`` …), embedded with the real all-MiniLM-L6-v2 (``--embedder``).
+Stores (all-MiniLM-L6-v2 through the shared embedding cache, ``--embedder``):
 
-Prompts, each through ``answer_hook_with_report(store, "UserPromptSubmit", …)`` from a
-working directory named after a conversation, each in a fresh session (no ledger effect):
+- LoCoMo dev (``../shared/data/locomo-dev.json``): one store, every turn a memory, each
+  conversation its own project (``project:conv-26`` …). Related prompts: the category 1-4
+  questions with evidence, asked from their conversation's folder. Unrelated: the same
+  questions asked from another conversation's folder, and the 40 off-topic questions of
+  benchmarks/confidence_calibration.py in every conversation.
+- LongMemEval dev (``../shared/data/lme-dev.json``): each instance its own store, every turn
+  of its haystack a memory (no role prefix; the role in metadata, as capture stores it).
+  Related: the instance's question (evidence: the turns marked ``has_answer``). Unrelated:
+  the ``_abs`` questions (their answer was never stored), each instance's question asked of
+  the next instance's store, and 10 of the off-topic questions per store. The instances are
+  ``--lme`` positions in the set ordered by (answerable, sha256 of the question id): by
+  default the six ``_abs`` ones and ten answerable ones (see ``LME_POSITIONS``).
 
-- related: LoCoMo questions (categories 1-4, with evidence) in their own conversation's
-  project: does the block hold an evidence turn?
-- unrelated: benchmarks/quality/confidence_calibration.py's 40 off-topic questions, in every
-  project: is nothing injected?
-- wrong project: each related question asked from another conversation's project (a
-  topically adjacent negative): is nothing injected?
+Every prompt goes through ``answer_hook_with_report(store, "UserPromptSubmit", …)`` in a fresh
+session with the shipped settings; its report holds every candidate's relevance, so other
+parameters of the stand-out rule (``localmem/hooks/selection.py``) are replayed on the same
+candidates with the same ``choose`` and ``build_block``. Folds: LoCoMo's five conversations,
+LongMemEval's instances by index mod 5; ``lead`` and ``close`` are chosen on four folds of
+both sets (among those keeping >= 0.95 of unrelated prompts silent, the most related prompts
+with evidence injected plus the highest share of injected notes that are evidence) and
+measured on the fifth; and across sets: chosen on one set, measured on the other. The floor
+is recall's (docs/relevance.md) and the cap 3.
 
-The hook runs at floor 0 and its report gives each chosen memory's relevance; the share
-at floor f counts the memories of that block at or above f (the block is filled most
-relevant first, so this is the block floor f would give, up to a note skipped for size).
-The relevance read is ``inject.relevance_of``: recall's calibrated ``relevance``
-(docs/relevance.md); the hook's default floor is recall's, 0.74.
-
-Timing: per prompt, the hook's answer (the project's recall, a second one over memories
-tied to no project when the store has any (here none), the ledger look-up and write) beside
-one plain ``recall`` of the same prompt,
-interleaved, so the ratio is what the hook adds; and one capture of
-tests/fixtures/claude_code/transcript.jsonl.
-
-    HF_HUB_OFFLINE=1 python benchmarks/hooks/hook_injection.py [--per-conversation 40] [--embedder auto]
+    HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/hook_injection.py [--lme 0,1,2,...] [--per-conversation 40]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -40,123 +41,265 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from localmem import MemoryStore  # noqa: E402
+from localmem.hooks.capture import clean_text, split_parts  # noqa: E402
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
+from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
+from localmem.hooks.selection import KEPT, Candidate, StandOut, choose  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-FLOORS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.74, 0.8, 0.9)
-TRANSCRIPT = ROOT / "tests" / "fixtures" / "claude_code" / "transcript.jsonl"
+DATA = ROOT.parent / "shared" / "data"
+FOLDS = 5
+LEADS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4)
+CLOSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
+TARGET_QUIET = 0.95
+FLOOR_GRID = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+# The six unanswerable instances, and the answerable ones whose embeddings the shared cache held
+# when this was written (another helper had embedded them; the choice is blind to their content).
+# Embedding an instance anew takes ~2.5 minutes on the loaded 2-core machine; --lme takes others.
+LME_POSITIONS = (0, 1, 2, 3, 4, 5, 6, 16, 17, 18, 19, 27, 28, 29, 45, 52)
+HEADING = "Notes that may bear on this prompt (project p):"
 
 
-def build(data: list[dict], embedder: str, per_conversation: int) -> tuple[MemoryStore, list[tuple[str, str, set[str]]]]:
-    store = MemoryStore(":memory:", embedder=embedder)
-    related = []
+def memories_of(store: MemoryStore) -> dict[str, dict[str, Any]]:
+    return {row[0]: {"id": row[0], "content": row[1], "timestamp": row[2], "metadata": json.loads(row[3])}
+            for row in store.conn.execute("SELECT id, content, timestamp, metadata FROM memories")}
+
+
+def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str, settings: HookSettings) -> dict:
+    payload = {"session_id": session, "cwd": str(cwd), "prompt": prompt, "hook_event_name": "UserPromptSubmit"}
+    report = answer_hook_with_report(store, "UserPromptSubmit", payload, settings).report
+    candidates = [(c["id"], c["relevance"]) for c in report.get("candidates", [])
+                  if c["decision"] != "this session's own turn"]
+    return {"candidates": candidates, "memories": {m: memories[m] for m, _ in candidates},
+            "floor": report.get("relevance_floor", 0.0), "shipped_ids": report.get("memory_ids", []),
+            "shipped_tokens": report.get("tokens", 0)}
+
+
+def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path, settings: HookSettings) -> list[dict]:
+    data = json.loads(path.read_text("utf-8"))
+    store = MemoryStore(":memory:", embedder=locomo.cached_embedder(embedder))
+    asked: list[tuple[int, str, set[str]]] = []
     for index, sample in enumerate(data):
-        project = sample["sample_id"]
         turns = locomo.turns_of(sample)
-        items = []
-        for turn in turns:
-            item = locomo.memory_item(turn, index)
-            item["tags"] = item["tags"] + [f"project:{project}"]
-            items.append(item)
-        store.store_many(items)
+        items = [locomo.memory_item(t, index) for t in turns]
+        for item in items:
+            item["tags"] = item["tags"] + [f"project:{sample['sample_id']}"]
+        store.store_many(items, batch_size=128)
         known = {t["dia_id"] for t in turns}
-        questions = locomo.questions_of(sample, known)[:per_conversation]
-        related += [(project, q["question"], q["evidence"]) for q in questions]
-    return store, related
+        asked += [(index, q["question"], q["evidence"]) for q in locomo.questions_of(sample, known)[:per_conversation]]
+        (work / sample["sample_id"]).mkdir()
+    memories = memories_of(store)
+    dia = {m: memory["metadata"].get("dia_id") for m, memory in memories.items()}
+    projects = [s["sample_id"] for s in data]
+    prompts = []
+    for n, (index, question, evidence) in enumerate(asked):
+        started = time.perf_counter()
+        found = ask(store, memories, work / projects[index], question, f"r{n}", settings)
+        hook_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        store.recall(question, tags=[f"project:{projects[index]}"], tag_match="exact", limit=20)
+        found["seconds"] = (hook_seconds, time.perf_counter() - started)  # the hook, one plain recall
+        prompts.append({**found, "set": "locomo", "fold": index, "kind": "related",
+                        "evidence": {m for m, _ in found["candidates"] if dia[m] in evidence}})
+        other = (index + 1) % len(projects)
+        found = ask(store, memories, work / projects[other], question, f"w{n}", settings)
+        prompts.append({**found, "set": "locomo", "fold": other, "kind": "unrelated", "evidence": set()})
+    for index, project in enumerate(projects):
+        for n, question in enumerate(OFF_TOPIC):
+            found = ask(store, memories, work / project, question, f"u{index}-{n}", settings)
+            prompts.append({**found, "set": "locomo", "fold": index, "kind": "unrelated", "evidence": set()})
+    store.close()
+    return prompts
 
 
-def ask(store: MemoryStore, work: Path, project: str, prompt: str, session: str) -> tuple[dict, float]:
-    payload = {"session_id": session, "cwd": str(work / project), "prompt": prompt,
-               "hook_event_name": "UserPromptSubmit"}
-    started = time.perf_counter()
-    answer = answer_hook_with_report(store, "UserPromptSubmit", payload, HookSettings(relevance_floor=0.0))
-    return answer.report, time.perf_counter() - started
+def lme_store(instance: dict, embedder: Any) -> tuple[MemoryStore, set[str]]:
+    store = MemoryStore(":memory:", embedder=embedder)
+    items, marked = [], []
+    for session, date in zip(instance["haystack_sessions"], instance["haystack_dates"]):
+        when = time.strftime("%Y-%m-%dT%H:%M:00Z", time.strptime(date[:10] + date[-6:], "%Y/%m/%d %H:%M"))
+        for turn in session:
+            text = clean_text(turn["content"])[0].strip()  # as capture cleans and splits a turn
+            for part in split_parts(text) if text else []:
+                items.append({"content": part, "timestamp": when, "tags": ["project:lme"],
+                              "metadata": {"role": turn["role"]}})
+                marked.append(bool(turn.get("has_answer")))
+    ids = store.store_many(items, batch_size=128)
+    return store, {m for m, answer in zip(ids, marked) if answer}
 
 
-def injected_at(report: dict, floor: float) -> list[str]:
-    relevance = report.get("relevance", {})
-    return [m for m in report.get("memory_ids", []) if relevance.get(m, 0.0) >= floor]
+def lme_instances(path: Path, positions: list[int]) -> list[dict]:
+    """The instances at ``positions`` of the set ordered by (answerable, sha256 of the question id)."""
+    instances = json.loads(path.read_text("utf-8"))["instances"]
+    instances.sort(key=lambda i: (not i["question_id"].endswith("_abs"),
+                                  hashlib.sha256(i["question_id"].encode()).hexdigest()))
+    return [instances[p] for p in positions if 0 <= p < len(instances)]
+
+
+def lme_prompts(path: Path, embedder: str, positions: list[int], work: Path, settings: HookSettings) -> list[dict]:
+    chosen = lme_instances(path, positions)
+    cached = locomo.cached_embedder(embedder)
+    (work / "lme").mkdir()
+    prompts = []
+    for index, instance in enumerate(chosen):
+        started = time.perf_counter()
+        store, evidence = lme_store(instance, cached)
+        memories = memories_of(store)
+        fold = index % FOLDS
+        unanswerable = instance["question_id"].endswith("_abs")
+        found = ask(store, memories, work / "lme", instance["question"], f"q{index}", settings)
+        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated" if unanswerable else "related",
+                        "evidence": set() if unanswerable else evidence & set(found["memories"])})
+        neighbour = chosen[(index + 1) % len(chosen)]["question"]
+        found = ask(store, memories, work / "lme", neighbour, f"w{index}", settings)
+        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "evidence": set()})
+        for n, question in enumerate(OFF_TOPIC[index % 4::4]):
+            found = ask(store, memories, work / "lme", question, f"u{index}-{n}", settings)
+            prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "evidence": set()})
+        store.close()
+        print(f"  lme {index + 1}/{len(chosen)} {instance['question_id']}: {len(memories)} turns, "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+    return prompts
+
+
+def replay(prompt: dict, lead: float, close: float, floor: float | None = None, cap: int = 3,
+           budget: int = 1500) -> tuple[list[str], int]:
+    """The ids the hook would inject with these parameters (floor None: recall's), and the block's tokens."""
+    candidates = [Candidate(m, r, prompt["memories"][m]) for m, r in prompt["candidates"]]
+    choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap))
+    kept = [c.memory for c in candidates if c.reason == KEPT]
+    block, ids = build_block(kept, HEADING, budget, cap)
+    return ids, estimate_tokens(block) if block else 0
+
+
+def measure(prompts: list[dict], chosen: dict[int, list[str]] | None = None,
+            tokens: dict[int, int] | None = None) -> dict[str, float]:
+    related = [p for p in prompts if p["kind"] == "related"]
+    unrelated = [p for p in prompts if p["kind"] == "unrelated"]
+    injected = {id(p): chosen[id(p)] for p in prompts}
+    hit = sum(1 for p in related if set(injected[id(p)]) & p["evidence"])
+    notes = [len(injected[id(p)]) for p in related]
+    evidence_notes = sum(len(set(injected[id(p)]) & p["evidence"]) for p in related)
+    spent = [tokens[id(p)] for p in prompts if injected[id(p)]]
+    return {"related": len(related), "unrelated": len(unrelated),
+            "quiet": sum(1 for p in unrelated if not injected[id(p)]) / max(1, len(unrelated)),
+            "hit": hit / max(1, len(related)), "notes": statistics.fmean(notes) if notes else 0.0,
+            "precision": evidence_notes / max(1, sum(notes)),
+            "tokens": statistics.fmean(spent) if spent else 0.0}
+
+
+def evaluate(prompts: list[dict], params: tuple) -> dict[str, float]:
+    chosen, tokens = {}, {}
+    for p in prompts:
+        chosen[id(p)], tokens[id(p)] = replay(p, *params)
+    return measure(prompts, chosen, tokens)
+
+
+def fit(prompts: list[dict], floors: tuple = (None,)) -> tuple:
+    """The (lead, close, floor) keeping >= 0.95 of unrelated prompts quiet with the most related prompts
+    hit plus the most injected notes being evidence (the two targets weighed alike)."""
+    best, best_key = (LEADS[-1], CLOSES[0], None), (-1.0, -1.0, -1.0)
+    for lead, close, floor in itertools.product(LEADS, CLOSES, floors):
+        m = evaluate(prompts, (lead, close, floor))
+        key = (1.0 if m["quiet"] >= TARGET_QUIET else m["quiet"] - 1.0, m["hit"] + m["precision"], m["hit"])
+        if key > best_key:
+            best, best_key = (lead, close, floor), key
+    return best
+
+
+def held_out(prompts: list[dict], floors: tuple = (None,)) -> tuple[dict[str, float], list[tuple]]:
+    chosen, tokens, params = {}, {}, []
+    for fold in range(FOLDS):
+        params.append(fit([p for p in prompts if p["fold"] != fold], floors))
+        for p in prompts:
+            if p["fold"] == fold:
+                chosen[id(p)], tokens[id(p)] = replay(p, *params[-1])
+    return measure(prompts, chosen, tokens), params
+
+
+def row(name: str, m: dict[str, float]) -> str:
+    return (f"| {name} | {m['quiet']:.3f} ({m['unrelated']}) | {m['hit']:.3f} ({m['related']}) | {m['notes']:.2f} | "
+            f"{m['precision']:.3f} | {m['tokens']:.0f} |")
+
+
+def report(sets: dict[str, list[dict]], settings: HookSettings) -> None:
+    both = [p for prompts in sets.values() for p in prompts]
+    header = ("| | unrelated: nothing injected (n) | related: evidence injected (n) | notes per related "
+              "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
+    named = [*sets.items(), ("both", both)]
+    print(f"\nrecall's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
+          f"{settings.standout_close}, cap {settings.max_memories}, recall's floor), as the hook answered:\n{header}")
+    for name, prompts in named:
+        print(row(name, measure(prompts, {id(p): p["shipped_ids"] for p in prompts},
+                                {id(p): p["shipped_tokens"] for p in prompts})))
+    print(f"\nFloor alone (lead 0, close 1, cap 3: the best three over recall's floor):\n{header}")
+    for name, prompts in named:
+        print(row(name, evaluate(prompts, (0.0, 1.0, None))))
+    for label, floors in (("recall's floor", (None,)), ("the floor chosen too", FLOOR_GRID)):
+        result, params = held_out(both, floors)
+        print(f"\nHeld out, {label}: (lead, close, floor) chosen on four folds of both sets, "
+              f"measured on the fifth:\n{header}")
+        for name in sets:
+            subset = [p for p in both if p["set"] == name]
+            chosen = {id(p): replay(p, *params[p["fold"]]) for p in subset}
+            print(row(name, measure(subset, {k: v[0] for k, v in chosen.items()}, {k: v[1] for k, v in chosen.items()})))
+        print(row("both", result))
+        print(f"per fold (lead, close, floor; None: recall's): {params}")
+        print(f"\nAcross sets, {label}: chosen on one set, measured on the other:\n{header}")
+        for source, target in (("locomo", "lme"), ("lme", "locomo")):
+            params_one = fit(sets[source], floors)
+            print(row(f"fit on {source} {params_one} → {target}", evaluate(sets[target], params_one)))
+        print(f"chosen on all of both sets (in-sample): {fit(both, floors)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--locomo", type=Path, default=DATA / "locomo-dev.json")
+    parser.add_argument("--lme-data", type=Path, default=DATA / "lme-dev.json")
+    parser.add_argument("--lme", default=",".join(map(str, LME_POSITIONS)),
+                        help="LongMemEval instances: positions (comma-separated) in the set ordered by "
+                             "(answerable, sha256 of the question id); 0-5 are the six _abs ones")
     parser.add_argument("--per-conversation", type=int, default=40)
+    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--save", type=Path, help="also write the asked prompts' candidates here (JSON)")
+    parser.add_argument("--load", type=Path, help="replay saved candidates instead of asking (no store built)")
     args = parser.parse_args()
-    data = json.loads(args.data.read_text("utf-8"))
-    work = Path(tempfile.mkdtemp(prefix="hook-injection-"))
-    try:
-        started = time.perf_counter()
-        store, related = build(data, args.embedder, args.per_conversation)
-        print(f"store: {store.health()['memory_count']} turns, embedder {store.embedder.name}, "
-              f"built in {time.perf_counter() - started:.0f} s", flush=True)
-        projects = [s["sample_id"] for s in data]
-        for project in projects:
-            (work / project).mkdir()
-        dia = {row[0]: row[1] for row in store.conn.execute(
-            "SELECT id, json_extract(metadata, '$.dia_id') FROM memories")}
-        hook_times, recall_times = [], []
-        related_reports, unrelated_reports, wrong_reports = [], [], []
-        session = 0
-        for project, question, evidence in related:
-            session += 1
-            report, seconds = ask(store, work, project, question, f"r{session}")
-            hook_times.append(seconds)
-            t0 = time.perf_counter()
-            store.recall(question, tags=[f"project:{project}"], tag_match="exact", limit=24)
-            recall_times.append(time.perf_counter() - t0)
-            related_reports.append((report, evidence))
-            other = projects[(projects.index(project) + 1) % len(projects)]
-            wrong_reports.append(ask(store, work, other, question, f"w{session}")[0])
-        for project in projects:
-            for question in OFF_TOPIC:
-                session += 1
-                unrelated_reports.append(ask(store, work, project, question, f"u{session}")[0])
-        print(f"\nprompts: {len(related_reports)} related, {len(unrelated_reports)} unrelated, "
-              f"{len(wrong_reports)} wrong project")
-        print("| floor | related: an evidence turn injected | related: anything injected | "
-              "unrelated: nothing injected | wrong project: nothing injected |")
-        print("|---|---|---|---|---|")
-        for floor in FLOORS:
-            hit = sum(1 for r, ev in related_reports if {dia.get(m) for m in injected_at(r, floor)} & ev)
-            some = sum(1 for r, _ in related_reports if injected_at(r, floor))
-            quiet = sum(1 for r in unrelated_reports if not injected_at(r, floor))
-            quiet_wrong = sum(1 for r in wrong_reports if not injected_at(r, floor))
-            n, u, w = len(related_reports), len(unrelated_reports), len(wrong_reports)
-            print(f"| {floor:.2f} | {hit / n:.3f} | {some / n:.3f} | {quiet / u:.3f} | {quiet_wrong / w:.3f} |")
-        ratio = [h / r for h, r in zip(hook_times, recall_times)]
-        print(f"\nUserPromptSubmit answer (in-process, warm store): p50 {statistics.median(hook_times) * 1000:.1f} ms, "
-              f"p95 {sorted(hook_times)[int(0.95 * len(hook_times))] * 1000:.1f} ms; one plain recall p50 "
-              f"{statistics.median(recall_times) * 1000:.1f} ms; paired ratio hook/recall p50 "
-              f"{statistics.median(ratio):.2f}")
-        copy = work / "transcript.jsonl"
-        shutil.copy(TRANSCRIPT, copy)
-        t0 = time.perf_counter()
-        report = answer_hook_with_report(store, "Stop", {"session_id": "capture-1", "cwd": str(work / projects[0]),
-                                                         "transcript_path": str(copy)}, HookSettings()).report
-        first = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        answer_hook_with_report(store, "Stop", {"session_id": "capture-1", "cwd": str(work / projects[0]),
-                                                "transcript_path": str(copy)}, HookSettings())
-        again = time.perf_counter() - t0
-        print(f"Stop capture of the fixture transcript ({report['lines_read']} lines, "
-              f"{report['stored_messages']} turns stored): {first * 1000:.1f} ms; run again (nothing new): "
-              f"{again * 1000:.1f} ms")
-        store.close()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    settings = HookSettings()
+    started = time.perf_counter()
+    if args.load:
+        sets = json.loads(args.load.read_text("utf-8"))
+        for prompts in sets.values():
+            for p in prompts:
+                p["evidence"] = set(p["evidence"])
+    else:
+        work = Path(tempfile.mkdtemp(prefix="hook-injection-"))
+        try:
+            sets = {"locomo": locomo_prompts(args.locomo, args.embedder, args.per_conversation, work, settings)}
+            print(f"locomo asked in {time.perf_counter() - started:.0f} s", flush=True)
+            positions = [int(p) for p in args.lme.split(",") if p.strip()]
+            sets["lme"] = lme_prompts(args.lme_data, args.embedder, positions, work, settings)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if args.save:
+            args.save.write_text(json.dumps(sets, default=sorted), "utf-8")
+    report(sets, settings)
+    times = [p["seconds"] for prompts in sets.values() for p in prompts if "seconds" in p]
+    if times:
+        ratios = [hook / recall for hook, recall in times]
+        print(f"\nUserPromptSubmit answer in-process on the warm LoCoMo store, paired with one plain recall of "
+              f"the same prompt (limit 20, the project's tag): p50 {statistics.median(h for h, _ in times) * 1000:.1f}"
+              f" ms vs {statistics.median(r for _, r in times) * 1000:.1f} ms; hook/recall p50 "
+              f"{statistics.median(ratios):.2f} (n {len(times)}; a loaded shared machine)")
+    print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ import json
 import os
 
 from ..hooks import client, install
-from .common import EXIT_OK, AddCommand
+from ..errors import ValidationError
+from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
 
 CLIENTS = ("claude-code",)
@@ -32,15 +33,20 @@ def register(command: AddCommand) -> None:
                         f"{client.PROMPT_DEADLINE:g} s for prompt events, {client.CAPTURE_DEADLINE:g} s for capture)")
     p.add_argument("--no-forward", dest="forward", action="store_false",
                    help="answer in-process even when a warm process or a server runs for the store")
-    p.add_argument("-v", "--verbose", action="store_true", help="say on stderr who answered and how fast")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="say on stderr who answered, how fast, and why each note was injected or not")
 
-    p = command("hooks", cmd_hooks, "install localmem's hooks into an assistant's settings, or remove them",
-                epilog="Shows the change to the settings file as a diff and writes it only with --write, "
-                       "keeping a dated copy of the old file beside it. Installing twice changes nothing; "
-                       "uninstalling removes only localmem's entries. The hook commands name this "
-                       "localmem by its absolute path, and the store when --db (or $LOCALMEM_DB) names one.")
-    p.add_argument("action", choices=("install", "uninstall"), help="install or uninstall")
-    p.add_argument("client", choices=CLIENTS, help="the assistant: claude-code")
+    p = command("hooks", cmd_hooks, "install localmem's hooks into an assistant's settings, remove them, "
+                "or show which project a folder maps to",
+                epilog="install/uninstall CLIENT: shows the change to the settings file as a diff and writes "
+                       "it only with --write, keeping a dated copy of the old file beside it. Installing twice "
+                       "changes nothing; uninstalling removes only localmem's entries. The hook commands name "
+                       "this localmem by its absolute path, and the store when --db (or $LOCALMEM_DB) names one. "
+                       "status [PATH]: which project PATH (default: the current directory) maps to, how "
+                       "each project tag was matched, and how many notes carry it (current and total).")
+    p.add_argument("action", choices=("install", "uninstall", "status"), help="install, uninstall or status")
+    p.add_argument("client", nargs="?", metavar="CLIENT|PATH",
+                   help="install/uninstall: the assistant (claude-code); status: the folder (default .)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--user", dest="scope", action="store_const", const="user",
                        help="~/.claude/settings.json: every project (the default)")
@@ -67,6 +73,11 @@ def _store_options(args: argparse.Namespace) -> tuple[str | None, str | None, li
 
 
 def cmd_hooks(args: argparse.Namespace, out: Output) -> int:
+    if args.action == "status":
+        return _status(args, out)
+    if args.client not in CLIENTS:
+        raise ValidationError(f"'hooks {args.action}' needs the assistant: one of {', '.join(CLIENTS)} "
+                              f"(got {args.client!r})")
     db, embedder, notes = _store_options(args)
     program = install.localmem_program()
     commands = {event: install.hook_command(event, program, db, embedder) for event in install.CLAUDE_CODE_EVENTS}
@@ -97,4 +108,39 @@ def cmd_hooks(args: argparse.Namespace, out: Output) -> int:
     else:
         kept = f"; the old file is kept as {backup}" if backup else ""
         out.note(f"{'installed into' if args.action == 'install' else 'removed from'} {path}{kept}")
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace, out: Output) -> int:
+    from ..hooks.project import project_names
+    from ..hooks.scope import resolve, some_project_tags
+    from ..hooks.settings import HookSettings
+
+    folder = os.path.abspath(os.path.expanduser(args.client or "."))
+    if not os.path.isdir(folder):
+        raise ValidationError(f"'PATH' must be a folder; {folder} is not one")
+    names = project_names(folder, HookSettings.from_env().project)
+    with open_store(args, must_exist=True) as store:
+        scope = resolve(store, names, counted=True)
+        known = [] if scope.matches else some_project_tags(store)
+    found = [{"name": name, "how": how} for name, how, _ in names.names]
+    if out.as_json:
+        out.json({"status": "success", "folder": folder, "root": names.root, "names": found,
+                  **scope.describe(), "current": sum(m[2] for m in scope.matches),
+                  "total": sum(m[3] for m in scope.matches), "other_project_tags": known})
+        return EXIT_OK
+    if names.primary is None:
+        out.line(f"{folder}: no project")
+        return EXIT_OK
+    out.line(f"{folder} is project {names.primary}" + (f" (checkout {names.root})" if names.root else ""))
+    for item in found:
+        out.line(f"  name {item['name']!r}: from {item['how']}")
+    if not scope.matches:
+        out.line("  no note carries a matching project tag; the hooks inject none of this project's notes")
+        out.line(f"  project tags in the store: {', '.join(known) if known else 'none'}")
+        out.note("note: name the project in .localmem.json ({\"project\": \"NAME\"}) or $LOCALMEM_HOOK_PROJECT")
+        return EXIT_OK
+    for tag, how, current, total in scope.matches:
+        out.line(f"  {tag}: {current} current of {total} notes (matched by {how})")
+    out.line(f"  in all: {sum(m[2] for m in scope.matches)} current of {sum(m[3] for m in scope.matches)} notes")
     return EXIT_OK

@@ -105,7 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-forward", dest="forward", action="store_false",
                         help="answer in-process even when a warm process or a server runs for the store")
     parser.add_argument("-v", "--verbose", action="store_true",
-                        help=f"say on stderr who answered and how long it took (also ${VERBOSE_ENV}=1)")
+                        help=f"say on stderr who answered, how long it took and why each note was injected "
+                             f"or not (also ${VERBOSE_ENV}=1)")
     # The global options, as every command takes them (described in 'localmem --help').
     parser.add_argument("--db", metavar="PATH", help=argparse.SUPPRESS)
     parser.add_argument("--embedder", metavar="NAME", help=argparse.SUPPRESS)
@@ -351,6 +352,17 @@ def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool,
     return outcome.get("answer")
 
 
+def _explain(report: Any) -> None:
+    """-v: the decisions the answer explained (its report's ``explain`` lines), then why nothing was said."""
+    if not isinstance(report, dict):
+        return
+    lines = report.get("explain")
+    for line in lines if isinstance(lines, list) else []:
+        sys.stderr.write(f"localmem hook:   {str(line)[:400]}\n")
+    if report.get("reason"):
+        sys.stderr.write(f"localmem hook:   {str(report['reason'])[:400]}\n")
+
+
 def run(argv: list[str], *, hard_exit: bool = False) -> int:
     """The ``hook`` command (``argv`` without the program name, global options included).
 
@@ -392,6 +404,7 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
             sys.stderr.write(f"localmem hook: {settings.event}: {said}, from {who}, in {ms:.0f} ms\n")
             for line in capture_report.describe(settings.report):
                 sys.stderr.write(f"localmem hook: {line}\n")
+            _explain(settings.report)
     except _Silent as exc:
         sys.stderr.write(f"{exc}\n")
     except SystemExit as exc:  # --help

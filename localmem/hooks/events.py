@@ -10,17 +10,23 @@ transcript and answer nothing (those events do not take ``additionalContext``).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ValidationError
+from ..timeparse import format_timestamp
 from . import ledger
 from .capture import capture, clean_text
 from ..recall.relevance_model import relevance_floor
-from .inject import build_block, passes_floor, relevance_of
+from .inject import build_block, estimate_tokens, excluded_reason, relevance_of
 from .noise_rules import load_rules
-from .project import project_name, project_root, project_tag
+from .project import ProjectNames, project_names
+from .scope import ProjectScope, resolve, some_project_tags
+from .message_shape import is_bare_question, is_courtesy
+from .selection import (ALREADY_INJECTED, CHIT_CHAT, KEPT, OVER_BUDGET, OVER_SESSION_START, Candidate, StandOut,
+                        choose)
 from .settings import HookSettings
 from .transcript import check_transcript_path
 
@@ -33,7 +39,9 @@ INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 CAPTURE_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
 EVENTS = INJECT_EVENTS + CAPTURE_EVENTS
 MAX_QUERY_CHARS = 1000  # a pasted file as the prompt: its start is what recall is asked
+CANDIDATES = 20  # recall's answer a prompt's notes are chosen from: this many, or twice the cap
 MAX_RECALL = 50
+SESSION_START_POOL = 200  # rows session start looks through for notes that are not chit-chat
 _SESSION_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 MAX_CWD = 4096
 
@@ -72,17 +80,17 @@ def answer_hook_with_report(store: "MemoryStore", event: str, payload: Mapping[s
 def _answer(store: "MemoryStore", event: str, payload: Mapping[str, Any], settings: HookSettings) -> HookAnswer:
     session_id = _session_id(payload)
     cwd = _cwd(payload)
-    project = project_name(cwd, settings.project)
+    names = project_names(cwd, settings.project)
+    project = names.primary
     if event in INJECT_EVENTS:
         if not settings.inject or settings.token_budget == 0:
             return HookAnswer(None, {"event": event, "injected": 0, "reason": "injection is turned off"})
-        return _inject(store, event, payload, session_id, project, settings)
+        return _inject(store, event, payload, session_id, names, settings)
     if not settings.capture:
         return HookAnswer(None, {"event": event, "captured": 0, "reason": "capture is turned off"})
     path = check_transcript_path(payload.get("transcript_path"))
     rules = load_rules(settings.rules_path)
-    root = project_root(cwd) if cwd else None
-    report = capture(store, session_id, path, project, root, settings, rules)
+    report = capture(store, session_id, path, project, names.root, settings, rules)
     return HookAnswer(None, {"event": event, "project": project, **report})
 
 
@@ -103,56 +111,144 @@ def _cwd(payload: Mapping[str, Any]) -> str | None:
 
 
 def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], session_id: str,
-            project: str | None, settings: HookSettings) -> HookAnswer:
-    limit = min(MAX_RECALL, settings.max_memories * 3)
-    report: dict[str, Any] = {"event": event, "project": project}
+            names: ProjectNames, settings: HookSettings) -> HookAnswer:
+    scope = resolve(store, names)
+    report: dict[str, Any] = {"event": event, "project": names.primary, "scope": scope.describe()}
+    explain = [_scope_line(store, scope)]
     if event == "SessionStart":
-        if project is None:
-            return HookAnswer(None, {**report, "injected": 0, "reason": "no project scope (no 'cwd')"})
         if payload.get("source") == "compact" and not store.read_only:
             with store.lock:
                 ledger.forget_injected(store, session_id)  # the compacted context lost the old blocks
-        response = store.recall(None, tags=[project_tag(project)], tag_match="exact",
-                                exclude_tags=[f"session:{session_id}"], limit=limit)
-        chosen = [r["memory"] for r in response.get("results", [])]
-        heading = f"Notes from earlier sessions in project {project} (oldest first):"
+        candidates = _session_start_candidates(store, scope, session_id, settings)
+        heading = f"Notes from earlier sessions in project {names.primary}, most important first:"
+        max_notes = settings.session_start_max
     else:
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             raise ValidationError("'prompt' must be a string for UserPromptSubmit")
         query, _ = clean_text(prompt.strip()[:MAX_QUERY_CHARS])  # a NUL or lone surrogate would be refused
         if not query:
-            return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt"})
-        scored: dict[str, tuple[float, dict[str, Any]]] = {}
+            return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt", "explain": explain})
         floor = settings.relevance_floor if settings.relevance_floor is not None else relevance_floor(store.config)
-        report["relevance_floor"] = floor
-        scopes: list[dict[str, Any]] = [{"tags": [project_tag(project)], "tag_match": "exact"}] if project else []
-        with store.lock:
-            if ledger.has_unscoped_memories(store):  # memories tied to no project apply everywhere
-                scopes.append({"exclude_tags": ["project"]})
-        for scope in scopes:
-            excluded = scope.pop("exclude_tags", []) + [f"session:{session_id}"]
-            response = store.recall(query, exclude_tags=excluded, limit=limit, **scope)
-            for result in response.get("results", []):
-                if passes_floor(result, floor):
-                    relevance = relevance_of(result)
-                    if result["id"] not in scored or scored[result["id"]][0] < relevance:
-                        scored[result["id"]] = (relevance, result["memory"])
-        chosen = [memory for _, memory in sorted(scored.values(), key=lambda pair: -pair[0])]
-        report["above_floor"] = len(chosen)
-        report["relevance"] = {memory_id: round(value, 4) for memory_id, (value, _) in scored.items()}
-        heading = "Notes that may bear on this prompt" + (f" (project {project})" if project else "") + ":"
+        rule = StandOut(floor, settings.standout_lead, settings.standout_close, settings.max_memories)
+        limit = min(MAX_RECALL, max(CANDIDATES, 2 * settings.max_memories))
+        candidates = _prompt_candidates(store, query, scope, session_id, limit)
+        thresholds = choose([c for c in candidates if not c.reason], rule)  # the never-eligible are out
+        candidates.sort(key=lambda c: -c.relevance)
+        report.update(relevance_floor=floor, thresholds=thresholds,
+                      relevance={c.memory_id: round(c.relevance, 4) for c in candidates})
+        explain.append(_thresholds_line(thresholds, rule))
+        heading = "Notes that may bear on this prompt" + (f" (project {names.primary})" if names.primary else "") + ":"
+        max_notes = settings.max_memories
+    kept = [c for c in candidates if c.reason == KEPT]
     with store.lock:
-        seen = ledger.already_injected(store, session_id, [m["id"] for m in chosen])
-        chosen = [m for m in chosen if m["id"] not in seen]
-        block, ids = build_block(chosen, heading, settings.token_budget, settings.max_memories,
-                                 chronological=event == "SessionStart")
+        seen = ledger.already_injected(store, session_id, [c.memory_id for c in kept])
+        for candidate in kept:
+            if candidate.memory_id in seen:
+                candidate.reason = ALREADY_INJECTED
+        kept = [c for c in kept if c.reason == KEPT]
+        block, ids = build_block([c.memory for c in kept], heading, settings.token_budget, max_notes)
+        for candidate in kept:
+            if candidate.memory_id not in ids:
+                candidate.reason = OVER_BUDGET
+        report["candidates"] = [c.explain() for c in candidates]
+        explain += [_candidate_line(c, event) for c in candidates]
+        report["explain"] = explain
         if block is None:
-            return HookAnswer(None, {**report, "injected": 0, "already_injected": len(seen),
-                                     "reason": "nothing new cleared the floor and fit the budget"})
+            reason = ("nothing stands out above the floor" if event == "UserPromptSubmit"
+                      else "no current note of the project to lead with")
+            if seen:
+                reason += f"; {len(seen)} already injected this session"
+            return HookAnswer(None, {**report, "injected": 0, "already_injected": len(seen), "reason": reason})
         if store.read_only:
             report["note"] = "the store is read-only: the ledger is not kept, so these may be injected again"
         else:
             ledger.record_injected(store, session_id, ids, prune=event == "SessionStart")
+    tokens = estimate_tokens(block)
+    report["explain"].append(f"injected {len(ids)} note(s), {tokens} tokens (estimated)")
     output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
-    return HookAnswer(output, {**report, "injected": len(ids), "already_injected": len(seen), "memory_ids": ids})
+    return HookAnswer(output, {**report, "injected": len(ids), "already_injected": len(seen), "memory_ids": ids,
+                               "tokens": tokens})
+
+
+def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, session_id: str,
+                       limit: int) -> list[Candidate]:
+    """Recall's answer over the project's tags and over memories tied to no project, merged.
+
+    This session's own turns are asked too (so the pool is what recall sees) and marked
+    ``OWN_TURN``: they are already in the context.
+    """
+    scopes: list[dict[str, Any]] = [{"tags": scope.tags, "tag_match": "exact"}] if scope.tags else []
+    with store.lock:
+        if ledger.has_unscoped_memories(store):  # memories tied to no project apply everywhere
+            scopes.append({"exclude_tags": ["project"]})
+    found: dict[str, Candidate] = {}
+    for params in scopes:
+        for result in store.recall(query, limit=limit, **params).get("results", []):
+            relevance = relevance_of(result)
+            if result["id"] in found and found[result["id"]].relevance >= relevance:
+                continue
+            memory = result["memory"]
+            found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "")
+    return list(found.values())
+
+
+def _session_start_candidates(store: "MemoryStore", scope: ProjectScope, session_id: str,
+                              settings: HookSettings) -> list[Candidate]:
+    """The project's current notes, decisions, preferences and facts first (then importance,
+    recency); courtesies and bare questions (capture's own rules, the user's rules file) are
+    marked chit-chat; the first ``session_start_max`` others are kept."""
+    if not scope.tags:
+        return []
+    rules = load_rules(settings.rules_path)
+    rows = store.conn.execute(store.sql["hook_session_start_notes"], {
+        "tags": json.dumps(scope.tags), "session_tag": f"session:{session_id}".lower(),
+        "now": format_timestamp(store.now()), "limit": SESSION_START_POOL})
+    candidates = []
+    kept = 0
+    for memory_id, content, kind, importance, timestamp, metadata in rows:
+        memory = {"id": memory_id, "content": content, "type": kind, "timestamp": timestamp,
+                  "metadata": _json_object(metadata)}
+        chit_chat = is_courtesy(content, rules) or is_bare_question(content, rules)
+        reason = excluded_reason(memory, session_id) or (CHIT_CHAT if chit_chat else None)
+        if reason is None:
+            reason = KEPT if kept < settings.session_start_max else OVER_SESSION_START
+            kept += reason == KEPT
+        candidates.append(Candidate(memory_id, float(importance), memory, reason))
+    return candidates
+
+
+def _json_object(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _scope_line(store: "MemoryStore", scope: ProjectScope) -> str:
+    if scope.primary is None:
+        return "project: none (no 'cwd' and no LOCALMEM_HOOK_PROJECT): only notes tied to no project are asked"
+    if not scope.matches:
+        known = some_project_tags(store)
+        return (f"project {scope.primary}: no current memory carries a matching project tag (tried project:{scope.primary} "
+                f"and its forms); the store's project tags include: {', '.join(known) if known else 'none'}. "
+                f"Name the project in .localmem.json or LOCALMEM_HOOK_PROJECT to use one of them")
+    parts = [f"{tag} ({how})" for tag, how, _, _ in scope.matches]
+    return f"project {scope.primary}: " + "; ".join(parts) + " ('localmem hooks status' counts their notes)"
+
+
+def _thresholds_line(thresholds: Mapping[str, float], rule: StandOut) -> str:
+    if "best" not in thresholds:
+        return f"no candidates (floor {rule.floor:.2f})"
+    return (f"floor {rule.floor:.2f}; best {thresholds['best']:.3f}, the rest's median {thresholds['background']:.3f}"
+            f" (the best must lead it by {rule.lead:.2f}); kept: relevance >= {thresholds['stand_out']:.3f}"
+            f" (within {rule.close:.2f} of the best), at most {rule.cap}")
+
+
+def _candidate_line(candidate: Candidate, event: str) -> str:
+    preview = candidate.explain()["preview"]
+    if event == "SessionStart":
+        kind = candidate.memory.get("type", "?")
+        return f"  {candidate.reason:<32} {kind} importance {candidate.relevance:.2f}  {candidate.memory_id[:8]}  {preview}"
+    return f"  {candidate.reason:<32} relevance {candidate.relevance:.3f}  {candidate.memory_id[:8]}  {preview}"

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
-from ..recall.relevance_model import passes_relevance_floor
+from .selection import OWN_TURN
 
 OPEN_MARKER = "<localmem-recalled-notes>"
 CLOSE_MARKER = "</localmem-recalled-notes>"
@@ -35,16 +35,24 @@ def estimate_tokens(text: str) -> int:
 
 
 def relevance_of(result: Mapping[str, Any]) -> float:
-    """Recall's calibrated ``relevance`` of a result (docs/relevance.md); 0 when it has none."""
+    """Recall's calibrated ``relevance`` of a result (docs/relevance.md); 0 when it has none.
+    The one place the hook reads it (``selection.choose`` compares it with the floor)."""
     value = result.get("relevance")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return min(1.0, max(0.0, float(value)))
     return 0.0
 
 
-def passes_floor(result: Mapping[str, Any], floor: float) -> bool:
-    """Whether a recalled memory clears the injection floor (the one place the signal is read)."""
-    return passes_relevance_floor(result, floor)
+def excluded_reason(memory: Mapping[str, Any], session_id: str) -> str | None:
+    """Why a recalled memory may never be injected, whatever its relevance; None when it may be.
+
+    The one place for such rules, used at session start and for prompts: a turn
+    captured from this very session is already in its context.
+    """
+    own = f"session:{session_id}".lower()
+    if any(isinstance(tag, str) and tag.lower() == own for tag in memory.get("tags") or ()):
+        return OWN_TURN
+    return None
 
 
 def _one_line_date(timestamp: Any) -> str:
@@ -68,18 +76,17 @@ def frame_block(notes: list[str], heading: str) -> str:
 
 
 def build_block(memories: Iterable[Mapping[str, Any]], heading: str, budget: int,
-                max_memories: int, *, chronological: bool = False) -> tuple[str | None, list[str]]:
+                max_memories: int) -> tuple[str | None, list[str]]:
     """The framed block of as many memories (chosen in the given order) as fit ``budget``; the ids used.
 
     A memory that does not fit is skipped and the next tried, so one long note
-    cannot crowd out the rest; None when not even one fits. ``chronological``
-    lists the chosen ones oldest first (a past conversation reads in order).
+    cannot crowd out the rest; None when not even one fits. The notes keep the given order.
     """
     empty_cost = estimate_tokens(frame_block([], heading)) + 1  # +1: the newline before a note
     if empty_cost >= budget:
         return None, []
     used = empty_cost
-    chosen: list[tuple[str, str, str]] = []  # (timestamp, id, note)
+    chosen: list[tuple[str, str]] = []  # (id, note)
     for memory in memories:
         if len(chosen) >= max_memories:
             break
@@ -87,13 +94,11 @@ def build_block(memories: Iterable[Mapping[str, Any]], heading: str, budget: int
         cost = estimate_tokens(note) + 1
         if used + cost > budget:
             continue
-        chosen.append((str(memory.get("timestamp") or ""), str(memory["id"]), note))
+        chosen.append((str(memory["id"]), note))
         used += cost
     if not chosen:
         return None, []
-    if chronological:
-        chosen.sort(key=lambda item: item[0])
-    return frame_block([note for _, _, note in chosen], heading), [memory_id for _, memory_id, _ in chosen]
+    return frame_block([note for _, note in chosen], heading), [memory_id for memory_id, _ in chosen]
 
 
 def strip_injected(text: str) -> str:

@@ -13,13 +13,15 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from .selection import DEFAULT_CAP, DEFAULT_CLOSE, DEFAULT_LEAD
 
 ENV_PREFIX = "LOCALMEM_HOOK_"
 _ON = frozenset({"1", "true", "yes", "on"})
 _OFF = frozenset({"0", "false", "no", "off"})
 # Read by the hook command itself (localmem/hooks/client.py), not settings of the answer.
 CLIENT_VARIABLES = frozenset({"LOCALMEM_HOOK_DEADLINE", "LOCALMEM_HOOK_VERBOSE"})
-_INT_RANGES = (("token_budget", 0, 100_000), ("max_memories", 1, 100), ("max_read_bytes", 1024, 1 << 34),
+_INT_RANGES = (("token_budget", 0, 100_000), ("max_memories", 1, 100), ("session_start_max", 1, 100),
+               ("max_read_bytes", 1024, 1 << 34),
                ("max_line_bytes", 256, 1 << 30), ("max_lines", 1, 10_000_000))
 
 
@@ -32,7 +34,11 @@ class HookSettings:
     - ``relevance_floor``: a memory is injected for a prompt only when recall's calibrated
       ``relevance`` is at least this, in [0, 1]; None: the floor recall itself uses
       (``LOCALMEM_RELEVANCE_FLOOR``, else the packaged calibration's, docs/relevance.md).
-    - ``max_memories``: at most this many memories in one block.
+    - ``max_memories``: at most this many memories in a prompt's block (the stand-out rule's cap).
+    - ``standout_lead``: a prompt gets notes only when the best result's relevance leads the
+      median of the other candidates by at least this (``selection.StandOut``), in [0, 1].
+    - ``standout_close``: with the best, the others within this of it, in [0, 1].
+    - ``session_start_max``: at most this many memories in the session-start block.
     - ``rules_path``: the capture noise-rules file (JSON); None: the user's
       ``$XDG_CONFIG_HOME/localmem/hook-rules.json`` when it exists, else the built-in rules.
     - ``project``: the project scope's name; None: from the payload's ``cwd``.
@@ -43,7 +49,10 @@ class HookSettings:
 
     token_budget: int = 1500
     relevance_floor: float | None = None
-    max_memories: int = 8
+    max_memories: int = DEFAULT_CAP
+    standout_lead: float = DEFAULT_LEAD
+    standout_close: float = DEFAULT_CLOSE
+    session_start_max: int = 8
     rules_path: str | None = None
     project: str | None = None
     inject: bool = True
@@ -61,6 +70,11 @@ class HookSettings:
         if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float))
                                   or not math.isfinite(floor) or not 0.0 <= floor <= 1.0):
             raise ConfigError(f"hook setting 'relevance_floor' must be a number from 0 to 1, got {floor!r}")
+        for name in ("standout_lead", "standout_close"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not 0.0 <= value <= 1.0):
+                raise ConfigError(f"hook setting '{name}' must be a number from 0 to 1, got {value!r}")
         for name in ("rules_path", "project"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip() or "\x00" in value):

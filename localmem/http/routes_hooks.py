@@ -8,7 +8,8 @@ it): the secret is random per run and written only to the discovery note,
 which only this user can read, so another local user cannot call the route.
 The body is ``{"payload": <the hook's JSON>, "settings": {LOCALMEM_HOOK_*: value}}``
 (the hook process's own settings, so a forwarded answer is the one the hook
-would give in-process); the answer is ``{"answer": <JSON to print> | null}``.
+would give in-process); the answer is ``{"answer": <JSON to print> | null, "report": {...}}``, the
+report saying what was decided and why (``localmem hook -v`` prints its ``explain`` lines).
 """
 
 from __future__ import annotations
