@@ -97,10 +97,22 @@ def collect(name: str, store, questions: list[dict], limit: int) -> list[dict]:
                                                        q["now"], content_of):
                     label = (1 if memory_id in q["gold"] else None) if kind == "related" else 0
                     results.append({"cosine": inputs["cosine"], "token": inputs["token"],
-                                    "coverage": keyword_coverage(terms, content), "label": label})
+                                    "coverage": keyword_coverage(terms, content), "label": label,
+                                    "words": len(content.split())})  # for trying a length input
                 prompts.append({"set": name, "fold": fold, "kind": kind, "route": route,
                                 "gold": len(q["gold"]), "results": results})
     return prompts
+
+
+def spread(questions: list[dict], count: int) -> list[dict]:
+    """At most ``count`` questions per scope (0: all), evenly spaced through each scope's."""
+    if not count:
+        return questions
+    by_scope: dict[str, list[dict]] = {}
+    for q in questions:
+        by_scope.setdefault(q["scope"], []).append(q)
+    return [mine[i * len(mine) // count] if len(mine) > count else mine[i]
+            for mine in by_scope.values() for i in range(min(count, len(mine)))]
 
 
 # -- fitting --------------------------------------------------------------------------------
@@ -288,36 +300,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=10, help="results per prompt (recall limit, v1 k)")
     parser.add_argument("--lme-instances", type=int, default=20,
                         help="the first N LongMemEval dev instances (relevance_data.lme_order; 0: all 80)")
-    parser.add_argument("--prompts", help="read the collected prompts from this JSON file if it exists, "
-                                          "else collect and write them there")
+    parser.add_argument("--questions", type=int, default=0,
+                        help="at most this many questions per scope, evenly spaced (0: all)")
+    parser.add_argument("--prompts", help="a JSON file of collected prompts: the sets it holds are read "
+                                          "from it, the others collected and added")
+    parser.add_argument("--sets", default="locomo,lme", help="which sets to collect now (with --prompts: "
+                        "the others are read from the file)")
+    parser.add_argument("--embedder", default="auto", help="auto (MiniLM, what the model is for) or hash (a smoke run)")
     parser.add_argument("--write", action="store_true", help="write localmem/models/relevance.json")
     args = parser.parse_args(argv)
-    started = time.perf_counter()
     cached = Path(args.prompts) if args.prompts else None
-    if cached is not None and cached.exists():
-        prompts = json.loads(cached.read_text())
-        print(f"prompts read from {cached}")
-    else:
-        config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
-        sets = relevance_data.build(locomo.cached_embedder("auto"), config, lme_count=args.lme_instances)
-        built = time.perf_counter() - started
-        prompts = []
-        for name, (store, questions) in sets.items():
-            prompts += collect(name, store, questions, args.limit)
-            store.close()
-        print(f"stores built in {built:.0f} s, prompts asked in {time.perf_counter() - started - built:.0f} s "
+    collected = json.loads(cached.read_text()) if cached is not None and cached.exists() else {}
+    config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
+    for name in args.sets.split(","):
+        if name in collected:
+            print(f"{name}: prompts read from {cached}")
+            continue
+        begun = time.perf_counter()
+        store, questions = relevance_data.build(name, locomo.cached_embedder(args.embedder), config,
+                                                lme_count=args.lme_instances)
+        built = time.perf_counter() - begun
+        collected[name] = collect(name, store, spread(questions, args.questions), args.limit)
+        store.close()
+        print(f"{name}: store built in {built:.0f} s, prompts asked in {time.perf_counter() - begun - built:.0f} s "
               "(a loaded shared machine)")
         if cached is not None:
-            cached.write_text(json.dumps(prompts))
+            cached.write_text(json.dumps(collected))
+    if set(collected) != {"locomo", "lme"}:
+        print("collected; both sets are needed to fit")
+        return 0
+    prompts = collected["locomo"] + collected["lme"]
     counts = {name: sum(1 for p in prompts if p["set"] == name and p["route"] == "recall") for name in ("locomo", "lme")}
     lines = [f"Prompts per route: LoCoMo {counts['locomo']}, LongMemEval {counts['lme']} "
-             f"(--lme-instances {args.lme_instances}); limit {args.limit}; features {', '.join(FEATURES)}", ""]
+             f"(--lme-instances {args.lme_instances}, --questions {args.questions}); limit {args.limit}; features {', '.join(FEATURES)}", ""]
     body, beta, floor = report(prompts)
     lines += body
     model = {"calibrated_for": "all-MiniLM-L6-v2", "intercept": round(float(beta[0]), 4), "floor": floor,
              "coefficients": {name: round(float(b), 4) for name, b in zip(FEATURES, beta[1:])},
              "fitted_by": f"benchmarks/relevance_calibration.py --limit {args.limit} "
-                          f"--lme-instances {args.lme_instances}",
+                          f"--lme-instances {args.lme_instances} --questions {args.questions}",
              "training": {"positives": sum(1 for p in prompts for r in p["results"] if r["label"] == 1),
                           "negatives": sum(1 for p in prompts for r in p["results"] if r["label"] == 0),
                           "prompts": len(prompts) // len(ROUTES)}}

@@ -77,13 +77,13 @@ def lme_items(instance: dict) -> tuple[list[dict[str, Any]], set[str]]:
     qid = instance["question_id"]
     project = f"lme-{qid}"
     items, gold = [], set()
-    for session_id, date, turns in zip(instance["haystack_session_ids"], instance["haystack_dates"],
-                                       instance["haystack_sessions"]):
+    for position, (session_id, date, turns) in enumerate(zip(instance["haystack_session_ids"], instance["haystack_dates"],
+                                       instance["haystack_sessions"])):
         start = _session_time(date)
         for number, turn in enumerate(turns):
             parts = split_parts(turn["content"])
             for index, part in enumerate(parts):
-                memory_id = str(uuid.uuid5(_NAMESPACE, f"{qid}/{session_id}/{number}/{index}"))
+                memory_id = str(uuid.uuid5(_NAMESPACE, f"{qid}/{position}/{session_id}/{number}/{index}"))
                 metadata: dict[str, Any] = {"session": session_id, "role": turn["role"],
                                             "source": "claude-code-hook", "project": project}
                 if len(parts) > 1:
@@ -134,29 +134,32 @@ def locomo_questions(store: MemoryStore, data: list[dict]) -> list[dict]:
     return questions
 
 
-def build(embedder: Any, config: Config, *, lme_count: int, progress: bool = False
-          ) -> dict[str, tuple[MemoryStore, list[dict]]]:
-    """``{"locomo": (store, questions), "lme": (store, questions)}``, both in memory."""
-    data = json.loads(LOCOMO_DATA.read_text())
-    store, _ = locomo.build_store(data, embedder, ":memory:", config)
-    sets = {"locomo": (store, locomo_questions(store, data))}
-    lme_store = MemoryStore(":memory:", embedder=embedder, config=config)
-    sets["lme"] = (lme_store, lme_questions(lme_store, lme_instances(count=lme_count), progress))
-    return sets
+def build(name: str, embedder: Any, config: Config, *, lme_count: int = 0, progress: bool = False
+          ) -> tuple[MemoryStore, list[dict]]:
+    """One set's store (in memory) and its questions: ``locomo``, or ``lme`` (the first
+    ``lme_count`` instances of lme_order; 0: all)."""
+    if name == "locomo":
+        data = json.loads(LOCOMO_DATA.read_text())
+        store, _ = locomo.build_store(data, embedder, ":memory:", config)
+        return store, locomo_questions(store, data)
+    store = MemoryStore(":memory:", embedder=embedder, config=config)
+    return store, lme_questions(store, lme_instances(count=lme_count), progress)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm", type=int, default=20, help="embed the first N LME instances (and LoCoMo)")
+    parser.add_argument("--skip", type=int, default=0, help="start at the instance after the first N")
     args = parser.parse_args(argv)
     embedder = locomo.cached_embedder("auto")
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
     started = time.perf_counter()
-    data = json.loads(LOCOMO_DATA.read_text())
-    locomo.build_store(data, embedder, ":memory:", config)[0].close()
-    print(f"LoCoMo embedded in {time.perf_counter() - started:.0f} s", flush=True)
+    if not args.skip:
+        data = json.loads(LOCOMO_DATA.read_text())
+        locomo.build_store(data, embedder, ":memory:", config)[0].close()
+        print(f"LoCoMo embedded in {time.perf_counter() - started:.0f} s", flush=True)
     with MemoryStore(":memory:", embedder=embedder, config=config) as store:
-        lme_questions(store, lme_instances(count=args.warm), progress=True)
+        lme_questions(store, lme_instances(count=args.warm)[args.skip:], progress=True)
     print(f"done in {time.perf_counter() - started:.0f} s")
     return 0
 
