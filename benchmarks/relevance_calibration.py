@@ -284,6 +284,17 @@ def report(prompts: list[dict]) -> tuple[list[str], np.ndarray, float]:
     for name, mine in by_set.items():
         lines += rows_of(f"{name} (pooled fit, held out)", measure(mine, scores, floors),
                          "/".join(f"{f:.2f}" for f in sorted({floors[id(p)] for p in mine})))
+    lines += ["", "The trade-off, held out as above (pooled fit, each fold's scores from the other nine), "
+              "recall, at fixed floors:", "",
+              "| floor | " + " | ".join(f"{name}: unrelated silent | {name}: evidence clears (of recalled) | "
+                                      f"{name}: clearing per related prompt" for name in by_set) + " |",
+              "|---:|" + "---:|" * (3 * len(by_set))]
+    for fixed in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95):
+        cells = []
+        for mine in by_set.values():
+            m = measure(mine, scores, {id(p): fixed for p in mine})["recall"]
+            cells += [f"{m['unrelated_silent']:.3f}", f"{m['kept_of_recalled']:.3f}", f"{m['per_prompt']:.2f}"]
+        lines.append(f"| {fixed:.2f} | " + " | ".join(cells) + " |")
     beta, floor = fitted(prompts)
     lines += ["", f"Old signal for comparison: the raw cosine alone as the score, at the cut that silences "
               f"as many unrelated prompts (held out is moot: one number):", ""] + HEADER
@@ -302,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the first N LongMemEval dev instances (relevance_data.lme_order; 0: all 80)")
     parser.add_argument("--questions", type=int, default=0,
                         help="at most this many questions per scope, evenly spaced (0: all)")
+    parser.add_argument("--lme-sessions", type=int, default=16,
+                        help="of each instance's ~48 sessions, every answer session and others up to this many "
+                             "(relevance_data.kept_sessions; 0: all)")
     parser.add_argument("--prompts", help="a JSON file of collected prompts: the sets it holds are read "
                                           "from it, the others collected and added")
     parser.add_argument("--sets", default="locomo,lme", help="which sets to collect now (with --prompts: "
@@ -318,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         begun = time.perf_counter()
         store, questions = relevance_data.build(name, locomo.cached_embedder(args.embedder), config,
-                                                lme_count=args.lme_instances)
+                                                lme_count=args.lme_instances, lme_sessions=args.lme_sessions)
         built = time.perf_counter() - begun
         collected[name] = collect(name, store, spread(questions, args.questions), args.limit)
         store.close()
@@ -332,13 +346,15 @@ def main(argv: list[str] | None = None) -> int:
     prompts = collected["locomo"] + collected["lme"]
     counts = {name: sum(1 for p in prompts if p["set"] == name and p["route"] == "recall") for name in ("locomo", "lme")}
     lines = [f"Prompts per route: LoCoMo {counts['locomo']}, LongMemEval {counts['lme']} "
-             f"(--lme-instances {args.lme_instances}, --questions {args.questions}); limit {args.limit}; features {', '.join(FEATURES)}", ""]
+             f"(--lme-instances {args.lme_instances}, --lme-sessions {args.lme_sessions}, --questions {args.questions}); "
+             f"limit {args.limit}; features {', '.join(FEATURES)}", ""]
     body, beta, floor = report(prompts)
     lines += body
     model = {"calibrated_for": "all-MiniLM-L6-v2", "intercept": round(float(beta[0]), 4), "floor": floor,
              "coefficients": {name: round(float(b), 4) for name, b in zip(FEATURES, beta[1:])},
              "fitted_by": f"benchmarks/relevance_calibration.py --limit {args.limit} "
-                          f"--lme-instances {args.lme_instances} --questions {args.questions}",
+                          f"--lme-instances {args.lme_instances} --lme-sessions {args.lme_sessions} "
+                          f"--questions {args.questions}",
              "training": {"positives": sum(1 for p in prompts for r in p["results"] if r["label"] == 1),
                           "negatives": sum(1 for p in prompts for r in p["results"] if r["label"] == 0),
                           "prompts": len(prompts) // len(ROUTES)}}

@@ -10,7 +10,10 @@
   user's projects). The evidence labels (``has_answer``) are kept outside the store.
 
 Instances are taken in a fixed order: the 6 abstention (``_abs``) instances, then the others
-by the sha256 of their ``question_id``; ``--instances N`` takes the first N of that order.
+by the sha256 of their ``question_id``; ``--instances N`` takes the first N of that order, and
+``--sessions K`` keeps K of each instance's ~48 sessions: every answer session, then others by
+the sha256 of instance and session id (embedding every session of many instances takes hours on a
+shared 2-core machine).
 
     python benchmarks/relevance_data.py --warm 20   # embed the first 20 instances into the cache
 """
@@ -72,13 +75,30 @@ def _session_time(text: str) -> datetime:
     return datetime.strptime(f"{day} {clock.split(') ')[-1]}", "%Y/%m/%d %H:%M").replace(tzinfo=timezone.utc)
 
 
-def lme_items(instance: dict) -> tuple[list[dict[str, Any]], set[str]]:
-    """The instance's memories (capture's shape) and the ids of its evidence parts."""
+def kept_sessions(instance: dict, sessions: int) -> set[int]:
+    """The positions of the haystack sessions kept: all (``sessions`` 0), else every answer
+    session and, up to ``sessions`` in all, the others first by sha256 of id and session id."""
+    ids = instance["haystack_session_ids"]
+    if not sessions or sessions >= len(ids):
+        return set(range(len(ids)))
+    answers = set(instance.get("answer_session_ids") or [])
+    kept = {i for i, s in enumerate(ids) if s in answers}
+    others = sorted((i for i in range(len(ids)) if i not in kept),
+                    key=lambda i: hashlib.sha256(f"{instance['question_id']}/{ids[i]}".encode()).hexdigest())
+    return kept | set(others[:max(0, sessions - len(kept))])
+
+
+def lme_items(instance: dict, sessions: int = 0) -> tuple[list[dict[str, Any]], set[str]]:
+    """The instance's memories (capture's shape) and the ids of its evidence parts; ``sessions``:
+    keep only that many of its sessions (kept_sessions), in their order."""
     qid = instance["question_id"]
     project = f"lme-{qid}"
     items, gold = [], set()
+    kept = kept_sessions(instance, sessions)
     for position, (session_id, date, turns) in enumerate(zip(instance["haystack_session_ids"], instance["haystack_dates"],
                                        instance["haystack_sessions"])):
+        if position not in kept:
+            continue
         start = _session_time(date)
         for number, turn in enumerate(turns):
             parts = split_parts(turn["content"])
@@ -97,13 +117,13 @@ def lme_items(instance: dict) -> tuple[list[dict[str, Any]], set[str]]:
     return items, gold
 
 
-def lme_questions(store: MemoryStore, instances: list[dict], progress: bool = False) -> list[dict]:
+def lme_questions(store: MemoryStore, instances: list[dict], progress: bool = False, sessions: int = 0) -> list[dict]:
     """Store every instance into ``store``; one question per instance: ``question``, ``scope``
     (its project tag), ``gold`` (evidence memory ids; empty for ``_abs``), ``abstain``, ``now``."""
     questions = []
     for number, instance in enumerate(instances):
         started = time.perf_counter()
-        items, gold = lme_items(instance)
+        items, gold = lme_items(instance, sessions)
         store.store_many(items, batch_size=64)
         if progress:
             print(f"  instance {number + 1}/{len(instances)} {instance['question_id']}: "
@@ -134,21 +154,22 @@ def locomo_questions(store: MemoryStore, data: list[dict]) -> list[dict]:
     return questions
 
 
-def build(name: str, embedder: Any, config: Config, *, lme_count: int = 0, progress: bool = False
-          ) -> tuple[MemoryStore, list[dict]]:
+def build(name: str, embedder: Any, config: Config, *, lme_count: int = 0, lme_sessions: int = 0,
+          progress: bool = False) -> tuple[MemoryStore, list[dict]]:
     """One set's store (in memory) and its questions: ``locomo``, or ``lme`` (the first
-    ``lme_count`` instances of lme_order; 0: all)."""
+    ``lme_count`` instances of lme_order, 0: all; ``lme_sessions`` of each one's sessions, 0: all)."""
     if name == "locomo":
         data = json.loads(LOCOMO_DATA.read_text())
         store, _ = locomo.build_store(data, embedder, ":memory:", config)
         return store, locomo_questions(store, data)
     store = MemoryStore(":memory:", embedder=embedder, config=config)
-    return store, lme_questions(store, lme_instances(count=lme_count), progress)
+    return store, lme_questions(store, lme_instances(count=lme_count), progress, lme_sessions)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm", type=int, default=20, help="embed the first N LME instances (and LoCoMo)")
+    parser.add_argument("--sessions", type=int, default=0, help="of each instance's sessions (0: all)")
     parser.add_argument("--skip", type=int, default=0, help="start at the instance after the first N")
     args = parser.parse_args(argv)
     embedder = locomo.cached_embedder("auto")
@@ -159,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         locomo.build_store(data, embedder, ":memory:", config)[0].close()
         print(f"LoCoMo embedded in {time.perf_counter() - started:.0f} s", flush=True)
     with MemoryStore(":memory:", embedder=embedder, config=config) as store:
-        lme_questions(store, lme_instances(count=args.warm)[args.skip:], progress=True)
+        lme_questions(store, lme_instances(count=args.warm)[args.skip:], progress=True, sessions=args.sessions)
     print(f"done in {time.perf_counter() - started:.0f} s")
     return 0
 
