@@ -309,7 +309,7 @@ def report(prompts: list[dict]) -> tuple[list[str], np.ndarray, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=10, help="results per prompt (recall limit, v1 k)")
-    parser.add_argument("--lme-instances", type=int, default=20,
+    parser.add_argument("--lme-instances", type=int, default=32,
                         help="the first N LongMemEval dev instances (relevance_data.lme_order; 0: all 80)")
     parser.add_argument("--questions", type=int, default=0,
                         help="at most this many questions per scope, evenly spaced (0: all)")
