@@ -32,7 +32,7 @@ from typing import Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "quality"))
 import locomo  # noqa: E402  (sets up sys.path and the offline Hugging Face environment)
 from localmem import Config  # noqa: E402
 

@@ -20,12 +20,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import token_evidence  # noqa: E402
+from benchmarks.speed import token_evidence  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.storage.token_codes import decode, similarities  # noqa: E402
-from results_file import write_section  # noqa: E402
+from benchmarks.common.results_file import write_section  # noqa: E402
 
 DIMS = 384
 

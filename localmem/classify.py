@@ -15,6 +15,7 @@ __all__ = [
     "TYPE_ALIASES",
     "classify",
     "normalize_memory_type",
+    "replacement_type",
 ]
 
 MEMORY_TYPES: tuple[str, ...] = (
@@ -148,6 +149,14 @@ _CLASSIFIER_PATTERNS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tupl
 )
 
 
+# A note that opens with a type's name as a label ("Decision: move billing to ...",
+# "Preference - window seats") says its type; the regex rules read that word as nothing.
+_LABEL = re.compile(rf"\s*({'|'.join(name.lower() for name in MEMORY_TYPES)})s?\s*(?::|\s[-\u2013\u2014])")
+LABEL_CONFIDENCE = 0.9
+# A question states nothing: "Should we go with Redis rather than Memcached?" is no decision
+# and no preference. Sentences that end in "?" are left out before the rules run.
+_AFTER_SENTENCE = re.compile(r"(?<=[.!?\n])")
+
 # Per type, one search for "any pattern hits": most types miss, and then their
 # patterns need not be tried one by one.
 _ANY_HIT: tuple[re.Pattern[str], ...] = tuple(
@@ -176,11 +185,17 @@ def normalize_memory_type(value: str) -> str:
 def classify(content: str) -> tuple[str, float]:
     """Classify content by AutoMem's regex rules (extended, see above) into ``(type, confidence)``.
 
-    The first type (in MEMORY_TYPES order) with any pattern hit wins, with
-    confidence 0.6, or 0.6 + 0.1 per matching pattern (≤ 0.95) when several
-    of its patterns match. No hit → ``("Context", 0.3)``.
+    A leading label naming a type ("Decision: ...") gives that type (0.9). Otherwise
+    questions are left out and the first type (in MEMORY_TYPES order) with any
+    pattern hit wins, with confidence 0.6, or 0.6 + 0.1 per matching pattern
+    (≤ 0.95) when several of its patterns match. No hit → ``("Context", 0.3)``.
     """
     text = (content or "").lower().replace("\u2019", "'")  # a typographic apostrophe: can’t, I’d
+    label = _LABEL.match(text)
+    if label is not None:
+        return label.group(1).capitalize(), LABEL_CONFIDENCE
+    if "?" in text:
+        text = " ".join(part for part in _AFTER_SENTENCE.split(text) if not part.rstrip().endswith("?"))
     for (memory_type, patterns), any_hit in zip(_CLASSIFIER_PATTERNS, _ANY_HIT):
         if any_hit.search(text) is None:
             continue
@@ -192,3 +207,19 @@ def classify(content: str) -> tuple[str, float]:
         # Rounded so stored confidences read 0.8, not 0.8000000000000002.
         return memory_type, round(min(0.95, 0.6 + 0.1 * matches), 4)
     return DEFAULT_TYPE, FALLBACK_CONFIDENCE
+
+
+def replacement_type(content: str, replaced: Mapping[str, object]) -> dict[str, object]:
+    """The type fields of a memory that replaces ``replaced`` (supersede) when no type is given.
+
+    What the rules read in the new content wins; when they read nothing (the 0.3
+    fallback), the replacement keeps the replaced memory's type and confidence: the
+    new answer to a decision is a decision. ``{}`` when there is nothing to keep.
+    """
+    if not isinstance(content, str) or replaced.get("type") in (None, DEFAULT_TYPE) \
+            or classify(content)[1] > FALLBACK_CONFIDENCE:
+        return {}  # not text: the store's own validation names the field
+    fields: dict[str, object] = {"type": replaced["type"]}
+    if isinstance(replaced.get("confidence"), (int, float)):
+        fields["confidence"] = replaced["confidence"]
+    return fields

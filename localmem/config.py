@@ -73,7 +73,7 @@ class Config:
     # learned model: a feature, and the date's own memories among the candidates;
     # LOCALMEM_QUERY_DATES=0 turns it off.
     query_dates: bool = True
-    # A model file of one's own (benchmarks/train_learned_rank.py --output) in place
+    # A model file of one's own (benchmarks/quality/train_learned_rank.py --output) in place
     # of the packaged one, e.g. for another embedder (LOCALMEM_LEARNED_RANK_MODEL).
     learned_rank_model: str | None = None
     track_access: bool = True  # update last_accessed for recalled seeds
@@ -87,7 +87,7 @@ class Config:
     v1_keyword_weight: float = 0.4
     # confidence.level bands on the raw top cosine: below the first is "none",
     # below the second "low", below the third "moderate", else "high".
-    # Calibrated for all-MiniLM-L6-v2 (benchmarks/confidence_calibration.py).
+    # Calibrated for all-MiniLM-L6-v2 (benchmarks/quality/confidence_calibration.py).
     v1_confidence_bands: tuple[float, float, float] = (0.25, 0.40, 0.60)
     # Cosine from which two current memories of one context are reported as
     # a supersede_candidate (a suggestion; nothing is changed).

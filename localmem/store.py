@@ -17,6 +17,7 @@ from .storage import memory_fields, writes
 from .storage.memory_fields import CLEARABLE_FIELDS, UPDATE_FIELDS, build_row, merged_update
 from .storage.ids import abbreviate_ids, resolve_id
 from .storage.listing import BY_TAG_MAX_LIMIT, by_tag_page, list_page
+from .classify import replacement_type
 from .config import Config
 from .storage.backend import Backend
 from .storage.embedded import Embedded, in_current_space, subset
@@ -446,7 +447,8 @@ class MemoryStore:
                 self._named_record(candidate)  # must exist
                 new_id = candidate
         if new_id is None:
-            rows, embeddings = self._prepare([{**store_fields, "content": new_content_or_id}])
+            kept = {} if "type" in store_fields else replacement_type(new_content_or_id, old)
+            rows, embeddings = self._prepare([{**kept, **store_fields, "content": new_content_or_id}])
             new_id = rows[0].id
         if new_id == old["id"]:
             raise ValidationError("A memory cannot supersede itself")

@@ -1,10 +1,8 @@
-"""Training the query adapter (benchmarks/train_learned_rank.py): it learns to move a
+"""Training the query adapter (benchmarks/quality/train_learned_rank.py): it learns to move a
 question's tokens toward its evidence, and the model file it writes loads back."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +13,7 @@ from localmem.storage.token_codes import max_sim, query_matrix
 from store_helpers import new_store
 
 pytest.importorskip("torch")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import train_learned_rank  # noqa: E402
+from benchmarks.quality import train_learned_rank  # noqa: E402
 
 # Each question names its answer only by a word the answer never uses (with the hash
 # embedder, unrelated words have unrelated token vectors): only a learned map can link them.

@@ -160,3 +160,37 @@ def test_no_module_is_over_about_600_lines():
     long = {str(path.relative_to(PACKAGE)): n for path in PACKAGE.rglob("*.py")
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > 620}
     assert not long, f"split these modules: {long}"
+
+
+BENCHMARKS = PACKAGE.parent / "benchmarks"
+
+
+def test_benchmarks_import_each_other_as_a_package():
+    """benchmarks/ is grouped in folders (issue 45): a script imports another's module as
+    ``benchmarks.<group>.<name>``, never by its bare name from a folder put on ``sys.path``
+    (which worked only while they all sat in one folder, and breaks a moved script silently)."""
+    scripts = {path.stem: path.parent.name for path in BENCHMARKS.glob("*/*.py")}
+    bare = []
+    for path in sorted(BENCHMARKS.glob("*/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            for name in names:
+                if name.split(".")[0] in scripts or name == "benchmarks":
+                    bare.append(f"{path.relative_to(BENCHMARKS)}:{node.lineno} imports {name}")
+    assert not bare, "import these as benchmarks.<group>.<name>: " + "; ".join(bare)
+
+
+def test_benchmarks_import_each_other_in_a_found_module():
+    """Each ``benchmarks.<group>.<name>`` a script imports is a file there."""
+    missing = []
+    for path in sorted(BENCHMARKS.glob("*/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("benchmarks."):
+                targets = [node.module] if node.module.count(".") == 2 else \
+                    [f"{node.module}.{a.name}" for a in node.names]
+            for target in targets:
+                if not (PACKAGE.parent / (target.replace(".", "/") + ".py")).exists():
+                    missing.append(f"{path.relative_to(BENCHMARKS)}:{node.lineno} {target}")
+    assert not missing, missing

@@ -153,3 +153,68 @@ def test_always_needs_someone_who_always_does_it() -> None:
     # an instruction with "always" is no habit (AutoMem's bare \balways\b said Habit)
     assert classify("Always lock the back door") == ("Context", 0.3)
     assert classify("We always lock the back door")[0] == "Habit"
+
+
+# Issue 45: "Decision: ..." and its replacement were typed Context (0.30), and a captured
+# question was typed Preference.
+@pytest.mark.parametrize(
+    ("content", "expected_type"),
+    [
+        ("Decision: move billing to CockroachDB", "Decision"),
+        ("decision - keep the nightly backup on the NAS", "Decision"),
+        ("  Decisions: postgres for billing; redis for sessions", "Decision"),
+        ("Preference: window seats on long flights", "Preference"),
+        ("Insight \u2013 the cache key missed the tenant", "Insight"),
+    ],
+)
+def test_a_leading_type_label_gives_that_type(content: str, expected_type: str) -> None:
+    assert classify(content) == (expected_type, 0.9)
+
+
+def test_a_type_word_that_is_no_label_reads_as_text() -> None:
+    assert classify("Decisionmaking is slow here") == ("Context", 0.3)
+    assert classify("The decision was hard") == ("Context", 0.3)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Should we use Postgres rather than SQLite?",
+        "Do you prefer tabs or spaces?",
+        "Which editor is your favourite??",
+        "Are we going with the blue paint?",
+    ],
+)
+def test_a_question_is_no_preference_or_decision(question: str) -> None:
+    assert classify(question) == ("Context", 0.3)
+
+
+def test_statements_beside_a_question_still_count() -> None:
+    assert classify("I prefer tabs. What do you prefer?") == ("Preference", 0.6)
+    assert classify("What did we settle? We decided to use Redis.") == ("Decision", 0.6)
+
+
+def test_a_long_text_with_one_question_mark_classifies() -> None:
+    # one "?" then a megabyte without sentence ends: the question filter stays linear
+    assert classify("why?" + " word" * 200_000 + " we decided to ship")[0] == "Decision"
+
+
+def test_a_replacement_keeps_the_type_the_rules_cannot_read(tmp_path) -> None:
+    from localmem import MemoryStore
+
+    store = MemoryStore(tmp_path / "m.db", embedder="hash")
+    try:
+        old = store.store("Decision: use Postgres for billing")
+        assert store.get(old)["type"] == "Decision"
+        new = store.supersede(old, "We moved billing to CockroachDB")["memory_id"]
+        assert (store.get(new)["type"], store.get(new)["confidence"]) == ("Decision", 0.9)
+        # what the rules read in the new content wins; a given type wins over both
+        newer = store.supersede(new, "Realized CockroachDB costs too much")["memory_id"]
+        assert store.get(newer)["type"] == "Insight"
+        typed = store.supersede(newer, "Billing is on Postgres again", type="Context")["memory_id"]
+        assert store.get(typed)["type"] == "Context"
+        # content that is no text is refused by the store's validation, naming the field
+        with pytest.raises(ValidationError, match="content"):
+            store.supersede(typed, 12345)  # type: ignore[arg-type]
+    finally:
+        store.close()

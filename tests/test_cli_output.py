@@ -96,7 +96,7 @@ def test_tables_fit_the_terminal_and_the_content_gets_the_room(db: Path, columns
         memory_id = line[offsets["id"]:].split()[0]
         assert re.fullmatch(r"[0-9a-f]{8}", memory_id), line
     if columns >= 200:  # room for everything: the tags are not cut
-        assert re.search(r"t-[a-z]+, project:billing-platform", result.stdout), result.stdout
+        assert re.search(r"project:billing-platform, t-[a-z]+", result.stdout), result.stdout  # project first
 
 
 def test_wide_and_combining_characters_keep_the_columns_aligned(db: Path) -> None:
@@ -106,10 +106,10 @@ def test_wide_and_combining_characters_keep_the_columns_aligned(db: Path) -> Non
     tags_at = header_offsets(lines[0])["tags"]
     seen = set()
     for line in lines[1:len(ROWS) + 1]:
-        tag = next(t for t in ROWS if t in line)
+        tag = next(t for t, content in ROWS.items() if content[:8] in line)
         seen.add(tag)
-        # each row's tags cell starts with its own tag, in the same cell as the header's
-        assert cells(line[:line.index(tag)]) == tags_at, (tag, line)
+        # each row's tags cell starts with the project tag (shown first), in the same cell as the header's
+        assert cells(line[:line.index("project:billing-platform")]) == tags_at, (tag, line)
     assert seen == set(ROWS)
 
 
@@ -199,3 +199,45 @@ def test_import_progress_bar_moves_within_a_batch(tmp_path: Path) -> None:
     assert len(between) >= 4, checking  # moved while the one 1000-memory batch was embedded
     assert phases["importing"][-1] == 400
     assert result.stdout.startswith("imported 400 memories and 0 edges")
+
+
+# Issue 45: at 80 columns `list` cut tags mid-name ("project:sh... +2"), and the hooks'
+# long session:<uuid> tags crowded out the project tag.
+SESSION_A = "session:0b1f3c1e-8a55-4d8f-9d4f-2b8c0d7a1e11"
+SESSION_B = "session:1c2f3c1e-8a55-4d8f-9d4f-2b8c0d7a1e12"
+
+
+def test_list_at_80_columns_shows_the_project_tag_whole_before_session_tags(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with MemoryStore(path, embedder="hash") as store:
+        store.store("Captured: keep the shopping list in the app", tags=[SESSION_A, "project:shopping-list"])
+        store.store("Captured: we use SQLite", tags=[SESSION_A, SESSION_B, "source:claude-code", "project:shop"])
+        store.store("A note with one very long tag",
+                    tags=[SESSION_A, "project:a-very-long-project-name-that-no-column-holds"])
+    for columns, expected in ((80, {"shopping": "+2", "SQLite": "project:shop +3", "long tag": "+2"}),
+                              (100, {"shopping": "project:shopping-list +1", "SQLite": "project:shop +3",
+                                     "long tag": "+2"})):
+        result = run("--db", str(path), "--embedder", "hash", "list", COLUMNS=str(columns))
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert all(cells(line) <= columns for line in lines)
+        tags_at = header_offsets(lines[0])["tags"]
+        shown = {word: line[tags_at:].strip() for line in lines[1:4] for word in expected if word in line}
+        assert shown == expected, (columns, result.stdout)  # whole names or a count, never "project:sh..."
+
+
+def test_fit_items_keeps_items_whole() -> None:
+    from localmem.cli.output import fit_items
+
+    assert fit_items(["project:alpha", "db"], 40) == "project:alpha, db"
+    assert fit_items(["project:alpha", "db", "x"], 17) == "project:alpha +2"
+    assert fit_items(["project:shopping-list", "db"], 10) == "+2"
+    assert fit_items(["project:shopping-list"], 10) == "+1"
+    assert fit_items(["abc", "def"], 1) == "+"  # narrower than any count: still no cut name
+
+
+def test_display_tags_put_the_project_first_and_sessions_last() -> None:
+    from localmem.cli.output import display_tags
+
+    assert display_tags([SESSION_A, "source:claude-code", "Project:Shop", "db", SESSION_B]) == \
+        ["Project:Shop", "source:claude-code", "db", SESSION_A, SESSION_B]

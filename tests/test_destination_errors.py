@@ -1,6 +1,6 @@
 """A destination that cannot be written is named as the user gave it (issue 12, item 11).
 
-Found by ``benchmarks/attacks.py``: ``backup`` and ``export`` into a folder that
+Found by ``benchmarks/attacks/attacks.py``: ``backup`` and ``export`` into a folder that
 is a file, or onto read-only media, reported their temporary file
 (``Not a directory: afile/.x.db.<pid>.tmp``) as the issue's "backup to a
 directory" did, because removing the stale temporary name failed first.

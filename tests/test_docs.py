@@ -14,7 +14,9 @@ from localmem.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "experiments" / "README.md"]
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "experiments" / "README.md",
+         *sorted(p for p in (ROOT / "docs" / "results").glob("*.md") if p.name != "history.md"),
+         ROOT / "benchmarks" / "README.md", ROOT / "benchmarks" / "attacks" / "README.md"]
 FENCE = re.compile(r"^ *```.*?^ *```[^\n]*$", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
@@ -158,10 +160,10 @@ def test_every_docs_page_is_in_the_readme_contents():
 
 
 def test_results_contents_list_follows_the_sections(tmp_path):
-    """benchmarks/RESULTS.md opens with a contents list, and writing a section brings it up to date."""
-    from benchmarks.results_file import CONTENTS_START, write_section
+    """docs/results/history.md opens with a contents list, and writing a section brings it up to date."""
+    from benchmarks.common.results_file import CONTENTS_START, write_section
 
-    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    results = (ROOT / "docs" / "results" / "history.md").read_text(encoding="utf-8")
     assert results.index(CONTENTS_START) < results.index("\n## ")
     path = tmp_path / "RESULTS.md"
     path.write_text("# Results\n\nIntro.\n\n<!-- a:start -->\n## Speed at 100k (2026)\nold\n<!-- a:end -->\n")
@@ -171,3 +173,62 @@ def test_results_contents_list_follows_the_sections(tmp_path):
     assert "- [Speed at 100k (2026)](#speed-at-100k-2026)\n- [Speed at 100k (2026)](#speed-at-100k-2026-1)\n" \
            "- [Quality: R@10](#quality-r10)\n" in text
     assert text.count(CONTENTS_START) == 1 and "old" in text and "new" in text
+
+
+def test_the_python_quickstart_runs_outside_the_clone(tmp_path):
+    """The README's Python quickstart, pasted into a file in a folder of its own (issue 45: it
+    failed when run from the folder holding the clone; the README says where to run it)."""
+    import os
+    import subprocess
+    import sys
+
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Quickstart: Python", 1)[1].split("\n## ", 1)[0]
+    code = next(body for language, body in fenced_blocks(section) if language == "python")
+    assert "the folder that holds the clone" in section  # the one place it cannot run from
+    (tmp_path / "quickstart.py").write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_") and k != "PYTHONPATH"}
+    env.update(HOME=str(tmp_path), LOCALMEM_EMBEDDER="hash")
+    result = subprocess.run([sys.executable, "quickstart.py"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Chose PostgreSQL over MongoDB" in result.stdout
+    assert (tmp_path / "notes" / "memory.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_every_benchmark_is_in_the_benchmarks_index():
+    """benchmarks/README.md lists every command of benchmarks/ (issue 45: one index, one line each)."""
+    index = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    helpers = {"common", "attacks"}  # shared modules; the attack tool has its own README
+    missing = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "benchmarks").glob("*/*.py"))
+               if path.parent.name not in helpers and f"python {path.relative_to(ROOT)}" not in index]
+    assert not missing, f"benchmarks missing from benchmarks/README.md: {missing}"
+    assert not list((ROOT / "benchmarks").glob("*.py")), "benchmarks/ keeps its scripts in the group folders"
+
+
+def test_every_current_figure_is_two_clicks_from_the_readme():
+    """README -> docs/benchmarks.md holds a row per target: what, value, target, machine, date, command."""
+    assert "](docs/benchmarks.md)" in README.read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    header = "| what | value | target | machine | date | command |"
+    rows = [line for block in text.split(header)[1:] for line in block.split("\n\n", 1)[0].splitlines()[2:]]
+    assert text.count(header) == 5 and len(rows) >= 20
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert len(cells) == 6 and all(cells[:2]) and re.match(r"20\d\d-\d\d-\d\d", cells[4]), row
+        assert cells[5].startswith("`python benchmarks/") or cells[5] == "same", row
+        for script in re.findall(r"benchmarks/[\w/]+\.py", cells[5]):
+            assert (ROOT / script).exists(), row
+
+
+def test_the_readme_names_each_one_time_step_of_the_demo():
+    """Issue 45: the second `demo` run built the learned ranking's query graph, a one-time step the
+    README did not mention. Each step's message (what the user sees on stderr) is in the README's
+    first-run note, and still in the code that prints it."""
+    first_run = README.read_text(encoding="utf-8").split("- **First run:**", 1)[1].split("\n- **", 1)[0]
+    steps = {"exports it once to ONNX": ("onnx_export.py", "to ONNX once"),
+             "building the query graph": ("onnx_runtime.py", "building the query graph")}
+    for said, (module, message) in steps.items():
+        assert said in first_run, said
+        assert message in (ROOT / "localmem" / "embedders" / module).read_text(encoding="utf-8"), module
+    assert "second demo" in first_run and "no one-time step" in first_run

@@ -1,6 +1,6 @@
 """A field *name* holding a lone surrogate is a 4xx naming it, never a 500 (issue 12, item 7).
 
-Found by ``benchmarks/hostile_input.py`` (fresh seeds): ``POST /api/v1/memory/recall``
+Found by ``benchmarks/safety/hostile_input.py`` (fresh seeds): ``POST /api/v1/memory/recall``
 with the body ``{"\\ud800": null}`` answered 500, because the 422 quoted the unknown
 field's name as it came, and a lone surrogate cannot be written as UTF-8 JSON.
 """

@@ -8,7 +8,7 @@ wrong-length vectors, huge and negative limits and offsets, deeply nested metada
 timestamps, unknown enum values.
 
 ``LOCALMEM_FUZZ_EXAMPLES`` sets the examples per property (default 60; the benchmark
-``benchmarks/hostile_input.py`` runs thousands).
+``benchmarks/safety/hostile_input.py`` runs thousands).
 """
 
 from __future__ import annotations
@@ -472,7 +472,7 @@ def jsonrpc_lines() -> st.SearchStrategy[bytes]:
 
 
 def deep_requests() -> st.SearchStrategy[bytes]:
-    """A tools/call whose arguments are nested too deep to parse (benchmarks/attacks.py found those
+    """A tools/call whose arguments are nested too deep to parse (benchmarks/attacks/attacks.py found those
     answered with a null id): its id is still at the top, and the answer must carry it."""
     return st.builds(lambda request_id, depth: (
         b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"store_memory","arguments":'

@@ -1,6 +1,6 @@
 """The MCP server answers a request nested too deep to parse under its own id (issue 12, item 6).
 
-Found by ``benchmarks/attacks.py``: a ``tools/call`` whose arguments are nested
+Found by ``benchmarks/attacks/attacks.py``: a ``tools/call`` whose arguments are nested
 more deeply than the SDK's parser goes (about 255 levels; a JavaScript client
 sends such a line without complaint) was answered with a parse error whose id
 was null, so the client never got an answer to its request.

@@ -1,11 +1,9 @@
-"""Training the query delta (benchmarks/train_learned_rank.py): tuning MiniLM's query
+"""Training the query delta (benchmarks/quality/train_learned_rank.py): tuning MiniLM's query
 encoding moves a question's tokens toward its evidence, and the model file it writes
 loads back with the delta."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +16,7 @@ from test_adapter_training import QUESTIONS, TURNS
 
 pytest.importorskip("torch")
 pytest.importorskip("sentence_transformers")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import train_learned_rank  # noqa: E402
+from benchmarks.quality import train_learned_rank  # noqa: E402
 
 pytestmark = pytest.mark.model
 

@@ -2,7 +2,7 @@
 is relevant to the query (recall/relevance_model.py), its summary in ``confidence``, and the
 configurable floor a hook injects by.
 
-The coefficients are fitted for all-MiniLM-L6-v2 (benchmarks/relevance_calibration.py); with
+The coefficients are fitted for all-MiniLM-L6-v2 (benchmarks/quality/relevance_calibration.py); with
 the hash embedder the keyword coverage carries the signal, which is what these tests use, and
 the real-model tests are marked ``model``.
 """

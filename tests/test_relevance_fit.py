@@ -1,4 +1,4 @@
-"""The relevance refit (benchmarks/relevance_calibration.py, relevance_data.py): LongMemEval turns
+"""The relevance refit (benchmarks/quality/relevance_calibration.py, relevance_data.py): LongMemEval turns
 stored in capture's shape, the floor chosen on held-out folds only, each set measured by a fit on
 the other, and each set weighed equally however many prompts it has."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import relevance_calibration as calibration  # noqa: E402
-import relevance_data  # noqa: E402
+from benchmarks.quality import relevance_calibration as calibration  # noqa: E402
+from benchmarks.quality import relevance_data  # noqa: E402
 from localmem import MemoryStore  # noqa: E402
 from localmem.hooks.capture import SOURCE_TAG  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Many processes on one file, and crashes: nothing lost, nothing half-written, no "database is locked".
 
-The short versions of ``benchmarks/stress_concurrency.py`` (4 writer + 4 reader processes +
-the HTTP server, ~8 s here) and ``benchmarks/crash_import.py`` (kill -9 during an import),
+The short versions of ``benchmarks/safety/stress_concurrency.py`` (4 writer + 4 reader processes +
+the HTTP server, ~8 s here) and ``benchmarks/safety/crash_import.py`` (kill -9 during an import),
 plus deterministic tests of each mechanism: writers queue for the lock instead of failing,
 a lock held past the timeout is a clear ``StorageError``, an update merges onto what
 another process wrote meanwhile, recall holds no write lock, and checkpoints bound the WAL.
@@ -231,7 +231,7 @@ def test_checkpoints_keep_the_wal_bounded(tmp_path):
 def test_four_writers_four_readers_and_the_http_server(tmp_path):
     pytest.importorskip("uvicorn")
     pytest.importorskip("httpx")
-    from benchmarks.reliability_harness import run_concurrency
+    from benchmarks.common.reliability_harness import run_concurrency
 
     figures = run_concurrency(8, seed_memories=100, workdir=str(tmp_path), log=lambda *_: None)
     verify = figures["verify"]
@@ -250,7 +250,7 @@ def test_four_writers_four_readers_and_the_http_server(tmp_path):
 
 
 def test_kill_nine_during_import(tmp_path):
-    from benchmarks.reliability_harness import run_cli_crash, run_crash
+    from benchmarks.common.reliability_harness import run_cli_crash, run_crash
 
     crash = run_crash(4, memories=1200, batch=100, workdir=str(tmp_path / "api"), log=lambda *_: None)
     assert crash["kills_mid_import"] >= 3

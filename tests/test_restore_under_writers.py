@@ -1,6 +1,6 @@
 """``restore`` while another process writes loses no acknowledged commit (issue 12, item 5).
 
-Found by ``benchmarks/attacks.py``: ``restore`` saved the current contents to
+Found by ``benchmarks/attacks/attacks.py``: ``restore`` saved the current contents to
 ``<db>.pre-restore-<time>`` and only then took the write lock to copy the
 backup in, so a memory another process committed in between was in neither
 file (24 of 1,761 acknowledged writes over 6 restores). Every commit a writer

@@ -10,6 +10,7 @@ for nothing outside 127.0.0.1.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -29,7 +30,8 @@ from localmem.errors import NotFoundError  # noqa: E402
 from localmem.http.app import create_app  # noqa: E402
 from tests.serving import in_thread  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
+# LOCALMEM_TEST_CHROMIUM: another browser binary (tests/test_suite_summary.py names a missing one).
+CHROMIUM = os.environ.get("LOCALMEM_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = "/usr/bin/chromedriver"
 ARTEFACTS = Path(__file__).resolve().parent / "artefacts" / "ui"
 TOKEN = "ui-admin-token-for-tests"

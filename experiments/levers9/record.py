@@ -5,7 +5,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent.parent / "benchmarks")]  # localmem; locomo.py, train_learned_rank.py
+sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent.parent / "benchmarks" / "quality")]  # localmem; locomo.py, train_learned_rank.py
 import locomo, train_learned_rank as T  # noqa: E402
 from localmem import Config  # noqa: E402
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..storage.listing import MAX_LIMIT, SORTS, STATE_FILTERS
 from ..text import plural
 from .common import EXIT_OK, AddCommand, open_store, split_list
-from .output import Column, Output, one_line
+from .output import Column, Output, display_tags, one_line
 from .shown import hidden_states_text, short_date, state_marker
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def memory_rows(store: MemoryStore, memories: list[dict[str, Any]]) -> tuple[lis
         Column("tags", cap=40, least=10, drop=1, style="tags"),
     ]
     rows = [[short[m["id"]], short_date(m["timestamp"]), m["type"], f"{m['importance']:.2f}",
-             state_marker(m, states.get(m["id"]), short) + one_line(m["content"]), m["tags"]]
+             state_marker(m, states.get(m["id"]), short) + one_line(m["content"]), display_tags(m["tags"])]
             for m in memories]
     return columns, rows
 

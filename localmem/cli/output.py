@@ -127,7 +127,10 @@ def wrap_cells(text: str, width: int, max_lines: int) -> list[str]:
 
 
 def fit_items(items: Sequence[str], width: int, sep: str = ", ") -> str:
-    """As many whole items as fit in ``width`` cells, then ``+N`` for the rest."""
+    """As many whole items as fit in ``width`` cells, then ``+N`` for the rest.
+
+    An item is never cut (``project:sh...`` reads as a different tag): when not even
+    the first fits, the cell says only how many there are (``+3``)."""
     if not items:
         return ""
     text = sep.join(items)
@@ -137,8 +140,21 @@ def fit_items(items: Sequence[str], width: int, sep: str = ", ") -> str:
         candidate = sep.join(items[:keep]) + f" +{len(items) - keep}"
         if cell_width(candidate) <= width:
             return candidate
-    rest = f" +{len(items) - 1}" if len(items) > 1 else ""
-    return clip(items[0], max(1, width - len(rest))) + rest
+    return clip(f"+{len(items)}", width)
+
+
+# Tags a table shows first and last: the project says where a memory belongs, while the
+# hooks' ``session:<uuid>`` tags are long and alike, and would crowd it out of a narrow column.
+_FIRST_TAG_PREFIX = "project:"
+_LAST_TAG_PREFIX = "session:"
+
+
+def display_tags(tags: Sequence[str]) -> list[str]:
+    """``tags`` in the order a table shows them: project tags, the rest as stored, session tags."""
+    def rank(tag: str) -> int:
+        folded = tag.casefold()
+        return 0 if folded.startswith(_FIRST_TAG_PREFIX) else 2 if folded.startswith(_LAST_TAG_PREFIX) else 1
+    return sorted(tags, key=rank)
 
 
 # -- the terminal -----------------------------------------------------------------------------
@@ -226,6 +242,18 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int
                 break
         widths[i] = None
     widths[flex] = max(1, min(natural[flex], room()))
+    # A column of items (tags) shows each row's first item whole where the flex column can
+    # spare the cells beyond its target: "project:shopping-list +1" rather than "+2".
+    for i, col in enumerate(columns):
+        current = widths[i]
+        if current is None or i == flex:
+            continue
+        firsts = [cell_width(r[i][0]) + (len(f" +{len(r[i]) - 1}") if len(r[i]) > 1 else 0)
+                  for r in rows if not isinstance(r[i], str) and r[i]]
+        spare = min(max(firsts, default=0), col.cap or width) - current
+        spare = min(spare, widths[flex] - target)
+        if spare > 0:
+            widths[i], widths[flex] = current + spare, widths[flex] - spare
     return widths
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from .common import EXIT_OK, AddCommand, key_values, open_store, split_list
 from ..recall.relevance import evidence_text
 from ..text import plural
-from .output import Column, Output, one_line
+from .output import Column, Output, display_tags, one_line
 from .shown import human_time, short_date, state_marker
 
 SORT_CHOICES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
@@ -106,7 +106,7 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
         memory_id = str(result.get("id", ""))
         content = state_marker(memory, states.get(memory_id), short_ids) + one_line(memory.get("content", ""))
         rows.append([str(rank), f"{result.get('final_score', 0.0):.3f}", short_ids.get(memory_id, memory_id),
-                     short_date(memory.get("timestamp")), content, list(memory.get("tags") or []),
+                     short_date(memory.get("timestamp")), content, display_tags(memory.get("tags") or []),
                      str(result.get("match_type", ""))])
     lines = out.table(columns, rows) if rows else ["no memories found"]
     vector = response.get("vector_search") or {}

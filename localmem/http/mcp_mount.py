@@ -6,7 +6,7 @@ the Host/Origin guard and the token check (``guard``, ``authentication``).
 The MCP SDK (``localmem.mcp_server.streamable``) is imported by the first
 request to ``/mcp``, in a worker thread: importing it costs about half a second
 that ``localmem serve`` would otherwise spend before it answers ``/health``
-(benchmarks/serve_start.py), and a server nobody asks for MCP never pays it.
+(benchmarks/hooks/serve_start.py), and a server nobody asks for MCP never pays it.
 The SDK's session manager then runs until the server stops, inside the app's
 lifespan (``McpMount.running``); without a lifespan ``/mcp`` answers 503.
 """

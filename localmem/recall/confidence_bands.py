@@ -12,7 +12,7 @@ Semantic searches (``hybrid``, ``semantic``):
   (informational; None with fewer than 2 candidates or no spread).
 - ``level`` comes from ``top_score`` against three calibrated bands
   (``Config.v1_confidence_bands``, default 0.25 / 0.40 / 0.60 for
-  all-MiniLM-L6-v2; see benchmarks/RESULTS.md): below the first ``none``,
+  all-MiniLM-L6-v2; see docs/results/history.md): below the first ``none``,
   then ``low``, ``moderate``, ``high``. A ``high`` whose top hit is not
   prominent (prominence < ``MIN_PROMINENCE_FOR_HIGH``: the query resembles
   everything about equally) reads ``moderate``; a near-duplicate top

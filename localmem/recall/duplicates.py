@@ -23,7 +23,7 @@ from .state import active_replacements, state_reason
 if TYPE_CHECKING:
     from ..storage.backend import Backend
 
-# Measured with all-MiniLM-L6-v2 on LoCoMo dev (benchmarks/dedup_threshold.py, RESULTS.md).
+# Measured with all-MiniLM-L6-v2 on LoCoMo dev (benchmarks/quality/dedup_threshold.py, docs/results/history.md).
 SIMILAR_THRESHOLD = 0.93
 SIMILAR_LIMIT = 3
 SIMILAR_POOL = 16

@@ -65,7 +65,7 @@ class QueryAdapter:
     MiniLM places a question's tokens and the tokens of the statement that
     answers it in somewhat different directions ("what games" against "I
     played Valorant"). A map trained on questions and their evidence
-    (``benchmarks/train_learned_rank.py``) moves the query's tokens toward
+    (``benchmarks/quality/train_learned_rank.py``) moves the query's tokens toward
     their answers before MaxSim. Only the query side changes, so stored codes
     stay as they are; it ships inside the learned-rank model file, whose trees
     were trained on the MaxSim it gives.

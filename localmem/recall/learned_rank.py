@@ -5,7 +5,7 @@ its own. Some evidence is only visible across the pool: how far a candidate
 is from the query's best vector or keyword match, whether its thread holds
 other strong candidates, whether it is the question a neighbour answers.
 A gradient-boosted tree model (LightGBM's lambdarank, trained by
-``benchmarks/train_learned_rank.py``) reads those pool features and gives
+``benchmarks/quality/train_learned_rank.py``) reads those pool features and gives
 each candidate a score; its logistic, in [0, 1], is the ``learned``
 component, added with weight ``weight_learned``.
 
@@ -282,7 +282,7 @@ class TreeModel:
 
     @classmethod
     def from_file(cls, path: str) -> "TreeModel":
-        """A model written by ``benchmarks/train_learned_rank.py --output PATH``: a regular
+        """A model written by ``benchmarks/quality/train_learned_rank.py --output PATH``: a regular
         file of at most MAX_MODEL_BYTES (a device or a huge file is refused, not read)."""
         # O_NONBLOCK: opening a FIFO for reading would wait for a writer before the check
         # below could refuse it (on a regular file the flag changes nothing).

@@ -14,7 +14,7 @@ does not move when other memories are stored, superseded or scoped out.
   [0, 1], else its cosine clipped at 0).
 
 The coefficients and the floor are data (``localmem/models/relevance.json``),
-fitted by ``benchmarks/relevance_calibration.py`` on two kinds of conversation
+fitted by ``benchmarks/quality/relevance_calibration.py`` on two kinds of conversation
 (LoCoMo: people talking; LongMemEval: a person and an assistant) with
 all-MiniLM-L6-v2, the floor chosen on held-out folds. With another embedder the
 cosine terms mean something else; keyword coverage then carries most of the

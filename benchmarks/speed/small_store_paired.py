@@ -1,0 +1,133 @@
+"""Two trees' recall latency on small_store.py's workload, query by query, for a noisy machine.
+
+    python benchmarks/speed/small_store_paired.py BEFORE_TREE AFTER_TREE --store FILE
+        [--modes text,conversation] [--passes 1] [--every 1]
+    LOCALMEM_PAIRED_CLOCK=cpu python benchmarks/speed/small_store_paired.py ...   (thread CPU time)
+
+Starts one worker process per tree (each imports that tree's ``localmem`` and
+opens the same store FILE, built by small_store.py ``--store FILE`` first when
+missing), warms both as small_store.py does, then sends them the questions one
+at a time, the two workers back to back on the same question and mode, taking
+turns at going first (as scale_paired.py does at 100k). Reports each tree's
+p50 / p95 / mean per mode and the median over questions of after ÷ before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def worker(data: str, store_path: str, embedder: str) -> None:
+    """Answer 'mode index' lines on stdin with the milliseconds that recall took: wall clock,
+    or with LOCALMEM_PAIRED_CLOCK=cpu the CPU time of the thread that runs recall (on a
+    machine shared with other work it leaves out the time the scheduler gave to others;
+    the process's CPU time would count the embedder's and BLAS's idle pool threads spinning
+    between requests: the same tree on both sides read 1.18 by it in conversation mode)."""
+    clock = time.thread_time if os.environ.get("LOCALMEM_PAIRED_CLOCK") == "cpu" else time.perf_counter
+    from benchmarks.speed import small_store
+    from localmem import Config
+    config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
+    store, questions, vectors = small_store.open_store(json.loads(Path(data).read_text()), embedder,
+                                                       Path(store_path), config)
+    modes = small_store.requests(questions, vectors, text=True)
+    for work in modes.values():
+        for query, kwargs in work[:20]:
+            store.recall(query, **kwargs)
+    print(f"ready {len(questions)}", flush=True)
+    for line in sys.stdin:
+        mode, index = line.split()
+        query, kwargs = modes[mode][int(index)]
+        started = clock()
+        store.recall(query, **kwargs)
+        print(f"{(clock() - started) * 1000:.6f}", flush=True)
+    store.close()
+
+
+def spawn(tree: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
+    script = tree / Path(__file__).resolve().relative_to(HERE.parents[1])
+    if not script.exists():
+        script = Path(__file__)
+    env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
+    process = subprocess.Popen([sys.executable, str(script), "--worker", "--data", args.data,
+                                "--store", args.store, "--embedder", args.embedder],
+                               cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    word, count = process.stdout.readline().split()
+    assert word == "ready"
+    return process, int(count)
+
+
+def timed(process: subprocess.Popen[str], mode: str, index: int) -> float:
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(f"{mode} {index}\n")
+    process.stdin.flush()
+    return float(process.stdout.readline())
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path.append(str(HERE.parents[1]))
+    from benchmarks.quality.locomo import DEFAULT_DATA
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", nargs="?")
+    parser.add_argument("after", nargs="?")
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--store", required=True, help="the store file both trees open (built when missing)")
+    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--modes", default="text,conversation")
+    parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--every", type=int, default=1, help="ask every Nth question only")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.data, args.store, args.embedder)
+        return 0
+    if not args.before or not args.after:
+        parser.error("give the two trees")
+    # The first builds the store when it is missing; the second then opens it.
+    before, count = spawn(Path(args.before).resolve(), args)
+    after, _ = spawn(Path(args.after).resolve(), args)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    times: dict[str, dict[str, list[float]]] = {m: {"before": [], "after": []} for m in modes}
+    turn = 0
+    for _ in range(args.passes):
+        for index in range(0, count, args.every):
+            for mode in modes:
+                pair = [("before", before), ("after", after)]
+                if turn % 2:
+                    pair.reverse()
+                turn += 1
+                for name, process in pair:
+                    times[mode][name].append(timed(process, mode, index))
+    for process in (before, after):
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait()
+    measure = "recall thread CPU time" if os.environ.get("LOCALMEM_PAIRED_CLOCK") == "cpu" else "wall clock"
+    print(f"{count} questions (every {args.every}), {args.passes} pass(es), {measure}, paired")
+    print("| mode | before p50 | before p95 | after p50 | after p95 | before mean | after mean "
+          "| median after/before |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for mode in modes:
+        b, a = times[mode]["before"], times[mode]["after"]
+        ratio = statistics.median(x / y for x, y in zip(a, b))
+        print(f"| {mode} | {statistics.median(b):.2f} | {pct(b, 0.95):.2f} | {statistics.median(a):.2f} | "
+              f"{pct(a, 0.95):.2f} | {statistics.fmean(b):.2f} | {statistics.fmean(a):.2f} | {ratio:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
