@@ -27,7 +27,7 @@ The features are what one memory shows for one query, whatever else the store ho
 (relevance_model.FEATURES); rerun this after the learned ranking or the token evidence changes.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/quality/relevance_calibration.py [--write] \
-        [--lme-instances 20] [--prompts /tmp/relevance-prompts.json]
+        [--lme-instances 32] [--lme-sessions 16] [--prompts /tmp/relevance-prompts.json]
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def collect(name: str, store, questions: list[dict], limit: int) -> list[dict]:
     """One record per prompt and route: set, fold, kind (related / unrelated / abstain), and per
     result its raw evidence (``cosine``, ``token``, ``coverage``) and label (1, 0, None)."""
     content_of = dict(store.conn.execute("SELECT id, content FROM memories"))
-    scopes = sorted({q["scope"] for q in questions}, key=[q["scope"] for q in questions].index)
+    scopes = list(dict.fromkeys(q["scope"] for q in questions))  # in the questions' order
     prompts = []
     for number, q in enumerate(questions):
         own = scopes.index(q["scope"])

@@ -15,7 +15,7 @@ by the sha256 of their ``question_id``; ``--instances N`` takes the first N of t
 the sha256 of instance and session id (embedding every session of many instances takes hours on a
 shared 2-core machine).
 
-    python benchmarks/quality/relevance_data.py --warm 20   # embed the first 20 instances into the cache
+    python benchmarks/quality/relevance_data.py --warm 32 --sessions 16   # fill the embedding cache
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def lme_questions(store: MemoryStore, instances: list[dict], progress: bool = Fa
 
 def locomo_questions(store: MemoryStore, data: list[dict]) -> list[dict]:
     """LoCoMo's category 1-4 questions in the same form (gold: evidence memory ids)."""
-    _, questions = None, []
+    questions = []
     by_dia: dict[tuple[str, str], str] = {}
     for memory_id, tags, dia in store.conn.execute(
             "SELECT id, tags, json_extract(metadata, '$.dia_id') FROM memories"):
@@ -167,8 +167,8 @@ def build(name: str, embedder: Any, config: Config, *, lme_count: int = 0, lme_s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--warm", type=int, default=20, help="embed the first N LME instances (and LoCoMo)")
-    parser.add_argument("--sessions", type=int, default=0, help="of each instance's sessions (0: all)")
+    parser.add_argument("--warm", type=int, default=32, help="embed the first N LME instances (and LoCoMo)")
+    parser.add_argument("--sessions", type=int, default=16, help="of each instance's sessions (kept_sessions; 0: all)")
     parser.add_argument("--skip", type=int, default=0, help="start at the instance after the first N")
     args = parser.parse_args(argv)
     embedder = locomo.cached_embedder("auto")
