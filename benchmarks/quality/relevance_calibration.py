@@ -52,6 +52,7 @@ from localmem.recall.keywords import query_terms  # noqa: E402
 from localmem.recall.relevance_model import FEATURES, MODEL_RESOURCE, keyword_coverage, relevance_features  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402  (cached_embedder)
 from benchmarks.quality import relevance_data  # noqa: E402
+from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402  (40 hand-written questions)
 
 MODEL_PATH = ROOT / "localmem" / "models" / MODEL_RESOURCE
 TARGET_SILENT = 0.95
@@ -100,6 +101,18 @@ def collect(name: str, store, questions: list[dict], limit: int) -> list[dict]:
                                     "words": len(content.split())})  # for trying a length input
                 prompts.append({"set": name, "fold": fold, "kind": kind, "route": route,
                                 "gold": len(q["gold"]), "results": results})
+    # Hand-written off-topic questions (no dataset's), never in a fit or a floor's choice: at
+    # most 200 per set, spread over its scopes.
+    per_scope = max(1, min(len(OFF_TOPIC), 200 // len(scopes)))
+    for own, scope in enumerate(scopes):
+        for n in range(per_scope):
+            question = OFF_TOPIC[(own * per_scope + n) % len(OFF_TOPIC)]
+            for route in ROUTES:
+                results = [{"cosine": inputs["cosine"], "token": inputs["token"], "label": None,
+                            "coverage": keyword_coverage(query_terms(question), content), "words": len(content.split())}
+                           for _, content, inputs in _ask(store, route, question, scope, limit, None, content_of)]
+                prompts.append({"set": name, "fold": own % FOLDS, "kind": "offtopic", "route": route,
+                                "gold": 0, "results": results})
     return prompts
 
 
@@ -173,7 +186,8 @@ def held_out_scores(prompts: list[dict]) -> dict[int, list[float]]:
 
 
 def silent_share(prompts: list[dict], scores: dict[int, list[float]], floor: float, route: str) -> float:
-    quiet = [max(scores[id(p)], default=0.0) < floor for p in prompts if p["kind"] != "related" and p["route"] == route]
+    quiet = [max(scores[id(p)], default=0.0) < floor for p in prompts
+             if p["kind"] in ("unrelated", "abstain") and p["route"] == route]
     return sum(quiet) / max(1, len(quiet))
 
 
@@ -205,6 +219,7 @@ def measure(prompts: list[dict], scores: dict[int, list[float]], floors: dict[in
             return [(s, r) for s, r in zip(scores[id(p)], p["results"]) if s >= floors[id(p)]]
         unrelated = [p for p in mine if p["kind"] == "unrelated"]
         abstain = [p for p in mine if p["kind"] == "abstain"]
+        offtopic = [p for p in mine if p["kind"] == "offtopic"]
         related = [p for p in mine if p["kind"] == "related"]
         recalled = [p for p in related if any(r["label"] == 1 for r in p["results"])]
         kept = [p for p in recalled if any(r["label"] == 1 for _, r in clears(p))]
@@ -215,6 +230,8 @@ def measure(prompts: list[dict], scores: dict[int, list[float]], floors: dict[in
             "unrelated": len(unrelated),
             "abstain_silent": (sum(not clears(p) for p in abstain) / len(abstain)) if abstain else None,
             "abstain": len(abstain),
+            "offtopic_silent": sum(not clears(p) for p in offtopic) / max(1, len(offtopic)),
+            "offtopic": len(offtopic),
             "related": len(related), "recalled": len(recalled),
             "kept_of_recalled": len(kept) / max(1, len(recalled)),
             "kept_of_all": len(kept) / max(1, len(related)),
@@ -283,6 +300,11 @@ def report(prompts: list[dict]) -> tuple[list[str], np.ndarray, float]:
     for name, mine in by_set.items():
         lines += rows_of(f"{name} (pooled fit, held out)", measure(mine, scores, floors),
                          "/".join(f"{f:.2f}" for f in sorted({floors[id(p)] for p in mine})))
+    lines.append("")
+    for name, mine in by_set.items():
+        lines.append(f"{name}: hand-written off-topic questions (never in a fit; pooled fit, held out) "
+                     "that inject nothing: " + ", ".join(f"{route} {m['offtopic_silent']:.3f} ({m['offtopic']})"
+                                                        for route, m in measure(mine, scores, floors).items()))
     lines += ["", "The trade-off, held out as above (pooled fit, each fold's scores from the other nine), "
               "recall, at fixed floors:", "",
               "| floor | " + " | ".join(f"{name}: unrelated silent | {name}: evidence clears (of recalled) | "
