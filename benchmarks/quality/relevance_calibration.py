@@ -365,8 +365,9 @@ def main(argv: list[str] | None = None) -> int:
         print("collected; both sets are needed to fit")
         return 0
     prompts = collected["locomo"] + collected["lme"]
-    counts = {name: sum(1 for p in prompts if p["set"] == name and p["route"] == "recall") for name in ("locomo", "lme")}
-    lines = [f"Prompts per route: LoCoMo {counts['locomo']}, LongMemEval {counts['lme']} "
+    counts = {name: sum(1 for p in prompts if p["set"] == name and p["route"] == "recall" and p["kind"] != "offtopic")
+              for name in ("locomo", "lme")}
+    lines = [f"Prompts per route (besides the off-topic ones): LoCoMo {counts['locomo']}, LongMemEval {counts['lme']} "
              f"(--lme-instances {args.lme_instances}, --lme-sessions {args.lme_sessions}, --questions {args.questions}); "
              f"limit {args.limit}; features {', '.join(FEATURES)}", ""]
     body, beta, floor = report(prompts)
@@ -378,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"--questions {args.questions}",
              "training": {"positives": sum(1 for p in prompts for r in p["results"] if r["label"] == 1),
                           "negatives": sum(1 for p in prompts for r in p["results"] if r["label"] == 0),
-                          "prompts": len(prompts) // len(ROUTES)}}
+                          "prompts": sum(counts.values())}}
     lines += ["", "Fitted on both sets (model and floor): " + json.dumps(model)]
     print("\n".join(lines))
     if args.write:
