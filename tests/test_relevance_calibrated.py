@@ -100,9 +100,14 @@ def test_a_time_scoped_query_whose_answers_are_in_the_window_is_not_labelled_low
     assert contents[:2] == [FACTS[0][0], FACTS[1][0]]
     assert body["confidence"]["top_score"] < 0.40  # the old signal alone: the "low" band
     assert body["confidence"]["level"] in ("moderate", "high") and body["confidence"]["relevant"] is True
-    assert all(r["relevance"] >= body["confidence"]["relevance_floor"] for r in body["results"][:2])
+    floor = body["confidence"]["relevance_floor"]
+    assert body["results"][0]["relevance"] >= floor
+    # The second answer's hash-embedder cosine is 0.10: keyword coverage alone no longer carries
+    # a memory over the MiniLM-calibrated floor (the refit on two datasets weighs it less), but
+    # it still reads far above the unrelated memories after it.
+    assert body["results"][1]["relevance"] > 10 * max(r["relevance"] for r in body["results"][2:])
     assert "suspicion" not in body["confidence"]["rationale"]
-    assert body["confidence"]["relevant_count"] == 2
+    assert body["confidence"]["relevant_count"] == sum(r["relevance"] >= floor for r in body["results"]) >= 1
 
 
 def test_the_floor_is_configurable_and_checked(monkeypatch) -> None:
@@ -133,19 +138,15 @@ def test_passes_relevance_floor_reads_only_a_finite_relevance() -> None:
 
 
 def features(**changes: float) -> dict[str, float]:
-    base = {"cosine": 0.3, "background": 0.1, "coverage": 0.5, "token": 0.5, "learned": 0.5}
+    base = {"cosine": 0.3, "coverage": 0.5, "token": 0.5}
     base.update(changes)
-    return relevance_features(cosine=base["cosine"], background=base["background"],
-                              coverage=base["coverage"], token=base["token"], learned=base["learned"])
+    return relevance_features(cosine=base["cosine"], coverage=base["coverage"], token=base["token"])
 
 
 @pytest.mark.parametrize("name,steps,rises", [
     ("cosine", [-0.2, 0.0, 0.2, 0.4, 0.6, 0.8, 1.0], True),
     ("coverage", [0.0, 0.25, 0.5, 0.75, 1.0], True),
     ("token", [0.0, 0.25, 0.5, 0.75, 1.0], True),
-    # The shipped fit leaves the learned score out (weight 0: in-sample on the dev data and no
-    # help held out); whatever a refit gives it, more of it must never read less relevant.
-    ("learned", [0.0, 0.25, 0.5, 0.75, 1.0], False),
 ])
 def test_relevance_rises_with_the_evidence(name: str, steps: list[float], rises: bool) -> None:
     values = [relevance_of(features(**{name: step})) for step in steps]
@@ -162,8 +163,7 @@ def test_more_of_the_query_in_a_memory_reads_more_relevant(store: MemoryStore) -
 def test_non_finite_or_missing_evidence_never_leaks() -> None:
     bad = [float("nan"), float("inf"), float("-inf"), None, "0.5", True, 10.0, -10.0]
     for value in bad:
-        found = relevance_features(cosine=value, background=value if not isinstance(value, str) else None,
-                                   coverage=value, token=value, learned=value)
+        found = relevance_features(cosine=value, coverage=value, token=value)
         assert all(isinstance(v, float) and math.isfinite(v) for v in found.values()), (value, found)
         score = relevance_of(found)
         assert math.isfinite(score) and 0.0 <= score <= 1.0
@@ -175,11 +175,13 @@ def test_non_finite_or_missing_evidence_never_leaks() -> None:
         RelevanceModel.from_dict({"intercept": 0.0, "floor": 1.5, "coefficients": dict.fromkeys(FEATURES, 1.0)})
 
 
-def test_keyword_coverage_weighs_names_and_leaves_time_words_out() -> None:
+def test_keyword_coverage_counts_every_keyword_once_and_leaves_time_words_out() -> None:
     assert keyword_coverage(["billing", "last", "week"], "We decided the billing plan") == 1.0
     assert keyword_coverage(["decide"], "We decided it") == 1.0  # another ending of the word
-    assert keyword_coverage(["caroline", "support", "group"], "Melanie joined a support group",
-                            frozenset({"caroline"})) == pytest.approx(2 / 5)
+    # A name is a keyword like any other (no dataset's "Speaker: text" weighed in).
+    assert keyword_coverage(["caroline", "support", "group"], "Melanie joined a support group") == \
+        pytest.approx(2 / 3)
+    assert keyword_coverage(["---", "group"], "a group") == pytest.approx(1 / 2)  # no words: no match
     assert keyword_coverage([], "anything") == 0.0 and keyword_coverage(["a"], None) == 0.0
 
 

@@ -3,6 +3,7 @@ learned component → supersession folding → rerank → cut → annotations �
 
 from __future__ import annotations
 
+import json
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -12,7 +13,8 @@ from ..recall.confidence_bands import keyword_confidence, semantic_confidence
 from ..recall.keywords import query_terms
 from ..recall.late_interaction import token_score
 from ..recall.relevance import with_relevance
-from ..recall.relevance_model import keyword_coverage, named_words, pool_mean, relevance_features, relevance_of
+from ..recall.relevance_model import keyword_coverage, relevance_features, relevance_of
+from ..recall.scoring import usable_cosine
 from .content import SpanFinder, content_fields
 from .duplicates import contradictions, near_duplicates
 from .folding import Entry, fold, versions
@@ -78,25 +80,26 @@ def _confidence(outcome: SearchOutcome, fold_dropped: set[str], result_count: in
     return keyword_confidence(scores, result_count, top)
 
 
-def _attach_relevance(query: str, outcome: SearchOutcome,
+def _attach_relevance(backend: "Backend", query: str, outcome: SearchOutcome,
                       rows: list[tuple[Candidate, dict[str, Any]]]) -> None:
-    """Each row's ``relevance`` (recall/relevance_model.py) from its search evidence, and its
-    inputs as ``score_components.relevance_inputs``. A head the chain walk brought in
-    (not found by the search) has no evidence of its own and reads low."""
-    background = pool_mean(c.cosine for c in outcome.semantic_pool if c.cosine is not None)
+    """Each row's ``relevance`` (recall/relevance_model.py) from its own evidence, and its
+    inputs as ``score_components.relevance_inputs``. A head the chain walk brought in (not
+    found by the search) is judged on its own cosine to the query and its own words, not
+    left without evidence because the memory it replaces was found instead."""
     terms = query_terms(query) if query else []
-    named = named_words(query)
+    walked = [candidate.id for candidate, _ in rows if not candidate.found]
+    cosines: dict[str, float] = {}
+    if walked and outcome.query_vector is not None:
+        cosines = {memory_id: usable_cosine(value) for memory_id, value in backend.conn.execute(
+            backend.sql["recall_similarity"], {"ids": json.dumps(walked), "query_vector": outcome.query_vector})}
     for candidate, row in rows:
-        found = candidate.found
-        cosine = candidate.cosine if found else None
-        if found and candidate.maxsim is not None:
+        cosine = candidate.cosine if candidate.found else cosines.get(candidate.id)
+        if candidate.found and candidate.maxsim is not None:
             token = token_score(candidate.maxsim)
         else:
             token = max(0.0, cosine) if cosine is not None else 0.0
-        features = relevance_features(
-            cosine=cosine, background=background,
-            coverage=keyword_coverage(terms, candidate.memory.get("content"), named) if found else 0.0,
-            token=token, learned=candidate.learned if found else None)
+        features = relevance_features(cosine=cosine, coverage=keyword_coverage(terms, candidate.memory.get("content")),
+                                      token=token)
         row["score_components"]["relevance_inputs"] = features
         row["relevance"] = relevance_of(features)
 
@@ -162,7 +165,7 @@ def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
         row.update(content_fields(candidate.memory["content"], position < request.full))
         row["spans"] = finder.spans(candidate.memory["content"])
 
-    _attach_relevance(request.query, outcome, rows)
+    _attach_relevance(backend, request.query, outcome, rows)
     results = [row for _, row in rows]
     response: dict[str, Any] = {
         "results": results,

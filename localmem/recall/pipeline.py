@@ -570,8 +570,11 @@ class Recall:
                                                             - {r["id"] for r in results})
         hydrate_relations(self.backend, results)
         judged = bool(primary_query or params.embedding is not None or multi)
-        if judged:
-            attach_relevance(results, self.evidence, primary_query)
+        if judged:  # a head moved into a superseded memory's place is judged on its own evidence
+            for query in {r.get("_query") or primary_query for r in results if "state_replaces" in r}:
+                self.prepare([r for r in results if "state_replaces" in r and "_similarity" not in r
+                              and (r.get("_query") or primary_query) == query], query)
+            attach_relevance(results, primary_query)
         response = recall_response(self, results, queries if multi else None, dedup_removed,
                                    state_filter, score_filter, seeds, expansions, entity_results,
                                    entity_names, recency_applied, fallback_active)

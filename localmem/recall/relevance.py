@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from .confidence_bands import COSINE_ADVICE, POOL, keyword_confidence, semantic_confidence
 from .keywords import query_terms
 from .late_interaction import token_score
-from .relevance_model import (level_of, pool_mean, relevance_features, relevance_floor,
-                              relevance_of, summary, keyword_coverage, named_words)
+from .relevance_model import (keyword_coverage, level_of, relevance_features, relevance_floor,
+                              relevance_of, summary)
 from ..timeparse import format_timestamp
 from .state import active_replacements, state_reason
 
@@ -83,27 +83,25 @@ def recall_confidence(backend: "Backend", evidence: Evidence, result_count: int,
     return {**keyword_confidence(scores, result_count, scores[0] if scores else None), "basis": "keyword"}
 
 
-def attach_relevance(results: list[dict[str, Any]], evidence: Evidence, primary_query: str) -> None:
-    """Give each result its ``relevance`` (recall/relevance_model.py) from the evidence it
-    already has, and its inputs as ``score_components.relevance_inputs``."""
-    background = pool_mean(evidence.cosine.values())
-    terms: dict[str, tuple[list[str], frozenset[str]]] = {}
+def attach_relevance(results: list[dict[str, Any]], primary_query: str) -> None:
+    """Give each result its ``relevance`` (recall/relevance_model.py) from its own evidence
+    (nothing another memory shows counts), and its inputs as
+    ``score_components.relevance_inputs``."""
+    terms: dict[str, list[str]] = {}
     for result in results:
         query = result.get("_query") or primary_query or ""
         if query not in terms:
-            terms[query] = (query_terms(query), named_words(query)) if query else ([], frozenset())
+            terms[query] = query_terms(query) if query else []
         cosine = result.get("_similarity")
         token = result.get("_token")
         components = result.get("score_components")
         if not isinstance(components, dict):
             components = result["score_components"] = {}
         features = relevance_features(
-            cosine=cosine, background=background,
-            coverage=keyword_coverage(*terms[query][:1], (result.get("memory") or {}).get("content"),
-                                      terms[query][1]),
+            cosine=cosine,
+            coverage=keyword_coverage(terms[query], (result.get("memory") or {}).get("content")),
             token=token_score(token) if isinstance(token, float) and math.isfinite(token)
-            else (max(0.0, cosine) if cosine is not None else 0.0),
-            learned=components.get("learned"))
+            else (max(0.0, cosine) if cosine is not None else 0.0))
         components["relevance_inputs"] = features
         result["relevance"] = relevance_of(features)
 

@@ -3,31 +3,27 @@
 Recall always fills its limit, so a rank says nothing about whether anything
 relevant is stored. Each result of ``recall`` and ``recall_v1`` carries
 ``relevance``, a logistic model over evidence the search already has for it
-(no extra embedding or query):
+(no extra embedding or query), every input a function of the query and that
+memory alone, so that it means the same on any store: a memory's relevance
+does not move when other memories are stored, superseded or scoped out.
 
 - ``cosine``: its raw cosine to the query vector;
-- ``margin``: that cosine less the mean cosine of the query's nearest
-  ``POOL`` candidates in scope (how far it stands out from the scope);
 - ``coverage``: the share of the query's keywords found in its content
   (``keyword_coverage``);
 - ``token``: its vector component (the late-interaction MaxSim mapped to
-  [0, 1], else its cosine clipped at 0);
-- ``learned``: the learned-rank component less 0.5, when the model ranked it
-  (0 otherwise: no evidence either way).
+  [0, 1], else its cosine clipped at 0).
 
-The coefficients are data (``localmem/models/relevance.json``), fitted by
-``benchmarks/quality/relevance_calibration.py`` on the LoCoMo dev conversations with
-all-MiniLM-L6-v2: positives are a question's gold evidence turns recalled in
-its own conversation, negatives every result of a question asked of another
-conversation's memories. With another embedder the cosine terms mean
-something else; keyword coverage then carries most of the signal (a hash
-embedder's unrelated cosines are near 0, an exact text's 1).
+The coefficients and the floor are data (``localmem/models/relevance.json``),
+fitted by ``benchmarks/quality/relevance_calibration.py`` on two kinds of conversation
+(LoCoMo: people talking; LongMemEval: a person and an assistant) with
+all-MiniLM-L6-v2, the floor chosen on held-out folds. With another embedder the
+cosine terms mean something else; keyword coverage then carries most of the
+signal (a hash embedder's unrelated cosines are near 0, an exact text's 1).
 """
 
 from __future__ import annotations
 
 import functools
-import heapq
 import json
 import math
 import re
@@ -37,16 +33,13 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
 
-FEATURES = ("cosine", "margin", "coverage", "token", "learned")
+FEATURES = ("cosine", "coverage", "token")
 MODEL_RESOURCE = "relevance.json"
-# The background a cosine is compared with: the query's nearest this many candidates.
-POOL = 50
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A query keyword matches a content word when equal, or when the keyword (longer than
 # this) less its last 3 characters, at least this many kept, begins the word
 # ("decide" / "decided", "running" / "runs").
 STEM_PREFIX = 4
-NAME_WEIGHT = 3.0
 MAX_CONTENT_WORDS = 4096  # a memory's first words only: bounded work per result
 # Words that place a question in time rather than name its topic ("what did we decide
 # last week"): the memories of that week need not contain them, so coverage leaves them out.
@@ -117,63 +110,35 @@ def _content_words(content: str) -> tuple[frozenset[str], frozenset[str]]:
     return words, prefixes
 
 
-def named_words(query: str) -> frozenset[str]:
-    """The query's capitalised words past its first (names: "Caroline", "PostgreSQL"), lowercased."""
-    words = re.findall(r"[^\W_]+", query or "")
-    return frozenset(w.lower() for w in words[1:] if w[:1].isupper())
-
-
-def keyword_coverage(terms: Iterable[str], content: Any, named: frozenset[str] = frozenset()) -> float:
+def keyword_coverage(terms: Iterable[str], content: Any) -> float:
     """The share of the query's keywords (recall.keywords.query_terms) found in ``content``
-    as words (or the same word with another ending); a name (``named_words``) counts
-    NAME_WEIGHT times: a memory about someone else is not about the question."""
-    weighted, total = _prepared_terms(tuple(terms), named)
-    if not weighted or not isinstance(content, str) or not content:
+    as words (or the same word with another ending). Every keyword counts once: no word is
+    weighed by its form (a capitalised name once counted more, which read one dataset's
+    "Speaker: text" turns rather than what a memory says)."""
+    counted = _prepared_terms(tuple(terms))
+    if not counted or not isinstance(content, str) or not content:
         return 0.0
     words, prefixes = _content_words(content)
-    found = 0.0
-    for parts, weight in weighted:
-        if all(_stem_match(p, words, prefixes) for p in parts):
-            found += weight
-    return found / total
+    found = sum(1 for parts in counted if parts and all(_stem_match(p, words, prefixes) for p in parts))
+    return found / len(counted)
 
 
 @functools.lru_cache(maxsize=256)
-def _prepared_terms(terms: tuple[str, ...], named: frozenset[str]
-                    ) -> tuple[tuple[tuple[tuple[str, ...], float], ...], float]:
-    """Each counted keyword's words and weight, and the weights' sum; read once per query,
-    not once per result. Time words are left out unless the query has nothing else."""
+def _prepared_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """Each counted keyword's words; read once per query, not once per result. Time words
+    are left out unless the query has nothing else. A keyword with no word characters
+    still counts in the share, but can match nothing (all() of no parts would say it did)."""
     terms = tuple(t for t in terms if t)
     topical = tuple(t for t in terms if t.lower() not in TIME_WORDS and not t.isdigit())
-    weighted = []
-    total = 0.0
-    for term in topical or terms:
-        weight = NAME_WEIGHT if term.lower() in named else 1.0
-        total += weight
-        parts = tuple(_WORD.findall(term.lower()))
-        weighted.append((parts, weight) if parts else ((), weight))
-    # A term with no word characters can match nothing: all() of no parts would say it did.
-    return tuple((parts, weight) for parts, weight in weighted if parts), total
+    return tuple(tuple(_WORD.findall(term.lower())) for term in topical or terms)
 
 
-def pool_mean(cosines: Iterable[float]) -> float | None:
-    """The mean of the POOL highest finite cosines, or None when there are none."""
-    best = heapq.nlargest(POOL, (c for c in cosines if isinstance(c, (int, float)) and math.isfinite(c)))
-    return sum(best) / len(best) if best else None
-
-
-def relevance_features(*, cosine: Any, background: float | None, coverage: Any,
-                       token: Any, learned: Any) -> dict[str, float]:
+def relevance_features(*, cosine: Any, coverage: Any, token: Any) -> dict[str, float]:
     """The model's inputs for one result, every one finite (missing or damaged evidence is 0)."""
-    cos = max(-1.0, min(1.0, _finite(cosine)))
-    margin = cos - background if cosine is not None and background is not None else 0.0
-    learned_value = _finite(learned, 0.5) if learned is not None else 0.5
     return {
-        "cosine": round(cos, 6),
-        "margin": round(_finite(margin), 6),
+        "cosine": round(max(-1.0, min(1.0, _finite(cosine))), 6),
         "coverage": round(min(1.0, max(0.0, _finite(coverage))), 6),
         "token": round(min(1.0, max(0.0, _finite(token))), 6),
-        "learned": round(min(1.0, max(0.0, learned_value)) - 0.5, 6),
     }
 
 
