@@ -1,0 +1,119 @@
+"""Redaction (localmem/privacy/redact.py): false positives on ordinary text, recall on credentials, cost.
+
+- False positives: every turn of the LoCoMo and LongMemEval dev sets (ordinary conversation,
+  no credentials) is redacted; a turn with any finding is a false positive. Each is printed so
+  it can be read.
+- Recall: the synthetic corpus of benchmarks/credential_corpus.py (formats from the providers'
+  documentation); a credential is caught when no 12-character piece of it survives.
+- Cost: seconds per turn of ``redact`` over the dev-set turns (a captured turn's work), on a
+  loaded shared machine: compare the ratio to detect-secrets' scan of the same lines, run in
+  the same process, when detect-secrets is installed (``--detect-secrets``).
+
+    python benchmarks/redaction.py [--detect-secrets] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from credential_corpus import FORMATS, corpus  # noqa: E402
+
+from localmem.privacy import redact  # noqa: E402
+
+DATA = Path("/work/shared/data")
+
+
+def locomo_turns(path: Path) -> list[str]:
+    turns = []
+    for sample in json.loads(path.read_text()):
+        for key, session in sample["conversation"].items():
+            if key.startswith("session_") and isinstance(session, list):
+                turns += [turn["text"] for turn in session if isinstance(turn.get("text"), str)]
+    return turns
+
+
+def lme_turns(path: Path) -> list[str]:
+    turns: list[str] = []
+    seen: set[str] = set()  # haystack sessions repeat across instances: each turn once
+    for instance in json.loads(path.read_text())["instances"]:
+        for session in instance["haystack_sessions"]:
+            for turn in session:
+                text = turn.get("content")
+                if isinstance(text, str) and text not in seen:
+                    seen.add(text)
+                    turns.append(text)
+    return turns
+
+
+def caught(secret: str, out: str) -> bool:
+    return not any(secret[i:i + 12] in out for i in range(max(1, len(secret) - 11)))
+
+
+def false_positives(name: str, turns: list[str]) -> dict:
+    found: list[tuple[str, dict]] = []
+    start = time.perf_counter()
+    for text in turns:
+        result = redact(text)
+        if result.findings:
+            found.append((text, result.findings))
+    seconds = time.perf_counter() - start
+    for text, findings in found:
+        print(f"  FP [{name}] {findings}: {text[:300]!r}")
+    chars = sum(len(t) for t in turns)
+    return {"turns": len(turns), "false_positives": len(found), "rate": len(found) / len(turns),
+            "seconds_per_turn": seconds / len(turns), "mean_chars": chars / len(turns)}
+
+
+def recall() -> dict:
+    missed: Counter[str] = Counter()
+    total = 0
+    for kind, secret, text in corpus():
+        total += 1
+        if not caught(secret, redact(text).text):
+            missed[kind] += 1
+    return {"samples": total, "formats": len(FORMATS), "caught": total - sum(missed.values()),
+            "recall": 1 - sum(missed.values()) / total, "missed": dict(missed)}
+
+
+def detect_secrets_compare(turns: list[str]) -> dict:
+    """detect-secrets' default plugins on the same corpus and turns: recall and seconds per turn."""
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    def hits(text: str) -> list[str]:
+        return [s.secret_value for line in text.splitlines() for s in scan_line(line) if s.secret_value]
+
+    with default_settings():
+        samples = list(corpus())
+        got = sum(1 for _, secret, text in samples
+                  if any(secret in value or value in secret for value in hits(text)))
+        start = time.perf_counter()
+        flagged = sum(1 for text in turns if hits(text))
+        seconds = time.perf_counter() - start
+    return {"recall": got / len(samples), "false_positive_turns": flagged,
+            "seconds_per_turn": seconds / len(turns)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--detect-secrets", action="store_true", help="compare with detect-secrets (installed)")
+    parser.add_argument("--limit", type=int, default=0, help="turns per set for the detect-secrets cost (0: all)")
+    args = parser.parse_args()
+    sets = {"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
+    report = {name: false_positives(name, turns) for name, turns in sets.items()}
+    report["corpus"] = recall()
+    if args.detect_secrets:
+        for name, turns in sets.items():
+            report[f"detect-secrets {name}"] = detect_secrets_compare(turns[:args.limit] if args.limit else turns)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
