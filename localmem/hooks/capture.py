@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import ValidationError
+from ..privacy import strip_private
 from ..storage.database import transaction
 from ..validation import CONTENT_HARD_LIMIT, validate_timestamp
 from . import ledger
@@ -119,7 +120,10 @@ def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) 
     without_block = strip_injected(text)
     if without_block != text:
         skipped["localmem_block_cut"] += 1
-    text = _strip_regions(without_block, rules.strip_regions).strip()
+    text, private = strip_private(_strip_regions(without_block, rules.strip_regions))  # before any split
+    if private:
+        skipped["private_region_cut"] += 1
+    text = text.strip()
     if not text:
         skipped["empty"] += 1
         return None
@@ -235,7 +239,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
                 else:
                     known.add(turn.uuid)  # another run stored it since it was looked up
             if items:  # dedup on, as docs/dedup.md says for capture: a repeat returns the stored one
-                results = store.store_many_checked(items, dedup=True)
+                results = store.store_many_checked(items, dedup=True, redact=True)  # docs/privacy.md
                 deduped += sum(1 for r in results if r["deduped"])
                 stored_memories += sum(1 for r in results if not r["deduped"])
             ledger.set_transcript_offset(store, session_id, transcript_path, batch_to,

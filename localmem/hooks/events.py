@@ -20,7 +20,7 @@ from .capture import capture, clean_text
 from ..recall.relevance_model import relevance_floor
 from .inject import build_block, passes_floor, relevance_of
 from .noise_rules import load_rules
-from .project import project_name, project_root, project_tag
+from .project import PROJECT_FILE, capture_allowed, project_name, project_root, project_tag
 from .settings import HookSettings
 from .transcript import check_transcript_path
 
@@ -79,6 +79,9 @@ def _answer(store: "MemoryStore", event: str, payload: Mapping[str, Any], settin
         return _inject(store, event, payload, session_id, project, settings)
     if not settings.capture:
         return HookAnswer(None, {"event": event, "captured": 0, "reason": "capture is turned off"})
+    if cwd and not capture_allowed(cwd):
+        return HookAnswer(None, {"event": event, "captured": 0,
+                                 "reason": f"capture is turned off for this project ({PROJECT_FILE})"})
     path = check_transcript_path(payload.get("transcript_path"))
     rules = load_rules(settings.rules_path)
     root = project_root(cwd) if cwd else None

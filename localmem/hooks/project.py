@@ -5,13 +5,17 @@ holds ``.git`` (so a session that moved into ``src/`` keeps its project),
 else of ``cwd`` itself; lowercased, with characters other than letters,
 digits, ``.``, ``_`` and ``-`` made ``-``. Two checkouts with the same base
 name share a scope; ``LOCALMEM_HOOK_PROJECT`` names it explicitly. Captured
-memories also keep the full path in their metadata (``project_path``).
+memories also keep the full path in their metadata (``project_path``). A
+``.localmem`` file at the root can turn capture off for the project (docs/privacy.md).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+
+from ..errors import ConfigError
 
 MAX_WALK_UP = 64  # directory levels looked at for .git: bounded by construction
 _UNSAFE = re.compile(r"[^a-z0-9._-]+")
@@ -46,3 +50,35 @@ def project_name(cwd: str | None, override: str | None = None) -> str | None:
 
 def project_tag(name: str) -> str:
     return f"project:{name}"
+
+
+PROJECT_FILE = ".localmem"  # at the project root: {"capture": false} keeps every turn of it out
+MAX_PROJECT_FILE = 64 * 1024
+
+
+def capture_allowed(cwd: str) -> bool:
+    """Whether the project at ``cwd`` lets the hook capture: False when its root's ``.localmem``
+    file says ``{"capture": false}``. A file that cannot be read or is not such an object is a
+    ``ConfigError`` naming it (capture then stops: a privacy switch is never guessed)."""
+    path = os.path.join(project_root(cwd), PROJECT_FILE)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_PROJECT_FILE + 1)
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        if len(raw) > MAX_PROJECT_FILE:
+            raise ValueError(f"larger than {MAX_PROJECT_FILE} bytes")
+        values = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+        if not isinstance(values, dict):
+            raise ValueError("must be a JSON object")
+        unknown = sorted(set(values) - {"capture"})
+        if unknown:
+            raise ValueError(f"unknown setting(s): {', '.join(unknown)} (known: capture)")
+        if not isinstance(values.get("capture", True), bool):
+            raise ValueError("'capture' must be true or false")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return values.get("capture", True)

@@ -19,7 +19,9 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
+
+from ..errors import ValidationError
 
 PRIVATE_KIND = "private-region"
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -217,3 +219,45 @@ def redact(text: str, *, private: bool = True) -> Redaction:
         position = end
     pieces.append(text[position:])
     return Redaction("".join(pieces) if spans else text, dict(sorted(findings.items())))
+
+
+MAX_METADATA_DEPTH = 32  # deeper metadata is refused by validation anyway; not walked further here
+
+
+def _redact_value(value: object, found: Counter[str], depth: int) -> object:
+    if isinstance(value, str):
+        result = redact(value)
+        found.update(result.findings)
+        return result.text
+    if depth >= MAX_METADATA_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {key: _redact_value(item, found, depth + 1) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(item, found, depth + 1) for item in value]
+    return value
+
+
+def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A memory to store (``content``, ``metadata``…) with its content and metadata strings
+    redacted; ``metadata.redacted`` then says how many secrets of each kind were replaced.
+    A content that is not a string is left for validation to refuse; one that redaction
+    empties (all of it ``<private>``) is refused here, naming the field."""
+    content = item.get("content")
+    if not isinstance(content, str):
+        return dict(item)
+    found: Counter[str] = Counter()
+    result = redact(content)
+    found.update(result.findings)
+    if not result.text.strip():
+        raise ValidationError("content: nothing is left to store once its <private> regions are removed")
+    out = {**item, "content": result.text}
+    metadata = item.get("metadata")
+    if isinstance(metadata, dict):
+        metadata = _redact_value(metadata, found, 0)
+    if found and (metadata is None or isinstance(metadata, dict)):  # another type: validation refuses it
+        metadata = dict(metadata or {})
+        metadata["redacted"] = {"count": sum(found.values()), "kinds": dict(sorted(found.items()))}
+    if metadata is not None:
+        out["metadata"] = metadata
+    return out
