@@ -9,7 +9,7 @@
   loaded shared machine: compare the ratio to detect-secrets' scan of the same lines, run in
   the same process, when detect-secrets is installed (``--detect-secrets``).
 
-    python benchmarks/redaction.py [--detect-secrets] [--limit N]
+    python benchmarks/redaction.py [--detect-secrets] [--limit N] [--store-turns N]
 """
 
 from __future__ import annotations
@@ -83,14 +83,18 @@ def recall() -> dict:
 
 
 def detect_secrets_compare(turns: list[str]) -> dict:
-    """detect-secrets' default plugins on the same corpus and turns: recall and seconds per turn."""
-    from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import default_settings
-
-    def hits(text: str) -> list[str]:
-        return [s.secret_value for line in text.splitlines() for s in scan_line(line) if s.secret_value]
+    """detect-secrets' default plugins (each line through every plugin's ``analyze_line``; its
+    file-level filters are not run) on the same corpus and turns: recall, turns flagged, seconds per turn."""
+    from detect_secrets.settings import default_settings, get_plugins
 
     with default_settings():
+        plugins = get_plugins()
+
+        def hits(text: str) -> list[str]:
+            return [s.secret_value for number, line in enumerate(text.splitlines(), 1) for plugin in plugins
+                    for s in plugin.analyze_line(filename="turn.txt", line=line, line_number=number)
+                    if s.secret_value]
+
         samples = list(corpus())
         got = sum(1 for _, secret, text in samples
                   if any(secret in value or value in secret for value in hits(text)))
@@ -101,10 +105,34 @@ def detect_secrets_compare(turns: list[str]) -> dict:
             "seconds_per_turn": seconds / len(turns)}
 
 
+def paired_store_cost(turns: list[str], repeats: int = 3) -> dict:
+    """Storing the same turns as capture does (store_many_checked, dedup on), with and without
+    redaction, alternating in one process (hash embedder: the rest of a write is at its cheapest,
+    so the ratio is an upper bound of what redaction adds)."""
+    import tempfile
+
+    from localmem import MemoryStore
+
+    timings: dict[bool, list[float]] = {False: [], True: []}
+    with tempfile.TemporaryDirectory() as folder:
+        for round_ in range(repeats):
+            for redacting in ((False, True) if round_ % 2 == 0 else (True, False)):
+                with MemoryStore(f"{folder}/{round_}-{redacting}.db", embedder="hash") as store:
+                    items = [{"content": t, "metadata": {"session": f"s{i // 20}"}} for i, t in enumerate(turns)]
+                    start = time.perf_counter()
+                    store.store_many_checked(items, dedup=True, redact=redacting)
+                    timings[redacting].append((time.perf_counter() - start) / len(turns))
+    plain, redacted = min(timings[False]), min(timings[True])
+    return {"turns": len(turns), "seconds_per_turn_plain": plain, "seconds_per_turn_redacted": redacted,
+            "ratio": redacted / plain}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--detect-secrets", action="store_true", help="compare with detect-secrets (installed)")
     parser.add_argument("--limit", type=int, default=0, help="turns per set for the detect-secrets cost (0: all)")
+    parser.add_argument("--store-turns", type=int, default=0, metavar="N",
+                        help="also time storing N LoCoMo turns with and without redaction (paired)")
     args = parser.parse_args()
     sets = {"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
     report = {name: false_positives(name, turns) for name, turns in sets.items()}
@@ -112,6 +140,9 @@ def main() -> None:
     if args.detect_secrets:
         for name, turns in sets.items():
             report[f"detect-secrets {name}"] = detect_secrets_compare(turns[:args.limit] if args.limit else turns)
+    if args.store_turns:
+        report["paired store, locomo-dev"] = paired_store_cost(sets["locomo-dev"][:args.store_turns])
+        report["paired store, lme-dev"] = paired_store_cost(sets["lme-dev"][:args.store_turns])
     print(json.dumps(report, indent=2))
 
 
