@@ -81,3 +81,16 @@ def test_a_project_file_turns_capture_off_and_a_bad_one_stops_capture_by_name(tm
     settings.write_text('{"capture": true}')
     run_hook(db, "Stop", payload("stop", tmp_path, transcript))
     assert memories(db) != []
+
+
+def test_a_long_turn_is_redacted_whole_before_it_is_cut_into_parts(tmp_path):
+    body = "\n".join("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC" + f"{i:04d}" for i in range(90))
+    text = ("Here is the deploy key for the orchid box, it keeps failing:\n\n-----BEGIN PRIVATE KEY-----\n"
+            + body + "\n-----END PRIVATE KEY-----\n\nWhat is wrong with it?")
+    assert len(text) > 4000  # stored in parts of at most 2,000 characters
+    db, transcript = tmp_path / "m.db", transcript_copy(tmp_path)
+    append(transcript, user_line("c0ffee00-0004-4e5f-9a7b-3c2d1e0f9a96", text))
+    run_hook(db, "Stop", payload("stop", tmp_path, transcript))
+    parts = [m for m in memories(db) if "orchid box" in m["content"] or "What is wrong" in m["content"]]
+    assert parts and parts[0]["metadata"]["redacted"] == {"count": 1, "kinds": {"private-key": 1}}
+    assert b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC" not in raw_bytes(db)

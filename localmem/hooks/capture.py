@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import ValidationError
-from ..privacy import strip_private
+from ..privacy import placeholder_counts, redact, redaction_note, strip_private
 from ..storage.database import transaction
 from ..validation import CONTENT_HARD_LIMIT, validate_timestamp
 from . import ledger
@@ -139,6 +139,7 @@ def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) 
     if _is_code_dump(text, rules):
         skipped["code_only"] += 1
         return None
+    text = redact(text, private=False).text  # whole, before any split: a secret never straddles parts
     timestamp = entry.get("timestamp")
     try:
         timestamp = validate_timestamp(timestamp, "timestamp") if isinstance(timestamp, str) else None
@@ -183,6 +184,8 @@ def memory_items(turn: Turn, session_id: str, project: str | None, project_path:
             metadata.update(part=index + 1, parts=len(parts))
         if turn.sanitized:
             metadata["sanitized"] = "NUL or lone surrogates replaced by U+FFFD"
+        if placeholder_counts(part):
+            metadata["redacted"] = redaction_note(placeholder_counts(part))
         item: dict[str, Any] = {"id": str(uuid.uuid4()), "content": part, "tags": tags, "metadata": metadata,
                                 "importance": CAPTURED_IMPORTANCE}
         if turn.timestamp:

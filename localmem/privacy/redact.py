@@ -49,7 +49,7 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     ("stripe-restricted-key", r"\brk_(?:live|test)_[0-9A-Za-z]{10,255}\b"),
     ("stripe-webhook-secret", r"\bwhsec_[0-9A-Za-z+/=]{24,}"),
     ("anthropic-api-key", r"\bsk-ant-[a-z]+\d*-[0-9A-Za-z_\-]{20,}"),
-    ("openai-api-key", r"\bsk-(?:(?:proj|svcacct|admin|None)-)?[0-9A-Za-z_\-]{20,}T3BlbkFJ[0-9A-Za-z_\-]{20,}"
+    ("openai-api-key", r"\bsk-(?:(?:proj|svcacct|admin|None)-)?[0-9A-Za-z_\-]{20,200}T3BlbkFJ[0-9A-Za-z_\-]{20,}"
                        r"|\bsk-(?:proj|svcacct|admin)-[0-9A-Za-z_\-]{40,}|\bsk-[0-9A-Za-z]{48}\b"),
     ("twilio-api-key-sid", r"\bSK[0-9a-f]{32}\b"),
     ("twilio-account-sid", r"\bAC[0-9a-f]{32}\b"),
@@ -94,8 +94,9 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
     # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
     # The secret word is a whole part of the name: DB_PASSWORD, stripe.secret, not "tokenizer".
-    ("secret-assignment", r"(?i)(?<![0-9A-Za-z])(?:[0-9A-Za-z]+[_.\-])*" + _SECRET_WORD
-                          + r"s?(?:[_.\-][0-9A-Za-z_.\-]*)?(?![0-9A-Za-z])"
+    # Bounded and possessive, so a hostile run of name characters costs linear time.
+    ("secret-assignment", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){0,8}" + _SECRET_WORD
+                          + r"s?(?:[_.\-][0-9A-Za-z_.\-]{0,60}+)?(?![0-9A-Za-z_.\-])"
                           r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
     # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
     ("secret-like-value", r"(?i)(?<![a-z])" + _SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
@@ -190,6 +191,19 @@ def _spans(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, int, str]]
     return found
 
 
+_PLACEHOLDER_FOUND = re.compile(r"\[redacted: ([a-z0-9-]{1,40})\]")
+
+
+def placeholder_counts(text: str) -> dict[str, int]:
+    """The placeholders ``redact`` left in ``text``, by kind (a part of a text redacted whole)."""
+    return dict(sorted(Counter(_PLACEHOLDER_FOUND.findall(text)).items()))
+
+
+def redaction_note(findings: dict[str, int]) -> dict[str, object]:
+    """What ``metadata.redacted`` says of ``findings``: how many, and of which kinds."""
+    return {"count": sum(findings.values()), "kinds": dict(sorted(findings.items()))}
+
+
 def strip_private(text: str) -> tuple[str, int]:
     """``text`` without its ``<private>…</private>`` regions (an unclosed one: to the end); how many."""
     return _PRIVATE.subn("", text)
@@ -257,7 +271,7 @@ def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
         metadata = _redact_value(metadata, found, 0)
     if found and (metadata is None or isinstance(metadata, dict)):  # another type: validation refuses it
         metadata = dict(metadata or {})
-        metadata["redacted"] = {"count": sum(found.values()), "kinds": dict(sorted(found.items()))}
+        metadata["redacted"] = redaction_note(found)
     if metadata is not None:
         out["metadata"] = metadata
     return out
