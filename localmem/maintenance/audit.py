@@ -26,7 +26,7 @@ from ..privacy import redact_item
 from ..recall import duplicates
 from ..timeparse import format_timestamp
 from .copies import list_copies
-from .forget import scan_memories, scrub, secret_kinds
+from .forget import scan_memories, scrub, secret_kinds, secure_deletes
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -118,15 +118,11 @@ def purge_credentials(store: "MemoryStore", found: list[tuple[str, str, dict[str
     done = 0
     with store.lock:
         copies = list_copies(store.conn, store.sql)
-        previous = store.conn.execute("PRAGMA secure_delete").fetchone()[0]
-        store.conn.execute("PRAGMA secure_delete = ON")
-        try:
+        with secure_deletes(store.conn):
             for memory_id, content, metadata in found:
                 clean = redact_item({"content": content, "metadata": metadata})
                 store.update(memory_id, content=clean["content"], metadata=clean["metadata"])
                 done += 1
-        finally:
-            store.conn.execute(f"PRAGMA secure_delete = {int(previous)}")
         report = scrub(store)
     return {"redacted": done, "scrub": report, "copies": copies}
 

@@ -17,7 +17,10 @@ AutoMem server it was pushed to. Backups and exports made before are listed
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+import apsw
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..privacy import find_secrets, redact
@@ -40,6 +43,17 @@ def _preview(content: str) -> str:
     """A short, redacted preview (a dry run must not print the credential it found)."""
     text = " ".join(redact(content).text.split())
     return text if len(text) <= PREVIEW else text[:PREVIEW - 1] + "…"
+
+
+@contextmanager
+def secure_deletes(conn: apsw.Connection) -> Iterator[None]:
+    """``PRAGMA secure_delete`` on for the block (freed space is zeroed), as it was after."""
+    previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(previous)}")
 
 
 def scan_memories(store: "MemoryStore", statement: str = "forget_page",
@@ -118,9 +132,7 @@ def forget(store: "MemoryStore", ids: list[str], *, dry_run: bool = False) -> di
         done: list[str] = []
         if not ids:
             return {"dry_run": False, "forgotten": 0, "ids": [], "scrub": None, "copies": copies, "push": pushed}
-        previous = store.conn.execute("PRAGMA secure_delete").fetchone()[0]
-        store.conn.execute("PRAGMA secure_delete = ON")
-        try:
+        with secure_deletes(store.conn):
             for memory_id in ids:
                 try:
                     store.delete(memory_id)
@@ -129,9 +141,7 @@ def forget(store: "MemoryStore", ids: list[str], *, dry_run: bool = False) -> di
                 done.append(memory_id)
             with transaction(store.conn):
                 record_purged(store.conn, store.sql, done, format_timestamp(store.now()))
-            report = scrub(store)
-        finally:
-            store.conn.execute(f"PRAGMA secure_delete = {int(previous)}")
+        report = scrub(store)
     return {"dry_run": False, "forgotten": len(done), "ids": done, "scrub": report, "copies": copies,
             "push": pushed}
 
@@ -147,15 +157,11 @@ def scrub(store: "MemoryStore") -> dict[str, Any]:
     checkpoint and truncate the WAL. Held under the store's lock; O(file size)."""
     with store.lock:
         conn = store.conn
-        previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
-        conn.execute("PRAGMA secure_delete = ON")
-        try:
+        with secure_deletes(conn):
             with transaction(conn):
                 conn.execute(store.sql["forget_fts_optimize"])
             conn.execute("VACUUM")
-            busy, wal_frames, checkpointed = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        finally:
-            conn.execute(f"PRAGMA secure_delete = {int(previous)}")
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
     report: dict[str, Any] = {"fts_merged": True, "vacuumed": True, "wal_truncated": not busy}
     if busy:
         report["warning"] = ("another connection is reading this database, so the WAL could not be "
