@@ -152,7 +152,7 @@ def test_tool_noise_commands_and_code_dumps_are_skipped(tmp_path):
     text = "\n".join(m["content"] for m in memories(db))
     for noise in ("cron: '0 16", "canary.sh --step", "Total cost", "<command-name>", "Check the workflow file"):
         assert noise not in text
-    assert report["skipped"]["tool_result"] == 2 and report["skipped"]["code_only"] == 1
+    assert report["skipped"]["tool_result"] == 2 and report["skipped"]["code_or_log"] == 1
     assert report["skipped"]["skip_pattern"] == 2 and report["skipped"]["flag:isMeta"] == 1
 
 

@@ -471,3 +471,19 @@ def test_hook_finds_a_server_started_without_a_runtime_folder(tmp_path: Path):
         stop(process)
     assert f"from the localmem server (pid {process.pid}," in result.stderr.decode(), result.stderr
     assert DEPLOY in context_of(result)
+
+
+def test_forwarded_stop_says_what_capture_stored_and_skipped(served):
+    """The server's report comes back with the answer: ``-v`` prints capture's counts either way."""
+    transcript = served["tmp"] / "capture-fwd.jsonl"
+    lines = [{"type": "user", "uuid": f"c0ffee00-0000-4000-8000-0000000001{i:02d}", "sessionId": "cap-fwd",
+              "timestamp": f"2026-11-28T10:00:{i:02d}.000Z", "isSidechain": False,
+              "message": {"role": "user", "content": text}}
+             for i, text in enumerate(["The nightly export runs at 02:00 UTC.", "thanks!"])]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    payload = {"hook_event_name": "Stop", "session_id": "cap-fwd", "cwd": "/tmp",
+               "transcript_path": str(transcript)}
+    result = hook(served["db"], served["env"], payload, event="Stop")
+    stderr = result.stderr.decode()
+    assert f"pid {served['process'].pid}" in stderr, stderr
+    assert "capture: 1 message(s) stored" in stderr and "skipped by rule: courtesy 1" in stderr, stderr

@@ -23,7 +23,9 @@ from ..storage.database import transaction
 from ..validation import CONTENT_HARD_LIMIT, validate_timestamp
 from . import ledger
 from .inject import strip_injected
+from .message_shape import is_bare_question, is_courtesy, is_retraction, shape_of
 from .noise_rules import OWN_TOOL_PREFIXES, NoiseRules
+from .retractions import link_retraction
 from .transcript import TranscriptRead
 
 if TYPE_CHECKING:
@@ -37,7 +39,6 @@ CAPTURE_SECONDS = 8.0  # no new batch is started after this long (the hook's dea
 SOURCE_TAG = "source:claude-code"
 MAX_UUID = 200
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_FENCE = re.compile(r"```.*?(```|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Turn:
     text: str
     timestamp: str | None
     sanitized: bool
+    cut: str | None = None  # what shape rules cut out of the message, in words
+    retracts: bool = False  # opens by retracting or correcting what came before
 
 
 def clean_text(text: str) -> tuple[str, bool]:
@@ -81,12 +84,6 @@ def _message_text(content: Any, skipped: Counter[str]) -> str | None:
         elif kind in ("tool_use", "tool_result"):
             skipped[kind] += 1
     return "\n\n".join(texts) if texts else None
-
-
-def _is_code_dump(text: str, rules: NoiseRules) -> bool:
-    if len(text) < rules.code_only_min_chars or "```" not in text:
-        return False
-    return len(_FENCE.sub("", text).strip()) < rules.prose_min_chars
 
 
 def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) -> Turn | None:
@@ -130,14 +127,9 @@ def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) 
     if any(p.search(text) for p in rules.skip_patterns):
         skipped["skip_pattern"] += 1
         return None
-    if len(text) > rules.max_chars:
-        skipped["too_long"] += 1
-        return None
-    if len(text) < rules.min_chars:
-        skipped["too_short"] += 1
-        return None
-    if _is_code_dump(text, rules):
-        skipped["code_only"] += 1
+    text, cut, rule = _by_shape(text, role, rules)
+    if rule is not None:
+        skipped[rule] += 1
         return None
     text = redact(text, private=False).text  # whole, before any split: a secret never straddles parts
     timestamp = entry.get("timestamp")
@@ -145,7 +137,30 @@ def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) 
         timestamp = validate_timestamp(timestamp, "timestamp") if isinstance(timestamp, str) else None
     except ValidationError:
         timestamp = None
-    return Turn(message_uuid, role, text, timestamp, sanitized)
+    return Turn(message_uuid, role, text, timestamp, sanitized, cut, is_retraction(text, rules))
+
+
+def _by_shape(text: str, role: str, rules: NoiseRules) -> tuple[str, str | None, str | None]:
+    """The text to keep, what was cut from it (in words), and the rule that skips it (or None)."""
+    if len(text) > rules.max_chars * 4:  # not worth labelling line by line: a dump whatever it holds
+        return text, None, "too_long"
+    shape = shape_of(text, rules)
+    cut = None
+    if shape.cut_regions:
+        if len(shape.text) < rules.prose_min_chars:
+            return text, None, "code_or_log"
+        cut = (f"{shape.cut_regions} code/log-shaped region(s), {shape.cut_chars} characters, cut; "
+               "the prose around them kept")
+        text = shape.text
+    if len(text) > rules.max_chars:
+        return text, None, "too_long"
+    if len(text) < rules.min_chars:
+        return text, None, "too_short"
+    if is_courtesy(text, rules):
+        return text, None, "courtesy"
+    if rules.skip_bare_questions and role == "user" and is_bare_question(text, rules):
+        return text, None, "bare_question"
+    return text, cut, None
 
 
 def split_parts(text: str, limit: int = CONTENT_HARD_LIMIT) -> list[str]:
@@ -184,6 +199,8 @@ def memory_items(turn: Turn, session_id: str, project: str | None, project_path:
             metadata.update(part=index + 1, parts=len(parts))
         if turn.sanitized:
             metadata["sanitized"] = "NUL or lone surrogates replaced by U+FFFD"
+        if turn.cut:
+            metadata["cut"] = turn.cut
         if placeholder_counts(part):
             metadata["redacted"] = redaction_note(placeholder_counts(part))
         item: dict[str, Any] = {"id": str(uuid.uuid4()), "content": part, "tags": tags, "metadata": metadata,
@@ -219,7 +236,8 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
     with store.lock:
         known = ledger.captured_among(store, [t.uuid for t, _ in ordered])
     pending = [(t, end) for t, end in ordered if t.uuid not in known]
-    stored_messages = stored_memories = deduped = 0
+    stored_messages = stored_memories = deduped = retracted = dumps_cut = 0
+    not_linked: list[str] = []  # retraction links the store refused, and why
     stop_at = time.monotonic() + CAPTURE_SECONDS
     done_to = read.end_offset
     more = read.more
@@ -234,19 +252,28 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
             break  # nothing new, and the offset stands
         with store.lock, transaction(store.conn):  # claims, memories and offset commit together
             items: list[dict[str, Any]] = []
+            retractions: list[tuple[Turn, int]] = []  # each with the index of its first item
             for turn, _ in batch:
                 parts = memory_items(turn, session_id, project, project_path)
                 if ledger.claim_message(store, turn.uuid, session_id, [p["id"] for p in parts]):
+                    if turn.retracts:
+                        retractions.append((turn, len(items)))
                     items.extend(parts)
                     stored_messages += 1
+                    dumps_cut += turn.cut is not None
                 else:
                     known.add(turn.uuid)  # another run stored it since it was looked up
             if items:  # dedup on, as docs/dedup.md says for capture: a repeat returns the stored one
                 results = store.store_many_checked(items, dedup=True, redact=True)  # docs/privacy.md
                 deduped += sum(1 for r in results if r["deduped"])
                 stored_memories += sum(1 for r in results if not r["deduped"])
+                for turn, first in retractions:  # after the batch's turns exist: a retraction may follow its plan
+                    retracted += link_retraction(store, session_id, turn.uuid, turn.role, results[first]["id"],
+                                                 not_linked)
             ledger.set_transcript_offset(store, session_id, transcript_path, batch_to,
                                          read.restarted and index == 0)
     return {"stored_messages": stored_messages, "stored_memories": stored_memories,
-            "deduped": deduped, "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
-            "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items()))}
+            "deduped": deduped, "retracted": retracted, "retractions_not_linked": not_linked[:10],
+            "dumps_cut": dumps_cut, "already_captured": len(known), "lines_read": read.lines, "read_from": read.start,
+            "read_to": done_to, "more_to_read": more, "skipped": dict(sorted(skipped.items())),
+            **({"rules_notes": list(rules.notes)} if rules.notes else {})}

@@ -28,7 +28,7 @@ import threading
 import time
 
 from ..paths import default_db_path
-from . import discovery
+from . import capture_report, discovery
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every prompt
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ class _Run:
         self.event, self.db, self.embedder = event, db, embedder
         self.deadline = deadline  # a time.monotonic() value
         self.seconds, self.verbose, self.forward = seconds, verbose, forward
+        self.report: Any = None  # what the answer did (for -v)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -298,6 +299,7 @@ def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | Non
     if not isinstance(data, dict) or not (data.get("answer") is None or isinstance(data.get("answer"), dict)):
         raise _Silent(f"localmem hook: {where} answered something other than {{\"answer\": ...}}; "
                       "answering nothing")
+    run.report = data.get("report")
     return data["answer"], where
 
 
@@ -309,13 +311,14 @@ def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool) -> dict[str
         try:
             from ..settings import choose_embedder, opens_read_only
             from ..store import MemoryStore
-            from .events import answer_hook
+            from .events import answer_hook_with_report
             from .settings import HookSettings
 
             settings = HookSettings.from_env()
             with MemoryStore(run.db, embedder=choose_embedder(run.embedder, run.db),
                              read_only=opens_read_only(run.db)) as store:
-                outcome["answer"] = answer_hook(store, run.event, payload, settings)
+                answered = answer_hook_with_report(store, run.event, payload, settings)
+                outcome["answer"], run.report = answered.output, answered.report
         except BaseException as exc:  # reported by the caller; a hook never raises
             outcome["error"] = exc
 
@@ -367,6 +370,8 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
             ms = (time.monotonic() - started) * 1000
             said = "an answer" if answer is not None else "nothing to say"
             sys.stderr.write(f"localmem hook: {settings.event}: {said}, from {who}, in {ms:.0f} ms\n")
+            for line in capture_report.describe(settings.report):
+                sys.stderr.write(f"localmem hook: {line}\n")
     except _Silent as exc:
         sys.stderr.write(f"{exc}\n")
     except SystemExit as exc:  # --help

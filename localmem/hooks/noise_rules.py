@@ -3,8 +3,10 @@
 The rules file is JSON (``HookSettings.rules_path``, else
 ``$XDG_CONFIG_HOME/localmem/hook-rules.json`` when it exists, else the
 built-in ``DEFAULT_RULES``); keys it leaves out keep their defaults, unknown
-keys are refused. ``effective_rules`` shows what is in force and where it
-came from; ``default_rules_text`` is a starting file.
+keys are refused (``RETIRED_KEYS`` are accepted, not applied, and noted).
+``effective_rules`` shows what is in force and where it came from;
+``default_rules_text`` is a starting file. How messages are read by shape is
+in ``message_shape``; retractions are linked in ``retractions``.
 
 Not rules (always on, so the memory never feeds on itself): tool calls and
 tool results are never stored (localmem's own ``mcp__localmem__*`` ones
@@ -43,17 +45,63 @@ DEFAULT_RULES: Mapping[str, Any] = {
         r"^\s*\[Request interrupted by user",
         r"^\s*This session is being continued from a previous conversation",
     ],
-    # Longer messages are skipped as dumps (file contents, logs).
+    # Longer messages (after dumps are cut) are skipped as dumps (file contents, logs).
     "max_chars": 12000,
-    # Shorter messages are skipped (1 keeps every non-empty message).
+    # Shorter messages are skipped (1 keeps every non-empty message: "use pytest" is a memory).
     "min_chars": 1,
-    # A message over code_only_min_chars whose text outside ``` fences is under
-    # prose_min_chars is a code or file dump, and skipped.
-    "code_only_min_chars": 600,
+    # Shape: each line is prose or code-shaped (code, traceback, log, diff, JSON, shell).
+    # A run of code-shaped lines of at least dump_min_lines lines or dump_min_chars
+    # characters is cut out wherever it sits; when code-shaped lines hold at least
+    # dump_share_percent of the message's characters, all of them are cut. What is
+    # left is kept when it is at least prose_min_chars long, else the message is skipped.
+    "dump_min_lines": 4,
+    "dump_min_chars": 240,
+    "dump_share_percent": 50,
     "prose_min_chars": 40,
+    # A message made only of these words (at most courtesy_max_words of them, plus perhaps
+    # one name) is an acknowledgement or pleasantry, and skipped.
+    "courtesy_words": [
+        "ok", "okay", "k", "kk", "yes", "yeah", "yep", "yup", "sure", "right", "alright", "all", "fine", "no",
+        "nope", "thanks", "thank", "thx", "ty", "you", "so", "very", "much", "a", "lot", "great", "good",
+        "nice", "cool", "perfect", "awesome", "excellent", "wonderful", "amazing", "brilliant", "sounds",
+        "looks", "lgtm", "go", "ahead", "please", "continue", "proceed", "carry", "on", "do", "it", "that",
+        "that's", "thats", "this", "works", "worked", "done", "got", "gotcha", "understood", "makes", "sense",
+        "agreed", "agree", "exactly", "indeed", "of", "course", "cheers", "bye", "goodbye", "see", "later",
+        "for", "today", "now", "is", "it's", "hi", "hello", "hey", "there", "morning", "evening", "night",
+        "wow", "haha", "lol", "oh", "ah", "hmm", "well", "and", "just", "really", "the", "help", "helpful",
+        "appreciate", "appreciated", "i", "we", "let's", "lets", "me", "know", "np", "problem", "worries",
+        "glad", "to", "hear", "happy", "welcome", "you're", "youre", "sweet", "ack", "roger", "noted",
+        "tomorrow", "soon", "work", "job",
+    ],
+    "courtesy_max_words": 12,
+    # A user's message that is only questions, at most bare_question_max_chars long and
+    # without a word of first_person_words (which carry a fact about the one asking), is
+    # skipped when skip_bare_questions is true (the answer, stored, carries its topic; the
+    # measurement behind this default is in docs/hooks.md).
+    "skip_bare_questions": True,
+    "bare_question_max_chars": 200,
+    "first_person_words": ["my", "mine", "our", "ours", "we", "we're", "we've", "we'll", "i'm", "i've",
+                           "i'd", "i'll", "im", "ive"],
+    # A message opening with one of these (case-insensitive, in its first 200 characters)
+    # takes back or corrects what came before in the session: capture links it to the
+    # turns it retracts so recall shows it in their place (docs/hooks.md).
+    "retraction_patterns": [
+        r"^\W*(actually|hmm|wait|no)[,.!\s]+(let'?s|we)\s+(not|won'?t|shouldn'?t|don'?t)\b",
+        r"^\W*(\w+\W+){0,2}scratch that\b(?!\s+(\w+\s+)?itch)", r"^\W*no,?\s+wait\s*[,.!:;-]", r"^\W*wait,?\s+no\b",
+        r"^\W*(\w+\W+){0,2}on second thought", r"^\W*(actually|no)\b[^.?!\n]*\binstead\b", r"^\W*correction\b",
+        r"^\W*(\w+\W+){0,2}i('ve)? changed my mind\b",
+        r"^\W*(forget|ignore|disregard)\s+(that|it|this|what i said|my (last|previous))\b",
+        r"^\W*never\s?mind\s*([,.!:;-]|$)", r"^\W*(sorry|oops),?\s+(i|that) (meant|was wrong)\b",
+    ],
 }
 
 OWN_TOOL_PREFIXES = ("mcp__localmem__", "mcp__plugin_localmem_")
+# Keys earlier rules files may hold (a copy of the old built-in file has them): accepted,
+# not applied, and said so wherever the rules are shown or used (``NoiseRules.notes``).
+RETIRED_KEYS: Mapping[str, str] = {
+    "code_only_min_chars": "no longer used: dumps are found line by line wherever they sit "
+                           "(dump_min_lines, dump_min_chars, dump_share_percent)",
+}
 
 
 @dataclass(frozen=True)
@@ -64,8 +112,17 @@ class NoiseRules:
     skip_patterns: tuple[re.Pattern[str], ...]
     max_chars: int
     min_chars: int
-    code_only_min_chars: int
+    dump_min_lines: int
+    dump_min_chars: int
+    dump_share_percent: int
     prose_min_chars: int
+    courtesy_words: frozenset[str]
+    courtesy_max_words: int
+    skip_bare_questions: bool
+    bare_question_max_chars: int
+    first_person_words: frozenset[str]
+    retraction_patterns: tuple[re.Pattern[str], ...]
+    notes: tuple[str, ...] = ()  # retired keys found in the file, each with why it does nothing
 
 
 def default_rules_path(environ: Mapping[str, str] | None = None) -> str:
@@ -94,22 +151,44 @@ def _count(values: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def _percent(values: Mapping[str, Any], key: str) -> int:
+    value = _count(values, key)
+    if value > 100:
+        raise ConfigError(f"hook rules: '{key}' must be a whole number from 0 to 100")
+    return value
+
+
+def _flag(values: Mapping[str, Any], key: str) -> bool:
+    if not isinstance(values[key], bool):
+        raise ConfigError(f"hook rules: '{key}' must be true or false")
+    return values[key]
+
+
+def _words(values: Mapping[str, Any], key: str) -> frozenset[str]:
+    return frozenset(w.strip().lower() for w in _string_list(values[key], key))
+
+
+def _patterns(values: Mapping[str, Any], key: str, flags: int) -> tuple[re.Pattern[str], ...]:
+    patterns = []
+    for index, source in enumerate(_string_list(values[key], key)):
+        try:
+            patterns.append(re.compile(source, flags))
+        except re.error as exc:
+            raise ConfigError(f"hook rules: '{key}'[{index}] is not a valid regular expression: {exc}") from None
+    return tuple(patterns)
+
+
 def compile_rules(overrides: Mapping[str, Any]) -> NoiseRules:
     """The defaults with ``overrides`` applied, checked; ``ConfigError`` names a bad key."""
-    unknown = sorted(set(overrides) - set(DEFAULT_RULES))
+    unknown = sorted(set(overrides) - set(DEFAULT_RULES) - set(RETIRED_KEYS))
     if unknown:
         raise ConfigError(f"hook rules: unknown key(s) {', '.join(unknown)} (known: {', '.join(DEFAULT_RULES)})")
+    notes = tuple(f"hook rules: '{key}' is {why}" for key, why in RETIRED_KEYS.items() if key in overrides)
     values = {**DEFAULT_RULES, **overrides}
     regions = values["strip_regions"]
     if not isinstance(regions, list) or not all(
             isinstance(r, list) and len(r) == 2 and all(isinstance(s, str) and s for s in r) for r in regions):
         raise ConfigError("hook rules: 'strip_regions' must be a list of [opening, closing] string pairs")
-    patterns = []
-    for index, source in enumerate(_string_list(values["skip_patterns"], "skip_patterns")):
-        try:
-            patterns.append(re.compile(source, re.MULTILINE))
-        except re.error as exc:
-            raise ConfigError(f"hook rules: 'skip_patterns'[{index}] is not a valid regular expression: {exc}") from None
     roles = _string_list(values["roles"], "roles")
     if not set(roles) <= {"user", "assistant"}:
         raise ConfigError("hook rules: 'roles' may hold only 'user' and 'assistant'")
@@ -117,11 +196,20 @@ def compile_rules(overrides: Mapping[str, Any]) -> NoiseRules:
         roles=roles,
         skip_entry_flags=_string_list(values["skip_entry_flags"], "skip_entry_flags"),
         strip_regions=tuple((a, b) for a, b in regions),
-        skip_patterns=tuple(patterns),
+        skip_patterns=_patterns(values, "skip_patterns", re.MULTILINE),
         max_chars=_count(values, "max_chars"),
         min_chars=_count(values, "min_chars"),
-        code_only_min_chars=_count(values, "code_only_min_chars"),
+        dump_min_lines=_count(values, "dump_min_lines"),
+        dump_min_chars=_count(values, "dump_min_chars"),
+        dump_share_percent=_percent(values, "dump_share_percent"),
         prose_min_chars=_count(values, "prose_min_chars"),
+        courtesy_words=_words(values, "courtesy_words"),
+        courtesy_max_words=_count(values, "courtesy_max_words"),
+        skip_bare_questions=_flag(values, "skip_bare_questions"),
+        bare_question_max_chars=_count(values, "bare_question_max_chars"),
+        first_person_words=_words(values, "first_person_words"),
+        retraction_patterns=_patterns(values, "retraction_patterns", re.IGNORECASE),
+        notes=notes,
     )
 
 
@@ -161,13 +249,15 @@ def load_rules(rules_path: str | None, environ: Mapping[str, str] | None = None)
 
 def effective_rules(rules_path: str | None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What capture applies now, for showing: ``{"source": path or "built-in", "rules": {...},
-    "always": [...]}`` (``always``: the guards no rules file can turn off)."""
+    "notes": [...], "always": [...]}`` (``notes``: retired keys the file holds, which do nothing;
+    ``always``: the guards no rules file can turn off)."""
     source = rules_source(rules_path, environ)
     overrides = read_overrides(source) if source else {}
-    load_rules(rules_path, environ)  # refuses what capture would refuse
+    notes = load_rules(rules_path, environ).notes  # refuses what capture would refuse
     return {
         "source": source or "built-in",
-        "rules": {**DEFAULT_RULES, **overrides},
+        "rules": {**DEFAULT_RULES, **{k: v for k, v in overrides.items() if k not in RETIRED_KEYS}},
+        "notes": list(notes),
         "always": [
             "tool calls and tool results are never stored (localmem's own mcp__localmem__* included)",
             "localmem's injected blocks (<localmem-recalled-notes> ... </localmem-recalled-notes>) are cut out",

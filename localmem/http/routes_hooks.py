@@ -34,6 +34,8 @@ from .endpoints import Endpoint, error_response, known_fields
 if TYPE_CHECKING:
     import uvicorn
 
+    from ..hooks.events import HookAnswer
+
 __all__ = ["MAX_HOOK_BODY_BYTES", "advertising_server", "hook_endpoint", "new_hook_secret"]
 
 MAX_HOOK_BODY_BYTES = 2 * 1024 * 1024  # the hook reads at most 1 MiB of payload, plus its settings
@@ -66,17 +68,18 @@ def hook_endpoint(store: MemoryStore, secret: str | None) -> Endpoint:
                            for k, v in environment.items())):
             raise ValidationError(f"'settings' must map at most {MAX_SETTINGS} {SETTINGS_PREFIX}* names to strings")
         result = await run_in_threadpool(_answer, store, event, payload, environment)
-        return JSONResponse({"answer": result}, headers={SERVER_PID_HEADER: str(os.getpid())})
+        return JSONResponse({"answer": result.output, "report": result.report},
+                            headers={SERVER_PID_HEADER: str(os.getpid())})
 
     return answer
 
 
 def _answer(store: MemoryStore, event: str, payload: dict[str, Any],
-            environment: dict[str, str]) -> dict[str, Any] | None:
-    from ..hooks.events import answer_hook
+            environment: dict[str, str]) -> "HookAnswer":
+    from ..hooks.events import answer_hook_with_report
     from ..hooks.settings import HookSettings
 
-    return answer_hook(store, event, payload, HookSettings.from_env(environment))
+    return answer_hook_with_report(store, event, payload, HookSettings.from_env(environment))
 
 
 def advertising_server(config: uvicorn.Config, store: MemoryStore, secret: str) -> uvicorn.Server:
