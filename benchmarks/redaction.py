@@ -105,14 +105,17 @@ def detect_secrets_compare(turns: list[str]) -> dict:
             "seconds_per_turn": seconds / len(turns)}
 
 
-def paired_store_cost(turns: list[str], repeats: int = 3) -> dict:
-    """Storing the same turns as capture does (store_many_checked, dedup on), with and without
-    redaction, alternating in one process (hash embedder: the rest of a write is at its cheapest,
-    so the ratio is an upper bound of what redaction adds)."""
+def paired_store_cost(turns: list[str], count: int, repeats: int = 3) -> dict:
+    """Storing the first ``count`` turns no longer than a memory may be (capture splits longer
+    ones) as capture does (store_many_checked, dedup on), with and without redaction, alternating
+    in one process (hash embedder: the rest of a write is at its cheapest, so the ratio is an
+    upper bound of what redaction adds)."""
     import tempfile
 
     from localmem import MemoryStore
+    from localmem.validation import CONTENT_HARD_LIMIT
 
+    turns = [t for t in turns if len(t) <= CONTENT_HARD_LIMIT][:count]
     timings: dict[bool, list[float]] = {False: [], True: []}
     with tempfile.TemporaryDirectory() as folder:
         for round_ in range(repeats):
@@ -141,8 +144,8 @@ def main() -> None:
         for name, turns in sets.items():
             report[f"detect-secrets {name}"] = detect_secrets_compare(turns[:args.limit] if args.limit else turns)
     if args.store_turns:
-        report["paired store, locomo-dev"] = paired_store_cost(sets["locomo-dev"][:args.store_turns])
-        report["paired store, lme-dev"] = paired_store_cost(sets["lme-dev"][:args.store_turns])
+        for name, turns in sets.items():
+            report[f"paired store, {name}"] = paired_store_cost(turns, args.store_turns)
     print(json.dumps(report, indent=2))
 
 
