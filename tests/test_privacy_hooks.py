@@ -73,13 +73,13 @@ def test_a_credential_stored_before_redaction_is_never_injected(tmp_path):
 
 def test_a_project_file_turns_capture_off_and_a_bad_one_stops_capture_by_name(tmp_path):
     db, transcript = tmp_path / "m.db", transcript_copy(tmp_path)
-    settings = project_dir_path(tmp_path) / ".localmem"
+    settings = project_dir_path(tmp_path) / ".localmem.json"
     settings.write_text('{"capture": false}')
     run_hook(db, "Stop", payload("stop", tmp_path, transcript))
     assert memories(db) == []
     settings.write_text('{"capture": "nope"}')
     out, err = run_hook(db, "Stop", payload("stop", tmp_path, transcript))
-    assert memories(db) == [] and ".localmem" in err and "capture" in err
+    assert memories(db) == [] and ".localmem.json" in err and "capture" in err
     settings.write_text('{"capture": true}')
     run_hook(db, "Stop", payload("stop", tmp_path, transcript))
     assert memories(db) != []

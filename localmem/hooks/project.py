@@ -6,7 +6,7 @@ else of ``cwd`` itself; lowercased, with characters other than letters,
 digits, ``.``, ``_`` and ``-`` made ``-``. Two checkouts with the same base
 name share a scope; ``LOCALMEM_HOOK_PROJECT`` names it explicitly. Captured
 memories also keep the full path in their metadata (``project_path``). A
-``.localmem`` file at the root can turn capture off for the project (docs/privacy.md).
+``.localmem.json`` file at the root can turn capture off for the project (docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ def project_tag(name: str) -> str:
     return f"project:{name}"
 
 
-PROJECT_FILE = ".localmem"  # at the project root: {"capture": false} keeps every turn of it out
+PROJECT_FILE = ".localmem.json"  # at the project root: {"capture": false} keeps every turn of it out
 MAX_PROJECT_FILE = 64 * 1024
 
 
 def capture_allowed(cwd: str) -> bool:
-    """Whether the project at ``cwd`` lets the hook capture: False when its root's ``.localmem``
-    file says ``{"capture": false}``. A file that cannot be read or is not such an object is a
+    """Whether the project at ``cwd`` lets the hook capture: False when its root's ``.localmem.json``
+    file says ``"capture": false``. A file that cannot be read or is not such an object is a
     ``ConfigError`` naming it (capture then stops: a privacy switch is never guessed)."""
     path = os.path.join(project_root(cwd), PROJECT_FILE)
     try:
@@ -74,9 +74,9 @@ def capture_allowed(cwd: str) -> bool:
         values = json.loads(raw.decode("utf-8")) if raw.strip() else {}
         if not isinstance(values, dict):
             raise ValueError("must be a JSON object")
-        unknown = sorted(set(values) - {"capture"})
-        if unknown:
-            raise ValueError(f"unknown setting(s): {', '.join(unknown)} (known: capture)")
+        unknown = sorted(str(k)[:40] for k in set(values) - {"capture", "project"})
+        if unknown:  # "project" names the scope (the project file's other use)
+            raise ValueError(f"unknown setting(s): {', '.join(unknown)} (known: capture, project)")
         if not isinstance(values.get("capture", True), bool):
             raise ValueError("'capture' must be true or false")
     except (ValueError, UnicodeDecodeError) as exc:
