@@ -32,6 +32,7 @@ from .storage.database import (
 from .embedders import resolve_embedder
 from .errors import NotFoundError, ValidationError
 from .storage.migrations import migrate, require_current_schema
+from .privacy import redact_item
 from .progress import ProgressBar
 from .storage.health import health_report
 from .recall.learned_rank import TreeModel
@@ -257,49 +258,57 @@ class MemoryStore:
     # -- writes -----------------------------------------------------------
 
     @_serialized
-    def store(self, content: str, *, dedup: bool = False, **fields: Any) -> str:
+    def store(self, content: str, *, dedup: bool = False, redact: bool = False, **fields: Any) -> str:
         """Store one memory; returns its id. Validation and defaults follow AutoMem's POST /memory.
-        ``dedup=True``: the id of the current exact duplicate when there is one (store_checked)."""
-        return self._write([{**fields, "content": content}], dedup)[0]["id"]
+        ``dedup=True``: the id of the current exact duplicate when there is one (store_checked).
+        ``redact=True``: credentials and ``<private>`` regions go before anything is written
+        (docs/privacy.md); ``metadata.redacted`` counts them by kind."""
+        return self._write([{**fields, "content": content}], dedup, redact=redact)[0]["id"]
 
     @_serialized
-    def store_checked(self, content: str, *, dedup: bool = True, **fields: Any) -> dict[str, Any]:
+    def store_checked(self, content: str, *, dedup: bool = True, redact: bool = False,
+                      **fields: Any) -> dict[str, Any]:
         """Store one memory unless a current exact duplicate exists in its scope (docs/dedup.md).
 
         Returns ``{"id", "deduped", "similar_existing": [{"id", "score"}], "similar_checked"}``;
         a deduped write returns the existing memory's id, unchanged, and ``not_applied`` names
         the given fields it does not have. ``dedup=False`` stores as ``store`` does, unchecked.
         """
-        return self._write([{**fields, "content": content}], dedup)[0]
+        return self._write([{**fields, "content": content}], dedup, redact=redact)[0]
 
     @_serialized
     def store_many(self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256,
-                   progress: bool = False, dedup: bool = False) -> list[str]:
+                   progress: bool = False, dedup: bool = False, redact: bool = False) -> list[str]:
         """Store many memories in one transaction (all or nothing); returns their ids
         (``dedup=True``: as ``store_many_checked``, the ids alone)."""
-        return [r["id"] for r in self._write_many(items, batch_size, progress, dedup)]
+        return [r["id"] for r in self._write_many(items, batch_size, progress, dedup, redact)]
 
     @_serialized
     def store_many_checked(self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256,
-                           progress: bool = False, dedup: bool = True) -> list[dict[str, Any]]:
+                           progress: bool = False, dedup: bool = True, redact: bool = False) -> list[dict[str, Any]]:
         """``store_many`` with ``store_checked``'s answer per item, in order; an item repeating
         an earlier one of the batch is deduped to it."""
-        return self._write_many(items, batch_size, progress, dedup)
+        return self._write_many(items, batch_size, progress, dedup, redact)
 
-    def _write_many(self, items: Any, batch_size: int, progress: bool, dedup: bool) -> list[dict[str, Any]]:
+    def _write_many(self, items: Any, batch_size: int, progress: bool, dedup: bool,
+                    redact: bool) -> list[dict[str, Any]]:
         batch_size = validate_int(batch_size, "batch_size", default=256, minimum=1, maximum=10_000)
         items = memory_fields.memory_list(items)
         bar = ProgressBar(len(items), "embedding") if progress else None
         try:
-            return self._write(items, dedup, batch_size=batch_size, progress=bar, frames=6)
+            return self._write(items, dedup, batch_size=batch_size, progress=bar, frames=6, redact=redact)
         finally:
             if bar is not None:
                 bar.close()
 
     def _write(self, items: list[Mapping[str, Any]], dedup: bool, *, batch_size: int = 256,
-               progress: ProgressBar | None = None, frames: int = 5) -> list[dict[str, Any]]:
+               progress: ProgressBar | None = None, frames: int = 5, redact: bool = False) -> list[dict[str, Any]]:
         """Store items, with dedup (docs/dedup.md) when asked: the near-duplicate kNN before
-        the write lock, the exact-duplicate lookup and the insert under it, in one transaction."""
+        the write lock, the exact-duplicate lookup and the insert under it, in one transaction.
+        Redaction comes first, so every row, index, vector and key is made from the redacted text."""
+        if not isinstance(redact, bool):
+            raise ValidationError(f"'redact' must be true or false, got {redact!r}")
+        items = [redact_item(item) for item in items] if redact else items
         rows, embeddings = self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
         if not dedup:
             with transaction(self.conn):

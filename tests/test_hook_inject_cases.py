@@ -84,8 +84,6 @@ def store_dir(tmp_path_factory) -> tuple[Path, Path]:
     return orders_store(tmp), tmp
 
 
-@pytest.mark.xfail(strict=True, reason="relevance model: the current decision reads 0.032 once the old one is "
-                   "superseded (the code dump 0.863); fixed by the relevance refit (issue 40 item 1)")
 def test_the_current_decision_is_injected_not_the_traceback_or_the_code(store_dir):
     db, tmp = store_dir
     block, err = ask(db, tmp, "which database does the orders service use?", "s-db")
@@ -101,8 +99,6 @@ def test_a_unittest_request_gets_the_pytest_preference(store_dir):
     assert block is not None and "always pytest" in block, err
 
 
-@pytest.mark.xfail(strict=True, reason="relevance model: the ruff preference stands out (0.493, the rest "
-                   "<= 0.005) but reads below the floor 0.74; awaits the relevance refit")
 def test_a_formatting_question_gets_the_ruff_preference(store_dir):
     db, tmp = store_dir
     block, err = ask(db, tmp, "how should I format code here?", "s-format")

@@ -40,6 +40,10 @@ def register(command: AddCommand) -> None:
                    help="do not store a copy: when the same content (case, spacing and a final '.' or '!' "
                         "aside) is a current memory with the same context and tags, print its id instead "
                         "(said on stderr); near-duplicates are listed on stderr (docs/dedup.md)")
+    p.add_argument("--redact", action="store_true",
+                   help="replace credentials (API keys, tokens, private keys, passwords) by "
+                        "[redacted: <kind>] and drop <private>...</private> regions before storing "
+                        "(docs/privacy.md)")
     add_verbose(p)
 
     p = command("get", cmd_get, "show one memory, its state (current, superseded, expired) and its edges")
@@ -117,8 +121,9 @@ def cmd_store(args: argparse.Namespace, out: Output) -> int:
     if args.context is not None:
         fields["context"] = args.context
     with open_store(args) as store:
-        checked = store.store_checked(content, dedup=args.dedup, **fields)
+        checked = store.store_checked(content, dedup=args.dedup, redact=args.redact, **fields)
         memory_id = checked["id"]
+        redacted = store.get(memory_id)["metadata"].get("redacted") if args.redact else None
         if out.as_json:
             extra = {"similar_existing": checked["similar_existing"]} if args.dedup else {}
             if checked.get("not_applied"):
@@ -127,6 +132,8 @@ def cmd_store(args: argparse.Namespace, out: Output) -> int:
                       "memory": store.get(memory_id)})
             return EXIT_OK
         out.line(memory_id)
+    if redacted and not checked["deduped"]:
+        out.note(f"redacted before storing: {redacted['count']} ({', '.join(redacted['kinds'])})")
     if checked["deduped"]:
         out.note(f"deduplicated: {memory_id} already holds this content (context and tags the same); "
                  "nothing new was stored")

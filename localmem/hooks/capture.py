@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import ValidationError
+from ..privacy import placeholder_counts, redact, redaction_note, strip_private
 from ..storage.database import transaction
 from ..validation import CONTENT_HARD_LIMIT, validate_timestamp
 from . import ledger
@@ -116,7 +117,10 @@ def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) 
     without_block = strip_injected(text)
     if without_block != text:
         skipped["localmem_block_cut"] += 1
-    text = _strip_regions(without_block, rules.strip_regions).strip()
+    text, private = strip_private(_strip_regions(without_block, rules.strip_regions))  # before any split
+    if private:
+        skipped["private_region_cut"] += 1
+    text = text.strip()
     if not text:
         skipped["empty"] += 1
         return None
@@ -127,6 +131,7 @@ def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) 
     if rule is not None:
         skipped[rule] += 1
         return None
+    text = redact(text, private=False).text  # whole, before any split: a secret never straddles parts
     timestamp = entry.get("timestamp")
     try:
         timestamp = validate_timestamp(timestamp, "timestamp") if isinstance(timestamp, str) else None
@@ -196,6 +201,8 @@ def memory_items(turn: Turn, session_id: str, project: str | None, project_path:
             metadata["sanitized"] = "NUL or lone surrogates replaced by U+FFFD"
         if turn.cut:
             metadata["cut"] = turn.cut
+        if placeholder_counts(part):
+            metadata["redacted"] = redaction_note(placeholder_counts(part))
         item: dict[str, Any] = {"id": str(uuid.uuid4()), "content": part, "tags": tags, "metadata": metadata,
                                 "importance": CAPTURED_IMPORTANCE}
         if turn.timestamp:
@@ -257,7 +264,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
                 else:
                     known.add(turn.uuid)  # another run stored it since it was looked up
             if items:  # dedup on, as docs/dedup.md says for capture: a repeat returns the stored one
-                results = store.store_many_checked(items, dedup=True)
+                results = store.store_many_checked(items, dedup=True, redact=True)  # docs/privacy.md
                 deduped += sum(1 for r in results if r["deduped"])
                 stored_memories += sum(1 for r in results if not r["deduped"])
                 for turn, first in retractions:  # after the batch's turns exist: a retraction may follow its plan

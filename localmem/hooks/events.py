@@ -27,6 +27,7 @@ from .scope import ProjectScope, resolve, some_project_tags
 from .message_shape import is_bare_question, is_courtesy
 from .selection import (ALREADY_INJECTED, CHIT_CHAT, KEPT, OVER_BUDGET, OVER_SESSION_START, Candidate, StandOut,
                         choose)
+from .project import PROJECT_FILE, capture_allowed
 from .settings import HookSettings
 from .transcript import check_transcript_path
 
@@ -88,6 +89,9 @@ def _answer(store: "MemoryStore", event: str, payload: Mapping[str, Any], settin
         return _inject(store, event, payload, session_id, names, settings)
     if not settings.capture:
         return HookAnswer(None, {"event": event, "captured": 0, "reason": "capture is turned off"})
+    if cwd and not capture_allowed(cwd):
+        return HookAnswer(None, {"event": event, "captured": 0,
+                                 "reason": f"capture is turned off for this project ({PROJECT_FILE})"})
     path = check_transcript_path(payload.get("transcript_path"))
     rules = load_rules(settings.rules_path)
     report = capture(store, session_id, path, project, names.root, settings, rules)

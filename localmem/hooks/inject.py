@@ -14,6 +14,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
+from ..privacy import redact
 from .selection import OWN_TURN
 
 OPEN_MARKER = "<localmem-recalled-notes>"
@@ -61,7 +62,8 @@ def _one_line_date(timestamp: Any) -> str:
 
 def format_note(memory: Mapping[str, Any]) -> str:
     """One memory as a list item: date, short id, who said it (captured turns), its text."""
-    content = _MARKER_LIKE.sub("[marker removed]", str(memory.get("content", "")))
+    # Redacted on the way out too: a memory stored before redaction existed never carries a credential.
+    content = _MARKER_LIKE.sub("[marker removed]", redact(str(memory.get("content", ""))).text)
     metadata = memory.get("metadata") if isinstance(memory.get("metadata"), Mapping) else {}
     role = metadata.get("role") if isinstance(metadata.get("role"), str) else None
     label = f"{_one_line_date(memory.get('timestamp'))}, id {str(memory.get('id', ''))[:8]}"

@@ -6,7 +6,8 @@ itself. Its names, in the order they are tried:
 
 1. ``LOCALMEM_HOOK_PROJECT`` (``HookSettings.project``), when set: that name alone;
 2. the project file ``.localmem.json`` at the checkout's root, ``{"project": "billing"}``:
-   that name alone (docs/hooks.md, "Which project a folder is");
+   that name alone (docs/hooks.md, "Which project a folder is"); the same file's
+   ``{"capture": false}`` turns capture off for the project (docs/privacy.md);
 3. the checkout folder's base name;
 4. the repository name of the git remote (``origin`` first), read from
    ``.git/config`` without running git.
@@ -116,30 +117,48 @@ def _read_bounded(path: str, *, whole: bool = True) -> str | None:
     return raw[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
 
 
-def read_project_file(root: str) -> str | None:
-    """The project named by ``root/.localmem.json`` (``{"project": NAME}``); None without the file.
-
-    A file that is there but wrong is an error naming the file and the field:
-    a project file that silently did nothing would scope the notes elsewhere.
-    """
+def _project_file(root: str) -> dict | None:
+    """The settings in ``root/.localmem.json``; None without the file. A file that is there
+    but wrong is an error naming the file and the field: a project file that silently did
+    nothing would scope the notes elsewhere, or capture what its owner switched off."""
     path = os.path.join(root, PROJECT_FILE)
     text = _read_bounded(path)
     if text is None:
         return None
     try:
-        data = json.loads(text)
+        data = json.loads(text) if text.strip() else {}
     except (ValueError, RecursionError) as exc:
         raise ValidationError(f"{path} is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ValidationError(f"{path} must hold a JSON object like {{\"project\": \"billing\"}}")
-    unknown = sorted(str(k)[:40] for k in data if k != "project")
+    unknown = sorted(str(k)[:40] for k in data if k not in ("project", "capture"))
     if unknown:
-        raise ValidationError(f"{path}: unknown field(s) {', '.join(unknown)} (known: project)")
-    value = data.get("project")
+        raise ValidationError(f"{path}: unknown field(s) {', '.join(unknown)} (known: capture, project)")
+    if not isinstance(data.get("capture", True), bool):
+        raise ValidationError(f"{path}: 'capture' must be true or false")
+    return data
+
+
+def read_project_file(root: str) -> str | None:
+    """The project named by ``root/.localmem.json`` (``{"project": NAME}``); None without the
+    file or without a ``project`` field in it."""
+    data = _project_file(root)
+    if data is None or "project" not in data:
+        return None
+    value = data["project"]
     name = normalise(value) if isinstance(value, str) and "\x00" not in value else None
     if name is None:
-        raise ValidationError(f"{path}: 'project' must be a non-empty name (letters, digits, '.', '_', '-')")
+        raise ValidationError(f"{os.path.join(root, PROJECT_FILE)}: 'project' must be a non-empty name "
+                              "(letters, digits, '.', '_', '-')")
     return name
+
+
+def capture_allowed(cwd: str) -> bool:
+    """Whether the project at ``cwd`` lets the hook capture: False when its root's
+    ``.localmem.json`` says ``"capture": false`` (docs/privacy.md). A broken file is an error
+    naming it, so capture stops: a privacy switch is never guessed."""
+    data = _project_file(project_root(cwd))
+    return True if data is None else data.get("capture", True)
 
 
 def git_remote_repository(root: str) -> tuple[str, str] | None:

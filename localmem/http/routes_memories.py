@@ -64,14 +64,15 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
     async def store_memory(request: Request) -> JSONResponse:
         start = time.perf_counter()
         payload = await read_json_object(request)
-        fields = known_fields(payload, STORE_FIELDS | {"dedup"})
+        fields = known_fields(payload, STORE_FIELDS | {"dedup", "redact"})
         fields.pop("content", None)
         dedup = _dedup_flag(fields.pop("dedup", None))
+        redact = fields.pop("redact", False)  # off unless asked: AutoMem's behaviour (docs/privacy.md)
         notes = read_tag_field(fields)  # "a,b", "a;b", "a b", "#a": said in "warnings"
 
         def work() -> tuple[dict[str, Any], dict[str, Any], str, str]:
             with locked(store):
-                checked = store.store_checked(payload.get("content"), dedup=dedup, **fields)
+                checked = store.store_checked(payload.get("content"), dedup=dedup, redact=redact, **fields)
                 record = store.get(checked["id"])
                 if checked["deduped"]:
                     return checked, record, "existing", "existing"
@@ -123,7 +124,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
 
         def work() -> tuple[list[dict[str, Any]], bool]:
             with locked(store):
-                results = store.store_many_checked(cleaned, dedup=dedup)
+                results = store.store_many_checked(cleaned, dedup=dedup, redact=payload.get("redact", False))
                 return results, vector_channel(store)
 
         results, vectors_ok = await call(work)

@@ -207,8 +207,25 @@ def backup_database(source: str, dest: str, *, overwrite: bool = False) -> dict[
             raise LocalMemError(f"{dest_path} already exists (use --force to overwrite it)") from exc
     finally:
         src.close()
+    written.update(_recorded(source_path, dest_path))
     return {"status": "success", "source": str(source_path), **written,
             **({"into_folder": str(dest_path.parent)} if folder else {})}
+
+
+def _recorded(source_path: Path, dest_path: Path) -> dict[str, Any]:
+    """Note the backup in the source's meta (``forget`` lists copies); a source that cannot be
+    written (read-only media) is said in the answer, the backup stands."""
+    from .copies import record_copy
+
+    try:
+        conn = connect(source_path)
+        try:
+            record_copy(conn, "backup", str(dest_path))
+        finally:
+            conn.close()
+    except (apsw.Error, OSError, LocalMemError) as exc:
+        return {"copy_not_recorded": f"the source could not record this backup ({exc})"}
+    return {}
 
 
 def _save_previous(target_path: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ValidationError
+from .copies import record_copy
 from ..storage.database import MEMORY_PATH, read_transaction
 from ..storage.files import refuse_database_file, refuse_special_output, replacing_file
 from ..storage.records import rows_as_dicts, to_record
@@ -89,4 +90,8 @@ def export_file(store: MemoryStore, target: str | os.PathLike[str]) -> tuple[int
         raise ValidationError(f"the export cannot be {target}: that is a directory; give a file name")
     refuse_special_output(path, role="the export", hint=" ('-' writes to standard output)")
     with replacing_file(path) as stream:
-        return export_jsonl(store, stream)
+        counts = export_jsonl(store, stream)
+    if not store.read_only and store.path != MEMORY_PATH:
+        with store.lock:
+            record_copy(store.conn, "export", str(path))  # listed by forget: it holds the text
+    return counts

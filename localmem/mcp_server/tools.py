@@ -143,6 +143,13 @@ STORE_MEMORY = {
                                "Near-duplicates are stored and listed in `similar_existing`. false: store "
                                "unchecked. Supersede mode always stores.",
             },
+            "redact": {
+                "type": "boolean", "default": True,
+                "description": "Both modes (default true). Credentials (API keys, tokens, private keys, "
+                               "passwords in URLs, KEY=value secrets) become `[redacted: <kind>]` and "
+                               "`<private>…</private>` regions are dropped before anything is written; "
+                               "`metadata.redacted` counts them. false: store the text as given.",
+            },
             "supersedes_memory_id": {
                 "type": "string",
                 "description": "Single-memory supersede mode. Existing memory ID that this new memory replaces or corrects.",

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import LocalMemError, NotFoundError
+from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..privacy import redact_item
 from ..tags import read_tag_field
 from . import formatting, store_answers
 from .tool_arguments import _clean_tags, _present
@@ -18,19 +19,21 @@ from .tools import (BATCH_DISALLOWED_FIELDS, BATCH_ITEM_FIELDS, BATCH_MAX_ITEMS,
 # -- store_memory -------------------------------------------------------------------------
 
 
-def _dedup_flag(args: Mapping[str, Any]) -> bool:
-    value = args.get("dedup")
+def _switch(args: Mapping[str, Any], name: str = "dedup") -> bool:
+    """A store_memory switch that is on unless given false (``dedup``, ``redact``)."""
+    value = args.get(name)
     if value is None:
         return True
     if not isinstance(value, bool):
-        raise ToolError("store_memory: `dedup` must be a boolean (true or false)")
+        raise ToolError(f"store_memory: `{name}` must be a boolean (true or false)")
     return value
 
 
 def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
-    dedup = _dedup_flag(args)
+    dedup = _switch(args)
+    redacting = _switch(args, "redact")  # on unless asked (docs/privacy.md)
     if args.get("memories") is not None:
-        return _store_batch(get_store, args, dedup)
+        return _store_batch(get_store, args, dedup, redacting)
     content = args.get("content")
     if not isinstance(content, str) or not content.strip():
         raise ToolError("store_memory: `content` is required (or pass `memories` for batch mode)")
@@ -44,6 +47,15 @@ def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
               if k not in ("content", "supersedes_memory_id", "supersede_relation", "supersede_reason")
               and args.get(k) is not None}
     notes = read_tag_field(fields)
+    if redacting:  # before either path writes: supersede stores the new content too
+        try:
+            redacted = redact_item({**fields, "content": content})
+        except ValidationError as exc:
+            raise ToolError(f"store_memory: {exc.message}") from exc
+        content = redacted.pop("content")
+        fields = redacted
+        if "redacted" in (fields.get("metadata") or {}):
+            notes.append(f"redacted before storing: {fields['metadata']['redacted']['kinds']}")
     store = get_store()
     out: dict[str, Any] = {}
     if supersedes:
@@ -96,7 +108,7 @@ def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
     return _with_warnings(ToolOutput([text], {k: v for k, v in out.items() if v is not None}), notes)
 
 
-def _store_batch(get_store: StoreGetter, args: Mapping[str, Any], dedup: bool) -> ToolOutput:
+def _store_batch(get_store: StoreGetter, args: Mapping[str, Any], dedup: bool, redacting: bool) -> ToolOutput:
     conflicting = [f for f in STORE_SINGLE_FIELDS if args.get(f) is not None]
     if conflicting:
         raise ToolError("store_memory: batch mode accepts per-item fields inside `memories` only. Remove "
@@ -129,7 +141,8 @@ def _store_batch(get_store: StoreGetter, args: Mapping[str, Any], dedup: bool) -
             raise error
         items.append({k: v for k, v in item.items() if v is not None})
         notes.extend(read_tag_field(items[-1], where=f"memories[{index}]: "))
-    text, out = store_answers.batch_answer(get_store().store_many_checked(items, dedup=dedup), dedup)
+    text, out = store_answers.batch_answer(get_store().store_many_checked(items, dedup=dedup, redact=redacting),
+                                           dedup)
     return _with_warnings(ToolOutput([text], out), notes)
 
 

@@ -1,0 +1,154 @@
+"""Redaction (localmem/privacy/redact.py): false positives on ordinary text, recall on credentials, cost.
+
+- False positives: every turn of the LoCoMo and LongMemEval dev sets (ordinary conversation,
+  no credentials) is redacted; a turn with any finding is a false positive. Each is printed so
+  it can be read.
+- Recall: the synthetic corpus of benchmarks/common/credential_corpus.py (formats from the providers'
+  documentation); a credential is caught when no 12-character piece of it survives.
+- Cost: seconds per turn of ``redact`` over the dev-set turns (a captured turn's work), on a
+  loaded shared machine: compare the ratio to detect-secrets' scan of the same lines, run in
+  the same process, when detect-secrets is installed (``--detect-secrets``).
+
+    python benchmarks/redaction.py [--detect-secrets] [--limit N] [--store-turns N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common.credential_corpus import FORMATS, corpus  # noqa: E402
+
+from localmem.privacy import redact  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+
+
+def locomo_turns(path: Path) -> list[str]:
+    turns = []
+    for sample in json.loads(path.read_text()):
+        for key, session in sample["conversation"].items():
+            if key.startswith("session_") and isinstance(session, list):
+                turns += [turn["text"] for turn in session if isinstance(turn.get("text"), str)]
+    return turns
+
+
+def lme_turns(path: Path) -> list[str]:
+    turns: list[str] = []
+    seen: set[str] = set()  # haystack sessions repeat across instances: each turn once
+    for instance in json.loads(path.read_text())["instances"]:
+        for session in instance["haystack_sessions"]:
+            for turn in session:
+                text = turn.get("content")
+                if isinstance(text, str) and text not in seen:
+                    seen.add(text)
+                    turns.append(text)
+    return turns
+
+
+def caught(secret: str, out: str) -> bool:
+    return not any(secret[i:i + 12] in out for i in range(max(1, len(secret) - 11)))
+
+
+def false_positives(name: str, turns: list[str]) -> dict:
+    found: list[tuple[str, dict]] = []
+    start = time.perf_counter()
+    for text in turns:
+        result = redact(text)
+        if result.findings:
+            found.append((text, result.findings))
+    seconds = time.perf_counter() - start
+    for text, findings in found:
+        print(f"  FP [{name}] {findings}: {text[:300]!r}")
+    chars = sum(len(t) for t in turns)
+    return {"turns": len(turns), "false_positives": len(found), "rate": len(found) / len(turns),
+            "seconds_per_turn": seconds / len(turns), "mean_chars": chars / len(turns)}
+
+
+def recall() -> dict:
+    missed: Counter[str] = Counter()
+    total = 0
+    for kind, secret, text in corpus():
+        total += 1
+        if not caught(secret, redact(text).text):
+            missed[kind] += 1
+    return {"samples": total, "formats": len(FORMATS), "caught": total - sum(missed.values()),
+            "recall": 1 - sum(missed.values()) / total, "missed": dict(missed)}
+
+
+def detect_secrets_compare(turns: list[str]) -> dict:
+    """detect-secrets' default plugins (each line through every plugin's ``analyze_line``; its
+    file-level filters are not run) on the same corpus and turns: recall, turns flagged, seconds per turn."""
+    from detect_secrets.settings import default_settings, get_plugins
+
+    with default_settings():
+        plugins = get_plugins()
+
+        def hits(text: str) -> list[str]:
+            return [s.secret_value for number, line in enumerate(text.splitlines(), 1) for plugin in plugins
+                    for s in plugin.analyze_line(filename="turn.txt", line=line, line_number=number)
+                    if s.secret_value]
+
+        samples = list(corpus())
+        got = sum(1 for _, secret, text in samples
+                  if any(secret in value or value in secret for value in hits(text)))
+        start = time.perf_counter()
+        flagged = sum(1 for text in turns if hits(text))
+        seconds = time.perf_counter() - start
+    return {"recall": got / len(samples), "false_positive_turns": flagged,
+            "seconds_per_turn": seconds / len(turns)}
+
+
+def paired_store_cost(turns: list[str], count: int, repeats: int = 3) -> dict:
+    """Storing the first ``count`` turns no longer than a memory may be (capture splits longer
+    ones) as capture does (store_many_checked, dedup on), with and without redaction, alternating
+    in one process (hash embedder: the rest of a write is at its cheapest, so the ratio is an
+    upper bound of what redaction adds)."""
+    import tempfile
+
+    from localmem import MemoryStore
+    from localmem.validation import CONTENT_HARD_LIMIT
+
+    turns = [t for t in turns if len(t) <= CONTENT_HARD_LIMIT][:count]
+    timings: dict[bool, list[float]] = {False: [], True: []}
+    with tempfile.TemporaryDirectory() as folder:
+        for round_ in range(repeats):
+            for redacting in ((False, True) if round_ % 2 == 0 else (True, False)):
+                with MemoryStore(f"{folder}/{round_}-{redacting}.db", embedder="hash") as store:
+                    items = [{"content": t, "metadata": {"session": f"s{i // 20}"}} for i, t in enumerate(turns)]
+                    start = time.perf_counter()
+                    store.store_many_checked(items, dedup=True, redact=redacting)
+                    timings[redacting].append((time.perf_counter() - start) / len(turns))
+    plain, redacted = min(timings[False]), min(timings[True])
+    return {"turns": len(turns), "seconds_per_turn_plain": plain, "seconds_per_turn_redacted": redacted,
+            "ratio": redacted / plain}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--detect-secrets", action="store_true", help="compare with detect-secrets (installed)")
+    parser.add_argument("--limit", type=int, default=0, help="turns per set for the detect-secrets cost (0: all)")
+    parser.add_argument("--store-turns", type=int, default=0, metavar="N",
+                        help="also time storing N LoCoMo turns with and without redaction (paired)")
+    args = parser.parse_args()
+    sets = {"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
+    report = {name: false_positives(name, turns) for name, turns in sets.items()}
+    report["corpus"] = recall()
+    if args.detect_secrets:
+        for name, turns in sets.items():
+            report[f"detect-secrets {name}"] = detect_secrets_compare(turns[:args.limit] if args.limit else turns)
+    if args.store_turns:
+        for name, turns in sets.items():
+            report[f"paired store, {name}"] = paired_store_cost(turns, args.store_turns)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Redaction: a text with its credentials replaced by typed placeholders, and its private regions cut.
+
+``redact(text)`` is a pure function: it returns the text to store and what was
+found (kinds and counts, never the secret). Every rule is a regular expression
+found by a single pass per rule over the original text; the spans found are
+then merged (the earliest, then the longest, wins an overlap) and replaced in
+one pass, so a placeholder is never matched again and the work is linear in
+the text per rule. ``<private>…</private>`` regions go first: an unclosed one
+drops the rest of the text. The rules follow the providers' documented token
+formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
+rules for what has no fixed shape: private key blocks, passwords in URLs,
+connection strings, ``KEY=value`` with a secret-like name, JWTs, bearer
+headers, and high-entropy values next to a key-like word.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from ..errors import ValidationError
+
+PRIVATE_KIND = "private-region"
+_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+_PLACEHOLDER = "[redacted: {}]"
+MIN_ENTROPY = 3.0  # bits per character of a value that counts as high-entropy (hex of 32+ is ~4)
+
+# (kind, pattern): the whole match is the secret unless the pattern has a group named "secret".
+_PROVIDER_RULES: tuple[tuple[str, str], ...] = (
+    ("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)"),
+    ("age-secret-key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
+    ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
+    ("google-oauth-client-secret", r"\bGOCSPX-[0-9A-Za-z_\-]{28}(?![0-9A-Za-z_\-])"),
+    ("google-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
+    ("azure-client-secret", r"(?<![0-9A-Za-z_~.\-])[0-9A-Za-z_~.\-]{3}\dQ~[0-9A-Za-z_~.\-]{31,34}(?![0-9A-Za-z_~.\-])"),
+    ("azure-sas-signature", r"[?&]sig=(?P<secret>[0-9A-Za-z%+/=]{30,})"),
+    ("github-token", r"\bgh[pousr]_[0-9A-Za-z._\-]{36,}"),
+    ("github-fine-grained-token", r"\bgithub_pat_[0-9A-Za-z_]{60,255}\b"),
+    ("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|ft|imt|agent|oas|soat|cbt|ffct|wt|rtr|sa|c)-[0-9A-Za-z_\-]{20,}"),
+    ("gitlab-runner-token", r"\bGR1348941[0-9A-Za-z_\-]{20,}"),
+    ("slack-token", r"\bxox[abposre]-(?:\d+-)*[0-9A-Za-z\-]{10,}"),
+    ("slack-app-token", r"\bxapp-\d-[0-9A-Z]+-\d+-[0-9a-f]+\b"),
+    ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/]{20,}"),
+    ("stripe-secret-key", r"\bsk_(?:live|test)_[0-9A-Za-z]{10,255}\b"),
+    ("stripe-restricted-key", r"\brk_(?:live|test)_[0-9A-Za-z]{10,255}\b"),
+    ("stripe-webhook-secret", r"\bwhsec_[0-9A-Za-z+/=]{24,}"),
+    ("anthropic-api-key", r"\bsk-ant-[a-z]+\d*-[0-9A-Za-z_\-]{20,}"),
+    ("openai-api-key", r"\bsk-(?:(?:proj|svcacct|admin|None)-)?[0-9A-Za-z_\-]{20,200}T3BlbkFJ[0-9A-Za-z_\-]{20,}"
+                       r"|\bsk-(?:proj|svcacct|admin)-[0-9A-Za-z_\-]{40,}|\bsk-[0-9A-Za-z]{48}\b"),
+    ("twilio-api-key-sid", r"\bSK[0-9a-f]{32}\b"),
+    ("twilio-account-sid", r"\bAC[0-9a-f]{32}\b"),
+    ("sendgrid-api-key", r"\bSG\.[0-9A-Za-z_\-]{22}\.[0-9A-Za-z_\-]{43}(?![0-9A-Za-z_\-])"),
+    ("mailgun-api-key", r"\bkey-[0-9a-f]{32}\b"),
+    ("mailchimp-api-key", r"\b[0-9a-f]{32}-us\d{1,2}\b"),
+    ("npm-token", r"\bnpm_[0-9A-Za-z]{36}\b"),
+    ("pypi-token", r"\bpypi-[0-9A-Za-z_\-]{50,}"),
+    ("huggingface-token", r"\bhf_[0-9A-Za-z]{30,}\b"),
+    ("digitalocean-token", r"\bdo[opr]_v1_[0-9a-f]{64}\b"),
+    ("shopify-token", r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b"),
+    ("square-token", r"\b(?:sq0atp|sq0csp|EAAA)[0-9A-Za-z_\-]{22,60}\b"),
+    ("databricks-token", r"\bdapi[0-9a-f]{32}(?:-\d)?\b"),
+    ("atlassian-api-token", r"\bATATT3[0-9A-Za-z_\-=]{100,}"),
+    ("linear-api-key", r"\blin_(?:api|oauth)_[0-9A-Za-z]{40}\b"),
+    ("notion-token", r"\b(?:secret|ntn)_[0-9A-Za-z]{43,46}\b"),
+    ("vault-token", r"\bhv[sbr]\.[0-9A-Za-z_\-]{24,}"),
+    ("doppler-token", r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[0-9A-Za-z]{40,44}\b"),
+    ("grafana-token", r"\bglsa_[0-9A-Za-z]{32}_[0-9a-f]{8}\b|\bglc_[0-9A-Za-z+/=]{32,}"),
+    ("postman-api-key", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b"),
+    ("groq-api-key", r"\bgsk_[0-9A-Za-z]{48,}\b"),
+    ("replicate-token", r"\br8_[0-9A-Za-z]{37}\b"),
+    ("xai-api-key", r"\bxai-[0-9A-Za-z]{70,}\b"),
+    ("telegram-bot-token", r"\b\d{8,10}:AA[0-9A-Za-z_\-]{33}(?![0-9A-Za-z_\-])"),
+    ("discord-bot-token", r"\b[MNO][0-9A-Za-z_\-]{23,25}\.[0-9A-Za-z_\-]{6}\.[0-9A-Za-z_\-]{27,38}(?![0-9A-Za-z_\-])"),
+    ("facebook-access-token", r"\bEAA[BC][0-9A-Za-z]{80,}"),
+    ("jwt", r"\beyJ[0-9A-Za-z_\-]{8,}\.eyJ[0-9A-Za-z_\-]{8,}\.[0-9A-Za-z_\-]{8,}"),
+)
+
+# Words that make the value next to them a secret. Kept to credential words: "key" alone
+# ("the key to success") and "auth" alone are too common in ordinary text.
+_SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd|passphrase|token|api[_\- ]?key|apikey|access[_\- ]?key"
+                r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?key"
+                r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
+_VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
+
+_GENERIC_RULES: tuple[tuple[str, str], ...] = (
+    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
+    ("connection-string-secret", r"(?i)(?:^|[;\s\"'])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret)"
+                                 r"=(?!=)(?P<secret>[^;\s\"']{1,512})"),
+    ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
+    ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
+    # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
+    # The secret word is a whole part of the name: DB_PASSWORD, stripe.secret, not "tokenizer".
+    # Bounded and possessive, so a hostile run of name characters costs linear time.
+    ("secret-assignment", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){0,8}" + _SECRET_WORD
+                          + r"s?(?:[_.\-][0-9A-Za-z_.\-]{0,60}+)?(?![0-9A-Za-z_.\-])"
+                          r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
+    # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
+    ("secret-like-value", r"(?i)(?<![a-z])" + _SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
+                          r"(?P<secret>[0-9A-Za-z+/_\-=.!#%&*]{12,})"),
+)
+
+_PLACEHOLDER_VALUES = re.compile(r"(?i)^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_]+%|\*+|x{3,}|\.{3,}|<[^>]*>"
+                                 r"|null|none|nil|true|false|undefined|required|optional|changeme|example"
+                                 r"|(?:your|my|replace|change|insert|enter|put)[_\-].*|redacted|hidden|secret|password|string|str"
+                                 r"|env|os\.environ.*"
+                                 r"|\{\{.*\}\})$")
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """A redacted text and what was taken out of it: ``findings`` counts per kind (no secrets)."""
+
+    text: str
+    findings: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.findings)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    accept: Callable[[re.Match[str]], bool]  # whether the match is a secret, given its context
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _always(match: re.Match[str]) -> bool:
+    return True
+
+
+# Values that are code or a path, not a secret: a dotted name (request.form), a variable
+# ($x, +x), a path, a YAML key ("api_key:"), a host or package name (sops.k8s.mozilla.org/x).
+_NOT_A_VALUE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_\\]*(?:\.[A-Za-z_][A-Za-z0-9_\\]*)+(?:\(.*|\[.*)?"
+                          r"|[$+@&|].*|\.{0,2}/.*|~/.*|.*:|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+(?:/[a-z0-9.\-]*)*)$")
+
+
+def _value(match: re.Match[str]) -> str:
+    return match.group("secret")
+
+
+def _assigned_value(match: re.Match[str]) -> bool:
+    """A value assigned to a secret-like name is a secret unless it is a placeholder, code, or
+    (after a colon, as prose has it: "credentials: Ensure…") a plain word."""
+    value = _value(match)
+    if _PLACEHOLDER_VALUES.match(value) or _NOT_A_VALUE.match(value):
+        return False
+    if value.isalpha() and (value.islower() or (match.groupdict().get("sep") == ":" and value.istitle())):
+        return False
+    return len(value) >= 6
+
+
+def _high_entropy(match: re.Match[str]) -> bool:
+    stripped = _value(match).strip(".=-_/")
+    return (len(stripped) >= 12 and not _NOT_A_VALUE.match(stripped) and _entropy(stripped) >= MIN_ENTROPY
+            and any(c.isdigit() for c in stripped) and any(c.isalpha() for c in stripped))
+
+
+def _compile() -> tuple[_Rule, ...]:
+    rules = [_Rule(kind, re.compile(pattern, re.DOTALL if kind == "private-key" else 0), _always)
+             for kind, pattern in _PROVIDER_RULES]
+    accept = {"secret-assignment": _assigned_value, "secret-like-value": _high_entropy,
+              "authorization-header": _high_entropy, "connection-string-secret": _assigned_value}
+    rules += [_Rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
+              for kind, pattern in _GENERIC_RULES]
+    return tuple(rules)
+
+
+RULES: tuple[_Rule, ...] = _compile()
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in RULES)) + (PRIVATE_KIND,)
+
+
+def _spans(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, int, str]]:
+    """(start, end, rule order, kind) of every secret the rules find in ``text``."""
+    found = []
+    for order, rule in enumerate(rules):
+        for match in rule.pattern.finditer(text):
+            group = "secret" if "secret" in rule.pattern.groupindex else 0
+            start, end = match.span(group)
+            if start < end and rule.accept(match):
+                found.append((start, end, order, rule.kind))
+    return found
+
+
+_PLACEHOLDER_FOUND = re.compile(r"\[redacted: ([a-z0-9-]{1,40})\]")
+
+
+def placeholder_counts(text: str) -> dict[str, int]:
+    """The placeholders ``redact`` left in ``text``, by kind (a part of a text redacted whole)."""
+    return dict(sorted(Counter(_PLACEHOLDER_FOUND.findall(text)).items()))
+
+
+def redaction_note(findings: dict[str, int]) -> dict[str, object]:
+    """What ``metadata.redacted`` says of ``findings``: how many, and of which kinds."""
+    return {"count": sum(findings.values()), "kinds": dict(sorted(findings.items()))}
+
+
+def strip_private(text: str) -> tuple[str, int]:
+    """``text`` without its ``<private>…</private>`` regions (an unclosed one: to the end); how many."""
+    return _PRIVATE.subn("", text)
+
+
+def find_secrets(text: str) -> dict[str, int]:
+    """What ``redact`` would replace in ``text`` (private regions aside), by kind."""
+    return redact(text, private=False).findings
+
+
+def redact(text: str, *, private: bool = True) -> Redaction:
+    """``text`` with private regions cut (``private=True``) and each secret replaced by
+    ``[redacted: <kind>]``; the findings count each kind."""
+    findings: Counter[str] = Counter()
+    if private:
+        text, cut = strip_private(text)
+        if cut:
+            findings[PRIVATE_KIND] = cut
+    spans = sorted(_spans(text, RULES), key=lambda s: (s[0], s[2], -s[1]))
+    pieces: list[str] = []
+    position = 0
+    for start, end, _, kind in spans:
+        if start < position:  # inside a secret already replaced
+            continue
+        pieces += [text[position:start], _PLACEHOLDER.format(kind)]
+        findings[kind] += 1
+        position = end
+    pieces.append(text[position:])
+    return Redaction("".join(pieces) if spans else text, dict(sorted(findings.items())))
+
+
+MAX_METADATA_DEPTH = 32  # deeper metadata is refused by validation anyway; not walked further here
+
+
+def _redact_value(value: object, found: Counter[str], depth: int) -> object:
+    if isinstance(value, str):
+        result = redact(value)
+        found.update(result.findings)
+        return result.text
+    if depth >= MAX_METADATA_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {key: _redact_value(item, found, depth + 1) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(item, found, depth + 1) for item in value]
+    return value
+
+
+def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A memory to store (``content``, ``metadata``…) with its content and metadata strings
+    redacted; ``metadata.redacted`` then says how many secrets of each kind were replaced.
+    A content that is not a string is left for validation to refuse; one that redaction
+    empties (all of it ``<private>``) is refused here, naming the field."""
+    content = item.get("content")
+    if not isinstance(content, str):
+        return dict(item)
+    found: Counter[str] = Counter()
+    result = redact(content)
+    found.update(result.findings)
+    if not result.text.strip():
+        raise ValidationError("content: nothing is left to store once its <private> regions are removed")
+    out = {**item, "content": result.text}
+    metadata = item.get("metadata")
+    if isinstance(metadata, dict):
+        metadata = _redact_value(metadata, found, 0)
+    if found and (metadata is None or isinstance(metadata, dict)):  # another type: validation refuses it
+        metadata = dict(metadata or {})
+        metadata["redacted"] = redaction_note(found)
+    if metadata is not None:
+        out["metadata"] = metadata
+    return out

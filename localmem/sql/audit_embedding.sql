@@ -1,0 +1,1 @@
+SELECT embedding FROM memory_embeddings WHERE pk = :pk;
