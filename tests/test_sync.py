@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from localmem import MemoryStore
-from localmem.maintenance.sync import sync_stores
-from localmem.maintenance.sync_rules import digest
-from localmem.maintenance.sync_side import StoreSide
+from localmem.replication.sync import sync_stores
+from localmem.replication.sync_rules import digest
+from localmem.replication.sync_side import StoreSide
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -243,8 +243,8 @@ def test_a_damaged_peer_record_is_refused_by_name_and_the_rest_arrives(stores):
 SYNC_THEN_DIE = """
 import os, sys
 from localmem import MemoryStore
-from localmem.maintenance import sync_side
-from localmem.maintenance.sync import sync_stores
+from localmem.replication import sync_side
+from localmem.replication.sync import sync_stores
 sync_side.PAGE = 5
 pages = []
 def progress(what, count):

@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from localmem import MemoryStore
-from localmem.maintenance.push_client import PushClient
-from localmem.maintenance.sync import sync_stores
-from localmem.maintenance.sync_remote import RemoteSide
-from localmem.maintenance.sync_side import StoreSide
+from localmem.replication.push_client import PushClient
+from localmem.replication.sync import sync_stores
+from localmem.replication.sync_remote import RemoteSide
+from localmem.replication.sync_side import StoreSide
 from serving import stop, wait_until_healthy
 
 REPO = Path(__file__).resolve().parent.parent

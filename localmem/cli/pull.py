@@ -57,8 +57,8 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def cmd_pull(args: argparse.Namespace, out: Output) -> int:
-    from ..maintenance.pull import Puller
-    from ..maintenance.push_client import PushClient, RemoteError
+    from ..replication.pull import Puller
+    from ..replication.push_client import PushClient, RemoteError
     from ..progress import ProgressBar
     from .common import open_store
 

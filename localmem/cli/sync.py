@@ -37,8 +37,8 @@ def register(command: AddCommand) -> None:
 
 
 def cmd_sync(args: argparse.Namespace, out: Output) -> int:
-    from ..maintenance.sync import sync_stores
-    from ..maintenance.sync_side import StoreSide
+    from ..replication.sync import sync_stores
+    from ..replication.sync_side import StoreSide
 
     peer = args.peer
     local_path = db_path(args)
@@ -57,8 +57,8 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
             sys.stderr.flush()
 
     if remote:
-        from ..maintenance.push_client import PushClient
-        from ..maintenance.sync_remote import RemoteSide
+        from ..replication.push_client import PushClient
+        from ..replication.sync_remote import RemoteSide
 
         token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
         with PushClient(peer, token=token, insecure=args.insecure, timeout=args.timeout) as client, \

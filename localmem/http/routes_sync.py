@@ -2,7 +2,7 @@
 
 ``POST /sync/hello``, ``/sync/page``, ``/sync/states``, ``/sync/edge-states``,
 ``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``: the methods of
-``maintenance.sync_side.StoreSide``, with JSON bodies (``maintenance.sync_wire``),
+``replication.sync_side.StoreSide``, with JSON bodies (``replication.sync_wire``),
 at most ``sync_wire.MAX_ITEMS`` states per request. Behind the API token like every
 route but /health; a recall-only (scoped) token cannot call them.
 """
@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..errors import ValidationError
-from ..maintenance import sync_wire as wire
-from ..maintenance.sync_side import PAGE, StoreSide
+from ..replication import sync_wire as wire
+from ..replication.sync_side import PAGE, StoreSide
 from ..request_body import read_json_object
 from ..store import MemoryStore
 from ..validation import validate_int, validate_uuid
