@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import LocalMemError, ValidationError
+from ..errors import ValidationError
 from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
 from .output import Output
 
@@ -62,16 +62,15 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
 
         token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
         with PushClient(peer, token=token, insecure=args.insecure, timeout=args.timeout) as client, \
-                open_store(args, must_exist=True) as local:
+                open_store(args, must_exist=True, read_only=args.dry_run) as local:
             here = StoreSide(local, local_path)
             summary = sync_stores(here, RemoteSide(client, here.store_id), dry_run=args.dry_run,
                                   progress=progress)
     else:
-        with open_store(args, must_exist=True) as local, \
-                open_store(_peer_args(args), must_exist=True, path=peer) as other:
-            if other.read_only and not args.dry_run:
-                raise LocalMemError(f"{peer} cannot be written (read-only); a sync writes both stores "
-                                    "(--dry-run only reads)")
+        from ..replication.peer_file import open_peer_store
+
+        with open_store(args, must_exist=True, read_only=args.dry_run) as local, \
+                open_peer_store(peer, dry_run=args.dry_run) as other:
             summary = sync_stores(StoreSide(local, local_path), StoreSide(other, peer),
                                   dry_run=args.dry_run, progress=progress)
     if show:
@@ -82,11 +81,6 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
     else:
         _print(out, report)
     return EXIT_ERROR if report["refused"] else EXIT_OK
-
-
-def _peer_args(args: argparse.Namespace) -> argparse.Namespace:
-    # The peer opens with the embedder its own file records, whatever --embedder says here.
-    return argparse.Namespace(**{**vars(args), "embedder": None})
 
 
 def _print(out: Output, report: dict[str, Any]) -> None:

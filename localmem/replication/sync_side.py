@@ -19,6 +19,7 @@ from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from .sync_rules import SYNCED_FIELDS, EdgeState, MemoryState
+from .sync_wire import STORE_ID
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -37,6 +38,9 @@ class StoreSide:
         row = store.conn.execute(store.sql["sync_store_id"]).fetchone()
         if row is None:
             raise LocalMemError(f"{label} has no store identity (schema too old?)")
+        if not isinstance(row[0], str) or not STORE_ID.fullmatch(row[0]):
+            raise LocalMemError(f"{label} has a malformed store identity ({str(row[0])[:40]!r}...: not 32 "
+                                "hexadecimal characters); refused")
         self.store_id: str = row[0]
 
     # -- reading ---------------------------------------------------------------

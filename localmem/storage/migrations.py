@@ -140,7 +140,13 @@ def schema_version(conn: apsw.Connection) -> int:
     if not has_meta:
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 0
+    if row is None:
+        return 0
+    text = str(row[0])
+    if not (text.isascii() and text.isdigit() and len(text) <= 9):
+        raise ConfigError(f"the database's schema_version is {text[:40]!r}, not a number: this is not a "
+                          "localmem database as localmem writes them; refused")
+    return int(text)
 
 
 def require_current_schema(conn: apsw.Connection) -> None:
