@@ -13,6 +13,7 @@ from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
 from .output import Output
 
 TOKEN_ENV = "LOCALMEM_API_TOKEN"
+DEFAULT_DEADLINE = 6 * 3600.0
 
 
 def register(command: AddCommand) -> None:
@@ -32,6 +33,8 @@ def register(command: AddCommand) -> None:
                    help="allow plain http:// to a server that is not this machine")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds per request to a server peer (default 60)")
+    p.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE, metavar="S",
+                   help=f"seconds the whole sync with a server peer may take (default {DEFAULT_DEADLINE:g})")
     p.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
 
@@ -47,6 +50,8 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
         raise ValidationError(f"PEER {peer!r} is this store's own file")
     if not 0 < args.timeout <= 3600:
         raise ValidationError("--timeout must be between 0 and 3600 seconds")
+    if not 0 < args.deadline <= 7 * 86400:
+        raise ValidationError("--deadline must be between 0 and 604800 seconds (a week)")
     show = args.progress or out.stderr.isatty()
     seen = {"memories": 0, "edges": 0}
 
@@ -61,7 +66,8 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
         from ..replication.sync_remote import RemoteSide
 
         token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
-        with PushClient(peer, token=token, insecure=args.insecure, timeout=args.timeout) as client, \
+        with PushClient(peer, token=token, insecure=args.insecure, timeout=args.timeout,
+                        total_seconds=args.deadline) as client, \
                 open_store(args, must_exist=True, read_only=args.dry_run) as local:
             here = StoreSide(local, local_path)
             summary = sync_stores(here, RemoteSide(client, here.store_id), dry_run=args.dry_run,

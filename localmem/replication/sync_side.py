@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 PAGE = 500  # changes read per page: a page's records are what a sync holds in memory
+MAX_PAGES = 1_000_000  # pages read of one kind in one sync (500 million changes)
+MAX_EMPTY_PAGES = 100  # a peer's empty pages in a row before the sync stops (a store sends none)
 PAGE_STATEMENTS = {"memories": "sync_memory_changes", "deletions": "sync_tombstone_changes",
                    "edges": "sync_edge_changes"}
 
@@ -205,10 +207,24 @@ class StoreSide:
 
 
 def pages(side: Any, kind: str, since: int, until: int, peer: str) -> Iterator[list[Any]]:
-    """Every page of ``side.page(kind, ...)`` in (since, until] (a StoreSide or a RemoteSide)."""
+    """Every page of ``side.page(kind, ...)`` in (since, until] (a StoreSide or a RemoteSide).
+
+    Bounded whatever a server answers: each page must move forward and stay within
+    ``until``, at most ``MAX_EMPTY_PAGES`` pages in a row may be empty, and at most
+    ``MAX_PAGES`` pages are read in one sync."""
     after: int | None = since
+    empty = read = 0
     while after is not None:
-        items, after = side.page(kind, after, until, peer)
+        items, last = side.page(kind, after, until, peer)
+        if last is not None and not after < last <= until:
+            raise LocalMemError(f"{side.label} sent a page of {kind} ending at change {last}, outside "
+                                f"({after}, {until}]: stopped")
+        read += 1
+        empty = 0 if items else empty + 1
+        if empty > MAX_EMPTY_PAGES or read > MAX_PAGES:
+            raise LocalMemError(f"{side.label} sent {read} pages of {kind} ({empty} empty in a row): past "
+                                f"the bound of {MAX_PAGES} pages, {MAX_EMPTY_PAGES} empty in a row; stopped")
+        after = last
         if items:
             yield items
 
