@@ -36,6 +36,9 @@ def register(command: AddCommand) -> None:
     p.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE, metavar="S",
                    help=f"seconds the whole sync with a server peer may take (default {DEFAULT_DEADLINE:g})")
     p.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
+    p.add_argument("--allow-deletes", type=int, metavar="N",
+                   help="let the sync delete up to N memories in a store; without it, a sync that would "
+                        "delete more than a small share (5%%, at least 3) stops before writing")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
 
 
@@ -50,6 +53,8 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
         raise ValidationError(f"PEER {peer!r} is this store's own file")
     if not 0 < args.timeout <= 3600:
         raise ValidationError("--timeout must be between 0 and 3600 seconds")
+    if args.allow_deletes is not None and not 0 <= args.allow_deletes <= 10 ** 9:
+        raise ValidationError("--allow-deletes must be a count from 0")
     if not 0 < args.deadline <= 7 * 86400:
         raise ValidationError("--deadline must be between 0 and 604800 seconds (a week)")
     show = args.progress or out.stderr.isatty()
@@ -71,14 +76,14 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
                 open_store(args, must_exist=True, read_only=args.dry_run) as local:
             here = StoreSide(local, local_path)
             summary = sync_stores(here, RemoteSide(client, here.store_id), dry_run=args.dry_run,
-                                  progress=progress)
+                                  progress=progress, allow_deletes=args.allow_deletes)
     else:
         from ..replication.peer_file import open_peer_store
 
         with open_store(args, must_exist=True, read_only=args.dry_run) as local, \
                 open_peer_store(peer, dry_run=args.dry_run) as other:
             summary = sync_stores(StoreSide(local, local_path), StoreSide(other, peer),
-                                  dry_run=args.dry_run, progress=progress)
+                                  dry_run=args.dry_run, progress=progress, allow_deletes=args.allow_deletes)
     if show:
         sys.stderr.write("\n")
     report = summary.as_dict()

@@ -26,6 +26,7 @@ from .sync_rules import (
     decide_edge,
     memory_version,
 )
+from .deletion_guard import check_deletions
 from .sync_side import StoreSide, pages
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class Sync:
     """One sync run between ``local`` and ``peer``."""
 
     def __init__(self, local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, allow_deletes: int | None = None) -> None:
         if local.store_id == peer.store_id:
             raise LocalMemError(
                 f"{peer.label} has the same store identity as {local.label}: it is a copy of the "
@@ -69,6 +70,7 @@ class Sync:
                 "stores get corrupted)")
         self.local, self.peer = local, peer
         self.dry_run = dry_run
+        self.allow_deletes = allow_deletes
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
 
@@ -76,6 +78,8 @@ class Sync:
         marks = {side.store_id: (side.sent_to(other.store_id), side.clock())
                  for side, other in ((self.local, self.peer), (self.peer, self.local))}
         directions = ((self.local, self.peer), (self.peer, self.local))
+        if not self.dry_run:
+            self.refuse_mass_deletion(marks)
         for source, target in directions:
             since, until = marks[source.store_id]
             for page in (p for kind in ("memories", "deletions")
@@ -91,6 +95,24 @@ class Sync:
             for side, other in directions:
                 side.record_sent(other.store_id, marks[side.store_id][1])
         return self.summary
+
+    def refuse_mass_deletion(self, marks: dict[str, tuple[int, int]]) -> None:
+        """Before anything is written: count the memories each store (a file; a server guards
+        itself) would lose to the other's deletions, and stop when they are too many."""
+        for source, target in ((self.local, self.peer), (self.peer, self.local)):
+            if not isinstance(target, StoreSide):
+                continue
+            planned = 0
+            since, until = marks[source.store_id]
+            for page in pages(source, "deletions", since, until, target.store_id):
+                ids = [state.id for state in page]
+                theirs, bases = target.memory_states(ids), self.local.bases(self.peer.store_id, ids)
+                for state in page:
+                    other = theirs.get(state.id, MemoryState(state.id))
+                    if other.exists and not other.problem:
+                        decision = decide(state, other, bases.get(state.id))
+                        planned += decision.to_target is not None and decision.to_target.record is None
+            check_deletions(planned, target.memory_count(), self.allow_deletes, target.label)
 
     # -- memories ----------------------------------------------------------------
 
@@ -204,6 +226,7 @@ class Sync:
 
 
 def sync_stores(local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,
-                progress: Progress | None = None) -> SyncSummary:
-    """Merge ``peer`` and ``local`` both ways; see the module docstring."""
-    return Sync(local, peer, dry_run=dry_run, progress=progress).run()
+                progress: Progress | None = None, allow_deletes: int | None = None) -> SyncSummary:
+    """Merge ``peer`` and ``local`` both ways; see the module docstring. A run that would delete
+    more than a small share of a store's memories stops first unless ``allow_deletes`` covers it."""
+    return Sync(local, peer, dry_run=dry_run, progress=progress, allow_deletes=allow_deletes).run()

@@ -55,6 +55,10 @@ class StoreSide:
         with self.store.lock:
             return int(self.store.conn.execute(self.store.sql["sync_clock_now"]).fetchone()[0])
 
+    def memory_count(self) -> int:
+        with self.store.lock:
+            return int(self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0])
+
     def sent_to(self, peer_id: str) -> int:
         with self.store.lock:
             row = self.store.conn.execute(self.store.sql["sync_peer_sent"], {"peer": peer_id}).fetchone()
