@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("storage", ("storage",)),
     ("pipelines", ("recall", "kagura")),
     ("store", ("store",)),
-    ("around the store", ("maintenance", "replication", "settings", "demo", "pytest_plugin", "hooks", "")),
+    ("around the store", ("maintenance", "replication", "trash", "settings", "demo", "pytest_plugin", "hooks", "")),
     ("interfaces", ("cli", "http", "mcp_server", "ui", "__main__")),
 ]
 

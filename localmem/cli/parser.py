@@ -13,11 +13,11 @@ from typing import Any
 
 from .. import __version__
 from . import (browse, demo, edges, embedder, hooks, maintenance, memories, pull, push, recall, reembed,
-               servers, shell, sync, ui)
+               servers, shell, sync, trash, ui)
 from .common import CommandFunc
 from .output import COLOR_CHOICES
 
-GROUPS = (memories, edges, browse, recall, maintenance, push, pull, sync, reembed, demo, servers, ui, hooks,
+GROUPS = (memories, edges, browse, recall, maintenance, push, pull, sync, trash, reembed, demo, servers, ui, hooks,
           embedder, shell)
 GLOBAL_POINTER = "Global options (--db, --embedder, --json, --color): see 'localmem --help'."
 

@@ -43,6 +43,7 @@ from ..classify import normalize_memory_type
 from ..progress import ProgressBar, ProgressSteps
 from ..storage.memory_fields import build_row
 from ..timeparse import parse_timestamp
+from ..trash import move_to_trash
 from .deletion_guard import check_deletions
 from .pull_edges import pull_edges
 from .pull_state import PullState, local_id_for
@@ -542,11 +543,8 @@ class Puller(ProgressSteps):
                 self._kept.append(local_id)
                 forget.append((local_id, rid))
             else:
-                try:
-                    self.store.delete(local_id)
+                if move_to_trash(self.store, local_id, f"pull from {self.client.url}"):
                     self.summary.memories.deleted += 1
-                except NotFoundError:
-                    pass
                 forget.append((local_id, rid))
             self.advance()
         self.state.forget(forget)

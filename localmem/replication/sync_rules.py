@@ -88,6 +88,7 @@ class MemoryState:
     record: dict[str, Any] | None = None
     deleted_at: str | None = None
     problem: str | None = None  # the stored row could not be read: why
+    purged: bool = False  # a deletion made by a purge: it wins over every version, and keeps nothing
 
     @property
     def exists(self) -> bool:
@@ -118,6 +119,10 @@ class Decision:
 def decide(source: MemoryState, target: MemoryState, base: str | None) -> Decision:
     """Merge one memory seen changed on ``source`` with its state on ``target``."""
     mine, theirs = source.version, target.version
+    if source.purged != target.purged:  # a purge is final, whatever the clocks say
+        if source.purged:
+            return Decision(None, source, "deleted", winner=mine)
+        return Decision(target, None, "deleted", winner=theirs)
     if mine is None or mine == theirs:
         return Decision(None, None, None, winner=mine)
     if theirs is None:  # the target never saw it: copy the record, or the tombstone so it travels on

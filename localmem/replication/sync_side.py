@@ -18,6 +18,7 @@ from ..storage import edges as edge_store
 from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
+from ..trash import move_to_trash, purge
 from .sync_rules import SYNCED_FIELDS, EdgeState, MemoryState
 from .sync_wire import STORE_ID
 
@@ -78,7 +79,8 @@ class StoreSide:
         if kind == "memories":
             items: list[Any] = [_memory_state(row) for row in rows]
         elif kind == "deletions":
-            items = [MemoryState(row["id"], deleted_at=row["deleted_at"]) for row in rows]
+            items = [MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]))
+                     for row in rows]
         else:
             items = [_edge(row) for row in rows]
         return items, rows[-1]["change_seq"]
@@ -89,7 +91,8 @@ class StoreSide:
         for row in self._rows("memories_by_ids", ids=json.dumps(ids)):
             found[row["id"]] = _memory_state(row)
         for row in self._rows("sync_tombstones_by_ids", ids=json.dumps(ids)):
-            found.setdefault(row["id"], MemoryState(row["id"], deleted_at=row["deleted_at"]))
+            found.setdefault(row["id"], MemoryState(row["id"], deleted_at=row["deleted_at"],
+                                                    purged=bool(row["purged"])))
         return found
 
     def edge_states(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], EdgeState]:
@@ -103,18 +106,21 @@ class StoreSide:
 
     # -- writing ---------------------------------------------------------------
 
-    def put_memory(self, state: MemoryState) -> None:
-        """Make this side hold ``state`` (a record, with its own updated_at, or a deletion)."""
+    def put_memory(self, state: MemoryState, reason: str = "sync") -> None:
+        """Make this side hold ``state`` (a record, with its own updated_at, or a deletion: into the
+        trash, or for good when the other store purged it)."""
         store = self.store
         if state.record is None:
             memory_id = state.id
             with store.lock, transaction(store.conn):
-                try:
-                    store.delete(memory_id)
-                except NotFoundError:
-                    pass
+                if state.purged:
+                    purge(store, memory_id)
+                else:
+                    move_to_trash(store, memory_id, reason)
                 store.conn.execute(store.sql["sync_tombstone_time"],
                                    {"id": memory_id, "deleted_at": state.deleted_at})
+                if state.purged:
+                    store.conn.execute(store.sql["sync_tombstone_purged"], {"id": memory_id})
             return
         record = state.record
         fields = {name: record[name] for name in SYNCED_FIELDS if name in record}
@@ -142,7 +148,7 @@ class StoreSide:
                                 "id": state.record["id"]})
                     continue
                 try:
-                    self.put_memory(state)
+                    self.put_memory(state, f"sync with store {peer}")
                 except (ValidationError, NotFoundError) as exc:
                     refused.append((state.id, exc.message))
             if new:

@@ -21,7 +21,8 @@ STORE_ID = re.compile(r"[0-9a-f]{32}")  # a store's identity (meta store_id)
 
 
 def memory_to_json(state: MemoryState) -> dict[str, Any]:
-    return {"id": state.id, "record": state.record, "deleted_at": state.deleted_at, "problem": state.problem}
+    return {"id": state.id, "record": state.record, "deleted_at": state.deleted_at, "problem": state.problem,
+            "purged": state.purged}
 
 
 def memory_from_json(value: Any, where: str) -> MemoryState:
@@ -40,7 +41,11 @@ def memory_from_json(value: Any, where: str) -> MemoryState:
         raise ValidationError(f"{where}.problem must be a string")
     if record is not None and deleted_at is not None:
         raise ValidationError(f"{where}: a state is a record or a deletion, not both")
-    return MemoryState(memory_id, record=record, deleted_at=deleted_at, problem=problem and problem[:500])
+    purged = value.get("purged", False)
+    if not isinstance(purged, bool) or (purged and deleted_at is None):
+        raise ValidationError(f"{where}.purged must be true or false, and true only for a deletion")
+    return MemoryState(memory_id, record=record, deleted_at=deleted_at, problem=problem and problem[:500],
+                       purged=purged)
 
 
 def edge_to_json(state: EdgeState) -> dict[str, Any]:

@@ -114,6 +114,11 @@ def migration_0012_dedup(conn: apsw.Connection, sql: Statements) -> None:
     dedup_keys.backfill(conn, sql)
 
 
+def migration_0013_trash(conn: apsw.Connection, sql: Statements) -> None:
+    """The trash (what sync, pull and merges delete, kept 30 days) and the purge mark on tombstones."""
+    _run_script(conn, sql["migration_0013_trash"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -127,6 +132,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0010_pull,
     migration_0011_hook_ledger,
     migration_0012_dedup,
+    migration_0013_trash,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
