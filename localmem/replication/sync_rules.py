@@ -10,8 +10,11 @@ wins). What a plain last-writer-wins merge loses, a sync keeps:
   version wins and the earlier one is kept as a new memory the winner
   supersedes (a *conflict copy*, with an id derived from the memory and the
   losing version, so every store that meets the same conflict makes the same copy);
-* a delete and an edit: the later of the two wins (an edit made after the
-  delete brings the memory back, and the summary says so);
+* a delete and a record: against their base, the delete wins over a record
+  unchanged since then, and a record edited since then survives the delete (the
+  memory comes back, and the summary says so), whatever the clocks say; with no
+  base (the two never agreed on it), the later of the two wins;
+* a purge wins over every version;
 * edges: a union; an edge's removal wins over its write only when it is later.
 """
 
@@ -137,8 +140,14 @@ def decide(source: MemoryState, target: MemoryState, base: str | None) -> Decisi
         if not changed_here:  # only the target moved on: the source is the stale one
             return Decision(target, None, "copied_back", winner=theirs)
         return Decision(None, source, "copied", winner=mine)
-    # A delete on one side, a record on the other: the later wins.
-    later = source if mine > theirs else target
+    # A delete on one side, a record on the other. Against the version both last agreed on,
+    # clocks do not decide: a record unchanged since then loses to the delete, and one edited
+    # since then survives it (and says so). Only with no agreed version does the later win.
+    record = source if source.exists else target
+    if base is not None:
+        later = (target if record is source else source) if base == record.version.text() else record
+    else:
+        later = source if mine > theirs else target
     if later.exists:
         return Decision(None if later is source else later, None if later is target else later,
                         "edit_kept", winner=later.version)
