@@ -92,7 +92,9 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         payload = await body(request, {"states", "peer"})
         given, peer = wire.items(payload.get("states"), "states"), _peer(payload)
         parsed = [wire.memory_from_json(s, f"states[{n}]") for n, s in enumerate(given)]
-        refused = await run_in_threadpool(side().put_memories, parsed, peer)
+        expect = {state.id: version for n, (state, item) in enumerate(zip(parsed, given))
+                  if (version := wire.expected_version(item, f"states[{n}]")) is not None}
+        refused = await run_in_threadpool(side().put_memories, parsed, peer, expect)
         return JSONResponse({"status": "success", "refused": [list(r) for r in refused]})
 
     async def put_edges(request: Request) -> JSONResponse:

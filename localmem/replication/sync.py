@@ -27,12 +27,13 @@ from .sync_rules import (
     memory_version,
 )
 from .deletion_guard import check_deletions
-from .sync_side import StoreSide, pages
+from .sync_side import ABSENT, CHANGED_MEANWHILE, StoreSide, pages
 
 if TYPE_CHECKING:
     from .sync_remote import RemoteSide
 
 Progress = Callable[[str, int], None]
+MERGE_ATTEMPTS = 3  # rounds a memory goes through the merge while writers keep changing it
 Side = Any  # a StoreSide (a file), or a RemoteSide (a server): the same methods
 
 
@@ -116,7 +117,10 @@ class Sync:
 
     # -- memories ----------------------------------------------------------------
 
-    def merge_memories(self, source: Side, target: Side, page: list[MemoryState]) -> None:
+    def merge_memories(self, source: Side, target: Side, page: list[MemoryState], attempt: int = 1) -> None:
+        """Decide each memory of ``page`` (changed on ``source``) and write both sides. A write
+        that finds its side changed since it was read (compare-and-set) writes nothing; that
+        memory is read again and goes round the merge again (up to ``MERGE_ATTEMPTS`` times)."""
         ids = [state.id for state in page]
         theirs = target.memory_states(ids)
         bases = self.local.bases(self.peer.store_id, ids)
@@ -148,19 +152,31 @@ class Sync:
                 self.summary.edits_kept_over_deletes.append(state.id)
             if decision.winner is not None:
                 agreed[state.id] = decision.winner.text()
-        self.count(source, to_source, to_target)
         if self.dry_run:
+            self.count(source, to_source, to_target)
             return
+        read = {id(source): {s.id: _version_text(s) for s in page},
+                id(target): {i: _version_text(theirs.get(i, MemoryState(i))) for i in ids}}
+        changed: set[str] = set()
         for side, states in ((source, to_source), (target, to_target)):
-            refused = side.put_memories(states, self.other(side).store_id)
+            refused = side.put_memories(states, self.other(side).store_id, read[id(side)])
+            moved = {memory_id for memory_id, why in refused
+                     if why == CHANGED_MEANWHILE and attempt < MERGE_ATTEMPTS}
+            changed |= moved
             self.summary.refused += [{"id": memory_id, "side": side.label, "reason": why}
-                                     for memory_id, why in refused]
+                                     for memory_id, why in refused if memory_id not in moved]
             failed = {memory_id for memory_id, _ in refused}
             agreed = {k: v for k, v in agreed.items() if k not in failed}
+        self.count(source, [s for s in to_source if s.id not in changed],
+                   [s for s in to_target if s.id not in changed])
         self.link_conflict_copies(source, target, to_target)
         # Both sides keep the versions they agreed on: the next sync may be run from either.
         self.local.record_bases(self.peer.store_id, agreed)
         self.peer.record_bases(self.local.store_id, agreed)
+        if changed:
+            again = sorted(changed)
+            fresh = source.memory_states(again)
+            self.merge_memories(source, target, [fresh.get(i, MemoryState(i)) for i in again], attempt + 1)
 
     def conflict_copy(self, memory_id: str, losing: dict[str, Any], winner_at: str) -> MemoryState:
         """The losing version as a memory of its own, superseded by the winner."""
@@ -223,6 +239,11 @@ class Sync:
             for key, why in side.put_edges(states, self.other(side).store_id):
                 if wanted[key].exists:  # a removal whose memory is gone here needs nothing
                     self.summary.refused.append({"id": " ".join(key), "side": side.label, "reason": why})
+
+
+def _version_text(state: MemoryState) -> str:
+    version = state.version
+    return version.text() if version is not None else ABSENT
 
 
 def sync_stores(local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,

@@ -25,6 +25,14 @@ from .sync_wire import STORE_ID
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
+ABSENT = "absent"  # the version of a memory a side holds neither a record nor a tombstone of
+CHANGED_MEANWHILE = "changed here during the sync (compare-and-set): merged again"
+
+
+class ChangedMeanwhile(LocalMemError):
+    """A sync's write found another version than the one it decided on; nothing was written."""
+
+
 PAGE = 500  # changes read per page: a page's records are what a sync holds in memory
 MAX_PAGES = 1_000_000  # pages read of one kind in one sync (500 million changes)
 MAX_EMPTY_PAGES = 100  # a peer's empty pages in a row before the sync stops (a store sends none)
@@ -106,9 +114,30 @@ class StoreSide:
 
     # -- writing ---------------------------------------------------------------
 
-    def put_memory(self, state: MemoryState, reason: str = "sync") -> None:
+    def _version_now(self, memory_id: str) -> str:
+        """The version this side holds now (``ABSENT`` for neither a record nor a tombstone)."""
+        store = self.store
+        ids = json.dumps([memory_id])
+        rows = list(rows_as_dicts(store.conn.execute(store.sql["memories_by_ids"], {"ids": ids})))
+        if rows:
+            state = _memory_state(rows[0])
+        else:
+            tombs = list(rows_as_dicts(store.conn.execute(store.sql["sync_tombstones_by_ids"], {"ids": ids})))
+            state = MemoryState(memory_id, deleted_at=tombs[0]["deleted_at"]) if tombs else MemoryState(memory_id)
+        return state.version.text() if state.version is not None else ABSENT
+
+    def put_memory(self, state: MemoryState, reason: str = "sync", expect: str | None = None) -> None:
         """Make this side hold ``state`` (a record, with its own updated_at, or a deletion: into the
-        trash, or for good when the other store purged it)."""
+        trash, or for good when the other store purged it). With ``expect`` (the version the sync
+        read here), only if this side still holds that version, checked inside the write
+        transaction: otherwise ``ChangedMeanwhile``, and nothing is written."""
+        store = self.store
+        with store.lock, transaction(store.conn):
+            if expect is not None and self._version_now(state.id) != expect:
+                raise ChangedMeanwhile(CHANGED_MEANWHILE)
+            self._put(state, reason)
+
+    def _put(self, state: MemoryState, reason: str) -> None:
         store = self.store
         if state.record is None:
             memory_id = state.id
@@ -131,9 +160,12 @@ class StoreSide:
             else:
                 store.store(fields.pop("content"), id=record["id"], **_store_fields(fields))
 
-    def put_memories(self, states: list[MemoryState], peer: str) -> list[tuple[str, str]]:
-        """``put_memory`` for each (states from ``peer``); new records go in one batch.
-        Returns (id, why) of those refused."""
+    def put_memories(self, states: list[MemoryState], peer: str,
+                     expect: dict[str, str] | None = None) -> list[tuple[str, str]]:
+        """``put_memory`` for each (states from ``peer``, each only if this side still holds the
+        version in ``expect``, when one is given); new records go in one batch. Returns (id, why)
+        of those not written (why is ``CHANGED_MEANWHILE`` for a failed compare-and-set)."""
+        expect = expect or {}
         refused: list[tuple[str, str]] = []
         new: list[dict[str, Any]] = []
         store = self.store
@@ -142,14 +174,15 @@ class StoreSide:
                 "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([s.record["id"] for s in states if s.record is not None]),))}
             for state in states:
-                if state.record is not None and state.record["id"] not in present:
+                if state.record is not None and state.record["id"] not in present \
+                        and expect.get(state.id, ABSENT) == ABSENT:
                     fields = {name: state.record[name] for name in SYNCED_FIELDS if name in state.record}
                     new.append({**_store_fields(fields), "content": fields.get("content"),
                                 "id": state.record["id"]})
                     continue
                 try:
-                    self.put_memory(state, f"sync with store {peer}")
-                except (ValidationError, NotFoundError) as exc:
+                    self.put_memory(state, f"sync with store {peer}", expect.get(state.id))
+                except (ValidationError, NotFoundError, ChangedMeanwhile) as exc:
                     refused.append((state.id, exc.message))
             if new:
                 try:

@@ -107,6 +107,16 @@ def items(value: Any, field: str) -> list[Any]:
 VERSION_TEXT = re.compile(r"[0-9T:.+\-]{19,40}\|[0-9a-f]{0,24}")  # Version.text()
 
 
+def expected_version(item: dict[str, Any], where: str) -> str | None:
+    """A put state's ``expect``: the version the sync read on that side (None: write unchecked)."""
+    value = item.get("expect")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not (value == "absent" or VERSION_TEXT.fullmatch(value)):
+        raise ValidationError(f"{where}.expect must be a sync version or 'absent'")
+    return value
+
+
 def base_entry(value: Any, where: str) -> tuple[str, str]:
     """One [memory id, agreed version] pair."""
     if not (isinstance(value, list) and len(value) == 2):
