@@ -48,3 +48,26 @@ def test_an_edit_made_between_the_syncs_read_and_its_write_survives_on_both_stor
         assert "The build server is called hopper-2" in kept
         sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
         assert {s.get(memory)["content"] for s in (a, b)} == {"The build server is called grace"}
+
+
+def test_a_memory_brought_back_by_an_edit_brings_its_edges_back(tmp_path):
+    """Issue 42, item 3: deleting a memory removes its edges with it; when the merge keeps an
+    edit over that delete, the memory comes back with its edges (on f49a3c6, without them)."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        memory = a.store("Deploys go out on Tuesdays")
+        neighbour = a.store("The release checklist lives in the wiki")
+        a.associate(memory, neighbour, "RELATES_TO", 0.7)
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        a.delete(memory)
+        time.sleep(0.002)
+        b.update(memory, content="Deploys go out on Tuesdays and Thursdays")
+        summary = sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        assert summary.edits_kept_over_deletes == [memory]
+
+        def edges(store: MemoryStore) -> list[tuple]:
+            return store.conn.execute(
+                "SELECT s.id, e.type, d.id, e.strength FROM edges e JOIN memories s ON s.pk = e.src "
+                "JOIN memories d ON d.pk = e.dst").fetchall()
+
+        assert edges(a) == edges(b) == [(memory, "RELATES_TO", neighbour, 0.7)]
+        assert a.get(memory, with_edges=True)["state"] == b.get(memory, with_edges=True)["state"]

@@ -127,6 +127,7 @@ class Sync:
         to_source: list[MemoryState] = []
         to_target: list[MemoryState] = []
         agreed: dict[str, str] = {}
+        brought_back: dict[int, list[str]] = {id(source): [], id(target): []}  # ids kept over a delete, by keeper
         for state in page:
             other = theirs.get(state.id, MemoryState(state.id))
             damaged = next((s for s in (state, other) if s.problem), None)
@@ -150,6 +151,7 @@ class Sync:
                                                if decision.winner else None})
             elif decision.note == "edit_kept":
                 self.summary.edits_kept_over_deletes.append(state.id)
+                brought_back[id(source if state.exists else target)].append(state.id)
             if decision.winner is not None:
                 agreed[state.id] = decision.winner.text()
         if self.dry_run:
@@ -170,6 +172,10 @@ class Sync:
         self.count(source, [s for s in to_source if s.id not in changed],
                    [s for s in to_target if s.id not in changed])
         self.link_conflict_copies(source, target, to_target)
+        for keeper in (source, target):
+            kept = [i for i in brought_back[id(keeper)] if i not in changed]
+            if kept:
+                self.bring_edges_back(keeper, self.other(keeper), kept)
         # Both sides keep the versions they agreed on: the next sync may be run from either.
         self.local.record_bases(self.peer.store_id, agreed)
         self.peer.record_bases(self.local.store_id, agreed)
@@ -177,6 +183,19 @@ class Sync:
             again = sorted(changed)
             fresh = source.memory_states(again)
             self.merge_memories(source, target, [fresh.get(i, MemoryState(i)) for i in again], attempt + 1)
+
+    def bring_edges_back(self, keeper: Side, other: Side, ids: list[str]) -> None:
+        """A memory brought back where it was deleted lost its edges there with it: copy them
+        from the side that kept it (those whose other end is there too)."""
+        edges = keeper.memory_edges(ids)
+        if not edges:
+            return
+        # An edge not written joins a memory the other side does not hold: nothing to bring back.
+        written = len(edges) - len(other.put_edges(edges, keeper.store_id))
+        if other is self.peer:
+            self.summary.edges_to_peer += written
+        else:
+            self.summary.edges_to_local += written
 
     def conflict_copy(self, memory_id: str, losing: dict[str, Any], winner_at: str) -> MemoryState:
         """The losing version as a memory of its own, superseded by the winner."""

@@ -72,6 +72,14 @@ class RemoteSide:
                 found[state.key] = state
         return found
 
+    def memory_edges(self, ids: list[str]) -> list[EdgeState]:
+        found: list[EdgeState] = []
+        for start in range(0, len(ids), wire.MAX_ITEMS):
+            answer = self._call("memory-edges", ids=ids[start:start + wire.MAX_ITEMS])
+            found += [wire.edge_from_json(item, f"states[{n}]")
+                      for n, item in enumerate(wire.items(answer.get("states"), "states"))]
+        return found
+
     def put_memories(self, states: list[MemoryState], peer: str,
                      expect: dict[str, str] | None = None) -> list[tuple[str, str]]:
         refused: list[tuple[str, str]] = []

@@ -33,6 +33,7 @@ class ChangedMeanwhile(LocalMemError):
     """A sync's write found another version than the one it decided on; nothing was written."""
 
 
+MAX_MEMORY_EDGES = 500  # edges read at once for memories a merge brings back (one answer's worth)
 PAGE = 500  # changes read per page: a page's records are what a sync holds in memory
 MAX_PAGES = 1_000_000  # pages read of one kind in one sync (500 million changes)
 MAX_EMPTY_PAGES = 100  # a peer's empty pages in a row before the sync stops (a store sends none)
@@ -106,6 +107,11 @@ class StoreSide:
     def edge_states(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], EdgeState]:
         rows = self._rows("sync_edge_states", keys=json.dumps([list(k) for k in keys]))
         return {(row["src_id"], row["type"], row["dst_id"]): _edge(row) for row in rows}
+
+    def memory_edges(self, ids: list[str]) -> list[EdgeState]:
+        """The edges these memories have here now (at most ``MAX_MEMORY_EDGES``)."""
+        rows = self._rows("sync_memory_edges", ids=json.dumps(ids), limit=MAX_MEMORY_EDGES)
+        return [_edge(row) for row in rows]
 
     def bases(self, peer_id: str, ids: list[str]) -> dict[str, str]:
         with self.store.lock:
