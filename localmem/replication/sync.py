@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
 from .sync_rules import (
+    ABSENT,
     CONFLICT_RELATION,
     EdgeState,
     MemoryState,
@@ -27,7 +28,7 @@ from .sync_rules import (
     memory_version,
 )
 from .deletion_guard import check_deletions
-from .sync_side import ABSENT, CHANGED_MEANWHILE, StoreSide, pages
+from .sync_side import CHANGED_MEANWHILE, StoreSide, pages
 
 if TYPE_CHECKING:
     from .sync_remote import RemoteSide

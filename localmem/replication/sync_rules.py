@@ -33,6 +33,7 @@ SYNCED_FIELDS = ("content", "summary", "type", "confidence", "importance", "tags
                  "relevance_score")
 CONFLICT_NAMESPACE = uuid.UUID("5d1f7c3e-8a0b-4c39-9a57-2f4f0e6b1c10")
 CONFLICT_RELATION = "INVALIDATED_BY"  # conflict copy -> the version that won
+ABSENT = "absent"  # the version of a memory a side holds neither a record nor a tombstone of
 _EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)
 
 

@@ -19,13 +19,12 @@ from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
-from .sync_rules import SYNCED_FIELDS, EdgeState, MemoryState
+from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
 from .sync_wire import STORE_ID
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-ABSENT = "absent"  # the version of a memory a side holds neither a record nor a tombstone of
 CHANGED_MEANWHILE = "changed here during the sync (compare-and-set): merged again"
 
 

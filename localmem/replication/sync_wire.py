@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..relations import RELATION_TYPES
 from ..validation import validate_timestamp, validate_unit_interval, validate_uuid
-from .sync_rules import EdgeState, MemoryState
+from .sync_rules import ABSENT, EdgeState, MemoryState
 
 MAX_ITEMS = 500  # states per request or answer
 STORE_ID = re.compile(r"[0-9a-f]{32}")  # a store's identity (meta store_id)
@@ -112,7 +112,7 @@ def expected_version(item: dict[str, Any], where: str) -> str | None:
     value = item.get("expect")
     if value is None:
         return None
-    if not isinstance(value, str) or not (value == "absent" or VERSION_TEXT.fullmatch(value)):
+    if not isinstance(value, str) or not (value == ABSENT or VERSION_TEXT.fullmatch(value)):
         raise ValidationError(f"{where}.expect must be a sync version or 'absent'")
     return value
 
