@@ -10,10 +10,11 @@ wins). What a plain last-writer-wins merge loses, a sync keeps:
   version wins and the earlier one is kept as a new memory the winner
   supersedes (a *conflict copy*, with an id derived from the memory and the
   losing version, so every store that meets the same conflict makes the same copy);
-* a delete and a record: against their base, the delete wins over a record
-  unchanged since then, and a record edited since then survives the delete (the
-  memory comes back, and the summary says so), whatever the clocks say; with no
-  base (the two never agreed on it), the later of the two wins;
+* a delete and a record: a deletion carries the ``updated_at`` of the version
+  it deleted; a record no newer than that loses to the delete, and a record
+  edited after it survives (the memory comes back, and the summary says so),
+  whatever the deleting machine's clock read; a deletion without it (made
+  before schema 13), the later of the two wins;
 * a purge wins over every version;
 * edges: a union; an edge's removal wins over its write only when it is later.
 """
@@ -93,6 +94,7 @@ class MemoryState:
     deleted_at: str | None = None
     problem: str | None = None  # the stored row could not be read: why
     purged: bool = False  # a deletion made by a purge: it wins over every version, and keeps nothing
+    deleted_updated_at: str | None = None  # a deletion: the updated_at of the version it deleted
 
     @property
     def exists(self) -> bool:
@@ -141,12 +143,15 @@ def decide(source: MemoryState, target: MemoryState, base: str | None) -> Decisi
         if not changed_here:  # only the target moved on: the source is the stale one
             return Decision(target, None, "copied_back", winner=theirs)
         return Decision(None, source, "copied", winner=mine)
-    # A delete on one side, a record on the other. Against the version both last agreed on,
-    # clocks do not decide: a record unchanged since then loses to the delete, and one edited
-    # since then survives it (and says so). Only with no agreed version does the later win.
-    record = source if source.exists else target
-    if base is not None:
-        later = (target if record is source else source) if base == record.version.text() else record
+    # A delete on one side, a record on the other, decided by what the delete deleted (the same
+    # on every store, so any order of syncs converges): a record no newer than the deleted
+    # version loses to the delete, one edited after it survives (and says so), whatever the
+    # clocks of the two machines read. Two deletions, or one that does not say (made before
+    # schema 13): the later wins.
+    record, deletion = (source, target) if source.exists else (target, source)
+    if record.record is not None and deletion.deleted_updated_at is not None:
+        edited_after = moment(record.record.get("updated_at")) > moment(deletion.deleted_updated_at)
+        later = record if edited_after else deletion
     else:
         later = source if mine > theirs else target
     if later.exists:

@@ -87,8 +87,7 @@ class StoreSide:
         if kind == "memories":
             items: list[Any] = [_memory_state(row) for row in rows]
         elif kind == "deletions":
-            items = [MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]))
-                     for row in rows]
+            items = [_tombstone(row) for row in rows]
         else:
             items = [_edge(row) for row in rows]
         return items, rows[-1]["change_seq"]
@@ -99,8 +98,7 @@ class StoreSide:
         for row in self._rows("memories_by_ids", ids=json.dumps(ids)):
             found[row["id"]] = _memory_state(row)
         for row in self._rows("sync_tombstones_by_ids", ids=json.dumps(ids)):
-            found.setdefault(row["id"], MemoryState(row["id"], deleted_at=row["deleted_at"],
-                                                    purged=bool(row["purged"])))
+            found.setdefault(row["id"], _tombstone(row))
         return found
 
     def edge_states(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], EdgeState]:
@@ -128,7 +126,7 @@ class StoreSide:
             state = _memory_state(rows[0])
         else:
             tombs = list(rows_as_dicts(store.conn.execute(store.sql["sync_tombstones_by_ids"], {"ids": ids})))
-            state = MemoryState(memory_id, deleted_at=tombs[0]["deleted_at"]) if tombs else MemoryState(memory_id)
+            state = _tombstone(tombs[0]) if tombs else MemoryState(memory_id)
         return state.version.text() if state.version is not None else ABSENT
 
     def put_memory(self, state: MemoryState, reason: str = "sync", expect: str | None = None) -> None:
@@ -151,8 +149,8 @@ class StoreSide:
                     purge(store, memory_id)
                 else:
                     move_to_trash(store, memory_id, reason)
-                store.conn.execute(store.sql["sync_tombstone_time"],
-                                   {"id": memory_id, "deleted_at": state.deleted_at})
+                store.conn.execute(store.sql["sync_tombstone_time"], {
+                    "id": memory_id, "deleted_at": state.deleted_at, "deleted_updated_at": state.deleted_updated_at})
                 if state.purged:
                     store.conn.execute(store.sql["sync_tombstone_purged"], {"id": memory_id})
             return
@@ -283,6 +281,11 @@ def _memory_state(row: dict[str, Any]) -> MemoryState:
         return MemoryState(row["id"], record=to_record({k: v for k, v in row.items() if k != "change_seq"}))
     except (ValueError, TypeError, KeyError) as exc:
         return MemoryState(str(row.get("id")), problem=f"its stored row cannot be read ({exc})")
+
+
+def _tombstone(row: dict[str, Any]) -> MemoryState:
+    return MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]),
+                       deleted_updated_at=row.get("deleted_updated_at"))
 
 
 def _store_fields(fields: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ STORE_ID = re.compile(r"[0-9a-f]{32}")  # a store's identity (meta store_id)
 
 def memory_to_json(state: MemoryState) -> dict[str, Any]:
     return {"id": state.id, "record": state.record, "deleted_at": state.deleted_at, "problem": state.problem,
-            "purged": state.purged}
+            "purged": state.purged, "deleted_updated_at": state.deleted_updated_at}
 
 
 def memory_from_json(value: Any, where: str) -> MemoryState:
@@ -44,8 +44,13 @@ def memory_from_json(value: Any, where: str) -> MemoryState:
     purged = value.get("purged", False)
     if not isinstance(purged, bool) or (purged and deleted_at is None):
         raise ValidationError(f"{where}.purged must be true or false, and true only for a deletion")
+    deleted_updated_at = value.get("deleted_updated_at")
+    if deleted_updated_at is not None:
+        if not isinstance(deleted_updated_at, str) or deleted_at is None:
+            raise ValidationError(f"{where}.deleted_updated_at must be an ISO 8601 string, on a deletion only")
+        validate_timestamp(deleted_updated_at, f"{where}.deleted_updated_at")
     return MemoryState(memory_id, record=record, deleted_at=deleted_at, problem=problem and problem[:500],
-                       purged=purged)
+                       purged=purged, deleted_updated_at=deleted_updated_at)
 
 
 def edge_to_json(state: EdgeState) -> dict[str, Any]:

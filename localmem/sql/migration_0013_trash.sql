@@ -12,3 +12,19 @@ CREATE TABLE trash (
 CREATE INDEX trash_trashed_at ON trash (trashed_at);
 
 ALTER TABLE sync_tombstones ADD COLUMN purged INTEGER NOT NULL DEFAULT 0;
+
+-- A tombstone keeps the updated_at of the version it deleted: a record is decided against the
+-- deletion by that (the deleted version or older: the delete wins; edited after it: the edit
+-- survives), the same on every store, rather than by comparing two machines' clocks.
+ALTER TABLE sync_tombstones ADD COLUMN deleted_updated_at TEXT;
+
+DROP TRIGGER sync_tombstone_on_delete;
+CREATE TRIGGER sync_tombstone_on_delete AFTER DELETE ON memories
+BEGIN
+    UPDATE sync_clock SET seq = seq + 1 WHERE id = 1;
+    INSERT INTO sync_tombstones (id, deleted_at, seq, purged, deleted_updated_at)
+    VALUES (old.id, strftime('%Y-%m-%dT%H:%M:%f', 'now') || '+00:00',
+            (SELECT seq FROM sync_clock WHERE id = 1), 0, old.updated_at)
+    ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at, seq = excluded.seq,
+        deleted_updated_at = excluded.deleted_updated_at;
+END;
