@@ -23,7 +23,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("storage", ("storage",)),
     ("pipelines", ("recall", "kagura")),
     ("store", ("store",)),
-    ("around the store", ("maintenance", "settings", "demo", "pytest_plugin", "hooks", "daemon", "")),
+    ("around the store", ("maintenance", "replication", "trash", "settings", "demo", "pytest_plugin", "hooks",
+                          "daemon", "")),
     ("interfaces", ("cli", "http", "mcp_server", "ui", "daemon_server", "__main__")),
 ]
 

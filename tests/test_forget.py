@@ -185,3 +185,26 @@ def test_the_next_push_deletes_the_forgotten_memory_on_the_server(tmp_path, peer
     assert json.loads(pushed.stdout)["memories"]["deleted"] == 1
     left = peer.client.get("/memory/by-tag", params={"tags": "forget-push"}).json()["memories"]
     assert [m["content"] for m in left] == ["the vault is in the basement"] and kept
+
+
+def test_a_forget_travels_with_the_next_sync_and_leaves_no_trash_copy(tmp_path):
+    """Issue 43 item 3: the purge travels. The peer got the memory by sync; after `forget` here,
+    the next `localmem sync` purges the peer's copy (even one it edited since), keeping no trash copy."""
+    local, peer = tmp_path / "a.db", tmp_path / "b.db"
+    with MemoryStore(local, embedder="hash") as store:
+        secret = store.store(f"the vault passphrase is {SECRET}")
+        store.store("an ordinary note about the garden")
+    MemoryStore(peer, embedder="hash").close()  # sync needs both files
+    first = run(local, "sync", str(peer))
+    assert first.returncode == 0, first.stderr
+    with MemoryStore(peer, embedder="hash") as store:
+        assert store.get(secret)["content"].endswith(SECRET)
+    done = run(local, "forget", secret)
+    assert done.returncode == 0, done.stderr
+    synced = run(local, "sync", str(peer))
+    assert synced.returncode == 0, synced.stderr
+    with MemoryStore(peer, embedder="hash") as store:
+        contents = [row[0] for row in store.conn.execute("SELECT content FROM memories")]
+        assert contents == ["an ordinary note about the garden"]
+        assert store.conn.execute("SELECT count(*) FROM trash").fetchone() == (0,)
+        assert store.conn.execute("SELECT purged FROM sync_tombstones WHERE id = ?", (secret,)).fetchone() == (1,)

@@ -348,10 +348,10 @@ def test_hostile_records_are_reported_and_skipped(tmp_path):
         assert again["memories"]["unchanged"] == 2 and again["memories"]["deleted"] == 0
         code, capped = run(db, "pull", url, "t", "--max-answer-mb", "1")
         assert code == 1 and "refused" in capped["_stderr"]
-        # A listing nested past Python's recursion limit: an error saying so, no traceback, nothing lost.
+        # A listing nested past any sane depth: refused before parsing, no traceback, nothing lost.
         httpd.listing = "[" * 100_000 + "]" * 100_000  # type: ignore[attr-defined]
         code, deep = run(db, "pull", url, "t")
-        assert code == 1 and "without a list of 'nodes'" in deep["_stderr"], deep
+        assert code == 1 and "nested more than 512 levels deep" in deep["_stderr"], deep
         assert "Traceback" not in deep["_stderr"]
         assert len(local_memories(db)) == 2
     finally:
@@ -384,3 +384,28 @@ def test_a_memory_missing_from_a_full_count_listing_is_deleted_only_when_the_ser
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_memory_written_here_and_pushed_is_not_deleted_when_the_server_drops_it(server, tmp_path):
+    """Pull deletes only what came from the server (issue 42): a memory written here, pushed, then
+    deleted there stays here, and the pull says so."""
+    db = tmp_path / "local.db"
+    with MemoryStore(db, embedder="hash") as store:
+        mine = store.store("A note written on this laptop", tags=["laptop"])
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["created"] == 1, pushed
+    theirs = create(server, "A note written on the server", tags=["server"])
+    create(server, "A note that stays on the server", tags=["server"])
+    server.wait_idle()
+    assert pull(db, server)[1]["memories"]["created"] == 2
+    remote_mine = next(n["id"] for n in server.client.get("/graph/snapshot", params={"limit": 0}).json()["nodes"]
+                       if n["content"] == "A note written on this laptop")
+    for remote_id in (remote_mine, theirs):
+        assert server.client.delete(f"/memory/{remote_id}").status_code == 200
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["memories"]["deleted"] == 1, pulled
+    assert any("written here and pushed" in w for w in pulled["warnings"]), pulled["warnings"]
+    assert [m["content"] for m in local_memories(db)] == ["A note that stays on the server",
+                                                         "A note written on this laptop"]
+    assert mine in {m["id"] for m in local_memories(db)}

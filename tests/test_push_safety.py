@@ -184,7 +184,7 @@ def declared_gigabyte(connection) -> None:
 
 
 def streamed_past_the_limit(connection) -> None:
-    from localmem.maintenance.push_client import MAX_ANSWER_BYTES
+    from localmem.replication.push_client import MAX_ANSWER_BYTES
 
     connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
     chunk = b" " * (1 << 20)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from localmem import MemoryStore
-from localmem.maintenance.sync import sync_stores
-from localmem.maintenance.sync_rules import digest
-from localmem.maintenance.sync_side import StoreSide
+from localmem.replication.sync import sync_stores
+from localmem.replication.sync_rules import digest
+from localmem.replication.sync_side import StoreSide
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -141,11 +141,27 @@ def test_a_delete_after_the_last_edit_deletes_on_both_sides(stores):
     memory = b.store("Old wifi password hint")
     sync(a, b)
     b.update(memory, content="Old wifi password hint, updated")
+    sync(a, b)  # the delete below is made after the edit was seen
     later()
     a.delete(memory)
     summary = sync(a, b)
     assert summary.deleted_on_peer == 1 and not summary.edits_kept_over_deletes
     assert state(a) == state(b) and memory not in state(a)["memories"]
+
+
+def test_an_edit_the_deleting_store_never_saw_survives_even_an_earlier_clock(stores):
+    """Issue 42: against the version both last agreed on, an edit made since survives a delete,
+    whichever clock reads later (on f49a3c6 the later delete won and the edit was lost)."""
+    a, b = stores("a"), stores("b")
+    memory = b.store("Old wifi password hint")
+    sync(a, b)
+    b.update(memory, content="Old wifi password hint, updated")
+    later()
+    a.delete(memory)
+    summary = sync(a, b)
+    assert summary.edits_kept_over_deletes == [memory]
+    assert a.get(memory)["content"] == "Old wifi password hint, updated"
+    assert state(a) == state(b)
 
 
 def test_edges_merge_as_a_union_and_removals_travel(stores):
@@ -243,8 +259,8 @@ def test_a_damaged_peer_record_is_refused_by_name_and_the_rest_arrives(stores):
 SYNC_THEN_DIE = """
 import os, sys
 from localmem import MemoryStore
-from localmem.maintenance import sync_side
-from localmem.maintenance.sync import sync_stores
+from localmem.replication import sync_side
+from localmem.replication.sync import sync_stores
 sync_side.PAGE = 5
 pages = []
 def progress(what, count):

@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from localmem import MemoryStore
-from localmem.maintenance.push_client import PushClient
-from localmem.maintenance.sync import sync_stores
-from localmem.maintenance.sync_remote import RemoteSide
-from localmem.maintenance.sync_side import StoreSide
+from localmem.replication.push_client import PushClient
+from localmem.replication.sync import sync_stores
+from localmem.replication.sync_remote import RemoteSide
+from localmem.replication.sync_side import StoreSide
 from serving import stop, wait_until_healthy
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,6 +74,7 @@ def test_conflict_and_delete_against_edit_through_the_server(tmp_path, server):
     with MemoryStore(tmp_path / "a.db", embedder="hash") as local:
         shared = local.store("the boiler is serviced in March")
         doomed = local.store("the spare key is under the pot")
+        local.associate(doomed, shared, "RELATES_TO", 0.6)
         with PushClient(url, token=TOKEN) as client:
             here = StoreSide(local, "laptop")
             sync_stores(here, RemoteSide(client, here.store_id))
@@ -88,6 +89,10 @@ def test_conflict_and_delete_against_edit_through_the_server(tmp_path, server):
         assert local.get(shared)["content"] == "the boiler is serviced in May"
         assert local.get(doomed)["content"] == "the spare key is with the neighbour"
         assert local.get(summary.conflicts[0]["kept_as"])["content"] == "the boiler is serviced in April"
+        # Brought back with its edge (/sync/memory-edges), which went with it when it was deleted here.
+        assert local.conn.execute(
+            "SELECT s.id, e.type, d.id FROM edges e JOIN memories s ON s.pk = e.src JOIN memories d ON d.pk = e.dst "
+            "WHERE s.id = ?", (doomed,)).fetchall() == [(doomed, "RELATES_TO", shared)]
 
 
 def test_the_sync_routes_want_the_token_and_refuse_hostile_bodies(server):

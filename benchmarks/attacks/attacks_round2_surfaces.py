@@ -404,7 +404,7 @@ def item12_push_flood(ctx: Any) -> Tally:
     t = Tally("r2-12. push: an answer larger than it reads",
               "`localmem push` against servers that declare a 1 GiB body (Content-Length) or stream one past "
               "the 256 MiB limit (chunked): each must be refused with an error saying so, not read whole")
-    from localmem.maintenance import push_client
+    from localmem.replication import push_client
 
     limit = getattr(push_client, "MAX_ANSWER_BYTES", 256 << 20)  # (a version without a limit: the same)
 

@@ -35,10 +35,10 @@ for extra in (ROOT, ROOT / "tests"):
         sys.path.insert(0, str(extra))
 
 from localmem import MemoryStore  # noqa: E402
-from localmem.maintenance.push_client import PushClient  # noqa: E402
-from localmem.maintenance.sync import sync_stores  # noqa: E402
-from localmem.maintenance.sync_remote import RemoteSide  # noqa: E402
-from localmem.maintenance.sync_side import StoreSide  # noqa: E402
+from localmem.replication.push_client import PushClient  # noqa: E402
+from localmem.replication.sync import sync_stores  # noqa: E402
+from localmem.replication.sync_remote import RemoteSide  # noqa: E402
+from localmem.replication.sync_side import StoreSide  # noqa: E402
 from benchmarks.common.results_file import git_revision, write_section  # noqa: E402
 from serving import stop, wait_until_healthy  # noqa: E402
 

@@ -35,11 +35,12 @@ def db_path(args: argparse.Namespace) -> str:
 
 
 def open_store(args: argparse.Namespace, *, must_exist: bool = False,
-               path: str | None = None) -> MemoryStore:
+               path: str | None = None, read_only: bool = False) -> MemoryStore:
     """Open the database named by ``--db`` (or ``path``) with the chosen embedder.
 
     A file that cannot be written (read-only media) is opened read-only: the
     read commands work, and a write fails saying the store is read-only.
+    ``read_only`` asks for that anyway (a dry run that must not even migrate).
     """
     from ..store import MemoryStore
 
@@ -51,7 +52,7 @@ def open_store(args: argparse.Namespace, *, must_exist: bool = False,
         raise LocalMemError(f"no database at {path} (give --db PATH or set $LOCALMEM_DB; "
                             "'localmem store' or 'localmem import' creates one)")
     return MemoryStore(path, embedder=choose_embedder(getattr(args, "embedder", None), path),
-                       read_only=opens_read_only(path))
+                       read_only=read_only or opens_read_only(path))
 
 
 class _Lent:

@@ -13,12 +13,12 @@ from typing import Any
 
 from .. import __version__
 from . import (browse, daemon, demo, edges, embedder, hooks, maintenance, memories, privacy, pull, push, recall,
-               reembed, servers, shell, sync, ui)
+               reembed, servers, shell, sync, trash, ui)
 from .common import CommandFunc
 from .output import COLOR_CHOICES
 
-GROUPS = (memories, edges, browse, recall, maintenance, privacy, push, pull, sync, reembed, demo, servers, daemon, ui,
-          hooks, embedder, shell)
+GROUPS = (memories, edges, browse, recall, maintenance, privacy, push, pull, sync, trash, reembed, demo, servers,
+          daemon, ui, hooks, embedder, shell)
 GLOBAL_POINTER = "Global options (--db, --embedder, --json, --color): see 'localmem --help'."
 
 

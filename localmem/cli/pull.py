@@ -40,6 +40,11 @@ def register(command: AddCommand) -> None:
                    help="retries of a request after a timeout or a 5xx, with backoff (default 4)")
     p.add_argument("--max-answer-mb", type=int, default=256, metavar="MB",
                    help="the largest answer read, in MiB (default 256); a larger listing is refused unread")
+    p.add_argument("--allow-deletes", type=int, metavar="N",
+                   help="let the pull delete up to N local memories; without it, a pull that would delete more "
+                        "than a small share of the store (5%%, at least 3) stops before writing")
+    p.add_argument("--deadline", type=float, default=6 * 3600.0, metavar="S",
+                   help="seconds the whole pull may take, every request included (default 21600)")
     p.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
 
 
@@ -48,6 +53,10 @@ def _check(args: argparse.Namespace) -> None:
         raise ValidationError("--batch-size must be between 1 and 1000")
     if not 0 < args.timeout <= 3600:
         raise ValidationError("--timeout must be between 0 and 3600 seconds")
+    if args.allow_deletes is not None and not 0 <= args.allow_deletes <= 10 ** 9:
+        raise ValidationError("--allow-deletes must be a count from 0")
+    if not 0 < args.deadline <= 7 * 86400:
+        raise ValidationError("--deadline must be between 0 and 604800 seconds (a week)")
     if not 0 <= args.retries <= 20:
         raise ValidationError("--retries must be between 0 and 20")
     if args.limit is not None and not 1 <= args.limit <= 10_000_000:
@@ -57,15 +66,16 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def cmd_pull(args: argparse.Namespace, out: Output) -> int:
-    from ..maintenance.pull import Puller
-    from ..maintenance.push_client import PushClient, RemoteError
+    from ..replication.pull import Puller
+    from ..replication.push_client import PushClient, RemoteError
     from ..progress import ProgressBar
     from .common import open_store
 
     _check(args)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
     client = PushClient(args.url, token=token, insecure=args.insecure, timeout=args.timeout,
-                        retries=args.retries, max_answer=args.max_answer_mb * 1024 * 1024)
+                        retries=args.retries, max_answer=args.max_answer_mb * 1024 * 1024,
+                        total_seconds=args.deadline)
     show = (args.progress or out.stderr.isatty()) and not args.dry_run
     # The server is reached before the store is opened, so a pull that cannot start creates no
     # file; a dry run never creates one (it needs a store to compare with).
@@ -78,7 +88,7 @@ def cmd_pull(args: argparse.Namespace, out: Output) -> int:
         bar = ProgressBar(0, "listing", stream=out.stderr) if show else None
         try:
             summary = Puller(store, client, dry_run=args.dry_run, batch_size=args.batch_size,
-                             limit=args.limit, progress=bar).run()
+                             limit=args.limit, progress=bar, allow_deletes=args.allow_deletes).run()
         finally:
             if bar is not None:
                 bar.close()

@@ -55,9 +55,9 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def cmd_push(args: argparse.Namespace, out: Output) -> int:
-    from ..maintenance.push import Pusher
-    from ..maintenance.push_client import PushClient
-    from ..maintenance.push_verify import verify
+    from ..replication.push import Pusher
+    from ..replication.push_client import PushClient
+    from ..replication.push_verify import verify
     from ..progress import ProgressBar
     from .common import open_store
 

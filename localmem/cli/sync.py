@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import LocalMemError, ValidationError
+from ..errors import ValidationError
 from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
 from .output import Output
 
 TOKEN_ENV = "LOCALMEM_API_TOKEN"
+DEFAULT_DEADLINE = 6 * 3600.0
 
 
 def register(command: AddCommand) -> None:
@@ -32,13 +33,18 @@ def register(command: AddCommand) -> None:
                    help="allow plain http:// to a server that is not this machine")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds per request to a server peer (default 60)")
+    p.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE, metavar="S",
+                   help=f"seconds the whole sync with a server peer may take (default {DEFAULT_DEADLINE:g})")
     p.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
+    p.add_argument("--allow-deletes", type=int, metavar="N",
+                   help="let the sync delete up to N memories in a store; without it, a sync that would "
+                        "delete more than a small share (5%%, at least 3) stops before writing")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
 
 
 def cmd_sync(args: argparse.Namespace, out: Output) -> int:
-    from ..maintenance.sync import sync_stores
-    from ..maintenance.sync_side import StoreSide
+    from ..replication.sync import sync_stores
+    from ..replication.sync_side import StoreSide
 
     peer = args.peer
     local_path = db_path(args)
@@ -47,6 +53,10 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
         raise ValidationError(f"PEER {peer!r} is this store's own file")
     if not 0 < args.timeout <= 3600:
         raise ValidationError("--timeout must be between 0 and 3600 seconds")
+    if args.allow_deletes is not None and not 0 <= args.allow_deletes <= 10 ** 9:
+        raise ValidationError("--allow-deletes must be a count from 0")
+    if not 0 < args.deadline <= 7 * 86400:
+        raise ValidationError("--deadline must be between 0 and 604800 seconds (a week)")
     show = args.progress or out.stderr.isatty()
     seen = {"memories": 0, "edges": 0}
 
@@ -57,23 +67,23 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
             sys.stderr.flush()
 
     if remote:
-        from ..maintenance.push_client import PushClient
-        from ..maintenance.sync_remote import RemoteSide
+        from ..replication.push_client import PushClient
+        from ..replication.sync_remote import RemoteSide
 
         token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
-        with PushClient(peer, token=token, insecure=args.insecure, timeout=args.timeout) as client, \
-                open_store(args, must_exist=True) as local:
+        with PushClient(peer, token=token, insecure=args.insecure, timeout=args.timeout,
+                        total_seconds=args.deadline) as client, \
+                open_store(args, must_exist=True, read_only=args.dry_run) as local:
             here = StoreSide(local, local_path)
             summary = sync_stores(here, RemoteSide(client, here.store_id), dry_run=args.dry_run,
-                                  progress=progress)
+                                  progress=progress, allow_deletes=args.allow_deletes)
     else:
-        with open_store(args, must_exist=True) as local, \
-                open_store(_peer_args(args), must_exist=True, path=peer) as other:
-            if other.read_only and not args.dry_run:
-                raise LocalMemError(f"{peer} cannot be written (read-only); a sync writes both stores "
-                                    "(--dry-run only reads)")
+        from ..replication.peer_file import open_peer_store
+
+        with open_store(args, must_exist=True, read_only=args.dry_run) as local, \
+                open_peer_store(peer, dry_run=args.dry_run) as other:
             summary = sync_stores(StoreSide(local, local_path), StoreSide(other, peer),
-                                  dry_run=args.dry_run, progress=progress)
+                                  dry_run=args.dry_run, progress=progress, allow_deletes=args.allow_deletes)
     if show:
         sys.stderr.write("\n")
     report = summary.as_dict()
@@ -82,11 +92,6 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
     else:
         _print(out, report)
     return EXIT_ERROR if report["refused"] else EXIT_OK
-
-
-def _peer_args(args: argparse.Namespace) -> argparse.Namespace:
-    # The peer opens with the embedder its own file records, whatever --embedder says here.
-    return argparse.Namespace(**{**vars(args), "embedder": None})
 
 
 def _print(out: Output, report: dict[str, Any]) -> None:

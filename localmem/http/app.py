@@ -101,7 +101,8 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         Route(MCP_PATH, mcp),
         # localmem sync URL: this store's side of a sync (routes_sync.py).
         *[Route(f"/sync/{name}", endpoint(getattr(sync, name.replace("-", "_"))), methods=["POST"])
-          for name in ("hello", "page", "states", "edge-states", "put", "put-edges", "bases", "sent")],
+          for name in ("hello", "page", "states", "edge-states", "memory-edges", "put", "put-edges", "bases",
+                       "sent")],
         # "/" has nothing of its own: a person who opens the server's address meets the browser.
         Route("/", lambda request: RedirectResponse("/ui/", status_code=307), methods=["GET", "HEAD"]),
         Route("/hooks/{event}", endpoint(hook_endpoint(store, hook_secret)), methods=["POST"]),

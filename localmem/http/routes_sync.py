@@ -1,8 +1,8 @@
 """The routes ``localmem sync URL`` talks to: a store's side of a sync, over HTTP.
 
-``POST /sync/hello``, ``/sync/page``, ``/sync/states``, ``/sync/edge-states``,
+``POST /sync/hello``, ``/sync/page``, ``/sync/states``, ``/sync/edge-states``, ``/sync/memory-edges``,
 ``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``: the methods of
-``maintenance.sync_side.StoreSide``, with JSON bodies (``maintenance.sync_wire``),
+``replication.sync_side.StoreSide``, with JSON bodies (``replication.sync_wire``),
 at most ``sync_wire.MAX_ITEMS`` states per request. Behind the API token like every
 route but /health; a recall-only (scoped) token cannot call them.
 """
@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..errors import ValidationError
-from ..maintenance import sync_wire as wire
-from ..maintenance.sync_side import PAGE, StoreSide
+from ..replication import sync_wire as wire
+from ..replication.sync_side import PAGE, StoreSide
 from ..request_body import read_json_object
 from ..store import MemoryStore
 from ..validation import validate_int, validate_uuid
@@ -31,6 +31,7 @@ class SyncEndpoints(NamedTuple):
     page: Endpoint
     states: Endpoint
     edge_states: Endpoint
+    memory_edges: Endpoint
     put: Endpoint
     put_edges: Endpoint
     bases: Endpoint
@@ -88,11 +89,19 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         found = await run_in_threadpool(side().edge_states, keys)
         return JSONResponse({"status": "success", "states": [wire.edge_to_json(s) for s in found.values()]})
 
+    async def memory_edges(request: Request) -> JSONResponse:
+        ids = wire.items((await body(request, {"ids"})).get("ids"), "ids")
+        ids = [validate_uuid(i, f"ids[{n}]") for n, i in enumerate(ids)]
+        found = await run_in_threadpool(side().memory_edges, ids)
+        return JSONResponse({"status": "success", "states": [wire.edge_to_json(s) for s in found]})
+
     async def put(request: Request) -> JSONResponse:
         payload = await body(request, {"states", "peer"})
         given, peer = wire.items(payload.get("states"), "states"), _peer(payload)
         parsed = [wire.memory_from_json(s, f"states[{n}]") for n, s in enumerate(given)]
-        refused = await run_in_threadpool(side().put_memories, parsed, peer)
+        expect = {state.id: version for n, (state, item) in enumerate(zip(parsed, given))
+                  if (version := wire.expected_version(item, f"states[{n}]")) is not None}
+        refused = await run_in_threadpool(side().put_memories, parsed, peer, expect)
         return JSONResponse({"status": "success", "refused": [list(r) for r in refused]})
 
     async def put_edges(request: Request) -> JSONResponse:
@@ -115,4 +124,4 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         await run_in_threadpool(side().record_sent, peer, seq)
         return JSONResponse({"status": "success"})
 
-    return SyncEndpoints(hello, page, states, edge_states, put, put_edges, bases, sent)
+    return SyncEndpoints(hello, page, states, edge_states, memory_edges, put, put_edges, bases, sent)

@@ -9,7 +9,8 @@ file is rebuilt (``VACUUM``: no free page keeps anything) and the WAL is
 checkpointed and truncated to nothing. The -shm holds only the WAL's index.
 
 The purge is recorded (``storage.purges.record_purged``: ids and time, no
-content) for sync, and the next ``localmem push`` deletes each memory on the
+content), the sync tombstone is marked purged (the next sync purges every peer's copy, as
+``trash.purge`` does) and any trash copy is dropped, and the next ``localmem push`` deletes each memory on the
 AutoMem server it was pushed to. Backups and exports made before are listed
 (``copies.list_copies``): they still hold the text.
 """
@@ -141,6 +142,9 @@ def forget(store: "MemoryStore", ids: list[str], *, dry_run: bool = False) -> di
                 done.append(memory_id)
             with transaction(store.conn):
                 record_purged(store.conn, store.sql, done, format_timestamp(store.now()))
+                for memory_id in done:  # the tombstone's purge mark travels with sync; no trash copy stays
+                    store.conn.execute(store.sql["sync_tombstone_purged"], {"id": memory_id})
+                    store.conn.execute(store.sql["trash_remove"], {"id": memory_id})
         report = scrub(store)
     return {"dry_run": False, "forgotten": len(done), "ids": done, "scrub": report, "copies": copies,
             "push": pushed}

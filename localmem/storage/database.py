@@ -56,7 +56,7 @@ import apsw
 import sqlite_vec
 
 from ..errors import ConfigError, StorageError
-from .files import companion_of, create_private_file, read_only_media, writable
+from .files import companion_of, create_private_file, read_only_media, refuse_special_database, writable
 
 MEMORY_PATH = ":memory:"
 BUSY_TIMEOUT_MS = 10_000
@@ -215,6 +215,7 @@ def connect(path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> aps
     if target != MEMORY_PATH:
         file_path = Path(target).expanduser()
         _refuse_companion(file_path)
+        refuse_special_database(file_path)
         fresh = not file_path.exists() or file_path.stat().st_size == 0
         try:
             create_private_file(file_path)
@@ -275,6 +276,7 @@ def connect_read_only(path: str | os.PathLike[str]) -> apsw.Connection:
         raise ConfigError("An in-memory database cannot be opened read-only")
     file_path = Path(path).expanduser()
     _refuse_companion(file_path)
+    refuse_special_database(file_path)
     if not file_path.is_file():
         raise ConfigError(f"Cannot open database {file_path} read-only: no database at {file_path}")
     uri = file_path.absolute().as_uri()

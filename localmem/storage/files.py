@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from ..errors import LocalMemError, ValidationError
+from ..errors import ConfigError, LocalMemError, ValidationError
 
 FILE_MODE = 0o600
 DIRECTORY_MODE = 0o700
@@ -85,6 +85,18 @@ def _special_kind(mode: int) -> str | None:
     return "not a regular file"
 
 
+def refuse_special_database(path: Path) -> None:
+    """Raise ``ConfigError`` when ``path`` (followed through symbolic links) is there and is not a
+    regular file: a device, a FIFO or a socket is never opened, created over or given a new mode."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # nothing there yet (or unreachable): creating or opening it says why
+    kind = _special_kind(info.st_mode)
+    if kind is not None:
+        raise ConfigError(f"{path} is {kind}, not a database file: refused, and left untouched")
+
+
 def refuse_special_output(path: str | os.PathLike[str], *, role: str, hint: str = "") -> None:
     """Raise ``ValidationError`` unless ``path`` names nothing yet or a regular file.
 
@@ -134,7 +146,7 @@ def create_private_file(path: Path) -> None:
     if path.exists():
         try:
             info = path.stat()
-            if info.st_size == 0 and info.st_uid == os.geteuid() and info.st_mode & 0o077:
+            if stat.S_ISREG(info.st_mode) and info.st_size == 0 and info.st_uid == os.geteuid() and info.st_mode & 0o077:
                 os.chmod(path, FILE_MODE)
         except OSError:
             pass  # not ours to change (or read-only media): SQLite reports what matters

@@ -119,6 +119,11 @@ def migration_0013_forget_purges(conn: apsw.Connection, sql: Statements) -> None
     _run_script(conn, sql["migration_0013_forget_purges"])
 
 
+def migration_0014_trash(conn: apsw.Connection, sql: Statements) -> None:
+    """The trash (what sync, pull and merges delete, kept 30 days) and the purge mark on tombstones."""
+    _run_script(conn, sql["migration_0014_trash"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -133,6 +138,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0011_hook_ledger,
     migration_0012_dedup,
     migration_0013_forget_purges,
+    migration_0014_trash,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
@@ -146,7 +152,13 @@ def schema_version(conn: apsw.Connection) -> int:
     if not has_meta:
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 0
+    if row is None:
+        return 0
+    text = str(row[0])
+    if not (text.isascii() and text.isdigit() and len(text) <= 9):
+        raise ConfigError(f"the database's schema_version is {text[:40]!r}, not a number: this is not a "
+                          "localmem database as localmem writes them; refused")
+    return int(text)
 
 
 def require_current_schema(conn: apsw.Connection) -> None:

@@ -14,14 +14,15 @@ from typing import Any
 from ..errors import ValidationError
 from ..relations import RELATION_TYPES
 from ..validation import validate_timestamp, validate_unit_interval, validate_uuid
-from .sync_rules import EdgeState, MemoryState
+from .sync_rules import ABSENT, EdgeState, MemoryState
 
 MAX_ITEMS = 500  # states per request or answer
 STORE_ID = re.compile(r"[0-9a-f]{32}")  # a store's identity (meta store_id)
 
 
 def memory_to_json(state: MemoryState) -> dict[str, Any]:
-    return {"id": state.id, "record": state.record, "deleted_at": state.deleted_at, "problem": state.problem}
+    return {"id": state.id, "record": state.record, "deleted_at": state.deleted_at, "problem": state.problem,
+            "purged": state.purged, "deleted_updated_at": state.deleted_updated_at}
 
 
 def memory_from_json(value: Any, where: str) -> MemoryState:
@@ -40,7 +41,16 @@ def memory_from_json(value: Any, where: str) -> MemoryState:
         raise ValidationError(f"{where}.problem must be a string")
     if record is not None and deleted_at is not None:
         raise ValidationError(f"{where}: a state is a record or a deletion, not both")
-    return MemoryState(memory_id, record=record, deleted_at=deleted_at, problem=problem and problem[:500])
+    purged = value.get("purged", False)
+    if not isinstance(purged, bool) or (purged and deleted_at is None):
+        raise ValidationError(f"{where}.purged must be true or false, and true only for a deletion")
+    deleted_updated_at = value.get("deleted_updated_at")
+    if deleted_updated_at is not None:
+        if not isinstance(deleted_updated_at, str) or deleted_at is None:
+            raise ValidationError(f"{where}.deleted_updated_at must be an ISO 8601 string, on a deletion only")
+        validate_timestamp(deleted_updated_at, f"{where}.deleted_updated_at")
+    return MemoryState(memory_id, record=record, deleted_at=deleted_at, problem=problem and problem[:500],
+                       purged=purged, deleted_updated_at=deleted_updated_at)
 
 
 def edge_to_json(state: EdgeState) -> dict[str, Any]:
@@ -100,6 +110,16 @@ def items(value: Any, field: str) -> list[Any]:
 
 
 VERSION_TEXT = re.compile(r"[0-9T:.+\-]{19,40}\|[0-9a-f]{0,24}")  # Version.text()
+
+
+def expected_version(item: dict[str, Any], where: str) -> str | None:
+    """A put state's ``expect``: the version the sync read on that side (None: write unchecked)."""
+    value = item.get("expect")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not (value == ABSENT or VERSION_TEXT.fullmatch(value)):
+        raise ValidationError(f"{where}.expect must be a sync version or 'absent'")
+    return value
 
 
 def base_entry(value: Any, where: str) -> tuple[str, str]:

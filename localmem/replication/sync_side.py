@@ -18,12 +18,24 @@ from ..storage import edges as edge_store
 from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
-from .sync_rules import SYNCED_FIELDS, EdgeState, MemoryState
+from ..trash import move_to_trash, purge
+from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
+from .sync_wire import STORE_ID
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
+CHANGED_MEANWHILE = "changed here during the sync (compare-and-set): merged again"
+
+
+class ChangedMeanwhile(LocalMemError):
+    """A sync's write found another version than the one it decided on; nothing was written."""
+
+
+MAX_MEMORY_EDGES = 500  # edges read at once for memories a merge brings back (one answer's worth)
 PAGE = 500  # changes read per page: a page's records are what a sync holds in memory
+MAX_PAGES = 1_000_000  # pages read of one kind in one sync (500 million changes)
+MAX_EMPTY_PAGES = 100  # a peer's empty pages in a row before the sync stops (a store sends none)
 PAGE_STATEMENTS = {"memories": "sync_memory_changes", "deletions": "sync_tombstone_changes",
                    "edges": "sync_edge_changes"}
 
@@ -37,6 +49,9 @@ class StoreSide:
         row = store.conn.execute(store.sql["sync_store_id"]).fetchone()
         if row is None:
             raise LocalMemError(f"{label} has no store identity (schema too old?)")
+        if not isinstance(row[0], str) or not STORE_ID.fullmatch(row[0]):
+            raise LocalMemError(f"{label} has a malformed store identity ({str(row[0])[:40]!r}...: not 32 "
+                                "hexadecimal characters); refused")
         self.store_id: str = row[0]
 
     # -- reading ---------------------------------------------------------------
@@ -48,6 +63,10 @@ class StoreSide:
     def clock(self) -> int:
         with self.store.lock:
             return int(self.store.conn.execute(self.store.sql["sync_clock_now"]).fetchone()[0])
+
+    def memory_count(self) -> int:
+        with self.store.lock:
+            return int(self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0])
 
     def sent_to(self, peer_id: str) -> int:
         with self.store.lock:
@@ -68,7 +87,7 @@ class StoreSide:
         if kind == "memories":
             items: list[Any] = [_memory_state(row) for row in rows]
         elif kind == "deletions":
-            items = [MemoryState(row["id"], deleted_at=row["deleted_at"]) for row in rows]
+            items = [_tombstone(row) for row in rows]
         else:
             items = [_edge(row) for row in rows]
         return items, rows[-1]["change_seq"]
@@ -79,12 +98,17 @@ class StoreSide:
         for row in self._rows("memories_by_ids", ids=json.dumps(ids)):
             found[row["id"]] = _memory_state(row)
         for row in self._rows("sync_tombstones_by_ids", ids=json.dumps(ids)):
-            found.setdefault(row["id"], MemoryState(row["id"], deleted_at=row["deleted_at"]))
+            found.setdefault(row["id"], _tombstone(row))
         return found
 
     def edge_states(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], EdgeState]:
         rows = self._rows("sync_edge_states", keys=json.dumps([list(k) for k in keys]))
         return {(row["src_id"], row["type"], row["dst_id"]): _edge(row) for row in rows}
+
+    def memory_edges(self, ids: list[str]) -> list[EdgeState]:
+        """The edges these memories have here now (at most ``MAX_MEMORY_EDGES``)."""
+        rows = self._rows("sync_memory_edges", ids=json.dumps(ids), limit=MAX_MEMORY_EDGES)
+        return [_edge(row) for row in rows]
 
     def bases(self, peer_id: str, ids: list[str]) -> dict[str, str]:
         with self.store.lock:
@@ -93,18 +117,42 @@ class StoreSide:
 
     # -- writing ---------------------------------------------------------------
 
-    def put_memory(self, state: MemoryState) -> None:
-        """Make this side hold ``state`` (a record, with its own updated_at, or a deletion)."""
+    def _version_now(self, memory_id: str) -> str:
+        """The version this side holds now (``ABSENT`` for neither a record nor a tombstone)."""
+        store = self.store
+        ids = json.dumps([memory_id])
+        rows = list(rows_as_dicts(store.conn.execute(store.sql["memories_by_ids"], {"ids": ids})))
+        if rows:
+            state = _memory_state(rows[0])
+        else:
+            tombs = list(rows_as_dicts(store.conn.execute(store.sql["sync_tombstones_by_ids"], {"ids": ids})))
+            state = _tombstone(tombs[0]) if tombs else MemoryState(memory_id)
+        return state.version.text() if state.version is not None else ABSENT
+
+    def put_memory(self, state: MemoryState, reason: str = "sync", expect: str | None = None) -> None:
+        """Make this side hold ``state`` (a record, with its own updated_at, or a deletion: into the
+        trash, or for good when the other store purged it). With ``expect`` (the version the sync
+        read here), only if this side still holds that version, checked inside the write
+        transaction: otherwise ``ChangedMeanwhile``, and nothing is written."""
+        store = self.store
+        with store.lock, transaction(store.conn):
+            if expect is not None and self._version_now(state.id) != expect:
+                raise ChangedMeanwhile(CHANGED_MEANWHILE)
+            self._put(state, reason)
+
+    def _put(self, state: MemoryState, reason: str) -> None:
         store = self.store
         if state.record is None:
             memory_id = state.id
             with store.lock, transaction(store.conn):
-                try:
-                    store.delete(memory_id)
-                except NotFoundError:
-                    pass
-                store.conn.execute(store.sql["sync_tombstone_time"],
-                                   {"id": memory_id, "deleted_at": state.deleted_at})
+                if state.purged:
+                    purge(store, memory_id)
+                else:
+                    move_to_trash(store, memory_id, reason)
+                store.conn.execute(store.sql["sync_tombstone_time"], {
+                    "id": memory_id, "deleted_at": state.deleted_at, "deleted_updated_at": state.deleted_updated_at})
+                if state.purged:
+                    store.conn.execute(store.sql["sync_tombstone_purged"], {"id": memory_id})
             return
         record = state.record
         fields = {name: record[name] for name in SYNCED_FIELDS if name in record}
@@ -115,9 +163,12 @@ class StoreSide:
             else:
                 store.store(fields.pop("content"), id=record["id"], **_store_fields(fields))
 
-    def put_memories(self, states: list[MemoryState], peer: str) -> list[tuple[str, str]]:
-        """``put_memory`` for each (states from ``peer``); new records go in one batch.
-        Returns (id, why) of those refused."""
+    def put_memories(self, states: list[MemoryState], peer: str,
+                     expect: dict[str, str] | None = None) -> list[tuple[str, str]]:
+        """``put_memory`` for each (states from ``peer``, each only if this side still holds the
+        version in ``expect``, when one is given); new records go in one batch. Returns (id, why)
+        of those not written (why is ``CHANGED_MEANWHILE`` for a failed compare-and-set)."""
+        expect = expect or {}
         refused: list[tuple[str, str]] = []
         new: list[dict[str, Any]] = []
         store = self.store
@@ -126,14 +177,15 @@ class StoreSide:
                 "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([s.record["id"] for s in states if s.record is not None]),))}
             for state in states:
-                if state.record is not None and state.record["id"] not in present:
+                if state.record is not None and state.record["id"] not in present \
+                        and expect.get(state.id, ABSENT) == ABSENT:
                     fields = {name: state.record[name] for name in SYNCED_FIELDS if name in state.record}
                     new.append({**_store_fields(fields), "content": fields.get("content"),
                                 "id": state.record["id"]})
                     continue
                 try:
-                    self.put_memory(state)
-                except (ValidationError, NotFoundError) as exc:
+                    self.put_memory(state, f"sync with store {peer}", expect.get(state.id))
+                except (ValidationError, NotFoundError, ChangedMeanwhile) as exc:
                     refused.append((state.id, exc.message))
             if new:
                 try:
@@ -201,10 +253,24 @@ class StoreSide:
 
 
 def pages(side: Any, kind: str, since: int, until: int, peer: str) -> Iterator[list[Any]]:
-    """Every page of ``side.page(kind, ...)`` in (since, until] (a StoreSide or a RemoteSide)."""
+    """Every page of ``side.page(kind, ...)`` in (since, until] (a StoreSide or a RemoteSide).
+
+    Bounded whatever a server answers: each page must move forward and stay within
+    ``until``, at most ``MAX_EMPTY_PAGES`` pages in a row may be empty, and at most
+    ``MAX_PAGES`` pages are read in one sync."""
     after: int | None = since
+    empty = read = 0
     while after is not None:
-        items, after = side.page(kind, after, until, peer)
+        items, last = side.page(kind, after, until, peer)
+        if last is not None and not after < last <= until:
+            raise LocalMemError(f"{side.label} sent a page of {kind} ending at change {last}, outside "
+                                f"({after}, {until}]: stopped")
+        read += 1
+        empty = 0 if items else empty + 1
+        if empty > MAX_EMPTY_PAGES or read > MAX_PAGES:
+            raise LocalMemError(f"{side.label} sent {read} pages of {kind} ({empty} empty in a row): past "
+                                f"the bound of {MAX_PAGES} pages, {MAX_EMPTY_PAGES} empty in a row; stopped")
+        after = last
         if items:
             yield items
 
@@ -215,6 +281,11 @@ def _memory_state(row: dict[str, Any]) -> MemoryState:
         return MemoryState(row["id"], record=to_record({k: v for k, v in row.items() if k != "change_seq"}))
     except (ValueError, TypeError, KeyError) as exc:
         return MemoryState(str(row.get("id")), problem=f"its stored row cannot be read ({exc})")
+
+
+def _tombstone(row: dict[str, Any]) -> MemoryState:
+    return MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]),
+                       deleted_updated_at=row.get("deleted_updated_at"))
 
 
 def _store_fields(fields: dict[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,12 @@ wins). What a plain last-writer-wins merge loses, a sync keeps:
   version wins and the earlier one is kept as a new memory the winner
   supersedes (a *conflict copy*, with an id derived from the memory and the
   losing version, so every store that meets the same conflict makes the same copy);
-* a delete and an edit: the later of the two wins (an edit made after the
-  delete brings the memory back, and the summary says so);
+* a delete and a record: a deletion carries the ``updated_at`` of the version
+  it deleted; a record no newer than that loses to the delete, and a record
+  edited after it survives (the memory comes back, and the summary says so),
+  whatever the deleting machine's clock read; a deletion without it (made
+  before schema 13), the later of the two wins;
+* a purge wins over every version;
 * edges: a union; an edge's removal wins over its write only when it is later.
 """
 
@@ -30,6 +34,7 @@ SYNCED_FIELDS = ("content", "summary", "type", "confidence", "importance", "tags
                  "relevance_score")
 CONFLICT_NAMESPACE = uuid.UUID("5d1f7c3e-8a0b-4c39-9a57-2f4f0e6b1c10")
 CONFLICT_RELATION = "INVALIDATED_BY"  # conflict copy -> the version that won
+ABSENT = "absent"  # the version of a memory a side holds neither a record nor a tombstone of
 _EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)
 
 
@@ -88,6 +93,8 @@ class MemoryState:
     record: dict[str, Any] | None = None
     deleted_at: str | None = None
     problem: str | None = None  # the stored row could not be read: why
+    purged: bool = False  # a deletion made by a purge: it wins over every version, and keeps nothing
+    deleted_updated_at: str | None = None  # a deletion: the updated_at of the version it deleted
 
     @property
     def exists(self) -> bool:
@@ -118,6 +125,10 @@ class Decision:
 def decide(source: MemoryState, target: MemoryState, base: str | None) -> Decision:
     """Merge one memory seen changed on ``source`` with its state on ``target``."""
     mine, theirs = source.version, target.version
+    if source.purged != target.purged:  # a purge is final, whatever the clocks say
+        if source.purged:
+            return Decision(None, source, "deleted", winner=mine)
+        return Decision(target, None, "deleted", winner=theirs)
     if mine is None or mine == theirs:
         return Decision(None, None, None, winner=mine)
     if theirs is None:  # the target never saw it: copy the record, or the tombstone so it travels on
@@ -132,8 +143,17 @@ def decide(source: MemoryState, target: MemoryState, base: str | None) -> Decisi
         if not changed_here:  # only the target moved on: the source is the stale one
             return Decision(target, None, "copied_back", winner=theirs)
         return Decision(None, source, "copied", winner=mine)
-    # A delete on one side, a record on the other: the later wins.
-    later = source if mine > theirs else target
+    # A delete on one side, a record on the other, decided by what the delete deleted (the same
+    # on every store, so any order of syncs converges): a record no newer than the deleted
+    # version loses to the delete, one edited after it survives (and says so), whatever the
+    # clocks of the two machines read. Two deletions, or one that does not say (made before
+    # schema 13): the later wins.
+    record, deletion = (source, target) if source.exists else (target, source)
+    if record.record is not None and deletion.deleted_updated_at is not None:
+        edited_after = moment(record.record.get("updated_at")) > moment(deletion.deleted_updated_at)
+        later = record if edited_after else deletion
+    else:
+        later = source if mine > theirs else target
     if later.exists:
         return Decision(None if later is source else later, None if later is target else later,
                         "edit_kept", winner=later.version)

@@ -119,6 +119,24 @@ def _finite_json(value: Any) -> bool:
     return True
 
 
+def _unicode(value: Any, name: str) -> None:
+    """``BadRecord`` when a string anywhere in ``value`` (keys too) is not valid Unicode: JSON's
+    ``\\ud800`` escapes decode to lone surrogates, which no UTF-8 store can hold."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadRecord(f"'{name}' holds text that is not valid Unicode (a lone surrogate)") from None
+
+
 def _metadata(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
@@ -166,6 +184,8 @@ def read_memory(node: Any) -> RemoteMemory:
     if not isinstance(node, dict):
         raise BadRecord(f"a memory must be an object, not {type(node).__name__}")
     ident = remote_id(node.get("id"))
+    for name in ("content", "tags", "type", "metadata", "timestamp", "updated_at"):
+        _unicode(node.get(name), name)
     content = node.get("content")
     if not isinstance(content, str) or not content.strip():
         raise BadRecord("'content' must be a non-empty string")
@@ -199,6 +219,7 @@ def read_edge(item: Any) -> RemoteEdge:
     props = item.get("properties") or {}
     if not isinstance(props, dict):
         raise BadRecord("'properties' must be an object")
+    _unicode(props, "properties")
     known = RELATION_TYPES.get(kind.upper())
     kept = {k: v for k, v in props.items() if known is not None and k in known.properties}
     if json_depth(kept) > MAX_JSON_DEPTH or not _finite_json(kept):

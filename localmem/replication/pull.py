@@ -43,6 +43,8 @@ from ..classify import normalize_memory_type
 from ..progress import ProgressBar, ProgressSteps
 from ..storage.memory_fields import build_row
 from ..timeparse import parse_timestamp
+from ..trash import move_to_trash
+from .deletion_guard import check_deletions
 from .pull_edges import pull_edges
 from .pull_state import PullState, local_id_for
 from .pull_wire import FIELDS, BadRecord, RemoteMemory, read_memory
@@ -138,8 +140,9 @@ class Puller(ProgressSteps):
 
     def __init__(self, store: MemoryStore, client: PushClient, *, dry_run: bool = False,
                  batch_size: int = DEFAULT_BATCH, limit: int | None = None,
-                 progress: ProgressBar | None = None) -> None:
+                 progress: ProgressBar | None = None, allow_deletes: int | None = None) -> None:
         self.store = store
+        self.allow_deletes = allow_deletes
         self.client = client
         self.state = PullState(store, client.url)
         self.dry_run = dry_run
@@ -156,6 +159,7 @@ class Puller(ProgressSteps):
         self._odd_types: set[str] = set()
         self._conflicts: list[str] = []
         self._kept: list[str] = []  # deleted on the server, changed here since
+        self._own: list[str] = []  # deleted on the server, but written here (pushed), not pulled
 
     # -- the whole pull -------------------------------------------------------
 
@@ -171,9 +175,22 @@ class Puller(ProgressSteps):
                 f"the listing held {len(nodes)} of the {total if total is not None else 'unknown'} memories "
                 "the server counts (one was written meanwhile, or has no importance): deletions there are "
                 "not looked for this time")
+        if not self.listing and not self.unreadable and self.summary.complete:
+            known = len(self.state.id_map())
+            if known:  # a server that lists nothing lost its data (a redeploy on a fresh volume)
+                self.summary.complete = False
+                self.summary.warnings.append(
+                    f"the server lists no memories at all, while {known} are known from it: taken as data "
+                    "lost there, not as deletions; nothing is deleted here")
         if self.dry_run:
             self.plan()
         else:
+            if self.summary.complete:
+                self.map = self.state.id_map()
+                planned = sum(1 for rid, entry in self._deleted_there() if self._would_delete(rid, entry))
+                with self.store.lock:
+                    total = int(self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0])
+                check_deletions(planned, total, self.allow_deletes, "this store")
             with push_lock(self.store, "pull"):
                 self.state.register(complete=False, count=len(nodes))  # the rows the map refers to
                 self.map = self.state.id_map()
@@ -201,6 +218,10 @@ class Puller(ProgressSteps):
             self.summary.warnings.append(
                 f"{len(self._kept)} memories deleted on the server were changed here since (such as "
                 f"{', '.join(self._kept[:5])}): kept here, and the next push creates them there again")
+        if self._own:
+            self.summary.warnings.append(
+                f"{len(self._own)} memories written here and pushed are gone from the server (such as "
+                f"{', '.join(self._own[:5])}): pull deletes only what came from the server; kept here")
         if self._odd_types:
             self.summary.warnings.append(
                 "types the store does not know (AutoMem keeps any type): "
@@ -486,6 +507,15 @@ class Puller(ProgressSteps):
         return [(rid, entry) for rid, entry in self.map.items()
                 if rid not in self.listing and rid not in self.unreadable]
 
+    def _came_from_here(self, remote_id: str, entry: dict[str, Any]) -> bool:
+        """Whether the local memory was pulled from this server (its id is derived from the
+        server's), not written here and pushed: only those are deleted when the server drops them."""
+        return entry["local_id"] == local_id_for(self.client.url, remote_id)
+
+    def _would_delete(self, remote_id: str, entry: dict[str, Any]) -> bool:
+        return (bool(entry["present"]) and self._came_from_here(remote_id, entry)
+                and not (entry["change_seq"] or 0) > entry["pushed_seq"])
+
     def delete_memories(self) -> None:
         gone = self._deleted_there()
         self.phase("deleting", len(gone))
@@ -506,16 +536,15 @@ class Puller(ProgressSteps):
                     continue
             if not entry["present"]:
                 forget.append((local_id, rid))  # gone on both sides
+            elif not self._came_from_here(rid, entry):
+                self._own.append(local_id)  # written here: the server losing it deletes nothing here
             elif (entry["change_seq"] or 0) > entry["pushed_seq"]:
                 self.summary.conflicts += 1
                 self._kept.append(local_id)
                 forget.append((local_id, rid))
             else:
-                try:
-                    self.store.delete(local_id)
+                if move_to_trash(self.store, local_id, f"pull from {self.client.url}"):
                     self.summary.memories.deleted += 1
-                except NotFoundError:
-                    pass
                 forget.append((local_id, rid))
             self.advance()
         self.state.forget(forget)

@@ -12,7 +12,10 @@ and out. What it guarantees:
 * every request is bounded: its whole exchange (connecting, sending,
   the answer's headers and body) within ``timeout`` seconds, however slowly
   the server drips it, and its answer to at most ``MAX_ANSWER_BYTES`` (a
-  larger one is refused unread, with an error saying so);
+  larger one is refused unread, with an error saying so), and parsed only
+  when it holds few enough JSON values, nested shallowly enough
+  (``parse_bounded``); a run may also be given one deadline for all its
+  requests (``total_seconds``);
 * timeouts, dropped connections, 429 and 5xx answers are retried a bounded
   number of times with exponential backoff. A request that is not
   idempotent (a create) is never repeated blindly: ``Uncertain`` tells the
@@ -24,6 +27,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import re
 import socket
 import functools
 import io
@@ -45,6 +49,14 @@ DEFAULT_BACKOFF = 0.5
 MAX_BACKOFF = 8.0
 # The largest answer read: a lookup snapshot of many memories fits, a hostile stream does not.
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
+# Parsing costs far more than the bytes (an empty list is 3 bytes of JSON and 56 of Python):
+# an answer is parsed only when it holds at most one value per this many bytes of the answer
+# cap (4 million values under the default 256 MiB: AutoMem's listing of ~100k memories), and
+# is nested at most this deep.
+BYTES_PER_ANSWER_VALUE = 64
+MAX_ANSWER_DEPTH = 512  # deeper than any record a store keeps (a record too deep is skipped by name)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_BRACKETS = re.compile(rb"[\[\]{}]")
 READ_CHUNK = 1 << 16
 # Errors that mean the request may not have reached the server, or its answer was lost.
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
@@ -88,6 +100,31 @@ def read_answer(answer: http.client.HTTPResponse, what: str, limit: int = MAX_AN
         if len(body) > limit:
             raise AnswerTooLarge(f"{what}: the answer is more than the {limit:,} bytes localmem "
                                  "push reads; refused")
+
+
+def parse_bounded(raw: bytes, what: str, max_elements: int,
+                  max_depth: int = MAX_ANSWER_DEPTH) -> Any:
+    """``raw`` parsed as JSON when it holds at most ``max_elements`` values nested at most
+    ``max_depth`` deep (``AnswerTooLarge`` otherwise, before parsing); text that is not JSON
+    is returned as text. Both are counted on the bytes with strings blanked out, in C-speed
+    passes, so what parsing would cost is known before it is paid."""
+    bare = _JSON_STRING.sub(b'""', raw)
+    elements = bare.count(b",") + bare.count(b"[") + bare.count(b"{") + 1
+    if elements > max_elements:
+        raise AnswerTooLarge(f"{what}: the answer holds about {elements:,} JSON values, more than the "
+                             f"{max_elements:,} localmem parses; refused")
+    depth = deepest = 0
+    for match in _JSON_BRACKETS.finditer(bare):
+        depth += 1 if match.group() in (b"[", b"{") else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > max_depth:
+                raise AnswerTooLarge(f"{what}: the answer is nested more than {max_depth} levels deep; refused")
+    text = raw.decode("utf-8", "replace")
+    try:
+        return json.loads(text) if text.strip() else None
+    except (ValueError, RecursionError):
+        return text
 
 
 @dataclass
@@ -146,7 +183,7 @@ class PushClient:
                  insecure: bool = False, timeout: float = DEFAULT_TIMEOUT,
                  retries: int = DEFAULT_RETRIES, backoff: float = DEFAULT_BACKOFF,
                  sleep: Callable[[float], None] = time.sleep,
-                 max_answer: int = MAX_ANSWER_BYTES) -> None:
+                 max_answer: int = MAX_ANSWER_BYTES, total_seconds: float | None = None) -> None:
         self.url = normalize_url(url, insecure=insecure)
         parts = urlsplit(self.url)
         self.scheme = parts.scheme
@@ -160,7 +197,12 @@ class PushClient:
         self.backoff = max(0.0, backoff)
         self.sleep = sleep
         self.max_answer = max(1, max_answer)
+        self.max_values = max(10_000, self.max_answer // BYTES_PER_ANSWER_VALUE)
         self.retried = 0  # requests repeated after a transient failure, for the summary
+        # One deadline for every request of a run (sync, pull): a server answering each request
+        # in time, forever, still ends it.
+        self.total_seconds = total_seconds
+        self.give_up_at = None if total_seconds is None else time.monotonic() + total_seconds
         self._conn: http.client.HTTPConnection | None = None
 
     # -- connection ---------------------------------------------------------
@@ -227,11 +269,7 @@ class PushClient:
             raise
         if answer.getheader("Connection", "").lower() == "close" or answer.will_close:
             self.close()
-        text = raw.decode("utf-8", "replace")
-        try:
-            parsed: Any = json.loads(text) if text.strip() else None
-        except (ValueError, RecursionError):  # RecursionError: JSON nested past Python's stack
-            parsed = text
+        parsed = parse_bounded(raw, f"{method} {path}", self.max_values)
         if 300 <= answer.status < 400:
             where = answer.getheader("Location") or "elsewhere"
             raise RemoteError(
@@ -249,6 +287,9 @@ class PushClient:
         path = self.path(route, query)
         attempt = 0
         while True:
+            if self.give_up_at is not None and time.monotonic() >= self.give_up_at:
+                raise RemoteError(f"{method} {self.url}{route}: this run's total deadline of "
+                                  f"{self.total_seconds:g} s passed; stopped (run it again to go on)")
             try:
                 response = self._once(method, path, body, admin)
             except AnswerTooLarge as exc:
@@ -265,6 +306,11 @@ class PushClient:
                     raise RemoteError(f"{method} {self.url}{route} failed after {attempt + 1} "
                                       f"attempts: {reason}") from exc
             else:
+                if response.status in (401, 403) and not (self.admin_token if admin else self.token):
+                    raise RemoteError(f"{method} {self.url}{route}: the server asks for an API token "
+                                      f"({response.status}: {response.message()}) and none was given: pass "
+                                      "--token or set the token's environment variable",
+                                      status=response.status, body=response.body)
                 if response.status in (401, 403):
                     raise RemoteError(f"{method} {self.url}{route}: the server refused the "
                                       f"{'admin ' if admin else ''}token ({response.status}: "

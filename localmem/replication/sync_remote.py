@@ -72,10 +72,21 @@ class RemoteSide:
                 found[state.key] = state
         return found
 
-    def put_memories(self, states: list[MemoryState], peer: str) -> list[tuple[str, str]]:
+    def memory_edges(self, ids: list[str]) -> list[EdgeState]:
+        found: list[EdgeState] = []
+        for start in range(0, len(ids), wire.MAX_ITEMS):
+            answer = self._call("memory-edges", ids=ids[start:start + wire.MAX_ITEMS])
+            found += [wire.edge_from_json(item, f"states[{n}]")
+                      for n, item in enumerate(wire.items(answer.get("states"), "states"))]
+        return found
+
+    def put_memories(self, states: list[MemoryState], peer: str,
+                     expect: dict[str, str] | None = None) -> list[tuple[str, str]]:
         refused: list[tuple[str, str]] = []
+        expect = expect or {}
         for start in range(0, len(states), wire.MAX_ITEMS):
-            chunk = [wire.memory_to_json(s) for s in states[start:start + wire.MAX_ITEMS]]
+            chunk = [{**wire.memory_to_json(s), "expect": expect.get(s.id)}
+                     for s in states[start:start + wire.MAX_ITEMS]]
             answer = self._call("put", states=chunk, peer=peer)
             refused += [(str(item[0]), str(item[1])) for item in wire.items(answer.get("refused"), "refused")
                         if isinstance(item, list) and len(item) == 2]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
 from .sync_rules import (
+    ABSENT,
     CONFLICT_RELATION,
     EdgeState,
     MemoryState,
@@ -26,12 +27,14 @@ from .sync_rules import (
     decide_edge,
     memory_version,
 )
-from .sync_side import StoreSide, pages
+from .deletion_guard import check_deletions
+from .sync_side import CHANGED_MEANWHILE, StoreSide, pages
 
 if TYPE_CHECKING:
     from .sync_remote import RemoteSide
 
 Progress = Callable[[str, int], None]
+MERGE_ATTEMPTS = 3  # rounds a memory goes through the merge while writers keep changing it
 Side = Any  # a StoreSide (a file), or a RemoteSide (a server): the same methods
 
 
@@ -61,7 +64,7 @@ class Sync:
     """One sync run between ``local`` and ``peer``."""
 
     def __init__(self, local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, allow_deletes: int | None = None) -> None:
         if local.store_id == peer.store_id:
             raise LocalMemError(
                 f"{peer.label} has the same store identity as {local.label}: it is a copy of the "
@@ -69,6 +72,7 @@ class Sync:
                 "stores get corrupted)")
         self.local, self.peer = local, peer
         self.dry_run = dry_run
+        self.allow_deletes = allow_deletes
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
 
@@ -76,6 +80,8 @@ class Sync:
         marks = {side.store_id: (side.sent_to(other.store_id), side.clock())
                  for side, other in ((self.local, self.peer), (self.peer, self.local))}
         directions = ((self.local, self.peer), (self.peer, self.local))
+        if not self.dry_run:
+            self.refuse_mass_deletion(marks)
         for source, target in directions:
             since, until = marks[source.store_id]
             for page in (p for kind in ("memories", "deletions")
@@ -92,15 +98,37 @@ class Sync:
                 side.record_sent(other.store_id, marks[side.store_id][1])
         return self.summary
 
+    def refuse_mass_deletion(self, marks: dict[str, tuple[int, int]]) -> None:
+        """Before anything is written: count the memories each store (a file; a server guards
+        itself) would lose to the other's deletions, and stop when they are too many."""
+        for source, target in ((self.local, self.peer), (self.peer, self.local)):
+            if not isinstance(target, StoreSide):
+                continue
+            planned = 0
+            since, until = marks[source.store_id]
+            for page in pages(source, "deletions", since, until, target.store_id):
+                ids = [state.id for state in page]
+                theirs, bases = target.memory_states(ids), self.local.bases(self.peer.store_id, ids)
+                for state in page:
+                    other = theirs.get(state.id, MemoryState(state.id))
+                    if other.exists and not other.problem:
+                        decision = decide(state, other, bases.get(state.id))
+                        planned += decision.to_target is not None and decision.to_target.record is None
+            check_deletions(planned, target.memory_count(), self.allow_deletes, target.label)
+
     # -- memories ----------------------------------------------------------------
 
-    def merge_memories(self, source: Side, target: Side, page: list[MemoryState]) -> None:
+    def merge_memories(self, source: Side, target: Side, page: list[MemoryState], attempt: int = 1) -> None:
+        """Decide each memory of ``page`` (changed on ``source``) and write both sides. A write
+        that finds its side changed since it was read (compare-and-set) writes nothing; that
+        memory is read again and goes round the merge again (up to ``MERGE_ATTEMPTS`` times)."""
         ids = [state.id for state in page]
         theirs = target.memory_states(ids)
         bases = self.local.bases(self.peer.store_id, ids)
         to_source: list[MemoryState] = []
         to_target: list[MemoryState] = []
         agreed: dict[str, str] = {}
+        brought_back: dict[int, list[str]] = {id(source): [], id(target): []}  # ids kept over a delete, by keeper
         for state in page:
             other = theirs.get(state.id, MemoryState(state.id))
             damaged = next((s for s in (state, other) if s.problem), None)
@@ -124,21 +152,51 @@ class Sync:
                                                if decision.winner else None})
             elif decision.note == "edit_kept":
                 self.summary.edits_kept_over_deletes.append(state.id)
+                brought_back[id(source if state.exists else target)].append(state.id)
             if decision.winner is not None:
                 agreed[state.id] = decision.winner.text()
-        self.count(source, to_source, to_target)
         if self.dry_run:
+            self.count(source, to_source, to_target)
             return
+        read = {id(source): {s.id: _version_text(s) for s in page},
+                id(target): {i: _version_text(theirs.get(i, MemoryState(i))) for i in ids}}
+        changed: set[str] = set()
         for side, states in ((source, to_source), (target, to_target)):
-            refused = side.put_memories(states, self.other(side).store_id)
+            refused = side.put_memories(states, self.other(side).store_id, read[id(side)])
+            moved = {memory_id for memory_id, why in refused
+                     if why == CHANGED_MEANWHILE and attempt < MERGE_ATTEMPTS}
+            changed |= moved
             self.summary.refused += [{"id": memory_id, "side": side.label, "reason": why}
-                                     for memory_id, why in refused]
+                                     for memory_id, why in refused if memory_id not in moved]
             failed = {memory_id for memory_id, _ in refused}
             agreed = {k: v for k, v in agreed.items() if k not in failed}
+        self.count(source, [s for s in to_source if s.id not in changed],
+                   [s for s in to_target if s.id not in changed])
         self.link_conflict_copies(source, target, to_target)
+        for keeper in (source, target):
+            kept = [i for i in brought_back[id(keeper)] if i not in changed]
+            if kept:
+                self.bring_edges_back(keeper, self.other(keeper), kept)
         # Both sides keep the versions they agreed on: the next sync may be run from either.
         self.local.record_bases(self.peer.store_id, agreed)
         self.peer.record_bases(self.local.store_id, agreed)
+        if changed:
+            again = sorted(changed)
+            fresh = source.memory_states(again)
+            self.merge_memories(source, target, [fresh.get(i, MemoryState(i)) for i in again], attempt + 1)
+
+    def bring_edges_back(self, keeper: Side, other: Side, ids: list[str]) -> None:
+        """A memory brought back where it was deleted lost its edges there with it: copy them
+        from the side that kept it (those whose other end is there too)."""
+        edges = keeper.memory_edges(ids)
+        if not edges:
+            return
+        # An edge not written joins a memory the other side does not hold: nothing to bring back.
+        written = len(edges) - len(other.put_edges(edges, keeper.store_id))
+        if other is self.peer:
+            self.summary.edges_to_peer += written
+        else:
+            self.summary.edges_to_local += written
 
     def conflict_copy(self, memory_id: str, losing: dict[str, Any], winner_at: str) -> MemoryState:
         """The losing version as a memory of its own, superseded by the winner."""
@@ -203,7 +261,13 @@ class Sync:
                     self.summary.refused.append({"id": " ".join(key), "side": side.label, "reason": why})
 
 
+def _version_text(state: MemoryState) -> str:
+    version = state.version
+    return version.text() if version is not None else ABSENT
+
+
 def sync_stores(local: StoreSide, peer: StoreSide | RemoteSide, *, dry_run: bool = False,
-                progress: Progress | None = None) -> SyncSummary:
-    """Merge ``peer`` and ``local`` both ways; see the module docstring."""
-    return Sync(local, peer, dry_run=dry_run, progress=progress).run()
+                progress: Progress | None = None, allow_deletes: int | None = None) -> SyncSummary:
+    """Merge ``peer`` and ``local`` both ways; see the module docstring. A run that would delete
+    more than a small share of a store's memories stops first unless ``allow_deletes`` covers it."""
+    return Sync(local, peer, dry_run=dry_run, progress=progress, allow_deletes=allow_deletes).run()

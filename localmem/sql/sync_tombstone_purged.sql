@@ -1,0 +1,1 @@
+UPDATE sync_tombstones SET purged = 1 WHERE id = :id;

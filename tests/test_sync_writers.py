@@ -1,0 +1,73 @@
+"""Nothing overwritten unseen (issue 42, item 2): a sync's write commits only if the row is still
+the version the sync read, checked inside the write transaction; otherwise the memory goes
+round the merge again. On f49a3c6 an edit made by another process between the sync's read and
+its write was overwritten and marked as sent: it was on neither store.
+"""
+
+from __future__ import annotations
+
+import time
+
+from localmem import MemoryStore
+from localmem.replication.sync import sync_stores
+from localmem.replication.sync_side import StoreSide
+
+
+class EditsAfterReading(StoreSide):
+    """A store side whose reads are followed, once, by another process's edit of one memory
+    (another connection to the same file), before the sync writes."""
+
+    def __init__(self, store: MemoryStore, label: str, writer: MemoryStore, memory_id: str, content: str):
+        super().__init__(store, label)
+        self.writer, self.memory_id, self.content = writer, memory_id, content
+
+    def memory_states(self, ids):
+        states = super().memory_states(ids)
+        if self.memory_id in ids and self.content is not None:
+            time.sleep(0.002)
+            self.writer.update(self.memory_id, content=self.content)
+            self.content = None
+        return states
+
+
+def test_an_edit_made_between_the_syncs_read_and_its_write_survives_on_both_stores(tmp_path):
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b, \
+            MemoryStore(tmp_path / "b.db", embedder="hash") as other_process:
+        memory = a.store("The build server is called hopper")
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        time.sleep(0.002)
+        a.update(memory, content="The build server is called hopper-2")  # to be copied to b
+        racing = EditsAfterReading(b, "b", other_process, memory, "The build server is called grace")
+        summary = sync_stores(StoreSide(a, "a"), racing)
+        assert summary.refused == [], summary.refused
+        contents = {s.get(memory)["content"] for s in (a, b)}
+        kept = {row[0] for s in (a, b) for row in s.conn.execute("SELECT content FROM memories")}
+        # The racing edit is the later change: it is current on both stores, and the edit it
+        # raced is kept as a conflict copy; nothing is on neither store.
+        assert contents == {"The build server is called grace"}, contents
+        assert "The build server is called hopper-2" in kept
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        assert {s.get(memory)["content"] for s in (a, b)} == {"The build server is called grace"}
+
+
+def test_a_memory_brought_back_by_an_edit_brings_its_edges_back(tmp_path):
+    """Issue 42, item 3: deleting a memory removes its edges with it; when the merge keeps an
+    edit over that delete, the memory comes back with its edges (on f49a3c6, without them)."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        memory = a.store("Deploys go out on Tuesdays")
+        neighbour = a.store("The release checklist lives in the wiki")
+        a.associate(memory, neighbour, "RELATES_TO", 0.7)
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        a.delete(memory)
+        time.sleep(0.002)
+        b.update(memory, content="Deploys go out on Tuesdays and Thursdays")
+        summary = sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        assert summary.edits_kept_over_deletes == [memory]
+
+        def edges(store: MemoryStore) -> list[tuple]:
+            return store.conn.execute(
+                "SELECT s.id, e.type, d.id, e.strength FROM edges e JOIN memories s ON s.pk = e.src "
+                "JOIN memories d ON d.pk = e.dst").fetchall()
+
+        assert edges(a) == edges(b) == [(memory, "RELATES_TO", neighbour, 0.7)]
+        assert a.get(memory, with_edges=True)["state"] == b.get(memory, with_edges=True)["state"]
