@@ -1,24 +1,21 @@
--- Schema version 13: the trash. A memory that sync, pull or a merge deletes is kept here
+-- Schema version 14: the trash. A memory that sync, pull or a merge deletes is kept here
 -- first, with its edges, restorable for 30 days (`localmem trash`). A purge is the one
 -- deletion that bypasses it; a purged memory's tombstone says so, so peers purge it too.
 
-CREATE TABLE trash (
+CREATE TABLE IF NOT EXISTS trash (
     id         TEXT PRIMARY KEY,           -- the memory's id
     record     TEXT NOT NULL,              -- the memory record as JSON
     edges      TEXT NOT NULL DEFAULT '[]', -- JSON [[src_id, type, dst_id, strength, updated_at, properties]]
     reason     TEXT NOT NULL,              -- what deleted it ("sync with ...", "pull from ...")
     trashed_at TEXT NOT NULL               -- UTC ISO 8601: sorts as text
 ) WITHOUT ROWID;
-CREATE INDEX trash_trashed_at ON trash (trashed_at);
+CREATE INDEX IF NOT EXISTS trash_trashed_at ON trash (trashed_at);
 
-ALTER TABLE sync_tombstones ADD COLUMN purged INTEGER NOT NULL DEFAULT 0;
+-- The tombstones' two new columns (purged, deleted_updated_at): migration_0014_tombstone_columns.sql,
+-- added only where missing (a store whose version number was rolled back migrates again).
 
--- A tombstone keeps the updated_at of the version it deleted: a record is decided against the
--- deletion by that (the deleted version or older: the delete wins; edited after it: the edit
--- survives), the same on every store, rather than by comparing two machines' clocks.
-ALTER TABLE sync_tombstones ADD COLUMN deleted_updated_at TEXT;
 
-DROP TRIGGER sync_tombstone_on_delete;
+DROP TRIGGER IF EXISTS sync_tombstone_on_delete;
 CREATE TRIGGER sync_tombstone_on_delete AFTER DELETE ON memories
 BEGIN
     UPDATE sync_clock SET seq = seq + 1 WHERE id = 1;

@@ -5,8 +5,10 @@ by a few thousand stored tokens (a few tens of millions of multiply-adds).
 OpenBLAS splits a product that size over every core, and waking its threads
 costs more than the product: on a 2-core machine 2.1 ms on one thread
 against 7-15 ms on two once other processes keep the cores busy (an
-assistant's machine usually). Its threads split the rows and columns of the
-output, never a sum, so one thread gives the same bits.
+assistant's machine usually). Older OpenBLAS builds split only the rows and
+columns of the output, so one thread gave the same bits; 0.3.31 may sum in
+another order, so the answer matches up to float rounding, and one thread
+gives the same answer every time.
 
 threadpoolctl (when installed) switches the thread count for the duration of
 the product; without it the product runs as BLAS is configured.

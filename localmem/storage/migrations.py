@@ -121,6 +121,9 @@ def migration_0013_forget_purges(conn: apsw.Connection, sql: Statements) -> None
 
 def migration_0014_trash(conn: apsw.Connection, sql: Statements) -> None:
     """The trash (what sync, pull and merges delete, kept 30 days) and the purge mark on tombstones."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sync_tombstones)")}
+    if "purged" not in columns:  # ALTER TABLE has no IF NOT EXISTS
+        _run_script(conn, sql["migration_0014_tombstone_columns"])
     _run_script(conn, sql["migration_0014_trash"])
 
 

@@ -96,7 +96,7 @@ def similarities(query: np.ndarray, tokens: int, codes: bytes, dims: int) -> np.
     the ±1 matrix: with bits b in {0, 1}, q · (2b - 1) = 2 q · b - sum(q). The bits come
     straight from unpackbits, so recall's scoring of ~100 candidates takes about a third
     of the time the decoded matrix does. None when the codes do not fit. The product runs
-    on one BLAS thread (storage/blas.py): the same bits, without waking idle threads."""
+    on one BLAS thread (storage/blas.py): reproducible, without waking idle threads."""
     packed = _packed(tokens, codes, dims)
     if packed is None or query.ndim != 2 or query.shape[1] != dims:
         return None
