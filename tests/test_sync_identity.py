@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from localmem import MemoryStore
 from test_sync_hostile_remote import cli
 
@@ -58,12 +60,17 @@ def test_a_backup_copy_syncs_with_its_original_as_another_store(tmp_path):
     assert contents(laptop) == contents(copy) == both
 
 
-def test_after_a_restore_the_peer_resends_what_the_restored_store_no_longer_holds(tmp_path):
+@pytest.mark.parametrize("runner", ["laptop", "desktop"])
+def test_after_a_restore_the_peer_resends_what_the_restored_store_no_longer_holds(tmp_path, runner):
     laptop, desktop, saved = tmp_path / "laptop.db", tmp_path / "desktop.db", tmp_path / "saved.db"
     write(laptop, "Kept in the backup")
+    with MemoryStore(laptop, embedder="hash") as store:
+        deleted = store.store("Deleted on the laptop after the backup")
     write(desktop, "Written on the desktop before the backup")
     ok(cli(laptop, "sync", str(desktop)))
     ok(cli(laptop, "backup", str(saved)))
+    with MemoryStore(laptop, embedder="hash") as store:
+        store.delete(deleted)
     write(laptop, "Written on the laptop after the backup")
     write(desktop, "Written on the desktop after the backup")
     ok(cli(laptop, "sync", str(desktop)))
@@ -71,8 +78,9 @@ def test_after_a_restore_the_peer_resends_what_the_restored_store_no_longer_hold
     ok(cli(laptop, "restore", str(saved)))
     assert store_id(laptop) not in (before, store_id(saved))
     assert "Written on the desktop after the backup" not in contents(laptop)
-    # Run from either side, the sync brings back everything the restore took away.
-    ok(cli(desktop, "sync", str(laptop)))
+    assert "Deleted on the laptop after the backup" in contents(laptop)
+    # The sync brings back everything the restore took away, the deletion too (it is in the trash).
+    ok(cli(laptop, "sync", str(desktop)) if runner == "laptop" else cli(desktop, "sync", str(laptop)))
     everything = {"Kept in the backup", "Written on the desktop before the backup",
                   "Written on the laptop after the backup", "Written on the desktop after the backup"}
     assert contents(laptop) == contents(desktop) == everything
