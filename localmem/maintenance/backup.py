@@ -20,7 +20,9 @@ the file open see either the old or the new contents, never a mixture, nobody
 has to be stopped, and no commit of another process can fall between the saved
 copy and the restored contents (writers wait for the lock meanwhile).
 It then records a new ``restore_token`` in meta, which the caches of processes
-that keep the file open are keyed on (the restore took the change counters back).
+that keep the file open are keyed on (the restore took the change counters back),
+and a new store identity (a backup copy gets one too): a copy is another store
+for sync (docs/sync.md, "Copies and restores").
 
 Neither ever writes over the database or its -wal/-shm/-journal files, nor
 restores from them (``storage.files.refuse_database_file``).
@@ -95,9 +97,13 @@ def _mark_restored(conn: apsw.Connection) -> None:
     """Record a new ``restore_token``: processes that keep caches of the file's contents
     (storage/code_search.py, Backend.content_cache) key them on it, since the restore took
     the file's change counters back to the backup's and later writes can bring them to
-    values those caches have already seen."""
+    values those caches have already seen. The restored store also takes a new store
+    identity: its sync peers hold marks of what they sent to the store before the restore,
+    which it no longer holds; under a new identity they send everything again."""
+    sql = Statements()
     with transaction(conn):
-        conn.execute(Statements()["meta_set"], {"key": "restore_token", "value": uuid.uuid4().hex})
+        conn.execute(sql["meta_set"], {"key": "restore_token", "value": uuid.uuid4().hex})
+        conn.execute(sql["sync_store_id_renew"])
 
 
 def describe(conn: apsw.Connection) -> dict[str, Any]:
@@ -146,6 +152,7 @@ def _write_copy(src: apsw.Connection, dest_path: Path, *, overwrite: bool) -> di
         try:
             set_lock_wait(copy, BUSY_TIMEOUT_MS)
             _copy(copy, src)
+            copy.execute(Statements()["sync_store_id_renew"])  # a copy is another store (docs/sync.md)
             copy.execute("PRAGMA journal_mode = DELETE")  # one file, no -wal/-shm beside it
             problems = integrity_check(copy)
             if problems:

@@ -108,7 +108,7 @@ class Sync:
             since, until = marks[source.store_id]
             for page in pages(source, "deletions", since, until, target.store_id):
                 ids = [state.id for state in page]
-                theirs, bases = target.memory_states(ids), self.local.bases(self.peer.store_id, ids)
+                theirs, bases = target.memory_states(ids), self.bases(ids)
                 for state in page:
                     other = theirs.get(state.id, MemoryState(state.id))
                     if other.exists and not other.problem:
@@ -124,7 +124,7 @@ class Sync:
         memory is read again and goes round the merge again (up to ``MERGE_ATTEMPTS`` times)."""
         ids = [state.id for state in page]
         theirs = target.memory_states(ids)
-        bases = self.local.bases(self.peer.store_id, ids)
+        bases = self.bases(ids)
         to_source: list[MemoryState] = []
         to_target: list[MemoryState] = []
         agreed: dict[str, str] = {}
@@ -184,6 +184,16 @@ class Sync:
             again = sorted(changed)
             fresh = source.memory_states(again)
             self.merge_memories(source, target, [fresh.get(i, MemoryState(i)) for i in again], attempt + 1)
+
+    def bases(self, ids: list[str]) -> dict[str, str]:
+        """The last version of each memory both stores agreed on. Both sides record it; a side
+        that took a new identity (a backup copy, a restored store) still holds its own record,
+        under the identity of the peer, which has none for the new one: read it there too."""
+        bases = self.local.bases(self.peer.store_id, ids)
+        missing = [i for i in ids if i not in bases]
+        if missing and isinstance(self.peer, StoreSide):  # a server does not answer for its bases
+            bases.update(self.peer.bases(self.local.store_id, missing))
+        return bases
 
     def bring_edges_back(self, keeper: Side, other: Side, ids: list[str]) -> None:
         """A memory brought back where it was deleted lost its edges there with it: copy them

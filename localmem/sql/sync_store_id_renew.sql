@@ -1,0 +1,3 @@
+-- A copy of a store (a backup, a restored store) takes a new identity, so that no peer takes
+-- it for the store it was copied from (a store without one gets it from migration 0009).
+UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'store_id';
