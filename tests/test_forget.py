@@ -208,3 +208,25 @@ def test_a_forget_travels_with_the_next_sync_and_leaves_no_trash_copy(tmp_path):
         assert contents == ["an ordinary note about the garden"]
         assert store.conn.execute("SELECT count(*) FROM trash").fetchone() == (0,)
         assert store.conn.execute("SELECT purged FROM sync_tombstones WHERE id = ?", (secret,)).fetchone() == (1,)
+
+
+def test_a_forget_travels_to_a_localmem_serve_peer_with_the_next_sync(tmp_path, peer):
+    """The same through a real `localmem serve` peer: the server's copy is purged too."""
+    db = tmp_path / "m.db"
+    with MemoryStore(db, embedder="hash") as store:
+        gone = store.store(f"the alarm code is {OTHER}", tags=["forget-sync"])
+        kept = store.store("the alarm panel is by the door", tags=["forget-sync"])
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LOCALMEM_API_TOKEN": peer.token}
+
+    def sync() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), "sync", peer.url],
+                              capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+
+    first = sync()
+    assert first.returncode == 0, first.stderr
+    assert peer.client.get(f"/memory/{gone}").status_code == 200
+    assert run(db, "forget", gone).returncode == 0
+    second = sync()
+    assert second.returncode == 0, second.stderr
+    assert peer.client.get(f"/memory/{gone}").status_code == 404
+    assert peer.client.get(f"/memory/{kept}").status_code == 200
