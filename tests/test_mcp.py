@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -337,7 +338,7 @@ class StdioServer:
 
         self.params = StdioServerParameters(
             command=sys.executable, args=["-m", "localmem.mcp_server", "--db", str(db), "--embedder", "hash"],
-            cwd=str(REPO))
+            cwd=str(REPO), env=dict(os.environ))  # the SDK's default environment would drop LOCALMEM_DAEMON=0
         self._client_cls = Client
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
