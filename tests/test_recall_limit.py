@@ -102,7 +102,7 @@ def db(tmp_path_factory) -> Path:
 
 
 def test_cli_limit(db):
-    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"}
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8", "LOCALMEM_DAEMON": "0"}
     for limit in ("2", "3", "5"):
         run = subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), "--embedder", "hash",
                               "recall", QUERY, "--limit", limit, "--param", "adaptive_floor=false",

@@ -283,7 +283,7 @@ def test_python_api_reports_the_window_and_warns(db):
 
 
 def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"}
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8", "LOCALMEM_DAEMON": "0"}
     return subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), "--embedder", "hash",
                            *args], capture_output=True, text=True, env=env, timeout=120, check=False)
 
