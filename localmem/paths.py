@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 __all__ = ["default_db_path"]
 
@@ -17,3 +18,18 @@ def default_db_path(environ: os._Environ[str] | dict[str, str] | None = None) ->
     if not base or not os.path.isabs(base):  # the XDG spec says to ignore relative paths
         base = os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(base, "localmem", "memory.db")
+
+
+def private_folder_problem(folder: str) -> tuple[str, bool] | None:
+    """Why ``folder`` is not a private folder of this user (a real directory, this user's, closed
+    to others), and whether ``chmod 700`` alone would mend it; None when it is one. ``lstat``'s
+    ``OSError`` (``FileNotFoundError`` for a missing folder) goes to the caller. The hook
+    discovery note and the warm process's socket share this one check."""
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a directory (a symlink or another file)", False
+    if info.st_uid != os.geteuid():
+        return f"{folder} belongs to uid {info.st_uid}, not to this user", False
+    if info.st_mode & 0o077:
+        return f"{folder} is open to other users (mode {stat.S_IMODE(info.st_mode):o})", True
+    return None

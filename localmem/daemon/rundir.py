@@ -14,6 +14,8 @@ import hashlib
 import os
 import stat
 
+from ..paths import private_folder_problem
+
 __all__ = ["MAX_SOCKET_PATH", "Refused", "Where", "check_folder", "check_socket", "daemon_folder", "enabled",
            "supported", "where"]
 
@@ -78,14 +80,10 @@ def check_folder(folder: str, *, create: bool) -> None:
             os.mkdir(folder, 0o700)
         except FileExistsError:
             pass
-    info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise Refused(f"{folder} is not a directory (a symlink or another file); not used")
-    if info.st_uid != os.geteuid():
-        raise Refused(f"{folder} belongs to uid {info.st_uid}, not to this user; not used")
-    if info.st_mode & 0o077:
-        raise Refused(f"{folder} is open to other users (mode {stat.S_IMODE(info.st_mode):o}); not used "
-                      f"(chmod 700 it, or remove it)")
+    problem = private_folder_problem(folder)
+    if problem is not None:
+        reason, only_mode = problem
+        raise Refused(f"{reason}; not used" + (" (chmod 700 it, or remove it)" if only_mode else ""))
 
 
 def check_socket(path: str) -> None:

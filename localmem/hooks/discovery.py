@@ -26,6 +26,8 @@ import os
 import re
 import stat
 
+from ..paths import private_folder_problem
+
 __all__ = ["MAX_NOTE_BYTES", "Note", "NoteRefused", "StaleNote", "listener_owner", "loopback_literal", "note_path", "read_note",
            "remove_note", "runtime_dir", "store_key", "supported", "write_note"]
 
@@ -108,16 +110,13 @@ def note_path(store_path: str, environ: dict[str, str] | None = None) -> str:
 
 def _check_folder(folder: str, *, fix: bool) -> None:
     """The folder must be a real directory of this user, closed to others (0700)."""
-    info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise NoteRefused(f"{folder} is not a directory (a symlink or another file)")
-    if info.st_uid != os.geteuid():
-        raise NoteRefused(f"{folder} belongs to uid {info.st_uid}, not to this user")
-    if info.st_mode & 0o077:
-        if not fix:
-            raise NoteRefused(f"{folder} is open to other users (mode {stat.S_IMODE(info.st_mode):o}; "
-                              "expected 700)")
-        os.chmod(folder, 0o700)
+    problem = private_folder_problem(folder)
+    if problem is None:
+        return
+    reason, only_mode = problem
+    if not (fix and only_mode):
+        raise NoteRefused(reason + ("; expected 700" if only_mode else ""))
+    os.chmod(folder, 0o700)
 
 
 def write_note(store_path: str, *, host: str, port: int, secret: str) -> str:
