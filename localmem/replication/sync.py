@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
+from ..storage.hybrid_clock import wall_ms
+from .hlc import MAX_SKEW_MS
 from .sync_rules import (
     ABSENT,
     CONFLICT_RELATION,
@@ -75,6 +77,8 @@ class Sync:
         self.allow_deletes = allow_deletes
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
+        # Stamps more than the bounded skew ahead of this machine's clock order nothing.
+        self.horizon_ms = wall_ms(local.store.now()) + MAX_SKEW_MS
 
     def run(self) -> SyncSummary:
         marks = {side.store_id: (side.sent_to(other.store_id), side.clock())
@@ -112,7 +116,7 @@ class Sync:
                 for state in page:
                     other = theirs.get(state.id, MemoryState(state.id))
                     if other.exists and not other.problem:
-                        decision = decide(state, other, bases.get(state.id))
+                        decision = decide(state, other, bases.get(state.id), self.horizon_ms)
                         planned += decision.to_target is not None and decision.to_target.record is None
             check_deletions(planned, target.memory_count(), self.allow_deletes, target.label)
 
@@ -136,15 +140,15 @@ class Sync:
                 side = source if damaged is state else target
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
                 continue
-            decision = decide(state, other, bases.get(state.id))
+            decision = decide(state, other, bases.get(state.id), self.horizon_ms)
             if decision.to_source is not None:
                 to_source.append(decision.to_source)
             if decision.to_target is not None:
                 to_target.append(decision.to_target)
             if decision.note == "conflict" and decision.conflict_loser is not None:
                 assert decision.winner is not None
-                copy = self.conflict_copy(state.id, decision.conflict_loser,
-                                          decision.winner.at.isoformat())
+                loser = state if decision.conflict_loser is state.record else other
+                copy = self.conflict_copy(state.id, loser, decision.winner.at.isoformat())
                 to_source.append(copy)
                 to_target.append(copy)
                 self.summary.conflicts.append({"id": state.id, "kept_as": copy.id,
@@ -208,8 +212,10 @@ class Sync:
         else:
             self.summary.edges_to_local += written
 
-    def conflict_copy(self, memory_id: str, losing: dict[str, Any], winner_at: str) -> MemoryState:
-        """The losing version as a memory of its own, superseded by the winner."""
+    def conflict_copy(self, memory_id: str, loser: MemoryState, winner_at: str) -> MemoryState:
+        """The losing version as a memory of its own, superseded by the winner (stamped as the
+        losing change was, so every store holds and orders the copy alike)."""
+        losing = loser.record or {}
         copy_id = conflict_copy_id(memory_id, memory_version(losing))
         metadata = dict(losing.get("metadata") or {})
         # As `supersede` marks a replaced memory, so recall shows the winner and hides the copy.
@@ -219,7 +225,7 @@ class Sync:
                                            "changed on both stores since they last synced; "
                                            "the later change won"}})
         return MemoryState(copy_id, record={**losing, "id": copy_id, "metadata": metadata,
-                                            "t_invalid": winner_at})
+                                            "t_invalid": winner_at}, hlc=loser.hlc)
 
     def link_conflict_copies(self, source: Side, target: Side,
                              states: list[MemoryState]) -> None:
@@ -228,7 +234,8 @@ class Sync:
             assert copy.record is not None
             original = copy.record["metadata"]["sync_conflict"]["memory_id"]
             edge = EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9,
-                             updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}')
+                             updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}',
+                             hlc=copy.hlc)
             for side in (source, target):
                 for _, why in side.put_edges([edge], self.other(side).store_id):
                     self.summary.refused.append({"id": copy.id, "side": side.label, "reason": why})
@@ -253,7 +260,7 @@ class Sync:
         theirs = target.edge_states([edge.key for edge in page])
         writes: dict[int, list[EdgeState]] = {id(source): [], id(target): []}
         for edge in page:
-            to_source, to_target = decide_edge(edge, theirs.get(edge.key, EdgeState(edge.key)))
+            to_source, to_target = decide_edge(edge, theirs.get(edge.key, EdgeState(edge.key)), self.horizon_ms)
             for side, state in ((source, to_source), (target, to_target)):
                 if state is not None:
                     writes[id(side)].append(state)

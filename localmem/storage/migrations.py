@@ -127,6 +127,15 @@ def migration_0014_trash(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0014_trash"])
 
 
+def migration_0015_sync_hlc(conn: apsw.Connection, sql: Statements) -> None:
+    """Hybrid logical clock stamps on every change, tombstone and edge-log entry (derived from
+    the times already there), and a memory's deletion logging its edges' removal."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memory_changes)")}
+    if "hlc" not in columns:  # ALTER TABLE has no IF NOT EXISTS
+        _run_script(conn, sql["migration_0015_sync_hlc_columns"])
+    _run_script(conn, sql["migration_0015_sync_hlc"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -142,6 +151,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0012_dedup,
     migration_0013_forget_purges,
     migration_0014_trash,
+    migration_0015_sync_hlc,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
