@@ -77,8 +77,10 @@ class Sync:
         self.allow_deletes = allow_deletes
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
-        # Stamps more than the bounded skew ahead of this machine's clock order nothing.
-        self.horizon_ms = wall_ms(local.store.now()) + MAX_SKEW_MS
+        # Stamps more than the bounded skew ahead of the earlier of the two stores' clocks (a file
+        # peer's, and this one's) order nothing: a store whose clock is broken cannot vouch for it.
+        self.horizon_ms = min(wall_ms(side.store.now()) for side in (local, peer)
+                              if isinstance(side, StoreSide)) + MAX_SKEW_MS
 
     def run(self) -> SyncSummary:
         marks = {side.store_id: (side.sent_to(other.store_id), side.clock())

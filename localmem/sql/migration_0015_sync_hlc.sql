@@ -15,34 +15,34 @@
 -- counter 0 and the all-zero replica, so the same version gets the same stamp on every store;
 -- a time past the migration's own clock plus the skew (a 9999 updated_at) orders nothing (0).
 
-UPDATE sync_clock SET hlc_wall = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), hlc_counter = 0
+UPDATE sync_clock SET hlc_wall = max(hlc_wall, CAST(round(unixepoch('now', 'subsec') * 1000) AS INTEGER))
 WHERE id = 1;
 
 UPDATE memory_changes SET hlc = (
     SELECT printf('%015d-%010d-%s', CASE WHEN w IS NULL OR w < 0 OR w > c.hlc_wall + 86400000 THEN 0 ELSE w END,
                   0, '00000000000000000000000000000000')
-    FROM (SELECT CAST((julianday(m.updated_at) - 2440587.5) * 86400000 AS INTEGER) AS w
+    FROM (SELECT CAST(round(unixepoch(m.updated_at, 'subsec') * 1000) AS INTEGER) AS w
           FROM memories AS m WHERE m.pk = memory_changes.pk), sync_clock AS c WHERE c.id = 1);
 
 UPDATE sync_tombstones SET
     hlc = (SELECT printf('%015d-%010d-%s', CASE WHEN w IS NULL OR w < 0 OR w > c.hlc_wall + 86400000 THEN 0 ELSE w END,
                          0, '00000000000000000000000000000000')
-           FROM (SELECT CAST((julianday(deleted_at) - 2440587.5) * 86400000 AS INTEGER) AS w), sync_clock AS c
+           FROM (SELECT CAST(round(unixepoch(deleted_at, 'subsec') * 1000) AS INTEGER) AS w), sync_clock AS c
            WHERE c.id = 1),
     deleted_hlc = (SELECT CASE WHEN deleted_updated_at IS NULL THEN NULL ELSE
                        printf('%015d-%010d-%s', CASE WHEN w IS NULL OR w < 0 OR w > c.hlc_wall + 86400000 THEN 0 ELSE w END,
                               0, '00000000000000000000000000000000') END
-                   FROM (SELECT CAST((julianday(deleted_updated_at) - 2440587.5) * 86400000 AS INTEGER) AS w),
+                   FROM (SELECT CAST(round(unixepoch(deleted_updated_at, 'subsec') * 1000) AS INTEGER) AS w),
                         sync_clock AS c WHERE c.id = 1);
 
 UPDATE sync_edge_log SET hlc = (
     SELECT printf('%015d-%010d-%s', CASE WHEN w IS NULL OR w < 0 OR w > c.hlc_wall + 86400000 THEN 0 ELSE w END,
                   0, '00000000000000000000000000000000')
-    FROM (SELECT CAST((julianday(coalesce(sync_edge_log.deleted_at,
+    FROM (SELECT CAST(round(unixepoch(coalesce(sync_edge_log.deleted_at,
                  (SELECT e.updated_at FROM edges AS e JOIN memories AS a ON a.pk = e.src
                   JOIN memories AS b ON b.pk = e.dst
                   WHERE a.id = sync_edge_log.src_id AND e.type = sync_edge_log.type
-                    AND b.id = sync_edge_log.dst_id))) - 2440587.5) * 86400000 AS INTEGER) AS w),
+                    AND b.id = sync_edge_log.dst_id)), 'subsec') * 1000) AS INTEGER) AS w),
          sync_clock AS c WHERE c.id = 1);
 
 -- The clock's step, in every trigger below: one UPDATE with the change counter's.
