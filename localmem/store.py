@@ -119,7 +119,7 @@ class MemoryStore:
             if self.read_only:
                 require_current_schema(conn)  # a read-only store cannot migrate
             else:
-                migrate(conn, sql)
+                migrate(conn, sql, home=self.path)
             self._backend.settle_dimensions(self.path)
         except BaseException:
             conn.close()

@@ -16,6 +16,7 @@ from .database import check_localmem_file, transaction
 from ..errors import ConfigError
 from .statements import Statements
 from .threads import thread_key, write_text_rows
+from .identity import claim_home
 
 
 def _run_script(conn: apsw.Connection, sql: str) -> None:
@@ -193,8 +194,10 @@ def require_current_schema(conn: apsw.Connection) -> None:
         )
 
 
-def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERSION) -> int:
-    """Bring the schema up to ``target``; returns the version reached."""
+def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERSION,
+            home: str | None = None) -> int:
+    """Bring the schema up to ``target``; returns the version reached. ``home``: the file's path,
+    opened for writing: a byte copy of a store found there takes a new identity (identity.py)."""
     current = schema_version(conn)
     if current > LATEST_VERSION:
         raise ConfigError(
@@ -214,4 +217,6 @@ def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERS
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(version),),
             )
+    if home is not None and max(current, target) >= 9:  # identities came with schema 9
+        claim_home(conn, sql, home)
     return max(current, target)
