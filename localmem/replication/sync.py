@@ -131,8 +131,10 @@ class Sync:
         ids = [state.id for state in page]
         theirs = target.memory_states(ids)
         bases = self.bases(ids)
-        to_source: list[MemoryState] = []
-        to_target: list[MemoryState] = []
+        # One state per memory and side: a conflict copy met again in the same page (its own
+        # change, or the same conflict seen from a third store) is written once.
+        to_source: dict[str, MemoryState] = {}
+        to_target: dict[str, MemoryState] = {}
         agreed: dict[str, str] = {}
         brought_back: dict[int, list[str]] = {id(source): [], id(target): []}  # ids kept over a delete, by keeper
         for state in page:
@@ -143,16 +145,15 @@ class Sync:
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
                 continue
             decision = decide(state, other, bases.get(state.id), self.horizon_ms)
-            if decision.to_source is not None:
-                to_source.append(decision.to_source)
-            if decision.to_target is not None:
-                to_target.append(decision.to_target)
+            for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
+                if chosen is not None:
+                    states.setdefault(chosen.id, chosen)
             if decision.note == "conflict" and decision.conflict_loser is not None:
                 assert decision.winner is not None
                 loser = state if decision.conflict_loser is state.record else other
                 copy = self.conflict_copy(state.id, loser, decision.winner.at.isoformat())
-                to_source.append(copy)
-                to_target.append(copy)
+                to_source.setdefault(copy.id, copy)
+                to_target.setdefault(copy.id, copy)
                 self.summary.conflicts.append({"id": state.id, "kept_as": copy.id,
                                                "winner_updated_at": decision.winner.at.isoformat()
                                                if decision.winner else None})
@@ -162,12 +163,12 @@ class Sync:
             if decision.winner is not None:
                 agreed[state.id] = decision.winner.text()
         if self.dry_run:
-            self.count(source, to_source, to_target)
+            self.count(source, list(to_source.values()), list(to_target.values()))
             return
         read = {id(source): {s.id: _version_text(s) for s in page},
                 id(target): {i: _version_text(theirs.get(i, MemoryState(i))) for i in ids}}
         changed: set[str] = set()
-        for side, states in ((source, to_source), (target, to_target)):
+        for side, states in ((source, list(to_source.values())), (target, list(to_target.values()))):
             refused = side.put_memories(states, self.other(side).store_id, read[id(side)])
             moved = {memory_id for memory_id, why in refused
                      if why == CHANGED_MEANWHILE and attempt < MERGE_ATTEMPTS}
@@ -176,9 +177,9 @@ class Sync:
                                      for memory_id, why in refused if memory_id not in moved]
             failed = {memory_id for memory_id, _ in refused}
             agreed = {k: v for k, v in agreed.items() if k not in failed}
-        self.count(source, [s for s in to_source if s.id not in changed],
-                   [s for s in to_target if s.id not in changed])
-        self.link_conflict_copies(source, target, to_target)
+        self.count(source, [s for s in to_source.values() if s.id not in changed],
+                   [s for s in to_target.values() if s.id not in changed])
+        self.link_conflict_copies(source, target, [s for s in to_target.values() if s.id not in changed])
         for keeper in (source, target):
             kept = [i for i in brought_back[id(keeper)] if i not in changed]
             if kept:
@@ -239,8 +240,10 @@ class Sync:
                              updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}',
                              hlc=copy.hlc)
             for side in (source, target):
-                for _, why in side.put_edges([edge], self.other(side).store_id):
-                    self.summary.refused.append({"id": copy.id, "side": side.label, "reason": why})
+                # Refused only when the copy or the memory it links to is not there: its write
+                # was refused (already listed) or a writer deleted it meanwhile, a deletion the
+                # next sync carries; there is then nothing to link.
+                side.put_edges([edge], self.other(side).store_id)
 
     def count(self, source: Side, to_source: list[MemoryState], to_target: list[MemoryState]) -> None:
         for side, states in ((source, to_source), (self.other(source), to_target)):
