@@ -206,3 +206,13 @@ def test_a_malformed_stamp_from_a_server_is_refused_naming_the_field(bad):
     from localmem.replication.sync_wire import memory_from_json
     with pytest.raises(ValidationError, match=r"states\[0\]\.hlc"):
         memory_from_json({"id": "6f1c2d8e-4a5b-4c3d-9e8f-0a1b2c3d4e5f", "record": None, "hlc": bad}, "states[0]")
+
+
+def test_a_peer_files_junk_stamps_are_not_taken(tmp_path):
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        memory = b.store("A note with a hostile stamp")
+        b.conn.execute("UPDATE memory_changes SET hlc = ?", ("9" * 1_000_000,))
+        summary = sync(a, b)
+        assert summary.copied_to_local == 1 and summary.refused == []
+        assert STAMP.fullmatch(stamp_of(a, memory)) and stamp_of(a, memory).endswith(store_id(a))
+        assert (tmp_path / "a.db").stat().st_size < 1_000_000

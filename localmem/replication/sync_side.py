@@ -19,7 +19,7 @@ from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
-from .hlc import MAX_SKEW_MS, stamp_key
+from .hlc import MAX_SKEW_MS, stamp_key, valid_stamp
 from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
 from .sync_wire import STORE_ID
 
@@ -308,15 +308,20 @@ def _memory_state(row: dict[str, Any]) -> MemoryState:
     """A memory row as a sync state; a row damaged on disk becomes a state naming the damage."""
     try:
         return MemoryState(row["id"], record=to_record({k: v for k, v in row.items() if k not in ("change_seq", "hlc")}),
-                           hlc=row.get("hlc"))
+                           hlc=_stamp(row.get("hlc")))
     except (ValueError, TypeError, KeyError) as exc:
         return MemoryState(str(row.get("id")), problem=f"its stored row cannot be read ({exc})")
 
 
 def _tombstone(row: dict[str, Any]) -> MemoryState:
     return MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]),
-                       deleted_updated_at=row.get("deleted_updated_at"), hlc=row.get("hlc"),
-                       deleted_hlc=row.get("deleted_hlc"))
+                       deleted_updated_at=row.get("deleted_updated_at"), hlc=_stamp(row.get("hlc")),
+                       deleted_hlc=_stamp(row.get("deleted_hlc")))
+
+
+def _stamp(value: Any) -> str | None:
+    """A stored clock stamp, or None for anything else (a peer file's rows are not trusted)."""
+    return value if valid_stamp(value) else None
 
 
 def _store_fields(fields: dict[str, Any]) -> dict[str, Any]:
@@ -334,4 +339,4 @@ def _edge(row: dict[str, Any]) -> EdgeState:
     return EdgeState(key=(row["src_id"], row["type"], row["dst_id"]), strength=row.get("strength"),
                      updated_at=row.get("updated_at"), properties=row.get("properties"),
                      deleted_at=row.get("deleted_at") if row.get("strength") is None else None,
-                     hlc=row.get("hlc"))
+                     hlc=_stamp(row.get("hlc")))
