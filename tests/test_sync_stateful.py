@@ -95,7 +95,7 @@ class Replicas(RuleBasedStateMachine):
     def text(self, n: int, memory_id: str, words: str) -> str:
         """Write a new, unique text to ``memory_id`` on replica ``n`` (new or edited)."""
         self.serial += 1
-        text = f"t{self.serial} {words}"
+        text = f"t{self.serial} {words}".strip()  # as the store keeps it
         self.texts[text] = memory_id
         self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id}  # overwritten, seen
         self.seen[n].add(text)

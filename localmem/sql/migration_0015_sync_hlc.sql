@@ -15,7 +15,7 @@
 -- counter 0 and the all-zero replica, so the same version gets the same stamp on every store;
 -- a time past the migration's own clock plus the skew (a 9999 updated_at) orders nothing (0).
 
-UPDATE sync_clock SET hlc_wall = max(hlc_wall, CAST(round(unixepoch('now', 'subsec') * 1000) AS INTEGER))
+UPDATE sync_clock SET hlc_wall = max(hlc_wall, localmem_wall_ms())
 WHERE id = 1;
 
 UPDATE memory_changes SET hlc = (
