@@ -72,6 +72,7 @@ class Replicas(RuleBasedStateMachine):
         self.written: set[str] = set()  # every id ever stored
         self.deleted: set[str] = set()  # ids some replica deleted at some point
         self.texts: dict[str, str] = {}  # every text written -> the id it was written to
+        self.changes: dict[str, str] = {}  # every change (a text, or a supersession) -> the id it changed
         self.seen: list[set[str]] = [set() for _ in range(REPLICAS)]  # texts and deletes each replica has seen
         self.excused: set[str] = set()  # texts causally overwritten or deleted
         self.deletes: list[tuple[str, frozenset[str]]] = []  # (id, what the deleting replica had seen)
@@ -96,7 +97,7 @@ class Replicas(RuleBasedStateMachine):
         """Write a new, unique text to ``memory_id`` on replica ``n`` (new or edited)."""
         self.serial += 1
         text = f"t{self.serial} {words}".strip()  # as the store keeps it
-        self.texts[text] = memory_id
+        self.texts[text] = self.changes[text] = memory_id
         self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id}  # overwritten, seen
         self.seen[n].add(text)
         return text
@@ -137,6 +138,10 @@ class Replicas(RuleBasedStateMachine):
         ids = self.ids(n)
         if len(ids) >= 2 and ids[a % len(ids)] != ids[b % len(ids)]:
             self.stores[n].supersede(ids[a % len(ids)], ids[b % len(ids)])
+            for memory_id in (ids[a % len(ids)], ids[b % len(ids)]):  # a change to both memories' fields
+                self.serial += 1
+                self.changes[f"s{self.serial}"] = memory_id
+                self.seen[n].add(f"s{self.serial}")
 
     @rule(n=st.integers(0, REPLICAS - 1), skew=SKEWS)
     def clock_jumps(self, n, skew):
@@ -221,7 +226,7 @@ class Replicas(RuleBasedStateMachine):
         present = set(first[0])
         for memory_id, seen in self.deletes:
             if memory_id in present:
-                again = [t for t, i in self.texts.items() if i == memory_id and t not in seen]
+                again = [t for t, i in self.changes.items() if i == memory_id and t not in seen]
                 assert again, f"{memory_id} was deleted and came back, edited by no one who had not seen the delete"
 
 
