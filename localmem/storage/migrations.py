@@ -8,6 +8,7 @@ writes to a schema it does not understand.
 from __future__ import annotations
 
 import json
+import re
 from typing import Callable
 
 import apsw
@@ -16,6 +17,7 @@ from .database import check_localmem_file, transaction
 from ..errors import ConfigError
 from .statements import Statements
 from .threads import thread_key, write_text_rows
+from .hybrid_clock import register_wall_clock
 from .identity import claim_home
 
 
@@ -131,10 +133,21 @@ def migration_0014_trash(conn: apsw.Connection, sql: Statements) -> None:
 def migration_0015_sync_hlc(conn: apsw.Connection, sql: Statements) -> None:
     """Hybrid logical clock stamps on every change, tombstone and edge-log entry (derived from
     the times already there), and a memory's deletion logging its edges' removal."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(memory_changes)")}
-    if "hlc" not in columns:  # ALTER TABLE has no IF NOT EXISTS
-        _run_script(conn, sql["migration_0015_sync_hlc_columns"])
+    try:
+        conn.execute("SELECT localmem_wall_ms()").fetchone()
+    except apsw.SQLError:  # a bare connection (not opened by ``connect``): the system clock
+        register_wall_clock(conn)
+    for statement in sql["migration_0015_sync_hlc_columns"].split(";"):
+        added = _ADDED_COLUMN.search(statement)
+        if added is None:
+            continue
+        table, column = added.groups()
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(statement)  # ALTER TABLE has no IF NOT EXISTS: each column where missing
     _run_script(conn, sql["migration_0015_sync_hlc"])
+
+
+_ADDED_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
 
 
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
