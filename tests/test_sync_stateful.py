@@ -104,7 +104,9 @@ class Replicas(RuleBasedStateMachine):
         self.serial += 1
         text = f"t{self.serial} {words}".strip()  # as the store keeps it
         self.texts[text] = self.changes[text] = memory_id
-        self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id}  # overwritten, seen
+        held = {row[0] for row in self.stores[n].conn.execute("SELECT content FROM memories WHERE id = ?", (memory_id,))}
+        # Overwritten having been seen: each text of this memory, or the one it holds (a conflict copy's).
+        self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t in held}
         self.seen[n].add(text)
         self.seen_surely[n].add(text)
         return text

@@ -131,10 +131,10 @@ class Sync:
         ids = [state.id for state in page]
         theirs = target.memory_states(ids)
         bases = self.bases(ids)
-        # One state per memory and side: a conflict copy met again in the same page (its own
-        # change, or the same conflict seen from a third store) is written once.
-        to_source: dict[str, MemoryState] = {}
+        to_source: dict[str, MemoryState] = {}  # the state each memory must take there, by id
         to_target: dict[str, MemoryState] = {}
+        copies: dict[str, MemoryState] = {}  # conflict copies to make (one per id: the same
+        # conflict met twice in a page, or from a third store, makes the same copy)
         agreed: dict[str, str] = {}
         brought_back: dict[int, list[str]] = {id(source): [], id(target): []}  # ids kept over a delete, by keeper
         for state in page:
@@ -147,13 +147,12 @@ class Sync:
             decision = decide(state, other, bases.get(state.id), self.horizon_ms)
             for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
                 if chosen is not None:
-                    states.setdefault(chosen.id, chosen)
+                    states[chosen.id] = chosen
             if decision.note == "conflict" and decision.conflict_loser is not None:
                 assert decision.winner is not None
                 loser = state if decision.conflict_loser is state.record else other
                 copy = self.conflict_copy(state.id, loser, decision.winner.at.isoformat())
-                to_source.setdefault(copy.id, copy)
-                to_target.setdefault(copy.id, copy)
+                copies.setdefault(copy.id, copy)
                 self.summary.conflicts.append({"id": state.id, "kept_as": copy.id,
                                                "winner_updated_at": decision.winner.at.isoformat()
                                                if decision.winner else None})
@@ -162,11 +161,12 @@ class Sync:
                 brought_back[id(source if state.exists else target)].append(state.id)
             if decision.winner is not None:
                 agreed[state.id] = decision.winner.text()
+        read = {id(source): {s.id: _version_text(s) for s in page},
+                id(target): {i: _version_text(theirs.get(i, MemoryState(i))) for i in ids}}
+        held = self.place_conflict_copies(source, target, copies, (to_source, to_target), read)
         if self.dry_run:
             self.count(source, list(to_source.values()), list(to_target.values()))
             return
-        read = {id(source): {s.id: _version_text(s) for s in page},
-                id(target): {i: _version_text(theirs.get(i, MemoryState(i))) for i in ids}}
         changed: set[str] = set()
         for side, states in ((source, list(to_source.values())), (target, list(to_target.values()))):
             refused = side.put_memories(states, self.other(side).store_id, read[id(side)])
@@ -191,6 +191,30 @@ class Sync:
             again = sorted(changed)
             fresh = source.memory_states(again)
             self.merge_memories(source, target, [fresh.get(i, MemoryState(i)) for i in again], attempt + 1)
+        for holder, state in held:
+            self.merge_memories(holder, self.other(holder), [state], attempt)
+
+    def place_conflict_copies(self, source: Side, target: Side, copies: dict[str, MemoryState],
+                              writes: tuple[dict[str, MemoryState], dict[str, MemoryState]],
+                              read: dict[int, dict[str, str]]) -> list[tuple[Side, MemoryState]]:
+        """Add each new conflict copy to both sides' writes, as a memory neither side holds (the
+        write is a compare-and-set against that). A copy a side already holds (made by an earlier
+        sync, perhaps edited or deleted since) is not made again: it is returned, with the side
+        holding it, to be merged as the memory it is."""
+        if not copies:
+            return []
+        fresh = [i for i in copies if i not in writes[0] and i not in writes[1]]
+        on_source, on_target = source.memory_states(fresh), target.memory_states(fresh)
+        held: list[tuple[Side, MemoryState]] = []
+        for copy_id in fresh:
+            if copy_id in on_source or copy_id in on_target:
+                holder, state = (source, on_source[copy_id]) if copy_id in on_source else (target, on_target[copy_id])
+                held.append((holder, state))
+                continue
+            for states in writes:
+                states[copy_id] = copies[copy_id]
+            read[id(source)][copy_id] = read[id(target)][copy_id] = ABSENT
+        return held
 
     def bases(self, ids: list[str]) -> dict[str, str]:
         """The last version of each memory both stores agreed on. Both sides record it; a side
