@@ -30,7 +30,7 @@ from .sync_rules import (
     memory_version,
 )
 from .deletion_guard import check_deletions
-from .sync_side import CHANGED_MEANWHILE, StoreSide, pages
+from .sync_side import CHANGED_MEANWHILE, MISSING_END, StoreSide, pages
 
 if TYPE_CHECKING:
     from .sync_remote import RemoteSide
@@ -302,9 +302,18 @@ class Sync:
             if self.dry_run or not states:
                 continue
             wanted = {state.key: state for state in states}
+            waiting: list[tuple[str, str, str]] = []
             for key, why in side.put_edges(states, self.other(side).store_id):
-                if wanted[key].exists:  # a removal whose memory is gone here needs nothing
+                if not wanted[key].exists:  # a removal whose memory is gone here needs nothing
+                    continue
+                if why.startswith(MISSING_END) and isinstance(self.other(side), StoreSide):
+                    # Its memory has not come here yet (a writer changed it during this sync, so
+                    # it goes with the next one) or goes (deleted here): send the edge again then.
+                    waiting.append(key)
+                else:
                     self.summary.refused.append({"id": " ".join(key), "side": side.label, "reason": why})
+            if waiting:
+                self.other(side).requeue_edges(waiting)
 
 
 def _version_text(state: MemoryState) -> str:

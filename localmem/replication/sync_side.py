@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 CHANGED_MEANWHILE = "changed here during the sync (compare-and-set): merged again"
+MISSING_END = "a memory it joins is not here"
 
 
 class ChangedMeanwhile(LocalMemError):
@@ -228,7 +229,7 @@ class StoreSide:
             try:
                 src, dst = edge_store.edge_ends(store.conn, src_id, dst_id)
             except NotFoundError as exc:
-                return exc.message
+                return f"{MISSING_END} ({exc.message})"
             if state.exists:
                 try:
                     properties = json.loads(state.properties or "{}")
@@ -265,6 +266,14 @@ class StoreSide:
             wall, counter, _ = max(keys)
             self.store.conn.execute(self.store.sql["sync_hlc_receive"], {
                 "wall": wall, "counter": counter, "skew_ms": MAX_SKEW_MS})
+
+    def requeue_edges(self, keys: list[tuple[str, str, str]]) -> None:
+        """Send these edges again at the next sync (the peer lacked a memory they join)."""
+        store = self.store
+        with store.lock, transaction(store.conn):
+            for src_id, relation, dst_id in keys:
+                store.conn.execute(store.sql["sync_edge_requeue"], {"src_id": src_id, "type": relation,
+                                                                    "dst_id": dst_id})
 
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
         store = self.store
