@@ -104,3 +104,26 @@ def test_an_edge_whose_memory_a_writer_held_back_travels_with_the_next_sync(tmp_
         edges = "SELECT s.id, d.id FROM edges e JOIN memories s ON s.pk = e.src JOIN memories d ON d.pk = e.dst"
         assert b.get(late)["content"] == "Rota swaps go through #oncall"
         assert b.conn.execute(edges).fetchall() == a.conn.execute(edges).fetchall() == [(late, anchor)]
+
+
+def test_a_conflict_met_again_never_writes_over_its_edited_copy(tmp_path):
+    """Three stores meet the same conflict: the copy made by the first meeting, edited since,
+    is merged as the memory it is when the conflict is met again (it was overwritten with the
+    losing version once more, losing the edit)."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b, \
+            MemoryStore(tmp_path / "c.db", embedder="hash") as c:
+        memory = a.store("Lunch is at noon")
+        for pair in ((a, b), (a, c)):
+            sync_stores(StoreSide(pair[0], "x"), StoreSide(pair[1], "y"))
+        a.update(memory, content="Lunch is at 12:30")
+        sync_stores(StoreSide(a, "a"), StoreSide(c, "c"))  # c holds a's version
+        time.sleep(0.002)
+        b.update(memory, content="Lunch is at 13:00")  # later: wins
+        first = sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        copy = first.conflicts[0]["kept_as"]
+        b.update(copy, content="Lunch was at 12:30 until May")  # the copy, edited
+        again = sync_stores(StoreSide(b, "b"), StoreSide(c, "c"))  # the same conflict, met again
+        assert again.refused == [], again.refused
+        for store in (b, c):
+            assert store.get(memory)["content"] == "Lunch is at 13:00"
+            assert store.get(copy)["content"] == "Lunch was at 12:30 until May"
