@@ -182,3 +182,29 @@ def test_the_same_field_changed_on_both_sides_keeps_both_versions(server, tmp_pa
     code, again = pull(db, server)
     assert code == 0 and again["conflict_copies"] == [] and again["memories"]["updated"] == 0, again
     assert len(local_memories(db)) == 4
+
+
+def test_an_edit_made_to_a_pulled_memory_before_the_pull_records_it_is_pushed_not_lost(server, tmp_path):
+    """A memory a pull has just created is recorded in a second transaction (so a killed pull
+    resumes); an edit made in between is recorded as a local change, which the next push sends."""
+    db = tmp_path / "local.db"
+    remote = create(server, "The design review is on Monday", tags=["team"])
+    server.wait_idle()
+    edited: list[str] = []
+
+    def writer(local_id: str) -> None:
+        if not edited:
+            edited.append(local_id)
+            with MemoryStore(db, embedder="hash") as other:
+                other.update(local_id, content="The design review is on Tuesday")
+
+    summary = pull_in_process(db, server, writer)
+    assert summary["memories"]["created"] == 1 and edited, summary
+    assert [m["content"] for m in local_memories(db)] == ["The design review is on Tuesday"]
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["updated"] == 1, pushed
+    server.wait_idle()
+    there = server.client.get(f"/memory/{remote}").json()["memory"]["content"]
+    assert there == "The design review is on Tuesday"
+    code, again = pull(db, server)
+    assert code == 0 and again["memories"]["updated"] == 0 and again["conflict_copies"] == [], again

@@ -146,7 +146,7 @@ class Puller(ProgressSteps):
         self._kept: list[str] = []  # deleted on the server, changed here since
         self._own: list[str] = []  # deleted on the server, but written here (pushed), not pulled
         self._seen: dict[str, dict[str, str]] = {}  # remote id -> field hashes the last pull took
-        # Called with a local id just before pull writes that memory (tests: a writer racing the pull).
+        # Called with a local id just before pull writes or records that memory (tests: a racing writer).
         self.before_write: Callable[[str], None] | None = None
 
     # -- the whole pull -------------------------------------------------------
@@ -424,6 +424,9 @@ class Puller(ProgressSteps):
             if self.store.dimensions is not None:
                 self.summary.embeddings["reembedded"] += len(stored)
             self._maybe_pause()
+            if self.before_write is not None:
+                for local_id in stored:  # tests: a writer between a batch's write and its record
+                    self.before_write(local_id)
             done = there | stored
             self._record({local_id: items[local_id][0] for local_id in items if local_id in done}, created=True,
                          resumed=there)
@@ -475,6 +478,8 @@ class Puller(ProgressSteps):
             hashes = field_hashes(payload, AUTOMEM, complete=complete)
             entry = self.map.get(memory.remote_id)
             pushed_seq = row["change_seq"]
+            if created and not (resumed and local_id in resumed) and self._differs(memory, row):
+                pushed_seq, hashes = 0, {}  # edited here since this pull wrote it: the next push sends it
             if entry is not None and not created:
                 old = json.loads(entry["fields"] or "{}")
                 if (entry["change_seq"] or 0) > entry["pushed_seq"]:  # changed here too: push still sends it
@@ -504,8 +509,7 @@ class Puller(ProgressSteps):
             try:
                 with self.store.lock, transaction(self.store.conn):
                     expect_version(self.store, local_id, row["change_seq"])
-                    self._merge(memory, changed, row, remote_ids)
-                return
+                    copy, reembedded = self._merge(memory, changed, row, remote_ids)
             except ChangedMeanwhile:
                 fresh = self.state.local_rows([local_id]).get(local_id)
                 entry = self.state.map_entry(memory.remote_id)
@@ -518,35 +522,42 @@ class Puller(ProgressSteps):
                     self.summary.memories.unchanged += 1
                     self.state.record_seen([(memory.remote_id, memory.hashes())])
                     return
+                continue
             except NotFoundError:
                 self.summary.skip("memory", local_id, "deleted here during the pull")
                 return
             except (ValidationError, LocalMemError) as exc:
                 self.summary.fail("memory", memory.remote_id, str(exc))
                 return
+            # Committed: only now counted.
+            if (row["change_seq"] or 0) > self.map[memory.remote_id]["pushed_seq"]:
+                self.summary.conflicts += 1
+                self._conflicts.append(local_id)
+            if copy is not None:
+                self.summary.conflict_copies.append(copy)
+            self.summary.embeddings["reembedded"] += reembedded
+            self.summary.memories.updated += 1
+            return
         self.summary.skip("memory", local_id, f"{CHANGED_MEANWHILE} in each of {MERGE_ATTEMPTS} rounds: "
                                               "not taken this time; the next pull tries again")
 
     def _merge(self, memory: RemoteMemory, changed: list[str], row: dict[str, Any],
-               remote_ids: dict[str, str]) -> None:
+               remote_ids: dict[str, str]) -> tuple[dict[str, Any] | None, bool]:
         """Inside the write transaction: write the server's changes into the local memory ``row``
         (a field changed on both sides first keeps the local version as a conflict copy), and
-        record what was taken."""
-        entry = self.map[memory.remote_id]
+        record what was taken. The conflict copy made (or None), and whether it re-embedded."""
+        # The row is what was decided on (and checked): its change number, not the map's older one.
+        entry = self.map[memory.remote_id] = {**self.map[memory.remote_id], "change_seq": row["change_seq"]}
         local_id = row["id"]
-        if (row["change_seq"] or 0) > entry["pushed_seq"]:
-            self.summary.conflicts += 1
-            self._conflicts.append(local_id)
+        copy = None
         both = sorted(set(changed) & changed_here(row, entry, remote_ids))
         if both:  # the server's version is current, the local one kept (pull_merge's docstring)
             mine = to_record({k: v for k, v in row.items() if k != "change_seq"})
-            copy = store_conflict_copy(self.store, local_id, mine, format_timestamp(self.store.now()))
-            self.summary.conflict_copies.append({"id": local_id, "fields": both, "kept_as": copy})
+            kept_as = store_conflict_copy(self.store, local_id, mine, format_timestamp(self.store.now()))
+            copy = {"id": local_id, "fields": both, "kept_as": kept_as}
         after = self.store.update(local_id, **self._item(memory, changed))
-        if after["content"] != row["content"] and self.store.dimensions is not None:
-            self.summary.embeddings["reembedded"] += 1
-        self.summary.memories.updated += 1
         self._record({local_id: memory}, created=False, pulled={local_id: changed}, remote_ids=remote_ids)
+        return copy, after["content"] != row["content"] and self.store.dimensions is not None
 
     def _deleted_there(self) -> list[tuple[str, dict[str, Any]]]:
         return [(rid, entry) for rid, entry in self.map.items()
