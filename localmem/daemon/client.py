@@ -118,8 +118,10 @@ def _connect(where: rundir.Where, timeout: float) -> socket.socket:
     return sock
 
 
-def ask(store_path: str, op: str, body: dict, *, deadline: float, embedder: str = "") -> object:
-    """The warm process's ``result`` for one request (``deadline``: a ``time.monotonic()`` value)."""
+def ask(store_path: str, op: str, body: dict, *, deadline: float, embedder: str = "",
+        timing: dict | None = None) -> object:
+    """The warm process's ``result`` for one request (``deadline``: a ``time.monotonic()`` value);
+    ``timing["took_ms"]``, when given, is set to how long the warm process took to answer."""
     try:
         where = rundir.where(store_path)
     except rundir.Refused as exc:
@@ -134,6 +136,8 @@ def ask(store_path: str, op: str, body: dict, *, deadline: float, embedder: str 
             raise NotRunning(f"the warm process did not answer ({exc})") from None
     finally:
         sock.close()
+    if timing is not None and isinstance(answer.get("took_ms"), (int, float)):
+        timing["took_ms"] = answer["took_ms"]
     if answer.get("ok") is True:
         return answer.get("result")
     status = answer.get("status")

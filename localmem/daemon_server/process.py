@@ -32,6 +32,7 @@ __all__ = ["AlreadyRunning", "serve"]
 MAX_CONNECTIONS = 16
 REQUEST_DEADLINE = 10.0  # to read one request: a client sends it at once
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the clock and the stop flag
+SLOW_REQUEST = 1.0  # seconds: an answer slower than this is logged (every answer's time goes to its client)
 
 
 class AlreadyRunning(LocalMemError):
@@ -160,6 +161,7 @@ def _handle(conn: socket.socket, served: Served) -> bool:
     except (OSError, wire.WireError) as exc:
         _reply(conn, {"ok": False, "status": 400, "message": f"bad request: {exc}"})
         return False
+    started = time.monotonic()
     try:
         reply = {"ok": True, "result": answer(served, message)}
     except ValidationError as exc:
@@ -171,6 +173,10 @@ def _handle(conn: socket.socket, served: Served) -> bool:
     except Exception as exc:  # one request's failure never ends the process
         print(f"localmem daemon: {message.get('op')!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         reply = {"ok": False, "status": 500, "message": f"{type(exc).__name__}: {exc}"}
+    took = time.monotonic() - started
+    reply["took_ms"] = round(took * 1000, 1)  # the client's -v says how much of its wait was the answer
+    if took > SLOW_REQUEST:
+        print(f"localmem daemon: {message.get('op')!r} took {took * 1000:.0f} ms", file=sys.stderr)
     _reply(conn, reply)
     return True
 
