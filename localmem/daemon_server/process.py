@@ -62,6 +62,7 @@ def serve(store_path: str, open_store: Any, *, embedder: str, idle: float, say: 
             listener = _listen(where)
             say(f"localmem daemon: pid {os.getpid()} serves {where.store} on {where.socket} "
                 f"(warm in {time.monotonic() - started:.1f} s; exits after {idle:g} s idle)")
+            threading.Thread(target=served.mcp_lines.prepare, name="localmem-daemon-mcp", daemon=True).start()
             try:
                 _accept(listener, served)
             finally:
