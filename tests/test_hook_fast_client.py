@@ -122,3 +122,29 @@ def test_install_knows_the_fast_command_and_replaces_the_older_form(tmp_path: Pa
     updated = install.install(settings, {"Stop": fast}, tmp_path / "settings.json")
     assert [e["command"] for g in updated["hooks"]["Stop"] for e in g["hooks"]] == [fast]
     assert install.uninstall(updated, tmp_path / "settings.json") == {}
+
+
+def test_doctor_says_what_the_installed_hooks_will_run(warm: Warm, tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def doctor() -> str:
+        done = warm.localmem("doctor", HOME=str(home))
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "hooks: none installed for Claude Code" in doctor()
+    assert warm.localmem("hooks", "install", "claude-code", "--write", HOME=str(home)).returncode == 0
+    said = doctor()
+    assert "UserPromptSubmit" in said and "-S" in said and "(the fast command)" in said, said
+    settings = home / ".claude" / "settings.json"
+    older = json.loads(settings.read_text())
+    for groups in older["hooks"].values():
+        entry = groups[0]["hooks"][0]
+        words = shlex.split(entry["command"])
+        entry["command"] = shlex.join(["/nowhere/bin/localmem", *words[words.index("--db"):]])
+    settings.write_text(json.dumps(older))
+    said = doctor()
+    assert "MISSING /nowhere/bin/localmem" in said and "hooks install claude-code --write" in said, said
+    settings.write_text("{not json")
+    assert "unreadable" in doctor()

@@ -30,7 +30,7 @@ from ..errors import ValidationError
 from .discovery import replace_file
 
 __all__ = ["CLAUDE_CODE_EVENTS", "Change", "fast_hook_program", "hook_command", "install", "is_fast_program",
-           "localmem_program", "plan",
+           "localmem_program", "plan", "read_settings",
            "settings_path", "snippet", "uninstall", "write"]
 
 # event -> Claude Code's own timeout for the command, in seconds: a margin over the hook's
@@ -128,7 +128,7 @@ def snippet(commands: dict[str, str]) -> dict[str, Any]:
                       for event, command in commands.items()}}
 
 
-def _read(path: Path) -> tuple[str, dict[str, Any]]:
+def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
     try:
         with open(path, "rb") as handle:
             raw = handle.read(MAX_SETTINGS_BYTES + 1)
@@ -219,7 +219,7 @@ def uninstall(settings: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def plan(path: Path, commands: dict[str, str] | None) -> Change:
     """The change installing ``commands`` (None: uninstalling) makes to the file at ``path``."""
-    before, settings = _read(path)
+    before, settings = read_settings(path)
     after_settings = install(settings, commands, path) if commands is not None else uninstall(settings, path)
     if after_settings == settings and before.strip():
         return Change(path, before, before, settings)  # same content: the file stays byte for byte
