@@ -55,11 +55,14 @@ def test_cli_import_defers_apsw_and_the_parser():
 
 # What the hook command ``hooks install`` writes may import when the warm process answers: the
 # standard library's small modules and these of localmem, nothing else (no site, apsw, numpy,
-# dateutil, the store, argparse, typing or threading).
+# dateutil, the store, argparse, typing or threading; not even json, re, socket or hashlib, whose
+# imports cost more than the C modules under them).
 HOOK_CLIENT_MODULES = {"localmem", "localmem.paths", "localmem.hooks", "localmem.hooks.client", "localmem.daemon",
-                       "localmem.daemon.client", "localmem.daemon.rundir", "localmem.daemon.wire"}
+                       "localmem.daemon.client", "localmem.daemon.plain_json", "localmem.daemon.rundir",
+                       "localmem.daemon.wire"}
 NEVER_ON_THE_HOOK_PATH = {"site", "typing", "argparse", "threading", "dataclasses", "subprocess", "logging",
-                          "shutil", "asyncio", "importlib.metadata", "pkg_resources", "apsw", "numpy", "dateutil"}
+                          "shutil", "asyncio", "importlib.metadata", "pkg_resources", "apsw", "numpy", "dateutil",
+                          "json", "re", "enum", "socket", "hashlib"}
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the warm process needs Linux")

@@ -19,13 +19,12 @@ it the hook prints nothing and says so.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import sys
 import time
 
-from ..daemon import client as warm_client, rundir as warm_dir
+from ..daemon import client as warm_client, plain_json, rundir as warm_dir
 from ..paths import default_db_path
 
 # Imported where needed, not here (each costs the prompt ms when the warm process answers):
@@ -228,7 +227,7 @@ def _payload(raw: bytes, event: str) -> dict[str, Any]:
     if not raw.strip():
         raise _Silent("localmem hook: stdin is empty; expected the hook's JSON object")
     try:
-        payload = json.loads(raw)
+        payload = plain_json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise _Silent(f"localmem hook: stdin is not valid JSON ({exc}); answering nothing") from None
     if not isinstance(payload, dict):
@@ -354,12 +353,12 @@ def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | Non
         sys.stderr.write(f"localmem hook: ignoring the server note: port {note.port} is held by uid {owner}, "
                          "not by this user (the server it names is gone)\n")
         raise _Refused("the server note was refused")
-    body = json.dumps({"payload": payload, "settings": _settings_environment()}).encode("utf-8")
+    body = plain_json.dumps({"payload": payload, "settings": _settings_environment()}).encode("utf-8")
     status, headers, raw = _http_post(note, HOOK_PATH + run.event, body, run)
     where = f"the localmem server (pid {headers.get(SERVER_PID_HEADER, note.pid)}, {note.host}:{note.port})"
     try:
-        data = json.loads(raw) if raw else None
-    except ValueError:
+        data = plain_json.loads(raw) if raw else None
+    except (ValueError, RecursionError):
         data = None
     if status != 200:
         message = data.get("message") if isinstance(data, dict) else None
@@ -474,7 +473,7 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
                                  (lambda: _start_warm(start_now)) if start_now is not None else None)
             who = "in-process"
         if answer is not None:
-            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.write(plain_json.dumps(answer) + "\n")
             sys.stdout.flush()
         if settings.verbose:
             ms = (time.monotonic() - started) * 1000
