@@ -144,3 +144,26 @@ def test_another_embedder_or_no_warm_process_reads_nothing_and_runs_the_sdk_serv
     # Counted: the status ask that read `before`, the front end's and the SDK server's own status
     # asks (each finds the embedder differs); no line was sent there.
     assert warm.status()["requests"] == before + 3
+
+
+def test_gone_before_the_handshake_the_in_process_server_answers_it(warm: Warm):
+    import time
+
+    pid = warm.start()["pid"]
+    before = warm.status()["requests"]
+    process = subprocess.Popen([sys.executable, "-m", "localmem", "mcp"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=warm.env, cwd=str(REPO))
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        deadline = time.monotonic() + 60
+        while warm.status()["requests"] < before + 2 and time.monotonic() < deadline:  # its status ask
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        process.stdin.write(line(initialize("2025-06-18")) + line({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        process.stdin.close()
+        answers = [json.loads(text) for text in process.stdout.read().splitlines()]
+    finally:
+        said = process.stderr.read().decode()
+        process.wait(timeout=60)
+    assert "answering in-process from now on" in said, said
+    assert [a["id"] for a in answers] == [0, 1] and answers[0]["result"]["protocolVersion"] == "2025-06-18"

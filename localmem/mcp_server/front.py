@@ -111,8 +111,10 @@ class _Front:
                     pass
                 return
         if self.initialize is None and _method(line) == "initialize":
-            self.initialize = line  # answered at once: the client waits for it before anything else
+            # Answered at once (the client waits for it before anything else), then kept to replay.
+            # Kept only after: had the warm process failed it, the in-process server got it as it came.
             self.forward(line, replay=None)
+            self.initialize = line
             return
         self.workers = [w for w in self.workers if w.is_alive()]
         self.slots.acquire()
@@ -158,14 +160,16 @@ class _Front:
                                  "answering in-process from now on\n")
                 sys.stderr.flush()
                 feed_out, self.feed = os.pipe()
-                self.local = threading.Thread(target=self.serve_here, args=(feed_out,), name="localmem-mcp-local")
+                replayed = self.initialize
+                self.local = threading.Thread(target=self.serve_here, args=(feed_out, replayed),
+                                              name="localmem-mcp-local")
                 self.local.start()
-                if self.initialize is not None:
-                    _write_all(self.feed, self.initialize.rstrip(b"\n") + b"\n" + INITIALIZED_LINE)
+                if replayed is not None:
+                    _write_all(self.feed, replayed.rstrip(b"\n") + b"\n" + INITIALIZED_LINE)
             for line in lines:
                 _write_all(self.feed, line if line.endswith(b"\n") else line + b"\n")
 
-    def serve_here(self, feed_out: int) -> None:
+    def serve_here(self, feed_out: int, replayed: bytes | None) -> None:
         """The SDK server, as ``localmem mcp`` runs it without a warm process, on the fed lines."""
         try:
             import anyio
@@ -182,7 +186,7 @@ class _Front:
         lazy = LazyStore(store_factory(self.db, self.embedder))
         lazy.start_warm_up()
         server = build_server(lazy, close_wait=0)
-        out = _Answers(self, self.initialize)
+        out = _Answers(self, replayed)
 
         async def serve() -> None:
             with os.fdopen(feed_out, "rb") as stdin:
