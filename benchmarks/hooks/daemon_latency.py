@@ -124,8 +124,8 @@ def client_argv(kind: str, env: dict[str, str], db: Path, text: str, number: int
 
 def measure(kind: str, db: Path, env: dict[str, str], texts: list[str], runs: int) -> dict[str, list[float]]:
     off_env = dict(env, LOCALMEM_DAEMON="0")
-    out: dict[str, list[float]] = {"off": [], "first": [], "start": [], "warm": [], "script": [], "floor": [],
-                                   "floor_s": []}
+    out: dict[str, list[float]] = {"off": [], "first": [], "start": [], "warm": [], "script": [], "answer": [],
+                                   "floor": [], "floor_s": []}
     if kind == "mcp":
         asyncio.run(_mcp(db, off_env, texts[0]))  # the OS file cache, the SDK's bytecode
         for index in range(runs):
@@ -156,8 +156,22 @@ def measure(kind: str, db: Path, env: dict[str, str], texts: list[str], runs: in
             out[state].append(run(commands[state], state_env, stdin))
         out["floor"].append(run([sys.executable, "-c", "pass"], env))  # any new Python process
         out["floor_s"].append(run([sys.executable, "-S", "-c", "pass"], env))  # without site
+        if kind == "hook":
+            out["answer"].append(warm_answer(db, texts[index % len(texts)], 4000 + index))
     stop(env, db)
     return out
+
+
+def warm_answer(db: Path, text: str, number: int) -> float:
+    """The warm process's own time for one prompt hook (its ``took_ms``), asked from here: what is
+    left of a hook's wall time is the client process's start, imports and exit."""
+    from localmem.daemon import client
+
+    timing: dict[str, float] = {}
+    payload = {"session_id": f"bench-{number}", "prompt": text, "cwd": "/", "hook_event_name": "UserPromptSubmit"}
+    client.ask(str(db), "hook", {"event": "UserPromptSubmit", "payload": payload, "settings": {}},
+               deadline=time.monotonic() + 60, timing=timing)
+    return timing["took_ms"] / 1000
 
 
 def main() -> None:
@@ -178,7 +192,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lmd-", dir="/tmp") as tmp:
         folder = Path(tmp)
         (folder / "run").mkdir(mode=0o700)
-        env["XDG_RUNTIME_DIR"] = str(folder / "run")
+        env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"] = str(folder / "run")  # warm_answer asks from here
         source, _ = scale.cached(10_000, False, say)
         db = folder / "scale-10k.db"
         shutil.copyfile(source, db)
@@ -191,10 +205,11 @@ def main() -> None:
             results[kind] = measure(kind, db, env, texts, args.mcp_runs if kind == "mcp" else args.runs)
     lines = ["| client, state | n | p50 ms | p95 ms | mean ms |", "|---|---|---|---|---|"]
     for kind, found in results.items():
-        for state in ("off", "first", "start", "warm", "script", "floor", "floor_s"):
+        for state in ("off", "first", "start", "warm", "script", "answer", "floor", "floor_s"):
             label = {"off": "no warm process ($LOCALMEM_DAEMON=0)", "first": "first call (starts it)",
                      "start": "  until the warm process answers", "warm": "warm process running",
                      "script": "warm process running, console script `localmem hook`",
+                     "answer": "  the warm process's own answer (asked directly, same rounds)",
                      "floor": "  `python -c pass` in the same rounds",
                      "floor_s": "  `python -S -c pass` in the same rounds"}[state]
             if found[state]:

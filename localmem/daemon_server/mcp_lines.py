@@ -23,19 +23,25 @@ from ..errors import ValidationError
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-__all__ = ["INITIALIZED_LINE", "McpLines", "answers_to"]
+__all__ = ["INITIALIZED_LINE", "MAX_LINE_BYTES", "McpLines", "answers", "member"]
 
 INITIALIZED_LINE = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
 MAX_LINE_BYTES = 1024 * 1024  # the front end answers a longer line in-process (the wire's frame is bounded)
 
 
-def answers_to(line: bytes) -> Any:
-    """The id of the request ``line`` holds (None when it is no request, or not JSON)."""
+def member(line: bytes, name: str) -> Any:
+    """A top-level member of the JSON object ``line`` holds (None when it has none, or is no object)."""
     try:
         message = json.loads(line)
     except (ValueError, RecursionError):
         return None
-    return message.get("id") if isinstance(message, dict) and "method" in message else None
+    return message.get(name) if isinstance(message, dict) else None
+
+
+def answers(output: bytes, request: bytes) -> bool:
+    """Whether ``output`` is the answer (a response or an error, not a request) to ``request``."""
+    asked = member(request, "id")
+    return asked is not None and member(output, "method") is None and member(output, "id") == asked
 
 
 class McpLines:
@@ -79,18 +85,9 @@ class McpLines:
         fed = [replayed.rstrip(b"\n") + b"\n", INITIALIZED_LINE, raw] if replayed is not None else [raw]
         out = _session(self._built(), b"".join(fed))
         lines = out.splitlines(keepends=True)
-        if replayed is not None and lines:
-            first = _parsed(lines[0])
-            if isinstance(first, dict) and "method" not in first and first.get("id") == answers_to(replayed):
-                lines = lines[1:]  # the replayed handshake's answer: the client had it already
+        if replayed is not None and lines and answers(lines[0], replayed):
+            lines = lines[1:]  # the replayed handshake's answer: the client had it already
         return {"lines": [text.decode("utf-8", "surrogateescape") for text in lines]}
-
-
-def _parsed(line: bytes) -> Any:
-    try:
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        return None
 
 
 def _session(server: Any, given: bytes) -> bytes:

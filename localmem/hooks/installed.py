@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shlex
-from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError

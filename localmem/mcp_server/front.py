@@ -23,13 +23,14 @@ serving, so stray reads and prints cannot touch the protocol. Standard library o
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
 
 from ..daemon import client, rundir
+from ..daemon_server.mcp_lines import INITIALIZED_LINE, MAX_LINE_BYTES, answers, member
+from .stdio_fds import claimed_stdio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,9 +40,8 @@ __all__ = ["serve"]
 
 WORKERS = 8  # lines answered at once through the warm process
 LINE_DEADLINE = 120.0  # seconds: a tool call over a large store, a bulk store
-MAX_LINE_BYTES = 1024 * 1024  # a longer line (and all after it) is answered in-process
 STATUS_DEADLINE = 1.0
-INITIALIZED_LINE = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+# A line longer than mcp_lines.MAX_LINE_BYTES (and every later one) is answered in-process.
 
 
 def serve(db: str, embedder: str | None) -> int | None:
@@ -56,13 +56,13 @@ def serve(db: str, embedder: str | None) -> int | None:
         return None
     if not isinstance(status, dict) or status.get("embedder_choice") != choice:
         return None  # it serves another embedder than this command asks for
-    front = _Front(db, embedder, choice)
-    front.run()
+    with claimed_stdio() as (wire_in, wire_out):
+        _Front(db, embedder, choice, wire_in.fileno(), wire_out.fileno()).run()
     return 0
 
 
 class _Front:
-    def __init__(self, db: str, embedder: str | None, choice: str) -> None:
+    def __init__(self, db: str, embedder: str | None, choice: str, wire_in: int, wire_out: int) -> None:
         self.db, self.embedder, self.choice = db, embedder, choice
         self.initialize: bytes | None = None
         self.write_lock = threading.Lock()
@@ -71,7 +71,7 @@ class _Front:
         self.local: threading.Thread | None = None
         self.slots = threading.BoundedSemaphore(WORKERS)
         self.workers: list[threading.Thread] = []
-        self.wire_in, self.wire_out = _claim_stdio()
+        self.wire_in, self.wire_out = wire_in, wire_out
 
     def run(self) -> None:
         pending = b""
@@ -110,7 +110,7 @@ class _Front:
                 except BrokenPipeError:  # the in-process server could not start (it said why)
                     pass
                 return
-        if self.initialize is None and _method(line) == "initialize":
+        if self.initialize is None and member(line, "method") == "initialize":
             # Answered at once (the client waits for it before anything else), then kept to replay.
             # Kept only after: had the warm process failed it, the in-process server got it as it came.
             self.forward(line, replay=None)
@@ -206,59 +206,19 @@ class _Answers:
 
     def __init__(self, front: _Front, replayed: bytes | None) -> None:
         self.front = front
-        self.skip = _request_id(replayed) if replayed is not None else None
-        self.skipping = replayed is not None
+        self.replayed = replayed  # None once the first line is out
 
     def write(self, data: bytes) -> int:
-        if self.skipping:
-            self.skipping = False
-            try:
-                first = json.loads(data)
-            except (ValueError, RecursionError):
-                first = None
-            if isinstance(first, dict) and "method" not in first and first.get("id") == self.skip:
-                return len(data)
-        self.front.write(data)
+        replayed, self.replayed = self.replayed, None
+        if replayed is None or not answers(data, replayed):
+            self.front.write(data)
         return len(data)
 
     def flush(self) -> None:
         pass
 
 
-def _method(line: bytes) -> Any:
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return message.get("method") if isinstance(message, dict) else None
-
-
-def _request_id(line: bytes) -> Any:
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return message.get("id") if isinstance(message, dict) else None
-
-
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def _claim_stdio() -> tuple[int, int]:
-    """Private duplicates of fd 0 and fd 1 for the protocol; fd 0 then reads the null device and
-    fd 1 writes to stderr, so nothing else in this process can read or print on the wire."""
-    sys.stdout.flush()
-    import fcntl
-
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-        os.dup2(2, 1)
-    finally:
-        os.close(null)
-    return wire_in, wire_out
