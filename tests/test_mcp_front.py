@@ -167,3 +167,15 @@ def test_gone_before_the_handshake_the_in_process_server_answers_it(warm: Warm):
         process.wait(timeout=60)
     assert "answering in-process from now on" in said, said
     assert [a["id"] for a in answers] == [0, 1] and answers[0]["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_a_line_too_long_for_the_wire_is_answered_in_process_whole(warm: Warm):
+    huge = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "store_memory", "arguments": {"content": "y" * 1_500_000}}}
+    lines = [line(initialize("2025-06-18")), line({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             line(huge), line({"jsonrpc": "2.0", "id": 2, "method": "ping"})]
+    alone, _ = raw_session({**warm.env, "LOCALMEM_DAEMON": "0"}, lines)
+    warm.start()
+    through, said = raw_session(warm.env, lines)
+    assert "a line longer than" in said and "answering in-process from now on" in said, said
+    assert through == alone and [a["id"] for a in through] == [0, 1, 2]

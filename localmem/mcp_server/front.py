@@ -166,8 +166,8 @@ class _Front:
                 self.local.start()
                 if replayed is not None:
                     _write_all(self.feed, replayed.rstrip(b"\n") + b"\n" + INITIALIZED_LINE)
-            for line in lines:
-                _write_all(self.feed, line if line.endswith(b"\n") else line + b"\n")
+            for line in lines:  # as they came: the start of a long line, the last line without its newline
+                _write_all(self.feed, line)
 
     def serve_here(self, feed_out: int, replayed: bytes | None) -> None:
         """The SDK server, as ``localmem mcp`` runs it without a warm process, on the fed lines."""
