@@ -48,8 +48,8 @@ def serve(db: str, embedder: str | None) -> int | None:
     """Serve the client through the store's warm process (the exit code), or None, having read
     nothing, when no warm process for this store and embedder answers."""
     choice = client.embedder_choice(embedder)
-    if db == ":memory:" or not rundir.enabled():
-        return None
+    if db == ":memory:" or not rundir.enabled() or not _sdk_installed():
+        return None  # (without the SDK, the usual path says what to install, as before)
     try:
         status = client.ask(db, "status", {}, deadline=time.monotonic() + STATUS_DEADLINE)
     except (client.NotRunning, client.Failed):
@@ -59,6 +59,13 @@ def serve(db: str, embedder: str | None) -> int | None:
     with claimed_stdio() as (wire_in, wire_out):
         _Front(db, embedder, choice, wire_in.fileno(), wire_out.fileno()).run()
     return 0
+
+
+def _sdk_installed() -> bool:
+    """Whether this process could answer in-process once the warm process is gone."""
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is not None
 
 
 class _Front:
