@@ -63,7 +63,12 @@ def test_the_same_lines_get_the_same_answers_through_the_warm_process(warm: Warm
              b'"arguments":{"query":"\xff\xfe cat"}}}\n',
              b"not json at all\n", b"\n", b'{"jsonrpc":"2.0","id":9}\n',
              line({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
-                   "params": {"name": "recall_memory", "arguments": {"query": "x" * 300_000}}})]
+                   "params": {"name": "recall_memory", "arguments": {"query": "x" * 300_000}}}),
+             b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+             b'{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"recall_memory",'
+             b'"arguments":{"query":"a\\u0000b \x00 cat"}}}\n',
+             line({"jsonrpc": "2.0", "id": 13, "method": "tools/call",
+                   "params": {"name": "recall_memory", "arguments": {"query": "cat OR \"x\" NEAR(a b) *"}}})]
     alone, _ = raw_session({**warm.env, "LOCALMEM_DAEMON": "0"}, lines)
     warm.start()
     before = warm.status()["requests"]

@@ -40,7 +40,7 @@ class Served:
         self.requests = 0
         self.last_request = time.monotonic()
         self.cli_lock = threading.Lock()  # a CLI command's output is captured by redirecting sys.stdout
-        self.mcp_lines = McpLines(store)  # localmem mcp's front end: the SDK server, built on first use
+        self.mcp_lines = McpLines(store)  # for localmem mcp's front end: built once this process serves
 
 
 def answer(served: Served, message: dict[str, Any]) -> Any:
