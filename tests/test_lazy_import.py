@@ -1,5 +1,6 @@
 """``import localmem`` loads its public names on first use (PEP 562); every name of the contract
-still imports, and ``localmem.cli`` defers apsw and the parser until a command needs them."""
+still imports, ``localmem.cli`` defers apsw and the parser until a command needs them, and the
+installed hook command imports an exact, small set of modules when the warm process answers."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -73,7 +74,7 @@ def run(argv: list[str] | str, env: dict[str, str], stdin: str = "") -> float:
 
 
 def program(env: dict[str, str]) -> list[str]:
-    """The console script (what hooks install), else ``python -m localmem``."""
+    """The console script ``localmem``, else ``python -m localmem``."""
     script = Path(sys.executable).parent / "localmem"
     return [str(script)] if script.exists() else [sys.executable, "-m", "localmem"]
 
@@ -106,9 +107,10 @@ async def _mcp(db: Path, env: dict[str, str], query: str) -> float:
     return elapsed
 
 
-def installed_hook(env: dict[str, str], db: Path) -> str:
+@functools.lru_cache(maxsize=None)
+def installed_hook(db: Path) -> str:
     """The UserPromptSubmit command ``hooks install`` writes for ``db`` (a shell command line)."""
-    done = subprocess.run([*program(env), "--db", str(db), "hooks", "install", "claude-code", "--print"], env=env,
+    done = subprocess.run([*program({}), "--db", str(db), "hooks", "install", "claude-code", "--print"],
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
 
@@ -117,7 +119,7 @@ def client_argv(kind: str, env: dict[str, str], db: Path, text: str, number: int
     if kind in ("hook", "hook-script"):
         payload = {"session_id": f"bench-{number}", "prompt": text, "cwd": "/", "hook_event_name": "UserPromptSubmit"}
         if kind == "hook":
-            return installed_hook(env, db) + " --deadline 60", json.dumps(payload)
+            return installed_hook(db) + " --deadline 60", json.dumps(payload)
         return [*program(env), "--db", str(db), "hook", "UserPromptSubmit", "--deadline", "60"], json.dumps(payload)
     return [*program(env), "--db", str(db), "recall", text, "--json"], ""
 
@@ -146,14 +148,14 @@ def measure(kind: str, db: Path, env: dict[str, str], texts: list[str], runs: in
         started = time.perf_counter()
         out["first"].append(run(argv, env, stdin))
         out["start"].append(wait_warm(env, db, started))
-    commands = {state: client_argv(kind, env, db, texts[0], 0)[0] for state in ("warm", "off")}
+    states = [("warm", env), ("off", off_env)]
     if kind == "hook":  # the console script, through the same warm process, for comparison
-        commands["script"] = client_argv("hook-script", env, db, texts[0], 0)[0]
+        states.append(("script", env))
     for index in range(runs):
-        states = [("warm", env), ("off", off_env)] + ([("script", env)] if "script" in commands else [])
-        for state, state_env in (states if index % 2 == 0 else states[::-1]):
-            _, stdin = client_argv(kind, env, db, texts[index % len(texts)], 2000 + 3 * index + len(out[state]))
-            out[state].append(run(commands[state], state_env, stdin))
+        for number, (state, state_env) in enumerate(states if index % 2 == 0 else states[::-1]):
+            client = "hook-script" if state == "script" else kind
+            argv, stdin = client_argv(client, env, db, texts[index % len(texts)], 2000 + 3 * index + number)
+            out[state].append(run(argv, state_env, stdin))
         out["floor"].append(run([sys.executable, "-c", "pass"], env))  # any new Python process
         out["floor_s"].append(run([sys.executable, "-S", "-c", "pass"], env))  # without site
         if kind == "hook":
