@@ -25,9 +25,7 @@ PROMPT = {"session_id": "s1", "prompt": "how do we deploy the orchid service", "
 
 @pytest.fixture
 def warm(tmp_path: Path):
-    found = Warm(tmp_path / "memory.db")
-    for content in ("deploy the orchid service with blue-green rollout", "coffee with oat milk every morning"):
-        assert found.localmem("store", content, LOCALMEM_DAEMON="0").returncode == 0
+    found = Warm(tmp_path / "memory.db").stocked("deploy the orchid service with blue-green rollout", "coffee with oat milk every morning")
     yield found
     found.close()
 

@@ -22,9 +22,7 @@ mcp = pytest.importorskip("mcp")
 
 @pytest.fixture
 def warm(tmp_path: Path):
-    found = Warm(tmp_path / "memory.db")
-    for content in ("the cat sat on the mat by the window", "deploy the orchid service with blue-green rollout"):
-        assert found.localmem("store", content, LOCALMEM_DAEMON="0").returncode == 0
+    found = Warm(tmp_path / "memory.db").stocked("the cat sat on the mat by the window", "deploy the orchid service with blue-green rollout")
     yield found
     found.close()
 
