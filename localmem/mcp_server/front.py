@@ -172,9 +172,12 @@ class _Front:
                                               name="localmem-mcp-local")
                 self.local.start()
                 if replayed is not None:
-                    _write_all(self.feed, replayed.rstrip(b"\n") + b"\n" + INITIALIZED_LINE)
-            for line in lines:  # as they came: the start of a long line, the last line without its newline
-                _write_all(self.feed, line)
+                    lines = [replayed.rstrip(b"\n") + b"\n" + INITIALIZED_LINE, *lines]
+            try:
+                for line in lines:  # as they came: the start of a long line, the last line without its newline
+                    _write_all(self.feed, line)
+            except BrokenPipeError:  # the in-process server could not start (it said why)
+                pass
 
     def serve_here(self, feed_out: int, replayed: bytes | None) -> None:
         """The SDK server, as ``localmem mcp`` runs it without a warm process, on the fed lines."""
@@ -183,9 +186,8 @@ class _Front:
 
             from .__main__ import store_factory
             from .lazy_store import LazyStore
-            from .server import build_server
+            from .server import DISCONNECT_WAIT_SECONDS, build_server, exit_while_warming
             from .transport import stdio_transport
-            from .server import DISCONNECT_WAIT_SECONDS, exit_while_warming
         except ImportError as exc:
             sys.stderr.write(f"localmem mcp: cannot answer in-process: {exc}\n")
             os.close(feed_out)
