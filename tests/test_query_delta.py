@@ -366,3 +366,41 @@ def test_warm_up_opens_what_the_first_recall_and_write_need(real, monkeypatch, t
         assert embedder.loaded
     finally:
         store.close()
+
+
+class _BatchTokenizer:
+    """A tokenizer that answers ``encode`` through ``encode_batch``, as every text was
+    encoded before the one-text shortcut (OnnxEmbedder._embed)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def encode(self, text):
+        return self.inner.encode_batch([text, text])[0]
+
+    def encode_batch(self, texts):
+        return self.inner.encode_batch(texts)
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_a_query_encodes_bit_for_bit_as_on_the_runtime_pool(real, monkeypatch):  # noqa: F811
+    """The query graph now runs on the calling thread without spinning, and a lone text is
+    tokenized by ``encode``: the numbers are those of onnxruntime's default pool and of
+    ``encode_batch``, bit for bit (recall's answers must not move)."""
+    from localmem.embedders import OnnxEmbedder
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    onnx, delta = OnnxEmbedder("all-MiniLM-L6-v2"), TreeModel.packaged().query_delta
+    texts = TEXTS + ["", "Émilie said 😀 " * 3, "long " * 400, "x\x00y"]
+    fast = [onnx.embed_query(text, delta) for text in texts]
+    digest, session = onnx._query
+    assert session.get_session_options().intra_op_num_threads == 1
+    onnx._query = (digest, OnnxEmbedder._new_session(session._model_path))  # the default pool
+    onnx._tokenizer = _BatchTokenizer(onnx._tokenizer)
+    for text, got in zip(texts, fast):
+        want = onnx.embed_query(text, delta)
+        assert np.array_equal(got[0], want[0]), text[:30]
+        assert np.array_equal(got[1], want[1]) and np.array_equal(got[2], want[2]), text[:30]
+    batch = ["one text", "another, longer text than the first"]  # padded together: still encode_batch
+    assert onnx.embed(batch) == OnnxEmbedder("all-MiniLM-L6-v2").embed(batch)
