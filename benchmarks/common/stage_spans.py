@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 class Spans:
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.clock = clock  # time.thread_time: CPU time of the calling thread, steadier on a loaded machine
+        self.clock = clock  # time.process_time or thread_time: CPU time, steadier on a loaded machine
         self.total: dict[str, float] = {}
         self.calls: dict[str, int] = {}
         self.parent: dict[str, str | None] = {}
@@ -47,10 +47,6 @@ class Spans:
         for owner, name, original in reversed(self._patched):
             setattr(owner, name, original)
         self._patched.clear()
-
-    def reset(self) -> None:
-        self.total.clear()
-        self.calls.clear()
 
     def table(self, per: int, order: list[str]) -> list[str]:
         """Markdown rows: each stage's milliseconds per ``per`` calls of the whole, its calls
