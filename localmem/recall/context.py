@@ -9,7 +9,6 @@ decides whether matching memories must be injected into the results.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -191,9 +190,7 @@ def build_context_profile(*, query: str, context: str, language: str | None,
     )
 
 
-@functools.lru_cache(maxsize=8192)
 def _canonical_tag(tag: str) -> str:
-    # Every candidate's tags against every priority tag, every recall: the same few tags.
     return _TAG_SEPARATORS.sub(":", tag.strip().lower())
 
 
