@@ -21,18 +21,11 @@ from .classify import replacement_type
 from .config import Config
 from .storage.backend import Backend
 from .storage.embedded import Embedded, in_current_space, subset
-from .storage.database import (
-    MEMORY_PATH,
-    connect,
-    connect_read_only,
-    read_transaction,
-    storage_error,
-    transaction,
-)
+from .storage.database import MEMORY_PATH, connect, connect_read_only, read_transaction, storage_error, transaction
 from .embedders import resolve_embedder
 from .errors import NotFoundError, ValidationError
 from .storage.migrations import migrate, require_current_schema
-from .privacy import redact_item
+from .privacy import redact_items, redact_update
 from .progress import ProgressBar
 from .storage.health import health_report
 from .recall.learned_rank import TreeModel
@@ -306,9 +299,7 @@ class MemoryStore:
         """Store items, with dedup (docs/dedup.md) when asked: the near-duplicate kNN before
         the write lock, the exact-duplicate lookup and the insert under it, in one transaction.
         Redaction comes first, so every row, index, vector and key is made from the redacted text."""
-        if not isinstance(redact, bool):
-            raise ValidationError(f"'redact' must be true or false, got {redact!r}")
-        items = [redact_item(item) for item in items] if redact else items
+        items = redact_items(items, redact)
         rows, embeddings = self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
         if not dedup:
             with transaction(self.conn):
@@ -347,8 +338,10 @@ class MemoryStore:
                                      "edges": edge_store.memory_edges(self.conn, self.sql, record["id"])})
 
     @_serialized
-    def update(self, memory_id: str, **fields: Any) -> dict[str, Any]:
-        """Change fields of a memory; re-embeds only when the content changed."""
+    def update(self, memory_id: str, *, redact: bool = False, **fields: Any) -> dict[str, Any]:
+        """Change fields of a memory; re-embeds only when the content changed. ``redact=True``:
+        as ``store``'s, on the fields given (``privacy.redact_update``)."""
+        fields, _ = redact_update(fields, redact)
         unknown = set(fields) - UPDATE_FIELDS
         if unknown:
             raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
@@ -435,8 +428,8 @@ class MemoryStore:
 
     @_serialized
     def supersede(self, old_id: str, new_content_or_id: str, *, relation: str = "INVALIDATED_BY",
-                  reason: str | None = None, **store_fields: Any) -> dict[str, Any]:
-        """Replace a memory by a new one (stored now, or an existing id), atomically.
+                  reason: str | None = None, redact: bool = False, **store_fields: Any) -> dict[str, Any]:
+        """Replace a memory by a new one (stored now, or an existing id), atomically (``redact``: as store's).
 
         The old memory gets ``t_invalid = now`` and supersession metadata, and
         an edge ``old -[relation]-> new`` (strength 0.9) is written. The answer
@@ -457,7 +450,8 @@ class MemoryStore:
                 new_id = candidate
         if new_id is None:
             kept = {} if "type" in store_fields else replacement_type(new_content_or_id, old)
-            rows, embeddings = self._prepare([{**kept, **store_fields, "content": new_content_or_id}])
+            new = redact_items([{**kept, **store_fields, "content": new_content_or_id}], redact)
+            rows, embeddings = self._prepare(new)
             new_id = rows[0].id
         if new_id == old["id"]:
             raise ValidationError("A memory cannot supersede itself")

@@ -90,6 +90,13 @@ class Warm:
                     found.append(int(entry))
         return found
 
+    def stocked(self, *contents: str) -> Warm:
+        """This store with ``contents`` stored in-process (no warm process started by it)."""
+        for content in contents:
+            stored = self.localmem("store", content, LOCALMEM_DAEMON="0")
+            assert stored.returncode == 0, stored.stderr
+        return self
+
     def close(self) -> None:
         # A client may have started one a moment ago (after answering in-process): look twice.
         for _ in range(2):

@@ -366,3 +366,51 @@ def test_warm_up_opens_what_the_first_recall_and_write_need(real, monkeypatch, t
         assert embedder.loaded
     finally:
         store.close()
+
+
+class _BatchTokenizer:
+    """A tokenizer that answers ``encode`` through ``encode_batch``, as every text was
+    encoded before the one-text shortcut (OnnxEmbedder._embed)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def encode(self, text):
+        return self.inner.encode_batch([text, text])[0]
+
+    def encode_batch(self, texts):
+        return self.inner.encode_batch(texts)
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_encodings_are_bit_for_bit_those_of_the_runtime_default_pool(real, monkeypatch):  # noqa: F811
+    """The sessions' threads now sleep after a run (the query graph's on at most two of
+    them), and a lone text is tokenized by ``encode``: the numbers are those of
+    onnxruntime's default pool and of ``encode_batch``, bit for bit (answers must not move)."""
+    import onnxruntime as ort
+    from localmem.embedders import OnnxEmbedder
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    onnx, delta = OnnxEmbedder("all-MiniLM-L6-v2"), TreeModel.packaged().query_delta
+    texts = TEXTS + ["", "Émilie said 😀 " * 3, "long " * 400, "x\x00y"]
+    fast = [onnx.embed_query(text, delta) for text in texts]
+    batch = texts + ["one text", "another, longer text than the first"]  # padded together
+    fast_batch, fast_one = onnx.embed(batch), [onnx.embed([text]) for text in texts]
+    for session in (onnx._query[1], onnx._session):
+        options = session.get_session_options()
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert onnx._query[1].get_session_options().intra_op_num_threads in (1, 2)  # 0: the default pool
+
+    def default_pool(session):
+        return ort.InferenceSession(session._model_path, providers=["CPUExecutionProvider"])
+
+    onnx._query = (onnx._query[0], default_pool(onnx._query[1]))
+    onnx._session = default_pool(onnx._session)
+    onnx._tokenizer = _BatchTokenizer(onnx._tokenizer)
+    for text, got in zip(texts, fast):
+        want = onnx.embed_query(text, delta)
+        assert np.array_equal(got[0], want[0]), text[:30]
+        assert np.array_equal(got[1], want[1]) and np.array_equal(got[2], want[2]), text[:30]
+    assert onnx.embed(batch) == fast_batch
+    assert [onnx.embed([text]) for text in texts] == fast_one

@@ -122,6 +122,30 @@ def test_special_files_are_refused_untouched_as_peer_and_as_db(tmp_path, how):
     assert stat.S_ISFIFO(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o644  # on f49a3c6: 0600
 
 
+def private_null_device(path: Path) -> Path:
+    """A character device node like /dev/null (1, 3), made in the test's own folder (root only)."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o644, os.makedev(1, 3))
+    except (PermissionError, AttributeError, OSError) as exc:
+        pytest.skip(f"cannot make a device node here ({exc}): the issue's root-only case")
+    os.chmod(path, 0o644)
+    return path
+
+
+def test_a_device_node_is_refused_untouched_as_peer_and_as_db(tmp_path):
+    """Issue 42: as root, ``localmem sync /dev/null`` (or ``--db /dev/null``) changed the device
+    node to mode 0600. Shown on a private node, never on the system's."""
+    local, _ = two_stores(tmp_path, count=1)
+    device = private_null_device(tmp_path / "null")
+    run = cli("sync", str(device), db=local, timeout=60)
+    assert run.returncode != 0 and "Traceback" not in run.stderr and "device" in run.stderr, run.stderr
+    run = cli("sync", str(local), db=device, timeout=60)
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    info = os.stat(device)
+    assert stat.S_ISCHR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o644  # on f49a3c6: 0600
+    assert count(local) == 1
+
+
 def test_a_peer_with_a_huge_store_id_is_refused_and_the_local_store_does_not_grow(tmp_path):
     local, peer = two_stores(tmp_path)
     alter(peer, f"UPDATE meta SET value = '{'a' * 1_000_000}' WHERE key = 'store_id'")

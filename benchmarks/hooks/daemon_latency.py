@@ -4,7 +4,10 @@ On a copy of scale.py's cached 10k store (relabelled to the default model, so ev
 loads MiniLM through the ONNX export, as a user's does), each client is timed as a whole new
 process, the way an assistant runs it:
 
-* ``hook``  -- ``localmem hook UserPromptSubmit`` with a prompt on stdin (a new session each);
+* ``hook``  -- the command ``localmem hooks install`` writes (``python -S .../fast_client.py
+  --db DB hook UserPromptSubmit``), through ``sh -c`` as Claude Code runs it, with a prompt on
+  stdin (a new session each); with the warm process running, the console script
+  ``localmem --db DB hook UserPromptSubmit`` is timed in the same rounds too;
 * ``cli``   -- ``localmem recall QUERY --json``;
 * ``mcp``   -- spawn ``localmem mcp`` -> MCP handshake -> the first ``recall_memory`` answer
   (the official SDK's stdio client).
@@ -13,16 +16,18 @@ Three states: ``off`` (``LOCALMEM_DAEMON=0``: in-process, as before issue 44), `
 (no warm process yet: this call answers in-process and starts one after answering; then the
 time until the warm process answers is taken as ``start``), and ``warm`` (it runs). ``off`` and
 ``warm`` runs alternate pair by pair, so both see the same machine load; the ratio is taken per
-pair; ``python -c pass`` is timed in each round too (the floor of any new process, with this
-venv's ``site``). Prompts and queries are scale.py's workload texts. Every file is in a temporary folder.
+pair; ``python -c pass`` and ``python -S -c pass`` are timed in each round too (the floor of any
+new process, with and without this venv's ``site``), so a loaded machine can be read. Prompts and
+queries are scale.py's workload texts. Every file is in a temporary folder.
 
-    python benchmarks/hooks/daemon_latency.py [--runs 30] [--mcp-runs 5] [--only hook,cli,mcp]
+    python benchmarks/hooks/daemon_latency.py [--runs 20] [--mcp-runs 4] [--only hook,cli,mcp]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -57,17 +62,19 @@ def row(name: str, values: list[float]) -> str:
             f"{statistics.fmean(values) * 1000:.0f} |")
 
 
-def run(argv: list[str], env: dict[str, str], stdin: str = "") -> float:
+def run(argv: list[str] | str, env: dict[str, str], stdin: str = "") -> float:
+    """One whole process's wall time (a string: a shell command line, as an assistant runs hooks)."""
     started = time.perf_counter()
-    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, cwd=str(ROOT), check=False)
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, cwd=str(ROOT), check=False,
+                          shell=isinstance(argv, str))
     wall = time.perf_counter() - started
     if done.returncode != 0:
-        raise SystemExit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr[-2000:]}")
+        raise SystemExit(f"failed ({done.returncode}): {argv}\n{done.stderr[-2000:]}")
     return wall
 
 
 def program(env: dict[str, str]) -> list[str]:
-    """The console script (what hooks install), else ``python -m localmem``."""
+    """The console script ``localmem``, else ``python -m localmem``."""
     script = Path(sys.executable).parent / "localmem"
     return [str(script)] if script.exists() else [sys.executable, "-m", "localmem"]
 
@@ -100,16 +107,27 @@ async def _mcp(db: Path, env: dict[str, str], query: str) -> float:
     return elapsed
 
 
-def client_argv(kind: str, env: dict[str, str], db: Path, text: str, number: int) -> tuple[list[str], str]:
-    if kind == "hook":
+@functools.lru_cache(maxsize=None)
+def installed_hook(db: Path) -> str:
+    """The UserPromptSubmit command ``hooks install`` writes for ``db`` (a shell command line)."""
+    done = subprocess.run([*program({}), "--db", str(db), "hooks", "install", "claude-code", "--print"],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+
+
+def client_argv(kind: str, env: dict[str, str], db: Path, text: str, number: int) -> tuple[list[str] | str, str]:
+    if kind in ("hook", "hook-script"):
         payload = {"session_id": f"bench-{number}", "prompt": text, "cwd": "/", "hook_event_name": "UserPromptSubmit"}
+        if kind == "hook":
+            return installed_hook(db) + " --deadline 60", json.dumps(payload)
         return [*program(env), "--db", str(db), "hook", "UserPromptSubmit", "--deadline", "60"], json.dumps(payload)
     return [*program(env), "--db", str(db), "recall", text, "--json"], ""
 
 
 def measure(kind: str, db: Path, env: dict[str, str], texts: list[str], runs: int) -> dict[str, list[float]]:
     off_env = dict(env, LOCALMEM_DAEMON="0")
-    out: dict[str, list[float]] = {"off": [], "first": [], "start": [], "warm": [], "floor": []}
+    out: dict[str, list[float]] = {"off": [], "first": [], "start": [], "warm": [], "script": [], "answer": [],
+                                   "floor": [], "floor_s": []}
     if kind == "mcp":
         asyncio.run(_mcp(db, off_env, texts[0]))  # the OS file cache, the SDK's bytecode
         for index in range(runs):
@@ -117,8 +135,10 @@ def measure(kind: str, db: Path, env: dict[str, str], texts: list[str], runs: in
             started = time.perf_counter()
             out["first"].append(asyncio.run(_mcp(db, env, texts[index])))
             out["start"].append(wait_warm(env, db, started))
-            out["warm"].append(asyncio.run(_mcp(db, env, texts[index + 1])))
-            out["off"].append(asyncio.run(_mcp(db, off_env, texts[index + 2])))
+            asyncio.run(_mcp(db, env, texts[index]))  # not timed: the warm process's first MCP line
+            for extra in range(3):  # builds its SDK server, if its start-up has not yet
+                out["warm"].append(asyncio.run(_mcp(db, env, texts[index + 1 + extra])))
+            out["off"].append(asyncio.run(_mcp(db, off_env, texts[index + 4])))
         return out
     argv, stdin = client_argv(kind, env, db, texts[0], 0)
     run(argv, off_env, stdin)  # the OS file cache
@@ -128,20 +148,38 @@ def measure(kind: str, db: Path, env: dict[str, str], texts: list[str], runs: in
         started = time.perf_counter()
         out["first"].append(run(argv, env, stdin))
         out["start"].append(wait_warm(env, db, started))
+    states = [("warm", env), ("off", off_env)]
+    if kind == "hook":  # the console script, through the same warm process, for comparison
+        states.append(("script", env))
     for index in range(runs):
-        pair = [("warm", env), ("off", off_env)]
-        for state, state_env in (pair if index % 2 == 0 else pair[::-1]):
-            argv, stdin = client_argv(kind, env, db, texts[index % len(texts)], 2000 + 2 * index + (state == "off"))
+        for number, (state, state_env) in enumerate(states if index % 2 == 0 else states[::-1]):
+            client = "hook-script" if state == "script" else kind
+            argv, stdin = client_argv(client, env, db, texts[index % len(texts)], 2000 + 3 * index + number)
             out[state].append(run(argv, state_env, stdin))
         out["floor"].append(run([sys.executable, "-c", "pass"], env))  # any new Python process
+        out["floor_s"].append(run([sys.executable, "-S", "-c", "pass"], env))  # without site
+        if kind == "hook":
+            out["answer"].append(warm_answer(db, texts[index % len(texts)], 4000 + index))
     stop(env, db)
     return out
 
 
+def warm_answer(db: Path, text: str, number: int) -> float:
+    """The warm process's own time for one prompt hook (its ``took_ms``), asked from here: what is
+    left of a hook's wall time is the client process's start, imports and exit."""
+    from localmem.daemon import client
+
+    timing: dict[str, float] = {}
+    payload = {"session_id": f"bench-{number}", "prompt": text, "cwd": "/", "hook_event_name": "UserPromptSubmit"}
+    client.ask(str(db), "hook", {"event": "UserPromptSubmit", "payload": payload, "settings": {}},
+               deadline=time.monotonic() + 60, timing=timing)
+    return timing["took_ms"] / 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=30, help="off/warm pairs per client (default 30)")
-    parser.add_argument("--mcp-runs", type=int, default=5, help="MCP rounds (default 5)")
+    parser.add_argument("--runs", type=int, default=20, help="off/warm pairs per client (default 20)")
+    parser.add_argument("--mcp-runs", type=int, default=4, help="MCP rounds (default 4)")
     parser.add_argument("--only", default="hook,cli,mcp")
     parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "localmem-bench-cache"))
     args = parser.parse_args()
@@ -156,7 +194,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lmd-", dir="/tmp") as tmp:
         folder = Path(tmp)
         (folder / "run").mkdir(mode=0o700)
-        env["XDG_RUNTIME_DIR"] = str(folder / "run")
+        env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"] = str(folder / "run")  # warm_answer asks from here
         source, _ = scale.cached(10_000, False, say)
         db = folder / "scale-10k.db"
         shutil.copyfile(source, db)
@@ -169,10 +207,13 @@ def main() -> None:
             results[kind] = measure(kind, db, env, texts, args.mcp_runs if kind == "mcp" else args.runs)
     lines = ["| client, state | n | p50 ms | p95 ms | mean ms |", "|---|---|---|---|---|"]
     for kind, found in results.items():
-        for state in ("off", "first", "start", "warm", "floor"):
+        for state in ("off", "first", "start", "warm", "script", "answer", "floor", "floor_s"):
             label = {"off": "no warm process ($LOCALMEM_DAEMON=0)", "first": "first call (starts it)",
                      "start": "  until the warm process answers", "warm": "warm process running",
-                     "floor": "  `python -c pass` in the same rounds"}[state]
+                     "script": "warm process running, console script `localmem hook`",
+                     "answer": "  the warm process's own answer (asked directly, same rounds)",
+                     "floor": "  `python -c pass` in the same rounds",
+                     "floor_s": "  `python -S -c pass` in the same rounds"}[state]
             if found[state]:
                 lines.append(row(f"{kind}: {label}", found[state]))
         if found["off"] and found["warm"] and kind != "mcp":

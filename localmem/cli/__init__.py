@@ -80,6 +80,43 @@ def _is_hook(arguments: list[str]) -> bool:
     return False
 
 
+def _plain_mcp(arguments: list[str]) -> dict[str, str] | None:
+    """The global options' values when the line is ``mcp`` with global options alone (before or
+    after it); None for any other line (which the parser reads, and explains when wrong)."""
+    found: dict[str, str] = {}
+    command = None
+    index = 0
+    while index < len(arguments):
+        name, has_value, value = arguments[index].partition("=")
+        if name in _GLOBAL_WITH_VALUE and not has_value:
+            if index + 1 >= len(arguments):
+                return None
+            value, has_value = arguments[index + 1], "="
+            index += 1
+        if has_value and name in _GLOBAL_WITH_VALUE:
+            found[name] = value
+        elif name == "--json" and not has_value:
+            pass
+        elif name == "mcp" and not has_value and command is None:
+            command = name
+        else:
+            return None
+        index += 1
+    return found if command == "mcp" else None
+
+
+def _mcp_front(arguments: list[str]) -> int | None:
+    """``localmem mcp`` answered through the store's warm process when one runs (no MCP SDK
+    imported here); None to run the MCP server in this process, stdin untouched."""
+    found = _plain_mcp(arguments)
+    if found is None:
+        return None
+    from ..mcp_server.front import serve
+    from ..paths import default_db_path
+
+    return serve(found.get("--db") or default_db_path(), found.get("--embedder"))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -88,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
 
         # Called as the program itself (argv None): the hook may end the process at its deadline.
         return run_hook(arguments, hard_exit=argv is None)
-    if argv is None:  # the program itself: a warm process for the store may answer (recall, store, list)
+    if argv is None:  # the program itself: a warm process for the store may answer (mcp, recall, store, list)
+        served = _mcp_front(arguments)
+        if served is not None:
+            return served
         from ..daemon.cli_client import forward, start_after
 
         forwarded = forward(arguments)

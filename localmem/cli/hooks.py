@@ -79,7 +79,7 @@ def cmd_hooks(args: argparse.Namespace, out: Output) -> int:
         raise ValidationError(f"'hooks {args.action}' needs the assistant: one of {', '.join(CLIENTS)} "
                               f"(got {args.client!r})")
     db, embedder, notes = _store_options(args)
-    program = install.localmem_program()
+    program = install.fast_hook_program()
     commands = {event: install.hook_command(event, program, db, embedder) for event in install.CLAUDE_CODE_EVENTS}
     if args.print_only:
         if args.action != "install":

@@ -304,10 +304,14 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
     report["status"] = "ok" if not final else "problems"
     report["remaining_problem_count"] = len(final)
     report["daemon"] = _daemon_report(store.path)
+    from ..hooks import installed
+
+    report["hooks"] = installed.installed()
     if out.as_json:
         out.json(report)
         return EXIT_OK if not final else EXIT_ERROR
     out.line(_daemon_line(report["daemon"]))
+    out.lines(installed.describe(report["hooks"], store.path))
     if not final:
         out.line("no problems found" if not args.repair else "no problems remain")
     else:

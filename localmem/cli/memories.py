@@ -62,6 +62,9 @@ def register(command: AddCommand) -> None:
     p.add_argument("--t-valid", metavar="TS", help="valid from this time, ISO 8601")
     p.add_argument("--t-invalid", metavar="TS", help="valid until this time, ISO 8601 ('' clears it: current again)")
     p.add_argument("--metadata", metavar="JSON", help="replace the metadata with this JSON object")
+    p.add_argument("--redact", action="store_true",
+                   help="redact credentials and drop <private>...</private> regions in the fields given, "
+                        "as store --redact does (docs/privacy.md)")
 
     p = command("delete", cmd_delete, "delete a memory with its edges")
     p.add_argument("id", help="memory id, or a unique prefix of it (4+ hex digits)")
@@ -172,7 +175,7 @@ def cmd_update(args: argparse.Namespace, out: Output) -> int:
     with open_store(args, must_exist=True) as store:
         memory_id = resolve_id(store, args.id)
         with naming(memory_id):
-            record = store.update(memory_id, **fields)
+            record = store.update(memory_id, redact=args.redact, **fields)
     if out.as_json:
         out.json({"status": "success", "memory_id": record["id"], "memory": record})
     else:

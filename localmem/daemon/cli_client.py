@@ -86,8 +86,9 @@ def forward(arguments: list[str]) -> int | None:
     started = time.monotonic()
     body = {"argv": arguments, "width": _width(), "ttys": [_isatty(sys.stdout), _isatty(sys.stderr)],
             "environ": {k: os.environ[k] for k in ("NO_COLOR", "TERM") if k in os.environ}}
+    timing: dict[str, float] = {}
     try:
-        result = client.ask(db, "cli", body, deadline=started + CLI_DEADLINE, embedder=choice)
+        result = client.ask(db, "cli", body, deadline=started + CLI_DEADLINE, embedder=choice, timing=timing)
     except client.NotRunning as exc:
         _say(verbose, f"answering in-process: {exc}")
         return None
@@ -101,7 +102,8 @@ def forward(arguments: list[str]) -> int | None:
     sys.stdout.write(result["stdout"])
     sys.stdout.flush()
     sys.stderr.write(result["stderr"])
-    _say(verbose, f"answered by the warm process in {(time.monotonic() - started) * 1000:.0f} ms")
+    took = f" (its answer took {timing['took_ms']:.0f} ms)" if "took_ms" in timing else ""
+    _say(verbose, f"answered by the warm process in {(time.monotonic() - started) * 1000:.0f} ms{took}")
     return result["code"]
 
 

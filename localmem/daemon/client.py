@@ -17,15 +17,19 @@ takes the lock serves; the other exits at once.
 
 from __future__ import annotations
 
+import _socket  # the C module under ``socket``, which imports enum and selectors: a hook's milliseconds
 import errno
 import fcntl
 import os
-import socket
 import struct
 import sys
 import time
 
 from . import rundir, wire
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
 
 __all__ = ["DEFAULT_IDLE_SECONDS", "IDLE_ENV", "Failed", "NotRunning", "ask", "embedder_choice", "idle_seconds",
            "describe", "lock_is_free", "start"]
@@ -83,7 +87,7 @@ def idle_seconds(given: float | None, environ: dict[str, str] | os._Environ[str]
 
 def peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end (``SO_PEERCRED``: the kernel's word, not the peer's)."""
-    _, uid, _ = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+    _, uid, _ = _UCRED.unpack(sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _UCRED.size))
     return uid
 
 
@@ -96,7 +100,7 @@ def _connect(where: rundir.Where, timeout: float) -> socket.socket:
     except rundir.Refused as exc:
         sys.stderr.write(f"localmem: ignoring the warm process's socket: {exc}\n")  # worth a word always
         raise NotRunning(str(exc), refused=True) from None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(max(0.001, timeout))
         try:
@@ -118,8 +122,10 @@ def _connect(where: rundir.Where, timeout: float) -> socket.socket:
     return sock
 
 
-def ask(store_path: str, op: str, body: dict, *, deadline: float, embedder: str = "") -> object:
-    """The warm process's ``result`` for one request (``deadline``: a ``time.monotonic()`` value)."""
+def ask(store_path: str, op: str, body: dict, *, deadline: float, embedder: str = "",
+        timing: dict | None = None) -> object:
+    """The warm process's ``result`` for one request (``deadline``: a ``time.monotonic()`` value);
+    ``timing["took_ms"]``, when given, is set to how long the warm process took to answer."""
     try:
         where = rundir.where(store_path)
     except rundir.Refused as exc:
@@ -134,6 +140,8 @@ def ask(store_path: str, op: str, body: dict, *, deadline: float, embedder: str 
             raise NotRunning(f"the warm process did not answer ({exc})") from None
     finally:
         sock.close()
+    if timing is not None and isinstance(answer.get("took_ms"), (int, float)):
+        timing["took_ms"] = answer["took_ms"]
     if answer.get("ok") is True:
         return answer.get("result")
     status = answer.get("status")

@@ -10,9 +10,9 @@ enter) is refused with the reason, never used and never repaired.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
+import sys
 
 from ..paths import private_folder_problem
 
@@ -64,12 +64,25 @@ def where(store_path: str, environ: dict[str, str] | os._Environ[str] | None = N
     """The warm process's files for ``store_path`` (keyed by its real path); ``Refused`` when the
     socket's path would be too long for a Unix socket."""
     real = os.path.realpath(os.path.expanduser(store_path))
-    key = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    key = _sha256_hex(real.encode("utf-8", "surrogateescape"))[:20]
     found = Where(real, daemon_folder(environ), key)
     if len(os.fsencode(found.socket)) > MAX_SOCKET_PATH:
         raise Refused(f"the socket path {found.socket} is longer than a Unix socket allows "
                       f"({MAX_SOCKET_PATH} bytes); set $XDG_RUNTIME_DIR to a shorter folder")
     return found
+
+
+def _sha256_hex(data: bytes) -> str:
+    """``hashlib.sha256(data).hexdigest()`` from the built-in module (``hashlib`` loads OpenSSL first: a
+    hook's milliseconds); ``hashlib`` where it is not built in."""
+    try:
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha256
+        else:
+            from _sha256 import sha256
+    except ImportError:  # not CPython, or built without it
+        from hashlib import sha256
+    return sha256(data).hexdigest()
 
 
 def check_folder(folder: str, *, create: bool) -> None:

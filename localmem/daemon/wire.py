@@ -4,10 +4,14 @@ both sides, and every read has a deadline."""
 
 from __future__ import annotations
 
-import json
-import socket
 import struct
 import time
+
+from . import plain_json
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook client imports this)
+if TYPE_CHECKING:
+    import socket
 
 __all__ = ["MAX_ANSWER_BYTES", "MAX_REQUEST_BYTES", "WireError", "receive", "send"]
 
@@ -21,7 +25,7 @@ class WireError(Exception):
 
 
 def send(sock: socket.socket, message: dict, limit: int) -> None:
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    body = plain_json.dumps(message, compact=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     if len(body) > limit:
         raise WireError(f"the message is {len(body)} bytes, more than {limit}")
     sock.sendall(_LENGTH.pack(len(body)) + body)
@@ -34,7 +38,7 @@ def receive(sock: socket.socket, limit: int, deadline: float) -> dict:
         raise WireError(f"a message of {size} bytes was announced; at most {limit} are read")
     body = _read(sock, size, deadline)
     try:
-        message = json.loads(body.decode("utf-8", "surrogatepass"))
+        message = plain_json.loads(body.decode("utf-8", "surrogatepass"))
     except (ValueError, RecursionError) as exc:
         raise WireError(f"the message is not JSON ({exc})") from None
     if not isinstance(message, dict):
@@ -52,7 +56,7 @@ def _read(sock: socket.socket, size: int, deadline: float) -> bytes:
         sock.settimeout(wait)
         try:
             chunk = sock.recv(min(left, 1024 * 1024))
-        except socket.timeout:
+        except TimeoutError:  # socket.timeout
             raise WireError("the deadline passed while reading") from None
         if not chunk:
             raise WireError("the connection closed mid-message" if chunks or left < size

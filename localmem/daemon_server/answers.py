@@ -3,7 +3,8 @@
 ``status`` and ``stop`` describe and end the process; ``hook`` answers a hook as
 ``localmem serve``'s route does; ``cli`` runs ``recall``, ``store`` or ``list``
 with the client's arguments and terminal, capturing what it prints; ``mcp``
-calls one MCP tool. Every request names the embedder its client would use
+calls one MCP tool; ``mcp_line`` answers one line of ``localmem mcp``'s client with the
+MCP SDK's server (``mcp_lines``). Every request names the embedder its client would use
 (``embedder``; "" for the store's own): a client asking for another one than
 this process serves is told so (409) and answers in-process.
 """
@@ -16,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, ValidationError
+from .mcp_lines import McpLines
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -38,6 +40,7 @@ class Served:
         self.requests = 0
         self.last_request = time.monotonic()
         self.cli_lock = threading.Lock()  # a CLI command's output is captured by redirecting sys.stdout
+        self.mcp_lines = McpLines(store)  # for localmem mcp's front end: built once this process serves
 
 
 def answer(served: Served, message: dict[str, Any]) -> Any:
@@ -48,8 +51,8 @@ def answer(served: Served, message: dict[str, Any]) -> Any:
     if op == "stop":
         served.stopping.set()
         return {"pid": os.getpid(), "stopping": True}
-    if op not in ("hook", "mcp", "cli"):
-        raise ValidationError(f"unknown op {op!r}: status, stop, hook, mcp or cli")
+    if op not in ("hook", "mcp", "mcp_line", "cli"):
+        raise ValidationError(f"unknown op {op!r}: status, stop, hook, mcp, mcp_line or cli")
     if message.get("embedder", "") != served.embedder:
         raise Mismatch(f"this warm process serves embedder {served.embedder or 'the store’s own'!r}, "
                        f"not {message.get('embedder')!r}")
@@ -63,6 +66,8 @@ def answer(served: Served, message: dict[str, Any]) -> Any:
         return {"answer": answered.output, "report": answered.report}
     if op == "mcp":
         return _mcp(served.store, message)
+    if op == "mcp_line":
+        return served.mcp_lines.answer(message)
     with served.cli_lock:
         return _cli(served.store, message)
 

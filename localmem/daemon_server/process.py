@@ -32,6 +32,7 @@ __all__ = ["AlreadyRunning", "serve"]
 MAX_CONNECTIONS = 16
 REQUEST_DEADLINE = 10.0  # to read one request: a client sends it at once
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the clock and the stop flag
+SLOW_REQUEST = 1.0  # seconds: an answer slower than this is logged (every answer's time goes to its client)
 
 
 class AlreadyRunning(LocalMemError):
@@ -61,6 +62,7 @@ def serve(store_path: str, open_store: Any, *, embedder: str, idle: float, say: 
             listener = _listen(where)
             say(f"localmem daemon: pid {os.getpid()} serves {where.store} on {where.socket} "
                 f"(warm in {time.monotonic() - started:.1f} s; exits after {idle:g} s idle)")
+            threading.Thread(target=served.mcp_lines.prepare, name="localmem-daemon-mcp", daemon=True).start()
             try:
                 _accept(listener, served)
             finally:
@@ -160,6 +162,7 @@ def _handle(conn: socket.socket, served: Served) -> bool:
     except (OSError, wire.WireError) as exc:
         _reply(conn, {"ok": False, "status": 400, "message": f"bad request: {exc}"})
         return False
+    started = time.monotonic()
     try:
         reply = {"ok": True, "result": answer(served, message)}
     except ValidationError as exc:
@@ -171,6 +174,10 @@ def _handle(conn: socket.socket, served: Served) -> bool:
     except Exception as exc:  # one request's failure never ends the process
         print(f"localmem daemon: {message.get('op')!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         reply = {"ok": False, "status": 500, "message": f"{type(exc).__name__}: {exc}"}
+    took = time.monotonic() - started
+    reply["took_ms"] = round(took * 1000, 1)  # the client's -v says how much of its wait was the answer
+    if took > SLOW_REQUEST:
+        print(f"localmem daemon: {message.get('op')!r} took {took * 1000:.0f} ms", file=sys.stderr)
     _reply(conn, reply)
     return True
 

@@ -19,24 +19,24 @@ it the hook prints nothing and says so.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import re
 import select
-import socket
 import sys
-import threading
 import time
 
-from ..daemon import client as warm_client, rundir as warm_dir
+from ..daemon import client as warm_client, plain_json, rundir as warm_dir
 from ..paths import default_db_path
-from . import capture_report, discovery
 
+# Imported where needed, not here (each costs the prompt ms when the warm process answers):
+# argparse (only for --help and unusual command lines), threading and the store (in-process),
+# discovery and socket (a 'localmem serve' for the store), capture_report (-v).
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every prompt
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
     from typing import Any
+
+    from . import discovery
 
 __all__ = ["CAPTURE_EVENTS", "HOOK_PATH", "MAX_STDIN_BYTES", "PROMPT_EVENTS", "SECRET_HEADER",
            "default_deadline", "run"]
@@ -55,7 +55,8 @@ HOOK_PATH = "/hooks/"
 SECRET_HEADER = "X-Localmem-Hook-Secret"
 SERVER_PID_HEADER = "x-localmem-server-pid"
 MEMORY_PATH = ":memory:"
-_EVENT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+MAX_EVENT_NAME = 64
+_GLOBAL_WITH_VALUE = ("--db", "--embedder", "--color")
 
 
 class _Silent(Exception):
@@ -85,12 +86,13 @@ def default_deadline(event: str) -> float:
         else PROMPT_DEADLINE
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # argparse would exit 2, which blocks a Claude Code prompt
-        raise _Silent(f"localmem hook: {message} (usage: {self.format_usage().strip()[7:]})")
-
-
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:  # argparse would exit 2, which blocks a Claude Code prompt
+            raise _Silent(f"localmem hook: {message} (usage: {self.format_usage().strip()[7:]})")
+
     parser = _Parser(prog="localmem hook", description=(
         "Answer an assistant's hook: the hook's JSON on stdin, the answer (Claude Code's JSON) on "
         "stdout, nothing when there is nothing to say. Always exits 0; reasons go to stderr. "
@@ -115,9 +117,67 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Arguments:
+    """The command line as ``_parser`` reads it (a plain class: no argparse on the fast path)."""
+
+    def __init__(self) -> None:
+        self.event: str = ""
+        self.deadline: float | None = None
+        self.forward, self.verbose = True, False
+        self.db: str | None = None
+        self.embedder: str | None = None
+
+
+def _quick_arguments(argv: list[str]) -> _Arguments | None:
+    """The usual command line (``[--db P] [--embedder N] hook EVENT [--deadline S] [--no-forward]
+    [-v]``, the hooks install writes) read without argparse, whose import and help formatter cost
+    the prompt milliseconds; None for anything else (``--help``, a bad value, an unknown word),
+    which ``_parser`` then reads and explains."""
+    found = _Arguments()
+    words: list[str] = []
+    index = 0
+    while index < len(argv):
+        name, has_value, value = argv[index].partition("=")
+        if not has_value and name in (*_GLOBAL_WITH_VALUE, "--deadline"):
+            if index + 1 >= len(argv):
+                return None
+            value, has_value = argv[index + 1], "="
+            index += 1
+        if has_value and name == "--db":
+            found.db = value
+        elif has_value and name == "--embedder":
+            found.embedder = value
+        elif has_value and name == "--color":
+            pass  # accepted as every command accepts it; the output is JSON
+        elif has_value and name == "--deadline":
+            try:
+                found.deadline = float(value)
+            except ValueError:
+                return None
+        elif has_value or name.startswith("-") and name not in ("--json", "--no-forward", "-v", "--verbose"):
+            return None
+        elif name == "--no-forward":
+            found.forward = False
+        elif name in ("-v", "--verbose"):
+            found.verbose = True
+        elif name != "--json":
+            words.append(name)
+        index += 1
+    if len(words) != 2:
+        return None
+    found.event = words[1]
+    return found
+
+
+def _is_event_name(name: str) -> bool:
+    """Letters, digits and _, a letter first, at most ``MAX_EVENT_NAME`` (ASCII only)."""
+    return (0 < len(name) <= MAX_EVENT_NAME and name.isascii() and name[0].isalpha()
+            and name.replace("_", "").isalnum())
+
+
 def _settings(argv: list[str], started: float) -> _Run:
-    args = _parser().parse_args(argv)
-    if not _EVENT.fullmatch(args.event):
+    args: Any = _quick_arguments(argv) or _parser().parse_args(argv)
+    if not _is_event_name(args.event):
         raise _Silent(f"localmem hook: {args.event!r} is not an event name (letters, digits, _)")
     seconds = args.deadline
     if seconds is None and os.environ.get(DEADLINE_ENV, "").strip():
@@ -167,7 +227,7 @@ def _payload(raw: bytes, event: str) -> dict[str, Any]:
     if not raw.strip():
         raise _Silent("localmem hook: stdin is empty; expected the hook's JSON object")
     try:
-        payload = json.loads(raw)
+        payload = plain_json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise _Silent(f"localmem hook: stdin is not valid JSON ({exc}); answering nothing") from None
     if not isinstance(payload, dict):
@@ -195,6 +255,8 @@ def _settings_environment() -> dict[str, str]:
 
 def _http_post(note: discovery.Note, path: str, body: bytes, run: _Run) -> tuple[int, dict[str, str], bytes]:
     """One ``POST`` over loopback, bounded by the deadline; raises ``_Refused`` or ``_Silent``."""
+    import socket
+
     family = socket.AF_INET6 if ":" in note.host else socket.AF_INET
     host_header = f"[{note.host}]:{note.port}" if family == socket.AF_INET6 else f"{note.host}:{note.port}"
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -268,6 +330,8 @@ def _unchunk(body: bytes) -> bytes:
 
 def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """The server's answer and who gave it; ``_Refused`` when there is no usable server."""
+    from . import discovery
+
     if run.db == MEMORY_PATH:
         raise _Refused("the store is in memory: no server shares it")
     if not discovery.supported():
@@ -289,12 +353,12 @@ def _forwarded(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | Non
         sys.stderr.write(f"localmem hook: ignoring the server note: port {note.port} is held by uid {owner}, "
                          "not by this user (the server it names is gone)\n")
         raise _Refused("the server note was refused")
-    body = json.dumps({"payload": payload, "settings": _settings_environment()}).encode("utf-8")
+    body = plain_json.dumps({"payload": payload, "settings": _settings_environment()}).encode("utf-8")
     status, headers, raw = _http_post(note, HOOK_PATH + run.event, body, run)
     where = f"the localmem server (pid {headers.get(SERVER_PID_HEADER, note.pid)}, {note.host}:{note.port})"
     try:
-        data = json.loads(raw) if raw else None
-    except ValueError:
+        data = plain_json.loads(raw) if raw else None
+    except (ValueError, RecursionError):
         data = None
     if status != 200:
         message = data.get("message") if isinstance(data, dict) else None
@@ -312,6 +376,9 @@ def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool,
                 before_exit: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """``answer_hook`` on a freshly opened store, in a thread the deadline bounds (``before_exit``
     runs when the deadline ends the process)."""
+    import threading
+
+    _with_site()
     outcome: dict[str, Any] = {}
 
     def work() -> None:
@@ -350,6 +417,16 @@ def _in_process(run: _Run, payload: dict[str, Any], hard_exit: bool,
         detail = getattr(error, "message", None) or str(error) or type(error).__name__
         raise _Silent(f"localmem hook: {run.event} failed in-process: {detail}; answering nothing")
     return outcome.get("answer")
+
+
+def _with_site() -> None:
+    """Started without ``site`` (``python -S``, the fast command ``hooks install`` writes), this
+    process finds the store's dependencies (apsw, numpy) only once ``site`` adds the
+    site-packages folders, as a normal start would have."""
+    if "site" not in sys.modules:
+        import site
+
+        site.main()
 
 
 def _explain(report: Any) -> None:
@@ -396,12 +473,14 @@ def run(argv: list[str], *, hard_exit: bool = False) -> int:
                                  (lambda: _start_warm(start_now)) if start_now is not None else None)
             who = "in-process"
         if answer is not None:
-            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.write(plain_json.dumps(answer) + "\n")
             sys.stdout.flush()
         if settings.verbose:
             ms = (time.monotonic() - started) * 1000
             said = "an answer" if answer is not None else "nothing to say"
             sys.stderr.write(f"localmem hook: {settings.event}: {said}, from {who}, in {ms:.0f} ms\n")
+            from . import capture_report
+
             for line in capture_report.describe(settings.report):
                 sys.stderr.write(f"localmem hook: {line}\n")
             _explain(settings.report)
@@ -442,9 +521,10 @@ def _warm_process(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | 
         raise _Refused("the warm process is off ($LOCALMEM_DAEMON=0)" if run.db != MEMORY_PATH
                        else "the store is in memory")
     body = {"event": run.event, "payload": payload, "settings": _settings_environment()}
+    timing: dict[str, float] = {}
     try:
         result = warm_client.ask(run.db, "hook", body, deadline=run.deadline,
-                                 embedder=warm_client.embedder_choice(run.embedder))
+                                 embedder=warm_client.embedder_choice(run.embedder), timing=timing)
     except warm_client.NotRunning as exc:
         if time.monotonic() >= run.deadline:
             raise _Silent(f"localmem hook: the warm process did not answer {run.event} within the deadline "
@@ -457,4 +537,5 @@ def _warm_process(run: _Run, payload: dict[str, Any]) -> tuple[dict[str, Any] | 
     if not isinstance(result, dict) or not (result.get("answer") is None or isinstance(result.get("answer"), dict)):
         raise _Silent("localmem hook: the warm process answered something other than an answer; answering nothing")
     run.report = result.get("report")
-    return result["answer"], "the warm process"
+    took = f" (its answer took {timing['took_ms']:.0f} ms)" if "took_ms" in timing else ""
+    return result["answer"], "the warm process" + took

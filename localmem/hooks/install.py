@@ -29,7 +29,8 @@ from typing import Any
 from ..errors import ValidationError
 from .discovery import replace_file
 
-__all__ = ["CLAUDE_CODE_EVENTS", "Change", "hook_command", "install", "localmem_program", "plan",
+__all__ = ["CLAUDE_CODE_EVENTS", "Change", "fast_hook_program", "hook_command", "install", "is_fast_program",
+           "localmem_program", "plan", "read_settings",
            "settings_path", "snippet", "uninstall", "write"]
 
 # event -> Claude Code's own timeout for the command, in seconds: a margin over the hook's
@@ -37,6 +38,7 @@ __all__ = ["CLAUDE_CODE_EVENTS", "Change", "hook_command", "install", "localmem_
 CLAUDE_CODE_EVENTS = {"SessionStart": 10, "UserPromptSubmit": 10, "PreCompact": 60, "Stop": 60,
                       "SessionEnd": 60}
 MAX_SETTINGS_BYTES = 8 * 1024 * 1024
+FAST_CLIENT = "fast_client.py"  # in this folder
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,16 @@ def localmem_program() -> list[str]:
     return [os.path.abspath(sys.executable), "-m", "localmem"]
 
 
+def fast_hook_program() -> list[str]:
+    """The program the installed hooks run: this Python, without ``site`` (``-S``), on the
+    standard-library hook client's file (``fast_client``: see there why); ``localmem_program()``
+    where that cannot be named (no interpreter path, or the package is not a folder of files)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), FAST_CLIENT)
+    if not sys.executable or not os.path.isfile(script):
+        return localmem_program()
+    return [os.path.abspath(sys.executable), "-S", script]
+
+
 def hook_command(event: str, program: list[str], db: str | None = None,
                  embedder: str | None = None) -> str:
     words = list(program)
@@ -89,7 +101,8 @@ def hook_command(event: str, program: list[str], db: str | None = None,
 
 
 def is_localmem_command(command: Any) -> bool:
-    """Whether a hook command runs ``localmem ... hook EVENT`` (any path, any options)."""
+    """Whether a hook command runs ``localmem ... hook EVENT`` (any path, any options), the
+    console script, ``python -m localmem`` or the fast client's file."""
     if not isinstance(command, str):
         return False
     try:
@@ -100,7 +113,12 @@ def is_localmem_command(command: Any) -> bool:
         return False
     program = words[:words.index("hook")]
     return any(os.path.basename(w).split(".", 1)[0] == "localmem" for w in program) or \
-        any(a == "-m" and b == "localmem" for a, b in zip(program, program[1:]))
+        any(a == "-m" and b == "localmem" for a, b in zip(program, program[1:])) or is_fast_program(program)
+
+
+def is_fast_program(words: list[str]) -> bool:
+    """Whether a command's words run the fast client (``.../localmem/hooks/fast_client.py``)."""
+    return any(w.replace(os.sep, "/").endswith(f"/localmem/hooks/{FAST_CLIENT}") for w in words)
 
 
 def snippet(commands: dict[str, str]) -> dict[str, Any]:
@@ -110,7 +128,7 @@ def snippet(commands: dict[str, str]) -> dict[str, Any]:
                       for event, command in commands.items()}}
 
 
-def _read(path: Path) -> tuple[str, dict[str, Any]]:
+def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
     try:
         with open(path, "rb") as handle:
             raw = handle.read(MAX_SETTINGS_BYTES + 1)
@@ -201,7 +219,7 @@ def uninstall(settings: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def plan(path: Path, commands: dict[str, str] | None) -> Change:
     """The change installing ``commands`` (None: uninstalling) makes to the file at ``path``."""
-    before, settings = _read(path)
+    before, settings = read_settings(path)
     after_settings = install(settings, commands, path) if commands is not None else uninstall(settings, path)
     if after_settings == settings and before.strip():
         return Change(path, before, before, settings)  # same content: the file stays byte for byte

@@ -164,9 +164,10 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         echoed = payload.pop("memory_id", memory_id)  # some clients repeat the path's id
         if not isinstance(echoed, str) or echoed.strip().lower() != memory_id.strip().lower():
             raise ValidationError(f"'memory_id' in the body ({echoed!r}) is not the id in the path ({memory_id})")
-        fields = known_fields(payload, UPDATE_FIELDS)
+        fields = known_fields(payload, UPDATE_FIELDS | {"redact"})
+        redact = fields.pop("redact", False)  # off unless asked, as for POST /memory (docs/privacy.md)
         notes = read_tag_field(fields)
-        record = await call(functools.partial(store.update, memory_id, **fields))
+        record = await call(functools.partial(store.update, memory_id, redact=redact, **fields))
         return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record,
                              **({"warnings": notes} if notes else {})})
 

@@ -17,6 +17,7 @@ AutoMem server it was pushed to. Backups and exports made before are listed
 
 from __future__ import annotations
 
+import itertools
 import json
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
@@ -82,24 +83,49 @@ def select_targets(store: "MemoryStore", *, ids: Iterable[str] = (), matching: s
     for memory_id in ids:
         memory_id = validate_uuid(memory_id, "memory_id")
         with store.lock:
-            record = store.get(memory_id)  # NotFoundError names it
-        found[memory_id] = {"id": memory_id, "reason": "id", "preview": _preview(record["content"])}
+            trashed = store.conn.execute(store.sql["trash_get"], {"id": memory_id}).fetchone()
+            content = _trashed(trashed[1])[0] if trashed else store.get(memory_id)["content"]  # names a missing id
+        found[memory_id] = {"id": memory_id, "reason": "id", "preview": _preview(content)}
     if matching is not None:
         if not isinstance(matching, str) or not matching.strip() or len(matching) > MAX_NEEDLE or "\x00" in matching:
             raise ValidationError(f"forget: --matching must be 1 to {MAX_NEEDLE} characters of text")
         for _, memory_id, content, _ in scan_memories(store, "forget_matching", needle=matching):
             found.setdefault(memory_id, {"id": memory_id, "reason": "matching", "preview": _preview(content)})
             _check_size(found)
+        needle = matching.lower()
+        for memory_id, content, metadata in trash_rows(store):
+            if needle in content.lower() or needle in metadata.lower():
+                found.setdefault(memory_id, {"id": memory_id, "reason": "matching (in the trash)",
+                                             "preview": _preview(content)})
+                _check_size(found)
     if secrets:
-        for row in scan_memories(store):
-            kinds_here = secret_kinds(row[2], row[3])
+        rows = ((row[1], row[2], row[3], "secrets") for row in scan_memories(store))
+        in_trash = ((row[0], row[1], row[2], "secrets (in the trash)") for row in trash_rows(store))
+        for memory_id, content, metadata, reason in itertools.chain(rows, in_trash):
+            kinds_here = secret_kinds(content, metadata)
             if wanted_kinds:
                 kinds_here = {k: n for k, n in kinds_here.items() if k in wanted_kinds}
             if kinds_here:
-                found.setdefault(row[1], {"id": row[1], "reason": "secrets", "preview": _preview(row[2]),
-                                          "kinds": kinds_here})
+                found.setdefault(memory_id, {"id": memory_id, "reason": reason, "preview": _preview(content),
+                                             "kinds": kinds_here})
                 _check_size(found)
     return list(found.values())
+
+
+def trash_rows(store: "MemoryStore") -> Iterator[tuple[str, str, str]]:
+    """(id, content, metadata as JSON text) of every memory in the trash, a page at a time."""
+    for memory_id, text in scan_memories(store, "forget_trash_page"):
+        yield (memory_id, *_trashed(text))
+
+
+def _trashed(text: str) -> tuple[str, str]:
+    """(content, metadata as JSON text) of a trash entry's record."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = {}
+    record = record if isinstance(record, dict) else {}
+    return str(record.get("content") or ""), json.dumps(record.get("metadata") or {}, ensure_ascii=False)
 
 
 def secret_kinds(content: str, metadata_json: str | None) -> dict[str, int]:
@@ -138,8 +164,9 @@ def forget(store: "MemoryStore", ids: list[str], *, dry_run: bool = False) -> di
                 try:
                     store.delete(memory_id)
                 except NotFoundError:
-                    continue  # gone meanwhile: nothing of it to forget
-                done.append(memory_id)
+                    if not store.conn.execute(store.sql["trash_get"], {"id": memory_id}).fetchone():
+                        continue  # gone meanwhile: nothing of it to forget
+                done.append(memory_id)  # deleted, or only in the trash: its entry goes below
             with transaction(store.conn):
                 record_purged(store.conn, store.sql, done, format_timestamp(store.now()))
                 for memory_id in done:  # the tombstone's purge mark travels with sync; no trash copy stays

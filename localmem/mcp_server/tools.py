@@ -348,6 +348,10 @@ UPDATE_MEMORY = {
             "last_accessed": {"type": "string", "description": "Last access timestamp"},
             "type": {"type": "string", "enum": list(MEMORY_TYPES), "description": "Memory type classification"},
             "confidence": {**_UNIT, "description": "Confidence score for the memory type"},
+            "redact": {"type": "boolean", "default": True,
+                       "description": "true (default): credentials in the content, tags and metadata given become "
+                                      "`[redacted: <kind>]` (a tag holding one is dropped) and <private> regions "
+                                      "go, as for store_memory. false: store them as given."},
         },
         "required": ["memory_id"],
         "additionalProperties": False,

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -44,6 +42,7 @@ from pydantic_core import PydanticSerializationError
 
 from ..errors import ValidationError
 from ..validation import decode_json, shallow_json, strip_non_finite
+from .stdio_fds import claimed_stdio
 
 log = logging.getLogger("localmem.mcp")
 
@@ -172,41 +171,6 @@ def encode_message(message: SessionMessage) -> bytes:
         text = json.dumps(strip_non_finite(_printable(data)), ensure_ascii=False, allow_nan=False,
                           separators=(",", ":"), default=str)
     return (text + "\n").encode("utf-8")
-
-
-def _dup_private(fd: int) -> int:
-    """A close-on-exec duplicate of ``fd`` above the standard descriptors."""
-    if sys.platform == "win32":  # pragma: no cover
-        return os.dup(fd)
-    import fcntl
-
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-
-
-@contextmanager
-def claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
-    """The wire ends of stdin and stdout, with fd 0 and 1 diverted until exit."""
-    try:
-        if sys.stdin.fileno() != 0 or sys.stdout.fileno() != 1:
-            raise OSError("stdin/stdout are not fd 0/1")
-        sys.stdout.flush()
-        wire_in, wire_out = _dup_private(0), _dup_private(1)
-    except (OSError, ValueError, AttributeError):  # not backed by fds: serve them in place
-        yield sys.stdin.buffer, sys.stdout.buffer
-        return
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-        os.dup2(2, 1)
-    finally:
-        os.close(null)
-    try:
-        # closefd=False: a worker thread may still block reading the wire after exit.
-        yield os.fdopen(wire_in, "rb", closefd=False), os.fdopen(wire_out, "wb", closefd=False)
-    finally:
-        sys.stdout.flush()
-        os.dup2(wire_in, 0)
-        os.dup2(wire_out, 1)
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
-from ..privacy import redact_item
+from ..privacy import redact_item, redact_update
 from ..tags import read_tag_field
 from . import formatting, store_answers
 from .tool_arguments import _clean_tags, _present
@@ -19,13 +19,13 @@ from .tools import (BATCH_DISALLOWED_FIELDS, BATCH_ITEM_FIELDS, BATCH_MAX_ITEMS,
 # -- store_memory -------------------------------------------------------------------------
 
 
-def _switch(args: Mapping[str, Any], name: str = "dedup") -> bool:
-    """A store_memory switch that is on unless given false (``dedup``, ``redact``)."""
+def _switch(args: Mapping[str, Any], name: str = "dedup", tool: str = "store_memory") -> bool:
+    """A write tool's switch that is on unless given false (``dedup``, ``redact``)."""
     value = args.get(name)
     if value is None:
         return True
     if not isinstance(value, bool):
-        raise ToolError(f"store_memory: `{name}` must be a boolean (true or false)")
+        raise ToolError(f"{tool}: `{name}` must be a boolean (true or false)")
     return value
 
 
@@ -158,6 +158,12 @@ def update_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
     if not fields:
         raise ToolError(f"update_memory: nothing to update; pass at least one of {', '.join(UPDATE_FIELDS)}")
     notes = read_tag_field(fields)
+    try:  # on unless asked, as for store_memory (docs/privacy.md)
+        fields, found = redact_update(fields, _switch(args, "redact", "update_memory"))
+    except ValidationError as exc:
+        raise ToolError(f"update_memory: {exc.message}") from exc
+    if found:
+        notes.append(f"redacted before storing: {dict(sorted(found.items()))}")
     try:
         record = get_store().update(memory_id, **fields)
     except NotFoundError:

@@ -252,26 +252,76 @@ def _redact_value(value: object, found: Counter[str], depth: int) -> object:
     return value
 
 
-def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A memory to store (``content``, ``metadata``…) with its content and metadata strings
-    redacted; ``metadata.redacted`` then says how many secrets of each kind were replaced.
-    A content that is not a string is left for validation to refuse; one that redaction
-    empties (all of it ``<private>``) is refused here, naming the field."""
-    content = item.get("content")
-    if not isinstance(content, str):
-        return dict(item)
+_TAG_SEPARATORS = re.compile(r"[,;\s]+")  # how the store splits a tags string
+
+
+def _redact_tags(value: object, found: Counter[str]) -> object:
+    """Tags without those holding a credential (a tag is one word: it is dropped, not rewritten)."""
+    parts = [p for p in _TAG_SEPARATORS.split(value) if p] if isinstance(value, str) else value
+    if not isinstance(parts, list):
+        return value  # another type: validation refuses it
+    kept = []
+    for tag in parts:
+        result = redact(tag) if isinstance(tag, str) else None
+        if result is not None and result.findings:
+            found.update(result.findings)
+            continue
+        kept.append(tag)
+    return value if isinstance(value, str) and len(kept) == len(parts) else kept
+
+
+def redact_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], Counter[str]]:
+    """``fields`` of a memory with the text of ``content``, ``summary``, ``tags`` and
+    ``metadata`` redacted (what is given of them), and what was found, by kind."""
     found: Counter[str] = Counter()
-    result = redact(content)
-    found.update(result.findings)
-    if not result.text.strip():
+    out = dict(fields)
+    for name in ("content", "summary"):
+        if isinstance(out.get(name), str):
+            result = redact(out[name])
+            found.update(result.findings)
+            out[name] = result.text
+    if "tags" in out:
+        out["tags"] = _redact_tags(out["tags"], found)
+    if isinstance(out.get("metadata"), dict):
+        out["metadata"] = _redact_value(out["metadata"], found, 0)
+    return out, found
+
+
+def _with_note(out: dict[str, Any], found: Counter[str]) -> dict[str, Any]:
+    if isinstance(out.get("content"), str) and not out["content"].strip():
         raise ValidationError("content: nothing is left to store once its <private> regions are removed")
-    out = {**item, "content": result.text}
-    metadata = item.get("metadata")
-    if isinstance(metadata, dict):
-        metadata = _redact_value(metadata, found, 0)
+    metadata = out.get("metadata")
     if found and (metadata is None or isinstance(metadata, dict)):  # another type: validation refuses it
-        metadata = dict(metadata or {})
-        metadata["redacted"] = redaction_note(found)
-    if metadata is not None:
-        out["metadata"] = metadata
+        out["metadata"] = {**(metadata or {}), "redacted": redaction_note(found)}
     return out
+
+
+def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A memory to store (``content``, ``metadata``, ``tags``…) with its text redacted
+    (``redact_fields``); ``metadata.redacted`` then says how many secrets of each kind were
+    replaced. A content that is not a string is left for validation to refuse; one that
+    redaction empties (all of it ``<private>``) is refused here, naming the field."""
+    if not isinstance(item.get("content"), str):
+        return dict(item)
+    return _with_note(*redact_fields(item))
+
+
+def _asked(redact_them: object) -> bool:
+    if not isinstance(redact_them, bool):
+        raise ValidationError(f"'redact' must be true or false, got {redact_them!r}")
+    return redact_them
+
+
+def redact_items(items: list[Mapping[str, Any]], redact_them: object) -> list[Mapping[str, Any]]:
+    """``redact_item`` of each, when ``redact_them`` (a bool, checked) says so."""
+    return [redact_item(item) for item in items] if _asked(redact_them) else items
+
+
+def redact_update(fields: Mapping[str, Any], redact_them: object) -> tuple[dict[str, Any], Counter[str]]:
+    """The fields of an ``update`` redacted as ``redact_item`` does, when ``redact_them`` (a
+    bool, checked) says so, and what was found by kind. ``metadata.redacted`` is written only
+    when the update gives ``metadata`` (it would otherwise replace the memory's)."""
+    if not _asked(redact_them):
+        return dict(fields), Counter()
+    out, found = redact_fields(fields)
+    return _with_note(out, found if "metadata" in fields else Counter()), found

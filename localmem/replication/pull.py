@@ -30,28 +30,41 @@ recording it finds that batch on its next run instead of storing it twice.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, NotFoundError, ValidationError
-from ..classify import normalize_memory_type
 from ..progress import ProgressBar, ProgressSteps
+from ..storage.database import transaction
 from ..storage.memory_fields import build_row
-from ..timeparse import parse_timestamp
-from ..trash import move_to_trash
+from ..storage.records import to_record
+from ..timeparse import format_timestamp
 from .deletion_guard import check_deletions
+from .pull_deletes import delete_memories
 from .pull_edges import pull_edges
+from .pull_merge import (
+    AUTOMEM,
+    CHANGED_MEANWHILE,
+    MERGE_ATTEMPTS,
+    ChangedMeanwhile,
+    changed_here,
+    close_enough,
+    expect_version,
+    local_type,
+    own_tags,
+    same_instant,
+    store_conflict_copy,
+)
 from .pull_state import PullState, local_id_for
 from .pull_wire import FIELDS, BadRecord, RemoteMemory, read_memory
 from .push import push_lock
 from .push_client import PushClient, RemoteError
 from .push_summary import Counts, ItemOutcomes
-from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX, ServerProfile, field_hashes, memory_payload
+from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX, field_hashes, memory_payload
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -61,7 +74,7 @@ MAX_BATCH = 1000
 # Test hook: after writing the memories of the N-th batch and before recording them, say so on
 # stderr and wait, so a test can kill the pull at its most awkward point.
 PAUSE_ENV = "LOCALMEM_PULL_TEST_PAUSE_AFTER"
-AUTOMEM = ServerProfile("automem", None, None)
+Update = tuple[RemoteMemory, list[str], dict[str, Any]]  # the server's memory, fields changed there, local row
 
 
 @dataclass
@@ -77,6 +90,7 @@ class PullSummary(ItemOutcomes):
     embeddings: dict[str, Any] = field(default_factory=lambda: {"plan": "", "reembedded": 0})
     resumed: int = 0  # memories an interrupted pull had stored without recording them
     conflicts: int = 0
+    conflict_copies: list[dict[str, Any]] = field(default_factory=list)  # same-field conflicts: the other version
     skipped: list[dict[str, Any]] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -94,6 +108,7 @@ class PullSummary(ItemOutcomes):
             "listed": self.listed, "complete_listing": self.complete, "left_for_next_pull": self.left,
             "memories": dict(self.memories.__dict__), "edges": dict(self.edges.__dict__),
             "embeddings": self.embeddings, "resumed": self.resumed, "conflicts": self.conflicts,
+            "conflict_copies": self.conflict_copies,
             "skipped": self.skipped, "failed": self.failed, "warnings": self.warnings,
             "seconds": round(self.seconds, 3),
             "memories_per_second": round(taken / self.seconds, 1) if self.seconds > 0 and taken else None,
@@ -103,36 +118,6 @@ class PullSummary(ItemOutcomes):
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
-
-
-def _same_instant(a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return a == b
-    try:
-        return parse_timestamp(a) == parse_timestamp(b)
-    except (LocalMemError, ValueError):
-        return a == b
-
-
-def _close(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return a is b
-    return math.isclose(float(a), float(b), abs_tol=1e-6)
-
-
-def _local_type(value: str | None) -> str | None:
-    """The store's name for a remote type; None (the store classifies the memory) for a type
-    it does not know (AutoMem keeps any type as given)."""
-    if value is None:
-        return None
-    try:
-        return normalize_memory_type(value)
-    except ValidationError:
-        return None
-
-
-def _own_tags(tags: list[str]) -> list[str]:
-    return sorted({t.lower() for t in tags if not t.lower().startswith(SERVER_TAG_PREFIX)})
 
 
 class Puller(ProgressSteps):
@@ -160,6 +145,9 @@ class Puller(ProgressSteps):
         self._conflicts: list[str] = []
         self._kept: list[str] = []  # deleted on the server, changed here since
         self._own: list[str] = []  # deleted on the server, but written here (pushed), not pulled
+        self._seen: dict[str, dict[str, str]] = {}  # remote id -> field hashes the last pull took
+        # Called with a local id just before pull writes or records that memory (tests: a racing writer).
+        self.before_write: Callable[[str], None] | None = None
 
     # -- the whole pull -------------------------------------------------------
 
@@ -212,8 +200,14 @@ class Puller(ProgressSteps):
         if self._conflicts:
             self.summary.warnings.append(
                 f"{len(self._conflicts)} memories changed both here and on the server (such as "
-                f"{', '.join(self._conflicts[:5])}): the fields changed there were taken, the rest of the "
-                "local change kept (the next push sends it)")
+                f"{', '.join(self._conflicts[:5])}): the fields changed only there were taken, those changed "
+                "only here kept (the next push sends them)")
+        if self.summary.conflict_copies:
+            copies = self.summary.conflict_copies
+            self.summary.warnings.append(
+                f"{len(copies)} memories had the same field changed here and on the server (such as "
+                f"{', '.join(c['id'] for c in copies[:5])}): the server's version is current, the local one kept "
+                "as a conflict copy it supersedes (conflict_copies; the next push sends it)")
         if self._kept:
             self.summary.warnings.append(
                 f"{len(self._kept)} memories deleted on the server were changed here since (such as "
@@ -277,10 +271,11 @@ class Puller(ProgressSteps):
 
     # -- what changed -----------------------------------------------------------
 
-    def classify(self) -> tuple[list[RemoteMemory], list[tuple[RemoteMemory, list[str]]], list[tuple[str, dict[str, str]]]]:
-        """New memories, changed ones (with the fields that changed), and unchanged ones whose
-        hashes are to be recorded (first seen after a push, or changed only in what pull leaves out)."""
-        seen = self.state.seen()
+    def classify(self) -> tuple[list[RemoteMemory], list[Update], list[tuple[str, dict[str, str]]]]:
+        """New memories, changed ones (with the fields that changed and the local row compared),
+        and unchanged ones whose hashes are to be recorded (first seen after a push, or changed
+        only in what pull leaves out)."""
+        seen = self._seen = self.state.seen()
         # Memories the server has in another version than the last pull took (or that no pull
         # took yet): compared with the local memory, so a change that is already here (sent by
         # a push, or made the same on both sides) is not written again.
@@ -303,10 +298,9 @@ class Puller(ProgressSteps):
                 row = local.get(entry["local_id"])
                 if row is None:
                     continue  # deleted here since the map was read: the next push deletes it there
-                differs = self._differs(memory, row)
-                changed = [name for name in differs if previous is None or hashes[name] != previous.get(name)]
+                changed = self._changed(memory, row)
             if changed:
-                updates.append((memory, changed))
+                updates.append((memory, changed, row))
             else:
                 self.summary.memories.unchanged += 1
                 if previous != hashes:
@@ -315,6 +309,13 @@ class Puller(ProgressSteps):
             self.summary.warnings.append(f"{gone_here} memories on the server were deleted here since; "
                                          "not pulled back (the next push deletes them there)")
         return creates, updates, seen_only
+
+    def _changed(self, memory: RemoteMemory, row: dict[str, Any]) -> list[str]:
+        """The fields the server changed since the last pull took them that differ from ``row``."""
+        previous = self._seen.get(memory.remote_id)
+        hashes = memory.hashes()
+        return [name for name in self._differs(memory, row)
+                if previous is None or hashes[name] != previous.get(name)]
 
     def _differs(self, memory: RemoteMemory, row: dict[str, Any]) -> list[str]:
         """The fields in which the server's memory differs from the local one (what AutoMem fills
@@ -326,12 +327,12 @@ class Puller(ProgressSteps):
         tags = json.loads(row["tags"]) if row.get("tags") else []
         checks = {
             "content": remote["content"] == row["content"],
-            "tags": _own_tags(remote["tags"]) == _own_tags(tags),
-            "type": _local_type(remote["type"]) in (None, row["type"]),
-            "importance": remote["importance"] is None or _close(remote["importance"], row["importance"]),
+            "tags": own_tags(remote["tags"], SERVER_TAG_PREFIX) == own_tags(tags, SERVER_TAG_PREFIX),
+            "type": local_type(remote["type"]) in (None, row["type"]),
+            "importance": remote["importance"] is None or close_enough(remote["importance"], row["importance"]),
             "confidence": row["confidence"] is None or remote["confidence"] is None
-                          or _close(remote["confidence"], row["confidence"]),
-            "timestamp": remote["timestamp"] is None or _same_instant(remote["timestamp"], row["timestamp"]),
+                          or close_enough(remote["confidence"], row["confidence"]),
+            "timestamp": remote["timestamp"] is None or same_instant(remote["timestamp"], row["timestamp"]),
             "metadata": self._local_metadata(remote["metadata"]) == metadata,
         }
         return [name for name in FIELDS if not checks[name]]
@@ -392,10 +393,10 @@ class Puller(ProgressSteps):
     def _item(self, memory: RemoteMemory, names: tuple[str, ...] | list[str]) -> dict[str, Any]:
         item = {name: memory.fields[name] for name in names}
         if item.get("type") is not None:
-            local_type = _local_type(item["type"])
-            if local_type is None:
+            known = local_type(item["type"])
+            if known is None:
                 self._odd_types.add(item["type"][:40])
-            item["type"] = local_type
+            item["type"] = known
         if "metadata" in item:
             item["metadata"] = self._local_metadata(item["metadata"])
         return {k: v for k, v in item.items() if v is not None or k in ("confidence",)}
@@ -423,6 +424,9 @@ class Puller(ProgressSteps):
             if self.store.dimensions is not None:
                 self.summary.embeddings["reembedded"] += len(stored)
             self._maybe_pause()
+            if self.before_write is not None:
+                for local_id in stored:  # tests: a writer between a batch's write and its record
+                    self.before_write(local_id)
             done = there | stored
             self._record({local_id: items[local_id][0] for local_id in items if local_id in done}, created=True,
                          resumed=there)
@@ -444,16 +448,27 @@ class Puller(ProgressSteps):
                 self.summary.fail("memory", item["id"], str(exc))
         return stored
 
+    def _remote_ids(self) -> dict[str, str]:
+        """local id -> the server's id, of every memory the map or this listing names."""
+        remote_ids = {entry["local_id"]: rid for rid, entry in self.map.items()}
+        remote_ids.update({local_id_for(self.client.url, rid): rid for rid in self.listing if rid not in self.map})
+        return remote_ids
+
     def _record(self, taken: dict[str, RemoteMemory], *, created: bool,
-                pulled: dict[str, list[str]] | None = None, resumed: set[str] | None = None) -> None:
-        """Record, per local id, that the server has this version (push's map) and what was taken.
+                pulled: dict[str, list[str]] | None = None, resumed: set[str] | None = None,
+                remote_ids: dict[str, str] | None = None) -> None:
+        """Record, per local id, that the server has this version (push's map) and what was taken,
+        from the rows read in the same transaction (an edit made here meanwhile stays unsent).
 
         A memory an interrupted pull stored (``resumed``) may be an older version of the server's:
         no field hashes are recorded for it, so the next pull compares it with the server's."""
+        with self.store.lock, transaction(self.store.conn):
+            self._record_rows(taken, created, pulled, resumed, remote_ids or self._remote_ids())
+
+    def _record_rows(self, taken: dict[str, RemoteMemory], created: bool, pulled: dict[str, list[str]] | None,
+                     resumed: set[str] | None, remote_ids: dict[str, str]) -> None:
         rows = self.state.local_rows(list(taken))
-        remote_ids = {entry["local_id"]: rid for rid, entry in self.map.items()}
-        remote_ids.update({local_id_for(self.client.url, rid): rid for rid in self.listing if rid not in self.map})
-        remote_ids.update({local_id: memory.remote_id for local_id, memory in taken.items()})
+        remote_ids = {**remote_ids, **{local_id: memory.remote_id for local_id, memory in taken.items()}}
         entries = []
         for local_id, memory in taken.items():
             row = rows.get(local_id)
@@ -463,6 +478,8 @@ class Puller(ProgressSteps):
             hashes = field_hashes(payload, AUTOMEM, complete=complete)
             entry = self.map.get(memory.remote_id)
             pushed_seq = row["change_seq"]
+            if created and not (resumed and local_id in resumed) and self._differs(memory, row):
+                pushed_seq, hashes = 0, {}  # edited here since this pull wrote it: the next push sends it
             if entry is not None and not created:
                 old = json.loads(entry["fields"] or "{}")
                 if (entry["change_seq"] or 0) > entry["pushed_seq"]:  # changed here too: push still sends it
@@ -474,34 +491,73 @@ class Puller(ProgressSteps):
                             "pulled": {} if resumed and local_id in resumed else memory.hashes()})
         self.state.record(entries)
 
-    def update_memories(self, updates: list[tuple[RemoteMemory, list[str]]]) -> None:
+    def update_memories(self, updates: list[Update]) -> None:
         self.phase("pulling changes", len(updates))
-        for part in _chunks(updates, self.batch_size):
-            taken: dict[str, RemoteMemory] = {}
-            pulled: dict[str, list[str]] = {}
-            for memory, changed in part:
-                entry = self.map[memory.remote_id]
-                local_id = entry["local_id"]
-                if (entry["change_seq"] or 0) > entry["pushed_seq"]:
-                    self.summary.conflicts += 1
-                    self._conflicts.append(local_id)
-                fields = self._item(memory, changed)
-                try:
-                    before = self.store.get(local_id)["content"]
-                    after = self.store.update(local_id, **fields)
-                except NotFoundError:
+        remote_ids = self._remote_ids()
+        for memory, changed, row in updates:
+            self._update(memory, changed, row, remote_ids)
+            self.advance()
+
+    def _update(self, memory: RemoteMemory, changed: list[str], row: dict[str, Any],
+                remote_ids: dict[str, str]) -> None:
+        """Take the server's changes into one memory, compare-and-set: a memory changed here after
+        ``row`` was read is read again and merged again, ``MERGE_ATTEMPTS`` times at most."""
+        local_id = row["id"]
+        for _ in range(MERGE_ATTEMPTS):
+            if self.before_write is not None:
+                self.before_write(local_id)
+            try:
+                with self.store.lock, transaction(self.store.conn):
+                    expect_version(self.store, local_id, row["change_seq"])
+                    copy, reembedded = self._merge(memory, changed, row, remote_ids)
+            except ChangedMeanwhile:
+                fresh = self.state.local_rows([local_id]).get(local_id)
+                entry = self.state.map_entry(memory.remote_id)
+                if fresh is None or entry is None:
                     self.summary.skip("memory", local_id, "deleted here during the pull")
-                    continue
-                except (ValidationError, LocalMemError) as exc:
-                    self.summary.fail("memory", memory.remote_id, str(exc))
-                    continue
-                if after["content"] != before and self.store.dimensions is not None:
-                    self.summary.embeddings["reembedded"] += 1
-                taken[local_id] = memory
-                pulled[local_id] = changed
-                self.summary.memories.updated += 1
-                self.advance()
-            self._record(taken, created=False, pulled=pulled)
+                    return
+                self.map[memory.remote_id], row = entry, fresh
+                changed = self._changed(memory, row)
+                if not changed:  # the change made here meanwhile is the server's
+                    self.summary.memories.unchanged += 1
+                    self.state.record_seen([(memory.remote_id, memory.hashes())])
+                    return
+                continue
+            except NotFoundError:
+                self.summary.skip("memory", local_id, "deleted here during the pull")
+                return
+            except (ValidationError, LocalMemError) as exc:
+                self.summary.fail("memory", memory.remote_id, str(exc))
+                return
+            # Committed: only now counted.
+            if (row["change_seq"] or 0) > self.map[memory.remote_id]["pushed_seq"]:
+                self.summary.conflicts += 1
+                self._conflicts.append(local_id)
+            if copy is not None:
+                self.summary.conflict_copies.append(copy)
+            self.summary.embeddings["reembedded"] += reembedded
+            self.summary.memories.updated += 1
+            return
+        self.summary.skip("memory", local_id, f"{CHANGED_MEANWHILE} in each of {MERGE_ATTEMPTS} rounds: "
+                                              "not taken this time; the next pull tries again")
+
+    def _merge(self, memory: RemoteMemory, changed: list[str], row: dict[str, Any],
+               remote_ids: dict[str, str]) -> tuple[dict[str, Any] | None, bool]:
+        """Inside the write transaction: write the server's changes into the local memory ``row``
+        (a field changed on both sides first keeps the local version as a conflict copy), and
+        record what was taken. The conflict copy made (or None), and whether it re-embedded."""
+        # The row is what was decided on (and checked): its change number, not the map's older one.
+        entry = self.map[memory.remote_id] = {**self.map[memory.remote_id], "change_seq": row["change_seq"]}
+        local_id = row["id"]
+        copy = None
+        both = sorted(set(changed) & changed_here(row, entry, remote_ids))
+        if both:  # the server's version is current, the local one kept (pull_merge's docstring)
+            mine = to_record({k: v for k, v in row.items() if k != "change_seq"})
+            kept_as = store_conflict_copy(self.store, local_id, mine, format_timestamp(self.store.now()))
+            copy = {"id": local_id, "fields": both, "kept_as": kept_as}
+        after = self.store.update(local_id, **self._item(memory, changed))
+        self._record({local_id: memory}, created=False, pulled={local_id: changed}, remote_ids=remote_ids)
+        return copy, after["content"] != row["content"] and self.store.dimensions is not None
 
     def _deleted_there(self) -> list[tuple[str, dict[str, Any]]]:
         return [(rid, entry) for rid, entry in self.map.items()
@@ -517,51 +573,7 @@ class Puller(ProgressSteps):
                 and not (entry["change_seq"] or 0) > entry["pushed_seq"])
 
     def delete_memories(self) -> None:
-        gone = self._deleted_there()
-        self.phase("deleting", len(gone))
-        forget: list[tuple[str, str]] = []
-        listed_after_all = 0
-        for rid, entry in gone:
-            local_id = entry["local_id"]
-            if entry["present"]:
-                # Absent from the listing is not proof (its count can match by chance while a memory
-                # is written and another left out): the server is asked for the memory itself.
-                there = self._still_there(rid)
-                if there is None:
-                    self.advance()
-                    continue
-                if there:
-                    listed_after_all += 1
-                    self.advance()
-                    continue
-            if not entry["present"]:
-                forget.append((local_id, rid))  # gone on both sides
-            elif not self._came_from_here(rid, entry):
-                self._own.append(local_id)  # written here: the server losing it deletes nothing here
-            elif (entry["change_seq"] or 0) > entry["pushed_seq"]:
-                self.summary.conflicts += 1
-                self._kept.append(local_id)
-                forget.append((local_id, rid))
-            else:
-                if move_to_trash(self.store, local_id, f"pull from {self.client.url}"):
-                    self.summary.memories.deleted += 1
-                forget.append((local_id, rid))
-            self.advance()
-        self.state.forget(forget)
-        if listed_after_all:
-            self.summary.warnings.append(f"{listed_after_all} memories missing from the listing are still on the "
-                                         "server (GET /memory answered): not deleted here")
-
-    def _still_there(self, remote_id: str) -> bool | None:
-        """Whether the server has the memory (None: it did not say; reported)."""
-        response = self.client.get(f"/memory/{self.client.quoted(remote_id)}")
-        if response.status == 404:
-            return False
-        if response.ok:
-            return True
-        self.summary.fail("memory", remote_id, f"not deleted here: GET /memory answered {response.status}: "
-                                               f"{response.message()}")
-        return None
+        delete_memories(self)
 
     # -- edges ------------------------------------------------------------------
 

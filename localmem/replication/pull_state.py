@@ -53,6 +53,11 @@ class PullState:
         """remote id -> {local_id, pushed_seq, fields, change_seq, present}."""
         return {row["remote_id"]: row for row in self._read("pull_map")}
 
+    def map_entry(self, remote_id: str) -> dict[str, Any] | None:
+        """One row of ``id_map`` (None: not in the map)."""
+        rows = self._read("pull_map_entry", remote_id=remote_id)
+        return rows[0] if rows else None
+
     def seen(self) -> dict[str, dict[str, str]]:
         out = {}
         for row in self._read("pull_seen_all"):

@@ -24,11 +24,10 @@ from .sync_rules import (
     CONFLICT_RELATION,
     EdgeState,
     MemoryState,
-    conflict_copy_id,
     decide,
     decide_edge,
-    memory_version,
 )
+from .conflict_copy import CONFLICT_KEY, conflict_copy_record
 from .deletion_guard import check_deletions
 from .sync_side import CHANGED_MEANWHILE, MISSING_END, StoreSide, pages
 
@@ -242,24 +241,16 @@ class Sync:
     def conflict_copy(self, memory_id: str, loser: MemoryState, winner_at: str) -> MemoryState:
         """The losing version as a memory of its own, superseded by the winner (stamped as the
         losing change was, so every store holds and orders the copy alike)."""
-        losing = loser.record or {}
-        copy_id = conflict_copy_id(memory_id, memory_version(losing))
-        metadata = dict(losing.get("metadata") or {})
-        # As `supersede` marks a replaced memory, so recall shows the winner and hides the copy.
-        metadata.update({"deprecated": True, "superseded_by": memory_id,
-                         "supersede_relation": CONFLICT_RELATION,
-                         "sync_conflict": {"memory_id": memory_id, "kept_because":
-                                           "changed on both stores since they last synced; "
-                                           "the later change won"}})
-        return MemoryState(copy_id, record={**losing, "id": copy_id, "metadata": metadata,
-                                            "t_invalid": winner_at}, hlc=loser.hlc)
+        record = conflict_copy_record(memory_id, loser.record or {}, winner_at,
+                                      "changed on both stores since they last synced; the later change won")
+        return MemoryState(record["id"], record=record, hlc=loser.hlc)
 
     def link_conflict_copies(self, source: Side, target: Side,
                              states: list[MemoryState]) -> None:
-        copies = [s for s in states if s.record and "sync_conflict" in (s.record.get("metadata") or {})]
+        copies = [s for s in states if s.record and CONFLICT_KEY in (s.record.get("metadata") or {})]
         for copy in copies:
             assert copy.record is not None
-            original = copy.record["metadata"]["sync_conflict"]["memory_id"]
+            original = copy.record["metadata"][CONFLICT_KEY]["memory_id"]
             edge = EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9,
                              updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}',
                              hlc=copy.hlc)

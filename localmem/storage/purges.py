@@ -18,10 +18,11 @@ MAX_LISTED = 10_000  # per call of purged_since: a sync pages by time
 
 
 def record_purged(conn: apsw.Connection, sql: Statements, ids: list[str], purged_at: str) -> None:
-    """Note ``ids`` as purged at ``purged_at`` and drop their push field hashes (in the caller's
-    transaction)."""
+    """Note ``ids`` as purged at ``purged_at`` and drop their push and pull field hashes (in the
+    caller's transaction)."""
     if ids:
         conn.execute(sql["forget_purge_record"], {"ids": json.dumps(ids), "purged_at": purged_at})
+        conn.execute(sql["forget_pull_seen_clear"], {"ids": json.dumps(ids)})
         conn.execute(sql["forget_push_hashes_clear"], {"ids": json.dumps(ids)})
 
 

@@ -1,0 +1,75 @@
+"""The deletions of a pull: memories the server no longer has, deleted here only when the server
+answers 404 for them, they came from that server, and they are unchanged here since they were
+last in step; each goes to the trash (``localmem trash``), compare-and-set: a memory changed
+here while the pull ran is kept, as one changed before it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..storage.database import transaction
+from ..trash import move_to_trash
+from .pull_merge import ChangedMeanwhile, expect_version
+
+# The pull (``pull.Puller``) these run for; not imported, since pull imports this module.
+Puller = Any
+
+
+def delete_memories(self: Puller) -> None:
+    gone = self._deleted_there()
+    self.phase("deleting", len(gone))
+    forget: list[tuple[str, str]] = []
+    listed_after_all = 0
+    for rid, entry in gone:
+        local_id = entry["local_id"]
+        if entry["present"]:
+            # Absent from the listing is not proof (its count can match by chance while a memory
+            # is written and another left out): the server is asked for the memory itself.
+            there = _still_there(self, rid)
+            if there is None or there:
+                listed_after_all += bool(there)
+                self.advance()
+                continue
+        if not entry["present"]:
+            forget.append((local_id, rid))  # gone on both sides
+        elif not self._came_from_here(rid, entry):
+            self._own.append(local_id)  # written here: the server losing it deletes nothing here
+        elif (entry["change_seq"] or 0) > entry["pushed_seq"] or not _trash_if_unchanged(self, entry):
+            self.summary.conflicts += 1
+            self._kept.append(local_id)
+            forget.append((local_id, rid))
+        else:
+            forget.append((local_id, rid))
+        self.advance()
+    self.state.forget(forget)
+    if listed_after_all:
+        self.summary.warnings.append(f"{listed_after_all} memories missing from the listing are still on the "
+                                     "server (GET /memory answered): not deleted here")
+
+
+def _trash_if_unchanged(self: Puller, entry: dict[str, Any]) -> bool:
+    """Move the memory to the trash if it is still the version the pull read; False when it
+    changed here meanwhile (then it is kept)."""
+    store = self.store
+    if self.before_write is not None:
+        self.before_write(entry["local_id"])
+    try:
+        with store.lock, transaction(store.conn):
+            expect_version(store, entry["local_id"], entry["change_seq"])
+            if move_to_trash(store, entry["local_id"], f"pull from {self.client.url}"):
+                self.summary.memories.deleted += 1
+    except ChangedMeanwhile:
+        return False
+    return True
+
+
+def _still_there(self: Puller, remote_id: str) -> bool | None:
+    """Whether the server has the memory (None: it did not say; reported)."""
+    response = self.client.get(f"/memory/{self.client.quoted(remote_id)}")
+    if response.status == 404:
+        return False
+    if response.ok:
+        return True
+    self.summary.fail("memory", remote_id, f"not deleted here: GET /memory answered {response.status}: "
+                                           f"{response.message()}")
+    return None

@@ -1,0 +1,91 @@
+"""``localmem forget`` reaches what replication keeps (issue 43's gaps): memories in the trash
+(a sync or pull deleted them: ``--matching``, ``--secrets`` and ids find them there too), and the
+field hashes a pull kept of a memory (``pull_seen``). The CLI runs as a subprocess; the raw
+bytes of the files are read afterwards."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import apsw
+
+from localmem import MemoryStore
+from localmem.maintenance.forget import forget, select_targets
+from localmem.trash import move_to_trash, trash_entries
+from test_forget import OTHER, SECRET, run, traces
+from test_pull import Hostile, local_memories
+from test_pull import run as run_remote
+
+TOKEN = "ghp_" + "aB3dE5gH7jK9" * 3
+
+
+def files_of_existing(db: Path) -> dict[str, bytes]:
+    return {suffix: Path(f"{db}{suffix}").read_bytes() for suffix in ("", "-wal", "-shm")
+            if Path(f"{db}{suffix}").exists()}
+
+
+def test_forget_finds_memories_in_the_trash_and_leaves_no_trace_of_them(tmp_path):
+    db = tmp_path / "m.db"
+    with MemoryStore(db, embedder="hash") as store:
+        for i in range(50):
+            store.store(f"filler memory {i} about tomatoes and the garden shed")
+        by_text = store.store(f"the vault passphrase is {SECRET}", metadata={"hint": "vault"})
+        by_detector = store.store(f"deploy with GITHUB_TOKEN={TOKEN}")
+        by_id = store.store(f"the alarm code is {OTHER}")
+        kept = store.store("the wifi is called Garden-5G")
+        for memory_id in (by_text, by_detector, by_id):  # as a sync or a pull deletes: into the trash
+            assert move_to_trash(store, memory_id, "pull from http://automem.example")
+    assert any(traces(data, SECRET) for data in files_of_existing(db).values()), "the test would prove nothing"
+
+    dry = run(db, "--json", "forget", "--matching", SECRET.lower(), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    planned = json.loads(dry.stdout)
+    assert planned["would_forget"] == 1 and planned["memories"][0]["id"] == by_text
+    assert planned["memories"][0]["reason"] == "matching (in the trash)" and SECRET not in dry.stdout
+
+    assert "forgot 1 memory" in run(db, "forget", "--matching", SECRET.lower()).stdout
+    secrets = run(db, "--json", "forget", "--secrets")
+    assert secrets.returncode == 0, secrets.stderr
+    report = json.loads(secrets.stdout)
+    assert report["forgotten"] == 1 and report["memories"][0]["id"] == by_detector
+    assert report["memories"][0]["kinds"] == {"github-token": 1}
+    with MemoryStore(db, embedder="hash") as store:
+        [target] = select_targets(store, ids=[by_id])  # an id that is only in the trash
+        assert forget(store, [target["id"]])["forgotten"] == 1
+        assert trash_entries(store) == []
+        assert [m["id"] for m in store.list_memories(limit=100)["memories"] if "wifi" in m["content"]] == [kept]
+    for suffix, data in files_of_existing(db).items():
+        for text in (SECRET, OTHER, TOKEN):
+            assert traces(data, text) == [], f"{text} in the database{suffix}"
+
+
+def test_forget_drops_what_a_pull_kept_of_the_memory_and_the_next_pull_does_not_bring_it_back(tmp_path):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    nodes = [{"id": "remote-secret", "content": f"the vault passphrase is {SECRET}"},
+             {"id": "remote-plain", "content": "the standup is at ten"}]
+    httpd.listing = json.dumps({"nodes": nodes, "stats": {"total_nodes": 2}})  # type: ignore[attr-defined]
+    httpd.alive = {"remote-secret", "remote-plain"}  # type: ignore[attr-defined]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    db = tmp_path / "local.db"
+    try:
+        assert run_remote(db, "pull", url, "t")[1]["memories"]["created"] == 2
+        done = run(db, "forget", "--matching", SECRET.lower())
+        assert done.returncode == 0 and "forgot 1 memory" in done.stdout, done.stderr
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            seen = [row[0] for row in conn.execute("SELECT remote_id FROM pull_seen")]
+            pushed = dict(conn.execute("SELECT remote_id, fields FROM push_ids"))
+        finally:
+            conn.close()
+        assert seen == ["remote-plain"]  # no hash of the forgotten memory's fields is left
+        assert pushed["remote-secret"] == "{}" and pushed["remote-plain"] != "{}"
+        code, again = run_remote(db, "pull", url, "t")  # the server still has it: not pulled back
+        assert code == 0 and again["memories"]["created"] == 0, again
+        assert [m["content"] for m in local_memories(db)] == ["the standup is at ten"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
