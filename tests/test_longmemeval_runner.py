@@ -60,3 +60,20 @@ def test_run_reports_bm25_and_localmem_and_sets_abstentions_apart(tmp_path):
     lines = longmemeval.report(result)
     assert any(line.startswith("| localmem | overall | 1 |") for line in lines)
     assert any("abstention questions (1)" in line for line in lines)
+
+
+def test_without_threads_the_session_is_left_out_of_tags_and_metadata():
+    items = list(longmemeval.memory_items(instance(), threads=False))
+    assert items[0]["metadata"] == {"role": "user", "turn": "0:0"} and items[0]["tags"] == []
+    assert len(items) == len(list(longmemeval.memory_items(instance())))
+
+
+def test_the_threads_ablation_adds_both_rows_for_answerable_questions_only():
+    config = Config.from_env({}).with_changes(track_access=False)
+    result = longmemeval.run([instance(), instance("q2_abs")], "hash", config, log=lambda _: None,
+                             threads_ablation=True)
+    for name in (longmemeval.NO_THREADS, longmemeval.NO_THREAD_KEYWORDS):
+        assert len(result["rows"][name]) == 1
+        assert set(result["rows"][name][0][1]) == {"R@5", "R@10", "MRR", "any@5", "all@5"}
+    assert any(line.startswith(f"| {longmemeval.NO_THREADS} | overall | 1 |")
+               for line in longmemeval.report(result))

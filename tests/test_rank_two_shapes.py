@@ -56,3 +56,32 @@ def test_the_run_reports_held_out_rows_and_writes_a_loadable_model(tmp_path, cap
     model = TreeModel.from_file(str(output))
     assert model.features == FEATURES and len(model.feature) == 5
     assert "LongMemEval" in json.loads(output.read_text())["trained_on"]
+
+
+def test_recorded_pools_are_reused_until_the_configuration_or_item_changes(tmp_path):
+    from localmem import Config
+
+    calls = []
+
+    def record():
+        calls.append(1)
+        return {"keys": ["0:1"], "n": len(calls)}
+
+    cache = train_rank_two_shapes.PoolCache(str(tmp_path), "hash", Config())
+    assert cache.get(b"instance-1", record) == {"keys": ["0:1"], "n": 1}
+    assert cache.get(b"instance-1", record) == {"keys": ["0:1"], "n": 1} and len(calls) == 1
+    assert cache.get(b"instance-2", record)["n"] == 2  # another item is recorded
+    changed = train_rank_two_shapes.PoolCache(str(tmp_path), "hash", Config().with_changes(weight_vector=0.5))
+    assert changed.get(b"instance-1", record)["n"] == 3  # another configuration too
+    assert train_rank_two_shapes.PoolCache(None, "hash", Config()).get(b"x", record)["n"] == 4  # no folder: none kept
+
+
+def test_longmemeval_pools_count_lme_weight_times_in_training():
+    import numpy as np
+
+    pools = [{"shape": "lme", "labels": np.array([1.0, 0.0])}, {"shape": "locomo", "labels": np.array([0.0, 1.0])},
+             {"shape": "lme", "labels": np.array([0.0, 0.0])}]
+    trained = train_rank_two_shapes.weighted(pools, 3)
+    assert [p["shape"] for p in trained] == ["lme"] * 3 + ["locomo"]  # a pool without evidence is left out
+    with pytest.raises(SystemExit):
+        train_rank_two_shapes.main(["--lme-weight", "0"])

@@ -14,7 +14,7 @@ of the ranking. Plain FTS5 BM25 over the same memories runs beside it in the
 same run. Abstention questions (``_abs``: the answer was never said) have no
 evidence; they are reported apart, by the answer's confidence level.
 
-    python benchmarks/quality/longmemeval.py [--instances N] [--skip N] [--embedder auto|hash]
+    python benchmarks/quality/longmemeval.py [--instances N] [--skip N] [--ids A,B] [--threads] [--cold N]
 """
 
 from __future__ import annotations
@@ -77,10 +77,11 @@ def load_instances(path: str | Path, count: int | None = None, skip: int = 0,
     return instances[skip:None if count is None else skip + count]
 
 
-def memory_items(instance: dict) -> Iterator[dict[str, Any]]:
+def memory_items(instance: dict, threads: bool = True) -> Iterator[dict[str, Any]]:
     """Each turn as capture stores it: verbatim, role and session in metadata, the session's
     tag, parts of at most 2,000 characters; a turn's time is its session's date plus one
-    second per turn, so turns keep their order as a transcript's timestamps would."""
+    second per turn, so turns keep their order as a transcript's timestamps would.
+    ``threads=False`` leaves the session out of tags and metadata (no thread context)."""
     sessions = zip(instance["haystack_session_ids"], instance["haystack_dates"], instance["haystack_sessions"])
     for s_index, (session_id, date, turns) in enumerate(sessions):
         started = lme_time(date)
@@ -90,11 +91,12 @@ def memory_items(instance: dict) -> Iterator[dict[str, Any]]:
                 continue
             parts = split_parts(text)
             for p_index, part in enumerate(parts):
-                metadata: dict[str, Any] = {"session": str(session_id), "role": turn["role"],
-                                            "turn": f"{s_index}:{t_index}"}
+                metadata: dict[str, Any] = {"role": turn["role"], "turn": f"{s_index}:{t_index}"}
+                if threads:
+                    metadata["session"] = str(session_id)
                 if len(parts) > 1:
                     metadata.update(part=p_index + 1, parts=len(parts))
-                yield {"content": part, "tags": [f"session:{session_id}"], "metadata": metadata,
+                yield {"content": part, "tags": [f"session:{session_id}"] if threads else [], "metadata": metadata,
                        "timestamp": (started + timedelta(seconds=t_index)).isoformat()}
 
 
@@ -127,10 +129,10 @@ def metrics(ranked_turns: list[str], session_of: dict[str, str], turns: set[str]
 
 
 def build_store(instance: dict, embedder: Any, config: Config,
-                path: str = ":memory:") -> tuple[MemoryStore, int, float]:
+                path: str = ":memory:", threads: bool = True) -> tuple[MemoryStore, int, float]:
     """The instance's store, its memory count and the seconds its ingest took."""
     store = MemoryStore(path, embedder=embedder, config=config)
-    items = list(memory_items(instance))
+    items = list(memory_items(instance, threads))
     started = time.perf_counter()
     store.store_many(items, batch_size=128)
     elapsed = time.perf_counter() - started
@@ -166,12 +168,24 @@ def session_map(instance: dict) -> dict[str, str]:
             for t in range(len(session))}
 
 
+# The rows --threads adds: the store without sessions (no thread context at all), and thread
+# context left out of the keyword score only (the trees still read the thread features).
+NO_THREADS = "localmem, no threads (no session in tags or metadata)"
+NO_THREAD_KEYWORDS = "localmem, keyword score of the content only (no thread neighbours)"
+CONTENT_ONLY = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
 def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str, Config] | None = None,
-        log=print) -> dict[str, Any]:
+        log=print, threads_ablation: bool = False) -> dict[str, Any]:
     """Every instance: its store, BM25 and localmem (and each variant configuration) per
-    question; ingest and warm query timings."""
+    question; ingest and warm query timings. ``threads_ablation`` adds the NO_THREADS and
+    NO_THREAD_KEYWORDS rows."""
     variants = {"localmem": config, **(variants or {})}
+    if threads_ablation:
+        variants[NO_THREAD_KEYWORDS] = config.with_changes(keyword_column_weights=CONTENT_ONLY)
     rows: dict[str, list] = {"bm25": [], **{name: [] for name in variants}}
+    if threads_ablation:
+        rows[NO_THREADS] = []
     abstentions: dict[str, list] = {name: [] for name in variants}
     ingest_seconds = ingest_memories = 0.0
     query_ms: dict[str, list[float]] = {name: [] for name in variants}
@@ -197,6 +211,10 @@ def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str
                     abstentions[name].append((response.get("confidence") or {}).get("level"))
                 else:
                     rows[name].append((kind, metrics(ranked, of, turns, sessions)))
+        if threads_ablation and not abstain:
+            flat, _, _ = build_store(instance, embedder, config, threads=False)
+            with flat:
+                rows[NO_THREADS].append((kind, metrics(localmem_answer(flat, instance)[0], of, turns, sessions)))
         log(f"{number + 1}/{len(instances)} {instance['question_id']} {kind}: {count} memories, "
             f"ingest {seconds:.1f} s")
     return {"rows": rows, "abstentions": abstentions, "ingest_seconds": ingest_seconds,
@@ -293,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
                              "instead of the packaged one")
     parser.add_argument("--variant", action="append", default=[],
                         help="name:KEY=VALUE[,KEY=VALUE] a configuration change run beside the default")
+    parser.add_argument("--threads", action="store_true",
+                        help="also run without thread context: the store without sessions, and the keyword "
+                             "score of the content only")
     parser.add_argument("--cold", type=int, default=0,
                         help="also time N fresh processes answering the first answerable instance's question")
     args = parser.parse_args(argv)
@@ -309,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         variants[name] = config.with_changes(**{k: json.loads(v) for k, v in values.items()})
     started = time.perf_counter()
     result = run(instances, cached_embedder(args.embedder), config, variants,
-                 log=lambda line: print(line, file=sys.stderr, flush=True))
+                 log=lambda line: print(line, file=sys.stderr, flush=True), threads_ablation=args.threads)
     print("\n".join(report(result)))
     if args.cold:
         first = next(i for i in instances if not i["question_id"].endswith("_abs"))
