@@ -77,3 +77,14 @@ def test_the_threads_ablation_adds_both_rows_for_answerable_questions_only():
         assert set(result["rows"][name][0][1]) == {"R@5", "R@10", "MRR", "any@5", "all@5"}
     assert any(line.startswith(f"| {longmemeval.NO_THREADS} | overall | 1 |")
                for line in longmemeval.report(result))
+
+
+def test_a_turn_bm25_finds_and_localmem_does_not_is_listed_with_its_scores():
+    inst = instance()
+    response = {"results": [
+        {"memory": {"metadata": {"turn": f"0:{n % 2}", "role": "user"}}, "final_score": 1.0 - n / 100,
+         "score_components": {"vector": 0.5, "keyword": 0.0}} for n in range(12)]}
+    lines = longmemeval.bm25_only_misses(inst, ["1:0", "0:0"], response, {"1:0"})
+    assert lines[0].startswith("q1 (single-session-user)")
+    assert "1:0 user, 43 chars, BM25 rank 1, not in localmem's first 40" in lines[1]
+    assert longmemeval.bm25_only_misses(inst, ["0:0"], response, {"0:0"}) == []  # localmem has it

@@ -189,6 +189,7 @@ def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str
     abstentions: dict[str, list] = {name: [] for name in variants}
     ingest_seconds = ingest_memories = 0.0
     query_ms: dict[str, list[float]] = {name: [] for name in variants}
+    misses: list[str] = []
     for number, instance in enumerate(instances):
         store, count, seconds = build_store(instance, embedder, config)
         ingest_seconds += seconds
@@ -199,7 +200,8 @@ def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str
             kind = instance["question_type"]
             abstain = instance["question_id"].endswith("_abs")
             if not abstain:
-                rows["bm25"].append((kind, metrics(bm25_turns(store, instance["question"]), of, turns, sessions)))
+                bm25_ranked = bm25_turns(store, instance["question"])
+                rows["bm25"].append((kind, metrics(bm25_ranked, of, turns, sessions)))
             for name, variant in variants.items():
                 store.config = variant
                 store.__dict__.pop("learned_model", None)  # read again: a variant may name another model file
@@ -211,6 +213,8 @@ def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str
                     abstentions[name].append((response.get("confidence") or {}).get("level"))
                 else:
                     rows[name].append((kind, metrics(ranked, of, turns, sessions)))
+                    if name == "localmem":
+                        misses.extend(bm25_only_misses(instance, bm25_ranked, response, turns))
         if threads_ablation and not abstain:
             flat, _, _ = build_store(instance, embedder, config, threads=False)
             with flat:
@@ -218,7 +222,37 @@ def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str
         log(f"{number + 1}/{len(instances)} {instance['question_id']} {kind}: {count} memories, "
             f"ingest {seconds:.1f} s")
     return {"rows": rows, "abstentions": abstentions, "ingest_seconds": ingest_seconds,
-            "ingest_memories": ingest_memories, "query_ms": query_ms}
+            "ingest_memories": ingest_memories, "query_ms": query_ms, "misses": misses}
+
+
+def bm25_only_misses(instance: dict, bm25_ranked: list[str], response: dict, turns: set[str]) -> list[str]:
+    """Lines on each evidence turn BM25 ranks in its top 10 and localmem does not: who said it,
+    how long it is, where localmem ranks it and with which score components, against its 10th."""
+    results = response["results"]
+    ranked = distinct([r["memory"]["metadata"].get("turn") for r in results])
+    missed = [t for t in distinct(bm25_ranked)[:10] if t in turns and t not in ranked[:10]]
+    if not missed:
+        return []
+    tenth = next((r for r in results if r["memory"]["metadata"].get("turn") == ranked[9]), None) \
+        if len(ranked) >= 10 else None
+    lines = [f"{instance['question_id']} ({instance['question_type']}): {instance['question'][:160]!r}"]
+    for turn in missed:
+        s_index, t_index = map(int, turn.split(":"))
+        said = instance["haystack_sessions"][s_index][t_index]
+        best = next((r for r in results if r["memory"]["metadata"].get("turn") == turn), None)
+        where = f"localmem rank {ranked.index(turn) + 1}" if turn in ranked else f"not in localmem's first {RANKED}"
+        components = _components(best) if best else ""
+        lines.append(f"  {turn} {said['role']}, {len(said['content'])} chars, BM25 rank "
+                     f"{distinct(bm25_ranked).index(turn) + 1}, {where} {components}")
+    if tenth is not None:
+        lines.append(f"  localmem's 10th: {tenth['memory']['metadata'].get('turn')} "
+                     f"{tenth['memory']['metadata'].get('role')} {_components(tenth)}")
+    return lines
+
+
+def _components(result: dict) -> str:
+    parts = {k: round(v, 3) for k, v in result["score_components"].items() if isinstance(v, float) and v}
+    return f"final {result['final_score']:.3f} {parts}"
 
 
 def summary(rows: list) -> dict[str, dict[str, float]]:
@@ -314,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", action="store_true",
                         help="also run without thread context: the store without sessions, and the keyword "
                              "score of the content only")
+    parser.add_argument("--misses", action="store_true",
+                        help="list each evidence turn BM25 ranks in its top 10 and localmem does not, with why")
     parser.add_argument("--cold", type=int, default=0,
                         help="also time N fresh processes answering the first answerable instance's question")
     args = parser.parse_args(argv)
@@ -332,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     result = run(instances, cached_embedder(args.embedder), config, variants,
                  log=lambda line: print(line, file=sys.stderr, flush=True), threads_ablation=args.threads)
     print("\n".join(report(result)))
+    if args.misses:
+        print("\nEvidence turns in BM25's top 10 and not in localmem's:\n")
+        print("\n".join(result["misses"]) or "none")
     if args.cold:
         first = next(i for i in instances if not i["question_id"].endswith("_abs"))
         times = cold_query_seconds(first, cached_embedder(args.embedder), config, args.cold)
