@@ -88,3 +88,16 @@ def test_a_turn_bm25_finds_and_localmem_does_not_is_listed_with_its_scores():
     assert lines[0].startswith("q1 (single-session-user)")
     assert "1:0 user, 43 chars, BM25 rank 1, not in localmem's first 40" in lines[1]
     assert longmemeval.bm25_only_misses(inst, ["0:0"], response, {"0:0"}) == []  # localmem has it
+
+
+def test_a_question_is_asked_after_every_turn_stored_for_it():
+    inst = instance()
+    assert longmemeval.asked_at(inst).isoformat() == "2023-06-01T10:00:00+00:00"  # the question's date
+    inst["question_date"] = "2023/05/20 (Sat) 09:00"  # the same day as the last session, hours before it
+    assert longmemeval.asked_at(inst).isoformat() == "2023-05-20T14:30:03+00:00"  # after its third turn
+    config = Config.from_env({}).with_changes(track_access=False)
+    store, _, _ = longmemeval.build_store(inst, "hash", config)
+    with store:
+        ranked, response = longmemeval.localmem_answer(store, inst)
+    assert "1:0" in ranked  # the evidence said that day is not hidden as not yet valid
+    assert response["state_filter"]["suppressed_count"] == 0

@@ -89,10 +89,10 @@ def pool_metrics(pool: dict, ranked: list[str]) -> dict[str, float]:
 
 class PoolCache:
     """Recorded pools on disk, so a second run (another training setting, more instances)
-    asks recall only for what it has not recorded. Keyed by the recall code (every file of
-    the ``localmem`` package, the packaged model included), the configuration, the embedder and the item (the
-    LoCoMo file's bytes, a LongMemEval instance's id and bytes): a change to any of them is a
-    miss, never a stale pool."""
+    asks recall only for what it has not recorded. Keyed by the code that asks (every file of
+    the ``localmem`` package, the packaged model included, the two runners and this file), the
+    configuration, the embedder and the item (the LoCoMo file's bytes, a LongMemEval
+    instance's bytes): a change to any of them is a miss, never a stale pool."""
 
     def __init__(self, folder: str | None, embedder_name: str, config: Config) -> None:
         self.folder = Path(folder) if folder else None
@@ -104,6 +104,8 @@ class PoolCache:
         for path in sorted(package.rglob("*")):
             if path.is_file() and path.suffix in {".py", ".sql", ".json"}:
                 digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+        for runner in (locomo, longmemeval, sys.modules[__name__]):  # how the questions are asked
+            digest.update(Path(runner.__file__).read_bytes())
         self.code = digest.hexdigest()
 
     def path(self, item: bytes) -> Path | None:
