@@ -214,8 +214,8 @@ def means(rows: list[dict], keys) -> list[float]:
     return [float(np.mean([r[k] for r in rows if k in r])) for k in keys]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that say which pools to record (shared with role_length_levers.py)."""
     parser.add_argument("--locomo", default=str(locomo.DEFAULT_DATA))
     parser.add_argument("--lme", default=str(longmemeval.DEFAULT_DATA))
     parser.add_argument("--lme-instances", type=int, default=None,
@@ -227,6 +227,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pools", default=None,
                         help="a folder to keep recorded pools in, reused while recall's code, the embedder "
                              "and the data are unchanged")
+
+
+def record_all(args: argparse.Namespace, log: Callable[[str], None]) -> tuple[list[dict], list[dict], Any, Any]:
+    """Every LoCoMo and LongMemEval pool the options name (recorded with the learned component
+    at weight 0), the LongMemEval instances, the packaged model and the delta the pools used."""
+    packaged = learned_rank.TreeModel.packaged()
+    embedder = resolve_embedder(args.embedder) if args.no_cache else locomo.cached_embedder(args.embedder)
+    config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
+    # The placeholder lets recall compute the features with the packaged delta's MaxSim (an
+    # embedder that cannot apply a delta, e.g. the hash one in tests, gets plain MaxSim).
+    inner = getattr(embedder, "inner", embedder)
+    delta = packaged.query_delta if callable(getattr(inner, "embed_query_tokens", None)) else None
+    placeholder = dataclasses.replace(trl.placeholder_model(embedder.name, delta=delta),
+                                      embedders=(*packaged.embedders, embedder.name))
+    cache = PoolCache(args.pools, embedder.name, config)
+    pools = locomo_pools(args.locomo, embedder, config, placeholder, cache)
+    log(f"locomo: {len(pools)} pools")
+    instances = longmemeval.load_instances(args.lme, args.lme_instances, ids=args.lme_ids.split(",") if args.lme_ids else None)
+    pools += lme_pools(instances, embedder, config, placeholder, log, cache)
+    return pools, instances, packaged, delta
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_pool_arguments(parser)
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--learning-rate", type=float, default=0.15)
     parser.add_argument("--seed", type=int, default=0)
@@ -242,20 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(line: str) -> None:
         print(f"[{time.perf_counter() - started:.0f} s] {line}", file=sys.stderr, flush=True)
 
-    packaged = learned_rank.TreeModel.packaged()
-    embedder = resolve_embedder(args.embedder) if args.no_cache else locomo.cached_embedder(args.embedder)
-    config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
-    # The placeholder lets recall compute the features with the packaged delta's MaxSim (an
-    # embedder that cannot apply a delta, e.g. the hash one in tests, gets plain MaxSim).
-    inner = getattr(embedder, "inner", embedder)
-    delta = packaged.query_delta if callable(getattr(inner, "embed_query_tokens", None)) else None
-    placeholder = dataclasses.replace(trl.placeholder_model(embedder.name, delta=delta),
-                                      embedders=(*packaged.embedders, embedder.name))
-    cache = PoolCache(args.pools, embedder.name, config)
-    pools = locomo_pools(args.locomo, embedder, config, placeholder, cache)
-    log(f"locomo: {len(pools)} pools")
-    instances = longmemeval.load_instances(args.lme, args.lme_instances, ids=args.lme_ids.split(",") if args.lme_ids else None)
-    pools += lme_pools(instances, embedder, config, placeholder, log, cache)
+    pools, instances, packaged, delta = record_all(args, log)
     weight = Config().weight_learned
     old_columns = len(packaged.features)
 
