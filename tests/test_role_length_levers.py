@@ -3,17 +3,12 @@ add to the weighted score, and the run end to end on small data with folds held 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from benchmarks.quality import role_length_levers
 from localmem.recall.learned_rank import FEATURES
-from tests.test_rank_two_shapes import lme_instance
-
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+from tests.two_shape_data import LOCOMO, small_data
 
 
 def pool(rows: dict[str, list[float]], final: list[float]) -> dict:
@@ -38,14 +33,7 @@ def test_the_length_term_lowers_long_memories_against_the_pool_median():
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
 def test_the_run_reports_each_value_and_the_held_out_choice(tmp_path, capsys):
-    sample = json.loads(LOCOMO.read_text())[0]
-    sample["qa"] = sample["qa"][:20]
-    locomo_path = tmp_path / "locomo.json"
-    locomo_path.write_text(json.dumps([sample]))
-    lme_path = tmp_path / "lme.json"
-    lme_path.write_text(json.dumps({"instances": [lme_instance(n) for n in range(5)]}))
-    assert role_length_levers.main(["--embedder", "hash", "--no-cache", "--locomo", str(locomo_path),
-                                    "--lme", str(lme_path)]) == 0
+    assert role_length_levers.main(small_data(tmp_path, 20, 5)) == 0
     printed = capsys.readouterr().out
     assert printed.count("| speaker b = ") == len(role_length_levers.SPEAKER)
     assert printed.count("| length a = ") == len(role_length_levers.LENGTH)
