@@ -15,7 +15,7 @@ of the ranking. Plain FTS5 BM25 over the same memories runs beside it in the
 same run. Abstention questions (``_abs``: the answer was never said) have no
 evidence; they are reported apart, by the answer's confidence level.
 
-    python benchmarks/quality/longmemeval.py [--instances N] [--skip N] [--ids A,B] [--threads] [--cold N]
+    python benchmarks/quality/longmemeval.py [--instances N] [--skip N] [--ids A,B] [--threads] [--misses] [--cold N]
 """
 
 from __future__ import annotations

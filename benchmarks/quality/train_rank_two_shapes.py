@@ -22,10 +22,11 @@ Reported, all on pools asked in this run:
   fifth LongMemEval instance; trees trained on both sets without the fold score it;
 - the same folds without the role features (held at 0).
 
-``--write`` trains on every pool of both sets and saves the packaged model.
+``--write`` trains on every pool of both sets and saves the packaged model. ``--pools DIR``
+keeps the recorded pools (pickles: give it a folder of your own) for the next run.
 
     pip install -e ".[embeddings,train]"
-    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--write]
+    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--lme-weight N] [--write]
 """
 
 from __future__ import annotations
