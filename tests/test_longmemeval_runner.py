@@ -60,3 +60,44 @@ def test_run_reports_bm25_and_localmem_and_sets_abstentions_apart(tmp_path):
     lines = longmemeval.report(result)
     assert any(line.startswith("| localmem | overall | 1 |") for line in lines)
     assert any("abstention questions (1)" in line for line in lines)
+
+
+def test_without_threads_the_session_is_left_out_of_tags_and_metadata():
+    items = list(longmemeval.memory_items(instance(), threads=False))
+    assert items[0]["metadata"] == {"role": "user", "turn": "0:0"} and items[0]["tags"] == []
+    assert len(items) == len(list(longmemeval.memory_items(instance())))
+
+
+def test_the_threads_ablation_adds_both_rows_for_answerable_questions_only():
+    config = Config.from_env({}).with_changes(track_access=False)
+    result = longmemeval.run([instance(), instance("q2_abs")], "hash", config, log=lambda _: None,
+                             threads_ablation=True)
+    for name in (longmemeval.NO_THREADS, longmemeval.NO_THREAD_KEYWORDS):
+        assert len(result["rows"][name]) == 1
+        assert set(result["rows"][name][0][1]) == {"R@5", "R@10", "MRR", "any@5", "all@5"}
+    assert any(line.startswith(f"| {longmemeval.NO_THREADS} | overall | 1 |")
+               for line in longmemeval.report(result))
+
+
+def test_a_turn_bm25_finds_and_localmem_does_not_is_listed_with_its_scores():
+    inst = instance()
+    response = {"results": [
+        {"memory": {"metadata": {"turn": f"0:{n % 2}", "role": "user"}}, "final_score": 1.0 - n / 100,
+         "score_components": {"vector": 0.5, "keyword": 0.0}} for n in range(12)]}
+    lines = longmemeval.bm25_only_misses(inst, ["1:0", "0:0"], response, {"1:0"})
+    assert lines[0].startswith("q1 (single-session-user)")
+    assert "1:0 user, 43 chars, BM25 rank 1, not in localmem's first 40" in lines[1]
+    assert longmemeval.bm25_only_misses(inst, ["0:0"], response, {"0:0"}) == []  # localmem has it
+
+
+def test_a_question_is_asked_after_every_turn_stored_for_it():
+    inst = instance()
+    assert longmemeval.asked_at(inst).isoformat() == "2023-06-01T10:00:00+00:00"  # the question's date
+    inst["question_date"] = "2023/05/20 (Sat) 09:00"  # the same day as the last session, hours before it
+    assert longmemeval.asked_at(inst).isoformat() == "2023-05-20T14:30:03+00:00"  # after its third turn
+    config = Config.from_env({}).with_changes(track_access=False)
+    store, _, _ = longmemeval.build_store(inst, "hash", config)
+    with store:
+        ranked, response = longmemeval.localmem_answer(store, inst)
+    assert "1:0" in ranked  # the evidence said that day is not hidden as not yet valid
+    assert response["state_filter"]["suppressed_count"] == 0

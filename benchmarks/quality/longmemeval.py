@@ -6,7 +6,8 @@ threaded by session, long turns split into parts of at most 2,000 characters),
 the session's date as the turn's time; capture's importance (0.4) and its source and project tags
 are left out (the same for every memory, so they should not change the order; not measured). The
 question is asked with its
-``question_date`` as "now". Turn-level R@k counts the evidence turns
+``question_date`` as "now" (or the last stored turn's time when that is later: ``asked_at``).
+Turn-level R@k counts the evidence turns
 (``has_answer``) among the first k distinct turns (the parts of one turn count
 once, where its best part ranks); session-level recall_any@5 / recall_all@5
 ask whether any / all answer sessions are among the first 5 distinct sessions
@@ -14,7 +15,7 @@ of the ranking. Plain FTS5 BM25 over the same memories runs beside it in the
 same run. Abstention questions (``_abs``: the answer was never said) have no
 evidence; they are reported apart, by the answer's confidence level.
 
-    python benchmarks/quality/longmemeval.py [--instances N] [--skip N] [--embedder auto|hash]
+    python benchmarks/quality/longmemeval.py [--instances N] [--skip N] [--ids A,B] [--threads] [--misses] [--cold N]
 """
 
 from __future__ import annotations
@@ -77,10 +78,11 @@ def load_instances(path: str | Path, count: int | None = None, skip: int = 0,
     return instances[skip:None if count is None else skip + count]
 
 
-def memory_items(instance: dict) -> Iterator[dict[str, Any]]:
+def memory_items(instance: dict, threads: bool = True) -> Iterator[dict[str, Any]]:
     """Each turn as capture stores it: verbatim, role and session in metadata, the session's
     tag, parts of at most 2,000 characters; a turn's time is its session's date plus one
-    second per turn, so turns keep their order as a transcript's timestamps would."""
+    second per turn, so turns keep their order as a transcript's timestamps would.
+    ``threads=False`` leaves the session out of tags and metadata (no thread context)."""
     sessions = zip(instance["haystack_session_ids"], instance["haystack_dates"], instance["haystack_sessions"])
     for s_index, (session_id, date, turns) in enumerate(sessions):
         started = lme_time(date)
@@ -90,11 +92,12 @@ def memory_items(instance: dict) -> Iterator[dict[str, Any]]:
                 continue
             parts = split_parts(text)
             for p_index, part in enumerate(parts):
-                metadata: dict[str, Any] = {"session": str(session_id), "role": turn["role"],
-                                            "turn": f"{s_index}:{t_index}"}
+                metadata: dict[str, Any] = {"role": turn["role"], "turn": f"{s_index}:{t_index}"}
+                if threads:
+                    metadata["session"] = str(session_id)
                 if len(parts) > 1:
                     metadata.update(part=p_index + 1, parts=len(parts))
-                yield {"content": part, "tags": [f"session:{session_id}"], "metadata": metadata,
+                yield {"content": part, "tags": [f"session:{session_id}"] if threads else [], "metadata": metadata,
                        "timestamp": (started + timedelta(seconds=t_index)).isoformat()}
 
 
@@ -127,10 +130,10 @@ def metrics(ranked_turns: list[str], session_of: dict[str, str], turns: set[str]
 
 
 def build_store(instance: dict, embedder: Any, config: Config,
-                path: str = ":memory:") -> tuple[MemoryStore, int, float]:
+                path: str = ":memory:", threads: bool = True) -> tuple[MemoryStore, int, float]:
     """The instance's store, its memory count and the seconds its ingest took."""
     store = MemoryStore(path, embedder=embedder, config=config)
-    items = list(memory_items(instance))
+    items = list(memory_items(instance, threads))
     started = time.perf_counter()
     store.store_many(items, batch_size=128)
     elapsed = time.perf_counter() - started
@@ -154,9 +157,20 @@ def bm25_turns(store: MemoryStore, question: str, k: int = RANKED) -> list[str]:
     return [r[0] for r in rows]
 
 
+def asked_at(instance: dict) -> datetime:
+    """When the question is asked: its ``question_date``, or the last stored turn's time when
+    that is later. In 13 of the 80 dev instances sessions of the question's own day carry a later
+    hour than the question (8 hold evidence there); asked at that hour, recall would rightly
+    treat them as not yet valid and hide them, which never happens to what capture stored
+    before a question. BM25 reads no time, so it never hid them."""
+    last = max(lme_time(date) + timedelta(seconds=len(turns))
+               for date, turns in zip(instance["haystack_dates"], instance["haystack_sessions"]))
+    return max(lme_time(instance["question_date"]), last)
+
+
 def localmem_answer(store: MemoryStore, instance: dict, **params: Any) -> tuple[list[str], dict]:
     response = store.recall(instance["question"], limit=RANKED, adaptive_floor=False,
-                            now=lme_time(instance["question_date"]).isoformat(), **params)
+                            now=asked_at(instance).isoformat(), **params)
     return [r["memory"]["metadata"].get("turn") for r in response["results"]], response
 
 
@@ -166,15 +180,28 @@ def session_map(instance: dict) -> dict[str, str]:
             for t in range(len(session))}
 
 
+# The rows --threads adds: the store without sessions (no thread context at all), and thread
+# context left out of the keyword score only (the trees still read the thread features).
+NO_THREADS = "localmem, no threads (no session in tags or metadata)"
+NO_THREAD_KEYWORDS = "localmem, keyword score of the content only (no thread neighbours)"
+CONTENT_ONLY = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
 def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str, Config] | None = None,
-        log=print) -> dict[str, Any]:
+        log=print, threads_ablation: bool = False) -> dict[str, Any]:
     """Every instance: its store, BM25 and localmem (and each variant configuration) per
-    question; ingest and warm query timings."""
+    question; ingest and warm query timings. ``threads_ablation`` adds the NO_THREADS and
+    NO_THREAD_KEYWORDS rows."""
     variants = {"localmem": config, **(variants or {})}
+    if threads_ablation:
+        variants[NO_THREAD_KEYWORDS] = config.with_changes(keyword_column_weights=CONTENT_ONLY)
     rows: dict[str, list] = {"bm25": [], **{name: [] for name in variants}}
+    if threads_ablation:
+        rows[NO_THREADS] = []
     abstentions: dict[str, list] = {name: [] for name in variants}
     ingest_seconds = ingest_memories = 0.0
     query_ms: dict[str, list[float]] = {name: [] for name in variants}
+    misses: list[str] = []
     for number, instance in enumerate(instances):
         store, count, seconds = build_store(instance, embedder, config)
         ingest_seconds += seconds
@@ -185,7 +212,8 @@ def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str
             kind = instance["question_type"]
             abstain = instance["question_id"].endswith("_abs")
             if not abstain:
-                rows["bm25"].append((kind, metrics(bm25_turns(store, instance["question"]), of, turns, sessions)))
+                bm25_ranked = bm25_turns(store, instance["question"])
+                rows["bm25"].append((kind, metrics(bm25_ranked, of, turns, sessions)))
             for name, variant in variants.items():
                 store.config = variant
                 store.__dict__.pop("learned_model", None)  # read again: a variant may name another model file
@@ -197,10 +225,46 @@ def run(instances: list[dict], embedder: Any, config: Config, variants: dict[str
                     abstentions[name].append((response.get("confidence") or {}).get("level"))
                 else:
                     rows[name].append((kind, metrics(ranked, of, turns, sessions)))
+                    if name == "localmem":
+                        misses.extend(bm25_only_misses(instance, bm25_ranked, response, turns))
+        if threads_ablation and not abstain:
+            flat, _, _ = build_store(instance, embedder, config, threads=False)
+            with flat:
+                rows[NO_THREADS].append((kind, metrics(localmem_answer(flat, instance)[0], of, turns, sessions)))
         log(f"{number + 1}/{len(instances)} {instance['question_id']} {kind}: {count} memories, "
             f"ingest {seconds:.1f} s")
     return {"rows": rows, "abstentions": abstentions, "ingest_seconds": ingest_seconds,
-            "ingest_memories": ingest_memories, "query_ms": query_ms}
+            "ingest_memories": ingest_memories, "query_ms": query_ms, "misses": misses}
+
+
+def bm25_only_misses(instance: dict, bm25_ranked: list[str], response: dict, turns: set[str]) -> list[str]:
+    """Lines on each evidence turn BM25 ranks in its top 10 and localmem does not: who said it,
+    how long it is, where localmem ranks it and with which score components, against its 10th."""
+    results = response["results"]
+    ranked = distinct([r["memory"]["metadata"].get("turn") for r in results])
+    missed = [t for t in distinct(bm25_ranked)[:10] if t in turns and t not in ranked[:10]]
+    if not missed:
+        return []
+    tenth = next((r for r in results if r["memory"]["metadata"].get("turn") == ranked[9]), None) \
+        if len(ranked) >= 10 else None
+    lines = [f"{instance['question_id']} ({instance['question_type']}): {instance['question'][:160]!r}"]
+    for turn in missed:
+        s_index, t_index = map(int, turn.split(":"))
+        said = instance["haystack_sessions"][s_index][t_index]
+        best = next((r for r in results if r["memory"]["metadata"].get("turn") == turn), None)
+        where = f"localmem rank {ranked.index(turn) + 1}" if turn in ranked else f"not in localmem's first {RANKED}"
+        components = _components(best) if best else ""
+        lines.append(f"  {turn} {said['role']}, {len(said['content'])} chars, BM25 rank "
+                     f"{distinct(bm25_ranked).index(turn) + 1}, {where} {components}")
+    if tenth is not None:
+        lines.append(f"  localmem's 10th: {tenth['memory']['metadata'].get('turn')} "
+                     f"{tenth['memory']['metadata'].get('role')} {_components(tenth)}")
+    return lines
+
+
+def _components(result: dict) -> str:
+    parts = {k: round(v, 3) for k, v in result["score_components"].items() if isinstance(v, float) and v}
+    return f"final {result['final_score']:.3f} {parts}"
 
 
 def summary(rows: list) -> dict[str, dict[str, float]]:
@@ -275,7 +339,7 @@ def cold_query_seconds(instance: dict, embedder: Any, config: Config, runs: int)
         for _ in range(runs):
             started = time.perf_counter()
             subprocess.run([sys.executable, "-c", COLD_SCRIPT, path, instance["question"],
-                            lme_time(instance["question_date"]).isoformat()],
+                            asked_at(instance).isoformat()],
                            check=True, env=env, capture_output=True, timeout=600)
             times.append(time.perf_counter() - started)
         return times
@@ -293,6 +357,11 @@ def main(argv: list[str] | None = None) -> int:
                              "instead of the packaged one")
     parser.add_argument("--variant", action="append", default=[],
                         help="name:KEY=VALUE[,KEY=VALUE] a configuration change run beside the default")
+    parser.add_argument("--threads", action="store_true",
+                        help="also run without thread context: the store without sessions, and the keyword "
+                             "score of the content only")
+    parser.add_argument("--misses", action="store_true",
+                        help="list each evidence turn BM25 ranks in its top 10 and localmem does not, with why")
     parser.add_argument("--cold", type=int, default=0,
                         help="also time N fresh processes answering the first answerable instance's question")
     args = parser.parse_args(argv)
@@ -309,8 +378,11 @@ def main(argv: list[str] | None = None) -> int:
         variants[name] = config.with_changes(**{k: json.loads(v) for k, v in values.items()})
     started = time.perf_counter()
     result = run(instances, cached_embedder(args.embedder), config, variants,
-                 log=lambda line: print(line, file=sys.stderr, flush=True))
+                 log=lambda line: print(line, file=sys.stderr, flush=True), threads_ablation=args.threads)
     print("\n".join(report(result)))
+    if args.misses:
+        print("\nEvidence turns in BM25's top 10 and not in localmem's:\n")
+        print("\n".join(result["misses"]) or "none")
     if args.cold:
         first = next(i for i in instances if not i["question_id"].endswith("_abs"))
         times = cold_query_seconds(first, cached_embedder(args.embedder), config, args.cold)

@@ -22,18 +22,21 @@ Reported, all on pools asked in this run:
   fifth LongMemEval instance; trees trained on both sets without the fold score it;
 - the same folds without the role features (held at 0).
 
-``--write`` trains on every pool of both sets and saves the packaged model.
+``--write`` trains on every pool of both sets and saves the packaged model. ``--pools DIR``
+keeps the recorded pools (pickles: give it a folder of your own) for the next run.
 
     pip install -e ".[embeddings,train]"
-    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--write]
+    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--lme-weight N] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -76,7 +79,57 @@ def recorded_pool(store, ask: Callable[[], Any], key_of: Callable[[dict], str]) 
     return pool
 
 
-def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeModel) -> list[dict]:
+def pool_metrics(pool: dict, ranked: list[str]) -> dict[str, float]:
+    """The runner's metrics of one pool's ranking: locomo.py's for LoCoMo, longmemeval.py's
+    (turns, sessions) for LongMemEval."""
+    truth = pool["truth"]
+    if pool["shape"] == "locomo":
+        return locomo.metrics(ranked, truth["evidence"])
+    return longmemeval.metrics(ranked, truth["session_of"], truth["turns"], truth["sessions"])
+
+
+class PoolCache:
+    """Recorded pools on disk, so a second run (another training setting, more instances)
+    asks recall only for what it has not recorded. Keyed by the code that asks (every file of
+    the ``localmem`` package, the packaged model included, the two runners and this file), the
+    configuration, the embedder and the item (the LoCoMo file's bytes, a LongMemEval
+    instance's bytes): a change to any of them is a miss, never a stale pool."""
+
+    def __init__(self, folder: str | None, embedder_name: str, config: Config) -> None:
+        self.folder = Path(folder) if folder else None
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(f"{embedder_name}\0{config!r}".encode())
+        package = Path(learned_rank.__file__).resolve().parents[1]
+        for path in sorted(package.rglob("*")):
+            if path.is_file() and path.suffix in {".py", ".sql", ".json"}:
+                digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+        for runner in (locomo, longmemeval, sys.modules[__name__]):  # how the questions are asked
+            digest.update(Path(runner.__file__).read_bytes())
+        self.code = digest.hexdigest()
+
+    def path(self, item: bytes) -> Path | None:
+        if self.folder is None:
+            return None
+        return self.folder / f"{hashlib.sha256(self.code.encode() + item).hexdigest()[:32]}.pkl"
+
+    def get(self, item: bytes, record: Callable[[], Any]) -> Any:
+        path = self.path(item)
+        if path is not None and path.exists():
+            return pickle.loads(path.read_bytes())
+        value = record()
+        if path is not None:
+            path.write_bytes(pickle.dumps(value))
+        return value
+
+
+def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeModel,
+                 cache: PoolCache) -> list[dict]:
+    return cache.get(Path(path).read_bytes(), lambda: _record_locomo(path, embedder, config, model))
+
+
+def _record_locomo(path: str, embedder, config: Config, model: learned_rank.TreeModel) -> list[dict]:
     data = json.loads(Path(path).read_text())
     store, questions = locomo.build_store(data, embedder, ":memory:", config)
     store.learned_model = model
@@ -91,7 +144,7 @@ def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeMo
                                  lambda c: dia_of[c["memory"]["id"]])
             fold = int(q["conv_tag"].split(":")[1]) % FOLDS
             pool.update(shape="locomo", fold=fold, labels=np.array([k in q["evidence"] for k in pool["keys"]], float),
-                        score=lambda ranked, q=q: locomo.metrics(ranked, q["evidence"]), kind=q["category"],
+                        truth={"evidence": set(q["evidence"])}, kind=q["category"],
                         bm25=locomo.metrics(locomo.bm25_baseline(store, q["question"], q["conv_tag"], 20),
                                             q["evidence"]))
             pools.append(pool)
@@ -99,25 +152,30 @@ def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeMo
 
 
 def lme_pools(instances: list[dict], embedder, config: Config, model: learned_rank.TreeModel,
-              log: Callable[[str], None]) -> list[dict]:
+              log: Callable[[str], None], cache: PoolCache) -> list[dict]:
     pools = []
     for number, instance in enumerate(instances):
         if instance["question_id"].endswith("_abs"):
             continue  # nothing to find: no label to learn from
-        store, count, seconds = longmemeval.build_store(instance, embedder, config)
-        store.learned_model = model
-        turns, sessions = longmemeval.evidence_of(instance)
-        of = longmemeval.session_map(instance)
-        with store:
-            pool = recorded_pool(store, lambda: longmemeval.localmem_answer(store, instance),
-                                 lambda c: c["memory"]["metadata"].get("turn"))
-            bm25 = longmemeval.metrics(longmemeval.bm25_turns(store, instance["question"]), of, turns, sessions)
-        pool.update(bm25=bm25, shape="lme", fold=number % FOLDS, labels=np.array([k in turns for k in pool["keys"]], float),
-                    score=lambda ranked, of=of, t=turns, s=sessions: longmemeval.metrics(ranked, of, t, s),
-                    kind=instance["question_type"])
-        pools.append(pool)
-        log(f"lme {number + 1}/{len(instances)}: {count} memories, ingest {seconds:.0f} s")
+        item = json.dumps(instance, sort_keys=True).encode()
+        pool = cache.get(item, lambda instance=instance: _record_lme(instance, embedder, config, model))
+        pools.append({**pool, "fold": number % FOLDS})
+        log(f"lme {number + 1}/{len(instances)} {instance['question_id']}")
     return pools
+
+
+def _record_lme(instance: dict, embedder, config: Config, model: learned_rank.TreeModel) -> dict:
+    store, _, _ = longmemeval.build_store(instance, embedder, config)
+    store.learned_model = model
+    turns, sessions = longmemeval.evidence_of(instance)
+    of = longmemeval.session_map(instance)
+    with store:
+        pool = recorded_pool(store, lambda: longmemeval.localmem_answer(store, instance),
+                             lambda c: c["memory"]["metadata"].get("turn"))
+        bm25 = longmemeval.metrics(longmemeval.bm25_turns(store, instance["question"]), of, turns, sessions)
+    pool.update(bm25=bm25, shape="lme", labels=np.array([k in turns for k in pool["keys"]], float),
+                truth={"session_of": of, "turns": turns, "sessions": sessions}, kind=instance["question_type"])
+    return pool
 
 
 def learned_scores(predict: Callable[[np.ndarray], np.ndarray] | None, pool: dict, weight: float) -> np.ndarray:
@@ -131,7 +189,7 @@ def learned_scores(predict: Callable[[np.ndarray], np.ndarray] | None, pool: dic
 
 def scored(pool: dict, scores: np.ndarray) -> dict[str, float]:
     order = np.argsort(-scores, kind="stable")
-    return pool["score"]([pool["keys"][i] for i in order])
+    return pool_metrics(pool, [pool["keys"][i] for i in order])
 
 
 def zeroed(rows: np.ndarray, names) -> np.ndarray:
@@ -140,9 +198,15 @@ def zeroed(rows: np.ndarray, names) -> np.ndarray:
     return rows
 
 
+def weighted(pools: list[dict], lme_weight: int) -> list[dict]:
+    """The pools training learns from: those with evidence (a pool without teaches no order),
+    each LongMemEval one ``lme_weight`` times (a few dozen questions beside LoCoMo's 760)."""
+    trainable = [p for p in pools if p["labels"].any()]
+    return [p for p in trainable for _ in range(lme_weight if p["shape"] == "lme" else 1)]
+
+
 def fit(pools: list[dict], args, drop=()) -> Callable[[np.ndarray], np.ndarray]:
-    trainable = [p for p in pools if p["labels"].any()]  # a pool without evidence teaches no order
-    ranker = trl.fit([{**p, "rows": zeroed(p["rows"], drop)} for p in trainable],
+    ranker = trl.fit([{**p, "rows": zeroed(p["rows"], drop)} for p in weighted(pools, args.lme_weight)],
                      args.rounds, args.seed, args.learning_rate)
     return lambda rows: ranker.predict(zeroed(rows, drop), raw_score=True)
 
@@ -151,8 +215,8 @@ def means(rows: list[dict], keys) -> list[float]:
     return [float(np.mean([r[k] for r in rows if k in r])) for k in keys]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that say which pools to record (shared with role_length_levers.py)."""
     parser.add_argument("--locomo", default=str(locomo.DEFAULT_DATA))
     parser.add_argument("--lme", default=str(longmemeval.DEFAULT_DATA))
     parser.add_argument("--lme-instances", type=int, default=None,
@@ -161,17 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--no-cache", action="store_true",
                         help="embed without the on-disk cache in benchmarks/.cache (tests)")
-    parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--learning-rate", type=float, default=0.15)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--write", action="store_true", help="train on every pool and save the model")
-    parser.add_argument("--output", default=str(trl.MODEL_PATH))
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
+    parser.add_argument("--pools", default=None,
+                        help="a folder to keep recorded pools in, reused while recall's code, the embedder "
+                             "and the data are unchanged")
 
-    def log(line: str) -> None:
-        print(f"[{time.perf_counter() - started:.0f} s] {line}", file=sys.stderr, flush=True)
 
+def record_all(args: argparse.Namespace, log: Callable[[str], None]) -> tuple[list[dict], list[dict], Any, Any]:
+    """Every LoCoMo and LongMemEval pool the options name (recorded with the learned component
+    at weight 0), the LongMemEval instances, the packaged model and the delta the pools used."""
     packaged = learned_rank.TreeModel.packaged()
     embedder = resolve_embedder(args.embedder) if args.no_cache else locomo.cached_embedder(args.embedder)
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
@@ -181,10 +242,33 @@ def main(argv: list[str] | None = None) -> int:
     delta = packaged.query_delta if callable(getattr(inner, "embed_query_tokens", None)) else None
     placeholder = dataclasses.replace(trl.placeholder_model(embedder.name, delta=delta),
                                       embedders=(*packaged.embedders, embedder.name))
-    pools = locomo_pools(args.locomo, embedder, config, placeholder)
+    cache = PoolCache(args.pools, embedder.name, config)
+    pools = locomo_pools(args.locomo, embedder, config, placeholder, cache)
     log(f"locomo: {len(pools)} pools")
     instances = longmemeval.load_instances(args.lme, args.lme_instances, ids=args.lme_ids.split(",") if args.lme_ids else None)
-    pools += lme_pools(instances, embedder, config, placeholder, log)
+    pools += lme_pools(instances, embedder, config, placeholder, log, cache)
+    return pools, instances, packaged, delta
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_pool_arguments(parser)
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--learning-rate", type=float, default=0.15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lme-weight", type=int, default=1,
+                        help="each LongMemEval pool counts this many times in training (at least 1)")
+    parser.add_argument("--write", action="store_true", help="train on every pool and save the model")
+    parser.add_argument("--output", default=str(trl.MODEL_PATH))
+    args = parser.parse_args(argv)
+    if args.lme_weight < 1:
+        parser.error("--lme-weight: must be at least 1")
+    started = time.perf_counter()
+
+    def log(line: str) -> None:
+        print(f"[{time.perf_counter() - started:.0f} s] {line}", file=sys.stderr, flush=True)
+
+    pools, instances, packaged, delta = record_all(args, log)
     weight = Config().weight_learned
     old_columns = len(packaged.features)
 
@@ -228,8 +312,9 @@ def main(argv: list[str] | None = None) -> int:
               f"({len(instances)} instances, abstentions left out); {time.perf_counter() - started:.0f} s."]
     print("\n".join(lines))
     if args.write:
-        ranker = trl.fit([p for p in pools if p["labels"].any()], args.rounds, args.seed, args.learning_rate)
-        settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed}
+        ranker = trl.fit(weighted(pools, args.lme_weight), args.rounds, args.seed, args.learning_rate)
+        settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed,
+                    "lme_weight": args.lme_weight}
         model = trl.export(ranker, list(packaged.embedders), settings, delta=delta)
         model["trained_on"] = (f"LoCoMo dev conversations 0-4 and {len(instances)} LongMemEval dev instances "
                                "(benchmarks/quality/train_rank_two_shapes.py); query delta from LoCoMo "
