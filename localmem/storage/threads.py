@@ -30,6 +30,11 @@ CONTEXT_SPAN = 3
 BAND = timedelta(days=MAX_GAP_DAYS * (CONTEXT_SPAN + 1))
 
 
+# "The caller has not worked the thread out": functions that take a known thread key as an
+# optional argument (None is a real answer, no thread) compute it themselves when given this.
+THREAD_UNKNOWN: Any = object()
+
+
 def thread_key(context: str, metadata: dict[str, Any], tags: Iterable[str]) -> str | None:
     """The thread a memory belongs to, or None."""
     for field in THREAD_FIELDS:
@@ -66,14 +71,23 @@ def affected_rows(conn: apsw.Connection, sql: Statements, pks: list[int],
     return {row[0] for row in conn.execute(sql["thread_neighbours"], _params(pks, timestamps))}
 
 
+def fresh_text_row(pk: int, row: Any) -> tuple:
+    """The full-text row of a new memory outside any thread (a ``MemoryRow``), as
+    thread_text_rows.sql makes it: content, the tags joined by spaces, no neighbours."""
+    return (pk, row.content, " ".join(row.tags), "", "", "", "", "", "")
+
+
 def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] | None,
-                    timestamps: Iterable[str] = (), *, fresh: Iterable[int] = ()) -> int:
+                    timestamps: Iterable[str] = (), *, fresh: Iterable[int] = (),
+                    known: list[tuple] = ()) -> int:
     """(Re)write the full-text rows of the given memories, or of all when ``pks`` is None.
 
     ``timestamps`` are those of the memories whose write caused this; the
     rows to rewrite lie within one band of them and read context from one
     band further, hence the doubled reach. ``fresh`` memories were inserted
-    in this transaction: they have no row to delete first.
+    in this transaction: they have no row to delete first. ``known``: rows
+    already made (``fresh_text_row``) of other fresh memories, inserted with
+    the queried ones in key order, the order the query gives its own.
     """
     if pks is None:
         params = {"pks": None, "band_start": None, "band_end": None, "max_gap_days": MAX_GAP_DAYS}
@@ -85,5 +99,7 @@ def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] |
         skip = set(fresh)
         conn.executemany(sql["fts_delete"], [{"pk": pk} for pk in pks if pk not in skip])
     rows = list(conn.execute(sql["thread_text_rows"], params))
+    if known:
+        rows = sorted(rows + list(known), key=lambda r: r[0])
     conn.executemany(sql["fts_insert"], rows)
     return len(rows)
