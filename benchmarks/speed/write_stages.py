@@ -1,6 +1,6 @@
 """Where a bulk write's time goes: ``store_many`` with given vectors, stage by stage.
 
-    python benchmarks/speed/write_stages.py [--n 10000] [--batch 5000] [--rounds 3]
+    python benchmarks/speed/write_stages.py [--n 10000] [--batch 5000] [--rounds 3] [--no-triggers]
 
 Stores N of ingest.py's synthetic memories (about 40% with a ``type``, the
 rest classified), each with a given unit vector, in calls of ``--batch``,
@@ -12,9 +12,11 @@ into a fresh file, and reports:
   metadata terms);
 - every SQL statement's own time, from SQLite's profile hook (a statement's
   time includes the triggers it fires), and COMMIT;
-- each insert trigger's price: the same write into a fresh file with that
-  one trigger dropped, against the file with every trigger, alternating for
-  ``--rounds`` rounds (median of the paired differences).
+- each insert trigger's price: the time of the statement that fires it
+  (SQLite's profile hook, so Python's share and the machine's other load
+  stay out), in a fresh file with that one trigger dropped against one with
+  every trigger, alternating for ``--rounds`` rounds (median of the paired
+  differences). ``--no-triggers`` skips this part.
 
 Writes only inside a temporary folder.
 """
@@ -40,18 +42,22 @@ import numpy as np  # noqa: E402
 from benchmarks.speed.ingest import generate_memories  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 
-INSERT_TRIGGERS = ("memory_changes_insert", "sync_tombstone_on_insert", "vector_codes_inserted")
-# (module, attribute, stage): wrapped where the write path looks them up.
+# Each insert trigger, and the statement (by its SQL file's first words) whose time includes it.
+INSERT_TRIGGERS = {"memory_changes_insert": "-- One memory row", "sync_tombstone_on_insert": "-- One memory row",
+                   "vector_codes_inserted": "-- Write one memory's code"}
+# (module or module:Class, attribute, stage): wrapped where the write path looks them up.
 STAGES = (
-    ("localmem.store", "build_row", "validation (build_row, with the classifier)"),
+    ("localmem.storage.memory_fields", "build_row", "validation (build_row, with the classifier)"),
     ("localmem.storage.memory_fields", "classify", "  of which the classifier"),
+    ("localmem.storage.memory_fields", "parse_tags", "tag reading (once per distinct value)"),
     ("localmem.store", "redact_item", "redaction"),
     ("localmem.store", "validate_embedding", "vector validation"),
     ("localmem.storage.dedup_keys", "dedup_key", "dedup keys (hashing)"),
+    ("localmem.storage.records:MemoryRow", "bindings", "row bindings (tags and metadata JSON)"),
     ("localmem.storage.writes", "compute_tag_prefixes", "tag prefixes (Python)"),
     ("localmem.storage.writes", "metadata_index_terms", "metadata terms (Python)"),
-    ("localmem.storage.writes", "affected_rows", "thread neighbours"),
-    ("localmem.storage.vector_index", "check_calibration", "calibration check"),
+    ("localmem.storage.writes", "affected_rows", "thread neighbours (query)"),
+    ("localmem.storage.vector_index", "check_calibration", "calibration check (recalibrates as the store doubles)"),
 )
 
 
@@ -70,7 +76,10 @@ def wrapped_stages(totals: dict[str, float], counts: dict[str, int]) -> Iterator
     import importlib
     originals = []
     for module_name, attribute, stage in STAGES:
+        module_name, _, owner = module_name.partition(":")  # "module:Class" for a method
         module = importlib.import_module(module_name)
+        if owner:
+            module = getattr(module, owner)
         original = getattr(module, attribute)
 
         def timed(*args: Any, _f: Callable[..., Any] = original, _s: str = stage, **kwargs: Any) -> Any:
@@ -115,6 +124,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=5_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-triggers", dest="triggers", action="store_false",
+                        help="skip pricing the insert triggers (it stores the batch 2 x 3 x rounds times)")
     args = parser.parse_args()
     items = make_items(args.n)
     with tempfile.TemporaryDirectory() as folder:
@@ -138,15 +149,29 @@ def main() -> None:
         print("\n| SQL statement (with the triggers it fires) | s | share | runs |\n|---|---:|---:|---:|")
         for name, seconds in sorted(statements.items(), key=lambda kv: -kv[1])[:16]:
             print(f"| `{name}` | {seconds:.3f} | {seconds / plain:.1%} | {executions[name]:,} |")
-        print(f"\n| trigger dropped | s with all | s without | price (median of {args.rounds} pairs) | share |"
-              "\n|---|---:|---:|---:|---:|")
-        for trigger in INSERT_TRIGGERS:
-            pairs = []
-            for _ in range(args.rounds):
-                pairs.append((write(folder, items, args.batch), write(folder, items, args.batch, drop=trigger)))
+        if not args.triggers:
+            return
+        print(f"\n| trigger dropped | firing statement s, all triggers | without this one | price (median of "
+              f"{args.rounds} pairs) | share of the unprofiled run |\n|---|---:|---:|---:|---:|")
+        for trigger, statement in INSERT_TRIGGERS.items():
+            pairs = [(statement_seconds(folder, items, args.batch, statement, None),
+                      statement_seconds(folder, items, args.batch, statement, trigger))
+                     for _ in range(args.rounds)]
             price = statistics.median(a - b for a, b in pairs)
-            print(f"| {trigger} | {statistics.median(a for a, _ in pairs):.2f} | "
-                  f"{statistics.median(b for _, b in pairs):.2f} | {price:.3f} | {price / plain:.1%} |")
+            print(f"| {trigger} | {statistics.median(a for a, _ in pairs):.3f} | "
+                  f"{statistics.median(b for _, b in pairs):.3f} | {price:.3f} | {price / plain:.1%} |")
+
+
+def statement_seconds(folder: str, items: list[dict[str, Any]], batch: int, statement: str,
+                      drop: str | None) -> float:
+    """The total time of the statements starting with ``statement`` in one write of ``items``."""
+    spent = [0.0]
+
+    def profile(sql: str, nanoseconds: int) -> None:
+        if sql.startswith(statement):
+            spent[0] += nanoseconds / 1e9
+    write(folder, items, batch, drop=drop, profile=profile)
+    return spent[0]
 
 
 if __name__ == "__main__":
