@@ -16,7 +16,7 @@ import pytest
 
 from localmem import ValidationError
 from localmem.storage import writes
-from localmem.storage.threads import affected_rows, write_text_rows
+from localmem.storage.threads import _params, affected_rows
 from tests.store_helpers import Clock, new_store
 
 # Rows of every table a write fills whose bytes do not depend on how the writes were grouped
@@ -36,13 +36,13 @@ COMPARED = {
 
 
 def varied_items() -> list[dict]:
-    """Turns of two sessions (a gap of days cuts one into two segments), notes outside any
-    thread between them, tags in every form the reader accepts, repeated and not, metadata
-    with indexed terms, non-ASCII text."""
+    """Turns of two sessions (a gap of days cuts some threads into two segments), notes outside any
+    thread between them, in four contexts, tags in every form the reader accepts, repeated
+    and not, metadata with indexed terms, non-ASCII text."""
     items = []
     for index in range(40):
         item: dict = {"id": str(uuid.UUID(int=index + 1, version=4)), "content": f"note {index} über die Pläne",
-                      "timestamp": f"2024-03-{1 + index // 4:02d}T{index % 24:02d}:00:00+00:00"}
+                      "timestamp": f"2024-03-{1 + index // 24 + 3 * (index >= 30):02d}T{index % 24:02d}:00:00+00:00"}
         if index % 3 == 0:
             item["metadata"] = {"session": "alpha" if index < 20 else "beta", "speaker": f"p{index % 2}"}
         elif index % 3 == 1:
@@ -52,6 +52,8 @@ def varied_items() -> list[dict]:
             item["metadata"] = {"ticket": f"ABC-{index}", "nested": {"k": [1, "two"]}}
         if index % 5 == 0:
             item["type"] = "Decision"
+        if index % 4:  # three contexts, interleaved: the old query wrote rows in context order
+            item["context"] = ("work", "home", "Zürich")[index % 4 - 1]
         items.append(item)
     return items
 
@@ -67,14 +69,45 @@ def quiet():
         yield
 
 
+# thread_text_rows.sql as it was before the batched path (c92907f): every new memory's row,
+# and its thread neighbours', from one query, inserted in the order the query gave them.
+BEFORE = """
+WITH targets AS (
+    SELECT pk, thread FROM memories
+    WHERE :pks IS NULL OR pk IN (SELECT value FROM json_each(:pks))
+),
+{{thread_segments}},
+context AS (
+    SELECT s.pk,
+           lag(s.content, 1, '') OVER w AS prev1, lead(s.content, 1, '') OVER w AS next1,
+           lag(s.content, 2, '') OVER w AS prev2, lead(s.content, 2, '') OVER w AS next2,
+           lag(s.content, 3, '') OVER w AS prev3, lead(s.content, 3, '') OVER w AS next3
+    FROM segmented AS s
+    WINDOW w AS (PARTITION BY s.thread, s.segment ORDER BY s.timestamp, s.pk)
+)
+SELECT m.pk, m.content,
+       CASE WHEN json_valid(m.tags) THEN
+           coalesce((SELECT group_concat(j.value, ' ') FROM json_each(m.tags) AS j), '')
+       ELSE '' END,
+       coalesce(c.prev1, ''), coalesce(c.next1, ''), coalesce(c.prev2, ''),
+       coalesce(c.next2, ''), coalesce(c.prev3, ''), coalesce(c.next3, '')
+FROM targets AS t
+JOIN memories AS m ON m.pk = t.pk
+LEFT JOIN context AS c ON c.pk = m.pk;
+"""
+
+
 def query_made_text(conn, sql, pks, threaded, stamps, unthreaded_text):
-    """The full-text rows as the per-row path made them: every new memory's row (and its
-    thread neighbours') from thread_text_rows.sql."""
+    """The full-text rows as the per-row path made them, with the query as it was."""
     new = set(pks)
     neighbours = affected_rows(conn, sql, threaded, stamps)
     for pk in sorted(neighbours - new):
         conn.execute(sql["fts_delete"], {"pk": pk})
-    write_text_rows(conn, sql, new | neighbours, stamps, fresh=new)
+    targets = sorted(new | neighbours)
+    params = _params(targets, stamps, reach=2)
+    conn.executemany(sql["fts_delete"], [{"pk": pk} for pk in targets if pk not in new])
+    query = BEFORE.replace("{{thread_segments}}", sql.fragment("thread_segments"))
+    conn.executemany(sql["fts_insert"], list(conn.execute(query, params)))
 
 
 def full_text_bytes(store) -> dict[str, list]:
@@ -100,10 +133,12 @@ def test_batch_full_text_rows_are_what_the_query_makes(quiet, monkeypatch, batch
     assert full_text_bytes(made)["memories_fts_data"], "the index has rows"
     assert full_text_bytes(made) == full_text_bytes(reference)
     assert dump(made) == dump(reference)
-    # Turn 15 (key 16) is the next turn of turn 12 (key 13) only: turn 18 is a day and
-    # three hours later, in a new segment.
+    # Turns 0 and 12 (keys 1 and 13) are one thread's (default context, session alpha) and
+    # carry each other's text; turns 24 and 36 (session beta) are three days apart, so two segments.
+    assert [r[0] for r in made.conn.execute(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH '{prev1 next1}: (12 OR 0)'")] == [1, 13]
     assert list(made.conn.execute(
-        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH '{prev1 next1}: 15'")) == [(13,)]
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH '{prev1 next1}: (24 OR 36)'")) == []
     assert [r[0] for r in made.conn.execute(
         "SELECT rowid FROM memories_fts WHERE memories_fts MATCH '{tags}: home'")] == [2, 8, 14, 20, 26, 32, 38]
 

@@ -1,6 +1,7 @@
 """Where a bulk write's time goes: ``store_many`` with given vectors, stage by stage.
 
     python benchmarks/speed/write_stages.py [--n 10000] [--batch 5000] [--rounds 3] [--no-triggers]
+                                            [--edges 2000]
 
 Stores N of ingest.py's synthetic memories (about 40% with a ``type``, the
 rest classified), each with a given unit vector, in calls of ``--batch``,
@@ -16,7 +17,9 @@ into a fresh file, and reports:
   (SQLite's profile hook, so Python's share and the machine's other load
   stay out), in a fresh file with that one trigger dropped against one with
   every trigger, alternating for ``--rounds`` rounds (median of the paired
-  differences). ``--no-triggers`` skips this part.
+  differences). ``--no-triggers`` skips this part;
+- ``--edges`` ``associate()`` calls into the stored memories (one transaction each, as a user
+  pays them): every statement's time, and the edge log trigger's price the same way.
 
 Writes only inside a temporary folder.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import random
 import statistics
 import sys
 import tempfile
@@ -124,6 +128,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=5_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--edges", type=int, default=2000, help="associate() calls to time (0: none)")
     parser.add_argument("--no-triggers", dest="triggers", action="store_false",
                         help="skip pricing the insert triggers (it stores the batch 2 x 3 x rounds times)")
     args = parser.parse_args()
@@ -149,6 +154,8 @@ def main() -> None:
         print("\n| SQL statement (with the triggers it fires) | s | share | runs |\n|---|---:|---:|---:|")
         for name, seconds in sorted(statements.items(), key=lambda kv: -kv[1])[:16]:
             print(f"| `{name}` | {seconds:.3f} | {seconds / plain:.1%} | {executions[name]:,} |")
+        if args.edges:
+            edge_stages(folder, items, args)
         if not args.triggers:
             return
         print(f"\n| trigger dropped | firing statement s, all triggers | without this one | price (median of "
@@ -160,6 +167,55 @@ def main() -> None:
             price = statistics.median(a - b for a, b in pairs)
             print(f"| {trigger} | {statistics.median(a for a, _ in pairs):.3f} | "
                   f"{statistics.median(b for _, b in pairs):.3f} | {price:.3f} | {price / plain:.1%} |")
+
+
+def associate_all(folder: str, items: list[dict[str, Any]], count: int, drop: str | None,
+                  profile: Callable[[str, int], None]) -> float:
+    """Seconds for ``count`` associate() calls between random pairs of the stored ``items``."""
+    store = MemoryStore(folder + f"/e-{time.monotonic_ns()}.db", embedder="hash",
+                        config=Config.from_env({"LOCALMEM_TRACK_ACCESS": "0"}))
+    store.store_many(items)
+    if drop:
+        store.conn.execute(f"DROP TRIGGER {drop}")
+    ids = [r[0] for r in store.conn.execute("SELECT id FROM memories")]
+    rng = random.Random(3)
+    pairs = [rng.sample(ids, 2) for _ in range(count)]
+    store.conn.set_profile(profile)
+    started = time.perf_counter()
+    for a, b in pairs:
+        store.associate(a, b, type="RELATES_TO", strength=0.5)
+    elapsed = time.perf_counter() - started
+    store.close()
+    return elapsed
+
+
+def edge_stages(folder: str, items: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    base = items[:min(len(items), 5000)]
+    spent: dict[str, float] = defaultdict(float)
+
+    def profile(sql: str, nanoseconds: int) -> None:
+        spent[statement_name(sql)] += nanoseconds / 1e9
+    wall = associate_all(folder, base, args.edges, None, profile)
+    print(f"\n{args.edges:,} associate() calls among {len(base):,} memories: {wall:.2f} s "
+          f"({args.edges / wall:,.0f}/s)\n\n| statement | s | share |\n|---|---:|---:|")
+    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"| `{name}` | {seconds:.3f} | {seconds / wall:.1%} |")
+    pairs = []
+    for _ in range(args.rounds):
+        times = []
+        for drop in (None, "sync_edge_on_insert"):
+            upsert = [0.0]
+
+            def upsert_only(sql: str, nanoseconds: int) -> None:
+                if sql.startswith("INSERT INTO edges"):
+                    upsert[0] += nanoseconds / 1e9
+            associate_all(folder, base, args.edges, drop, upsert_only)
+            times.append(upsert[0])
+        pairs.append(times)
+    price = statistics.median(a - b for a, b in pairs)
+    print(f"\nsync_edge_on_insert (the edge log): the edge upsert {statistics.median(a for a, _ in pairs):.3f} s "
+          f"with it, {statistics.median(b for _, b in pairs):.3f} s without; price {price:.3f} s, "
+          f"{price / wall:.1%} of the calls' wall time (median of {args.rounds} pairs)")
 
 
 def statement_seconds(folder: str, items: list[dict[str, Any]], batch: int, statement: str,

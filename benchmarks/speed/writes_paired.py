@@ -7,8 +7,8 @@ For each tier and round, every tree runs once in its own process (``PYTHONPATH``
 tree), in an order that rotates each round, on the same items:
 
 - ``store_many`` of the tier's N synthetic memories (benchmarks/speed/ingest.py's generator,
-  about 40% typed, the rest classified; every third in a session, so its full-text row carries
-  its neighbours' text), each with a given unit vector, in calls of 5,000, into a fresh file:
+  about 40% typed, the rest classified; in four contexts; every third in a session, so its
+  full-text row carries its neighbours' text), each with a given unit vector, in calls of 5,000, into a fresh file:
   rows/s;
 - then ``--edges`` ``associate()`` calls between random pairs of them, as scale.py builds its
   edges (one transaction each, as a user pays it): edges/s;
@@ -106,6 +106,8 @@ def make_items(n: int, extra: int, fixed: bool) -> tuple[list[dict], list[dict]]
         item["embedding"] = vector
         if index % 3 == 0:  # every third a conversation turn: its full-text row carries its neighbours'
             item["metadata"] = {**item.get("metadata", {}), "session": f"s{index // 30}"}
+        if index % 4:
+            item["context"] = ("work", "home", "client-a")[index % 4 - 1]
         if fixed:  # the same ids and times in every tree, so the stored bytes can be compared
             item["id"] = str(uuid.UUID(int=index + 1, version=4))
     return items[:n], items[n:]

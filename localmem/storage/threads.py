@@ -73,8 +73,17 @@ def affected_rows(conn: apsw.Connection, sql: Statements, pks: list[int],
 
 def fresh_text_row(pk: int, row: Any) -> tuple:
     """The full-text row of a new memory outside any thread (a ``MemoryRow``), as
-    thread_text_rows.sql makes it: content, the tags joined by spaces, no neighbours."""
-    return (pk, row.content, " ".join(row.tags), "", "", "", "", "", "")
+    thread_text_rows.sql makes it: content, the tags joined by spaces, no neighbours;
+    then its context, by which (and the key) rows are written in order."""
+    return (pk, row.content, " ".join(row.tags), "", "", "", "", "", "", row.context)
+
+
+def insert_text_rows(conn: apsw.Connection, sql: Statements, rows: list[tuple]) -> None:
+    """Write full-text rows (each with its context last) in the order they have always been
+    written in: by context, then key (thread_text_rows.sql's order). FTS5 starts a new
+    segment whenever a key comes below the last one, so the order decides the bytes."""
+    rows = sorted(rows, key=lambda r: (r[-1], r[0]))
+    conn.executemany(sql["fts_insert"], [r[:-1] for r in rows])
 
 
 def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] | None,
@@ -86,8 +95,8 @@ def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] |
     rows to rewrite lie within one band of them and read context from one
     band further, hence the doubled reach. ``fresh`` memories were inserted
     in this transaction: they have no row to delete first. ``known``: rows
-    already made (``fresh_text_row``) of other fresh memories, inserted with
-    the queried ones in key order, the order the query gives its own.
+    already made (``fresh_text_row``) of other fresh memories, written with
+    the queried ones in the query's order.
     """
     if pks is None:
         params = {"pks": None, "band_start": None, "band_end": None, "max_gap_days": MAX_GAP_DAYS}
@@ -99,7 +108,5 @@ def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] |
         skip = set(fresh)
         conn.executemany(sql["fts_delete"], [{"pk": pk} for pk in pks if pk not in skip])
     rows = list(conn.execute(sql["thread_text_rows"], params))
-    if known:
-        rows = sorted(rows + list(known), key=lambda r: r[0])
-    conn.executemany(sql["fts_insert"], rows)
+    insert_text_rows(conn, sql, rows + list(known))
     return len(rows)

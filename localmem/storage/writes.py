@@ -17,7 +17,7 @@ from ..metadata_search import metadata_index_terms
 from .records import MemoryRow
 from .statements import Statements
 from ..tags import compute_tag_prefixes
-from .threads import affected_rows, fresh_text_row, thread_key, write_text_rows
+from .threads import affected_rows, fresh_text_row, insert_text_rows, thread_key, write_text_rows
 
 TokenCodes = tuple[int, bytes]  # (token count, packed sign bits): storage/token_codes.py
 
@@ -138,7 +138,7 @@ def _index_text(conn: apsw.Connection, sql: Statements, pks: list[int], threaded
     neighbours') carries the text of its thread neighbours, which the query reads; the
     others' rows are made in Python (``fresh_text_row``)."""
     if not threaded:  # the common bulk case: every row is known without a query
-        conn.executemany(sql["fts_insert"], unthreaded_text)
+        insert_text_rows(conn, sql, unthreaded_text)
         return
     neighbours = affected_rows(conn, sql, threaded, stamps)
     new = set(pks)
