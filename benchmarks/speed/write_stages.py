@@ -7,19 +7,22 @@ Stores N of ingest.py's synthetic memories (about 40% with a ``type``, the
 rest classified), each with a given unit vector, in calls of ``--batch``,
 into a fresh file, and reports:
 
+Times are CPU seconds of this process (``time.process_time``: on a shared machine the wall
+clock is mostly other work's), except SQLite's own per-statement times, which are its wall clock.
+
 - the Python stages, timed by wrapping the functions the write path calls
   (validation as a whole, the classifier inside it, redaction -- which must
   not run at all unless asked -- vector validation, dedup keys, tag prefixes,
   metadata terms);
 - every SQL statement's own time, from SQLite's profile hook (a statement's
   time includes the triggers it fires), and COMMIT;
-- each insert trigger's price: the time of the statement that fires it
-  (SQLite's profile hook, so Python's share and the machine's other load
-  stay out), in a fresh file with that one trigger dropped against one with
-  every trigger, alternating for ``--rounds`` rounds (median of the paired
-  differences). ``--no-triggers`` skips this part;
+- each insert trigger's price: the same write into a fresh file with that
+  one trigger dropped against one with every trigger, alternating for
+  ``--rounds`` rounds (median of the paired differences). ``--no-triggers``
+  skips this part;
 - ``--edges`` ``associate()`` calls into the stored memories (one transaction each, as a user
-  pays them): every statement's time, and the edge log trigger's price the same way.
+  pays them): every statement's time, and the edge log trigger's price, by its own statement's
+  time and by the calls' CPU time.
 
 Writes only inside a temporary folder.
 """
@@ -46,9 +49,7 @@ import numpy as np  # noqa: E402
 from benchmarks.speed.ingest import generate_memories  # noqa: E402
 from localmem import Config, MemoryStore  # noqa: E402
 
-# Each insert trigger, and the statement (by its SQL file's first words) whose time includes it.
-INSERT_TRIGGERS = {"memory_changes_insert": "-- One memory row", "sync_tombstone_on_insert": "-- One memory row",
-                   "vector_codes_inserted": "-- Write one memory's code"}
+INSERT_TRIGGERS = ("memory_changes_insert", "sync_tombstone_on_insert", "vector_codes_inserted")
 # (module or module:Class, attribute, stage): wrapped where the write path looks them up.
 STAGES = (
     ("localmem.storage.memory_fields", "build_row", "validation (build_row, with the classifier)"),
@@ -87,11 +88,11 @@ def wrapped_stages(totals: dict[str, float], counts: dict[str, int]) -> Iterator
         original = getattr(module, attribute)
 
         def timed(*args: Any, _f: Callable[..., Any] = original, _s: str = stage, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started = time.process_time()
             try:
                 return _f(*args, **kwargs)
             finally:
-                totals[_s] += time.perf_counter() - started
+                totals[_s] += time.process_time() - started
                 counts[_s] += 1
         setattr(module, attribute, timed)
         originals.append((module, attribute, original))
@@ -110,10 +111,10 @@ def write(folder: str, items: list[dict[str, Any]], batch: int, *, drop: str | N
         store.conn.execute(f"DROP TRIGGER {drop}")
     if profile:
         store.conn.set_profile(profile)
-    started = time.perf_counter()
+    started = time.process_time()
     for start in range(0, len(items), batch):
         store.store_many(items[start:start + batch])
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     store.close()
     return elapsed
 
@@ -146,8 +147,8 @@ def main() -> None:
         with wrapped_stages(totals, counts):
             wall = write(folder, items, args.batch, profile=profile)
         plain = statistics.median(write(folder, items, args.batch) for _ in range(args.rounds))
-        print(f"{args.n:,} memories in calls of {args.batch:,}: {plain:.2f} s unprofiled "
-              f"({args.n / plain:,.0f}/s); {wall:.2f} s with the stage timers")
+        print(f"{args.n:,} memories in calls of {args.batch:,}: {plain:.2f} CPU s unprofiled "
+              f"({args.n / plain:,.0f}/s per CPU second); {wall:.2f} CPU s with the stage timers")
         print("\n| stage | s | share of the unprofiled run | calls |\n|---|---:|---:|---:|")
         for _module, _attribute, stage in STAGES:
             print(f"| {stage} | {totals[stage]:.3f} | {totals[stage] / plain:.1%} | {counts[stage]:,} |")
@@ -158,11 +159,10 @@ def main() -> None:
             edge_stages(folder, items, args)
         if not args.triggers:
             return
-        print(f"\n| trigger dropped | firing statement s, all triggers | without this one | price (median of "
-              f"{args.rounds} pairs) | share of the unprofiled run |\n|---|---:|---:|---:|---:|")
-        for trigger, statement in INSERT_TRIGGERS.items():
-            pairs = [(statement_seconds(folder, items, args.batch, statement, None),
-                      statement_seconds(folder, items, args.batch, statement, trigger))
+        print(f"\n| trigger dropped | CPU s, every trigger | without this one | price (median of "
+              f"{args.rounds} pairs) | share |\n|---|---:|---:|---:|---:|")
+        for trigger in INSERT_TRIGGERS:
+            pairs = [(write(folder, items, args.batch), write(folder, items, args.batch, drop=trigger))
                      for _ in range(args.rounds)]
             price = statistics.median(a - b for a, b in pairs)
             print(f"| {trigger} | {statistics.median(a for a, _ in pairs):.3f} | "
@@ -181,10 +181,10 @@ def associate_all(folder: str, items: list[dict[str, Any]], count: int, drop: st
     rng = random.Random(3)
     pairs = [rng.sample(ids, 2) for _ in range(count)]
     store.conn.set_profile(profile)
-    started = time.perf_counter()
+    started = time.process_time()
     for a, b in pairs:
         store.associate(a, b, type="RELATES_TO", strength=0.5)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     store.close()
     return elapsed
 
@@ -196,7 +196,7 @@ def edge_stages(folder: str, items: list[dict[str, Any]], args: argparse.Namespa
     def profile(sql: str, nanoseconds: int) -> None:
         spent[statement_name(sql)] += nanoseconds / 1e9
     wall = associate_all(folder, base, args.edges, None, profile)
-    print(f"\n{args.edges:,} associate() calls among {len(base):,} memories: {wall:.2f} s "
+    print(f"\n{args.edges:,} associate() calls among {len(base):,} memories: {wall:.2f} CPU s "
           f"({args.edges / wall:,.0f}/s)\n\n| statement | s | share |\n|---|---:|---:|")
     for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:8]:
         print(f"| `{name}` | {seconds:.3f} | {seconds / wall:.1%} |")
@@ -217,22 +217,10 @@ def edge_stages(folder: str, items: list[dict[str, Any]], args: argparse.Namespa
     wall_price = statistics.median(a - b for a, b in walls)
     print(f"\nsync_edge_on_insert (the edge log): the edge upsert {statistics.median(a for a, _ in pairs):.3f} s "
           f"with it, {statistics.median(b for _, b in pairs):.3f} s without; price {price:.3f} s, "
-          f"{price / wall:.1%} of the calls' wall time. Wall time of the calls (which adds the pages the log "
+          f"{price / wall:.1%} of the calls' CPU time. CPU time of the calls (which adds the pages the log "
           f"dirties, written at COMMIT): {statistics.median(a for a, _ in walls):.2f} s with it, "
           f"{statistics.median(b for _, b in walls):.2f} s without, price {wall_price:.2f} s "
           f"(median of {args.rounds} pairs)")
-
-
-def statement_seconds(folder: str, items: list[dict[str, Any]], batch: int, statement: str,
-                      drop: str | None) -> float:
-    """The total time of the statements starting with ``statement`` in one write of ``items``."""
-    spent = [0.0]
-
-    def profile(sql: str, nanoseconds: int) -> None:
-        if sql.startswith(statement):
-            spent[0] += nanoseconds / 1e9
-    write(folder, items, batch, drop=drop, profile=profile)
-    return spent[0]
 
 
 if __name__ == "__main__":
