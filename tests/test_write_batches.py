@@ -1,10 +1,10 @@
 """The batched write path writes what the per-row path wrote.
 
 ``store_many`` makes the full-text rows of memories outside any thread in
-Python, works each row's thread key out once, and reads each distinct tag
-value once per batch. These tests hold it to the reference: the full-text
-rows thread_text_rows.sql makes for every memory, and the same memories
-stored one ``store()`` at a time.
+Python, and the query for the others looks their keys up instead of scanning
+every memory. These tests hold it to the reference: the full-text index the
+old query made, byte for byte, and the same memories stored one ``store()``
+at a time.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def test_batch_writes_the_rows_single_writes_write(quiet):
     assert len(hits) == 40
 
 
-def test_a_repeated_tag_value_is_read_once_but_warned_for_each_memory():
+def test_each_memory_of_a_batch_is_warned_for_its_own_tags():
     store = new_store()
     items = [{"content": f"m{i}", "tags": "work;urgent"} for i in range(3)]
     with pytest.warns(UserWarning) as caught:

@@ -17,9 +17,9 @@ clock is mostly other work's), except SQLite's own per-statement times, which ar
 - every SQL statement's own time, from SQLite's profile hook (a statement's
   time includes the triggers it fires), and COMMIT;
 - each insert trigger's price: the same write into a fresh file with that
-  one trigger dropped against one with every trigger, alternating for
-  ``--rounds`` rounds (median of the paired differences). ``--no-triggers``
-  skips this part;
+  one trigger dropped against one with every trigger; each of ``--rounds``
+  rounds writes with every trigger, then without each in turn (the median
+  of the rounds' differences). ``--no-triggers`` skips this part;
 - ``--edges`` ``associate()`` calls into the stored memories (one transaction each, as a user
   pays them): every statement's time, and the edge log trigger's price, by its own statement's
   time and by the calls' CPU time.
@@ -54,7 +54,7 @@ INSERT_TRIGGERS = ("memory_changes_insert", "sync_tombstone_on_insert", "vector_
 STAGES = (
     ("localmem.storage.memory_fields", "build_row", "validation (build_row, with the classifier)"),
     ("localmem.storage.memory_fields", "classify", "  of which the classifier"),
-    ("localmem.storage.memory_fields", "parse_tags", "tag reading (once per distinct value)"),
+    ("localmem.storage.memory_fields", "with_tags_read", "tag reading"),
     ("localmem.store", "redact_item", "redaction"),
     ("localmem.store", "validate_embedding", "vector validation"),
     ("localmem.storage.dedup_keys", "dedup_key", "dedup keys (hashing)"),
@@ -160,13 +160,15 @@ def main() -> None:
         if not args.triggers:
             return
         print(f"\n| trigger dropped | CPU s, every trigger | without this one | price (median of "
-              f"{args.rounds} pairs) | share |\n|---|---:|---:|---:|---:|")
+              f"{args.rounds} rounds) | share |\n|---|---:|---:|---:|---:|")
+        runs: dict[str | None, list[float]] = defaultdict(list)
+        for _ in range(args.rounds):  # each round writes with every trigger, then without each in turn
+            for drop in (None, *INSERT_TRIGGERS):
+                runs[drop].append(write(folder, items, args.batch, drop=drop))
         for trigger in INSERT_TRIGGERS:
-            pairs = [(write(folder, items, args.batch), write(folder, items, args.batch, drop=trigger))
-                     for _ in range(args.rounds)]
-            price = statistics.median(a - b for a, b in pairs)
-            print(f"| {trigger} | {statistics.median(a for a, _ in pairs):.3f} | "
-                  f"{statistics.median(b for _, b in pairs):.3f} | {price:.3f} | {price / plain:.1%} |")
+            price = statistics.median(a - b for a, b in zip(runs[None], runs[trigger]))
+            print(f"| {trigger} | {statistics.median(runs[None]):.3f} | {statistics.median(runs[trigger]):.3f} "
+                  f"| {price:.3f} | {price / plain:.1%} |")
 
 
 def associate_all(folder: str, items: list[dict[str, Any]], count: int, drop: str | None,

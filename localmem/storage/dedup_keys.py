@@ -25,7 +25,7 @@ import apsw
 
 from .records import MemoryRow
 from .statements import Statements
-from .threads import THREAD_UNKNOWN, thread_key
+from .threads import thread_key
 
 _SPACE = re.compile(r"\s+")
 # Sentence-ending marks a writer adds or drops without changing the fact; "?" is kept
@@ -52,21 +52,19 @@ _KEY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def dedup_key(content: str, context: str, tags: Iterable[str], metadata: dict[str, Any],
-              timestamp: str, *, thread: str | None = THREAD_UNKNOWN) -> bytes:
+              timestamp: str) -> bytes:
     """The key equal memories in one scope share (see the module's rules): the first 16 bytes
     of a SHA-256 (a chance collision, about 2^-64 per pair of distinct texts at a billion
-    memories, is below every other failure the store has; the index stays small).
-    ``thread``: the memory's ``thread_key`` when the caller already has it."""
+    memories, is below every other failure the store has; the index stays small)."""
     tags = list(tags)
-    if thread is THREAD_UNKNOWN:
-        thread = thread_key(context, metadata, tags)
+    thread = thread_key(context, metadata, tags)
     scope = [context, sorted({t.lower() for t in tags}), [thread, timestamp] if thread else None]
     text = _KEY_JSON.encode([normalise_content(content), scope])
     return hashlib.sha256(text.encode("utf-8")).digest()[:16]
 
 
-def row_key(row: MemoryRow, *, thread: str | None = THREAD_UNKNOWN) -> bytes:
-    return dedup_key(row.content, row.context, row.tags, row.metadata, row.timestamp, thread=thread)
+def row_key(row: MemoryRow) -> bytes:
+    return dedup_key(row.content, row.context, row.tags, row.metadata, row.timestamp)
 
 
 def insert_keys(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, bytes]]) -> None:

@@ -9,13 +9,12 @@ line is held to exactly the API's rules.
 from __future__ import annotations
 
 import uuid
-import warnings
 from datetime import datetime
 from typing import Any, Iterable, Mapping
 
 from ..classify import classify, normalize_memory_type
 from ..errors import ValidationError
-from ..tags import ParsedTags, normalize_tags, parse_tags
+from ..tags import normalize_tags, with_tags_read
 from ..text import generate_summary
 from ..timeparse import format_timestamp
 from ..validation import (
@@ -48,28 +47,14 @@ def validate_archived(value: Any) -> bool:
 
 
 def build_rows(items: list[Mapping[str, Any]], *, now: datetime, frames: int) -> list[MemoryRow]:
-    """The rows of a batch of ``store`` items: tags read by the one rule (``tags.with_tags_read``,
+    """The rows of a batch of ``store`` items: tags read by the one rule (``with_tags_read``:
     a Python warning for each change, attributed ``frames`` frames up from the caller), then
-    ``build_row``. A tag value repeated across the batch is read once; an error names the
-    item's index when the batch has more than one."""
+    ``build_row``; an error names the item's index when the batch has more than one."""
     rows = []
-    read: dict[tuple, ParsedTags] = {}
     for index, item in enumerate(items):
-        where = f"Memory at index {index}: " if len(items) > 1 else ""
         try:
-            fields = dict(item)
-            tags = None
-            if fields.get("tags") is not None:
-                key = _tags_key(fields["tags"])
-                parsed = read.get(key) if key is not None else None
-                if parsed is None:
-                    parsed = parse_tags(fields["tags"])
-                    if key is not None:
-                        read[key] = parsed
-                tags = fields["tags"] = list(parsed.tags)
-                for note in parsed.notes:
-                    warnings.warn(f"{where}{note}", stacklevel=frames + 1)
-            rows.append(build_row(fields, now=now, tags=tags))
+            item = with_tags_read(item, f"Memory at index {index}: " if len(items) > 1 else "", frames + 1)
+            rows.append(build_row(item, now=now))
         except ValidationError as exc:
             if len(items) == 1:
                 raise
@@ -77,28 +62,17 @@ def build_rows(items: list[Mapping[str, Any]], *, now: datetime, frames: int) ->
     return rows
 
 
-def _tags_key(value: Any) -> tuple | None:
-    """A tag value's key for reading it once per batch; None when it is not text (its error
-    comes from parse_tags)."""
-    if isinstance(value, str):
-        return ("text", value)
-    if isinstance(value, (list, tuple)) and all(isinstance(tag, str) for tag in value):
-        return ("list", *value)
-    return None
-
-
-def build_row(fields: Mapping[str, Any], *, now: datetime, tags: list[str] | None = None) -> MemoryRow:
+def build_row(fields: Mapping[str, Any], *, now: datetime) -> MemoryRow:
     """A new memory's row from ``store``'s fields (``embedding`` is left to the caller).
 
     Unset fields get their defaults: a classified type and confidence, a
-    generated summary, times from ``now``, a fresh id. ``tags``: the fields' tags
-    already normalised (``normalize_tags``), when the caller has them.
+    generated summary, times from ``now``, a fresh id.
     """
     unknown = set(fields) - STORE_FIELDS
     if unknown:
         raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
     content = validate_content(fields.get("content"))
-    tags = normalize_tags(fields.get("tags")) if tags is None else tags
+    tags = normalize_tags(fields.get("tags"))
     importance = validate_unit_interval(fields.get("importance"), "importance", 0.5)
     confidence = validate_unit_interval(fields.get("confidence"), "confidence", None)
     if fields.get("type") is not None:

@@ -12,7 +12,7 @@ import apsw
 from ..errors import NotFoundError
 from ..tags import compute_tag_prefixes
 from .statements import Statements
-from .threads import THREAD_UNKNOWN, thread_key
+from .threads import thread_key
 
 
 # The stored JSON text of tags and metadata (default separators), encoders built once.
@@ -45,10 +45,9 @@ class MemoryRow:
     def thread(self) -> str | None:
         return thread_key(self.context, self.metadata, self.tags)
 
-    def bindings(self, *, thread: str | None = THREAD_UNKNOWN) -> dict[str, Any]:
-        """Every column's binding; ``thread``: the row's ``thread`` when the caller already has it."""
+    def bindings(self) -> dict[str, Any]:
         values = dict(self.__dict__)  # shallow: asdict() would deep-copy tags and metadata
-        values["thread"] = thread_key(self.context, self.metadata, self.tags) if thread is THREAD_UNKNOWN else thread
+        values["thread"] = thread_key(self.context, self.metadata, self.tags)
         values["tags"] = _STORED_JSON.encode(self.tags)
         values["metadata"] = _STORED_METADATA.encode(self.metadata)
         values["archived"] = int(self.archived)

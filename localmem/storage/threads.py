@@ -30,11 +30,6 @@ CONTEXT_SPAN = 3
 BAND = timedelta(days=MAX_GAP_DAYS * (CONTEXT_SPAN + 1))
 
 
-# "The caller has not worked the thread out": functions that take a known thread key as an
-# optional argument (None is a real answer, no thread) compute it themselves when given this.
-THREAD_UNKNOWN: Any = object()
-
-
 def thread_key(context: str, metadata: dict[str, Any], tags: Iterable[str]) -> str | None:
     """The thread a memory belongs to, or None."""
     for field in THREAD_FIELDS:

@@ -17,7 +17,7 @@ from ..metadata_search import metadata_index_terms
 from .records import MemoryRow
 from .statements import Statements
 from ..tags import compute_tag_prefixes
-from .threads import affected_rows, fresh_text_row, insert_text_rows, thread_key, write_text_rows
+from .threads import affected_rows, fresh_text_row, insert_text_rows, write_text_rows
 
 TokenCodes = tuple[int, bytes]  # (token count, packed sign bits): storage/token_codes.py
 
@@ -80,9 +80,8 @@ def insert_memories(
     Each table gets one ``executemany`` per batch. The keys are assigned here
     as SQLite would (one past the largest), so the tag, prefix and metadata
     rows are built in the same pass over the batch; they are inserted in key
-    order, each a short step from the last in its b-tree. Each row's thread
-    key is worked out once, for its column, its dedup key and its text.
-    Full-text rows are written last (``_index_text``).
+    order, each a short step from the last in its b-tree. Full-text rows are
+    written last (``_index_text``).
     """
     if not rows:
         return []
@@ -98,17 +97,16 @@ def insert_memories(
     stamps: list[str] = []
     unthreaded_text: list[tuple] = []
     for pk, row, embedding in zip(pks, rows, embeddings):
-        thread = thread_key(row.context, row.metadata, row.tags)  # once: the row, its key, its text
-        bindings = row.bindings(thread=thread)
+        bindings = row.bindings()
         bindings["pk"] = pk
         memory_rows.append(bindings)
-        key_rows.append({"pk": pk, "key": dedup_keys.row_key(row, thread=thread)})
+        key_rows.append({"pk": pk, "key": dedup_keys.row_key(row)})
         tag_rows.extend((tag, pk) for tag in {t.lower() for t in row.tags})
         prefix_rows.extend((prefix, pk) for prefix in compute_tag_prefixes(row.tags))
         term_rows.extend((term, pk) for term in metadata_index_terms(row.metadata))
         if embedding is not None:
             vectors.append((pk, embedding))
-        if thread is not None:
+        if bindings["thread"] is not None:
             threaded.append(pk)
             stamps.append(row.timestamp)
         else:
