@@ -12,6 +12,7 @@ answers. Memories without a thread cost nothing extra.
 
 from __future__ import annotations
 
+import heapq
 import json
 from datetime import timedelta
 from typing import Any, Iterable
@@ -73,12 +74,18 @@ def fresh_text_row(pk: int, row: Any) -> tuple:
     return (pk, row.content, " ".join(row.tags), "", "", "", "", "", "", row.context)
 
 
-def insert_text_rows(conn: apsw.Connection, sql: Statements, rows: list[tuple]) -> None:
+def _text_order(row: tuple) -> tuple[str, int]:
+    return row[-1], row[0]
+
+
+def insert_text_rows(conn: apsw.Connection, sql: Statements, queried: Iterable[tuple],
+                     made: list[tuple] = ()) -> None:
     """Write full-text rows (each with its context last) in the order they have always been
-    written in: by context, then key (thread_text_rows.sql's order). FTS5 starts a new
-    segment whenever a key comes below the last one, so the order decides the bytes."""
-    rows = sorted(rows, key=lambda r: (r[-1], r[0]))
-    conn.executemany(sql["fts_insert"], [r[:-1] for r in rows])
+    written in: by context, then key. ``queried`` rows come in that order from
+    thread_text_rows.sql; ``made`` ones (``fresh_text_row``) are merged in. FTS5 starts a
+    new segment whenever a key comes below the last one, so the order decides the bytes."""
+    rows = heapq.merge(queried, sorted(made, key=_text_order), key=_text_order) if made else queried
+    conn.executemany(sql["fts_insert"], (row[:-1] for row in rows))
 
 
 def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] | None,
@@ -103,5 +110,5 @@ def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] |
         skip = set(fresh)
         conn.executemany(sql["fts_delete"], [{"pk": pk} for pk in pks if pk not in skip])
     rows = list(conn.execute(sql["thread_text_rows"], params))
-    insert_text_rows(conn, sql, rows + list(known))
+    insert_text_rows(conn, sql, rows, list(known))
     return len(rows)

@@ -136,7 +136,7 @@ def _index_text(conn: apsw.Connection, sql: Statements, pks: list[int], threaded
     neighbours') carries the text of its thread neighbours, which the query reads; the
     others' rows are made in Python (``fresh_text_row``)."""
     if not threaded:  # the common bulk case: every row is known without a query
-        insert_text_rows(conn, sql, unthreaded_text)
+        insert_text_rows(conn, sql, (), unthreaded_text)
         return
     neighbours = affected_rows(conn, sql, threaded, stamps)
     new = set(pks)
