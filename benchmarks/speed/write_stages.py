@@ -66,9 +66,10 @@ STAGES = (
 )
 
 
-def make_items(n: int) -> list[dict[str, Any]]:
-    items = generate_memories(n, seed=7)
-    rng = np.random.default_rng(7)
+def make_items(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    """n of ingest.py's synthetic memories, each with a given random unit vector."""
+    items = generate_memories(n, seed=seed)
+    rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((n, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     for item, vector in zip(items, vectors):

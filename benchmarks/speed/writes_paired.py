@@ -96,15 +96,9 @@ print(json.dumps(out))
 
 
 def make_items(n: int, extra: int, fixed: bool) -> tuple[list[dict], list[dict]]:
-    import numpy as np
-
-    from benchmarks.speed.ingest import generate_memories
-    items = generate_memories(n + extra, seed=11)
-    rng = np.random.default_rng(11)
-    vectors = rng.standard_normal((n + extra, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    for index, (item, vector) in enumerate(zip(items, vectors)):
-        item["embedding"] = vector
+    from benchmarks.speed.write_stages import make_items as with_vectors
+    items = with_vectors(n + extra, seed=11)
+    for index, item in enumerate(items):
         if index % 3 == 0:  # every third a conversation turn: its full-text row carries its neighbours'
             item["metadata"] = {**item.get("metadata", {}), "session": f"s{index // 30}"}
         if index % 4:
