@@ -55,7 +55,7 @@ STAGES = (
     ("localmem.storage.memory_fields", "build_row", "validation (build_row, with the classifier)"),
     ("localmem.storage.memory_fields", "classify", "  of which the classifier"),
     ("localmem.storage.memory_fields", "with_tags_read", "tag reading"),
-    ("localmem.store", "redact_item", "redaction"),
+    ("localmem.privacy.redact", "redact", "redaction (calls of privacy.redact)"),
     ("localmem.store", "validate_embedding", "vector validation"),
     ("localmem.storage.dedup_keys", "dedup_key", "dedup keys (hashing)"),
     ("localmem.storage.records:MemoryRow", "bindings", "row bindings (tags and metadata JSON)"),
