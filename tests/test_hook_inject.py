@@ -331,6 +331,8 @@ def test_verbose_explains_each_decision_and_the_cost(tmp_path):
     block = context_of(out, "UserPromptSubmit")
     assert "floor" in err and "the rest's median" in err and "at most 3" in err
     assert "kept" in err and "this session's own turn" in err and "(copy for the test)" not in block
+    # Each candidate's line says what its relevance rests on: recall's relevance_inputs.
+    assert all(f"{name} " in err for name in ("cosine", "coverage", "token", "keyword")), err
     assert "project:orchid" in err and "tokens (estimated)" in err
     again, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), LOCALMEM_HOOK_VERBOSE="1")
     assert again is None and "already injected this session" in err

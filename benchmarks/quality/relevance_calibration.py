@@ -97,6 +97,7 @@ def collect(name: str, store, questions: list[dict], limit: int) -> list[dict]:
                                                        q["now"], content_of):
                     label = (1 if memory_id in q["gold"] else None) if kind == "related" else 0
                     results.append({"cosine": inputs["cosine"], "token": inputs["token"],
+                                    "keyword": inputs.get("keyword", 0.0),
                                     "coverage": keyword_coverage(terms, content), "label": label,
                                     "words": len(content.split())})  # for trying a length input
                 prompts.append({"set": name, "fold": fold, "kind": kind, "route": route,
@@ -109,6 +110,7 @@ def collect(name: str, store, questions: list[dict], limit: int) -> list[dict]:
             question = OFF_TOPIC[(own * per_scope + n) % len(OFF_TOPIC)]
             for route in ROUTES:
                 results = [{"cosine": inputs["cosine"], "token": inputs["token"], "label": None,
+                            "keyword": inputs.get("keyword", 0.0),
                             "coverage": keyword_coverage(query_terms(question), content), "words": len(content.split())}
                            for _, content, inputs in _ask(store, route, question, scope, limit, None, content_of)]
                 prompts.append({"set": name, "fold": own % FOLDS, "kind": "offtopic", "route": route,
@@ -130,7 +132,8 @@ def spread(questions: list[dict], count: int) -> list[dict]:
 # -- fitting --------------------------------------------------------------------------------
 
 def features_of(result: dict) -> list[float]:
-    found = relevance_features(cosine=result["cosine"], coverage=result["coverage"], token=result["token"])
+    found = relevance_features(cosine=result["cosine"], coverage=result["coverage"], token=result["token"],
+                               keyword=result.get("keyword", 0.0))
     return [found[name] for name in FEATURES]
 
 

@@ -51,11 +51,16 @@ class Candidate:
     relevance: float
     memory: Mapping[str, Any]
     reason: str = ""
+    inputs: Mapping[str, float] | None = None  # recall's relevance_inputs, shown by ``hook -v``
+
 
     def explain(self) -> dict[str, Any]:
         content = " ".join(str(self.memory.get("content", "")).split())
-        return {"id": self.memory_id, "relevance": round(self.relevance, 4), "decision": self.reason,
-                "preview": content[:80] + ("…" if len(content) > 80 else "")}
+        explained = {"id": self.memory_id, "relevance": round(self.relevance, 4), "decision": self.reason,
+                     "preview": content[:80] + ("…" if len(content) > 80 else "")}
+        if self.inputs:
+            explained["inputs"] = dict(self.inputs)
+        return explained
 
 
 @dataclass(frozen=True)

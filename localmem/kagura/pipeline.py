@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..recall.learned_rank import TreeModel
 from ..timeparse import format_timestamp
 from ..recall.confidence_bands import keyword_confidence, semantic_confidence
-from ..recall.keywords import query_terms
+from ..recall.keywords import KeywordScorer, query_terms
 from ..recall.late_interaction import token_score
 from ..recall.relevance import with_relevance
 from ..recall.relevance_model import keyword_coverage, relevance_features, relevance_of
@@ -87,6 +87,9 @@ def _attach_relevance(backend: "Backend", query: str, outcome: SearchOutcome,
     found by the search) is judged on its own cosine to the query and its own words, not
     left without evidence because the memory it replaces was found instead."""
     terms = query_terms(query) if query else []
+    # The keyword input as recall reads it: BM25 over the BM25 of a memory matching every
+    # searched term once (not over the best of this answer, which would read the others).
+    ideal = KeywordScorer(backend, query).ideal if query and any(c.bm25 > 0 for c, _ in rows) else 0.0
     walked = [candidate.id for candidate, _ in rows if not candidate.found]
     cosines: dict[str, float] = {}
     if walked and outcome.query_vector is not None:
@@ -99,7 +102,7 @@ def _attach_relevance(backend: "Backend", query: str, outcome: SearchOutcome,
         else:
             token = max(0.0, cosine) if cosine is not None else 0.0
         features = relevance_features(cosine=cosine, coverage=keyword_coverage(terms, candidate.memory.get("content")),
-                                      token=token)
+                                      token=token, keyword=candidate.bm25 / ideal if candidate.found and ideal > 0 else 0.0)
         row["score_components"]["relevance_inputs"] = features
         row["relevance"] = relevance_of(features)
 

@@ -101,7 +101,8 @@ def attach_relevance(results: list[dict[str, Any]], primary_query: str) -> None:
             cosine=cosine,
             coverage=keyword_coverage(terms[query], (result.get("memory") or {}).get("content")),
             token=token_score(token) if isinstance(token, float) and math.isfinite(token)
-            else (max(0.0, cosine) if cosine is not None else 0.0))
+            else (max(0.0, cosine) if cosine is not None else 0.0),
+            keyword=result.get("_keyword"))
         components["relevance_inputs"] = features
         result["relevance"] = relevance_of(features)
 
