@@ -13,7 +13,7 @@ Stores (all-MiniLM-L6-v2 through the shared embedding cache, ``--embedder``):
   the ``_abs`` questions (their answer was never stored), each instance's question asked of
   the next instance's store, and 10 of the off-topic questions per store. The instances are
   ``--lme`` positions in the set ordered by (answerable, sha256 of the question id): by
-  default the six ``_abs`` ones and ten answerable ones (see ``LME_POSITIONS``).
+  default 26, the six ``_abs`` ones and 20 answerable ones (see ``LME_POSITIONS``).
 
 Every prompt goes through ``answer_hook_with_report(store, "UserPromptSubmit", …)`` in a fresh
 session with the shipped settings; its report holds every candidate's relevance, so other
@@ -25,7 +25,12 @@ with evidence injected plus the highest share of injected notes that are evidenc
 measured on the fifth; and across sets: chosen on one set, measured on the other. The floor
 is recall's (docs/relevance.md) and the cap 3.
 
+Each candidate's relevance inputs are saved with it (``--save``), so ``--load FILE --rescore``
+replays the hook's choice with a refitted relevance model (the packaged relevance.json and its
+floor) without building a store: the candidates are recall's top 20, which relevance does not rank.
+
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/hook_injection.py [--lme 0,1,2,...] [--per-conversation 40]
+        [--sets locomo,lme] [--save FILE | --load FILE[,FILE] [--rescore]]
 """
 
 from __future__ import annotations
@@ -65,10 +70,11 @@ CLOSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
 CAPS = (1, 2, 3)
 TARGET_QUIET = 0.95
 FLOOR_GRID = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-# The six unanswerable instances, and the answerable ones whose embeddings the shared cache held
-# when this was written (another helper had embedded them; the choice is blind to their content).
-# Embedding an instance anew takes ~2.5 minutes on the loaded 2-core machine; --lme takes others.
-LME_POSITIONS = (0, 1, 2, 3, 4, 5, 6, 16, 17, 18, 19, 27, 28, 29, 45, 52)
+# The first 21 of that order (the six unanswerable instances and 15 answerable ones) and five more the
+# last session had embedded (27, 28, 29, 45, 52): the instances whose every turn the shared embedding cache
+# held on 2026-12-05 at 08:15 UTC (the choice is blind to their content). Embedding an instance anew takes
+# minutes on the loaded 2-core machine; --lme takes others (0-79).
+LME_POSITIONS = (*range(21), 27, 28, 29, 45, 52)
 HEADING = "Notes that may bear on this prompt (project p):"
 
 

@@ -36,12 +36,13 @@ CHIT_CHAT = "chit-chat, an acknowledgement or a bare question"
 OVER_SESSION_START = "past the session-start list"
 
 # Chosen on held-out folds of both dev sets (benchmarks/hooks/hook_injection.py; docs/results/history.md,
-# "Injection after the merges", 2026-12-05): with the refitted relevance (floor 0.79) four of five folds, and
-# the fit on all of both sets, chose no lead and a closeness of 0.02. No lead: a related prompt's other
-# candidates are often high too, so requiring a lead over them lost more evidence than it silenced noise.
+# "Injection with the keyword input", 2026-12-05): with the refitted relevance (cosine, coverage, token and
+# keyword; floor 0.81) every fold chose a closeness of 0.02 and a cap of 2, four of five no lead. No lead: a
+# related prompt's other candidates are often high too, so requiring a lead over them lost more evidence than
+# it silenced noise. A cap of 2: the third note was evidence too rarely to pay for its tokens.
 DEFAULT_LEAD = 0.0
 DEFAULT_CLOSE = 0.02
-DEFAULT_CAP = 3
+DEFAULT_CAP = 2
 
 
 @dataclass
