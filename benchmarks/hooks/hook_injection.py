@@ -321,7 +321,6 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         if args.save:
             args.save.write_text(json.dumps(sets, default=sorted), "utf-8")
-    report(sets, settings)
     times = [p["seconds"] for prompts in sets.values() for p in prompts if "seconds" in p]
     if times:
         ratios = [hook / recall for hook, recall in times]
@@ -329,6 +328,7 @@ def main() -> None:
               f"the same prompt (limit 20, the project's tag): p50 {statistics.median(h for h, _ in times) * 1000:.1f}"
               f" ms vs {statistics.median(r for _, r in times) * 1000:.1f} ms; hook/recall p50 "
               f"{statistics.median(ratios):.2f} (n {len(times)}; a loaded shared machine)")
+    report(sets, settings)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 

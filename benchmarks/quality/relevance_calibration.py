@@ -27,7 +27,12 @@ The features are what one memory shows for one query, whatever else the store ho
 (relevance_model.FEATURES); rerun this after the learned ranking or the token evidence changes.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/quality/relevance_calibration.py [--write] \
-        [--lme-instances 32] [--lme-sessions 16] [--prompts /tmp/relevance-prompts.json]
+        [--lme-instances 21] [--lme-sessions 0] [--questions 40] [--prompts /tmp/relevance-prompts.json]
+
+The defaults are the shipped fit's: LoCoMo's first 40 questions of each conversation (evenly
+spaced), and the first 21 LongMemEval instances of relevance_data.lme_order (the 6 abstention
+ones and 15 answerable ones) with every session: the instances whose turns the shared embedding
+cache held on 2026-12-05 (embedding one anew takes minutes on the shared 2-core machine).
 """
 
 from __future__ import annotations
@@ -333,11 +338,11 @@ def report(prompts: list[dict]) -> tuple[list[str], np.ndarray, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=10, help="results per prompt (recall limit, v1 k)")
-    parser.add_argument("--lme-instances", type=int, default=32,
+    parser.add_argument("--lme-instances", type=int, default=21,
                         help="the first N LongMemEval dev instances (relevance_data.lme_order; 0: all 80)")
-    parser.add_argument("--questions", type=int, default=0,
+    parser.add_argument("--questions", type=int, default=40,
                         help="at most this many questions per scope, evenly spaced (0: all)")
-    parser.add_argument("--lme-sessions", type=int, default=16,
+    parser.add_argument("--lme-sessions", type=int, default=0,
                         help="of each instance's ~48 sessions, every answer session and others up to this many "
                              "(relevance_data.kept_sessions; 0: all)")
     parser.add_argument("--prompts", help="a JSON file of collected prompts: the sets it holds are read "
