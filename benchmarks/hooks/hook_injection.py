@@ -19,11 +19,11 @@ Every prompt goes through ``answer_hook_with_report(store, "UserPromptSubmit", â
 session with the shipped settings; its report holds every candidate's relevance, so other
 parameters of the stand-out rule (``localmem/hooks/selection.py``) are replayed on the same
 candidates with the same ``choose`` and ``build_block``. Folds: LoCoMo's five conversations,
-LongMemEval's instances by index mod 5; ``lead`` and ``close`` are chosen on four folds of
+LongMemEval's instances by index mod 5; ``lead``, ``close`` and the cap (1-3) are chosen on four folds of
 both sets (among those keeping >= 0.95 of unrelated prompts silent, the most related prompts
 with evidence injected plus the highest share of injected notes that are evidence) and
 measured on the fifth; and across sets: chosen on one set, measured on the other. The floor
-is recall's (docs/relevance.md) and the cap 3.
+is recall's (docs/relevance.md), or chosen too in a second pass.
 
 Each candidate's relevance inputs are saved with it (``--save``), so ``--load FILE --rescore``
 replays the hook's choice with a refitted relevance model (the packaged relevance.json and its

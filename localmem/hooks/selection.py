@@ -54,7 +54,6 @@ class Candidate:
     reason: str = ""
     inputs: Mapping[str, float] | None = None  # recall's relevance_inputs, shown by ``hook -v``
 
-
     def explain(self) -> dict[str, Any]:
         content = " ".join(str(self.memory.get("content", "")).split())
         explained = {"id": self.memory_id, "relevance": round(self.relevance, 4), "decision": self.reason,

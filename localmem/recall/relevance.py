@@ -124,7 +124,7 @@ def with_relevance(block: dict[str, Any], results: list[dict[str, Any]], config:
         return out
     verdict = (f"best result's relevance {found['relevance']:.2f} "
                f"({'at or above' if found['relevant'] else 'below'} the floor {floor:.2f}; "
-               f"from its cosine, keyword coverage, token and learned evidence)")
+               f"from its cosine, keyword coverage, token and keyword evidence)")
     if follow:
         level = level_of(found["relevance"], floor)
         advice = {"none": "nothing stored looks relevant", "low": "probably nothing relevant",

@@ -4,18 +4,18 @@ Recall always fills its limit, so a rank says nothing about whether anything
 relevant is stored. Each result of ``recall`` and ``recall_v1`` carries
 ``relevance``, a logistic model over evidence the search already has for it
 (no extra embedding or query), each input a function of the query and that
-memory, so that it means the same on any store. One input, ``keyword``, is
-divided by the best keyword score of the request: a competitor superseded
-or scoped out can only raise it, so a memory's relevance never falls
-because other memories were superseded or the scope is small.
+memory (``keyword`` also of the word statistics it is weighed by), never of
+another memory's score, so that it means the same on any store: a memory's
+relevance does not fall because a competitor was superseded.
 
 - ``cosine``: its raw cosine to the query vector;
 - ``coverage``: the share of the query's keywords found in its content
   (``keyword_coverage``);
 - ``token``: its vector component (the late-interaction MaxSim mapped to
   [0, 1], else its cosine clipped at 0);
-- ``keyword``: the keyword channel's evidence, its BM25 divided by the best
-  BM25 of the request (0 when no query word matches).
+- ``keyword``: the keyword channel's evidence, its BM25 divided by the BM25
+  of a memory holding every searched term once (an IDF-weighted coverage in
+  [0, 1]; 0 when no searched word matches).
 
 The coefficients and the floor are data (``localmem/models/relevance.json``),
 fitted by ``benchmarks/quality/relevance_calibration.py`` on two kinds of conversation
