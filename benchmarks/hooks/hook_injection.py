@@ -179,11 +179,14 @@ def lme_prompts(path: Path, embedder: str, positions: list[int], work: Path, set
     return prompts
 
 
-def rescore(prompt: dict) -> None:
-    """The prompt's candidates with their relevance read anew from their inputs (a refitted model)."""
+def rescore(prompt: dict, settings: HookSettings) -> None:
+    """The prompt's candidates with their relevance read anew from their inputs (a refitted model), and
+    what the hook would now inject with ``settings`` in place of what it injected when they were saved."""
     prompt["candidates"] = [(m, relevance_of(relevance_features(**{k: inputs.get(k, 0.0) for k in FEATURES})), inputs)
                             for m, _, inputs in prompt["candidates"]]
     prompt["floor"] = packaged_model().floor
+    prompt["shipped_ids"], prompt["shipped_tokens"] = replay(
+        prompt, settings.standout_lead, settings.standout_close, None, settings.max_memories)
 
 
 def replay(prompt: dict, lead: float, close: float, floor: float | None = None, cap: int = 3,
@@ -252,7 +255,8 @@ def report(sets: dict[str, list[dict]], settings: HookSettings) -> None:
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
     named = [*sets.items(), ("both", both)]
     print(f"\nrecall's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
-          f"{settings.standout_close}, cap {settings.max_memories}, recall's floor), as the hook answered:\n{header}")
+          f"{settings.standout_close}, cap {settings.max_memories}, recall's floor), as the hook answered (with "
+          f"--load, as it answered when saved; with --rescore, as it would answer now):\n{header}")
     for name, prompts in named:
         print(row(name, measure(prompts, {id(p): p["shipped_ids"] for p in prompts},
                                 {id(p): p["shipped_tokens"] for p in prompts})))
@@ -295,6 +299,10 @@ def main() -> None:
     parser.add_argument("--load", help="replay saved candidates instead of asking (no store built): "
                                        "files written by --save, comma-separated, their sets merged")
     args = parser.parse_args()
+    if args.rescore and not args.load:
+        parser.error("--rescore reads saved candidates: give --load FILE")
+    if not set(args.sets.split(",")) <= {"locomo", "lme"}:
+        parser.error(f"--sets takes locomo and/or lme, got {args.sets!r}")
     settings = HookSettings()
     started = time.perf_counter()
     if args.load:
@@ -305,7 +313,7 @@ def main() -> None:
             for p in prompts:
                 p["evidence"] = set(p["evidence"])
                 if args.rescore:
-                    rescore(p)
+                    rescore(p, settings)
     else:
         work = Path(tempfile.mkdtemp(prefix="hook-injection-"))
         wanted = args.sets.split(",")
