@@ -57,7 +57,7 @@ def test_the_longest_calendar_date_in_a_query_is_found(query, expression, start,
     "what runs on port 8080",              # a number outside 1900-2100 is no year
     "the 12 steps and 3 days of work",     # counts are not dates
     "rooms 1 2 3 4 5 6 7 8 9 10 11 12",
-    "anything from last week",             # relative phrases are time_query's
+    "anything from last week",             # relative phrases only with relative=True (below)
     "3 days ago",
     "before May 2023",                     # a composed window: the date inside it is found
 ])
@@ -67,6 +67,38 @@ def test_words_and_numbers_that_are_not_a_calendar_date_are_left_alone(query):
         assert mention is not None and mention.expression == "May 2023"
     else:
         assert mention is None
+
+
+@pytest.mark.parametrize("query, expression, start, end", [
+    ("What is the artist I started to listen to last Friday?", "last Friday",
+     "2026-11-27T00:00:00", "2026-11-27T23:59:59.999999"),
+    ("what did I buy two weeks ago", "two weeks ago", "2026-11-16T00:00:00", "2026-11-22T23:59:59.999999"),
+    ("the three trips I took in the past three months", "past three months",
+     "2026-09-02T12:00:00", "2026-12-02T12:00:00"),
+    ("what did we fix yesterday", "yesterday", "2026-12-01T00:00:00", "2026-12-02T00:00:00"),
+    ("notes from last month", "last month", "2026-11-01T00:00:00", "2026-12-01T00:00:00"),
+    ("what did I do last Friday on 3 March 2025", "3 March 2025",  # a calendar date first
+     "2025-03-03T00:00:00", "2025-03-03T23:59:59.999999"),
+])
+def test_a_relative_date_is_read_against_now_when_asked(query, expression, start, end):
+    assert find_calendar_mention(query, NOW) is None or expression == "3 March 2025"
+    mention = find_calendar_mention(query, NOW, relative=True)
+    assert mention is not None
+    assert (mention.expression, mention.has_year) == (expression, True)
+    assert (mention.start, mention.end) == (day(start), day(end))
+
+
+@pytest.mark.parametrize("query", [
+    "When was the last time I went hiking?",
+    "I came back a while ago",
+    "How many days ago did I order the gift?",  # a question about a span, not a period
+    "the past is past",
+    "what is this about",
+    "what is on this weekend",                  # under way or to come, not past
+    "the plan for next Friday",
+])
+def test_words_that_name_no_past_period_are_left_alone_when_relative(query):
+    assert find_calendar_mention(query, NOW, relative=True) is None
 
 
 @pytest.mark.parametrize("text", ["\x00 May 2023", "May 2023 \ud800", "x" * 1_000_000, "1 " * 500_000])
@@ -168,6 +200,18 @@ def test_the_named_dates_memories_join_the_candidates_the_other_channels_missed(
     assert response["results"][0]["id"] == roses
     (date,) = response["learned_rank"]["dates_in_query"]
     assert date["expression"] == "20 May 2023" and date["added_candidates"] == 1
+
+
+def test_recall_reads_a_relative_date_against_the_requests_now():
+    store, roses = busy_store()  # roses: 20 May 2023, a Saturday
+    response = store.recall("what did I do last Saturday", limit=5, now="2023-05-24T10:00:00Z")
+    assert response["results"][0]["id"] == roses
+    (date,) = response["learned_rank"]["dates_in_query"]
+    assert date["expression"] == "last Saturday" and date["start"] == "2023-05-20T00:00:00+00:00"
+    assert date["added_candidates"] == 1
+    later = store.recall("what did I do last Saturday", limit=5, now="2023-06-07T10:00:00Z")
+    assert later["learned_rank"]["dates_in_query"][0]["start"] == "2023-06-03T00:00:00+00:00"
+    assert roses not in [r["id"] for r in later["results"]]
 
 
 @pytest.mark.parametrize("query, window", [
