@@ -202,8 +202,11 @@ def test_the_named_dates_memories_join_the_candidates_the_other_channels_missed(
     assert date["expression"] == "20 May 2023" and date["added_candidates"] == 1
 
 
-def test_recall_reads_a_relative_date_against_the_requests_now():
+def test_recall_reads_a_relative_date_against_the_requests_now_when_asked_to():
     store, roses = busy_store()  # roses: 20 May 2023, a Saturday
+    off = store.recall("what did I do last Saturday", limit=5, now="2023-05-24T10:00:00Z")
+    assert "dates_in_query" not in off["learned_rank"] and roses not in [r["id"] for r in off["results"]]
+    store.config = Config.from_env({"LOCALMEM_QUERY_RELATIVE_DATES": "1"})
     response = store.recall("what did I do last Saturday", limit=5, now="2023-05-24T10:00:00Z")
     assert response["results"][0]["id"] == roses
     (date,) = response["learned_rank"]["dates_in_query"]
@@ -240,6 +243,9 @@ def test_query_dates_off_reads_no_date_and_adds_no_candidates():
     assert config.query_dates is False
     with pytest.raises(ConfigError, match="LOCALMEM_QUERY_DATES must be a boolean"):
         Config.from_env({"LOCALMEM_QUERY_DATES": "sometimes"})
+    assert Config.from_env({}).query_relative_dates is False
+    with pytest.raises(ConfigError, match="LOCALMEM_QUERY_RELATIVE_DATES must be a boolean"):
+        Config.from_env({"LOCALMEM_QUERY_RELATIVE_DATES": "sometimes"})
     store, roses = busy_store()
     store.config = config
     response = store.recall("what did I do on 20 May 2023", limit=5)
