@@ -20,13 +20,15 @@ Reported, all on pools asked in this run:
   the reverse;
 - folds held out within both: fold ``i`` is LoCoMo conversation ``i`` and every
   fifth LongMemEval instance; trees trained on both sets without the fold score it;
-- the same folds without the role features (held at 0).
+- the same folds without the role features (held at 0);
+- the LongMemEval rows again on the instances the packaged trees were not trained on (the
+  model's ``lme_ids``, or ``--seen-ids``), where comparing them with the held-out trees is fair.
 
 ``--write`` trains on every pool of both sets and saves the packaged model. ``--pools DIR``
 keeps the recorded pools (pickles: give it a folder of your own) for the next run.
 
     pip install -e ".[embeddings,train]"
-    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--lme-weight N] [--write]
+    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--lme-weight N] [--seen-ids A,B] [--write]
 """
 
 from __future__ import annotations
