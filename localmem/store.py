@@ -14,7 +14,7 @@ import apsw
 
 from .storage import edges as edge_store
 from .storage import memory_fields, writes
-from .storage.memory_fields import CLEARABLE_FIELDS, UPDATE_FIELDS, build_row, merged_update
+from .storage.memory_fields import CLEARABLE_FIELDS, UPDATE_FIELDS, merged_update
 from .storage.ids import abbreviate_ids, resolve_id
 from .storage.listing import BY_TAG_MAX_LIMIT, by_tag_page, list_page
 from .classify import replacement_type
@@ -112,7 +112,7 @@ class MemoryStore:
             if self.read_only:
                 require_current_schema(conn)  # a read-only store cannot migrate
             else:
-                migrate(conn, sql)
+                migrate(conn, sql, home=self.path)
             self._backend.settle_dimensions(self.path)
         except BaseException:
             conn.close()
@@ -215,16 +215,8 @@ class MemoryStore:
         ``frames``: from here to the public method's caller (where tag warnings point)."""
         now = self.now()
         space = self._backend.vector_space()  # before any vector is made: what they are made in
-        rows = []
-        for index, item in enumerate(items):
-            try:
-                # Frames: _prepare (1), [_write,] store*/supersede, _serialized, the caller (4 or 5).
-                item = with_tags_read(item, f"Memory at index {index}: " if len(items) > 1 else "", frames)
-                rows.append(build_row(item, now=now))
-            except ValidationError as exc:
-                if len(items) == 1:
-                    raise
-                raise ValidationError(f"Memory at index {index}: {exc.message}") from exc
+        # Frames: _prepare (1), [_write,] store*/supersede, _serialized, the caller (4 or 5).
+        rows = memory_fields.build_rows(items, now=now, frames=frames)
         ids = [row.id for row in rows]
         if len(set(ids)) != len(ids):
             raise ValidationError("Duplicate ids in one batch")

@@ -313,13 +313,13 @@ def test_a_bad_stand_out_setting_is_named(variable, value):
         HookSettings.from_env({variable: value})
 
 
-def test_at_most_three_notes_by_default_and_the_cap_is_configurable(tmp_path):
+def test_at_most_two_notes_by_default_and_the_cap_is_configurable(tmp_path):
     notes = [(f"The orchid staging database access is granted by Priya, rule {i}.", ["project:orchid"])
              for i in range(6)]
     db = seeded(tmp_path, *notes)
     settings = dict(LOCALMEM_HOOK_RELEVANCE_FLOOR="0", LOCALMEM_HOOK_STANDOUT_LEAD="0", LOCALMEM_HOOK_STANDOUT_CLOSE="1")
-    out, _ = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="cap3"), **settings)
-    assert context_of(out, "UserPromptSubmit").count("\n- [") == 3
+    out, _ = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="cap2"), **settings)
+    assert context_of(out, "UserPromptSubmit").count("\n- [") == 2
     out, _ = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="cap5"),
                       LOCALMEM_HOOK_MAX_MEMORIES="5", **settings)
     assert context_of(out, "UserPromptSubmit").count("\n- [") == 5
@@ -329,8 +329,10 @@ def test_verbose_explains_each_decision_and_the_cost(tmp_path):
     db = seeded(tmp_path, (STAGING + " (copy for the test)", ["project:orchid", f"session:{SESSION}"]))
     out, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), LOCALMEM_HOOK_VERBOSE="1")
     block = context_of(out, "UserPromptSubmit")
-    assert "floor" in err and "the rest's median" in err and "at most 3" in err
+    assert "floor" in err and "the rest's median" in err and "at most 2" in err
     assert "kept" in err and "this session's own turn" in err and "(copy for the test)" not in block
+    # Each candidate's line says what its relevance rests on: recall's relevance_inputs.
+    assert all(f"{name} " in err for name in ("cosine", "coverage", "token", "keyword")), err
     assert "project:orchid" in err and "tokens (estimated)" in err
     again, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), LOCALMEM_HOOK_VERBOSE="1")
     assert again is None and "already injected this session" in err

@@ -100,6 +100,7 @@ def test_a_head_the_search_did_not_find_is_judged_on_its_own_evidence() -> None:
         assert inputs["cosine"] == pytest.approx(own["cosine"], abs=1e-6) and inputs["cosine"] > 0.1
         assert inputs["coverage"] == own["coverage"] > 0
         assert inputs["token"] == pytest.approx(max(0.0, own["cosine"]), abs=1e-6)
+        assert inputs["keyword"] > 0  # its own words, scored by BM25 as the search scores them
 
 
 @pytest.mark.parametrize("others", [0, 1, 60])

@@ -976,7 +976,7 @@ def fail_on_call(n: int, original):
 
 def test_store_failure_after_memory_insert_rolls_back(populated, monkeypatch):
     # The full-text rows are written after the memory, tag and vector rows.
-    monkeypatch.setattr(localmem.storage.writes, "write_text_rows", fail_on_call(1, localmem.storage.writes.write_text_rows))
+    monkeypatch.setattr(localmem.storage.writes, "_index_text", fail_on_call(1, localmem.storage.writes._index_text))
     before = snapshot(populated)
     with pytest.raises(RuntimeError, match="injected failure"):
         populated.store("half written", tags=["x:y"])

@@ -234,15 +234,22 @@ def test_dry_run_writes_nothing(stores):
     assert sync(a, b).copied_to_peer == 1  # and the marks did not move
 
 
-def test_a_copy_of_the_same_file_is_refused(tmp_path, stores):
+def test_a_copy_of_the_same_file_is_refused_until_opened_as_a_store_of_its_own(tmp_path, stores):
     a = stores("a")
     a.store("something")
     a.close()
     shutil.copy(tmp_path / "a.db", tmp_path / "copy.db")
     with MemoryStore(tmp_path / "a.db", embedder="hash") as again, \
-            MemoryStore(tmp_path / "copy.db", embedder="hash") as copy:
-        with pytest.raises(Exception, match="same store identity"):
-            sync(again, copy)
+            MemoryStore(tmp_path / "copy.db", embedder="hash", read_only=True) as copy:
+        with pytest.raises(Exception, match="same store identity"):  # read-only: not renewed
+            sync_stores(StoreSide(again, "a"), StoreSide(copy, "copy"), dry_run=True)
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as again, \
+            MemoryStore(tmp_path / "copy.db", embedder="hash") as copy:  # a copy: a new identity
+        copy.store("written on the copy")
+        summary = sync(again, copy)
+        assert summary.copied_to_local == 1 and summary.conflicts == []
+        assert sorted(row[0] for row in again.conn.execute("SELECT content FROM memories")) == [
+            "something", "written on the copy"]
 
 
 def test_a_damaged_peer_record_is_refused_by_name_and_the_rest_arrives(stores):

@@ -137,3 +137,20 @@ def test_cli_sync_with_a_url_and_without_the_token(tmp_path, server):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["copied_to_peer"], report["copied_to_local"]) == (1, 1)
+
+
+def test_clock_stamps_travel_unchanged_through_the_server(tmp_path, server):
+    """Issue 42, item 1: a memory and an edge keep the stamps they were made with, both ways."""
+    url, path = server
+    stamps = ("SELECT m.id, c.hlc FROM memories m JOIN memory_changes c ON c.pk = m.pk",
+              "SELECT src_id, type, dst_id, hlc FROM sync_edge_log")
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as local:
+        first, second = local.store("the boiler is serviced in March"), local.store("the plumber is Ana")
+        local.associate(first, second, "RELATES_TO", 0.6)
+        with PushClient(url, token=TOKEN) as client:
+            here = StoreSide(local, "laptop")
+            sync_stores(here, RemoteSide(client, here.store_id))
+        mine = [set(local.conn.execute(query)) for query in stamps]
+    with MemoryStore(path, embedder="hash", read_only=True) as served:
+        theirs = [set(served.conn.execute(query)) for query in stamps]
+    assert mine == theirs and len(mine[0]) == 3 and len(mine[1]) == 1

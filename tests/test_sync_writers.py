@@ -71,3 +71,59 @@ def test_a_memory_brought_back_by_an_edit_brings_its_edges_back(tmp_path):
 
         assert edges(a) == edges(b) == [(memory, "RELATES_TO", neighbour, 0.7)]
         assert a.get(memory, with_edges=True)["state"] == b.get(memory, with_edges=True)["state"]
+
+
+class EditsBeforeItsFirstPage(StoreSide):
+    """A store side whose first page of memories is read just after another process's edit of
+    one memory (so the edit is newer than the sync's marks and waits for the next sync)."""
+
+    def __init__(self, store: MemoryStore, label: str, writer: MemoryStore, memory_id: str, content: str):
+        super().__init__(store, label)
+        self.writer, self.memory_id, self.content = writer, memory_id, content
+
+    def page(self, kind, after, until, peer, limit=None):
+        if kind == "memories" and self.content is not None:
+            self.writer.update(self.memory_id, content=self.content)
+            self.content = None
+        return super().page(kind, after, until, peer, limit)
+
+
+def test_an_edge_whose_memory_a_writer_held_back_travels_with_the_next_sync(tmp_path):
+    """The held-back memory's edge, read in this sync, must not be refused on the other store
+    and marked as sent (it was lost for good), but travel with its memory in the next sync."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b, \
+            MemoryStore(tmp_path / "a.db", embedder="hash") as other_process:
+        anchor = a.store("The on-call rota")
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        late = a.store("Rota swaps go through the channel")
+        a.associate(late, anchor, "RELATES_TO", 0.6)
+        racing = EditsBeforeItsFirstPage(a, "a", other_process, late, "Rota swaps go through #oncall")
+        summary = sync_stores(racing, StoreSide(b, "b"))
+        assert summary.refused == [], summary.refused
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        edges = "SELECT s.id, d.id FROM edges e JOIN memories s ON s.pk = e.src JOIN memories d ON d.pk = e.dst"
+        assert b.get(late)["content"] == "Rota swaps go through #oncall"
+        assert b.conn.execute(edges).fetchall() == a.conn.execute(edges).fetchall() == [(late, anchor)]
+
+
+def test_a_conflict_met_again_never_writes_over_its_edited_copy(tmp_path):
+    """Three stores meet the same conflict: the copy made by the first meeting, edited since,
+    is merged as the memory it is when the conflict is met again (it was overwritten with the
+    losing version once more, losing the edit)."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b, \
+            MemoryStore(tmp_path / "c.db", embedder="hash") as c:
+        memory = a.store("Lunch is at noon")
+        for pair in ((a, b), (a, c)):
+            sync_stores(StoreSide(pair[0], "x"), StoreSide(pair[1], "y"))
+        a.update(memory, content="Lunch is at 12:30")
+        sync_stores(StoreSide(a, "a"), StoreSide(c, "c"))  # c holds a's version
+        time.sleep(0.002)
+        b.update(memory, content="Lunch is at 13:00")  # later: wins
+        first = sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        copy = first.conflicts[0]["kept_as"]
+        b.update(copy, content="Lunch was at 12:30 until May")  # the copy, edited
+        again = sync_stores(StoreSide(b, "b"), StoreSide(c, "c"))  # the same conflict, met again
+        assert again.refused == [], again.refused
+        for store in (b, c):
+            assert store.get(memory)["content"] == "Lunch is at 13:00"
+            assert store.get(copy)["content"] == "Lunch was at 12:30 until May"

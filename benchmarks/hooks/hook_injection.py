@@ -13,19 +13,24 @@ Stores (all-MiniLM-L6-v2 through the shared embedding cache, ``--embedder``):
   the ``_abs`` questions (their answer was never stored), each instance's question asked of
   the next instance's store, and 10 of the off-topic questions per store. The instances are
   ``--lme`` positions in the set ordered by (answerable, sha256 of the question id): by
-  default the six ``_abs`` ones and ten answerable ones (see ``LME_POSITIONS``).
+  default 26, the six ``_abs`` ones and 20 answerable ones (see ``LME_POSITIONS``).
 
 Every prompt goes through ``answer_hook_with_report(store, "UserPromptSubmit", …)`` in a fresh
 session with the shipped settings; its report holds every candidate's relevance, so other
 parameters of the stand-out rule (``localmem/hooks/selection.py``) are replayed on the same
 candidates with the same ``choose`` and ``build_block``. Folds: LoCoMo's five conversations,
-LongMemEval's instances by index mod 5; ``lead`` and ``close`` are chosen on four folds of
+LongMemEval's instances by index mod 5; ``lead``, ``close`` and the cap (1-3) are chosen on four folds of
 both sets (among those keeping >= 0.95 of unrelated prompts silent, the most related prompts
 with evidence injected plus the highest share of injected notes that are evidence) and
 measured on the fifth; and across sets: chosen on one set, measured on the other. The floor
-is recall's (docs/relevance.md) and the cap 3.
+is recall's (docs/relevance.md), or chosen too in a second pass.
+
+Each candidate's relevance inputs are saved with it (``--save``), so ``--load FILE --rescore``
+replays the hook's choice with a refitted relevance model (the packaged relevance.json and its
+floor) without building a store: the candidates are recall's top 20, which relevance does not rank.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/hook_injection.py [--lme 0,1,2,...] [--per-conversation 40]
+        [--sets locomo,lme] [--save FILE | --load FILE[,FILE] [--rescore]]
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
 from localmem.hooks.selection import KEPT, Candidate, StandOut, choose  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
+from localmem.recall.relevance_model import FEATURES, packaged_model, relevance_features, relevance_of  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402
 
@@ -61,12 +67,14 @@ DATA = ROOT.parent / "shared" / "data"
 FOLDS = 5
 LEADS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4)
 CLOSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
+CAPS = (1, 2, 3)
 TARGET_QUIET = 0.95
 FLOOR_GRID = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-# The six unanswerable instances, and the answerable ones whose embeddings the shared cache held
-# when this was written (another helper had embedded them; the choice is blind to their content).
-# Embedding an instance anew takes ~2.5 minutes on the loaded 2-core machine; --lme takes others.
-LME_POSITIONS = (0, 1, 2, 3, 4, 5, 6, 16, 17, 18, 19, 27, 28, 29, 45, 52)
+# The first 21 of that order (the six unanswerable instances and 15 answerable ones) and five more the
+# last session had embedded (27, 28, 29, 45, 52): the instances whose every turn the shared embedding cache
+# held on 2026-12-05 at 08:15 UTC (the choice is blind to their content). Embedding an instance anew takes
+# minutes on the loaded 2-core machine; --lme takes others (0-79).
+LME_POSITIONS = (*range(21), 27, 28, 29, 45, 52)
 HEADING = "Notes that may bear on this prompt (project p):"
 
 
@@ -78,9 +86,9 @@ def memories_of(store: MemoryStore) -> dict[str, dict[str, Any]]:
 def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str, settings: HookSettings) -> dict:
     payload = {"session_id": session, "cwd": str(cwd), "prompt": prompt, "hook_event_name": "UserPromptSubmit"}
     report = answer_hook_with_report(store, "UserPromptSubmit", payload, settings).report
-    candidates = [(c["id"], c["relevance"]) for c in report.get("candidates", [])
+    candidates = [(c["id"], c["relevance"], c.get("inputs") or {}) for c in report.get("candidates", [])
                   if c["decision"] != "this session's own turn"]
-    return {"candidates": candidates, "memories": {m: memories[m] for m, _ in candidates},
+    return {"candidates": candidates, "memories": {m: memories[m] for m, _, _ in candidates},
             "floor": report.get("relevance_floor", 0.0), "shipped_ids": report.get("memory_ids", []),
             "shipped_tokens": report.get("tokens", 0)}
 
@@ -110,7 +118,7 @@ def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path,
         store.recall(question, tags=[f"project:{projects[index]}"], tag_match="exact", limit=20)
         found["seconds"] = (hook_seconds, time.perf_counter() - started)  # the hook, one plain recall
         prompts.append({**found, "set": "locomo", "fold": index, "kind": "related",
-                        "evidence": {m for m, _ in found["candidates"] if dia[m] in evidence}})
+                        "evidence": {m for m, _, _ in found["candidates"] if dia[m] in evidence}})
         other = (index + 1) % len(projects)
         found = ask(store, memories, work / projects[other], question, f"w{n}", settings)
         prompts.append({**found, "set": "locomo", "fold": other, "kind": "unrelated", "evidence": set()})
@@ -171,10 +179,20 @@ def lme_prompts(path: Path, embedder: str, positions: list[int], work: Path, set
     return prompts
 
 
+def rescore(prompt: dict, settings: HookSettings) -> None:
+    """The prompt's candidates with their relevance read anew from their inputs (a refitted model), and
+    what the hook would now inject with ``settings`` in place of what it injected when they were saved."""
+    prompt["candidates"] = [(m, relevance_of(relevance_features(**{k: inputs.get(k, 0.0) for k in FEATURES})), inputs)
+                            for m, _, inputs in prompt["candidates"]]
+    prompt["floor"] = packaged_model().floor
+    prompt["shipped_ids"], prompt["shipped_tokens"] = replay(
+        prompt, settings.standout_lead, settings.standout_close, None, settings.max_memories)
+
+
 def replay(prompt: dict, lead: float, close: float, floor: float | None = None, cap: int = 3,
            budget: int = 1500) -> tuple[list[str], int]:
     """The ids the hook would inject with these parameters (floor None: recall's), and the block's tokens."""
-    candidates = [Candidate(m, r, prompt["memories"][m]) for m, r in prompt["candidates"]]
+    candidates = [Candidate(m, r, prompt["memories"][m]) for m, r, *_ in prompt["candidates"]]
     choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap))
     kept = [c.memory for c in candidates if c.reason == KEPT]
     block, ids = build_block(kept, HEADING, budget, cap)
@@ -205,14 +223,14 @@ def evaluate(prompts: list[dict], params: tuple) -> dict[str, float]:
 
 
 def fit(prompts: list[dict], floors: tuple = (None,)) -> tuple:
-    """The (lead, close, floor) keeping >= 0.95 of unrelated prompts quiet with the most related prompts
+    """The (lead, close, floor, cap) keeping >= 0.95 of unrelated prompts quiet with the most related prompts
     hit plus the most injected notes being evidence (the two targets weighed alike)."""
-    best, best_key = (LEADS[-1], CLOSES[0], None), (-1.0, -1.0, -1.0)
-    for lead, close, floor in itertools.product(LEADS, CLOSES, floors):
-        m = evaluate(prompts, (lead, close, floor))
+    best, best_key = (LEADS[-1], CLOSES[0], None, 1), (-1.0, -1.0, -1.0)
+    for lead, close, floor, cap in itertools.product(LEADS, CLOSES, floors, CAPS):
+        m = evaluate(prompts, (lead, close, floor, cap))
         key = (1.0 if m["quiet"] >= TARGET_QUIET else m["quiet"] - 1.0, m["hit"] + m["precision"], m["hit"])
         if key > best_key:
-            best, best_key = (lead, close, floor), key
+            best, best_key = (lead, close, floor, cap), key
     return best
 
 
@@ -237,25 +255,28 @@ def report(sets: dict[str, list[dict]], settings: HookSettings) -> None:
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
     named = [*sets.items(), ("both", both)]
     print(f"\nrecall's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
-          f"{settings.standout_close}, cap {settings.max_memories}, recall's floor), as the hook answered:\n{header}")
+          f"{settings.standout_close}, cap {settings.max_memories}, recall's floor), as the hook answered (with "
+          f"--load, as it answered when saved; with --rescore, as it would answer now):\n{header}")
     for name, prompts in named:
         print(row(name, measure(prompts, {id(p): p["shipped_ids"] for p in prompts},
                                 {id(p): p["shipped_tokens"] for p in prompts})))
     print(f"\nFloor alone (lead 0, close 1, cap 3: the best three over recall's floor):\n{header}")
     for name, prompts in named:
-        print(row(name, evaluate(prompts, (0.0, 1.0, None))))
+        print(row(name, evaluate(prompts, (0.0, 1.0, None, 3))))
     for label, floors in (("recall's floor", (None,)), ("the floor chosen too", FLOOR_GRID)):
         result, params = held_out(both, floors)
-        print(f"\nHeld out, {label}: (lead, close, floor) chosen on four folds of both sets, "
+        print(f"\nHeld out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "
               f"measured on the fifth:\n{header}")
         for name in sets:
             subset = [p for p in both if p["set"] == name]
             chosen = {id(p): replay(p, *params[p["fold"]]) for p in subset}
             print(row(name, measure(subset, {k: v[0] for k, v in chosen.items()}, {k: v[1] for k, v in chosen.items()})))
         print(row("both", result))
-        print(f"per fold (lead, close, floor; None: recall's): {params}")
+        print(f"per fold (lead, close, floor, cap; floor None: recall's): {params}")
         print(f"\nAcross sets, {label}: chosen on one set, measured on the other:\n{header}")
         for source, target in (("locomo", "lme"), ("lme", "locomo")):
+            if source not in sets or target not in sets:
+                continue
             params_one = fit(sets[source], floors)
             print(row(f"fit on {source} {params_one} → {target}", evaluate(sets[target], params_one)))
         print(f"chosen on all of both sets (in-sample): {fit(both, floors)}")
@@ -270,28 +291,44 @@ def main() -> None:
                              "(answerable, sha256 of the question id); 0-5 are the six _abs ones")
     parser.add_argument("--per-conversation", type=int, default=40)
     parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--rescore", action="store_true",
+                        help="with --load: read each candidate's relevance anew from its saved inputs with the "
+                             "packaged model (localmem/models/relevance.json) and its floor, as a hook would now")
+    parser.add_argument("--sets", default="locomo,lme", help="which sets to ask (comma-separated)")
     parser.add_argument("--save", type=Path, help="also write the asked prompts' candidates here (JSON)")
-    parser.add_argument("--load", type=Path, help="replay saved candidates instead of asking (no store built)")
+    parser.add_argument("--load", help="replay saved candidates instead of asking (no store built): "
+                                       "files written by --save, comma-separated, their sets merged")
     args = parser.parse_args()
+    if args.rescore and not args.load:
+        parser.error("--rescore reads saved candidates: give --load FILE")
+    if not set(args.sets.split(",")) <= {"locomo", "lme"}:
+        parser.error(f"--sets takes locomo and/or lme, got {args.sets!r}")
     settings = HookSettings()
     started = time.perf_counter()
     if args.load:
-        sets = json.loads(args.load.read_text("utf-8"))
+        sets = {}
+        for path in args.load.split(","):
+            sets.update(json.loads(Path(path).read_text("utf-8")))
         for prompts in sets.values():
             for p in prompts:
                 p["evidence"] = set(p["evidence"])
+                if args.rescore:
+                    rescore(p, settings)
     else:
         work = Path(tempfile.mkdtemp(prefix="hook-injection-"))
+        wanted = args.sets.split(",")
+        sets = {}
         try:
-            sets = {"locomo": locomo_prompts(args.locomo, args.embedder, args.per_conversation, work, settings)}
-            print(f"locomo asked in {time.perf_counter() - started:.0f} s", flush=True)
-            positions = [int(p) for p in args.lme.split(",") if p.strip()]
-            sets["lme"] = lme_prompts(args.lme_data, args.embedder, positions, work, settings)
+            if "locomo" in wanted:
+                sets["locomo"] = locomo_prompts(args.locomo, args.embedder, args.per_conversation, work, settings)
+                print(f"locomo asked in {time.perf_counter() - started:.0f} s", flush=True)
+            if "lme" in wanted:
+                positions = [int(p) for p in args.lme.split(",") if p.strip()]
+                sets["lme"] = lme_prompts(args.lme_data, args.embedder, positions, work, settings)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if args.save:
             args.save.write_text(json.dumps(sets, default=sorted), "utf-8")
-    report(sets, settings)
     times = [p["seconds"] for prompts in sets.values() for p in prompts if "seconds" in p]
     if times:
         ratios = [hook / recall for hook, recall in times]
@@ -299,6 +336,7 @@ def main() -> None:
               f"the same prompt (limit 20, the project's tag): p50 {statistics.median(h for h, _ in times) * 1000:.1f}"
               f" ms vs {statistics.median(r for _, r in times) * 1000:.1f} ms; hook/recall p50 "
               f"{statistics.median(ratios):.2f} (n {len(times)}; a loaded shared machine)")
+    report(sets, settings)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 

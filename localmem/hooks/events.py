@@ -193,7 +193,9 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
             if result["id"] in found and found[result["id"]].relevance >= relevance:
                 continue
             memory = result["memory"]
-            found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "")
+            inputs = (result.get("score_components") or {}).get("relevance_inputs")
+            found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "",
+                                            inputs if isinstance(inputs, dict) else None)
     return list(found.values())
 
 
@@ -255,4 +257,8 @@ def _candidate_line(candidate: Candidate, event: str) -> str:
     if event == "SessionStart":
         kind = candidate.memory.get("type", "?")
         return f"  {candidate.reason:<32} {kind} importance {candidate.relevance:.2f}  {candidate.memory_id[:8]}  {preview}"
-    return f"  {candidate.reason:<32} relevance {candidate.relevance:.3f}  {candidate.memory_id[:8]}  {preview}"
+    # What the relevance rests on (recall's relevance_inputs), so a drop can be read, not guessed.
+    inputs = ", ".join(f"{name} {value:.2f}" for name, value in (candidate.inputs or {}).items()
+                       if isinstance(value, (int, float)))
+    return (f"  {candidate.reason:<32} relevance {candidate.relevance:.3f}{f' ({inputs})' if inputs else ''}  "
+            f"{candidate.memory_id[:8]}  {preview}")

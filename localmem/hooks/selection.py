@@ -36,12 +36,13 @@ CHIT_CHAT = "chit-chat, an acknowledgement or a bare question"
 OVER_SESSION_START = "past the session-start list"
 
 # Chosen on held-out folds of both dev sets (benchmarks/hooks/hook_injection.py; docs/results/history.md,
-# "Injection after the merges", 2026-12-05): with the refitted relevance (floor 0.79) four of five folds, and
-# the fit on all of both sets, chose no lead and a closeness of 0.02. No lead: a related prompt's other
-# candidates are often high too, so requiring a lead over them lost more evidence than it silenced noise.
+# "Injection with the keyword input", 2026-12-05): with the refitted relevance (cosine, coverage, token and
+# keyword; floor 0.81) every fold chose a closeness of 0.02 and a cap of 2, four of five no lead. No lead: a
+# related prompt's other candidates are often high too, so requiring a lead over them lost more evidence than
+# it silenced noise. A cap of 2: the third note was evidence too rarely to pay for its tokens.
 DEFAULT_LEAD = 0.0
 DEFAULT_CLOSE = 0.02
-DEFAULT_CAP = 3
+DEFAULT_CAP = 2
 
 
 @dataclass
@@ -51,11 +52,15 @@ class Candidate:
     relevance: float
     memory: Mapping[str, Any]
     reason: str = ""
+    inputs: Mapping[str, float] | None = None  # recall's relevance_inputs, shown by ``hook -v``
 
     def explain(self) -> dict[str, Any]:
         content = " ".join(str(self.memory.get("content", "")).split())
-        return {"id": self.memory_id, "relevance": round(self.relevance, 4), "decision": self.reason,
-                "preview": content[:80] + ("…" if len(content) > 80 else "")}
+        explained = {"id": self.memory_id, "relevance": round(self.relevance, 4), "decision": self.reason,
+                     "preview": content[:80] + ("…" if len(content) > 80 else "")}
+        if self.inputs:
+            explained["inputs"] = dict(self.inputs)
+        return explained
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..recall.learned_rank import TreeModel
 from ..timeparse import format_timestamp
 from ..recall.confidence_bands import keyword_confidence, semantic_confidence
-from ..recall.keywords import query_terms
+from ..recall.keywords import KeywordScorer, match_expression, query_terms
 from ..recall.late_interaction import token_score
 from ..recall.relevance import with_relevance
 from ..recall.relevance_model import keyword_coverage, relevance_features, relevance_of
@@ -23,7 +23,7 @@ from .learned import add_learned, learned_model
 from .request import RecallRequest, parse_request
 from .rerank import rerank
 from .scope import SearchScope, resolve_scope
-from .search import Candidate, SearchOutcome, run_search
+from .search import Candidate, SearchOutcome, fill_bm25, run_search
 
 if TYPE_CHECKING:
     from ..storage.backend import Backend
@@ -88,6 +88,12 @@ def _attach_relevance(backend: "Backend", query: str, outcome: SearchOutcome,
     left without evidence because the memory it replaces was found instead."""
     terms = query_terms(query) if query else []
     walked = [candidate.id for candidate, _ in rows if not candidate.found]
+    match = match_expression(terms) if terms else None
+    if match is not None and walked:  # a walked-in head's own words, scored as the search scores them
+        fill_bm25(backend, match, [candidate for candidate, _ in rows if not candidate.found])
+    # The keyword input as recall reads it: BM25 over the BM25 of a memory matching every
+    # searched term once (not over the best of this answer, which would read the others).
+    ideal = KeywordScorer(backend, query).ideal if query and any(c.bm25 > 0 for c, _ in rows) else 0.0
     cosines: dict[str, float] = {}
     if walked and outcome.query_vector is not None:
         cosines = {memory_id: usable_cosine(value) for memory_id, value in backend.conn.execute(
@@ -99,7 +105,7 @@ def _attach_relevance(backend: "Backend", query: str, outcome: SearchOutcome,
         else:
             token = max(0.0, cosine) if cosine is not None else 0.0
         features = relevance_features(cosine=cosine, coverage=keyword_coverage(terms, candidate.memory.get("content")),
-                                      token=token)
+                                      token=token, keyword=candidate.bm25 / ideal if ideal > 0 else 0.0)
         row["score_components"]["relevance_inputs"] = features
         row["relevance"] = relevance_of(features)
 

@@ -251,7 +251,7 @@ def _indexed_keyword_arm(backend: "Backend", scope: SearchScope, match: str, vec
     more hits as the rest of the store holds), else among the memories a tag or context
     index lists (``listing``), the rest of the scope checked on the hits. None when fewer
     than ``size`` of them pass and more hits exist, or the scope is neither: the scoped
-    statement answers then. The same hits and scores as _keyword_arm and _fill_bm25."""
+    statement answers then. The same hits and scores as _keyword_arm and fill_bm25."""
     if not scope.unfiltered and listing is None:
         return None
     weights = bm25_weights_sql(backend.config.keyword_column_weights)
@@ -299,7 +299,8 @@ def _indexed_keyword_arm(backend: "Backend", scope: SearchScope, match: str, vec
     return out
 
 
-def _fill_bm25(backend: "Backend", match: str, candidates: list[Candidate]) -> None:
+def fill_bm25(backend: "Backend", match: str, candidates: list[Candidate]) -> None:
+    """The raw BM25 of the candidates the keyword arm did not score (0: no match)."""
     missing = [c for c in candidates if "keyword" not in c.arms]
     if not missing:
         return
@@ -389,7 +390,7 @@ def run_search(backend: "Backend", query: str, mode: str, scope: SearchScope, k:
             present.arms.add("keyword")
     candidates = list(merged.values())
     if semantic_ran and use_keyword and match is not None and not listed_bm25:
-        _fill_bm25(backend, match, candidates)
+        fill_bm25(backend, match, candidates)
     if semantic_ran and vector is not None:
         _fill_cosine(backend, vector, candidates)
     delta_failure: str | None = None

@@ -101,7 +101,8 @@ def attach_relevance(results: list[dict[str, Any]], primary_query: str) -> None:
             cosine=cosine,
             coverage=keyword_coverage(terms[query], (result.get("memory") or {}).get("content")),
             token=token_score(token) if isinstance(token, float) and math.isfinite(token)
-            else (max(0.0, cosine) if cosine is not None else 0.0))
+            else (max(0.0, cosine) if cosine is not None else 0.0),
+            keyword=result.get("_keyword"))
         components["relevance_inputs"] = features
         result["relevance"] = relevance_of(features)
 
@@ -123,7 +124,7 @@ def with_relevance(block: dict[str, Any], results: list[dict[str, Any]], config:
         return out
     verdict = (f"best result's relevance {found['relevance']:.2f} "
                f"({'at or above' if found['relevant'] else 'below'} the floor {floor:.2f}; "
-               f"from its cosine, keyword coverage, token and learned evidence)")
+               f"from its cosine, keyword coverage, token and keyword evidence)")
     if follow:
         level = level_of(found["relevance"], floor)
         advice = {"none": "nothing stored looks relevant", "low": "probably nothing relevant",

@@ -3,15 +3,19 @@
 Recall always fills its limit, so a rank says nothing about whether anything
 relevant is stored. Each result of ``recall`` and ``recall_v1`` carries
 ``relevance``, a logistic model over evidence the search already has for it
-(no extra embedding or query), every input a function of the query and that
-memory alone, so that it means the same on any store: a memory's relevance
-does not move when other memories are stored, superseded or scoped out.
+(no extra embedding or query), each input a function of the query and that
+memory (``keyword`` also of the word statistics it is weighed by), never of
+another memory's score, so that it means the same on any store: a memory's
+relevance does not fall because a competitor was superseded.
 
 - ``cosine``: its raw cosine to the query vector;
 - ``coverage``: the share of the query's keywords found in its content
   (``keyword_coverage``);
 - ``token``: its vector component (the late-interaction MaxSim mapped to
-  [0, 1], else its cosine clipped at 0).
+  [0, 1], else its cosine clipped at 0);
+- ``keyword``: the keyword channel's evidence, its BM25 divided by the BM25
+  of a memory holding every searched term once (an IDF-weighted coverage in
+  [0, 1]; 0 when no searched word matches).
 
 The coefficients and the floor are data (``localmem/models/relevance.json``),
 fitted by ``benchmarks/quality/relevance_calibration.py`` on two kinds of conversation
@@ -33,7 +37,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
 
-FEATURES = ("cosine", "coverage", "token")
+FEATURES = ("cosine", "coverage", "token", "keyword")
 MODEL_RESOURCE = "relevance.json"
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A query keyword matches a content word when equal, or when the keyword (longer than
@@ -65,7 +69,8 @@ class RelevanceModel:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RelevanceModel":
         weights = data["coefficients"]
-        coefficients = tuple(float(weights[name]) for name in FEATURES)
+        # An input a file does not name weighs nothing: a model fitted before it existed still loads.
+        coefficients = tuple(float(weights.get(name, 0.0)) for name in FEATURES)
         intercept, floor = float(data["intercept"]), float(data["floor"])
         if not all(math.isfinite(v) for v in (intercept, floor, *coefficients)) or not 0.0 <= floor <= 1.0:
             raise ValueError("relevance model: coefficients must be finite and the floor in [0, 1]")
@@ -133,12 +138,13 @@ def _prepared_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(_WORD.findall(term.lower())) for term in topical or terms)
 
 
-def relevance_features(*, cosine: Any, coverage: Any, token: Any) -> dict[str, float]:
+def relevance_features(*, cosine: Any, coverage: Any, token: Any, keyword: Any = 0.0) -> dict[str, float]:
     """The model's inputs for one result, every one finite (missing or damaged evidence is 0)."""
     return {
         "cosine": round(max(-1.0, min(1.0, _finite(cosine))), 6),
         "coverage": round(min(1.0, max(0.0, _finite(coverage))), 6),
         "token": round(min(1.0, max(0.0, _finite(token))), 6),
+        "keyword": round(min(1.0, max(0.0, _finite(keyword))), 6),
     }
 
 

@@ -48,6 +48,7 @@ def active_replacements(backend: "Backend", memory_ids: list[str],
             "memory": memory,
             "relation_type": row["relation_type"],
             "strength": float(row["relation_strength"] or 0.0),
+            "pk": row.get("pk"),  # so the keyword channel can score a head put in its place
         }
     return heads
 
@@ -238,6 +239,7 @@ def apply_state_filter(backend: "Backend", results: list[dict[str, Any]], now: d
                     "original_score": result.get("original_score", 0.0),
                     "score_components": dict(result.get("score_components") or {}),
                     "_query": result.get("_query", ""),
+                    **({"_pk": head["pk"]} if head.get("pk") is not None else {}),
                 })
                 replacements.append({"id": head_id, "replaces_id": result["id"],
                                      "relation_type": head["relation_type"]})

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
+from ..storage.hybrid_clock import wall_ms
+from .hlc import MAX_SKEW_MS
 from .sync_rules import (
     ABSENT,
     CONFLICT_RELATION,
@@ -27,7 +29,7 @@ from .sync_rules import (
 )
 from .conflict_copy import CONFLICT_KEY, conflict_copy_record
 from .deletion_guard import check_deletions
-from .sync_side import CHANGED_MEANWHILE, StoreSide, pages
+from .sync_side import CHANGED_MEANWHILE, MISSING_END, StoreSide, pages
 
 if TYPE_CHECKING:
     from .sync_remote import RemoteSide
@@ -74,6 +76,10 @@ class Sync:
         self.allow_deletes = allow_deletes
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
+        # Stamps more than the bounded skew ahead of the earlier of the two stores' clocks (a file
+        # peer's, and this one's) order nothing: a store whose clock is broken cannot vouch for it.
+        self.horizon_ms = min(wall_ms(side.store.now()) for side in (local, peer)
+                              if isinstance(side, StoreSide)) + MAX_SKEW_MS
 
     def run(self) -> SyncSummary:
         marks = {side.store_id: (side.sent_to(other.store_id), side.clock())
@@ -111,7 +117,7 @@ class Sync:
                 for state in page:
                     other = theirs.get(state.id, MemoryState(state.id))
                     if other.exists and not other.problem:
-                        decision = decide(state, other, bases.get(state.id))
+                        decision = decide(state, other, bases.get(state.id), self.horizon_ms)
                         planned += decision.to_target is not None and decision.to_target.record is None
             check_deletions(planned, target.memory_count(), self.allow_deletes, target.label)
 
@@ -124,8 +130,10 @@ class Sync:
         ids = [state.id for state in page]
         theirs = target.memory_states(ids)
         bases = self.bases(ids)
-        to_source: list[MemoryState] = []
-        to_target: list[MemoryState] = []
+        to_source: dict[str, MemoryState] = {}  # the state each memory must take there, by id
+        to_target: dict[str, MemoryState] = {}
+        copies: dict[str, MemoryState] = {}  # conflict copies to make (one per id: the same
+        # conflict met twice in a page, or from a third store, makes the same copy)
         agreed: dict[str, str] = {}
         brought_back: dict[int, list[str]] = {id(source): [], id(target): []}  # ids kept over a delete, by keeper
         for state in page:
@@ -135,17 +143,15 @@ class Sync:
                 side = source if damaged is state else target
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
                 continue
-            decision = decide(state, other, bases.get(state.id))
-            if decision.to_source is not None:
-                to_source.append(decision.to_source)
-            if decision.to_target is not None:
-                to_target.append(decision.to_target)
+            decision = decide(state, other, bases.get(state.id), self.horizon_ms)
+            for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
+                if chosen is not None:
+                    states[chosen.id] = chosen
             if decision.note == "conflict" and decision.conflict_loser is not None:
                 assert decision.winner is not None
-                copy = self.conflict_copy(state.id, decision.conflict_loser,
-                                          decision.winner.at.isoformat())
-                to_source.append(copy)
-                to_target.append(copy)
+                loser = state if decision.conflict_loser is state.record else other
+                copy = self.conflict_copy(state.id, loser, decision.winner.at.isoformat())
+                copies.setdefault(copy.id, copy)
                 self.summary.conflicts.append({"id": state.id, "kept_as": copy.id,
                                                "winner_updated_at": decision.winner.at.isoformat()
                                                if decision.winner else None})
@@ -154,13 +160,14 @@ class Sync:
                 brought_back[id(source if state.exists else target)].append(state.id)
             if decision.winner is not None:
                 agreed[state.id] = decision.winner.text()
-        if self.dry_run:
-            self.count(source, to_source, to_target)
-            return
         read = {id(source): {s.id: _version_text(s) for s in page},
                 id(target): {i: _version_text(theirs.get(i, MemoryState(i))) for i in ids}}
+        held = self.place_conflict_copies(source, target, copies, (to_source, to_target), read)
+        if self.dry_run:
+            self.count(source, list(to_source.values()), list(to_target.values()))
+            return
         changed: set[str] = set()
-        for side, states in ((source, to_source), (target, to_target)):
+        for side, states in ((source, list(to_source.values())), (target, list(to_target.values()))):
             refused = side.put_memories(states, self.other(side).store_id, read[id(side)])
             moved = {memory_id for memory_id, why in refused
                      if why == CHANGED_MEANWHILE and attempt < MERGE_ATTEMPTS}
@@ -169,9 +176,9 @@ class Sync:
                                      for memory_id, why in refused if memory_id not in moved]
             failed = {memory_id for memory_id, _ in refused}
             agreed = {k: v for k, v in agreed.items() if k not in failed}
-        self.count(source, [s for s in to_source if s.id not in changed],
-                   [s for s in to_target if s.id not in changed])
-        self.link_conflict_copies(source, target, to_target)
+        self.count(source, [s for s in to_source.values() if s.id not in changed],
+                   [s for s in to_target.values() if s.id not in changed])
+        self.link_conflict_copies(source, target, [s for s in to_target.values() if s.id not in changed])
         for keeper in (source, target):
             kept = [i for i in brought_back[id(keeper)] if i not in changed]
             if kept:
@@ -183,6 +190,30 @@ class Sync:
             again = sorted(changed)
             fresh = source.memory_states(again)
             self.merge_memories(source, target, [fresh.get(i, MemoryState(i)) for i in again], attempt + 1)
+        for holder, state in held:
+            self.merge_memories(holder, self.other(holder), [state], attempt)
+
+    def place_conflict_copies(self, source: Side, target: Side, copies: dict[str, MemoryState],
+                              writes: tuple[dict[str, MemoryState], dict[str, MemoryState]],
+                              read: dict[int, dict[str, str]]) -> list[tuple[Side, MemoryState]]:
+        """Add each new conflict copy to both sides' writes, as a memory neither side holds (the
+        write is a compare-and-set against that). A copy a side already holds (made by an earlier
+        sync, perhaps edited or deleted since) is not made again: it is returned, with the side
+        holding it, to be merged as the memory it is."""
+        if not copies:
+            return []
+        fresh = [i for i in copies if i not in writes[0] and i not in writes[1]]
+        on_source, on_target = source.memory_states(fresh), target.memory_states(fresh)
+        held: list[tuple[Side, MemoryState]] = []
+        for copy_id in fresh:
+            if copy_id in on_source or copy_id in on_target:
+                holder, state = (source, on_source[copy_id]) if copy_id in on_source else (target, on_target[copy_id])
+                held.append((holder, state))
+                continue
+            for states in writes:
+                states[copy_id] = copies[copy_id]
+            read[id(source)][copy_id] = read[id(target)][copy_id] = ABSENT
+        return held
 
     def bases(self, ids: list[str]) -> dict[str, str]:
         """The last version of each memory both stores agreed on. Both sides record it; a side
@@ -207,11 +238,12 @@ class Sync:
         else:
             self.summary.edges_to_local += written
 
-    def conflict_copy(self, memory_id: str, losing: dict[str, Any], winner_at: str) -> MemoryState:
-        """The losing version as a memory of its own, superseded by the winner."""
-        record = conflict_copy_record(memory_id, losing, winner_at,
+    def conflict_copy(self, memory_id: str, loser: MemoryState, winner_at: str) -> MemoryState:
+        """The losing version as a memory of its own, superseded by the winner (stamped as the
+        losing change was, so every store holds and orders the copy alike)."""
+        record = conflict_copy_record(memory_id, loser.record or {}, winner_at,
                                       "changed on both stores since they last synced; the later change won")
-        return MemoryState(record["id"], record=record)
+        return MemoryState(record["id"], record=record, hlc=loser.hlc)
 
     def link_conflict_copies(self, source: Side, target: Side,
                              states: list[MemoryState]) -> None:
@@ -220,10 +252,13 @@ class Sync:
             assert copy.record is not None
             original = copy.record["metadata"][CONFLICT_KEY]["memory_id"]
             edge = EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9,
-                             updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}')
+                             updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}',
+                             hlc=copy.hlc)
             for side in (source, target):
-                for _, why in side.put_edges([edge], self.other(side).store_id):
-                    self.summary.refused.append({"id": copy.id, "side": side.label, "reason": why})
+                # Refused only when the copy or the memory it links to is not there: its write
+                # was refused (already listed) or a writer deleted it meanwhile, a deletion the
+                # next sync carries; there is then nothing to link.
+                side.put_edges([edge], self.other(side).store_id)
 
     def count(self, source: Side, to_source: list[MemoryState], to_target: list[MemoryState]) -> None:
         for side, states in ((source, to_source), (self.other(source), to_target)):
@@ -245,7 +280,7 @@ class Sync:
         theirs = target.edge_states([edge.key for edge in page])
         writes: dict[int, list[EdgeState]] = {id(source): [], id(target): []}
         for edge in page:
-            to_source, to_target = decide_edge(edge, theirs.get(edge.key, EdgeState(edge.key)))
+            to_source, to_target = decide_edge(edge, theirs.get(edge.key, EdgeState(edge.key)), self.horizon_ms)
             for side, state in ((source, to_source), (target, to_target)):
                 if state is not None:
                     writes[id(side)].append(state)
@@ -258,9 +293,18 @@ class Sync:
             if self.dry_run or not states:
                 continue
             wanted = {state.key: state for state in states}
+            waiting: list[tuple[str, str, str]] = []
             for key, why in side.put_edges(states, self.other(side).store_id):
-                if wanted[key].exists:  # a removal whose memory is gone here needs nothing
+                if not wanted[key].exists:  # a removal whose memory is gone here needs nothing
+                    continue
+                if why.startswith(MISSING_END) and isinstance(self.other(side), StoreSide):
+                    # Its memory has not come here yet (a writer changed it during this sync, so
+                    # it goes with the next one) or goes (deleted here): send the edge again then.
+                    waiting.append(key)
+                else:
                     self.summary.refused.append({"id": " ".join(key), "side": side.label, "reason": why})
+            if waiting:
+                self.other(side).requeue_edges(waiting)
 
 
 def _version_text(state: MemoryState) -> str:

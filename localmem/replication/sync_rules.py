@@ -1,22 +1,25 @@
 """The merge rules of ``localmem sync``, as small pure functions.
 
 A memory's *version* is its ``updated_at`` and a digest of every field a sync
-carries (``last_accessed`` is not one: recall writes it). Versions order by
-time, then by digest, so two stores deciding alone pick the same winner, and
-any sync order converges on the latest version of each memory (last writer
-wins). What a plain last-writer-wins merge loses, a sync keeps:
+carries (``last_accessed`` is not one: recall writes it): what tells two versions
+apart. What orders them is the hybrid logical clock stamp of the change that made
+each (``hlc.py``; carried unchanged from store to store), then the version, so two
+stores deciding alone pick the same winner, and any sync order converges on the
+latest version of each memory. Versions from a peer too old to stamp its changes
+order by ``updated_at``, as before. What a plain last-writer-wins merge loses, a
+sync keeps:
 
 * changed on both sides since the two last agreed (their *base*): the later
   version wins and the earlier one is kept as a new memory the winner
   supersedes (a *conflict copy*, with an id derived from the memory and the
   losing version, so every store that meets the same conflict makes the same copy);
-* a delete and a record: a deletion carries the ``updated_at`` of the version
-  it deleted; a record no newer than that loses to the delete, and a record
-  edited after it survives (the memory comes back, and the summary says so),
-  whatever the deleting machine's clock read; a deletion without it (made
-  before schema 13), the later of the two wins;
+* a delete and a record: a deletion carries the version it deleted and that
+  version's stamp; the deleted version, or one stamped before it (which the
+  deleting store had seen, or that lost to what it had seen), loses to the delete;
+  a record stamped after it survives (the memory comes back, and the summary says
+  so). A deletion without stamps: by ``updated_at`` as before;
 * a purge wins over every version;
-* edges: a union; an edge's removal wins over its write only when it is later.
+* edges: a set; of an edge's write and its removal, the later stamp wins.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+from .hlc import stamp_key
 
 # The fields a sync copies (everything a memory has but its vector and last_accessed).
 SYNCED_FIELDS = ("content", "summary", "type", "confidence", "importance", "tags", "timestamp",
@@ -71,6 +76,9 @@ class Version:
         return f"{self.at.isoformat(timespec='microseconds')}|{self.digest}"
 
 
+_NO_VERSION = Version(_EPOCH, "")
+
+
 def memory_version(record: dict[str, Any]) -> Version:
     return Version(moment(record.get("updated_at")), digest(record))
 
@@ -95,6 +103,8 @@ class MemoryState:
     problem: str | None = None  # the stored row could not be read: why
     purged: bool = False  # a deletion made by a purge: it wins over every version, and keeps nothing
     deleted_updated_at: str | None = None  # a deletion: the updated_at of the version it deleted
+    hlc: str | None = None  # the clock stamp of the change that made this record or this deletion
+    deleted_hlc: str | None = None  # a deletion: the stamp of the version it deleted
 
     @property
     def exists(self) -> bool:
@@ -122,8 +132,20 @@ class Decision:
     winner: Version | None = None
 
 
-def decide(source: MemoryState, target: MemoryState, base: str | None) -> Decision:
-    """Merge one memory seen changed on ``source`` with its state on ``target``."""
+def orders_after(stamp: str | None, version: Version | None, other_stamp: str | None,
+                 other_version: Version | None, horizon_ms: int | None) -> bool:
+    """Whether the first change is the later one: by clock stamps (then versions) when both
+    have one, by versions (``updated_at``, then digest) otherwise."""
+    mine, theirs = stamp_key(stamp, horizon_ms), stamp_key(other_stamp, horizon_ms)
+    if mine is not None and theirs is not None and mine != theirs:
+        return mine > theirs
+    return (version or _NO_VERSION) > (other_version or _NO_VERSION)
+
+
+def decide(source: MemoryState, target: MemoryState, base: str | None,
+           horizon_ms: int | None = None) -> Decision:
+    """Merge one memory seen changed on ``source`` with its state on ``target``. ``horizon_ms``:
+    now plus the bounded skew on the store that decides (stamps past it order nothing)."""
     mine, theirs = source.version, target.version
     if source.purged != target.purged:  # a purge is final, whatever the clocks say
         if source.purged:
@@ -137,23 +159,28 @@ def decide(source: MemoryState, target: MemoryState, base: str | None) -> Decisi
         changed_here = base != mine.text()
         changed_there = base != theirs.text()
         if changed_here and changed_there:
-            win, lose = (source, target) if mine > theirs else (target, source)
+            later = orders_after(source.hlc, mine, target.hlc, theirs, horizon_ms)
+            win, lose = (source, target) if later else (target, source)
             return Decision(None if win is source else win, None if win is target else win,
-                            "conflict", conflict_loser=lose.record, winner=max(mine, theirs))
+                            "conflict", conflict_loser=lose.record, winner=win.version)
         if not changed_here:  # only the target moved on: the source is the stale one
             return Decision(target, None, "copied_back", winner=theirs)
         return Decision(None, source, "copied", winner=mine)
     # A delete on one side, a record on the other, decided by what the delete deleted (the same
-    # on every store, so any order of syncs converges): a record no newer than the deleted
-    # version loses to the delete, one edited after it survives (and says so), whatever the
-    # clocks of the two machines read. Two deletions, or one that does not say (made before
-    # schema 13): the later wins.
+    # on every store, so any order of syncs converges): the deleted version, or a record stamped
+    # before it, loses to the delete; a record stamped after it survives (and says so). A change
+    # made after seeing another is stamped after it, whatever the machines' clocks read. Without
+    # stamps (an older peer): by updated_at. Two deletions: the later wins.
     record, deletion = (source, target) if source.exists else (target, source)
-    if record.record is not None and deletion.deleted_updated_at is not None:
+    record_key, deleted_key = stamp_key(record.hlc, horizon_ms), stamp_key(deletion.deleted_hlc, horizon_ms)
+    if record.record is not None and record_key is not None and deleted_key is not None:
+        deleted_itself = record.record.get("updated_at") == deletion.deleted_updated_at
+        later = record if record_key > deleted_key and not deleted_itself else deletion
+    elif record.record is not None and deletion.deleted_updated_at is not None:
         edited_after = moment(record.record.get("updated_at")) > moment(deletion.deleted_updated_at)
         later = record if edited_after else deletion
     else:
-        later = source if mine > theirs else target
+        later = source if orders_after(source.hlc, mine, target.hlc, theirs, horizon_ms) else target
     if later.exists:
         return Decision(None if later is source else later, None if later is target else later,
                         "edit_kept", winner=later.version)
@@ -170,6 +197,7 @@ class EdgeState:
     updated_at: str | None = None
     properties: str | None = None
     deleted_at: str | None = None
+    hlc: str | None = None  # the clock stamp of the write or the removal
 
     @property
     def exists(self) -> bool:
@@ -185,11 +213,12 @@ class EdgeState:
         return None
 
 
-def decide_edge(source: EdgeState, target: EdgeState) -> tuple[EdgeState | None, EdgeState | None]:
+def decide_edge(source: EdgeState, target: EdgeState,
+                horizon_ms: int | None = None) -> tuple[EdgeState | None, EdgeState | None]:
     """(the state the source must take, the state the target must take): the later wins."""
     mine, theirs = source.version, target.version
     if mine is None or mine == theirs:
         return None, None
-    if theirs is None or mine > theirs:
+    if theirs is None or orders_after(source.hlc, mine, target.hlc, theirs, horizon_ms):
         return None, source
     return target, None

@@ -19,6 +19,7 @@ from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
+from .hlc import MAX_SKEW_MS, stamp_key, valid_stamp
 from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
 from .sync_wire import STORE_ID
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 CHANGED_MEANWHILE = "changed here during the sync (compare-and-set): merged again"
+MISSING_END = "a memory it joins is not here"
 
 
 class ChangedMeanwhile(LocalMemError):
@@ -95,7 +97,7 @@ class StoreSide:
     def memory_states(self, ids: list[str]) -> dict[str, MemoryState]:
         """Each id's state here: its record, its tombstone, or neither."""
         found: dict[str, MemoryState] = {}
-        for row in self._rows("memories_by_ids", ids=json.dumps(ids)):
+        for row in self._rows("sync_memories_by_ids", ids=json.dumps(ids)):
             found[row["id"]] = _memory_state(row)
         for row in self._rows("sync_tombstones_by_ids", ids=json.dumps(ids)):
             found.setdefault(row["id"], _tombstone(row))
@@ -150,18 +152,21 @@ class StoreSide:
                 else:
                     move_to_trash(store, memory_id, reason)
                 store.conn.execute(store.sql["sync_tombstone_time"], {
-                    "id": memory_id, "deleted_at": state.deleted_at, "deleted_updated_at": state.deleted_updated_at})
+                    "id": memory_id, "deleted_at": state.deleted_at, "deleted_updated_at": state.deleted_updated_at,
+                    "hlc": state.hlc, "deleted_hlc": state.deleted_hlc})
                 if state.purged:
                     store.conn.execute(store.sql["sync_tombstone_purged"], {"id": memory_id})
+                self._receive([state.hlc])
             return
         record = state.record
         fields = {name: record[name] for name in SYNCED_FIELDS if name in record}
-        with store.lock:
+        with store.lock, transaction(store.conn):
             exists = store.conn.execute("SELECT 1 FROM memories WHERE id = ?", (record["id"],)).fetchone()
             if exists:
                 store.update(record["id"], **_update_fields(fields))
             else:
                 store.store(fields.pop("content"), id=record["id"], **_store_fields(fields))
+            self._pin_memories([state])
 
     def put_memories(self, states: list[MemoryState], peer: str,
                      expect: dict[str, str] | None = None) -> list[tuple[str, str]]:
@@ -196,6 +201,9 @@ class StoreSide:
                             store.store_many([item])
                         except ValidationError as exc:
                             refused.append((str(item.get("id")), exc.message))
+                stored = {item["id"] for item in new} - {memory_id for memory_id, _ in refused}
+                with transaction(store.conn):
+                    self._pin_memories([s for s in states if s.id in stored])
             self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
         return refused
 
@@ -221,7 +229,7 @@ class StoreSide:
             try:
                 src, dst = edge_store.edge_ends(store.conn, src_id, dst_id)
             except NotFoundError as exc:
-                return exc.message
+                return f"{MISSING_END} ({exc.message})"
             if state.exists:
                 try:
                     properties = json.loads(state.properties or "{}")
@@ -229,13 +237,43 @@ class StoreSide:
                     return "its properties are not JSON"
                 edge_store.upsert_edge(store.conn, store.sql, src, dst, relation, float(state.strength),
                                        state.updated_at or format_timestamp(store.now()), properties)
+                if state.hlc:
+                    store.conn.execute(store.sql["sync_edge_pin_hlc"], {
+                        "src_id": src_id, "type": relation, "dst_id": dst_id, "hlc": state.hlc})
             else:
                 edge_store.delete_edges(store.conn, store.sql, src, dst, relation)
                 store.conn.execute(store.sql["sync_edge_tombstone_time"], {
-                    "src_id": src_id, "type": relation, "dst_id": dst_id, "deleted_at": state.deleted_at})
+                    "src_id": src_id, "type": relation, "dst_id": dst_id, "deleted_at": state.deleted_at,
+                    "hlc": state.hlc})
+            self._receive([state.hlc])
             store.conn.execute(store.sql["sync_echo_edge"], {
                 "peer": peer, "src_id": src_id, "type": relation, "dst_id": dst_id})
         return None
+
+    def _pin_memories(self, states: list[MemoryState]) -> None:
+        """Records just written from a peer keep the stamps they had there (so every store orders
+        them alike), and this store's clock moves past them (inside the caller's transaction)."""
+        stamps = [[s.id, s.hlc] for s in states if s.record is not None and stamp_key(s.hlc, None)]
+        if stamps:
+            self.store.conn.execute(self.store.sql["sync_memory_pin_hlc"], {"stamps": json.dumps(stamps)})
+            self._receive([stamp for _, stamp in stamps])
+
+    def _receive(self, stamps: list[str | None]) -> None:
+        """The max rule: the clock moves past the latest of ``stamps`` (unless its wall time is
+        more than the bounded skew ahead of this machine's: the SQL checks)."""
+        keys = [key for key in (stamp_key(stamp, None) for stamp in stamps) if key is not None]
+        if keys:
+            wall, counter, _ = max(keys)
+            self.store.conn.execute(self.store.sql["sync_hlc_receive"], {
+                "wall": wall, "counter": counter, "skew_ms": MAX_SKEW_MS})
+
+    def requeue_edges(self, keys: list[tuple[str, str, str]]) -> None:
+        """Send these edges again at the next sync (the peer lacked a memory they join)."""
+        store = self.store
+        with store.lock, transaction(store.conn):
+            for src_id, relation, dst_id in keys:
+                store.conn.execute(store.sql["sync_edge_requeue"], {"src_id": src_id, "type": relation,
+                                                                    "dst_id": dst_id})
 
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
         store = self.store
@@ -278,14 +316,21 @@ def pages(side: Any, kind: str, since: int, until: int, peer: str) -> Iterator[l
 def _memory_state(row: dict[str, Any]) -> MemoryState:
     """A memory row as a sync state; a row damaged on disk becomes a state naming the damage."""
     try:
-        return MemoryState(row["id"], record=to_record({k: v for k, v in row.items() if k != "change_seq"}))
+        return MemoryState(row["id"], record=to_record({k: v for k, v in row.items() if k not in ("change_seq", "hlc")}),
+                           hlc=_stamp(row.get("hlc")))
     except (ValueError, TypeError, KeyError) as exc:
         return MemoryState(str(row.get("id")), problem=f"its stored row cannot be read ({exc})")
 
 
 def _tombstone(row: dict[str, Any]) -> MemoryState:
     return MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]),
-                       deleted_updated_at=row.get("deleted_updated_at"))
+                       deleted_updated_at=row.get("deleted_updated_at"), hlc=_stamp(row.get("hlc")),
+                       deleted_hlc=_stamp(row.get("deleted_hlc")))
+
+
+def _stamp(value: Any) -> str | None:
+    """A stored clock stamp, or None for anything else (a peer file's rows are not trusted)."""
+    return value if valid_stamp(value) else None
 
 
 def _store_fields(fields: dict[str, Any]) -> dict[str, Any]:
@@ -302,4 +347,5 @@ def _update_fields(fields: dict[str, Any]) -> dict[str, Any]:
 def _edge(row: dict[str, Any]) -> EdgeState:
     return EdgeState(key=(row["src_id"], row["type"], row["dst_id"]), strength=row.get("strength"),
                      updated_at=row.get("updated_at"), properties=row.get("properties"),
-                     deleted_at=row.get("deleted_at") if row.get("strength") is None else None)
+                     deleted_at=row.get("deleted_at") if row.get("strength") is None else None,
+                     hlc=_stamp(row.get("hlc")))

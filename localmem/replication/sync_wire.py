@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..relations import RELATION_TYPES
 from ..validation import validate_timestamp, validate_unit_interval, validate_uuid
+from .hlc import valid_stamp
 from .sync_rules import ABSENT, EdgeState, MemoryState
 
 MAX_ITEMS = 500  # states per request or answer
@@ -22,7 +23,8 @@ STORE_ID = re.compile(r"[0-9a-f]{32}")  # a store's identity (meta store_id)
 
 def memory_to_json(state: MemoryState) -> dict[str, Any]:
     return {"id": state.id, "record": state.record, "deleted_at": state.deleted_at, "problem": state.problem,
-            "purged": state.purged, "deleted_updated_at": state.deleted_updated_at}
+            "purged": state.purged, "deleted_updated_at": state.deleted_updated_at, "hlc": state.hlc,
+            "deleted_hlc": state.deleted_hlc}
 
 
 def memory_from_json(value: Any, where: str) -> MemoryState:
@@ -49,13 +51,24 @@ def memory_from_json(value: Any, where: str) -> MemoryState:
         if not isinstance(deleted_updated_at, str) or deleted_at is None:
             raise ValidationError(f"{where}.deleted_updated_at must be an ISO 8601 string, on a deletion only")
         validate_timestamp(deleted_updated_at, f"{where}.deleted_updated_at")
+    hlc, deleted_hlc = stamp(value, "hlc", where), stamp(value, "deleted_hlc", where)
+    if deleted_hlc is not None and deleted_at is None:
+        raise ValidationError(f"{where}.deleted_hlc is for a deletion only")
     return MemoryState(memory_id, record=record, deleted_at=deleted_at, problem=problem and problem[:500],
-                       purged=purged, deleted_updated_at=deleted_updated_at)
+                       purged=purged, deleted_updated_at=deleted_updated_at, hlc=hlc, deleted_hlc=deleted_hlc)
+
+
+def stamp(value: dict[str, Any], name: str, where: str) -> str | None:
+    """A clock stamp (``hlc.STAMP``), or None where a peer of an older version sends none."""
+    given = value.get(name)
+    if given is not None and not valid_stamp(given):
+        raise ValidationError(f"{where}.{name} must be a clock stamp (wall-counter-replica)")
+    return given
 
 
 def edge_to_json(state: EdgeState) -> dict[str, Any]:
     return {"key": list(state.key), "strength": state.strength, "updated_at": state.updated_at,
-            "properties": state.properties, "deleted_at": state.deleted_at}
+            "properties": state.properties, "deleted_at": state.deleted_at, "hlc": state.hlc}
 
 
 def edge_from_json(value: Any, where: str) -> EdgeState:
@@ -97,7 +110,7 @@ def _edge_fields(value: dict[str, Any], where: str) -> dict[str, Any]:
     if strength is not None and value.get("deleted_at") is not None:
         raise ValidationError(f"{where}: an edge state is an edge or a removal, not both")
     return {"strength": strength, "updated_at": value.get("updated_at"), "properties": properties,
-            "deleted_at": value.get("deleted_at")}
+            "deleted_at": value.get("deleted_at"), "hlc": stamp(value, "hlc", where)}
 
 
 def items(value: Any, field: str) -> list[Any]:

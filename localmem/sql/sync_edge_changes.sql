@@ -1,7 +1,7 @@
 -- Edges written or removed after :since (and not after :until), with the edge as it is now
 -- (strength NULL: it no longer exists; deleted_at NULL too: its memory was deleted); not
 -- those a sync copied from :peer (sync_echo).
-SELECT l.src_id, l.type, l.dst_id, l.deleted_at, l.seq AS change_seq,
+SELECT l.src_id, l.type, l.dst_id, l.deleted_at, l.hlc, l.seq AS change_seq,
        e.strength, e.updated_at, e.properties
 FROM sync_edge_log AS l
 LEFT JOIN memories AS a ON a.id = l.src_id

@@ -1,6 +1,6 @@
 -- The edges named in :keys (a JSON list of [src_id, type, dst_id]) as they are now.
 SELECT k.value ->> '$[0]' AS src_id, k.value ->> '$[1]' AS type, k.value ->> '$[2]' AS dst_id,
-       l.deleted_at, e.strength, e.updated_at, e.properties
+       l.deleted_at, l.hlc, e.strength, e.updated_at, e.properties
 FROM json_each(:keys) AS k
 LEFT JOIN sync_edge_log AS l
        ON l.src_id = k.value ->> '$[0]' AND l.type = k.value ->> '$[1]' AND l.dst_id = k.value ->> '$[2]'

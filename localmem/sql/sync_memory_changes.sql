@@ -1,6 +1,6 @@
 -- Memories changed after :since (and not after :until), by change number, a page at a time;
 -- not those a sync wrote from :peer and nothing changed since (sync_echo).
-SELECT c.seq AS change_seq, m.*
+SELECT c.seq AS change_seq, c.hlc AS hlc, m.*
 FROM memory_changes AS c JOIN memories AS m ON m.pk = c.pk
 WHERE c.seq > :since AND c.seq <= :until
   AND NOT EXISTS (SELECT 1 FROM sync_echo AS e

@@ -1,6 +1,6 @@
 -- Memories deleted after :since (and not after :until), by change number, a page at a time;
 -- not deletions a sync copied from :peer (sync_echo).
-SELECT t.id, t.deleted_at, t.purged, t.deleted_updated_at, t.seq AS change_seq
+SELECT t.id, t.deleted_at, t.purged, t.deleted_updated_at, t.hlc, t.deleted_hlc, t.seq AS change_seq
 FROM sync_tombstones AS t
 WHERE t.seq > :since AND t.seq <= :until
   AND NOT EXISTS (SELECT 1 FROM sync_echo AS e

@@ -29,6 +29,7 @@ from .code_search import CodeIndex
 from .token_centre import centre_for
 from .token_codes import encode_each
 from .database import transaction
+from .hybrid_clock import register_wall_clock
 from .statements import Statements
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class Backend:
         self.config = config
         self.embedder = embedder
         self.clock = clock
+        register_wall_clock(conn, lambda: self.clock())  # the change-log stamps follow the store's clock
         self.dimensions: int | None = None
         self.embedder_error: str | None = None
         self.reranker: tuple[Any, str | None] | None = None

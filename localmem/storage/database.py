@@ -56,6 +56,7 @@ import apsw
 import sqlite_vec
 
 from ..errors import ConfigError, StorageError
+from .hybrid_clock import register_wall_clock
 from .files import companion_of, create_private_file, read_only_media, refuse_special_database, writable
 
 MEMORY_PATH = ":memory:"
@@ -228,6 +229,7 @@ def connect(path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> aps
         raise ConfigError(f"Cannot open database {target}: {exc}") from exc
     try:
         set_lock_wait(conn, BUSY_TIMEOUT_MS)
+        register_wall_clock(conn)  # the change-log triggers' clock; a store sets its own
         conn.transaction_mode = "IMMEDIATE"  # `with conn:` too takes the write lock up front
         _load_vec(conn)
         if fresh:

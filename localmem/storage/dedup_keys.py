@@ -46,6 +46,11 @@ def normalise_content(content: str) -> str:
     return stripped if stripped else text  # "!!!" stays itself
 
 
+# Built once (json.dumps with options builds an encoder per call); the same text as
+# json.dumps(..., ensure_ascii=False, separators=(",", ":")).
+_KEY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dedup_key(content: str, context: str, tags: Iterable[str], metadata: dict[str, Any],
               timestamp: str) -> bytes:
     """The key equal memories in one scope share (see the module's rules): the first 16 bytes
@@ -54,7 +59,7 @@ def dedup_key(content: str, context: str, tags: Iterable[str], metadata: dict[st
     tags = list(tags)
     thread = thread_key(context, metadata, tags)
     scope = [context, sorted({t.lower() for t in tags}), [thread, timestamp] if thread else None]
-    text = json.dumps([normalise_content(content), scope], ensure_ascii=False, separators=(",", ":"))
+    text = _KEY_JSON.encode([normalise_content(content), scope])
     return hashlib.sha256(text.encode("utf-8")).digest()[:16]
 
 

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from ..classify import classify, normalize_memory_type
 from ..errors import ValidationError
-from ..tags import normalize_tags
+from ..tags import normalize_tags, with_tags_read
 from ..text import generate_summary
 from ..timeparse import format_timestamp
 from ..validation import (
@@ -44,6 +44,22 @@ def validate_archived(value: Any) -> bool:
     if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
         return bool(value)
     raise ValidationError("'archived' must be a boolean")
+
+
+def build_rows(items: list[Mapping[str, Any]], *, now: datetime, frames: int) -> list[MemoryRow]:
+    """The rows of a batch of ``store`` items: tags read by the one rule (``with_tags_read``:
+    a Python warning for each change, attributed ``frames`` frames up from the caller), then
+    ``build_row``; an error names the item's index when the batch has more than one."""
+    rows = []
+    for index, item in enumerate(items):
+        try:
+            item = with_tags_read(item, f"Memory at index {index}: " if len(items) > 1 else "", frames + 1)
+            rows.append(build_row(item, now=now))
+        except ValidationError as exc:
+            if len(items) == 1:
+                raise
+            raise ValidationError(f"Memory at index {index}: {exc.message}") from exc
+    return rows
 
 
 def build_row(fields: Mapping[str, Any], *, now: datetime) -> MemoryRow:

@@ -8,6 +8,7 @@ writes to a schema it does not understand.
 from __future__ import annotations
 
 import json
+import re
 from typing import Callable
 
 import apsw
@@ -16,6 +17,8 @@ from .database import check_localmem_file, transaction
 from ..errors import ConfigError
 from .statements import Statements
 from .threads import thread_key, write_text_rows
+from .hybrid_clock import register_wall_clock
+from .identity import claim_home
 
 
 def _run_script(conn: apsw.Connection, sql: str) -> None:
@@ -127,6 +130,26 @@ def migration_0014_trash(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0014_trash"])
 
 
+def migration_0015_sync_hlc(conn: apsw.Connection, sql: Statements) -> None:
+    """Hybrid logical clock stamps on every change, tombstone and edge-log entry (derived from
+    the times already there), and a memory's deletion logging its edges' removal."""
+    try:
+        conn.execute("SELECT localmem_wall_ms()").fetchone()
+    except apsw.SQLError:  # a bare connection (not opened by ``connect``): the system clock
+        register_wall_clock(conn)
+    for statement in sql["migration_0015_sync_hlc_columns"].split(";"):
+        added = _ADDED_COLUMN.search(statement)
+        if added is None:
+            continue
+        table, column = added.groups()
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(statement)  # ALTER TABLE has no IF NOT EXISTS: each column where missing
+    _run_script(conn, sql["migration_0015_sync_hlc"])
+
+
+_ADDED_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -142,6 +165,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0012_dedup,
     migration_0013_forget_purges,
     migration_0014_trash,
+    migration_0015_sync_hlc,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
@@ -183,8 +207,10 @@ def require_current_schema(conn: apsw.Connection) -> None:
         )
 
 
-def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERSION) -> int:
-    """Bring the schema up to ``target``; returns the version reached."""
+def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERSION,
+            home: str | None = None) -> int:
+    """Bring the schema up to ``target``; returns the version reached. ``home``: the file's path,
+    opened for writing: a byte copy of a store found there takes a new identity (identity.py)."""
     current = schema_version(conn)
     if current > LATEST_VERSION:
         raise ConfigError(
@@ -204,4 +230,6 @@ def migrate(conn: apsw.Connection, sql: Statements, *, target: int = LATEST_VERS
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(version),),
             )
+    if home is not None and max(current, target) >= 9:  # identities came with schema 9
+        claim_home(conn, sql, home)
     return max(current, target)

@@ -12,6 +12,7 @@ answers. Memories without a thread cost nothing extra.
 
 from __future__ import annotations
 
+import heapq
 import json
 from datetime import timedelta
 from typing import Any, Iterable
@@ -66,14 +67,38 @@ def affected_rows(conn: apsw.Connection, sql: Statements, pks: list[int],
     return {row[0] for row in conn.execute(sql["thread_neighbours"], _params(pks, timestamps))}
 
 
+def fresh_text_row(pk: int, row: Any) -> tuple:
+    """The full-text row of a new memory outside any thread (a ``MemoryRow``), as
+    thread_text_rows.sql makes it: content, the tags joined by spaces, no neighbours;
+    then its context, by which (and the key) rows are written in order."""
+    return (pk, row.content, " ".join(row.tags), "", "", "", "", "", "", row.context)
+
+
+def _text_order(row: tuple) -> tuple[str, int]:
+    return row[-1], row[0]
+
+
+def insert_text_rows(conn: apsw.Connection, sql: Statements, queried: Iterable[tuple],
+                     made: list[tuple] = ()) -> None:
+    """Write full-text rows (each with its context last) in the order they have always been
+    written in: by context, then key. ``queried`` rows come in that order from
+    thread_text_rows.sql; ``made`` ones (``fresh_text_row``) are merged in. FTS5 starts a
+    new segment whenever a key comes below the last one, so the order decides the bytes."""
+    rows = heapq.merge(queried, sorted(made, key=_text_order), key=_text_order) if made else queried
+    conn.executemany(sql["fts_insert"], (row[:-1] for row in rows))
+
+
 def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] | None,
-                    timestamps: Iterable[str] = (), *, fresh: Iterable[int] = ()) -> int:
+                    timestamps: Iterable[str] = (), *, fresh: Iterable[int] = (),
+                    known: list[tuple] = ()) -> int:
     """(Re)write the full-text rows of the given memories, or of all when ``pks`` is None.
 
     ``timestamps`` are those of the memories whose write caused this; the
     rows to rewrite lie within one band of them and read context from one
     band further, hence the doubled reach. ``fresh`` memories were inserted
-    in this transaction: they have no row to delete first.
+    in this transaction: they have no row to delete first. ``known``: rows
+    already made (``fresh_text_row``) of other fresh memories, written with
+    the queried ones in the query's order.
     """
     if pks is None:
         params = {"pks": None, "band_start": None, "band_end": None, "max_gap_days": MAX_GAP_DAYS}
@@ -85,5 +110,5 @@ def write_text_rows(conn: apsw.Connection, sql: Statements, pks: Iterable[int] |
         skip = set(fresh)
         conn.executemany(sql["fts_delete"], [{"pk": pk} for pk in pks if pk not in skip])
     rows = list(conn.execute(sql["thread_text_rows"], params))
-    conn.executemany(sql["fts_insert"], rows)
+    insert_text_rows(conn, sql, rows, list(known))
     return len(rows)

@@ -17,7 +17,7 @@ from ..metadata_search import metadata_index_terms
 from .records import MemoryRow
 from .statements import Statements
 from ..tags import compute_tag_prefixes
-from .threads import affected_rows, write_text_rows
+from .threads import affected_rows, fresh_text_row, insert_text_rows, write_text_rows
 
 TokenCodes = tuple[int, bytes]  # (token count, packed sign bits): storage/token_codes.py
 
@@ -81,24 +81,26 @@ def insert_memories(
     as SQLite would (one past the largest), so the tag, prefix and metadata
     rows are built in the same pass over the batch; they are inserted in key
     order, each a short step from the last in its b-tree. Full-text rows are
-    written last, in one pass, because a threaded memory's row (and its
-    neighbours') carries the text of its thread neighbours.
+    written last (``_index_text``).
     """
     if not rows:
         return []
     first = (conn.execute(sql["memory_max_pk"]).fetchone()[0] or 0) + 1
     pks = list(range(first, first + len(rows)))
     memory_rows: list[dict] = []
+    key_rows: list[dict] = []
     tag_rows: list[tuple[str, int]] = []
     prefix_rows: list[tuple[str, int]] = []
     term_rows: list[tuple[str, int]] = []
     vectors: list[tuple[int, bytes]] = []
     threaded: list[int] = []
     stamps: list[str] = []
+    unthreaded_text: list[tuple] = []
     for pk, row, embedding in zip(pks, rows, embeddings):
         bindings = row.bindings()
         bindings["pk"] = pk
         memory_rows.append(bindings)
+        key_rows.append({"pk": pk, "key": dedup_keys.row_key(row)})
         tag_rows.extend((tag, pk) for tag in {t.lower() for t in row.tags})
         prefix_rows.extend((prefix, pk) for prefix in compute_tag_prefixes(row.tags))
         term_rows.extend((term, pk) for term in metadata_index_terms(row.metadata))
@@ -107,8 +109,10 @@ def insert_memories(
         if bindings["thread"] is not None:
             threaded.append(pk)
             stamps.append(row.timestamp)
+        else:
+            unthreaded_text.append(fresh_text_row(pk, row))
     conn.executemany(sql["memory_insert"], memory_rows)
-    dedup_keys.insert_keys(conn, sql, [(pk, dedup_keys.row_key(row)) for pk, row in zip(pks, rows)])
+    conn.executemany(sql["dedup_key_upsert"], key_rows)
     # OR IGNORE as the per-memory statements had it; a batch's keys are new, so nothing is ignored.
     conn.executemany(sql["memory_tag_insert"], sorted(tag_rows))
     conn.executemany(sql["memory_tag_prefix_insert"], sorted(prefix_rows))
@@ -122,13 +126,24 @@ def insert_memories(
         conn.executemany(sql["token_codes_insert"], [
             {"pk": pk, "tokens": codes[0], "codes": codes[1]}
             for pk, codes in zip(pks, token_codes) if codes is not None])
+    _index_text(conn, sql, pks, threaded, stamps, unthreaded_text)
+    return pks
+
+
+def _index_text(conn: apsw.Connection, sql: Statements, pks: list[int], threaded: list[int],
+                stamps: list[str], unthreaded_text: list[tuple]) -> None:
+    """Full-text rows of new memories, written last: a threaded memory's row (and its
+    neighbours') carries the text of its thread neighbours, which the query reads; the
+    others' rows are made in Python (``fresh_text_row``)."""
+    if not threaded:  # the common bulk case: every row is known without a query
+        insert_text_rows(conn, sql, (), unthreaded_text)
+        return
     neighbours = affected_rows(conn, sql, threaded, stamps)
     new = set(pks)
     for pk in sorted(neighbours - new):
         conn.execute(sql["fts_delete"], {"pk": pk})
     # New keys have no full-text row to delete.
-    write_text_rows(conn, sql, new | neighbours, stamps, fresh=new)
-    return pks
+    write_text_rows(conn, sql, set(threaded) | neighbours, stamps, fresh=new, known=unthreaded_text)
 
 
 def update_memory(

@@ -1,0 +1,6 @@
+-- An edge a peer could not take yet (a memory it joins had not reached that peer: a writer
+-- changed it during the sync, so it waits for the next one) gets a new change number here,
+-- so the next sync sends it again, after its memory.
+UPDATE sync_clock SET seq = seq + 1 WHERE id = 1;
+UPDATE sync_edge_log SET seq = (SELECT seq FROM sync_clock WHERE id = 1)
+WHERE src_id = :src_id AND type = :type AND dst_id = :dst_id;
