@@ -73,6 +73,10 @@ class Config:
     # learned model: a feature, and the date's own memories among the candidates;
     # LOCALMEM_QUERY_DATES=0 turns it off.
     query_dates: bool = True
+    # Also past periods the query names relative to the request's now ("last Friday", "two
+    # weeks ago"), when it names no calendar date; off: held out it did not lift LongMemEval's
+    # R@10 and LoCoMo's fell (docs/quality.md). LOCALMEM_QUERY_RELATIVE_DATES=1 turns it on.
+    query_relative_dates: bool = False
     # A model file of one's own (benchmarks/quality/train_learned_rank.py --output) in place
     # of the packaged one, e.g. for another embedder (LOCALMEM_LEARNED_RANK_MODEL).
     learned_rank_model: str | None = None
@@ -173,7 +177,8 @@ class Config:
                            ("LOCALMEM_VECTOR_CENTERING", "vector_centering"),
                            ("LOCALMEM_TOKEN_EVIDENCE", "token_evidence"),
                            ("LOCALMEM_LEARNED_RANK", "learned_rank"),
-                           ("LOCALMEM_QUERY_DATES", "query_dates")):
+                           ("LOCALMEM_QUERY_DATES", "query_dates"),
+                           ("LOCALMEM_QUERY_RELATIVE_DATES", "query_relative_dates")):
             raw = env.get(name)
             if raw is not None and raw.strip():
                 if raw.strip().lower() not in BOOLEAN_WORDS:

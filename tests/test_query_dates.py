@@ -57,7 +57,7 @@ def test_the_longest_calendar_date_in_a_query_is_found(query, expression, start,
     "what runs on port 8080",              # a number outside 1900-2100 is no year
     "the 12 steps and 3 days of work",     # counts are not dates
     "rooms 1 2 3 4 5 6 7 8 9 10 11 12",
-    "anything from last week",             # relative phrases are time_query's
+    "anything from last week",             # relative phrases only with relative=True (below)
     "3 days ago",
     "before May 2023",                     # a composed window: the date inside it is found
 ])
@@ -69,10 +69,44 @@ def test_words_and_numbers_that_are_not_a_calendar_date_are_left_alone(query):
         assert mention is None
 
 
+@pytest.mark.parametrize("query, expression, start, end", [
+    ("What is the artist I started to listen to last Friday?", "last Friday",
+     "2026-11-27T00:00:00", "2026-11-27T23:59:59.999999"),
+    ("what did I buy two weeks ago", "two weeks ago", "2026-11-16T00:00:00", "2026-11-22T23:59:59.999999"),
+    ("the three trips I took in the past three months", "past three months",
+     "2026-09-02T12:00:00", "2026-12-02T12:00:00"),
+    ("what did we fix yesterday", "yesterday", "2026-12-01T00:00:00", "2026-12-02T00:00:00"),
+    ("notes from last month", "last month", "2026-11-01T00:00:00", "2026-12-01T00:00:00"),
+    ("what did I do last Friday on 3 March 2025", "3 March 2025",  # a calendar date first
+     "2025-03-03T00:00:00", "2025-03-03T23:59:59.999999"),
+])
+def test_a_relative_date_is_read_against_now_when_asked(query, expression, start, end):
+    assert find_calendar_mention(query, NOW) is None or expression == "3 March 2025"
+    mention = find_calendar_mention(query, NOW, relative=True)
+    assert mention is not None
+    assert (mention.expression, mention.has_year) == (expression, True)
+    assert (mention.start, mention.end) == (day(start), day(end))
+
+
+@pytest.mark.parametrize("query", [
+    "When was the last time I went hiking?",
+    "I came back a while ago",
+    "How many days ago did I order the gift?",  # a question about a span, not a period
+    "the past is past",
+    "what is this about",
+    "what is on this weekend",                  # under way or to come, not past
+    "the plan for next Friday",
+])
+def test_words_that_name_no_past_period_are_left_alone_when_relative(query):
+    assert find_calendar_mention(query, NOW, relative=True) is None
+
+
 @pytest.mark.parametrize("text", ["\x00 May 2023", "May 2023 \ud800", "x" * 1_000_000, "1 " * 500_000])
 def test_hostile_text_is_read_without_error(text):
-    mention = find_calendar_mention(text, NOW)
-    assert mention is None or mention.expression == "May 2023"
+    for relative in (False, True):
+        mention = find_calendar_mention(text, NOW, relative=relative)
+        assert mention is None or mention.expression == "May 2023"
+    assert find_calendar_mention("ago " * 100_000, NOW, relative=True) is None  # anchors stay bounded
 
 
 def test_only_the_first_anchors_of_a_long_text_are_tried():
@@ -170,6 +204,21 @@ def test_the_named_dates_memories_join_the_candidates_the_other_channels_missed(
     assert date["expression"] == "20 May 2023" and date["added_candidates"] == 1
 
 
+def test_recall_reads_a_relative_date_against_the_requests_now_when_asked_to():
+    store, roses = busy_store()  # roses: 20 May 2023, a Saturday
+    off = store.recall("what did I do last Saturday", limit=5, now="2023-05-24T10:00:00Z")
+    assert "dates_in_query" not in off["learned_rank"] and roses not in [r["id"] for r in off["results"]]
+    store.config = Config.from_env({"LOCALMEM_QUERY_RELATIVE_DATES": "1"})
+    response = store.recall("what did I do last Saturday", limit=5, now="2023-05-24T10:00:00Z")
+    assert response["results"][0]["id"] == roses
+    (date,) = response["learned_rank"]["dates_in_query"]
+    assert date["expression"] == "last Saturday" and date["start"] == "2023-05-20T00:00:00+00:00"
+    assert date["added_candidates"] == 1
+    later = store.recall("what did I do last Saturday", limit=5, now="2023-06-07T10:00:00Z")
+    assert later["learned_rank"]["dates_in_query"][0]["start"] == "2023-06-03T00:00:00+00:00"
+    assert roses not in [r["id"] for r in later["results"]]
+
+
 @pytest.mark.parametrize("query, window", [
     ("what did I do on 20 May 2023", {"end": "2022-12-31T23:59:59Z"}),  # the request's window excludes it
     ("what did I do on May 20", {}),                                       # no year: no day to search
@@ -196,6 +245,9 @@ def test_query_dates_off_reads_no_date_and_adds_no_candidates():
     assert config.query_dates is False
     with pytest.raises(ConfigError, match="LOCALMEM_QUERY_DATES must be a boolean"):
         Config.from_env({"LOCALMEM_QUERY_DATES": "sometimes"})
+    assert Config.from_env({}).query_relative_dates is False
+    with pytest.raises(ConfigError, match="LOCALMEM_QUERY_RELATIVE_DATES must be a boolean"):
+        Config.from_env({"LOCALMEM_QUERY_RELATIVE_DATES": "sometimes"})
     store, roses = busy_store()
     store.config = config
     response = store.recall("what did I do on 20 May 2023", limit=5)

@@ -18,7 +18,7 @@ pytest.importorskip("lightgbm")
 def test_the_run_reports_held_out_rows_and_writes_a_loadable_model(tmp_path, capsys):
     output = tmp_path / "model.json"
     assert train_rank_two_shapes.main([*small_data(tmp_path, 30, 6), "--rounds", "5", "--write",
-                                       "--output", str(output)]) == 0
+                                       "--output", str(output), "--seen-ids", "q0,q1,q2,q3"]) == 0
     printed = capsys.readouterr().out
     for row in ("FTS5 BM25", "weighted score alone", "trained on the other dataset only",
                 "trees on both, fold held out |", "no role features"):
@@ -27,6 +27,9 @@ def test_the_run_reports_held_out_rows_and_writes_a_loadable_model(tmp_path, cap
     model = TreeModel.from_file(str(output))
     assert model.features == FEATURES and len(model.feature) == 5
     assert "LongMemEval" in json.loads(output.read_text())["trained_on"]
+    assert sorted(json.loads(output.read_text())["lme_ids"]) == [f"q{n}" for n in range(6)]
+    # the packaged trees' in-sample instances are named, so the table is repeated on the others
+    assert "LongMemEval questions the packaged trees were not trained on (2)" in printed
 
 
 def test_recorded_pools_are_reused_until_the_configuration_or_item_changes(tmp_path):

@@ -47,6 +47,20 @@ def test_lme_turns_are_stored_as_capture_stores_them() -> None:
     assert questions[0]["gold"] == gold and questions[0]["scope"] == "project:lme-q1"
 
 
+def test_a_question_is_asked_after_every_turn_of_its_own_day() -> None:
+    """A session of the question's day with a later hour is stored before the question is
+    asked (as capture stores it); asked at question_date's hour, recall would hide it as not
+    yet valid, so its evidence would look unfindable."""
+    later = instance()
+    later["haystack_dates"][0] = "2023/05/22 (Mon) 18:30"  # the answer session, after 13:42
+    with MemoryStore(":memory:", embedder="hash") as store:
+        (question,) = relevance_data.lme_questions(store, [later])
+        found = store.recall(question["question"], tags=[question["scope"]], now=question["now"])
+    assert question["now"] == "2023-05-22T18:30:02+00:00"  # after its last turn (one second a turn)
+    assert question["gold"] <= {r["id"] for r in found["results"]}
+    assert found["state_filter"]["suppressed_count"] == 0
+
+
 def test_a_session_subsample_keeps_every_answer_session() -> None:
     for sessions in (1, 2):
         kept = relevance_data.kept_sessions(instance(), sessions)

@@ -27,7 +27,7 @@ import os
 import sys
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.hooks.capture import CAPTURED_IMPORTANCE, SOURCE_TAG, split_parts  # noqa: E402
-from benchmarks.quality import locomo  # noqa: E402  (build_store, cached_embedder)
+from benchmarks.quality import locomo, longmemeval  # noqa: E402  (build_store, cached_embedder; lme_time, asked_at)
 
 
 def _shared(name: str) -> Path:
@@ -68,12 +68,6 @@ def lme_instances(path: Path = LME_DATA, count: int = 0) -> list[dict]:
     return ordered[:count] if count else ordered
 
 
-def _session_time(text: str) -> datetime:
-    """'2023/05/22 (Mon) 13:42' -> an aware UTC datetime."""
-    day, _, clock = text.partition(" (")
-    return datetime.strptime(f"{day} {clock.split(') ')[-1]}", "%Y/%m/%d %H:%M").replace(tzinfo=timezone.utc)
-
-
 def kept_sessions(instance: dict, sessions: int) -> set[int]:
     """The positions of the haystack sessions kept: all (``sessions`` 0), else every answer
     session and, up to ``sessions`` in all, the others first by sha256 of id and session id."""
@@ -98,7 +92,7 @@ def lme_items(instance: dict, sessions: int = 0) -> tuple[list[dict[str, Any]], 
                                        instance["haystack_sessions"])):
         if position not in kept:
             continue
-        start = _session_time(date)
+        start = longmemeval.lme_time(date)
         for number, turn in enumerate(turns):
             parts = split_parts(turn["content"])
             for index, part in enumerate(parts):
@@ -118,7 +112,9 @@ def lme_items(instance: dict, sessions: int = 0) -> tuple[list[dict[str, Any]], 
 
 def lme_questions(store: MemoryStore, instances: list[dict], progress: bool = False, sessions: int = 0) -> list[dict]:
     """Store every instance into ``store``; one question per instance: ``question``, ``scope``
-    (its project tag), ``gold`` (evidence memory ids; empty for ``_abs``), ``abstain``, ``now``."""
+    (its project tag), ``gold`` (evidence memory ids; empty for ``_abs``), ``abstain``, ``now``
+    (longmemeval.asked_at: the question's date, or its last turn's time when that is later, so
+    that no stored turn is hidden as not yet valid)."""
     questions = []
     for number, instance in enumerate(instances):
         started = time.perf_counter()
@@ -130,7 +126,7 @@ def lme_questions(store: MemoryStore, instances: list[dict], progress: bool = Fa
         questions.append({"question": instance["question"], "scope": f"project:lme-{instance['question_id']}",
                           "gold": gold, "abstain": instance["question_id"].endswith("_abs"),
                           "type": instance["question_type"], "id": instance["question_id"],
-                          "now": _session_time(instance["question_date"]).isoformat()})
+                          "now": longmemeval.asked_at(instance).isoformat()})
     return questions
 
 

@@ -20,13 +20,15 @@ Reported, all on pools asked in this run:
   the reverse;
 - folds held out within both: fold ``i`` is LoCoMo conversation ``i`` and every
   fifth LongMemEval instance; trees trained on both sets without the fold score it;
-- the same folds without the role features (held at 0).
+- the same folds without the role features (held at 0);
+- the LongMemEval rows again on the instances the packaged trees were not trained on (the
+  model's ``lme_ids``, or ``--seen-ids``), where comparing them with the held-out trees is fair.
 
 ``--write`` trains on every pool of both sets and saves the packaged model. ``--pools DIR``
 keeps the recorded pools (pickles: give it a folder of your own) for the next run.
 
     pip install -e ".[embeddings,train]"
-    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--lme-weight N] [--write]
+    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--lme-weight N] [--seen-ids A,B] [--write]
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ def lme_pools(instances: list[dict], embedder, config: Config, model: learned_ra
             continue  # nothing to find: no label to learn from
         item = json.dumps(instance, sort_keys=True).encode()
         pool = cache.get(item, lambda instance=instance: _record_lme(instance, embedder, config, model))
-        pools.append({**pool, "fold": number % FOLDS})
+        pools.append({**pool, "fold": number % FOLDS, "id": instance["question_id"]})
         log(f"lme {number + 1}/{len(instances)} {instance['question_id']}")
     return pools
 
@@ -250,6 +252,14 @@ def record_all(args: argparse.Namespace, log: Callable[[str], None]) -> tuple[li
     return pools, instances, packaged, delta
 
 
+def packaged_lme_ids(path: str | Path) -> list[str]:
+    """The LongMemEval ids the model at ``path`` was trained on, as --write records them."""
+    try:
+        return list(json.loads(Path(path).read_text(encoding="utf-8")).get("lme_ids", []))
+    except (OSError, ValueError):
+        return []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_pool_arguments(parser)
@@ -260,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="each LongMemEval pool counts this many times in training (at least 1)")
     parser.add_argument("--write", action="store_true", help="train on every pool and save the model")
     parser.add_argument("--output", default=str(trl.MODEL_PATH))
+    parser.add_argument("--seen-ids", default=None,
+                        help="comma-separated LongMemEval ids the packaged trees were trained on (default: the "
+                             "model's own list, lme_ids); the table is repeated on the other instances")
     args = parser.parse_args(argv)
     if args.lme_weight < 1:
         parser.error("--lme-weight: must be at least 1")
@@ -295,6 +308,15 @@ def main(argv: list[str] | None = None) -> int:
         loc = [metrics[i] for i, p in enumerate(pools) if p["shape"] == "locomo"]
         lme = [metrics[i] for i, p in enumerate(pools) if p["shape"] == "lme"]
         lines.append(f"| {label} | " + " | ".join(f"{v:.3f}" for v in means(loc, KEYS) + means(lme, LME_KEYS)) + " |")
+    seen = set(args.seen_ids.split(",")) if args.seen_ids else set(packaged_lme_ids(trl.MODEL_PATH))
+    unseen = [i for i, p in enumerate(pools) if p["shape"] == "lme" and p["id"] not in seen]
+    if seen and unseen:  # the packaged trees are in-sample on the seen ones: compare on the others too
+        lines += ["", f"LongMemEval questions the packaged trees were not trained on ({len(unseen)}):", "",
+                  "| ranking | LME turn R@5 | LME turn R@10 | LME MRR | LME session any@5 | LME session all@5 |",
+                  "|---|" + "---:|" * 5]
+        for label, metrics in rankings.items():
+            lines.append(f"| {label} | " + " | ".join(f"{v:.3f}" for v in means([metrics[i] for i in unseen],
+                                                                                 LME_KEYS)) + " |")
     final_label = "trees on both, fold held out"
     lines += ["", f"By LongMemEval question type ({final_label}; turn R@10 / session any@5):", "",
               "| question type | n | BM25 | weighted score alone | previous trees | other dataset only | held out |",
@@ -319,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         model["trained_on"] = (f"LoCoMo dev conversations 0-4 and {len(instances)} LongMemEval dev instances "
                                "(benchmarks/quality/train_rank_two_shapes.py); query delta from LoCoMo "
                                "(benchmarks/quality/train_learned_rank.py)")
+        model["lme_ids"] = [i["question_id"] for i in instances]
         output = Path(args.output)
         output.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"wrote {output} ({output.stat().st_size:,} bytes, {len(model['trees'])} trees)")

@@ -210,8 +210,11 @@ def _date_features(candidates: list[dict[str, Any]], mention: CalendarMention | 
 
 def read_query_date(config: "Config", query: str, now: datetime) -> CalendarMention | None:
     """The calendar date ``query`` names, which the features read (None with
-    LOCALMEM_QUERY_DATES=0)."""
-    return find_calendar_mention(query, now) if config.query_dates else None
+    LOCALMEM_QUERY_DATES=0); with LOCALMEM_QUERY_RELATIVE_DATES=1, when it names none, the past
+    period it names relative to ``now`` ("last Friday", "two weeks ago")."""
+    if not config.query_dates:
+        return None
+    return find_calendar_mention(query, now, relative=config.query_relative_dates)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,12 @@
 ``find_calendar_mention(text, now)`` looks for the longest span of a query
 that the time grammar reads as a calendar period — a day, a month or a year,
 with or without its year ("on 1 February, 2023", "in May 2023", "in July",
-"2024-06-03") — and gives its window. Relative phrases ("last week") and
-composed ones ("before May") are left to ``time_query``: here a date is a
-hint about which memories a question is about, never a filter.
+"2024-06-03") — and gives its window. With ``relative=True`` it also reads
+the periods a phrase names relative to ``now`` that are over or under way
+("last Friday", "two weeks ago", "in the past three months", "yesterday"),
+as the window they make at ``now``. Composed phrases ("before May") are left
+to ``time_query``: here a date is a hint about which memories a question is
+about, never a filter.
 
 A month named on its own is read only when it is written as a name
 ("in May", not "may I"; "may" and "march" need their capital unless a year
@@ -29,6 +32,14 @@ from .tokens import MONTHS
 CALENDAR_RULES = frozenset({"month", "month year", "month day", "day month", "month day year",
                             "day month year", "year", "ISO date", "ISO month"})
 _WITHOUT_YEAR = frozenset({"month", "month day", "day month"})
+# The period rules that name a past period relative to now ("last Friday", "two weeks ago"):
+# read with relative=True, as a window fixed by now (so they have their year).
+RELATIVE_RULES = frozenset({"yesterday", "last week/month/year", "last N units", "last hour/day/fortnight",
+                            "N units ago", "unit before last", "day before yesterday", "this past unit",
+                            "this past weekend", "last weekday", "this/last weekend", "last month name"})
+# Words a relative period begins with; "N units ago" begins at most this many words before "ago".
+_RELATIVE_STARTS = frozenset({"yesterday", "last", "past", "this"})
+_AGO_SPAN = 3
 # A date is at most "the 1st of February, 2023": this many words from its first.
 MAX_SPAN_WORDS = 5
 # Words that can begin a date; a query with more of them than this is read only up to here
@@ -76,14 +87,21 @@ class CalendarMention:
                 "end": self.end.isoformat(), "has_year": self.has_year}
 
 
-def find_calendar_mention(text: str, now: datetime) -> CalendarMention | None:
-    """The longest calendar period ``text`` names (the first of equal length), or None."""
+def find_calendar_mention(text: str, now: datetime, relative: bool = False) -> CalendarMention | None:
+    """The longest calendar period ``text`` names (the first of equal length), or None;
+    ``relative``: when it names none, the longest past period it names relative to ``now``
+    (RELATIVE_RULES: "last Friday on 23 January" is about the 23rd)."""
+    return _longest(text, now, relative=False) or (_longest(text, now, relative=True) if relative else None)
+
+
+def _longest(text: str, now: datetime, *, relative: bool) -> CalendarMention | None:
     words = list(_WORDS.finditer(text))
     best: CalendarMention | None = None
     best_length = 0
     anchors = 0
     for i, first in enumerate(words):
-        if not _is_anchor(first.group(0), words[i + 1].group(0) if i + 1 < len(words) else ""):
+        if not (_is_relative_anchor(words, i) if relative
+                else _is_anchor(first.group(0), words[i + 1].group(0) if i + 1 < len(words) else "")):
             continue
         anchors += 1
         if anchors > MAX_ANCHORS:
@@ -91,7 +109,7 @@ def find_calendar_mention(text: str, now: datetime) -> CalendarMention | None:
         for j in range(min(len(words), i + MAX_SPAN_WORDS), i, -1):
             if j - i <= best_length:
                 break
-            mention = _read(text[first.start():words[j - 1].end()], now, first_word=i == 0)
+            mention = _read(text[first.start():words[j - 1].end()], now, first_word=i == 0, relative=relative)
             if mention is not None:
                 best, best_length = mention, j - i
                 break
@@ -106,11 +124,22 @@ def _is_anchor(word: str, following: str) -> bool:
     return _DAY.fullmatch(word) is not None and (following.lower() in MONTHS or following.lower() == "of")
 
 
-def _read(span: str, now: datetime, *, first_word: bool) -> CalendarMention | None:
+def _is_relative_anchor(words: list[re.Match[str]], i: int) -> bool:
+    """Whether a relative period can begin at word ``i``: "last", "past", "this (past)",
+    "yesterday", or a word shortly before "ago" ("two weeks ago", "a month ago")."""
+    return (words[i].group(0).lower() in _RELATIVE_STARTS
+            or any(w.group(0).lower() == "ago" for w in words[i + 1:i + 1 + _AGO_SPAN]))
+
+
+def _read(span: str, now: datetime, *, first_word: bool, relative: bool = False) -> CalendarMention | None:
     reading = read_time_expression(span, now)
-    if not reading.understood or not reading.rules or not set(reading.rules) <= CALENDAR_RULES:
+    if not reading.understood or not reading.rules or reading.start is None or reading.end is None:
         return None
-    if reading.start is None or reading.end is None:
+    if relative:  # a past period relative to now ("this weekend" on a Wednesday is not one)
+        if not set(reading.rules) <= RELATIVE_RULES or reading.start > now:
+            return None
+        return CalendarMention(reading.expression, reading.start, reading.end, has_year=True)
+    if not set(reading.rules) <= CALENDAR_RULES:
         return None
     has_year = not set(reading.rules) <= _WITHOUT_YEAR
     word = span.split()[0]
