@@ -156,7 +156,9 @@ def summary(values: list[float]) -> dict[str, float]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="hook-latency-"))
     cache = Path(args.cache_dir) if args.embedder == "onnx" else None
-    env = child_env(tmp, cache)
+    # This benchmark times `serve` against in-process; the warm process has its own
+    # (daemon_latency.py). Without this, the first cold run starts one and the rest go through it.
+    env = {**child_env(tmp, cache), "LOCALMEM_DAEMON": "0"}
     server_env = {**env, "XDG_RUNTIME_DIR": str(tmp / "run-server")}
     cold_env = {**env, "XDG_RUNTIME_DIR": str(tmp / "run-cold")}
     for folder in (tmp / "run-server", tmp / "run-cold"):
