@@ -47,6 +47,11 @@ def edge_log(store: MemoryStore) -> dict[tuple[str, str, str], tuple[str | None,
         "SELECT src_id, type, dst_id, deleted_at, hlc FROM sync_edge_log")}
 
 
+def tombstone(store: MemoryStore, memory_id: str) -> tuple[str, str]:
+    return store.conn.execute("SELECT deleted_updated_at, deleted_hlc FROM sync_tombstones WHERE id = ?",
+                              (memory_id,)).fetchone()
+
+
 def edges(store: MemoryStore) -> set[tuple[str, str, str]]:
     return set(store.conn.execute("SELECT a.id, e.type, b.id FROM edges e JOIN memories a ON a.pk = e.src "
                                   "JOIN memories b ON b.pk = e.dst"))
@@ -216,3 +221,28 @@ def test_a_peer_files_junk_stamps_are_not_taken(tmp_path):
         assert summary.copied_to_local == 1 and summary.refused == []
         assert STAMP.fullmatch(stamp_of(a, memory)) and stamp_of(a, memory).endswith(store_id(a))
         assert (tmp_path / "a.db").stat().st_size < 1_000_000
+
+
+def test_two_deletions_meeting_keep_the_one_that_deleted_the_later_version(tmp_path):
+    """The stateful test's resurrection (seed 832553633), shrunk: A deletes the latest version,
+    B, which never saw it, deletes an older one a moment later. When the two deletions met, the
+    later-stamped one (B's) replaced A's, forgetting that A had deleted the latest version, and
+    the next sync with C, which still held that version, brought it back. What both deletions
+    deleted is everything up to the later of the two deleted versions."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, \
+            skewed(tmp_path / "b.db", timedelta(hours=1)) as b, \
+            MemoryStore(tmp_path / "c.db", embedder="hash") as c:  # B's clock ahead: its delete is the later
+        memory = c.store("The boiler is serviced in March")
+        sync(c, b)
+        c.update(memory, content="The boiler is serviced in April")
+        sync(c, a)  # A sees the latest version; B holds the first
+        a.delete(memory)  # A deletes the version it holds, the latest
+        b.delete(memory)  # B, later by the clocks, deletes the first, not having seen the latest
+        sync(b, a)  # two deletions meet
+        sync(c, a)  # C still holds the version A deleted
+        for _ in range(2):
+            sync(a, b), sync(b, c), sync(a, c)
+        for store in (a, b, c):
+            held = store.conn.execute("SELECT content FROM memories WHERE id = ?", (memory,)).fetchall()
+            assert held == [], "a version its deleter had seen came back"
+            assert tombstone(store, memory) == tombstone(a, memory)

@@ -151,7 +151,8 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
         if source.purged:
             return Decision(None, source, "deleted", winner=mine)
         return Decision(target, None, "deleted", winner=theirs)
-    if mine is None or mine == theirs:
+    # Two deletions made in the same millisecond have the same version; what they deleted may differ.
+    if mine is None or (mine == theirs and (source.exists or source.deleted_hlc == target.deleted_hlc)):
         return Decision(None, None, None, winner=mine)
     if theirs is None:  # the target never saw it: copy the record, or the tombstone so it travels on
         return Decision(None, source, "copied" if source.exists else "tombstone", winner=mine)
@@ -170,8 +171,10 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
     # on every store, so any order of syncs converges): the deleted version, or a record stamped
     # before it, loses to the delete; a record stamped after it survives (and says so). A change
     # made after seeing another is stamped after it, whatever the machines' clocks read. Without
-    # stamps (an older peer): by updated_at. Two deletions: the later wins.
+    # stamps (an older peer): by updated_at. Two deletions: the one that deleted the later version.
     record, deletion = (source, target) if source.exists else (target, source)
+    if not source.exists and not target.exists:  # two deletions
+        return _two_deletions(source, target, mine, theirs, horizon_ms)
     record_key, deleted_key = stamp_key(record.hlc, horizon_ms), stamp_key(deletion.deleted_hlc, horizon_ms)
     if record.record is not None and record_key is not None and deleted_key is not None:
         deleted_itself = record.record.get("updated_at") == deletion.deleted_updated_at
@@ -184,6 +187,21 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
     if later.exists:
         return Decision(None if later is source else later, None if later is target else later,
                         "edit_kept", winner=later.version)
+    return Decision(None if later is source else later, None if later is target else later,
+                    "deleted", winner=later.version)
+
+
+def _two_deletions(source: MemoryState, target: MemoryState, mine: Version | None, theirs: Version | None,
+                   horizon_ms: int | None) -> Decision:
+    """Two deletions of one memory: the one that deleted the later version wins, so the deletion
+    both stores keep still covers every version either deleter had seen (keeping the later-stamped
+    one instead could forget a later version deleted by the other, which then came back). The same
+    version deleted on both, or a deletion without stamps: the later deletion by the clock."""
+    first, second = stamp_key(source.deleted_hlc, horizon_ms), stamp_key(target.deleted_hlc, horizon_ms)
+    if first is not None and second is not None and first != second:
+        later = source if first > second else target
+    else:
+        later = source if orders_after(source.hlc, mine, target.hlc, theirs, horizon_ms) else target
     return Decision(None if later is source else later, None if later is target else later,
                     "deleted", winner=later.version)
 
