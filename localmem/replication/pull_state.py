@@ -13,9 +13,10 @@ import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..storage.database import read_transaction, transaction
+from ..storage.database import read_transaction
 from ..storage.records import rows_as_dicts
 from ..timeparse import format_timestamp
+from .remote_records import RemoteRecords
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -29,23 +30,13 @@ def local_id_for(remote: str, remote_id: str) -> str:
     return str(uuid.uuid5(PULL_NAMESPACE, f"{remote}\n{remote_id}"))
 
 
-class PullState:
+class PullState(RemoteRecords):
     """What the local file knows of one remote: the id map (push's) and the fields last taken."""
-
-    def __init__(self, store: MemoryStore, remote: str) -> None:
-        self.store = store
-        self.remote = remote
 
     def _read(self, name: str, **params: Any) -> list[dict[str, Any]]:
         store = self.store
         with store.lock, read_transaction(store.conn):
             return list(rows_as_dicts(store.conn.execute(store.sql[name], {"remote": self.remote, **params})))
-
-    def _write(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
-        store = self.store
-        with store.lock, transaction(store.conn):
-            for name, params in statements:
-                store.conn.execute(store.sql[name], {"remote": self.remote, **params})
 
     # -- reads ----------------------------------------------------------------
 
@@ -121,11 +112,6 @@ class PullState:
                            ("pull_seen_forget", {"remote_id": remote_id})]
         if statements:
             self._write(statements)
-
-    def record_edges(self, edges: list[dict[str, Any]]) -> None:
-        if edges:
-            self._write([("push_edge_record", {k: e[k] for k in ("src_id", "type", "dst_id", "strength",
-                                                                  "properties")}) for e in edges])
 
     def forget_edges(self, keys: list[tuple[str, str, str]]) -> None:
         if keys:

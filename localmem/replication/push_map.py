@@ -15,10 +15,11 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..storage.database import read_transaction, transaction
+from ..storage.database import read_transaction
 from ..storage.records import rows_as_dicts
 from ..tags import compute_tag_prefixes
 from ..timeparse import format_timestamp
+from .remote_records import RemoteRecords
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -42,12 +43,11 @@ def scope_filters(tags: list[str] | None) -> list[str]:
     return found
 
 
-class PushMap:
+class PushMap(RemoteRecords):
     """The id map of one remote in the local file, and the queries a push runs."""
 
     def __init__(self, store: MemoryStore, remote: str, tags: list[str] | None = None) -> None:
-        self.store = store
-        self.remote = remote
+        super().__init__(store, remote)
         self.tags = scope_filters(tags)
         self._scope = store.sql.fragment("push_scope") if self.tags else ""
 
@@ -62,12 +62,6 @@ class PushMap:
         with store.lock, read_transaction(store.conn):
             sql = store.sql.compose(name, scope=self._scope)
             return list(rows_as_dicts(store.conn.execute(sql, self._params(**params))))
-
-    def _write(self, statements: list[tuple[str, dict[str, Any]]]) -> None:
-        store = self.store
-        with store.lock, transaction(store.conn):
-            for name, params in statements:
-                store.conn.execute(store.sql[name], {"remote": self.remote, **params})
 
     # -- reads ----------------------------------------------------------------
 
@@ -142,11 +136,6 @@ class PushMap:
                 statements.append(("push_forget_edges", {"local_id": local}))
         if statements:
             self._write(statements)
-
-    def record_edges(self, edges: list[dict[str, Any]]) -> None:
-        if edges:
-            self._write([("push_edge_record", {k: e[k] for k in ("src_id", "type", "dst_id", "strength",
-                                                                  "properties")}) for e in edges])
 
     def forget_edges(self, edges: list[dict[str, Any]]) -> None:
         if edges:
