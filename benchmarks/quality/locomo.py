@@ -115,12 +115,17 @@ def build_bm25_baseline(store: MemoryStore) -> None:
         store.conn.execute("INSERT INTO temp.baseline_fts (rowid, content) SELECT pk, content FROM memories")
 
 
+def bm25_match(question: str) -> str | None:
+    """The baselines' FTS5 query: an OR of the question's non-stopword keywords, each quoted."""
+    terms = query_terms(question)
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) if terms else None
+
+
 def bm25_baseline(store: MemoryStore, question: str, conv_tag: str, k: int) -> list[str]:
     """Plain FTS5 bm25 over content, porter stemming, OR of non-stopword keywords."""
-    terms = query_terms(question)
-    if not terms:
+    match = bm25_match(question)
+    if match is None:
         return []
-    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
     rows = store.conn.execute(
         "SELECT json_extract(m.metadata, '$.dia_id') FROM temp.baseline_fts AS f "
         "JOIN memories AS m ON m.pk = f.rowid "

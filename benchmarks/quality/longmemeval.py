@@ -40,8 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.hooks.capture import clean_text, split_parts  # noqa: E402
-from localmem.recall.keywords import query_terms  # noqa: E402
-from benchmarks.quality.locomo import cached_embedder  # noqa: E402
+from benchmarks.quality.locomo import bm25_match, cached_embedder  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "lme-dev.json"
 KS = (5, 10)
@@ -146,10 +145,9 @@ def build_store(instance: dict, embedder: Any, config: Config,
 
 def bm25_turns(store: MemoryStore, question: str, k: int = RANKED) -> list[str]:
     """Plain FTS5 bm25 over content, porter stemming, OR of non-stopword keywords."""
-    terms = query_terms(question)
-    if not terms:
+    match = bm25_match(question)
+    if match is None:
         return []
-    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
     rows = store.conn.execute(
         "SELECT json_extract(m.metadata, '$.turn') FROM temp.baseline_fts AS f "
         "JOIN memories AS m ON m.pk = f.rowid WHERE baseline_fts MATCH ? "
