@@ -147,6 +147,11 @@ def migration_0015_sync_hlc(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0015_sync_hlc"])
 
 
+def migration_0016_batched_change_log(conn: apsw.Connection, sql: Statements) -> None:
+    """A batch of new memories logs its changes in one statement (storage/change_log.py)."""
+    _run_script(conn, sql["migration_0016_batched_change_log"])
+
+
 _ADDED_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
 
 
@@ -166,6 +171,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0013_forget_purges,
     migration_0014_trash,
     migration_0015_sync_hlc,
+    migration_0016_batched_change_log,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -12,6 +12,7 @@ import json
 import apsw
 
 from . import dedup_keys, vector_index
+from .change_log import batch_logged
 from ..errors import ValidationError
 from ..metadata_search import metadata_index_terms
 from .records import MemoryRow
@@ -111,7 +112,8 @@ def insert_memories(
             stamps.append(row.timestamp)
         else:
             unthreaded_text.append(fresh_text_row(pk, row))
-    conn.executemany(sql["memory_insert"], memory_rows)
+    with batch_logged(conn, sql, first):  # their change-log rows in one pass, not by trigger
+        conn.executemany(sql["memory_insert"], memory_rows)
     conn.executemany(sql["dedup_key_upsert"], key_rows)
     # OR IGNORE as the per-memory statements had it; a batch's keys are new, so nothing is ignored.
     conn.executemany(sql["memory_tag_insert"], sorted(tag_rows))
