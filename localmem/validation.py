@@ -271,9 +271,15 @@ def strip_non_finite(value: Any) -> Any:
     return value
 
 
+# A UUID already in the form str(uuid.UUID(...)) gives: returned as it is, without parsing.
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def validate_uuid(value: Any, field: str = "memory_id") -> str:
     if not isinstance(value, str):
         raise ValidationError(f"{field} must be a valid UUID")
+    if _CANONICAL_UUID.fullmatch(value):
+        return value
     try:
         return str(uuid.UUID(value.strip()))
     except ValueError:

@@ -139,3 +139,15 @@ def test_a_schema_15_store_is_upgraded_in_place(tmp_path):
                            "FROM memories WHERE pk = 1")
     assert [(pk, seq) for pk, seq, _ in changes(store)] == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (20, 6)]
     assert clock(store)[0] == 6 and clock(store)[3] is None
+
+
+def test_migration_16_runs_again_on_a_file_set_back_a_version(tmp_path):
+    """A step may run again (a file whose version was set back): its column is added once."""
+    path = str(tmp_path / "s.db")
+    store = new_store(path)
+    store.store_many(items(2))
+    store.conn.execute("UPDATE meta SET value = '15' WHERE key = 'schema_version'")
+    store.close()
+    store = new_store(path)
+    store.store_many(items(2, start=2))
+    assert [(pk, seq) for pk, seq, _ in changes(store)] == [(1, 1), (2, 2), (3, 3), (4, 4)]

@@ -103,7 +103,7 @@ def plan_writes(backend: "Backend", given: list[Mapping[str, Any]], rows: list[M
         result: dict[str, Any] = {"id": row.id, "deduped": False}
         kept: Mapping[str, Any] | None = None
         if would_be_current(row, now_iso):
-            key = row_key(row)
+            key = row_key(row, row.thread)
             if key in first_of_key:
                 first = first_of_key[key]
                 result["id"] = results[first]["id"]

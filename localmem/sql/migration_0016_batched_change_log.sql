@@ -7,8 +7,8 @@
 -- memory_changes rows with one statement, in key order: seq and the stamp's counter one step
 -- per row, as the trigger gave them, under one wall-clock reading. The trigger skips keys at or
 -- past batch_from while it is set, and keeps logging every other insert (pull, sync, a bare
--- INSERT). batch_from is NULL outside the batch writer's statements.
-ALTER TABLE sync_clock ADD COLUMN batch_from INTEGER;
+-- INSERT). batch_from (migration_0016_batched_change_log_columns.sql) is NULL outside the batch
+-- writer's statements.
 
 DROP TRIGGER IF EXISTS memory_changes_insert;
 CREATE TRIGGER memory_changes_insert AFTER INSERT ON memories

@@ -57,14 +57,18 @@ def dedup_key(content: str, context: str, tags: Iterable[str], metadata: dict[st
     of a SHA-256 (a chance collision, about 2^-64 per pair of distinct texts at a billion
     memories, is below every other failure the store has; the index stays small)."""
     tags = list(tags)
-    thread = thread_key(context, metadata, tags)
+    return _key(content, context, tags, thread_key(context, metadata, tags), timestamp)
+
+
+def _key(content: str, context: str, tags: list[str], thread: str | None, timestamp: str) -> bytes:
     scope = [context, sorted({t.lower() for t in tags}), [thread, timestamp] if thread else None]
     text = _KEY_JSON.encode([normalise_content(content), scope])
     return hashlib.sha256(text.encode("utf-8")).digest()[:16]
 
 
-def row_key(row: MemoryRow) -> bytes:
-    return dedup_key(row.content, row.context, row.tags, row.metadata, row.timestamp)
+def row_key(row: MemoryRow, thread: str | None) -> bytes:
+    """``dedup_key`` of a row whose thread key (``row.thread``) the caller already has."""
+    return _key(row.content, row.context, row.tags, thread, row.timestamp)
 
 
 def insert_keys(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, bytes]]) -> None:

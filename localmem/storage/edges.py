@@ -67,8 +67,12 @@ def write_association(conn: apsw.Connection, sql: Statements, association: Assoc
                       updated_at: str) -> dict[str, Any]:
     """Create or update the association's edge; ``associate``'s answer."""
     a = association
-    src, dst = edge_ends(conn, a.first, a.second)
-    previous = edge_strength(conn, sql, src, dst, a.relation)
+    found = conn.execute(sql["edge_ends_strength"],
+                         {"first": a.first, "second": a.second, "type": a.relation}).fetchone()
+    if found is None:
+        edge_ends(conn, a.first, a.second)  # raises NotFoundError naming the missing memories
+    src, dst, strength = found
+    previous = None if strength is None else float(strength)
     upsert_edge(conn, sql, src, dst, a.relation, a.strength, updated_at, a.properties)
     cycle = supersession_cycle(conn, sql, src, dst, a.relation)
     result = {"memory1_id": a.first, "memory2_id": a.second, "relation_type": a.relation,

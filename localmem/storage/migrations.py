@@ -137,19 +137,26 @@ def migration_0015_sync_hlc(conn: apsw.Connection, sql: Statements) -> None:
         conn.execute("SELECT localmem_wall_ms()").fetchone()
     except apsw.SQLError:  # a bare connection (not opened by ``connect``): the system clock
         register_wall_clock(conn)
-    for statement in sql["migration_0015_sync_hlc_columns"].split(";"):
-        added = _ADDED_COLUMN.search(statement)
-        if added is None:
-            continue
-        table, column = added.groups()
-        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
-            conn.execute(statement)  # ALTER TABLE has no IF NOT EXISTS: each column where missing
+    _add_missing_columns(conn, sql["migration_0015_sync_hlc_columns"])
     _run_script(conn, sql["migration_0015_sync_hlc"])
 
 
 def migration_0016_batched_change_log(conn: apsw.Connection, sql: Statements) -> None:
     """A batch of new memories logs its changes in one statement (storage/change_log.py)."""
+    _add_missing_columns(conn, sql["migration_0016_batched_change_log_columns"])
     _run_script(conn, sql["migration_0016_batched_change_log"])
+
+
+def _add_missing_columns(conn: apsw.Connection, script: str) -> None:
+    """Run each ``ALTER TABLE … ADD COLUMN`` of ``script`` where the column is missing (ALTER
+    TABLE has no IF NOT EXISTS, and a step may run again on a file set back a version)."""
+    for statement in script.split(";"):
+        added = _ADDED_COLUMN.search(statement)
+        if added is None:
+            continue
+        table, column = added.groups()
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(statement)
 
 
 _ADDED_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")

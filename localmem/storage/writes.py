@@ -101,7 +101,7 @@ def insert_memories(
         bindings = row.bindings()
         bindings["pk"] = pk
         memory_rows.append(bindings)
-        key_rows.append({"pk": pk, "key": dedup_keys.row_key(row)})
+        key_rows.append({"pk": pk, "key": dedup_keys.row_key(row, bindings["thread"])})
         tag_rows.extend((tag, pk) for tag in {t.lower() for t in row.tags})
         prefix_rows.extend((prefix, pk) for prefix in compute_tag_prefixes(row.tags))
         term_rows.extend((term, pk) for term in metadata_index_terms(row.metadata))
@@ -168,8 +168,8 @@ def update_memory(
                     or (new.thread is not None and new.timestamp != old.timestamp))
     before = affected_rows(conn, sql, [pk], [old.timestamp]) if text_changed and old.thread else set()
     conn.execute(sql["memory_update"], {**new.bindings(), "pk": pk})
-    new_key = dedup_keys.row_key(new)
-    if new_key != dedup_keys.row_key(old):
+    new_key = dedup_keys.row_key(new, new.thread)
+    if new_key != dedup_keys.row_key(old, old.thread):
         dedup_keys.insert_keys(conn, sql, [(pk, new_key)])
     if new.tags != old.tags:
         conn.execute(sql["memory_tags_delete"], {"pk": pk})
