@@ -121,7 +121,8 @@ def _first_sentence(text: str) -> str:
     or an initial."""
     for end in _SENTENCE_END.finditer(text):
         before = text[:end.start()]
-        word = before.rsplit(None, 1)[-1] if before.split() else ""
+        tail = before.rsplit(None, 1)  # [] when before is only whitespace
+        word = tail[-1] if tail else ""
         if before.endswith(".") and (word[:-1].lower() in _ABBREVIATIONS or
                                      (len(word) == 2 and word[0].isupper())):
             continue

@@ -3,19 +3,25 @@
 - ``validate_uuid`` returns a canonical UUID without parsing it, and parses every other form;
 - ``associate`` finds both memories and the pair's current edge in one statement, and still
   names the memories that do not exist;
-- a row's dedup key is built from the thread key the write already has.
+- a row's dedup key is built from the thread key the write already has, and its content
+  normalised with string methods instead of two regular expressions.
 """
 
 from __future__ import annotations
 
 import random
+import re
+import unicodedata
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from localmem import NotFoundError, ValidationError
 from localmem.storage import dedup_keys
 from localmem.storage.memory_fields import build_rows
+from localmem.text import generate_summary
 from localmem.validation import validate_uuid
 from tests.store_helpers import FIXED_NOW, new_store
 
@@ -69,3 +75,34 @@ def test_a_rows_key_from_its_thread_is_the_key_from_its_fields():
     threaded = build_rows(items[1:2], now=FIXED_NOW, frames=1)[0]
     assert threaded.thread is not None
     assert dedup_keys.row_key(threaded, threaded.thread) != dedup_keys.row_key(threaded, None)
+
+
+def _normalised_by_regex(content: str) -> str:
+    """normalise_content as it was written with regular expressions (the keys stored must not change)."""
+    text = content
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = re.sub(r"\s+", " ", text.casefold()).strip()
+    stripped = re.sub(r"[\s.!。！…]+$", "", text)
+    return stripped if stripped else text
+
+
+SPACES_AND_MARKS = "ab .!?。！…\t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2028\u202f\u3000\u200bÉßﬁ\u00adK\ufeff"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=SPACES_AND_MARKS, max_size=30) | st.text(max_size=30))
+def test_content_is_normalised_as_the_regular_expressions_did(text):
+    assert dedup_keys.normalise_content(text) == _normalised_by_regex(text)
+
+
+@pytest.mark.parametrize("content, summary", [
+    ("Met Dr. Smith today. He was late.", "Met Dr. Smith today."),
+    ("   . Leading mark. Then more.", "."),  # nothing before the first mark: no word to check
+    ("J. Smith signed. Done.", "J. Smith signed."),
+    ("e.g. this one. And that.", "e.g. this one."),
+    ("No end at all", "No end at all"),
+])
+def test_summaries_stop_at_the_first_sentence_not_after_an_abbreviation(content, summary):
+    assert generate_summary(content) == summary

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import unicodedata
 from typing import Any, Iterable
 
@@ -27,10 +26,9 @@ from .records import MemoryRow
 from .statements import Statements
 from .threads import thread_key
 
-_SPACE = re.compile(r"\s+")
-# Sentence-ending marks a writer adds or drops without changing the fact; "?" is kept
-# (a question is not the statement), and so is every mark inside the text.
-_TRAILING_MARKS = re.compile(r"[\s.!。！…]+$")
+# Sentence-ending marks a writer adds or drops without changing the fact (with the spaces
+# between them); "?" is kept (a question is not the statement), and so is every mark inside.
+_TRAILING_CHARACTERS = " .!。！…"
 
 
 def normalise_content(content: str) -> str:
@@ -41,8 +39,10 @@ def normalise_content(content: str) -> str:
     if not text.isascii():  # ASCII is its own NFKC form and has no format characters
         text = unicodedata.normalize("NFKC", text)
         text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    text = _SPACE.sub(" ", text.casefold()).strip()
-    stripped = _TRAILING_MARKS.sub("", text)
+    # str.split() splits at the characters \s matches (both use Python's isspace), so after
+    # the join the only whitespace left is single spaces between words.
+    text = " ".join(text.casefold().split())
+    stripped = text.rstrip(_TRAILING_CHARACTERS)
     return stripped if stripped else text  # "!!!" stays itself
 
 
