@@ -57,7 +57,7 @@ STAGES = (
     ("localmem.storage.memory_fields", "with_tags_read", "tag reading"),
     ("localmem.privacy.redact", "redact", "redaction (calls of privacy.redact)"),
     ("localmem.store", "validate_embedding", "vector validation"),
-    ("localmem.storage.dedup_keys", "dedup_key", "dedup keys (hashing)"),
+    ("localmem.storage.dedup_keys", "row_key", "dedup keys (hashing)"),
     ("localmem.storage.records:MemoryRow", "bindings", "row bindings (tags and metadata JSON)"),
     ("localmem.storage.writes", "compute_tag_prefixes", "tag prefixes (Python)"),
     ("localmem.storage.writes", "metadata_index_terms", "metadata terms (Python)"),
