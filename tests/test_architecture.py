@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "localmem"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("errors", "config", "paths")),
     ("helpers", ("text", "tags", "timeparse", "timegrammar", "validation", "classify", "relations", "progress",
-                 "metadata_search", "embedders", "loopback", "request_body", "privacy")),
+                 "metadata_search", "embedders", "loopback", "request_body", "privacy", "regex_literals")),
     ("storage", ("storage",)),
     ("pipelines", ("recall", "kagura")),
     ("store", ("store",)),
