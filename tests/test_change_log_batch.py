@@ -42,6 +42,14 @@ def clock(store) -> tuple:
     return tuple(store.conn.execute("SELECT seq, hlc_wall, hlc_counter, batch_from FROM sync_clock").fetchone())
 
 
+def insert_copy_of_first(store, pk: int) -> None:
+    """A bare INSERT (no batch writer): memory 1's fields under key ``pk`` and a new id."""
+    others = COLUMNS.replace("pk, id, ", "")
+    with transaction(store.conn):
+        store.conn.execute(f"INSERT INTO memories ({COLUMNS}) SELECT ?, 'raw-id', {others} FROM memories "
+                           "WHERE pk = 1", (pk,))
+
+
 def test_a_batch_logs_what_the_per_row_trigger_logs(tmp_path):
     """The same memories, once through store_many (the batch pass) and once inserted row by row
     by plain SQL (the trigger): the same change numbers, stamps (but for the replica) and clock."""
@@ -85,11 +93,7 @@ def test_stamps_keep_order_across_batches_single_writes_and_a_clock_that_moves(t
 def test_inserts_outside_a_batch_are_still_logged_by_the_trigger(tmp_path):
     store = new_store(str(tmp_path / "s.db"))
     store.store_many(items(3))
-    with transaction(store.conn):
-        store.conn.execute(f"INSERT INTO memories ({COLUMNS}) SELECT 10, 'raw-id', content, summary, type, "
-                           "confidence, importance, tags, timestamp, updated_at, last_accessed, t_valid, "
-                           "t_invalid, archived, metadata, context, relevance_score, thread "
-                           "FROM memories WHERE pk = 1")
+    insert_copy_of_first(store, pk=10)
     assert changes(store)[-1][:2] == (10, 4)
 
 
@@ -132,11 +136,7 @@ def test_a_schema_15_store_is_upgraded_in_place(tmp_path):
         LATEST_VERSION)
     assert changes(store) == before
     store.store_many(items(2))
-    with transaction(store.conn):
-        store.conn.execute(f"INSERT INTO memories ({COLUMNS}) SELECT 20, 'raw-id', content, summary, type, "
-                           "confidence, importance, tags, timestamp, updated_at, last_accessed, t_valid, "
-                           "t_invalid, archived, metadata, context, relevance_score, thread "
-                           "FROM memories WHERE pk = 1")
+    insert_copy_of_first(store, pk=20)
     assert [(pk, seq) for pk, seq, _ in changes(store)] == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (20, 6)]
     assert clock(store)[0] == 6 and clock(store)[3] is None
 
