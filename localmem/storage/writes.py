@@ -112,7 +112,7 @@ def insert_memories(
             stamps.append(row.timestamp)
         else:
             unthreaded_text.append(fresh_text_row(pk, row))
-    with batch_logged(conn, sql, first):  # their change-log rows in one pass, not by trigger
+    with batch_logged(conn, sql, first, len(rows)):  # their change-log rows in one pass, not by trigger
         conn.executemany(sql["memory_insert"], memory_rows)
     conn.executemany(sql["dedup_key_upsert"], key_rows)
     # OR IGNORE as the per-memory statements had it; a batch's keys are new, so nothing is ignored.
