@@ -151,3 +151,13 @@ def test_migration_16_runs_again_on_a_file_set_back_a_version(tmp_path):
     store = new_store(path)
     store.store_many(items(2, start=2))
     assert [(pk, seq) for pk, seq, _ in changes(store)] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+
+
+def test_a_batch_written_outside_a_transaction_is_logged_by_the_trigger(tmp_path):
+    """Without a transaction the mark could be left set by a failed insert: no mark is set."""
+    store = new_store(str(tmp_path / "s.db"))
+    rows = build_rows(items(3), now=FIXED_NOW, frames=1)
+    assert not store.conn.in_transaction
+    writes.insert_memories(store.conn, store.sql, rows, [None] * 3, store.has_vector_index)
+    assert [(pk, seq) for pk, seq, _ in changes(store)] == [(1, 1), (2, 2), (3, 3)]
+    assert clock(store)[3] is None

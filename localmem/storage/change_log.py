@@ -22,8 +22,9 @@ def batch_logged(conn: apsw.Connection, sql: Statements, first_pk: int, rows: in
     """Insert ``rows`` memories with keys from ``first_pk`` on inside this block (run in the
     caller's transaction); on leaving it, every memory inserted meanwhile is logged, also when
     an insert failed part-way (the rows already written are logged, the mark is cleared).
-    A single row is left to the trigger: its two statements cost less than the batch's four."""
-    if rows < 2:
+    A single row is left to the trigger (its two statements cost less than the batch's four),
+    and so is a write outside a transaction, where the mark could outlive a failed insert."""
+    if rows < 2 or not conn.in_transaction:
         yield
         return
     conn.execute(sql["change_log_batch_open"], {"first": first_pk})

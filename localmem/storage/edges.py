@@ -232,13 +232,6 @@ def related(conn: apsw.Connection, sql: Statements, memory_id: Any, relationship
     return result
 
 
-def edge_strength(conn: apsw.Connection, sql: Statements, src: int, dst: int,
-                  relation: str) -> float | None:
-    """The strength of the edge ``src -[relation]-> dst``, or None when there is none."""
-    row = conn.execute(sql["edge_get"], {"src": src, "dst": dst, "type": relation}).fetchone()
-    return None if row is None else float(row[0])
-
-
 def delete_edges(conn: apsw.Connection, sql: Statements, src: int, dst: int,
                  relation: str | None) -> list[str]:
     """Remove ``src -> dst`` edges (one type, or all when ``relation`` is None); their types."""
