@@ -35,7 +35,7 @@ from .answer import recall_response, state_filter_block
 from .centering import Centre, centred_similarities, usable_centre
 from .late_interaction import QueryAdapter, token_matches
 from .learned_rank import TreeModel, learned_components, read_query_date, usable_model
-from .scoped_keywords import ScopedKeywords, small_scope
+from .scoped_keywords import ScopedKeywords, read_ahead, scoped_statistics
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
@@ -156,8 +156,7 @@ class Recall:
         """Keyword statistics of the query's scope, when it is narrowed and the lever is on."""
         if query not in self.scoped_keywords:
             scope = self.scopes.get(query)
-            useful = (self.config.keyword_scope_idf and self.config.keyword_scoring == "bm25"
-                      and scope is not None and scope.narrowed and small_scope(self.backend, scope))
+            useful = scope is not None and scoped_statistics(self.backend, scope)
             self.scoped_keywords[query] = (ScopedKeywords(self.backend, scope, self.keyword_scorer(query))
                                            if useful else None)
         return self.scoped_keywords[query]
@@ -351,6 +350,9 @@ class Recall:
         params, backend = self.params, self.backend
         scope = make_scope(params, self.config.excluded_types)
         self.scopes[query] = scope
+        if self.vectors.start(query):  # while the model encodes the query on another thread,
+            read_ahead(backend, scope, query)  # read what needs no query vector
+            _ = self.centre, self.query_date(query)
         query_vector = self.vectors.for_query(query)
         candidates: list[dict[str, Any]] = []
         seen: set[str] = set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import warnings
 from collections import OrderedDict
 from datetime import datetime
@@ -56,6 +57,29 @@ class QueryEncoding(NamedTuple):
 def fts_tokenizer(conn: apsw.Connection) -> Any:
     """The FTS5 tokenizer of the full-text index (porter over unicode61), callable from Python."""
     return conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+
+
+def _on_a_thread(work: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """Start ``work(*args)`` on a new thread; the function returned waits for it and gives
+    its result, or raises what it raised."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, work(*args)))
+        except BaseException as exc:  # handed to the caller, raised on its thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="localmem-query-encoding", daemon=True)
+    thread.start()
+
+    def result() -> Any:
+        thread.join()
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
+    return result
 
 
 def remembered(cache: dict[Any, Any] | None, key: Any, compute: Callable[[], Any]) -> Any:
@@ -297,28 +321,50 @@ class Backend:
 
         The last ``QUERY_CACHE_SIZE`` encodings are kept (their arrays read-only): a hook asks
         the same prompt in two scopes, and a warm process is asked the same text again."""
+        return self._query_encoding(text, delta, aside=False)[0]()
+
+    def embed_query_soon(self, text: str, delta: QueryDelta | None) -> Callable[[], QueryEncoding | None] | None:
+        """``embed_query``'s answer as a function to call for it, the embedder's run started
+        now on another thread, when the encoding is one run of the embedder
+        (``OnnxEmbedder.embed_query``) not kept already: onnxruntime lets go of the GIL, so
+        the caller can read the store meanwhile (the connection stays on its thread). None
+        when there is no such run: ``embed_query`` then. The answer is the same either way."""
+        finish, aside = self._query_encoding(text, delta, aside=True)
+        return finish if aside else None
+
+    def _query_encoding(self, text: str, delta: QueryDelta | None, *,
+                        aside: bool) -> tuple[Callable[[], QueryEncoding | None], bool]:
+        """(the function giving embed_query's answer, whether the embedder runs on another thread)."""
         self.follow_reembed()  # may switch the embedder
         key = (id(self.embedder), getattr(self.embedder, "name", None), self.dimensions, self.token_evidence,
                text, None if delta is None else delta.digest)
         cached = self._query_cache.get(key)
         if cached is not None:
             self._query_cache.move_to_end(key)
-            return cached
-        found = self._embed_query(text, delta)
-        if found is not None:
-            for array in (found.tokens, found.tuned):
-                if isinstance(array, np.ndarray):
-                    array.flags.writeable = False
-            self._query_cache[key] = found
-            if len(self._query_cache) > QUERY_CACHE_SIZE:
-                self._query_cache.popitem(last=False)
-        return found
-
-    def _embed_query(self, text: str, delta: QueryDelta | None) -> QueryEncoding | None:
+            return (lambda: cached), False
         combined = getattr(self.embedder, "embed_query", None)
+        run = None
         if delta is not None and callable(combined) and self.token_evidence and self.has_vector_index:
+            run = _on_a_thread(combined, text, delta) if aside else (lambda: combined(text, delta))
+
+        def finish() -> QueryEncoding | None:
+            found = self._embed_query(text, delta, run)
+            if found is not None:
+                for array in (found.tokens, found.tuned):
+                    if isinstance(array, np.ndarray):
+                        array.flags.writeable = False
+                self._query_cache[key] = found
+                if len(self._query_cache) > QUERY_CACHE_SIZE:
+                    self._query_cache.popitem(last=False)
+            return found
+        return finish, aside and run is not None
+
+    def _embed_query(self, text: str, delta: QueryDelta | None,
+                     run: Callable[[], Any] | None) -> QueryEncoding | None:
+        """The encoding from ``run`` (the embedder's one run for both), else from two passes."""
+        if run is not None:
             try:
-                vector, tokens, tuned = combined(text, delta)
+                vector, tokens, tuned = run()
             except (ValueError, EmbedderUnavailable) as exc:
                 found = self._embed([text], with_tokens=True)
                 return None if found is None else QueryEncoding(found[0][0], found[1][0], None, str(exc))
