@@ -1,7 +1,8 @@
 """A query the model encodes in one run (the ONNX query graph) is encoded on another thread while
 recall reads its keyword statistics (Backend.embed_query_soon, scoped_keywords.read_ahead): the
 answer is the one of encoding first, a failure on that thread is said as before, and the
-read-ahead reads what the keyword scores read, so they read nothing more."""
+read-ahead reads what the keyword scores read, so they read nothing more. A pool's token codes
+are matched on another thread too (late_interaction.token_matches_soon), alike."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import threading
 
 import pytest
 
+from localmem.recall import late_interaction
 from localmem.recall.channels import make_scope
 from localmem.recall.params import parse_recall_params
 from localmem.recall.scoped_keywords import read_ahead
 
+from store_helpers import new_store
 from test_query_adapter import garden_store, vectors
 from test_query_delta import OTHER, DeltaHash, delta_model
 
@@ -103,3 +106,29 @@ def test_the_read_ahead_reads_what_the_keyword_scores_read_and_they_read_it_no_m
     assert with_read_ahead == answer(fresh, tags=["conv:1"], adaptive_floor=False)
     fresh.backend.conn.exec_trace = None
     assert [sql for sql in read if any(name in sql for name in KEYWORD_STATISTICS)]  # recall reads them itself
+
+
+def test_a_pools_token_codes_are_matched_on_another_thread_alike():
+    store = new_store(embedder="hash")
+    ids = store.store_many([{"content": f"the garden party on Sunday number {i} went well"} for i in range(40)])
+    backend = store.backend
+    query_tokens = backend.embed_query(QUERY, None).tokens
+    results = [{"id": i} for i in ids]
+    threads: list[str] = []
+    original = late_interaction.similarities
+
+    def noting(*args):
+        threads.append(threading.current_thread().name)
+        return original(*args)
+
+    late_interaction.similarities = noting
+    try:
+        aside = late_interaction.token_matches_soon(backend, results, query_tokens)()
+        in_line = late_interaction.token_matches(backend, results, query_tokens)
+    finally:
+        late_interaction.similarities = original
+    assert threads == ["localmem-token-matches", threading.current_thread().name]
+    assert len(aside) == 40 and aside.keys() == in_line.keys()
+    for memory_id, match in aside.items():
+        other = in_line[memory_id]
+        assert match[:6] == other[:6] and match.per_token.tobytes() == other.per_token.tobytes()

@@ -12,6 +12,8 @@ the same questions (every text new to it, as a user's prompts are). The model en
 query on its own thread while recall reads the keyword statistics (recall/scoped_keywords.py's
 ``read_ahead``): with ``--clock process`` that thread's time lands in whichever stage runs
 beside it; "the wait for it" is what is left of the encoding once the read-ahead is done.
+Likewise a pool's token codes are matched on a thread of their own while recall computes
+the keyword scores: "token evidence" is the codes' read and the wait for the match.
 
     python benchmarks/speed/recall_stages.py --store FILE [--every 4] [--rounds 1]
         [--embedder auto] [--no-track-access] [--model-alone] [--clock wall|cpu|process]
@@ -51,7 +53,7 @@ STAGES = [
     (pipeline.Recall, "fill_similarity", "cosines for keyword finds"),
     (pipeline.Recall, "fill_centred", "centred cosines"),
     (pipeline.Recall, "fill_tokens", "token evidence"),
-    (late_interaction, "similarities", "token product"),
+    (late_interaction, "similarities", "token product (on its own thread)"),
     (pipeline.Recall, "fill_keyword", "keyword scores"),
     (pipeline.Recall, "score", "per-candidate scoring"),
     (pipeline.Recall, "add_learned", "learned ranking"),

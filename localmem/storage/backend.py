@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import warnings
 from collections import OrderedDict
 from datetime import datetime
@@ -26,6 +25,7 @@ from ..errors import ConfigError, StorageError
 from ..timeparse import format_timestamp
 from ..validation import validate_embedding
 from . import vector_index
+from .aside import on_a_thread
 from .code_search import CodeIndex
 from .token_centre import centre_for
 from .token_codes import encode_each
@@ -57,29 +57,6 @@ class QueryEncoding(NamedTuple):
 def fts_tokenizer(conn: apsw.Connection) -> Any:
     """The FTS5 tokenizer of the full-text index (porter over unicode61), callable from Python."""
     return conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-
-
-def _on_a_thread(work: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-    """Start ``work(*args)`` on a new thread; the function returned waits for it and gives
-    its result, or raises what it raised."""
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append((True, work(*args)))
-        except BaseException as exc:  # handed to the caller, raised on its thread
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=run, name="localmem-query-encoding", daemon=True)
-    thread.start()
-
-    def result() -> Any:
-        thread.join()
-        ok, value = outcome[0]
-        if not ok:
-            raise value
-        return value
-    return result
 
 
 def remembered(cache: dict[Any, Any] | None, key: Any, compute: Callable[[], Any]) -> Any:
@@ -345,7 +322,8 @@ class Backend:
         combined = getattr(self.embedder, "embed_query", None)
         run = None
         if delta is not None and callable(combined) and self.token_evidence and self.has_vector_index:
-            run = _on_a_thread(combined, text, delta) if aside else (lambda: combined(text, delta))
+            run = (on_a_thread(combined, text, delta, name="localmem-query-encoding") if aside
+                   else (lambda: combined(text, delta)))
 
         def finish() -> QueryEncoding | None:
             found = self._embed_query(text, delta, run)
