@@ -133,8 +133,10 @@ def token_matches_soon(backend: "Backend", results: list[dict[str, Any]], query_
             blobs.append(codes)
     if not ids:
         return dict
-    return on_a_thread(_matches, query, ids, counts, b"".join(blobs), dims, name="localmem-token-matches") \
-        if aside else (lambda: _matches(query, ids, counts, b"".join(blobs), dims))
+    codes = b"".join(blobs)
+    if aside:
+        return on_a_thread(_matches, query, ids, counts, codes, dims, name="localmem-token-matches")
+    return lambda: _matches(query, ids, counts, codes, dims)
 
 
 def _matches(query: np.ndarray, ids: list[str], counts: list[int], codes: bytes,
