@@ -335,6 +335,8 @@ def test_the_mcp_server_is_built_on_the_first_mcp_line_not_at_start(warm: Warm) 
     warm.hook("UserPromptSubmit", payload)
     hooks_only = warm.status()
     assert hooks_only["requests"] >= 1 and hooks_only["mcp_server_built"] is False
+    said = warm.localmem("daemon", "status")
+    assert "MCP server: not built (built on the first MCP line)" in said.stdout, said.stdout
     with open(f"/proc/{hooks_only['pid']}/maps") as maps:  # nor is the SDK even imported
         assert "pydantic_core" not in maps.read()
 
