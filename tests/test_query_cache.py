@@ -13,9 +13,9 @@ def test_a_query_asked_again_is_embedded_once_and_answered_alike(memory_store, m
     calls: list[str] = []
     original = backend._embed_query
 
-    def counting(text, delta):
+    def counting(text, delta, run):
         calls.append(text)
-        return original(text, delta)
+        return original(text, delta, run)
 
     monkeypatch.setattr(backend, "_embed_query", counting)
     first = memory_store.recall("orchid rollout", limit=10)

@@ -22,29 +22,38 @@ def clock_of(args: argparse.Namespace) -> Callable[[], float]:
 
 def dump_answers(path: str, store: Any, sets: dict[str, Iterable[tuple[str, dict[str, Any]]]],
                  key: Callable[[dict[str, Any]], str] = lambda result: result["id"]) -> None:
-    """Each set's answers as lists of (``key`` of the result, final score), written to ``path``."""
-    answers = {name: [[(key(r), r["final_score"]) for r in store.recall(query, **kwargs)["results"]]
+    """Each set's answers as lists of (``key`` of the result, final score, relevance or None),
+    written to ``path``."""
+    answers = {name: [[(key(r), r["final_score"], r.get("relevance")) for r in store.recall(query, **kwargs)["results"]]
                       for query, kwargs in work] for name, work in sets.items()}
     Path(path).write_text(json.dumps(answers))
 
 
 def compare_answers(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[int, int, float]]:
-    """Per set of two dumps: (answers, answers whose ids or order differ, largest score difference)."""
+    """Per set of two dumps: (answers, answers whose ids or order differ, largest difference of a
+    score or a relevance; a relevance present in one dump and not the other counts as infinite)."""
     out = {}
     for name, answers in after.items():
         reference = before.get(name, [])
         if len(reference) != len(answers):
             raise ValueError(f"{name}: {len(reference)} answers before, {len(answers)} after")
-        moved = sum(1 for x, y in zip(reference, answers) if [k for k, _ in x] != [k for k, _ in y])
-        worst = max((abs(s - t) for x, y in zip(reference, answers) for (_, s), (_, t) in zip(x, y)),
-                    default=0.0)
+        moved = sum(1 for x, y in zip(reference, answers) if [r[0] for r in x] != [r[0] for r in y])
+        # Older dumps hold (key, score) pairs: only what both dumps hold is compared.
+        worst = max((_difference(s, t) for x, y in zip(reference, answers) for r, q in zip(x, y)
+                     for s, t in zip(r[1:], q[1:])), default=0.0)
         out[name] = (len(answers), moved, worst)
     return out
 
 
+def _difference(before: float | None, after: float | None) -> float:
+    if before is None or after is None:
+        return 0.0 if before is after else float("inf")
+    return abs(before - after)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python benchmarks/common/answer_checks.py BEFORE.json AFTER.json``: exit 1 when any answer's
-    ids or order differ, or a score by more than 1e-9."""
+    ids or order differ, or a score or relevance by more than 1e-9."""
     parser = argparse.ArgumentParser(description="compare two --dump files")
     parser.add_argument("before")
     parser.add_argument("after")
@@ -52,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     result = compare_answers(json.loads(Path(args.before).read_text()), json.loads(Path(args.after).read_text()))
     failed = False
     for name, (count, moved, worst) in result.items():
-        print(f"{name}: {count} answers, {moved} differ in ids or order, largest score difference {worst:.3g}")
+        print(f"{name}: {count} answers, {moved} differ in ids or order, largest score or relevance difference {worst:.3g}")
         failed = failed or moved > 0 or worst > 1e-9
     return 1 if failed else 0
 

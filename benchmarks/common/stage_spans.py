@@ -3,12 +3,15 @@
 ``Spans.wrap(owner, name, label)`` replaces ``owner.name`` (a module's function or a
 class's method) with a wrapper that adds the time spent inside it to ``label``;
 a call nested in another wrapped call counts for both (the report indents it
-under its caller). ``restore()`` puts every original back.
+under its caller). Each thread nests its own calls: a stage run on another thread
+(recall matches token codes on one) is a top-level row. ``restore()`` puts every
+original back.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from typing import Any, Callable
 
@@ -19,7 +22,8 @@ class Spans:
         self.total: dict[str, float] = {}
         self.calls: dict[str, int] = {}
         self.parent: dict[str, str | None] = {}
-        self._stack: list[str] = []
+        self._local = threading.local()  # each thread's stack of open stages
+        self._lock = threading.Lock()
         self._patched: list[tuple[Any, str, Any]] = []
 
     def wrap(self, owner: Any, name: str, label: str) -> None:
@@ -29,15 +33,17 @@ class Spans:
 
         @functools.wraps(function)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            stack = spans._stack
+            stack = spans._local.__dict__.setdefault("stack", [])
             spans.parent.setdefault(label, stack[-1] if stack else None)
             stack.append(label)
             started = spans.clock()
             try:
                 return function(*args, **kwargs)
             finally:
-                spans.total[label] = spans.total.get(label, 0.0) + spans.clock() - started
-                spans.calls[label] = spans.calls.get(label, 0) + 1
+                took = spans.clock() - started
+                with spans._lock:
+                    spans.total[label] = spans.total.get(label, 0.0) + took
+                    spans.calls[label] = spans.calls.get(label, 0) + 1
                 stack.pop()
 
         setattr(owner, name, staticmethod(timed) if isinstance(original, staticmethod) else timed)

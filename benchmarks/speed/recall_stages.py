@@ -8,7 +8,12 @@ runs). Each stage's function is wrapped with a timer (benchmarks/common/stage_sp
 nested stages are indented under their caller and count in it too. The JSON
 encoding of the answer, which the warm process, ``serve`` and the CLI all do, is
 timed after each recall. ``--model-alone`` also times the query encoder by itself on
-the same questions (every text new to it, as a user's prompts are).
+the same questions (every text new to it, as a user's prompts are). The model encodes the
+query on its own thread while recall reads the keyword statistics (recall/scoped_keywords.py's
+``read_ahead``): with ``--clock process`` that thread's time lands in whichever stage runs
+beside it; "the wait for it" is what is left of the encoding once the read-ahead is done.
+Likewise a pool's token codes are matched on a thread of their own while recall computes
+the keyword scores: "token evidence" is the codes' read and the wait for the match.
 
     python benchmarks/speed/recall_stages.py --store FILE [--every 4] [--rounds 1]
         [--embedder auto] [--no-track-access] [--model-alone] [--clock wall|cpu|process]
@@ -32,13 +37,15 @@ from benchmarks.common.stage_spans import Spans  # noqa: E402
 from benchmarks.quality.locomo import DEFAULT_DATA  # noqa: E402
 from benchmarks.speed import small_store  # noqa: E402
 from localmem import Config, store as store_module  # noqa: E402
-from localmem.recall import late_interaction, learned_rank, pipeline  # noqa: E402
+from localmem.recall import late_interaction, learned_rank, pipeline, query_vectors  # noqa: E402
 from localmem.storage import backend as backend_module  # noqa: E402
 
 # (owner, attribute, label), outermost first: the report keeps this order.
 STAGES = [
     (store_module, "run_recall", "recall pipeline"),
-    (backend_module.Backend, "embed_query", "query encoding"),
+    (backend_module.Backend, "embed_query_soon", "query encoding started on its thread"),
+    (pipeline, "read_ahead", "keyword read-ahead (while it encodes)"),
+    (query_vectors.QueryVectors, "encoding", "query encoding (the wait for it)"),
     (pipeline, "vector_candidates", "vector channel"),
     (pipeline.Recall, "dated_candidates", "named-date channel"),
     (pipeline, "keyword_candidates", "keyword channel"),
@@ -46,7 +53,7 @@ STAGES = [
     (pipeline.Recall, "fill_similarity", "cosines for keyword finds"),
     (pipeline.Recall, "fill_centred", "centred cosines"),
     (pipeline.Recall, "fill_tokens", "token evidence"),
-    (late_interaction, "similarities", "token product"),
+    (late_interaction, "similarities", "token product (on its own thread)"),
     (pipeline.Recall, "fill_keyword", "keyword scores"),
     (pipeline.Recall, "score", "per-candidate scoring"),
     (pipeline.Recall, "add_learned", "learned ranking"),

@@ -92,6 +92,8 @@ def _report(out: Output, status: dict, code: int) -> int:
                  f"{status.get('requests', 0)} requests answered, exits after {idle_left:.0f} s more without one")
         out.line(f"socket: {status.get('socket')}")
         out.line(f"log: {status.get('log')}")
+        if "mcp_server_built" in status:
+            out.line("MCP server: " + ("built" if status["mcp_server_built"] else "not built (built on the first MCP line)"))
         if status.get("note"):
             out.note(status["note"])
     elif status.get("stopped"):

@@ -40,7 +40,7 @@ class Served:
         self.requests = 0
         self.last_request = time.monotonic()
         self.cli_lock = threading.Lock()  # a CLI command's output is captured by redirecting sys.stdout
-        self.mcp_lines = McpLines(store)  # for localmem mcp's front end: built once this process serves
+        self.mcp_lines = McpLines(store)  # for localmem mcp's front end: its SDK server is built on first use
 
 
 def answer(served: Served, message: dict[str, Any]) -> Any:
@@ -81,7 +81,7 @@ def _status(served: Served) -> dict[str, Any]:
     return {"pid": os.getpid(), "store": store.path, "embedder": store.embedder.name if store.embedder else "none",
             "embedder_choice": served.embedder, "started": served.started, "requests": served.requests,
             "idle_for": round(time.monotonic() - served.last_request, 3), "idle_seconds": served.idle_seconds,
-            "log": served.log_path}
+            "log": served.log_path, "mcp_server_built": served.mcp_lines.built}
 
 
 def _mcp(store: MemoryStore, message: dict[str, Any]) -> dict[str, Any]:

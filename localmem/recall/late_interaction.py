@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import numpy as np
 
+from ..storage.aside import on_a_thread
 from ..storage.token_codes import query_matrix, similarities
 
 if TYPE_CHECKING:
@@ -105,13 +106,22 @@ def token_matches(backend: "Backend", results: list[dict[str, Any]],
                   query_tokens: np.ndarray, adapter: QueryAdapter | None = None) -> dict[str, TokenMatch]:
     """How each result's token codes match the query's tokens (moved by ``adapter``
     when given), by memory id (results without codes are left out)."""
+    return token_matches_soon(backend, results, query_tokens, adapter, aside=False)()
+
+
+def token_matches_soon(backend: "Backend", results: list[dict[str, Any]], query_tokens: np.ndarray,
+                       adapter: QueryAdapter | None = None, *,
+                       aside: bool = True) -> Callable[[], dict[str, TokenMatch]]:
+    """``token_matches`` as a function to call for it: the codes are read now, on this thread
+    (the connection's), and with ``aside`` matched on another thread meanwhile (the product
+    lets go of the GIL); the same matches either way."""
     centre = backend.token_centre(record=False)
     dims = backend.dimensions
     if centre is None or not dims or not results:
-        return {}
+        return dict
     query = query_matrix(query_tokens, centre, adapter)
     if not query.shape[0] or query.shape[1] != dims:
-        return {}
+        return dict
     width = (dims + 7) // 8
     ids, counts, blobs = [], [], []
     rows = backend.conn.execute(backend.sql["token_codes_by_ids"],
@@ -122,10 +132,18 @@ def token_matches(backend: "Backend", results: list[dict[str, Any]],
             counts.append(tokens)
             blobs.append(codes)
     if not ids:
-        return {}
+        return dict
+    codes = b"".join(blobs)
+    if aside:
+        return on_a_thread(_matches, query, ids, counts, codes, dims, name="localmem-token-matches")
+    return lambda: _matches(query, ids, counts, codes, dims)
+
+
+def _matches(query: np.ndarray, ids: list[str], counts: list[int], codes: bytes,
+             dims: int) -> dict[str, TokenMatch]:
     # Every candidate's tokens matched in one product, then the best token per
     # memory and query token.
-    similarity = similarities(query, sum(counts), b"".join(blobs), dims)
+    similarity = similarities(query, sum(counts), codes, dims)
     if similarity is None:
         return {}
     starts = np.cumsum([0] + counts[:-1])

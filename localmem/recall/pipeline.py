@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..text import extract_keywords
 from ..timegrammar.mentions import CalendarMention
-from ..timeparse import format_timestamp, query_has_temporal_intent
+from ..timeparse import format_timestamp
 from .channels import (
     dated_scope,
     keyword_candidates,
@@ -33,15 +33,15 @@ from .decompose import decompose_query
 from .keywords import KeywordScorer
 from .answer import recall_response, state_filter_block
 from .centering import Centre, centred_similarities, usable_centre
-from .late_interaction import QueryAdapter, token_matches
+from .late_interaction import QueryAdapter, token_matches_soon
 from .learned_rank import TreeModel, learned_components, read_query_date, usable_model
-from .scoped_keywords import ScopedKeywords, small_scope
+from .scoped_keywords import ScopedKeywords, read_ahead, scoped_statistics
 from .entities import expand_entities
 from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
 from .params import RecallParams, parse_recall_params
 from .query_vectors import QueryVectors
-from .ranking import dedupe, sort_results
+from .ranking import apply_recency_bias, dedupe, sort_results
 from .relevance import Evidence, attach_relevance, recall_confidence, with_relevance
 from .scope import passes_scope
 from .scoring import (CandidateScorer, lowered_tags_of_text, metadata_terms_of_text, parse_epoch,
@@ -57,6 +57,8 @@ MAX_FETCH = 4096
 # Candidates the channel of a date the query names adds (the best by vector among that day's,
 # month's or year's memories): a day of conversation is a few dozen turns.
 DATED_FETCH = 20
+# Candidates whose token codes are matched on another thread (fewer: on this one).
+ASIDE_MATCHES = 16
 
 
 class Recall:
@@ -139,25 +141,31 @@ class Recall:
         """The centre the channels read cosines to, when there is a query vector to centre."""
         return self.centre.blob if query_vector is not None and self.centre is not None else None
 
-    def fill_tokens(self, results: list[dict[str, Any]], query: str) -> None:
-        """Late-interaction MaxSim for results that have token codes (recall/late_interaction.py)."""
+    def fill_tokens(self, results: list[dict[str, Any]], query: str) -> Callable[[], None]:
+        """Late-interaction MaxSim for results that have token codes (recall/late_interaction.py),
+        read now and filled in by the function returned; a pool's codes are matched on
+        another thread until then."""
         missing = [r for r in results if "_token" not in r]
         query_tokens = self.maxsim_tokens(query) if missing else None
         if query_tokens is None:
-            return
-        found = token_matches(self.backend, missing, query_tokens, self.query_adapter())
-        for result in missing:
-            match = found.get(result["id"])
-            result["_token"] = match.max_sim if match is not None else None
-            result["_token_match"] = match
-        self.token_scored += len(found)
+            return lambda: None
+        matching = token_matches_soon(self.backend, missing, query_tokens, self.query_adapter(),
+                                      aside=len(missing) >= ASIDE_MATCHES)
+
+        def fill() -> None:
+            found = matching()
+            for result in missing:
+                match = found.get(result["id"])
+                result["_token"] = match.max_sim if match is not None else None
+                result["_token_match"] = match
+            self.token_scored += len(found)
+        return fill
 
     def scoped_keyword(self, query: str) -> ScopedKeywords | None:
         """Keyword statistics of the query's scope, when it is narrowed and the lever is on."""
         if query not in self.scoped_keywords:
             scope = self.scopes.get(query)
-            useful = (self.config.keyword_scope_idf and self.config.keyword_scoring == "bm25"
-                      and scope is not None and scope.narrowed and small_scope(self.backend, scope))
+            useful = scope is not None and scoped_statistics(self.backend, scope)
             self.scoped_keywords[query] = (ScopedKeywords(self.backend, scope, self.keyword_scorer(query))
                                            if useful else None)
         return self.scoped_keywords[query]
@@ -187,8 +195,9 @@ class Recall:
         """Fill both evidence scores every candidate gets: cosine and keyword."""
         self.fill_similarity(results, query)
         self.fill_centred(results, query)
-        self.fill_tokens(results, query)
-        self.fill_keyword(results, query)
+        filled = self.fill_tokens(results, query)
+        self.fill_keyword(results, query)  # while the tokens are matched
+        filled()
 
     def score(self, result: dict[str, Any], query: str) -> None:
         """Set final_score, score, original_score and score_components of one result."""
@@ -351,6 +360,9 @@ class Recall:
         params, backend = self.params, self.backend
         scope = make_scope(params, self.config.excluded_types)
         self.scopes[query] = scope
+        if self.vectors.start(query):  # while the model encodes the query on another thread,
+            read_ahead(backend, scope, query)  # read what needs no query vector
+            _ = self.centre, self.query_date(query)
         query_vector = self.vectors.for_query(query)
         candidates: list[dict[str, Any]] = []
         seen: set[str] = set()
@@ -453,30 +465,6 @@ class Recall:
     def in_scope(self, memory: dict[str, Any]) -> bool:
         return passes_scope(memory, self.params, self.config.excluded_types)
 
-    def apply_recency_bias(self, results: list[dict[str, Any]], queries: list[str]) -> bool:
-        """Re-rank toward newer memories (``on``, or ``auto`` on temporal-intent queries)."""
-        params = self.params
-        active = params.recency_bias == "on" or (
-            params.recency_bias == "auto" and any(query_has_temporal_intent(q) for q in queries if q))
-        if not active or params.sort != "score" or not results:
-            return False
-        epochs = {r["id"]: parse_epoch(r["memory"].get("timestamp")) for r in results}
-        valid = [e for e in epochs.values() if e is not None]
-        spread = (max(valid) - min(valid)) if valid else 0.0
-        weight = self.config.weight_temporal
-        if spread > 0 and weight > 0:
-            low = min(valid)
-            for result in results:
-                epoch = epochs[result["id"]]
-                if epoch is None:
-                    continue
-                relative = (epoch - low) / spread
-                result["final_score"] += weight * relative
-                result["score"] = result["final_score"]
-                result["score_components"]["temporal"] = relative
-            results.sort(key=lambda r: -r["final_score"])
-        return True
-
     def above_min_score(self, candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The candidates min_score keeps; the others are noted for the answer's score_filter."""
         floor = self.params.min_score
@@ -553,7 +541,7 @@ class Recall:
             seed_ids = {r["id"] for r in seeds}  # a head already among the seeds is not added twice
             results = seeds + [r for r in extra if r["id"] not in seed_ids]
             state_filter = state_filter_block(self, results)
-        recency_applied = self.apply_recency_bias(results, queries)
+        recency_applied = apply_recency_bias(results, queries, params, self.config.weight_temporal)
         gated = {r["id"] for r in results} if params.min_score > 0 else set()  # for the count below
         results, score_filter = apply_score_gates(
             results, sort=params.sort, use_adaptive=params.adaptive_floor, min_score=params.min_score)

@@ -24,13 +24,27 @@ class QueryVectors:
         self.tuned_delta = tuned_delta
         self.available = explicit is not None or (backend.embedder is not None and backend.has_vector_index)
         self._cache: dict[str, QueryEncoding | None] = {}
+        self._started: dict[str, Callable[[], QueryEncoding | None]] = {}  # encodings under way
+
+    def start(self, query: str) -> bool:
+        """Start encoding ``query`` on another thread when that is one run of the model
+        (Backend.embed_query_soon), for ``encoding`` to wait for; whether it started."""
+        if self.explicit is None and query and self.available and query not in self._cache \
+                and query not in self._started:
+            started = self.backend.embed_query_soon(query, self.tuned_delta())
+            if started is not None:
+                self._started[query] = started
+                return True
+        return False
 
     def encoding(self, query: str) -> QueryEncoding | None:
         """The query's encodings (None with an explicit query vector, no query or no embedder)."""
         if self.explicit is not None or not query or not self.available:
             return None
         if query not in self._cache:
-            found = self._cache[query] = self.backend.embed_query(query, self.tuned_delta())
+            started = self._started.pop(query, None)
+            found = self._cache[query] = (started() if started is not None
+                                          else self.backend.embed_query(query, self.tuned_delta()))
             if found is None:
                 self.available = False
         return self._cache[query]

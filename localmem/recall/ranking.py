@@ -1,16 +1,20 @@
-"""Deduplication and result ordering (AutoMem's _dedupe_results and sort keys)."""
+"""Deduplication and result ordering (AutoMem's _dedupe_results and sort keys), and the recency bias."""
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..text import fingerprint
+from ..timeparse import query_has_temporal_intent
 
 # Each recall dedupes its candidates twice (per query, then merged), and
 # the same memories come back recall after recall.
 _content_fingerprint = functools.lru_cache(maxsize=4096)(fingerprint)
 from .scoring import parse_epoch
+
+if TYPE_CHECKING:
+    from .params import RecallParams
 
 
 def dedupe(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -86,3 +90,28 @@ def sort_results(results: list[dict[str, Any]], sort: str) -> list[dict[str, Any
     if sort == "score":
         return sorted(results, key=score_sort_key)
     return sorted(results, key=time_sort_key, reverse=sort.endswith("_desc"))
+
+
+def apply_recency_bias(results: list[dict[str, Any]], queries: list[str], params: "RecallParams",
+                       weight: float) -> bool:
+    """Re-rank toward newer memories (``on``, or ``auto`` on temporal-intent queries), adding
+    ``weight`` × each one's place between the oldest and the newest; whether it applied."""
+    active = params.recency_bias == "on" or (
+        params.recency_bias == "auto" and any(query_has_temporal_intent(q) for q in queries if q))
+    if not active or params.sort != "score" or not results:
+        return False
+    epochs = {r["id"]: parse_epoch(r["memory"].get("timestamp")) for r in results}
+    valid = [e for e in epochs.values() if e is not None]
+    spread = (max(valid) - min(valid)) if valid else 0.0
+    if spread > 0 and weight > 0:
+        low = min(valid)
+        for result in results:
+            epoch = epochs[result["id"]]
+            if epoch is None:
+                continue
+            relative = (epoch - low) / spread
+            result["final_score"] += weight * relative
+            result["score"] = result["final_score"]
+            result["score_components"]["temporal"] = relative
+        results.sort(key=lambda r: -r["final_score"])
+    return True

@@ -46,6 +46,29 @@ def small_scope(backend: "Backend", scope: "Scope") -> bool:
     return bool(known) and min(known) <= MAX_SCOPE_ROWS
 
 
+def scoped_statistics(backend: "Backend", scope: "Scope") -> bool:
+    """Whether keyword scores use the statistics of ``scope`` (its own idf): the lever is on,
+    with BM25, and the scope is narrowed and small."""
+    config = backend.config
+    return (config.keyword_scope_idf and config.keyword_scoring == "bm25" and scope.narrowed
+            and small_scope(backend, scope))
+
+
+def read_ahead(backend: "Backend", scope: "Scope", query: str) -> None:
+    """Read what the keyword scores of ``query`` in ``scope`` will read, into the store's
+    content cache: the scope's and each keyword's counts and the keywords' tables (recall
+    does it while the model encodes the query on another thread). The scores read the
+    same (with the query's vector, which a query the model encodes has), so the answer
+    is the same and the work is done earlier, not twice."""
+    if not query or backend.content_cache() is None or not scoped_statistics(backend, scope):
+        return
+    scorer = KeywordScorer(backend, query)  # as recall's own when the query has a vector
+    if scorer.match is None or not scorer.searched:
+        return
+    ScopedKeywords(backend, scope, scorer).weights()
+    term_tables(backend, scope, scorer, bm25_weights_sql(backend.config.keyword_column_weights))
+
+
 def store_idf(rows: int, hits: int) -> float:
     """FTS5's idf of a keyword in ``hits`` of ``rows`` memories (floored, as bm25() does)."""
     return max(IDF_FLOOR, math.log((rows - hits + 0.5) / (hits + 0.5)))

@@ -25,6 +25,7 @@ from ..errors import ConfigError, StorageError
 from ..timeparse import format_timestamp
 from ..validation import validate_embedding
 from . import vector_index
+from .aside import on_a_thread
 from .code_search import CodeIndex
 from .token_centre import centre_for
 from .token_codes import encode_each
@@ -297,28 +298,51 @@ class Backend:
 
         The last ``QUERY_CACHE_SIZE`` encodings are kept (their arrays read-only): a hook asks
         the same prompt in two scopes, and a warm process is asked the same text again."""
+        return self._query_encoding(text, delta, aside=False)[0]()
+
+    def embed_query_soon(self, text: str, delta: QueryDelta | None) -> Callable[[], QueryEncoding | None] | None:
+        """``embed_query``'s answer as a function to call for it, the embedder's run started
+        now on another thread, when the encoding is one run of the embedder
+        (``OnnxEmbedder.embed_query``) not kept already: onnxruntime lets go of the GIL, so
+        the caller can read the store meanwhile (the connection stays on its thread). None
+        when there is no such run: ``embed_query`` then. The answer is the same either way."""
+        finish, aside = self._query_encoding(text, delta, aside=True)
+        return finish if aside else None
+
+    def _query_encoding(self, text: str, delta: QueryDelta | None, *,
+                        aside: bool) -> tuple[Callable[[], QueryEncoding | None], bool]:
+        """(the function giving embed_query's answer, whether the embedder runs on another thread)."""
         self.follow_reembed()  # may switch the embedder
         key = (id(self.embedder), getattr(self.embedder, "name", None), self.dimensions, self.token_evidence,
                text, None if delta is None else delta.digest)
         cached = self._query_cache.get(key)
         if cached is not None:
             self._query_cache.move_to_end(key)
-            return cached
-        found = self._embed_query(text, delta)
-        if found is not None:
-            for array in (found.tokens, found.tuned):
-                if isinstance(array, np.ndarray):
-                    array.flags.writeable = False
-            self._query_cache[key] = found
-            if len(self._query_cache) > QUERY_CACHE_SIZE:
-                self._query_cache.popitem(last=False)
-        return found
-
-    def _embed_query(self, text: str, delta: QueryDelta | None) -> QueryEncoding | None:
+            return (lambda: cached), False
         combined = getattr(self.embedder, "embed_query", None)
+        run = None
         if delta is not None and callable(combined) and self.token_evidence and self.has_vector_index:
+            run = (on_a_thread(combined, text, delta, name="localmem-query-encoding") if aside
+                   else (lambda: combined(text, delta)))
+
+        def finish() -> QueryEncoding | None:
+            found = self._embed_query(text, delta, run)
+            if found is not None:
+                for array in (found.tokens, found.tuned):
+                    if isinstance(array, np.ndarray):
+                        array.flags.writeable = False
+                self._query_cache[key] = found
+                if len(self._query_cache) > QUERY_CACHE_SIZE:
+                    self._query_cache.popitem(last=False)
+            return found
+        return finish, aside and run is not None
+
+    def _embed_query(self, text: str, delta: QueryDelta | None,
+                     run: Callable[[], Any] | None) -> QueryEncoding | None:
+        """The encoding from ``run`` (the embedder's one run for both), else from two passes."""
+        if run is not None:
             try:
-                vector, tokens, tuned = combined(text, delta)
+                vector, tokens, tuned = run()
             except (ValueError, EmbedderUnavailable) as exc:
                 found = self._embed([text], with_tokens=True)
                 return None if found is None else QueryEncoding(found[0][0], found[1][0], None, str(exc))
