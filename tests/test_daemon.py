@@ -324,43 +324,18 @@ def test_mcp_answers_in_process_once_the_warm_process_is_gone(warm: Warm) -> Non
     assert steady_json(here) == steady_json(through)
 
 
-def test_the_mcp_server_is_built_on_the_first_mcp_line_not_at_start(warm: Warm) -> None:
+def test_a_warm_process_a_hook_starts_builds_its_mcp_server_without_an_mcp_line(warm: Warm) -> None:
+    # Claude Code spawns MCP servers at session start, racing the hooks: whoever starts the warm
+    # process, the first assistant window must not wait for the SDK's import.
     pytest.importorskip("mcp")
-    import anyio
-    from mcp import Client, StdioServerParameters
-
-    payload = {"session_id": "s-lazy", "prompt": "where does the cat sit?", "cwd": "/",
+    payload = {"session_id": "s-eager", "prompt": "where does the cat sit?", "cwd": "/",
                "hook_event_name": "UserPromptSubmit"}
     warm.start()
     warm.hook("UserPromptSubmit", payload)
-    hooks_only = warm.status()
-    assert hooks_only["requests"] >= 1 and hooks_only["mcp_server_built"] is False
-    said = warm.localmem("daemon", "status")
-    assert "MCP server: not built (built on the first MCP line)" in said.stdout, said.stdout
-    with open(f"/proc/{hooks_only['pid']}/maps") as maps:  # nor is the SDK even imported
-        assert "pydantic_core" not in maps.read()
-
-    async def scenario() -> dict:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "localmem", "mcp"],
-                                       cwd=str(REPO), env=warm.env)
-        async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
-            return (await client.call_tool("recall_memory", {"query": "cat", "limit": 2})).structured_content
-
-    found = anyio.run(scenario)
-    assert "the cat sat on the mat by the window" in [r["content"] for r in found["results"]]
-    after = warm.status()
-    assert after["pid"] == hooks_only["pid"] and after["mcp_server_built"] is True
-
-
-def test_a_warm_process_an_mcp_server_starts_builds_its_mcp_server_at_once(warm: Warm) -> None:
-    pytest.importorskip("mcp")
-    command = [sys.executable, "-c", "import sys; from localmem.daemon import client; "
-               "print(client.start(sys.argv[1], embedder='hash', mcp=True))", str(warm.db)]
-    started = subprocess.run(command, capture_output=True, text=True, env=warm.env, timeout=60, check=True)
-    assert "started a warm process" in started.stdout, started.stderr
-    status = warm.wait_running()
+    status = warm.status()
     deadline = time.monotonic() + 60
     while not status["mcp_server_built"] and time.monotonic() < deadline:  # built in the background
         time.sleep(0.1)
         status = warm.status()
-    assert status["mcp_server_built"] is True  # with no MCP line sent (the other test: not so without --mcp)
+    assert status["mcp_server_built"] is True
+    assert status["requests"] >= 1  # the hook was answered, and no MCP line was ever sent

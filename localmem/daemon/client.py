@@ -212,11 +212,10 @@ def _remove_if_stale(where: rundir.Where) -> None:
         os.close(fd)
 
 
-def start(store_path: str, *, embedder: str = "", idle: float | None = None, mcp: bool = False) -> str:
+def start(store_path: str, *, embedder: str = "", idle: float | None = None) -> str:
     """Start the warm process for ``store_path`` in the background unless one runs or is starting;
-    returns what was done (for ``-v``). Never waits for it to be ready. ``mcp``: an MCP server
-    starts it, so it builds its MCP server as soon as it serves (else on the first MCP line).
-    ``NotRunning`` when it cannot be started here (the folder refused, say)."""
+    returns what was done (for ``-v``). Never waits for it to be ready. ``NotRunning`` when it
+    cannot be started here (the folder refused, say)."""
     try:
         where = rundir.where(store_path)
         rundir.check_folder(where.folder, create=True)
@@ -233,8 +232,6 @@ def start(store_path: str, *, embedder: str = "", idle: float | None = None, mcp
         command += ["--embedder", embedder]
     if idle is not None:
         command += ["--idle", f"{idle:g}"]
-    if mcp:
-        command.append("--mcp")
     log = _open_log(where)
     try:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,

@@ -1,5 +1,5 @@
-"""``python -m localmem.daemon_server --db PATH [--embedder NAME] [--idle SECONDS] [--mcp]``: serve
-the store's warm process in this process (what ``localmem daemon start`` and the clients start,
+"""``python -m localmem.daemon_server --db PATH [--embedder NAME] [--idle SECONDS]``: serve the
+store's warm process in this process (what ``localmem daemon start`` and the clients start,
 detached, with its output to the log)."""
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=float, metavar="SECONDS",
                         help=f"exit after this long without a request (default ${client.IDLE_ENV}, else "
                              f"{client.DEFAULT_IDLE_SECONDS})")
-    parser.add_argument("--mcp", action="store_true",
-                        help="build the MCP server as soon as the store is warm (an MCP server starts it; "
-                             "otherwise it is built on the first MCP line)")
     args = parser.parse_args(argv)
     try:
         idle = client.idle_seconds(args.idle)
@@ -46,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                            read_only=opens_read_only(args.db))
 
     try:
-        serve(args.db, open_store, embedder=args.embedder.strip(), idle=idle, say=_say, mcp=args.mcp)
+        serve(args.db, open_store, embedder=args.embedder.strip(), idle=idle, say=_say)
     except AlreadyRunning as exc:
         _say(f"localmem daemon: {exc.message}; this one exits")
     except (LocalMemError, rundir.Refused, OSError) as exc:

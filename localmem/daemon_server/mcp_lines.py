@@ -45,9 +45,8 @@ def answers(output: bytes, request: bytes) -> bool:
 
 
 class McpLines:
-    """The SDK server of one warm process, answering lines: built on the first line (or ahead by
-    ``prepare`` when an MCP server started the process), because importing the SDK and building
-    its server adds about 39 MiB resident, which a process only hooks use would carry for nothing."""
+    """The SDK server of one warm process, answering lines: built ahead by ``prepare`` in the
+    background once the process serves (or by the first line, should it come first)."""
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
@@ -60,8 +59,8 @@ class McpLines:
         return self._server is not None
 
     def prepare(self) -> None:
-        """Import the SDK and build its server now (in the background, once a process an MCP server
-        started serves), so that window's next answers do not wait for the import."""
+        """Import the SDK and build its server now (in the background, once the process serves), so
+        a new assistant window's first answer does not wait for the import."""
         try:
             self._built()
         except ImportError:

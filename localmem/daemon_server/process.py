@@ -39,13 +39,12 @@ class AlreadyRunning(LocalMemError):
     """Another warm process holds the store's lock."""
 
 
-def serve(store_path: str, open_store: Any, *, embedder: str, idle: float, say: Any = print,
-          mcp: bool = False) -> None:
+def serve(store_path: str, open_store: Any, *, embedder: str, idle: float, say: Any = print) -> None:
     """Serve ``store_path`` until idle for ``idle`` seconds (blocks). ``open_store()`` makes the
-    store; ``mcp``: build the MCP SDK's server once serving (an MCP server started this process),
-    else on the first MCP line, so a process only hooks use never holds it. ``AlreadyRunning``
-    when another process serves it; ``rundir.Refused`` for a folder or socket that is not this
-    user's."""
+    store; the MCP SDK's server is built in the background once serving, so a new assistant
+    window's first answer never waits for the SDK's import, whoever started this process.
+    ``AlreadyRunning`` when another process serves it; ``rundir.Refused`` for a folder or socket
+    that is not this user's."""
     where = rundir.where(store_path)
     rundir.check_folder(where.folder, create=True)
     lock = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -65,8 +64,7 @@ def serve(store_path: str, open_store: Any, *, embedder: str, idle: float, say: 
             listener = _listen(where)
             say(f"localmem daemon: pid {os.getpid()} serves {where.store} on {where.socket} "
                 f"(warm in {time.monotonic() - started:.1f} s; exits after {idle:g} s idle)")
-            if mcp:
-                threading.Thread(target=served.mcp_lines.prepare, name="localmem-daemon-mcp", daemon=True).start()
+            threading.Thread(target=served.mcp_lines.prepare, name="localmem-daemon-mcp", daemon=True).start()
             try:
                 _accept(listener, served)
             finally:

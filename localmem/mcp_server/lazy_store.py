@@ -120,7 +120,7 @@ class LazyStore:
             from ..daemon import client
 
             try:
-                log.info("localmem MCP: %s", client.start(later[0], embedder=later[1], mcp=True))
+                log.info("localmem MCP: %s", client.start(later[0], embedder=later[1]))
             except client.NotRunning as exc:
                 log.info("localmem MCP: %s", exc)
 
