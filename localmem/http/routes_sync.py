@@ -1,7 +1,7 @@
 """The routes ``localmem sync URL`` talks to: a store's side of a sync, over HTTP.
 
 ``POST /sync/hello``, ``/sync/page``, ``/sync/states``, ``/sync/edge-states``, ``/sync/memory-edges``,
-``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``: the methods of
+``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``, ``/sync/seen``: the methods of
 ``replication.sync_side.StoreSide``, with JSON bodies (``replication.sync_wire``),
 at most ``sync_wire.MAX_ITEMS`` states per request. Behind the API token like every
 route but /health; a recall-only (scoped) token cannot call them.
@@ -36,6 +36,7 @@ class SyncEndpoints(NamedTuple):
     put_edges: Endpoint
     bases: Endpoint
     sent: Endpoint
+    seen: Endpoint
 
 
 def _peer(payload: dict[str, Any]) -> str:
@@ -124,4 +125,10 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         await run_in_threadpool(side().record_sent, peer, seq)
         return JSONResponse({"status": "success"})
 
-    return SyncEndpoints(hello, page, states, edge_states, memory_edges, put, put_edges, bases, sent)
+    async def seen(request: Request) -> JSONResponse:
+        given = wire.items((await body(request, {"seen"})).get("seen"), "seen")
+        summaries = dict(wire.seen_entry(item, f"seen[{n}]") for n, item in enumerate(given))
+        await run_in_threadpool(side().record_seen, summaries)
+        return JSONResponse({"status": "success"})
+
+    return SyncEndpoints(hello, page, states, edge_states, memory_edges, put, put_edges, bases, sent, seen)

@@ -29,6 +29,7 @@ from .sync_rules import (
 )
 from .conflict_copy import CONFLICT_KEY, conflict_copy_record
 from .deletion_guard import check_deletions
+from .seen import Seen, join
 from .sync_side import CHANGED_MEANWHILE, MISSING_END, StoreSide, pages
 
 if TYPE_CHECKING:
@@ -136,12 +137,14 @@ class Sync:
         # conflict met twice in a page, or from a third store, makes the same copy)
         agreed: dict[str, str] = {}
         brought_back: dict[int, list[str]] = {id(source): [], id(target): []}  # ids kept over a delete, by keeper
+        unmerged: set[str] = set()  # ids left as they were (damaged, or a write refused)
         for state in page:
             other = theirs.get(state.id, MemoryState(state.id))
             damaged = next((s for s in (state, other) if s.problem), None)
             if damaged is not None:
                 side = source if damaged is state else target
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
+                unmerged.add(state.id)
                 continue
             decision = decide(state, other, bases.get(state.id), self.horizon_ms)
             for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
@@ -175,7 +178,9 @@ class Sync:
             self.summary.refused += [{"id": memory_id, "side": side.label, "reason": why}
                                      for memory_id, why in refused if memory_id not in moved]
             failed = {memory_id for memory_id, _ in refused}
+            unmerged |= failed
             agreed = {k: v for k, v in agreed.items() if k not in failed}
+        self.join_seen(source, target, [s for s in page if s.id not in unmerged], theirs, (to_source, to_target))
         self.count(source, [s for s in to_source.values() if s.id not in changed],
                    [s for s in to_target.values() if s.id not in changed])
         self.link_conflict_copies(source, target, [s for s in to_target.values() if s.id not in changed])
@@ -192,6 +197,24 @@ class Sync:
             self.merge_memories(source, target, [fresh.get(i, MemoryState(i)) for i in again], attempt + 1)
         for holder, state in held:
             self.merge_memories(holder, self.other(holder), [state], attempt)
+
+    def join_seen(self, source: Side, target: Side, merged: list[MemoryState], theirs: dict[str, MemoryState],
+                  writes: tuple[dict[str, MemoryState], dict[str, MemoryState]]) -> None:
+        """Both sides of each merged memory have now seen what either had seen of it, and both
+        versions (``seen.py``): a later deletion on either side then covers all of that. Written
+        only where a side's summary and its version now do not already say as much (a plain
+        copy needs no row)."""
+        updates: dict[int, dict[str, Seen]] = {id(source): {}, id(target): {}}
+        for state in merged:
+            other = theirs.get(state.id, MemoryState(state.id))
+            both = join([state.seen, other.seen], [state.stamp, other.stamp])
+            for side, held, taken in ((source, state, writes[0]), (target, other, writes[1])):
+                now = taken[state.id].stamp if state.id in taken else held.stamp
+                if join([held.seen], [now]) != both:
+                    updates[id(side)][state.id] = both
+        for side in (source, target):
+            if updates[id(side)]:
+                side.record_seen(updates[id(side)])
 
     def place_conflict_copies(self, source: Side, target: Side, copies: dict[str, MemoryState],
                               writes: tuple[dict[str, MemoryState], dict[str, MemoryState]],

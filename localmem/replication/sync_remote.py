@@ -7,6 +7,7 @@ from typing import Any
 from ..errors import LocalMemError
 from . import sync_wire as wire
 from .push_client import PushClient
+from .seen import Seen
 from .sync_rules import EdgeState, MemoryState
 from .sync_side import PAGE
 
@@ -101,6 +102,11 @@ class RemoteSide:
                 if isinstance(item, list) and len(item) == 2:
                     refused.append((wire.edge_key(item[0], f"refused[{n}]"), str(item[1])[:500]))
         return refused
+
+    def record_seen(self, seen: dict[str, Seen]) -> None:
+        pairs = [[memory_id, [list(row) for row in summary.rows()]] for memory_id, summary in seen.items()]
+        for start in range(0, len(pairs), wire.MAX_ITEMS):
+            self._call("seen", seen=pairs[start:start + wire.MAX_ITEMS])
 
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
         pairs = list(versions.items())

@@ -20,6 +20,7 @@ from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
 from .hlc import MAX_SKEW_MS, stamp_key, valid_stamp
+from .seen import Seen, from_rows
 from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
 from .sync_wire import STORE_ID
 
@@ -275,6 +276,14 @@ class StoreSide:
                 store.conn.execute(store.sql["sync_edge_requeue"], {"src_id": src_id, "type": relation,
                                                                     "dst_id": dst_id})
 
+    def record_seen(self, seen: dict[str, Seen]) -> None:
+        """Join what a sync merged of these memories into what this store has seen of them."""
+        rows = [[memory_id, name, stamp] for memory_id, summary in seen.items() for name, stamp in summary.rows()]
+        if rows:
+            store = self.store
+            with store.lock, transaction(store.conn):
+                store.conn.execute(store.sql["sync_seen_join"], {"rows": json.dumps(rows)})
+
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
         store = self.store
         with store.lock, transaction(store.conn):
@@ -316,8 +325,9 @@ def pages(side: Any, kind: str, since: int, until: int, peer: str) -> Iterator[l
 def _memory_state(row: dict[str, Any]) -> MemoryState:
     """A memory row as a sync state; a row damaged on disk becomes a state naming the damage."""
     try:
-        return MemoryState(row["id"], record=to_record({k: v for k, v in row.items() if k not in ("change_seq", "hlc")}),
-                           hlc=_stamp(row.get("hlc")))
+        return MemoryState(row["id"], record=to_record({k: v for k, v in row.items()
+                                                        if k not in ("change_seq", "hlc", "seen")}),
+                           hlc=_stamp(row.get("hlc")), seen=_seen(row.get("seen")))
     except (ValueError, TypeError, KeyError) as exc:
         return MemoryState(str(row.get("id")), problem=f"its stored row cannot be read ({exc})")
 
@@ -325,7 +335,18 @@ def _memory_state(row: dict[str, Any]) -> MemoryState:
 def _tombstone(row: dict[str, Any]) -> MemoryState:
     return MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]),
                        deleted_updated_at=row.get("deleted_updated_at"), hlc=_stamp(row.get("hlc")),
-                       deleted_hlc=_stamp(row.get("deleted_hlc")))
+                       deleted_hlc=_stamp(row.get("deleted_hlc")), seen=_seen(row.get("seen")))
+
+
+def _seen(value: Any) -> Seen:
+    """A ``sync_seen`` summary as the sync statements read it (a JSON list of [replica, stamp],
+    at most 17 rows); anything else, from a peer file's rows, is read as nothing seen."""
+    try:
+        rows = json.loads(value) if isinstance(value, str) else []
+    except ValueError:
+        return Seen()
+    return from_rows(tuple(row) for row in rows if isinstance(row, list) and len(row) == 2) \
+        if isinstance(rows, list) else Seen()
 
 
 def _stamp(value: Any) -> str | None:
