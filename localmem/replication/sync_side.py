@@ -19,6 +19,7 @@ from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
+from .conflict_copy import CONFLICT_KEY
 from .hlc import MAX_SKEW_MS, stamp_key, valid_stamp
 from .seen import Seen, from_rows
 from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
@@ -209,7 +210,10 @@ class StoreSide:
         return refused
 
     def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
-        written = [s for s in states if s.id not in refused]
+        # A conflict copy is made by the sync for both sides, not received from the peer: a sync
+        # killed after writing it here and before writing it there must send it there next time.
+        written = [s for s in states if s.id not in refused
+                   and not (s.record is not None and CONFLICT_KEY in (s.record.get("metadata") or {}))]
         store = self.store
         with transaction(store.conn):
             for kind, statement in (("m", "sync_echo_memories"), ("d", "sync_echo_deletions")):

@@ -1,0 +1,112 @@
+"""A real `localmem sync` process killed with SIGKILL at a random point (issue 42, item 8).
+
+The stateful test stops syncs by raising from their progress callback; this kills the CLI
+itself, from outside, somewhere inside a page (after a random number of progress reports, then
+a random pause), several times over on one pair of stores. A later sync must then leave both
+stores equal, holding what an uninterrupted sync of an identical pair holds: nothing lost, no
+deleted memory back, the concurrent edit kept over its delete.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from localmem import MemoryStore
+
+REPO = Path(__file__).resolve().parent.parent
+SIDE = 700  # memories new on each side: a few 500-change pages each way
+
+
+def build(folder: Path) -> tuple[Path, Path, dict[str, str]]:
+    """Two stores that synced once and then diverged: new memories on each side, edits on
+    both sides of shared ones (conflicts), deletions, and an edit the deleter never saw."""
+    paths = folder / "a.db", folder / "b.db"
+    with MemoryStore(paths[0], embedder="hash") as a, MemoryStore(paths[1], embedder="hash") as b:
+        shared = [a.store(f"shared note {n} about the garden") for n in range(30)]
+        for n in range(0, 20, 2):
+            a.associate(shared[n], shared[n + 1], "RELATES_TO", 0.5)
+        subprocess.run(cli(paths, "--allow-deletes", "0"), env=env(), check=True, capture_output=True, timeout=300)
+        a.store_many([{"content": f"note {n} written on a"} for n in range(SIDE)])
+        b.store_many([{"content": f"note {n} written on b"} for n in range(SIDE)])
+        b.update(shared[0], content="shared note 0, edited on b")  # the edit a's delete never saw
+        time.sleep(0.005)
+        a.update(shared[0], content="shared note 0, edited on a")
+        a.delete(shared[0])
+        for n in range(1, 6):
+            a.delete(shared[n])  # untouched elsewhere: stays deleted
+        for n in range(6, 12):
+            b.update(shared[n], content=f"shared note {n}, edited on b")
+            a.update(shared[n], content=f"shared note {n}, edited on a")  # a conflict: both kept
+    return paths[0], paths[1], {"kept": shared[0], "deleted": shared[1]}
+
+
+def env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def cli(paths: tuple[Path, Path], *extra: str) -> list[str]:
+    return [sys.executable, "-m", "localmem", "--db", str(paths[0]), "--embedder", "hash", "sync", str(paths[1]),
+            "--json", *extra]
+
+
+def kill_midway(paths: tuple[Path, Path], chance: random.Random) -> bool:
+    """Run a sync and SIGKILL it after a random number of progress reports and a random pause.
+    True if it was killed (it may finish first)."""
+    reports, pause = chance.randint(0, 6), chance.uniform(0, 0.2)
+    process = subprocess.Popen(cli(paths, "--allow-deletes", "100", "--progress"), env=env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        seen, limit = 0, time.monotonic() + 120
+        while seen < reports and time.monotonic() < limit:
+            ready, _, _ = select.select([process.stderr], [], [], 1.0)
+            if ready:
+                chunk = os.read(process.stderr.fileno(), 4096)
+                if not chunk:
+                    break  # it finished
+                seen += chunk.count(b"\r")
+        time.sleep(pause)
+        process.send_signal(signal.SIGKILL)
+        return process.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+
+
+def contents(path: Path) -> tuple[list[str], int]:
+    with MemoryStore(path, embedder="hash", read_only=True) as store:
+        texts = sorted(row[0] for row in store.conn.execute("SELECT content FROM memories"))
+        edges = store.conn.execute("SELECT count(*) FROM edges").fetchone()[0]
+    return texts, edges
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_sync_killed_by_sigkill_anywhere_loses_nothing_and_converges(tmp_path, seed):
+    (tmp_path / "whole").mkdir(), (tmp_path / "killed").mkdir()
+    *whole, _ = build(tmp_path / "whole")
+    *killed, ids = build(tmp_path / "killed")
+    chance = random.Random(seed)
+    kills = sum(kill_midway(tuple(killed), chance) for _ in range(3))
+    assert kills >= 1  # at least one run was killed mid-way (not all finished first)
+    for paths in (whole, killed):
+        done = subprocess.run(cli(tuple(paths), "--allow-deletes", "100"), env=env(), capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    again = subprocess.run(cli(tuple(killed)), env=env(), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and '"copied_to_peer": 0' in again.stdout and '"copied_to_local": 0' in again.stdout
+    assert contents(killed[0]) == contents(killed[1]) == contents(whole[0])
+    texts, _ = contents(killed[0])
+    assert len(texts) == 30 - 6 + 1 + 6 + 2 * SIDE  # the kept edit is back; six conflict copies
+    assert "shared note 0, edited on b" in texts and "shared note 1 about the garden" not in texts
+    for n in range(6, 12):
+        assert {f"shared note {n}, edited on a", f"shared note {n}, edited on b"} <= set(texts)
