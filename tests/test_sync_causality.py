@@ -172,3 +172,37 @@ def test_the_seen_route_refuses_hostile_bodies(server):  # noqa: F811
                      {"seen": [["00000000-0000-4000-8000-000000000001", [["floor", "x"]]]]}):
             assert http.post("/sync/seen", json=body).status_code == 400, body
         assert httpx.post(f"{url}/sync/seen", json={"seen": []}).status_code == 401
+
+
+def test_a_server_peers_clock_bounds_the_skew_like_a_file_peers(tmp_path):
+    """This machine's clock is 30 days ahead; the server's is right. Stamps more than 24 h ahead
+    of the earlier of the two clocks order nothing, as with a file peer: this store's far-future
+    edit does not win over the server's edit made after it; it is kept as a conflict copy."""
+    from localmem.http.app import create_app
+    from localmem.http.server import uvicorn_config
+    from serving import in_thread
+
+    with MemoryStore(tmp_path / "server.db", embedder="hash") as served, \
+            skewed(tmp_path / "a.db", timedelta(days=30)) as local, \
+            in_thread(lambda port: uvicorn_config(create_app(served, token=TOKEN), port=port, log_level="warning",
+                                                  log_config=None)) as url, \
+            PushClient(url, token=TOKEN) as client:
+        here = StoreSide(local, "laptop")
+        memory = local.store("standup at 9:30")
+        sync_stores(here, RemoteSide(client, here.store_id))
+        local.update(memory, content="standup at 10:00")  # stamped 30 days ahead
+        time.sleep(0.005)
+        served.update(memory, content="standup at 9:45")  # made after it, by a right clock
+        summary = sync_stores(here, RemoteSide(client, here.store_id))
+        assert len(summary.conflicts) == 1
+        assert content(local, memory) == content(served, memory) == "standup at 9:45"
+        assert content(served, summary.conflicts[0]["kept_as"]) == "standup at 10:00"
+
+
+@pytest.mark.parametrize("wall", [-1, "soon", 2 ** 63, True])
+def test_a_server_answering_a_malformed_clock_is_refused(wall):
+    from localmem.errors import LocalMemError
+    from localmem.replication.sync_remote import server_wall_ms
+
+    with pytest.raises(LocalMemError, match="wall_ms"):
+        server_wall_ms({"wall_ms": wall}, "http://server")

@@ -67,7 +67,7 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         def work() -> dict[str, Any]:
             here = side()
             return {"status": "success", "store_id": here.store_id, "clock": here.clock(),
-                    "sent_to": here.sent_to(peer)}
+                    "sent_to": here.sent_to(peer), "wall_ms": here.wall_ms()}
         return JSONResponse(await run_in_threadpool(work))
 
     async def page(request: Request) -> JSONResponse:

@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
-from ..storage.hybrid_clock import wall_ms
 from .hlc import MAX_SKEW_MS
 from .sync_rules import (
     ABSENT,
@@ -78,9 +77,10 @@ class Sync:
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
         # Stamps more than the bounded skew ahead of the earlier of the two stores' clocks (a file
-        # peer's, and this one's) order nothing: a store whose clock is broken cannot vouch for it.
-        self.horizon_ms = min(wall_ms(side.store.now()) for side in (local, peer)
-                              if isinstance(side, StoreSide)) + MAX_SKEW_MS
+        # peer's or a server's, and this one's) order nothing: a store whose clock is broken
+        # cannot vouch for it.
+        clocks = [wall for wall in (local.wall_ms(), peer.wall_ms()) if wall is not None]
+        self.horizon_ms = min(clocks) + MAX_SKEW_MS
 
     def run(self) -> SyncSummary:
         marks = {side.store_id: (side.sent_to(other.store_id), side.clock())

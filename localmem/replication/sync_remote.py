@@ -25,6 +25,11 @@ class RemoteSide:
             raise LocalMemError(f"{client.url} answered /sync/hello without a store id: is it a localmem "
                                 "server of this version (AutoMem has no sync routes; use pull/push)?")
         self.store_id = store_id
+        self.clock_ms = server_wall_ms(hello, client.url)
+
+    def wall_ms(self) -> int | None:
+        """The server machine's clock when the sync began (None: a server too old to say)."""
+        return self.clock_ms
 
     def _call(self, route: str, **body: Any) -> dict[str, Any]:
         response = self.client.request("POST", f"/sync/{route}", body=body)
@@ -115,6 +120,17 @@ class RemoteSide:
 
     def record_sent(self, peer_id: str, sent_seq: int) -> None:
         self._call("sent", peer=peer_id, sent_seq=sent_seq)
+
+
+def server_wall_ms(hello: dict[str, Any], url: str) -> int | None:
+    """The server's clock from its /sync/hello answer, in ms since the epoch (None: not given)."""
+    value = hello.get("wall_ms")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10 ** 15:
+        raise LocalMemError(f"{url} answered /sync/hello with wall_ms {str(value)[:40]!r}: not a clock "
+                            "in milliseconds")
+    return value
 
 
 def _int(value: Any) -> int:

@@ -17,6 +17,7 @@ from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..storage import edges as edge_store
 from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
+from ..storage.hybrid_clock import wall_ms
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
 from .conflict_copy import CONFLICT_KEY
@@ -63,6 +64,10 @@ class StoreSide:
     def _rows(self, name: str, **bindings: Any) -> list[dict[str, Any]]:
         with self.store.lock, read_transaction(self.store.conn):
             return list(rows_as_dicts(self.store.conn.execute(self.store.sql[name], bindings)))
+
+    def wall_ms(self) -> int:
+        """This store's machine clock (the one its stamps are made with), in ms."""
+        return wall_ms(self.store.now())
 
     def clock(self) -> int:
         with self.store.lock:
