@@ -110,3 +110,38 @@ def test_a_sync_killed_by_sigkill_anywhere_loses_nothing_and_converges(tmp_path,
     assert "shared note 0, edited on b" in texts and "shared note 1 about the garden" not in texts
     for n in range(6, 12):
         assert {f"shared note {n}, edited on a", f"shared note {n}, edited on b"} <= set(texts)
+
+
+COPY_THEN_DIE = """
+import os, sys
+from localmem import MemoryStore
+from localmem.replication import sync_side
+from localmem.replication.sync import sync_stores
+
+def die(self, states):
+    os._exit(9)  # killed after the batch of new records is written, before their stamps are pinned
+
+sync_side.StoreSide._pin_memories = die
+a = MemoryStore(sys.argv[1], embedder="hash"); b = MemoryStore(sys.argv[2], embedder="hash")
+sync_stores(sync_side.StoreSide(a, "a"), sync_side.StoreSide(b, "b"))
+"""
+
+
+def stamps(path: Path) -> dict[str, str]:
+    with MemoryStore(path, embedder="hash", read_only=True) as store:
+        return dict(store.conn.execute("SELECT m.id, c.hlc FROM memories m JOIN memory_changes c ON c.pk = m.pk"))
+
+
+def test_records_copied_in_a_batch_keep_their_stamps_though_killed_before_the_pin(tmp_path):
+    """A batch of new records and the stamps they carry from the other store are one unit: a
+    process killed between the two leaves the stamps to be pinned by the next sync, so both
+    stores order those records alike (not by the receiving store's fresh stamps)."""
+    paths = tmp_path / "a.db", tmp_path / "b.db"
+    with MemoryStore(paths[0], embedder="hash") as a, MemoryStore(paths[1], embedder="hash"):
+        a.store_many([{"content": f"note {n} written on a"} for n in range(20)])
+    run = subprocess.run([sys.executable, "-c", COPY_THEN_DIE, *map(str, paths)], env=env(), capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 9, run.stderr
+    done = subprocess.run(cli(paths), env=env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert stamps(paths[0]) == stamps(paths[1]) and len(stamps(paths[1])) == 20

@@ -66,6 +66,8 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
 
         def work() -> dict[str, Any]:
             here = side()
+            if not store.read_only:
+                here.settle_pins()  # what a sync killed mid-batch left to pin, before any page is read
             return {"status": "success", "store_id": here.store_id, "clock": here.clock(),
                     "sent_to": here.sent_to(peer), "wall_ms": here.wall_ms()}
         return JSONResponse(await run_in_threadpool(work))

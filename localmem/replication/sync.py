@@ -87,6 +87,8 @@ class Sync:
                  for side, other in ((self.local, self.peer), (self.peer, self.local))}
         directions = ((self.local, self.peer), (self.peer, self.local))
         if not self.dry_run:
+            for side in (self.local, self.peer):
+                side.settle_pins()
             self.refuse_mass_deletion(marks)
         for source, target in directions:
             since, until = marks[source.store_id]

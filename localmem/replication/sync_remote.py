@@ -27,6 +27,9 @@ class RemoteSide:
         self.store_id = store_id
         self.clock_ms = server_wall_ms(hello, client.url)
 
+    def settle_pins(self) -> None:
+        """Nothing to do from here: the server settles its own at every /sync/hello."""
+
     def wall_ms(self) -> int | None:
         """The server machine's clock when the sync began (None: a server too old to say)."""
         return self.clock_ms

@@ -199,7 +199,12 @@ class StoreSide:
                     self.put_memory(state, f"sync with store {peer}", expect.get(state.id))
                 except (ValidationError, NotFoundError, ChangedMeanwhile) as exc:
                     refused.append((state.id, exc.message))
+            new_ids = [item["id"] for item in new]
             if new:
+                # The batch commits on its own (it embeds outside the write lock): its stamps are
+                # noted first, so a process killed before they are pinned leaves them for the next
+                # sync (settle_pins) rather than the fresh stamps the batch got here.
+                self._note_pins([s for s in states if s.id in set(new_ids)], peer)
                 try:
                     store.store_many(new)
                 except ValidationError:  # one bad record: store the rest one by one, naming it
@@ -208,11 +213,37 @@ class StoreSide:
                             store.store_many([item])
                         except ValidationError as exc:
                             refused.append((str(item.get("id")), exc.message))
-                stored = {item["id"] for item in new} - {memory_id for memory_id, _ in refused}
-                with transaction(store.conn):
+            stored = set(new_ids) - {memory_id for memory_id, _ in refused}
+            with transaction(store.conn):
+                if new:
                     self._pin_memories([s for s in states if s.id in stored])
-            self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
+                    store.conn.execute(store.sql["sync_pins_clear"], {"ids": json.dumps(new_ids)})
+                self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
         return refused
+
+    def _note_pins(self, states: list[MemoryState], peer: str) -> None:
+        pins = [[s.id, s.hlc, s.version.text()] for s in states
+                if s.version is not None and stamp_key(s.hlc, None) is not None]
+        if pins:
+            with transaction(self.store.conn):
+                self.store.conn.execute(self.store.sql["sync_pins_note"], {"pins": json.dumps(pins), "peer": peer})
+
+    def settle_pins(self) -> None:
+        """Pin the stamps a sync killed mid-batch noted and did not pin (``put_memories``), on
+        the records still holding the version it wrote (one a writer changed since keeps its
+        own, newer stamp), and note them as received from their peer. A page at a time; each
+        page is cleared, so this ends."""
+        store = self.store
+        with store.lock:
+            while rows := self._rows("sync_pins_pending", limit=PAGE):
+                with transaction(store.conn):
+                    written = [row for row in rows if self._version_now(row["id"]) == row["version"]]
+                    self._pin_memories([MemoryState(row["id"], record={"id": row["id"]}, hlc=_stamp(row["hlc"]))
+                                        for row in written])
+                    for peer in {row["peer"] for row in written}:
+                        ids = [row["id"] for row in written if row["peer"] == peer]
+                        store.conn.execute(store.sql["sync_echo_memories"], {"peer": peer, "ids": json.dumps(ids)})
+                    store.conn.execute(store.sql["sync_pins_clear"], {"ids": json.dumps([row["id"] for row in rows])})
 
     def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
         # A conflict copy is made by the sync for both sides, not received from the peer: a sync

@@ -61,3 +61,14 @@ BEGIN
     DELETE FROM sync_seen WHERE id = old.id AND replica <> 'floor'
         AND hlc <= (SELECT hlc FROM sync_seen WHERE id = old.id AND replica = 'floor');
 END;
+
+-- Stamps a sync will pin on records it writes in a batch (the batch write embeds its records and
+-- commits on its own): noted before the batch, pinned and cleared after it in one transaction.
+-- A process killed between the two leaves them here; the next sync pins those whose record is
+-- still the version written (sync_pins_settle.sql), so a crash cannot reorder them.
+CREATE TABLE IF NOT EXISTS sync_pending_pins (
+    id TEXT PRIMARY KEY,
+    hlc TEXT NOT NULL,
+    version TEXT NOT NULL,
+    peer TEXT NOT NULL
+) WITHOUT ROWID;
