@@ -69,7 +69,7 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
             if not store.read_only:
                 here.settle_pins()  # what a sync killed mid-batch left to pin, before any page is read
             return {"status": "success", "store_id": here.store_id, "clock": here.clock(),
-                    "sent_to": here.sent_to(peer), "wall_ms": here.wall_ms()}
+                    "sent_to": here.sent_to(peer), "wall_ms": here.wall_ms(), "pair_token": here.pair_token(peer)}
         return JSONResponse(await run_in_threadpool(work))
 
     async def page(request: Request) -> JSONResponse:
@@ -122,9 +122,11 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         return JSONResponse({"status": "success"})
 
     async def sent(request: Request) -> JSONResponse:
-        payload = await body(request, {"peer", "sent_seq"})
-        peer, seq = _peer(payload), _seq(payload, "sent_seq")
-        await run_in_threadpool(side().record_sent, peer, seq)
+        payload = await body(request, {"peer", "sent_seq", "token"})
+        peer, seq, token = _peer(payload), _seq(payload, "sent_seq"), payload.get("token")
+        if token is not None and not (isinstance(token, str) and wire.STORE_ID.fullmatch(token)):
+            raise ValidationError("'token' must be 32 hexadecimal characters")
+        await run_in_threadpool(side().record_sent, peer, seq, token)
         return JSONResponse({"status": "success"})
 
     async def seen(request: Request) -> JSONResponse:

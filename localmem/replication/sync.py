@@ -12,6 +12,7 @@ then edges, which need their memories.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from .sync_remote import RemoteSide
 
 Progress = Callable[[str, int], None]
+NO_STORE = "0" * 32  # a store identity no store draws (they are random): no echo is its
 MERGE_ATTEMPTS = 3  # rounds a memory goes through the merge while writers keep changing it
 Side = Any  # a StoreSide (a file), or a RemoteSide (a server): the same methods
 
@@ -56,6 +58,7 @@ class SyncSummary:
     edges_to_local: int = 0
     refused: list[dict[str, str]] = field(default_factory=list)
     vectors: str = "embedded by each store with its own model"
+    full_comparison: str | None = None  # why every change was compared, not only those since the last sync
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": "success", **asdict(self)}
@@ -83,9 +86,15 @@ class Sync:
         self.horizon_ms = min(clocks) + MAX_SKEW_MS
 
     def run(self) -> SyncSummary:
-        marks = {side.store_id: (side.sent_to(other.store_id), side.clock())
-                 for side, other in ((self.local, self.peer), (self.peer, self.local))}
         directions = ((self.local, self.peer), (self.peer, self.local))
+        tokens = [side.pair_token(other.store_id) for side, other in directions]
+        if tokens[0] != tokens[1]:  # not what the two drew at their last sync: trust no sent mark
+            self.summary.full_comparison = (
+                "the two stores do not hold the same token from their last sync (one was rolled back "
+                "in place, or is a copy, or a sync between them was stopped at its very end): "
+                "everything was compared")
+        marks = {side.store_id: (0 if self.summary.full_comparison else side.sent_to(other.store_id), side.clock())
+                 for side, other in directions}
         if not self.dry_run:
             for side in (self.local, self.peer):
                 side.settle_pins()
@@ -93,18 +102,24 @@ class Sync:
         for source, target in directions:
             since, until = marks[source.store_id]
             for page in (p for kind in ("memories", "deletions")
-                         for p in pages(source, kind, since, until, target.store_id)):
+                         for p in pages(source, kind, since, until, self.echoes_of(target))):
                 self.merge_memories(source, target, page)
                 self.progress("memories", len(page))
         for source, target in directions:
             since, until = marks[source.store_id]
-            for edges in pages(source, "edges", since, until, target.store_id):
+            for edges in pages(source, "edges", since, until, self.echoes_of(target)):
                 self.merge_edges(source, target, edges)
                 self.progress("edges", len(edges))
         if not self.dry_run:
+            token = secrets.token_hex(16)
             for side, other in directions:
-                side.record_sent(other.store_id, marks[side.store_id][1])
+                side.record_sent(other.store_id, marks[side.store_id][1], token)
         return self.summary
+
+    def echoes_of(self, target: Side) -> str:
+        """Whose echoes a page leaves out (what a sync wrote from that store, which holds it): the
+        target's; none in a full comparison, where the target may have lost what it had sent."""
+        return NO_STORE if self.summary.full_comparison else target.store_id
 
     def refuse_mass_deletion(self, marks: dict[str, tuple[int, int]]) -> None:
         """Before anything is written: count the memories each store (a file; a server guards
@@ -114,7 +129,7 @@ class Sync:
                 continue
             planned = 0
             since, until = marks[source.store_id]
-            for page in pages(source, "deletions", since, until, target.store_id):
+            for page in pages(source, "deletions", since, until, self.echoes_of(target)):
                 ids = [state.id for state in page]
                 theirs, bases = target.memory_states(ids), self.bases(ids)
                 for state in page:

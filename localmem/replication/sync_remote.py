@@ -46,6 +46,12 @@ class RemoteSide:
     def clock(self) -> int:
         return _int(self._call("hello", peer=self.local_id).get("clock"))
 
+    def pair_token(self, peer_id: str) -> str | None:
+        token = self._call("hello", peer=peer_id).get("pair_token")
+        if token is not None and not (isinstance(token, str) and wire.STORE_ID.fullmatch(token)):
+            raise LocalMemError(f"{self.client.url} answered /sync/hello with a malformed pair_token")
+        return token
+
     def sent_to(self, peer_id: str) -> int:
         return _int(self._call("hello", peer=peer_id).get("sent_to"))
 
@@ -121,8 +127,8 @@ class RemoteSide:
         for start in range(0, len(pairs), wire.MAX_ITEMS):
             self._call("bases", peer=peer_id, versions=[list(p) for p in pairs[start:start + wire.MAX_ITEMS]])
 
-    def record_sent(self, peer_id: str, sent_seq: int) -> None:
-        self._call("sent", peer=peer_id, sent_seq=sent_seq)
+    def record_sent(self, peer_id: str, sent_seq: int, token: str | None = None) -> None:
+        self._call("sent", peer=peer_id, sent_seq=sent_seq, token=token)
 
 
 def server_wall_ms(hello: dict[str, Any], url: str) -> int | None:

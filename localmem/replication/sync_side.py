@@ -77,6 +77,12 @@ class StoreSide:
         with self.store.lock:
             return int(self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0])
 
+    def pair_token(self, peer_id: str) -> str | None:
+        """The token this store and ``peer_id`` drew at the end of their last sync (None: none yet)."""
+        with self.store.lock:
+            row = self.store.conn.execute(self.store.sql["sync_pair_token_get"], {"peer": peer_id}).fetchone()
+        return row[0] if row and isinstance(row[0], str) and STORE_ID.fullmatch(row[0]) else None
+
     def sent_to(self, peer_id: str) -> int:
         with self.store.lock:
             row = self.store.conn.execute(self.store.sql["sync_peer_sent"], {"peer": peer_id}).fetchone()
@@ -331,11 +337,13 @@ class StoreSide:
                 store.conn.execute(store.sql["sync_base_set"],
                                    {"peer": peer_id, "id": memory_id, "version": version})
 
-    def record_sent(self, peer_id: str, sent_seq: int) -> None:
+    def record_sent(self, peer_id: str, sent_seq: int, token: str | None = None) -> None:
         store = self.store
         with store.lock, transaction(store.conn):
             store.conn.execute(store.sql["sync_peer_record"], {
                 "peer": peer_id, "sent_seq": sent_seq, "now": format_timestamp(store.now())})
+            if token is not None:
+                store.conn.execute(store.sql["sync_pair_token_set"], {"peer": peer_id, "token": token})
             store.conn.execute(store.sql["sync_echo_prune"], {"peer": peer_id, "sent_seq": sent_seq})
 
 

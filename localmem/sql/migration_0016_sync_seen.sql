@@ -72,3 +72,13 @@ CREATE TABLE IF NOT EXISTS sync_pending_pins (
     version TEXT NOT NULL,
     peer TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- A token per pair of stores, drawn afresh at the end of each sync and written to both: two
+-- stores that last synced hold the same one. A store rolled back in place (a file-system or disk
+-- snapshot: the same file, identity and home, older contents) holds an older one, and so does
+-- a copy: the next sync between the two then compares everything instead of trusting the sent
+-- marks, which count changes the rolled-back store no longer holds.
+CREATE TABLE IF NOT EXISTS sync_pair_tokens (
+    peer TEXT PRIMARY KEY,
+    token TEXT NOT NULL
+) WITHOUT ROWID;
