@@ -210,7 +210,7 @@ class StoreSide:
                 # The batch commits on its own (it embeds outside the write lock): its stamps are
                 # noted first, so a process killed before they are pinned leaves them for the next
                 # sync (settle_pins) rather than the fresh stamps the batch got here.
-                self._note_pins([s for s in states if s.id in set(new_ids)], peer)
+                batch = self._note_pins([s for s in states if s.id in set(new_ids)], peer)
                 try:
                     store.store_many(new)
                 except ValidationError:  # one bad record: store the rest one by one, naming it
@@ -223,33 +223,44 @@ class StoreSide:
             with transaction(store.conn):
                 if new:
                     self._pin_memories([s for s in states if s.id in stored])
-                    store.conn.execute(store.sql["sync_pins_clear"], {"ids": json.dumps(new_ids)})
+                    store.conn.execute(store.sql["sync_pins_clear"], {"batch": batch})
                 self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
         return refused
 
-    def _note_pins(self, states: list[MemoryState], peer: str) -> None:
-        pins = [[s.id, s.hlc, s.version.text()] for s in states
-                if s.version is not None and stamp_key(s.hlc, None) is not None]
-        if pins:
-            with transaction(self.store.conn):
-                self.store.conn.execute(self.store.sql["sync_pins_note"], {"pins": json.dumps(pins), "peer": peer})
+    def _note_pins(self, states: list[MemoryState], peer: str) -> int | None:
+        """Note the stamps of a batch about to be written; the batch's number (None: no stamps)."""
+        # The record's updated_at tells the version written from one a writer made since (every
+        # edit moves it); cheaper than the version's digest, which a batch would pay per record.
+        pins = [[s.id, s.hlc, s.record.get("updated_at")] for s in states
+                if s.record is not None and stamp_key(s.hlc, None) is not None]
+        if not pins:
+            return None
+        with transaction(self.store.conn):
+            self.store.conn.execute(self.store.sql["sync_pins_note"], {"pins": json.dumps(pins), "peer": peer})
+            return self.store.conn.last_insert_rowid()
 
     def settle_pins(self) -> None:
         """Pin the stamps a sync killed mid-batch noted and did not pin (``put_memories``), on
         the records still holding the version it wrote (one a writer changed since keeps its
-        own, newer stamp), and note them as received from their peer. A page at a time; each
-        page is cleared, so this ends."""
+        own, newer stamp), and note them as received from their peer. A batch (at most a page
+        of records) at a time; each is cleared, so this ends."""
         store = self.store
         with store.lock:
-            while rows := self._rows("sync_pins_pending", limit=PAGE):
+            while rows := self._rows("sync_pins_pending"):
+                batch, peer = rows[0]["batch"], rows[0]["peer"]
+                try:
+                    pins = [pin for pin in json.loads(rows[0]["pins"])[:PAGE] if isinstance(pin, list) and len(pin) == 3]
+                except ValueError:
+                    pins = []
                 with transaction(store.conn):
-                    written = [row for row in rows if self._version_now(row["id"]) == row["version"]]
-                    self._pin_memories([MemoryState(row["id"], record={"id": row["id"]}, hlc=_stamp(row["hlc"]))
-                                        for row in written])
-                    for peer in {row["peer"] for row in written}:
-                        ids = [row["id"] for row in written if row["peer"] == peer]
-                        store.conn.execute(store.sql["sync_echo_memories"], {"peer": peer, "ids": json.dumps(ids)})
-                    store.conn.execute(store.sql["sync_pins_clear"], {"ids": json.dumps([row["id"] for row in rows])})
+                    held = dict(store.conn.execute(store.sql["sync_pins_held"],
+                                                   {"ids": json.dumps([pin[0] for pin in pins])}))
+                    written = [(memory_id, stamp) for memory_id, stamp, updated_at in pins
+                               if isinstance(memory_id, str) and memory_id in held and held[memory_id] == updated_at]
+                    self._pin_memories([MemoryState(i, record={"id": i}, hlc=_stamp(stamp)) for i, stamp in written])
+                    store.conn.execute(store.sql["sync_echo_memories"],
+                                       {"peer": peer, "ids": json.dumps([i for i, _ in written])})
+                    store.conn.execute(store.sql["sync_pins_clear"], {"batch": batch})
 
     def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
         # A conflict copy is made by the sync for both sides, not received from the peer: a sync

@@ -65,13 +65,12 @@ END;
 -- Stamps a sync will pin on records it writes in a batch (the batch write embeds its records and
 -- commits on its own): noted before the batch, pinned and cleared after it in one transaction.
 -- A process killed between the two leaves them here; the next sync pins those whose record is
--- still the version written (sync_pins_settle.sql), so a crash cannot reorder them.
+-- still the version written (StoreSide.settle_pins), so a crash cannot reorder them.
 CREATE TABLE IF NOT EXISTS sync_pending_pins (
-    id TEXT PRIMARY KEY,
-    hlc TEXT NOT NULL,
-    version TEXT NOT NULL,
-    peer TEXT NOT NULL
-) WITHOUT ROWID;
+    batch INTEGER PRIMARY KEY,
+    peer TEXT NOT NULL,
+    pins TEXT NOT NULL  -- a JSON list of [id, stamp, updated_at], one per record of the batch
+);
 
 -- A token per pair of stores, drawn afresh at the end of each sync and written to both: two
 -- stores that last synced hold the same one. A store rolled back in place (a file-system or disk

@@ -1,1 +1,1 @@
-DELETE FROM sync_pending_pins WHERE id IN (SELECT value FROM json_each(:ids));
+DELETE FROM sync_pending_pins WHERE batch = :batch;

@@ -1,2 +1,2 @@
--- Stamps noted for a batch write and not yet pinned (a process killed in between), a page at a time.
-SELECT id, hlc, version, peer FROM sync_pending_pins ORDER BY id LIMIT :limit;
+-- The first batch of stamps noted and not pinned (a process killed in between).
+SELECT batch, peer, pins FROM sync_pending_pins ORDER BY batch LIMIT 1;
