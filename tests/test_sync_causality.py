@@ -76,49 +76,53 @@ def test_the_same_through_a_server_peer(tmp_path, server):  # noqa: F811
             assert http.get(f"/memory/{memory}").json()["memory"]["content"] == "the key is with Ana"
 
 
-def test_a_delete_that_had_seen_the_edit_through_a_third_store_wins(tmp_path):
-    """B edits M, C takes it from B and edits it again, A takes C's version and deletes it: A had
-    seen B's edit (through C), though A never held it. B's edit must not bring M back."""
+@pytest.fixture
+def three(tmp_path):
+    """Three stores a, b, c sharing one memory (its id), all synced."""
     with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b, \
             MemoryStore(tmp_path / "c.db", embedder="hash") as c:
-        memory = a.store("the plumber is Ana")
+        memory = a.store("the first version")
         sync(a, b), sync(a, c)
-        b.update(memory, content="the plumber is Bea")
-        sync(b, c)
-        c.update(memory, content="the plumber is Cai")
-        sync(c, a)
-        a.delete(memory)
-        summary = sync(a, b)
-        assert summary.edits_kept_over_deletes == [] and summary.deleted_on_peer == 1
-        sync(a, c), sync(b, c)
-        assert all(content(s, memory) is None for s in (a, b, c))
-        assert in_trash(b, memory)  # B's version, deleted by someone who had seen it: restorable
+        yield a, b, c, memory
 
 
-def test_a_delete_that_had_seen_the_edit_as_a_conflict_loser_wins(tmp_path):
+def test_a_delete_that_had_seen_the_edit_through_a_third_store_wins(three):
+    """B edits M, C takes it from B and edits it again, A takes C's version and deletes it: A had
+    seen B's edit (through C), though A never held it. B's edit must not bring M back."""
+    a, b, c, memory = three
+    b.update(memory, content="the plumber is Bea")
+    sync(b, c)
+    c.update(memory, content="the plumber is Cai")
+    sync(c, a)
+    a.delete(memory)
+    summary = sync(a, b)
+    assert summary.edits_kept_over_deletes == [] and summary.deleted_on_peer == 1
+    sync(a, c), sync(b, c)
+    assert all(content(s, memory) is None for s in (a, b, c))
+    assert in_trash(b, memory)  # B's version, deleted by someone who had seen it: restorable
+
+
+def test_a_delete_that_had_seen_the_edit_as_a_conflict_loser_wins(three):
     """A and B edit M concurrently; their sync keeps one version and the other as a conflict
     copy. A then deletes M. C, which took B's edit before that sync, must not bring M back:
     A had seen B's edit (it lost the conflict there, and is kept as a copy)."""
-    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b, \
-            MemoryStore(tmp_path / "c.db", embedder="hash") as c:
-        memory = a.store("the meeting is on Monday")
-        sync(a, b), sync(a, c)
-        b.update(memory, content="the meeting is on Tuesday")
-        sync(b, c)
-        time.sleep(0.005)
-        a.update(memory, content="the meeting is on Wednesday")
-        merged = sync(a, b)
-        assert len(merged.conflicts) == 1
-        a.delete(memory)
-        summary = sync(a, c)
-        assert summary.edits_kept_over_deletes == []
-        sync(b, c), sync(a, b)
-        assert all(content(s, memory) is None for s in (a, b, c))
-        copy = merged.conflicts[0]["kept_as"]
-        assert content(a, copy) == content(c, copy) == "the meeting is on Tuesday"
+    a, b, c, memory = three
+    b.update(memory, content="the meeting is on Tuesday")
+    sync(b, c)
+    time.sleep(0.005)
+    a.update(memory, content="the meeting is on Wednesday")
+    merged = sync(a, b)
+    assert len(merged.conflicts) == 1
+    a.delete(memory)
+    summary = sync(a, c)
+    assert summary.edits_kept_over_deletes == []
+    sync(b, c), sync(a, b)
+    assert all(content(s, memory) is None for s in (a, b, c))
+    copy = merged.conflicts[0]["kept_as"]
+    assert content(a, copy) == content(c, copy) == "the meeting is on Tuesday"
 
 
-def test_an_edit_made_after_seeing_the_delete_elsewhere_is_not_needed_to_keep_it_deleted(tmp_path):
+def test_a_delete_of_the_agreed_version_wins_whatever_the_clocks(tmp_path):
     """The old rule still holds: a delete of the version both stores agreed on wins, on every
     store, whatever the clocks read."""
     with skewed(tmp_path / "a.db", -timedelta(hours=2)) as a, skewed(tmp_path / "b.db", timedelta(hours=2)) as b:
@@ -151,6 +155,11 @@ def test_the_triggers_keep_the_same_bound(tmp_path):
             a.update(memory, content=f"version {n}")
         rows = dict(a.conn.execute("SELECT replica, hlc FROM sync_seen WHERE id = ?", (memory,)))
         assert len(rows) == MAX_REPLICAS + 1 and rows["floor"] == f"{1008:015d}-{0:010d}-{8:032x}"
+        # A sync's join, with entries for 20 more replicas, keeps the bound as well.
+        more = [f"{2000 + n:015d}-{0:010d}-{100 + n:032x}" for n in range(20)]
+        StoreSide(a, "a").record_seen({memory: Seen(tuple(more))})
+        rows = dict(a.conn.execute("SELECT replica, hlc FROM sync_seen WHERE id = ?", (memory,)))
+        assert len(rows) == MAX_REPLICAS + 1 and rows["floor"] == more[3]
 
 
 @pytest.mark.parametrize("seen", [

@@ -145,3 +145,18 @@ def test_records_copied_in_a_batch_keep_their_stamps_though_killed_before_the_pi
     done = subprocess.run(cli(paths), env=env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert stamps(paths[0]) == stamps(paths[1]) and len(stamps(paths[1])) == 20
+
+
+def test_junk_in_the_noted_pins_is_cleared_without_a_pin(tmp_path):
+    paths = tmp_path / "a.db", tmp_path / "b.db"
+    with MemoryStore(paths[0], embedder="hash") as a, MemoryStore(paths[1], embedder="hash"):
+        memory = a.store("a note")
+        junk = ["not json", "[" * 100_000 + "]" * 100_000, '{"a": 1}', "x" * 300_000,
+                f'[[{{"id": 1}}, 2, 3], ["{memory}", "not-a-stamp", null]]']
+        a.conn.executemany("INSERT INTO sync_pending_pins (peer, pins) VALUES ('p', ?)", [(j,) for j in junk])
+        stamp = stamps(paths[0])[memory]
+    done = subprocess.run(cli(paths), env=env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert stamps(paths[0])[memory] == stamps(paths[1])[memory] == stamp
+    with MemoryStore(paths[0], embedder="hash", read_only=True) as a:
+        assert a.conn.execute("SELECT count(*) FROM sync_pending_pins").fetchone()[0] == 0

@@ -219,15 +219,16 @@ class Sync:
                   writes: tuple[dict[str, MemoryState], dict[str, MemoryState]]) -> None:
         """Both sides of each merged memory have now seen what either had seen of it, and both
         versions (``seen.py``): a later deletion on either side then covers all of that. Written
-        only where a side's summary and its version now do not already say as much (a plain
-        copy needs no row)."""
+        only where a side does not already know as much: its summary, its version now, and the
+        record it held, which the triggers noted when the write replaced or deleted it (a plain
+        copy, or an edit copied over the version it replaced, needs no row)."""
         updates: dict[int, dict[str, Seen]] = {id(source): {}, id(target): {}}
         for state in merged:
             other = theirs.get(state.id, MemoryState(state.id))
             both = join([state.seen, other.seen], [state.stamp, other.stamp])
             for side, held, taken in ((source, state, writes[0]), (target, other, writes[1])):
                 now = taken[state.id].stamp if state.id in taken else held.stamp
-                if join([held.seen], [now]) != both:
+                if join([held.seen], [now, held.hlc if held.exists else None]) != both:
                     updates[id(side)][state.id] = both
         for side in (source, target):
             if updates[id(side)]:

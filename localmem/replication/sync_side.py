@@ -247,11 +247,7 @@ class StoreSide:
         store = self.store
         with store.lock:
             while rows := self._rows("sync_pins_pending"):
-                batch, peer = rows[0]["batch"], rows[0]["peer"]
-                try:
-                    pins = [pin for pin in json.loads(rows[0]["pins"])[:PAGE] if isinstance(pin, list) and len(pin) == 3]
-                except ValueError:
-                    pins = []
+                batch, peer, pins = rows[0]["batch"], rows[0]["peer"], _pins(rows[0]["pins"])
                 with transaction(store.conn):
                     held = dict(store.conn.execute(store.sql["sync_pins_held"],
                                                    {"ids": json.dumps([pin[0] for pin in pins])}))
@@ -395,6 +391,18 @@ def _tombstone(row: dict[str, Any]) -> MemoryState:
     return MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]),
                        deleted_updated_at=row.get("deleted_updated_at"), hlc=_stamp(row.get("hlc")),
                        deleted_hlc=_stamp(row.get("deleted_hlc")), seen=_seen(row.get("seen")))
+
+
+def _pins(value: Any) -> list[list[Any]]:
+    """A noted batch's [id, stamp, updated_at] list; anything else (a peer file's rows are not
+    trusted: too long, not JSON, too deep) is read as nothing to pin."""
+    if not isinstance(value, str) or len(value) > PAGE * 400:
+        return []
+    try:
+        pins = json.loads(value)
+    except (ValueError, RecursionError):
+        return []
+    return [pin for pin in pins[:PAGE] if isinstance(pin, list) and len(pin) == 3] if isinstance(pins, list) else []
 
 
 def _seen(value: Any) -> Seen:

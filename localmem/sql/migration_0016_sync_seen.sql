@@ -32,34 +32,31 @@ WHEN new.content IS NOT old.content OR new.summary IS NOT old.summary
   OR new.context IS NOT old.context OR new.relevance_score IS NOT old.relevance_score
 BEGIN
     INSERT INTO sync_seen (id, replica, hlc)
-    SELECT old.id, substr(c.hlc, 28), c.hlc FROM memory_changes AS c
-    WHERE c.pk = old.pk AND c.hlc IS NOT NULL
+    SELECT old.id, substr(c.hlc, 28), c.hlc FROM memory_changes AS c WHERE c.pk = old.pk AND c.hlc IS NOT NULL
     ON CONFLICT (id, replica) DO UPDATE SET hlc = max(hlc, excluded.hlc);
-    INSERT INTO sync_seen (id, replica, hlc)
-    SELECT old.id, 'floor', f.hlc
-    FROM (SELECT max(hlc) AS hlc FROM (SELECT hlc FROM sync_seen WHERE id = old.id AND replica <> 'floor'
-                                       ORDER BY hlc DESC LIMIT -1 OFFSET 16)) AS f
-    WHERE f.hlc IS NOT NULL
-    ON CONFLICT (id, replica) DO UPDATE SET hlc = max(hlc, excluded.hlc);
-    DELETE FROM sync_seen WHERE id = old.id AND replica <> 'floor'
-        AND hlc <= (SELECT hlc FROM sync_seen WHERE id = old.id AND replica = 'floor');
 END;
 
 DROP TRIGGER IF EXISTS sync_seen_on_delete;
 CREATE TRIGGER sync_seen_on_delete BEFORE DELETE ON memories
 BEGIN
     INSERT INTO sync_seen (id, replica, hlc)
-    SELECT old.id, substr(c.hlc, 28), c.hlc FROM memory_changes AS c
-    WHERE c.pk = old.pk AND c.hlc IS NOT NULL
+    SELECT old.id, substr(c.hlc, 28), c.hlc FROM memory_changes AS c WHERE c.pk = old.pk AND c.hlc IS NOT NULL
     ON CONFLICT (id, replica) DO UPDATE SET hlc = max(hlc, excluded.hlc);
+END;
+
+-- The bound, kept wherever a row comes from (the triggers above, a sync's join): a memory's
+-- entry for a new replica past the 16th folds the oldest into the floor.
+DROP TRIGGER IF EXISTS sync_seen_bound;
+CREATE TRIGGER sync_seen_bound AFTER INSERT ON sync_seen WHEN new.replica <> 'floor'
+BEGIN
     INSERT INTO sync_seen (id, replica, hlc)
-    SELECT old.id, 'floor', f.hlc
-    FROM (SELECT max(hlc) AS hlc FROM (SELECT hlc FROM sync_seen WHERE id = old.id AND replica <> 'floor'
+    SELECT new.id, 'floor', f.hlc
+    FROM (SELECT max(hlc) AS hlc FROM (SELECT hlc FROM sync_seen WHERE id = new.id AND replica <> 'floor'
                                        ORDER BY hlc DESC LIMIT -1 OFFSET 16)) AS f
     WHERE f.hlc IS NOT NULL
     ON CONFLICT (id, replica) DO UPDATE SET hlc = max(hlc, excluded.hlc);
-    DELETE FROM sync_seen WHERE id = old.id AND replica <> 'floor'
-        AND hlc <= (SELECT hlc FROM sync_seen WHERE id = old.id AND replica = 'floor');
+    DELETE FROM sync_seen WHERE id = new.id AND replica <> 'floor'
+        AND hlc <= (SELECT hlc FROM sync_seen WHERE id = new.id AND replica = 'floor');
 END;
 
 -- Stamps a sync will pin on records it writes in a batch (the batch write embeds its records and
