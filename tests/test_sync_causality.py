@@ -215,3 +215,27 @@ def test_a_server_answering_a_malformed_clock_is_refused(wall):
 
     with pytest.raises(LocalMemError, match="wall_ms"):
         server_wall_ms({"wall_ms": wall}, "http://server")
+
+
+def test_an_edit_kept_over_a_delete_does_not_make_three_stores_cycle(tmp_path):
+    """Found by the stateful test (seed 1874986869). B's edit, made on a clock two hours behind,
+    survives A's delete; C still holds A's earlier version, which A had agreed with C and which
+    is later by the clock. A version changed since the pair's base but stamped before the other
+    side's is not its successor: it is a conflict (the later stamp wins, the other is kept), not
+    a copy, else each pair copies the other's version round and round."""
+    with skewed(tmp_path / "a.db", timedelta(0)) as a, skewed(tmp_path / "b.db", -timedelta(hours=2)) as b, \
+            skewed(tmp_path / "c.db", timedelta(0)) as c:
+        memory = a.store("the first version")
+        sync(a, b), sync(a, c)
+        a.update(memory, content="A's first edit")
+        sync(a, c)  # A and C agree on A's first edit
+        b.update(memory, content="B's edit")  # stamped two hours before A's edits
+        a.update(memory, content="A's second edit")
+        a.delete(memory)
+        assert sync(a, b).edits_kept_over_deletes == [memory]  # B's edit survives A's delete
+        for _ in range(3):
+            for x, y in ((b, c), (a, c), (a, b)):
+                sync(x, y)
+        assert content(a, memory) == content(b, memory) == content(c, memory)
+        held = [row[0] for row in a.conn.execute("SELECT content FROM memories")]
+        assert "B's edit" in held and "A's first edit" in held  # one current, the other a conflict copy

@@ -166,6 +166,12 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
     if source.exists and target.exists:
         changed_here = base != mine.text()
         changed_there = base != theirs.text()
+        if changed_here != changed_there and not _stamped_after(*((source, target) if changed_here
+                                                                  else (target, source)), horizon_ms):
+            # Changed since the base, but stamped before the other side's version: not made after
+            # seeing it (an edit kept over a delete brings in such a concurrent version), so a
+            # conflict like any other, ordered by the clock; copying it would undo the other.
+            changed_here = changed_there = True
         if changed_here and changed_there:
             later = orders_after(source.hlc, mine, target.hlc, theirs, horizon_ms)
             win, lose = (source, target) if later else (target, source)
@@ -194,6 +200,13 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
                         "edit_kept", winner=later.version)
     return Decision(None if later is source else later, None if later is target else later,
                     "deleted", winner=later.version)
+
+
+def _stamped_after(changed: MemoryState, other: MemoryState, horizon_ms: int | None) -> bool:
+    """Whether ``changed`` orders after ``other`` by their stamps (True without stamps: a peer too
+    old to send them is trusted as before)."""
+    mine, theirs = stamp_key(changed.hlc, horizon_ms), stamp_key(other.hlc, horizon_ms)
+    return mine is None or theirs is None or mine > theirs
 
 
 def _seen_by_deleter(record: MemoryState, deletion: MemoryState) -> bool:
