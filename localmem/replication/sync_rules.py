@@ -9,7 +9,8 @@ latest version of each memory. Versions from a peer too old to stamp its changes
 order by ``updated_at``, as before. What a plain last-writer-wins merge loses, a
 sync keeps:
 
-* changed on both sides since the two last agreed (their *base*): the later
+* changed on both sides since the two last agreed (their *base*), or on one side
+  only but stamped before the other side's version (so not made after seeing it): the later
   version wins and the earlier one is kept as a new memory the winner
   supersedes (a *conflict copy*, with an id derived from the memory and the
   losing version, so every store that meets the same conflict makes the same copy);
