@@ -1,14 +1,16 @@
 """Three replicas, random edits, deletes, edges, writers and kills during syncs (issue 42, item 8).
 
-A Hypothesis state machine drives three stores with random stores, edits, deletes, edges,
+A Hypothesis state machine drives three stores with random stores, edits, deletes (some made
+while another replica edits the same memory unseen), edges,
 supersessions, clock skews of hours (each replica's clock, which its hybrid logical clock
 reads, is shifted and can jump), random sync pairs and directions, a writer that edits a
 replica between a sync's read and its write, and syncs killed part-way. After a final round of
 syncs every replica must hold the same memories (every synced field) and the same edges, and:
 
 * **no write lost** unless causally overwritten or deleted: every text ever written is still
-  held somewhere (as a memory, a conflict copy, or in a trash) unless a replica that had seen
-  it (through syncs) edited that memory again or deleted it;
+  held as a memory or a conflict copy (not only in a trash) unless a replica that had seen it
+  (through syncs) edited that memory again or deleted it: an edit made concurrently with a
+  delete survives it, whatever the clocks read;
 * **no delete undone** unless causally re-edited: a memory deleted on a replica is back only
   if some replica edited it without having seen that delete.
 
@@ -136,6 +138,18 @@ class Replicas(RuleBasedStateMachine):
             self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == content}
             self.deletes.append((memory_id, frozenset(self.seen_surely[n])))
 
+    @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
+          words=st.text("xyz", min_size=1, max_size=6))
+    def edit_while_another_deletes(self, a, b, pick, words):
+        """Replica ``b`` edits a memory both hold; then ``a``, not having seen that edit, edits
+        it too and deletes it (so the version deleted is stamped after ``b``'s edit)."""
+        shared = sorted(set(self.ids(a)) & set(self.ids(b)))
+        if a != b and shared:
+            memory_id = shared[pick % len(shared)]
+            self.stores[b].update(memory_id, content=self.text(b, memory_id, words))
+            self.stores[a].update(memory_id, content=self.text(a, memory_id, words))
+            self.delete(a, self.ids(a).index(memory_id))
+
     @rule(n=st.integers(0, REPLICAS - 1), a=st.integers(0, 10 ** 6), b=st.integers(0, 10 ** 6))
     def link(self, n, a, b):
         ids = self.ids(n)
@@ -232,10 +246,15 @@ class Replicas(RuleBasedStateMachine):
         for n in range(1, REPLICAS):
             assert self.snapshot(n) == first, f"replica {n} differs from replica 0"
         held = {row[0] for row in self.stores[0].conn.execute("SELECT content FROM memories")}
+        trashed: set[str] = set()
         for store in self.stores:
-            held |= {json.loads(row[0]).get("content") for row in store.conn.execute("SELECT record FROM trash")}
-        lost = set(self.texts) - self.excused - held
+            trashed |= {json.loads(row[0]).get("content") for row in store.conn.execute("SELECT record FROM trash")}
+        lost = set(self.texts) - self.excused - held - trashed
         assert not lost, f"writes lost: {sorted(lost)}"
+        # An edit no deleter had seen survives every delete, whatever the clocks: it is held as a
+        # memory (or a conflict copy), not only in a trash.
+        binned = set(self.texts) - self.excused - held
+        assert not binned, f"edits made without seeing a delete lost to it (only in a trash): {sorted(binned)}"
         present = set(first[0])
         for memory_id, seen in self.deletes:
             if memory_id in present:

@@ -104,7 +104,10 @@ def _print(out: Output, report: dict[str, Any]) -> None:
         out.line(f"conflict: {conflict['id']} changed on both; the later change won, the other is kept "
                  f"as {conflict['kept_as']} (superseded)")
     for memory_id in report["edits_kept_over_deletes"]:
-        out.line(f"kept: {memory_id} was deleted on one side and edited later on the other; the edit stays")
+        out.line(f"kept: {memory_id} was deleted on one side and edited on the other without seeing "
+                 "the delete; the edit stays")
     for item in report["refused"]:
         out.note(f"refused: {item['id']} on {item['side']}: {item['reason']}")
+    if report.get("full_comparison"):
+        out.note(f"compared everything: {report['full_comparison']}")
     out.line(f"vectors: {report['vectors']}")

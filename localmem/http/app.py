@@ -102,7 +102,7 @@ def create_app(store: MemoryStore, *, token: str | None = None,
         # localmem sync URL: this store's side of a sync (routes_sync.py).
         *[Route(f"/sync/{name}", endpoint(getattr(sync, name.replace("-", "_"))), methods=["POST"])
           for name in ("hello", "page", "states", "edge-states", "memory-edges", "put", "put-edges", "bases",
-                       "sent")],
+                       "sent", "seen")],
         # "/" has nothing of its own: a person who opens the server's address meets the browser.
         Route("/", lambda request: RedirectResponse("/ui/", status_code=307), methods=["GET", "HEAD"]),
         Route("/hooks/{event}", endpoint(hook_endpoint(store, hook_secret)), methods=["POST"]),

@@ -1,7 +1,7 @@
 """The routes ``localmem sync URL`` talks to: a store's side of a sync, over HTTP.
 
 ``POST /sync/hello``, ``/sync/page``, ``/sync/states``, ``/sync/edge-states``, ``/sync/memory-edges``,
-``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``: the methods of
+``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``, ``/sync/seen``: the methods of
 ``replication.sync_side.StoreSide``, with JSON bodies (``replication.sync_wire``),
 at most ``sync_wire.MAX_ITEMS`` states per request. Behind the API token like every
 route but /health; a recall-only (scoped) token cannot call them.
@@ -36,6 +36,7 @@ class SyncEndpoints(NamedTuple):
     put_edges: Endpoint
     bases: Endpoint
     sent: Endpoint
+    seen: Endpoint
 
 
 def _peer(payload: dict[str, Any]) -> str:
@@ -65,8 +66,10 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
 
         def work() -> dict[str, Any]:
             here = side()
+            if not store.read_only:
+                here.settle_pins()  # what a sync killed mid-batch left to pin, before any page is read
             return {"status": "success", "store_id": here.store_id, "clock": here.clock(),
-                    "sent_to": here.sent_to(peer)}
+                    "sent_to": here.sent_to(peer), "wall_ms": here.wall_ms(), "pair_token": here.pair_token(peer)}
         return JSONResponse(await run_in_threadpool(work))
 
     async def page(request: Request) -> JSONResponse:
@@ -119,9 +122,17 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         return JSONResponse({"status": "success"})
 
     async def sent(request: Request) -> JSONResponse:
-        payload = await body(request, {"peer", "sent_seq"})
-        peer, seq = _peer(payload), _seq(payload, "sent_seq")
-        await run_in_threadpool(side().record_sent, peer, seq)
+        payload = await body(request, {"peer", "sent_seq", "token"})
+        peer, seq, token = _peer(payload), _seq(payload, "sent_seq"), payload.get("token")
+        if token is not None and not (isinstance(token, str) and wire.STORE_ID.fullmatch(token)):
+            raise ValidationError("'token' must be 32 hexadecimal characters")
+        await run_in_threadpool(side().record_sent, peer, seq, token)
         return JSONResponse({"status": "success"})
 
-    return SyncEndpoints(hello, page, states, edge_states, memory_edges, put, put_edges, bases, sent)
+    async def seen(request: Request) -> JSONResponse:
+        given = wire.items((await body(request, {"seen"})).get("seen"), "seen")
+        summaries = dict(wire.seen_entry(item, f"seen[{n}]") for n, item in enumerate(given))
+        await run_in_threadpool(side().record_seen, summaries)
+        return JSONResponse({"status": "success"})
+
+    return SyncEndpoints(hello, page, states, edge_states, memory_edges, put, put_edges, bases, sent, seen)

@@ -12,12 +12,12 @@ then edges, which need their memories.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError
-from ..storage.hybrid_clock import wall_ms
 from .hlc import MAX_SKEW_MS
 from .sync_rules import (
     ABSENT,
@@ -29,12 +29,14 @@ from .sync_rules import (
 )
 from .conflict_copy import CONFLICT_KEY, conflict_copy_record
 from .deletion_guard import check_deletions
+from .seen import Seen, join
 from .sync_side import CHANGED_MEANWHILE, MISSING_END, StoreSide, pages
 
 if TYPE_CHECKING:
     from .sync_remote import RemoteSide
 
 Progress = Callable[[str, int], None]
+NO_STORE = "0" * 32  # a store identity no store draws (they are random): no echo is its
 MERGE_ATTEMPTS = 3  # rounds a memory goes through the merge while writers keep changing it
 Side = Any  # a StoreSide (a file), or a RemoteSide (a server): the same methods
 
@@ -56,6 +58,7 @@ class SyncSummary:
     edges_to_local: int = 0
     refused: list[dict[str, str]] = field(default_factory=list)
     vectors: str = "embedded by each store with its own model"
+    full_comparison: str | None = None  # why every change was compared, not only those since the last sync
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": "success", **asdict(self)}
@@ -77,31 +80,46 @@ class Sync:
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
         # Stamps more than the bounded skew ahead of the earlier of the two stores' clocks (a file
-        # peer's, and this one's) order nothing: a store whose clock is broken cannot vouch for it.
-        self.horizon_ms = min(wall_ms(side.store.now()) for side in (local, peer)
-                              if isinstance(side, StoreSide)) + MAX_SKEW_MS
+        # peer's or a server's, and this one's) order nothing: a store whose clock is broken
+        # cannot vouch for it.
+        clocks = [wall for wall in (local.wall_ms(), peer.wall_ms()) if wall is not None]
+        self.horizon_ms = min(clocks) + MAX_SKEW_MS
 
     def run(self) -> SyncSummary:
-        marks = {side.store_id: (side.sent_to(other.store_id), side.clock())
-                 for side, other in ((self.local, self.peer), (self.peer, self.local))}
         directions = ((self.local, self.peer), (self.peer, self.local))
+        tokens = [side.pair_token(other.store_id) for side, other in directions]
+        if tokens[0] != tokens[1]:  # not what the two drew at their last sync: trust no sent mark
+            self.summary.full_comparison = (
+                "the two stores do not hold the same token from their last sync (one was rolled back "
+                "in place, or is a copy, or a sync between them was stopped at its very end): "
+                "everything was compared")
+        marks = {side.store_id: (0 if self.summary.full_comparison else side.sent_to(other.store_id), side.clock())
+                 for side, other in directions}
         if not self.dry_run:
+            for side in (self.local, self.peer):
+                side.settle_pins()
             self.refuse_mass_deletion(marks)
         for source, target in directions:
             since, until = marks[source.store_id]
             for page in (p for kind in ("memories", "deletions")
-                         for p in pages(source, kind, since, until, target.store_id)):
+                         for p in pages(source, kind, since, until, self.echoes_of(target))):
                 self.merge_memories(source, target, page)
                 self.progress("memories", len(page))
         for source, target in directions:
             since, until = marks[source.store_id]
-            for edges in pages(source, "edges", since, until, target.store_id):
+            for edges in pages(source, "edges", since, until, self.echoes_of(target)):
                 self.merge_edges(source, target, edges)
                 self.progress("edges", len(edges))
         if not self.dry_run:
+            token = secrets.token_hex(16)
             for side, other in directions:
-                side.record_sent(other.store_id, marks[side.store_id][1])
+                side.record_sent(other.store_id, marks[side.store_id][1], token)
         return self.summary
+
+    def echoes_of(self, target: Side) -> str:
+        """Whose echoes a page leaves out (what a sync wrote from that store, which holds it): the
+        target's; none in a full comparison, where the target may have lost what it had sent."""
+        return NO_STORE if self.summary.full_comparison else target.store_id
 
     def refuse_mass_deletion(self, marks: dict[str, tuple[int, int]]) -> None:
         """Before anything is written: count the memories each store (a file; a server guards
@@ -111,7 +129,7 @@ class Sync:
                 continue
             planned = 0
             since, until = marks[source.store_id]
-            for page in pages(source, "deletions", since, until, target.store_id):
+            for page in pages(source, "deletions", since, until, self.echoes_of(target)):
                 ids = [state.id for state in page]
                 theirs, bases = target.memory_states(ids), self.bases(ids)
                 for state in page:
@@ -136,12 +154,14 @@ class Sync:
         # conflict met twice in a page, or from a third store, makes the same copy)
         agreed: dict[str, str] = {}
         brought_back: dict[int, list[str]] = {id(source): [], id(target): []}  # ids kept over a delete, by keeper
+        unmerged: set[str] = set()  # ids left as they were (damaged, or a write refused)
         for state in page:
             other = theirs.get(state.id, MemoryState(state.id))
             damaged = next((s for s in (state, other) if s.problem), None)
             if damaged is not None:
                 side = source if damaged is state else target
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
+                unmerged.add(state.id)
                 continue
             decision = decide(state, other, bases.get(state.id), self.horizon_ms)
             for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
@@ -175,7 +195,9 @@ class Sync:
             self.summary.refused += [{"id": memory_id, "side": side.label, "reason": why}
                                      for memory_id, why in refused if memory_id not in moved]
             failed = {memory_id for memory_id, _ in refused}
+            unmerged |= failed
             agreed = {k: v for k, v in agreed.items() if k not in failed}
+        self.join_seen(source, target, [s for s in page if s.id not in unmerged], theirs, (to_source, to_target))
         self.count(source, [s for s in to_source.values() if s.id not in changed],
                    [s for s in to_target.values() if s.id not in changed])
         self.link_conflict_copies(source, target, [s for s in to_target.values() if s.id not in changed])
@@ -192,6 +214,25 @@ class Sync:
             self.merge_memories(source, target, [fresh.get(i, MemoryState(i)) for i in again], attempt + 1)
         for holder, state in held:
             self.merge_memories(holder, self.other(holder), [state], attempt)
+
+    def join_seen(self, source: Side, target: Side, merged: list[MemoryState], theirs: dict[str, MemoryState],
+                  writes: tuple[dict[str, MemoryState], dict[str, MemoryState]]) -> None:
+        """Both sides of each merged memory have now seen what either had seen of it, and both
+        versions (``seen.py``): a later deletion on either side then covers all of that. Written
+        only where a side does not already know as much: its summary, its version now, and the
+        record it held, which the triggers noted when the write replaced or deleted it (a plain
+        copy, or an edit copied over the version it replaced, needs no row)."""
+        updates: dict[int, dict[str, Seen]] = {id(source): {}, id(target): {}}
+        for state in merged:
+            other = theirs.get(state.id, MemoryState(state.id))
+            both = join([state.seen, other.seen], [state.stamp, other.stamp])
+            for side, held, taken in ((source, state, writes[0]), (target, other, writes[1])):
+                now = taken[state.id].stamp if state.id in taken else held.stamp
+                if join([held.seen], [now, held.hlc if held.exists else None]) != both:
+                    updates[id(side)][state.id] = both
+        for side in (source, target):
+            if updates[id(side)]:
+                side.record_seen(updates[id(side)])
 
     def place_conflict_copies(self, source: Side, target: Side, copies: dict[str, MemoryState],
                               writes: tuple[dict[str, MemoryState], dict[str, MemoryState]],

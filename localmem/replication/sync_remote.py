@@ -7,6 +7,7 @@ from typing import Any
 from ..errors import LocalMemError
 from . import sync_wire as wire
 from .push_client import PushClient
+from .seen import Seen
 from .sync_rules import EdgeState, MemoryState
 from .sync_side import PAGE
 
@@ -24,6 +25,14 @@ class RemoteSide:
             raise LocalMemError(f"{client.url} answered /sync/hello without a store id: is it a localmem "
                                 "server of this version (AutoMem has no sync routes; use pull/push)?")
         self.store_id = store_id
+        self.clock_ms = server_wall_ms(hello, client.url)
+
+    def settle_pins(self) -> None:
+        """Nothing to do from here: the server settles its own at every /sync/hello."""
+
+    def wall_ms(self) -> int | None:
+        """The server machine's clock when the sync began (None: a server too old to say)."""
+        return self.clock_ms
 
     def _call(self, route: str, **body: Any) -> dict[str, Any]:
         response = self.client.request("POST", f"/sync/{route}", body=body)
@@ -36,6 +45,12 @@ class RemoteSide:
 
     def clock(self) -> int:
         return _int(self._call("hello", peer=self.local_id).get("clock"))
+
+    def pair_token(self, peer_id: str) -> str | None:
+        token = self._call("hello", peer=peer_id).get("pair_token")
+        if token is not None and not (isinstance(token, str) and wire.STORE_ID.fullmatch(token)):
+            raise LocalMemError(f"{self.client.url} answered /sync/hello with a malformed pair_token")
+        return token
 
     def sent_to(self, peer_id: str) -> int:
         return _int(self._call("hello", peer=peer_id).get("sent_to"))
@@ -102,13 +117,29 @@ class RemoteSide:
                     refused.append((wire.edge_key(item[0], f"refused[{n}]"), str(item[1])[:500]))
         return refused
 
+    def record_seen(self, seen: dict[str, Seen]) -> None:
+        pairs = [[memory_id, [list(row) for row in summary.rows()]] for memory_id, summary in seen.items()]
+        for start in range(0, len(pairs), wire.MAX_ITEMS):
+            self._call("seen", seen=pairs[start:start + wire.MAX_ITEMS])
+
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
         pairs = list(versions.items())
         for start in range(0, len(pairs), wire.MAX_ITEMS):
             self._call("bases", peer=peer_id, versions=[list(p) for p in pairs[start:start + wire.MAX_ITEMS]])
 
-    def record_sent(self, peer_id: str, sent_seq: int) -> None:
-        self._call("sent", peer=peer_id, sent_seq=sent_seq)
+    def record_sent(self, peer_id: str, sent_seq: int, token: str | None = None) -> None:
+        self._call("sent", peer=peer_id, sent_seq=sent_seq, token=token)
+
+
+def server_wall_ms(hello: dict[str, Any], url: str) -> int | None:
+    """The server's clock from its /sync/hello answer, in ms since the epoch (None: not given)."""
+    value = hello.get("wall_ms")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10 ** 15:
+        raise LocalMemError(f"{url} answered /sync/hello with wall_ms {str(value)[:40]!r}: not a clock "
+                            "in milliseconds")
+    return value
 
 
 def _int(value: Any) -> int:

@@ -9,15 +9,16 @@ latest version of each memory. Versions from a peer too old to stamp its changes
 order by ``updated_at``, as before. What a plain last-writer-wins merge loses, a
 sync keeps:
 
-* changed on both sides since the two last agreed (their *base*): the later
+* changed on both sides since the two last agreed (their *base*), or on one side
+  only but stamped before the other side's version (so not made after seeing it): the later
   version wins and the earlier one is kept as a new memory the winner
   supersedes (a *conflict copy*, with an id derived from the memory and the
   losing version, so every store that meets the same conflict makes the same copy);
-* a delete and a record: a deletion carries the version it deleted and that
-  version's stamp; the deleted version, or one stamped before it (which the
-  deleting store had seen, or that lost to what it had seen), loses to the delete;
-  a record stamped after it survives (the memory comes back, and the summary says
-  so). A deletion without stamps: by ``updated_at`` as before;
+* a delete and a record: a deletion carries the version it deleted, that
+  version's stamp, and what its store had seen of the memory (``seen.py``); a
+  version the deleting store had seen loses to the delete; one it had not seen
+  (an edit made concurrently, whatever its stamp) survives (the memory comes back,
+  and the summary says so). A deletion without stamps: by ``updated_at`` as before;
 * a purge wins over every version;
 * edges: a set; of an edge's write and its removal, the later stamp wins.
 """
@@ -32,6 +33,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .hlc import stamp_key
+from .seen import Seen, replica
 
 # The fields a sync copies (everything a memory has but its vector and last_accessed).
 SYNCED_FIELDS = ("content", "summary", "type", "confidence", "importance", "tags", "timestamp",
@@ -105,6 +107,12 @@ class MemoryState:
     deleted_updated_at: str | None = None  # a deletion: the updated_at of the version it deleted
     hlc: str | None = None  # the clock stamp of the change that made this record or this deletion
     deleted_hlc: str | None = None  # a deletion: the stamp of the version it deleted
+    seen: Seen = Seen()  # what this side has seen of the memory (seen.py); a deletion: its deleter's
+
+    @property
+    def stamp(self) -> str | None:
+        """The stamp of the version this side holds, or of the one it deleted."""
+        return self.hlc if self.record is not None else self.deleted_hlc
 
     @property
     def exists(self) -> bool:
@@ -159,6 +167,12 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
     if source.exists and target.exists:
         changed_here = base != mine.text()
         changed_there = base != theirs.text()
+        if changed_here != changed_there and not _stamped_after(*((source, target) if changed_here
+                                                                  else (target, source)), horizon_ms):
+            # Changed since the base, but stamped before the other side's version: not made after
+            # seeing it (an edit kept over a delete brings in such a concurrent version), so a
+            # conflict like any other, ordered by the clock; copying it would undo the other.
+            changed_here = changed_there = True
         if changed_here and changed_there:
             later = orders_after(source.hlc, mine, target.hlc, theirs, horizon_ms)
             win, lose = (source, target) if later else (target, source)
@@ -167,18 +181,16 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
         if not changed_here:  # only the target moved on: the source is the stale one
             return Decision(target, None, "copied_back", winner=theirs)
         return Decision(None, source, "copied", winner=mine)
-    # A delete on one side, a record on the other, decided by what the delete deleted (the same
-    # on every store, so any order of syncs converges): the deleted version, or a record stamped
-    # before it, loses to the delete; a record stamped after it survives (and says so). A change
-    # made after seeing another is stamped after it, whatever the machines' clocks read. Without
-    # stamps (an older peer): by updated_at. Two deletions: the one that deleted the later version.
+    # A delete on one side, a record on the other, decided by what the deleter had seen (carried
+    # by the deletion, the same on every store, so any order of syncs converges): a version it
+    # had seen loses to the delete; one it had not seen survives (and says so). Without stamps
+    # (an older peer): by updated_at. Two deletions: the one that deleted the later version.
     record, deletion = (source, target) if source.exists else (target, source)
     if not source.exists and not target.exists:  # two deletions
         return _two_deletions(source, target, mine, theirs, horizon_ms)
     record_key, deleted_key = stamp_key(record.hlc, horizon_ms), stamp_key(deletion.deleted_hlc, horizon_ms)
     if record.record is not None and record_key is not None and deleted_key is not None:
-        deleted_itself = record.record.get("updated_at") == deletion.deleted_updated_at
-        later = record if record_key > deleted_key and not deleted_itself else deletion
+        later = deletion if _seen_by_deleter(record, deletion) else record
     elif record.record is not None and deletion.deleted_updated_at is not None:
         edited_after = moment(record.record.get("updated_at")) > moment(deletion.deleted_updated_at)
         later = record if edited_after else deletion
@@ -189,6 +201,26 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
                         "edit_kept", winner=later.version)
     return Decision(None if later is source else later, None if later is target else later,
                     "deleted", winner=later.version)
+
+
+def _stamped_after(changed: MemoryState, other: MemoryState, horizon_ms: int | None) -> bool:
+    """Whether ``changed`` orders after ``other`` by their stamps (True without stamps: a peer too
+    old to send them is trusted as before)."""
+    mine, theirs = stamp_key(changed.hlc, horizon_ms), stamp_key(other.hlc, horizon_ms)
+    return mine is None or theirs is None or mine > theirs
+
+
+def _seen_by_deleter(record: MemoryState, deletion: MemoryState) -> bool:
+    """Whether the store that made ``deletion`` had seen ``record``'s version: it is the deleted
+    version, or an earlier one of the replica that made that version, or one the deleter had
+    seen otherwise (its own earlier versions, and what syncs merged into them). Not the clock:
+    an edit made without seeing the delete survives it whichever stamp is later."""
+    assert record.record is not None and record.hlc is not None and deletion.deleted_hlc is not None
+    if record.record.get("updated_at") == deletion.deleted_updated_at or record.hlc == deletion.deleted_hlc:
+        return True
+    if replica(record.hlc) == replica(deletion.deleted_hlc) and record.hlc < deletion.deleted_hlc:
+        return True
+    return deletion.seen.covers(record.hlc)
 
 
 def _two_deletions(source: MemoryState, target: MemoryState, mine: Version | None, theirs: Version | None,

@@ -17,9 +17,12 @@ from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..storage import edges as edge_store
 from ..storage.database import read_transaction, transaction
 from ..storage.records import rows_as_dicts, to_record
+from ..storage.hybrid_clock import wall_ms
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
+from .conflict_copy import CONFLICT_KEY
 from .hlc import MAX_SKEW_MS, stamp_key, valid_stamp
+from .seen import Seen, from_rows
 from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
 from .sync_wire import STORE_ID
 
@@ -62,6 +65,10 @@ class StoreSide:
         with self.store.lock, read_transaction(self.store.conn):
             return list(rows_as_dicts(self.store.conn.execute(self.store.sql[name], bindings)))
 
+    def wall_ms(self) -> int:
+        """This store's machine clock (the one its stamps are made with), in ms."""
+        return wall_ms(self.store.now())
+
     def clock(self) -> int:
         with self.store.lock:
             return int(self.store.conn.execute(self.store.sql["sync_clock_now"]).fetchone()[0])
@@ -69,6 +76,12 @@ class StoreSide:
     def memory_count(self) -> int:
         with self.store.lock:
             return int(self.store.conn.execute(self.store.sql["memory_count"]).fetchone()[0])
+
+    def pair_token(self, peer_id: str) -> str | None:
+        """The token this store and ``peer_id`` drew at the end of their last sync (None: none yet)."""
+        with self.store.lock:
+            row = self.store.conn.execute(self.store.sql["sync_pair_token_get"], {"peer": peer_id}).fetchone()
+        return row[0] if row and isinstance(row[0], str) and STORE_ID.fullmatch(row[0]) else None
 
     def sent_to(self, peer_id: str) -> int:
         with self.store.lock:
@@ -192,7 +205,12 @@ class StoreSide:
                     self.put_memory(state, f"sync with store {peer}", expect.get(state.id))
                 except (ValidationError, NotFoundError, ChangedMeanwhile) as exc:
                     refused.append((state.id, exc.message))
+            new_ids = [item["id"] for item in new]
             if new:
+                # The batch commits on its own (it embeds outside the write lock): its stamps are
+                # noted first, so a process killed before they are pinned leaves them for the next
+                # sync (settle_pins) rather than the fresh stamps the batch got here.
+                batch = self._note_pins([s for s in states if s.id in set(new_ids)], peer)
                 try:
                     store.store_many(new)
                 except ValidationError:  # one bad record: store the rest one by one, naming it
@@ -201,14 +219,50 @@ class StoreSide:
                             store.store_many([item])
                         except ValidationError as exc:
                             refused.append((str(item.get("id")), exc.message))
-                stored = {item["id"] for item in new} - {memory_id for memory_id, _ in refused}
-                with transaction(store.conn):
+            stored = set(new_ids) - {memory_id for memory_id, _ in refused}
+            with transaction(store.conn):
+                if new:
                     self._pin_memories([s for s in states if s.id in stored])
-            self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
+                    store.conn.execute(store.sql["sync_pins_clear"], {"batch": batch})
+                self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
         return refused
 
+    def _note_pins(self, states: list[MemoryState], peer: str) -> int | None:
+        """Note the stamps of a batch about to be written; the batch's number (None: no stamps)."""
+        # The record's updated_at tells the version written from one a writer made since (every
+        # edit moves it); cheaper than the version's digest, which a batch would pay per record.
+        pins = [[s.id, s.hlc, s.record.get("updated_at")] for s in states
+                if s.record is not None and stamp_key(s.hlc, None) is not None]
+        if not pins:
+            return None
+        with transaction(self.store.conn):
+            self.store.conn.execute(self.store.sql["sync_pins_note"], {"pins": json.dumps(pins), "peer": peer})
+            return self.store.conn.last_insert_rowid()
+
+    def settle_pins(self) -> None:
+        """Pin the stamps a sync killed mid-batch noted and did not pin (``put_memories``), on
+        the records still holding the version it wrote (one a writer changed since keeps its
+        own, newer stamp), and note them as received from their peer. A batch (at most a page
+        of records) at a time; each is cleared, so this ends."""
+        store = self.store
+        with store.lock:
+            while rows := self._rows("sync_pins_pending"):
+                batch, peer, pins = rows[0]["batch"], rows[0]["peer"], _pins(rows[0]["pins"])
+                with transaction(store.conn):
+                    held = dict(store.conn.execute(store.sql["sync_pins_held"],
+                                                   {"ids": json.dumps([pin[0] for pin in pins])}))
+                    written = [(memory_id, stamp) for memory_id, stamp, updated_at in pins
+                               if isinstance(memory_id, str) and memory_id in held and held[memory_id] == updated_at]
+                    self._pin_memories([MemoryState(i, record={"id": i}, hlc=_stamp(stamp)) for i, stamp in written])
+                    store.conn.execute(store.sql["sync_echo_memories"],
+                                       {"peer": peer, "ids": json.dumps([i for i, _ in written])})
+                    store.conn.execute(store.sql["sync_pins_clear"], {"batch": batch})
+
     def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
-        written = [s for s in states if s.id not in refused]
+        # A conflict copy is made by the sync for both sides, not received from the peer: a sync
+        # killed after writing it here and before writing it there must send it there next time.
+        written = [s for s in states if s.id not in refused
+                   and not (s.record is not None and CONFLICT_KEY in (s.record.get("metadata") or {}))]
         store = self.store
         with transaction(store.conn):
             for kind, statement in (("m", "sync_echo_memories"), ("d", "sync_echo_deletions")):
@@ -275,6 +329,14 @@ class StoreSide:
                 store.conn.execute(store.sql["sync_edge_requeue"], {"src_id": src_id, "type": relation,
                                                                     "dst_id": dst_id})
 
+    def record_seen(self, seen: dict[str, Seen]) -> None:
+        """Join what a sync merged of these memories into what this store has seen of them."""
+        rows = [[memory_id, name, stamp] for memory_id, summary in seen.items() for name, stamp in summary.rows()]
+        if rows:
+            store = self.store
+            with store.lock, transaction(store.conn):
+                store.conn.execute(store.sql["sync_seen_join"], {"rows": json.dumps(rows)})
+
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
         store = self.store
         with store.lock, transaction(store.conn):
@@ -282,11 +344,13 @@ class StoreSide:
                 store.conn.execute(store.sql["sync_base_set"],
                                    {"peer": peer_id, "id": memory_id, "version": version})
 
-    def record_sent(self, peer_id: str, sent_seq: int) -> None:
+    def record_sent(self, peer_id: str, sent_seq: int, token: str | None = None) -> None:
         store = self.store
         with store.lock, transaction(store.conn):
             store.conn.execute(store.sql["sync_peer_record"], {
                 "peer": peer_id, "sent_seq": sent_seq, "now": format_timestamp(store.now())})
+            if token is not None:
+                store.conn.execute(store.sql["sync_pair_token_set"], {"peer": peer_id, "token": token})
             store.conn.execute(store.sql["sync_echo_prune"], {"peer": peer_id, "sent_seq": sent_seq})
 
 
@@ -316,8 +380,9 @@ def pages(side: Any, kind: str, since: int, until: int, peer: str) -> Iterator[l
 def _memory_state(row: dict[str, Any]) -> MemoryState:
     """A memory row as a sync state; a row damaged on disk becomes a state naming the damage."""
     try:
-        return MemoryState(row["id"], record=to_record({k: v for k, v in row.items() if k not in ("change_seq", "hlc")}),
-                           hlc=_stamp(row.get("hlc")))
+        return MemoryState(row["id"], record=to_record({k: v for k, v in row.items()
+                                                        if k not in ("change_seq", "hlc", "seen")}),
+                           hlc=_stamp(row.get("hlc")), seen=_seen(row.get("seen")))
     except (ValueError, TypeError, KeyError) as exc:
         return MemoryState(str(row.get("id")), problem=f"its stored row cannot be read ({exc})")
 
@@ -325,7 +390,30 @@ def _memory_state(row: dict[str, Any]) -> MemoryState:
 def _tombstone(row: dict[str, Any]) -> MemoryState:
     return MemoryState(row["id"], deleted_at=row["deleted_at"], purged=bool(row["purged"]),
                        deleted_updated_at=row.get("deleted_updated_at"), hlc=_stamp(row.get("hlc")),
-                       deleted_hlc=_stamp(row.get("deleted_hlc")))
+                       deleted_hlc=_stamp(row.get("deleted_hlc")), seen=_seen(row.get("seen")))
+
+
+def _pins(value: Any) -> list[list[Any]]:
+    """A noted batch's [id, stamp, updated_at] list; anything else (a peer file's rows are not
+    trusted: too long, not JSON, too deep) is read as nothing to pin."""
+    if not isinstance(value, str) or len(value) > PAGE * 400:
+        return []
+    try:
+        pins = json.loads(value)
+    except (ValueError, RecursionError):
+        return []
+    return [pin for pin in pins[:PAGE] if isinstance(pin, list) and len(pin) == 3] if isinstance(pins, list) else []
+
+
+def _seen(value: Any) -> Seen:
+    """A ``sync_seen`` summary as the sync statements read it (a JSON list of [replica, stamp],
+    at most 17 rows); anything else, from a peer file's rows, is read as nothing seen."""
+    try:
+        rows = json.loads(value) if isinstance(value, str) else []
+    except ValueError:
+        return Seen()
+    return from_rows(tuple(row) for row in rows if isinstance(row, list) and len(row) == 2) \
+        if isinstance(rows, list) else Seen()
 
 
 def _stamp(value: Any) -> str | None:

@@ -15,6 +15,7 @@ from ..errors import ValidationError
 from ..relations import RELATION_TYPES
 from ..validation import validate_timestamp, validate_unit_interval, validate_uuid
 from .hlc import valid_stamp
+from .seen import FLOOR, MAX_REPLICAS, Seen, from_rows, replica
 from .sync_rules import ABSENT, EdgeState, MemoryState
 
 MAX_ITEMS = 500  # states per request or answer
@@ -24,7 +25,7 @@ STORE_ID = re.compile(r"[0-9a-f]{32}")  # a store's identity (meta store_id)
 def memory_to_json(state: MemoryState) -> dict[str, Any]:
     return {"id": state.id, "record": state.record, "deleted_at": state.deleted_at, "problem": state.problem,
             "purged": state.purged, "deleted_updated_at": state.deleted_updated_at, "hlc": state.hlc,
-            "deleted_hlc": state.deleted_hlc}
+            "deleted_hlc": state.deleted_hlc, "seen": [list(row) for row in state.seen.rows()]}
 
 
 def memory_from_json(value: Any, where: str) -> MemoryState:
@@ -55,7 +56,22 @@ def memory_from_json(value: Any, where: str) -> MemoryState:
     if deleted_hlc is not None and deleted_at is None:
         raise ValidationError(f"{where}.deleted_hlc is for a deletion only")
     return MemoryState(memory_id, record=record, deleted_at=deleted_at, problem=problem and problem[:500],
-                       purged=purged, deleted_updated_at=deleted_updated_at, hlc=hlc, deleted_hlc=deleted_hlc)
+                       purged=purged, deleted_updated_at=deleted_updated_at, hlc=hlc, deleted_hlc=deleted_hlc,
+                       seen=seen_summary(value.get("seen"), f"{where}.seen"))
+
+
+def seen_summary(value: Any, where: str) -> Seen:
+    """What a side has seen of a memory: a list of at most ``MAX_REPLICAS`` + 1 [replica, stamp]
+    pairs (absent from a peer of an older version: nothing seen)."""
+    if value is None:
+        return Seen()
+    if not isinstance(value, list) or len(value) > MAX_REPLICAS + 1:
+        raise ValidationError(f"{where} must be a list of at most {MAX_REPLICAS + 1} [replica, stamp] pairs")
+    for n, row in enumerate(value):
+        if not (isinstance(row, list) and len(row) == 2 and valid_stamp(row[1])
+                and (row[0] == FLOOR or row[0] == replica(row[1]))):
+            raise ValidationError(f"{where}[{n}] must be [replica, stamp] ('floor', or the stamp's own replica)")
+    return from_rows(tuple(row) for row in value)
 
 
 def stamp(value: dict[str, Any], name: str, where: str) -> str | None:
@@ -143,3 +159,10 @@ def base_entry(value: Any, where: str) -> tuple[str, str]:
     if not isinstance(version, str) or not VERSION_TEXT.fullmatch(version):
         raise ValidationError(f"{where}[1] is not a sync version")
     return validate_uuid(memory_id, f"{where}[0]"), version
+
+
+def seen_entry(value: Any, where: str) -> tuple[str, Seen]:
+    """One [memory id, seen summary] pair."""
+    if not (isinstance(value, list) and len(value) == 2):
+        raise ValidationError(f"{where} must be [memory_id, [[replica, stamp], ...]]")
+    return validate_uuid(value[0], f"{where}[0]"), seen_summary(value[1], f"{where}[1]")

@@ -162,6 +162,12 @@ def _add_missing_columns(conn: apsw.Connection, script: str) -> None:
 _ADDED_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
 
 
+def migration_0017_sync_seen(conn: apsw.Connection, sql: Statements) -> None:
+    """What a store has seen of each memory (per replica, the latest stamp), kept by triggers,
+    so a deletion can tell an edit it had seen from one made without seeing it."""
+    _run_script(conn, sql["migration_0017_sync_seen"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -179,6 +185,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0014_trash,
     migration_0015_sync_hlc,
     migration_0016_batched_change_log,
+    migration_0017_sync_seen,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,1 @@
+SELECT token FROM sync_pair_tokens WHERE peer = :peer;

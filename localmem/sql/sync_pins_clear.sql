@@ -1,0 +1,1 @@
+DELETE FROM sync_pending_pins WHERE batch = :batch;
