@@ -127,11 +127,13 @@ class PoolCache:
 
 
 def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeModel,
-                 cache: PoolCache) -> list[dict]:
-    return cache.get(Path(path).read_bytes(), lambda: _record_locomo(path, embedder, config, model))
+                 cache: PoolCache, asked_at: str = "today") -> list[dict]:
+    item = Path(path).read_bytes() + (b"" if asked_at == "today" else f"\0asked at {asked_at}".encode())
+    return cache.get(item, lambda: _record_locomo(path, embedder, config, model, asked_at))
 
 
-def _record_locomo(path: str, embedder, config: Config, model: learned_rank.TreeModel) -> list[dict]:
+def _record_locomo(path: str, embedder, config: Config, model: learned_rank.TreeModel,
+                   asked_at: str) -> list[dict]:
     data = json.loads(Path(path).read_text())
     store, questions = locomo.build_store(data, embedder, ":memory:", config)
     store.learned_model = model
@@ -142,7 +144,7 @@ def _record_locomo(path: str, embedder, config: Config, model: learned_rank.Tree
     with store:
         for q in questions:
             pool = recorded_pool(store, lambda q=q: store.recall(q["question"], tags=[q["conv_tag"]], limit=20,
-                                                                 adaptive_floor=False),
+                                                                 adaptive_floor=False, **locomo.asking(q, asked_at)),
                                  lambda c: dia_of[c["memory"]["id"]])
             fold = int(q["conv_tag"].split(":")[1]) % FOLDS
             pool.update(shape="locomo", fold=fold, labels=np.array([k in q["evidence"] for k in pool["keys"]], float),
@@ -220,6 +222,8 @@ def means(rows: list[dict], keys) -> list[float]:
 def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
     """The options that say which pools to record (shared with role_length_levers.py)."""
     parser.add_argument("--locomo", default=str(locomo.DEFAULT_DATA))
+    parser.add_argument("--locomo-asked-at", choices=locomo.ASKED_AT, default="today",
+                        help="when LoCoMo's questions are asked (benchmarks/quality/locomo.py --asked-at)")
     parser.add_argument("--lme", default=str(longmemeval.DEFAULT_DATA))
     parser.add_argument("--lme-instances", type=int, default=None,
                         help="the first N LongMemEval instances in the runner's subset order (default: all)")
@@ -245,7 +249,7 @@ def record_all(args: argparse.Namespace, log: Callable[[str], None]) -> tuple[li
     placeholder = dataclasses.replace(trl.placeholder_model(embedder.name, delta=delta),
                                       embedders=(*packaged.embedders, embedder.name))
     cache = PoolCache(args.pools, embedder.name, config)
-    pools = locomo_pools(args.locomo, embedder, config, placeholder, cache)
+    pools = locomo_pools(args.locomo, embedder, config, placeholder, cache, args.locomo_asked_at)
     log(f"locomo: {len(pools)} pools")
     instances = longmemeval.load_instances(args.lme, args.lme_instances, ids=args.lme_ids.split(",") if args.lme_ids else None)
     pools += lme_pools(instances, embedder, config, placeholder, log, cache)
