@@ -59,3 +59,16 @@ def test_longmemeval_pools_count_lme_weight_times_in_training():
     assert [p["shape"] for p in trained] == ["lme"] * 3 + ["locomo"]  # a pool without evidence is left out
     with pytest.raises(SystemExit):
         train_rank_two_shapes.main(["--lme-weight", "0"])
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
+def test_the_relative_dates_run_reports_both_settings_held_out(tmp_path, capsys):
+    from benchmarks.quality import relative_dates
+
+    assert relative_dates.main([*small_data(tmp_path, 20, 5), "--seeds", "0", "--rounds", "3",
+                                "--locomo-asked-at", "last-session"]) == 0
+    printed = capsys.readouterr().out
+    assert "LoCoMo asked last-session" in printed
+    for label in ("| off | 0 |", "| on | 0 |", "| off | mean |", "| on | mean |"):
+        assert label in printed
+    assert "- locomo:" in printed and "- lme:" in printed
