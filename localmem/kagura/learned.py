@@ -62,9 +62,10 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
     found = [c for c in outcome.candidates if c.found]
     mention = read_query_date(backend.config, query, now)
     rows = [_pool_row(c) for c in found]
-    ignored = mention is not None and mention.relative and not any_in_period(mention, rows)
-    if ignored:  # as recall does: a period read against the clock that holds no candidate changes nothing
-        dates = [{**mention.describe(), "ignored": "no candidate falls in this period"}]
+    dates = [mention.describe()] if mention is not None else []
+    if mention is not None and mention.relative and not any_in_period(mention, rows):
+        # As recall does: a period read against the clock that holds no candidate changes nothing.
+        dates = [{**dates[0], "ignored": "no candidate falls in this period"}]
         mention = None
     learned = learned_components(model, rows, query, mention)
     weight = backend.config.weight_learned
@@ -75,4 +76,4 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
         candidate.learned = value
         candidate.score = (candidate.score + weight * (value or 0.0)) / (1.0 + weight)
     rank(outcome.candidates)
-    return report(None, len(learned), dates if ignored else [mention.describe()] if mention is not None else [])
+    return report(None, len(learned), dates)
