@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -270,3 +273,68 @@ def test_the_cli_summary_names_the_date_it_ranked_by(tmp_path, monkeypatch, caps
     assert main(["--db", str(path), "--embedder", "hash", "recall", "farmers market on 20 May 2023"]) == 0
     captured = capsys.readouterr()
     assert "date in the query ranked by: 20 May 2023 (a hint, not a filter)" in captured.out + captured.err
+
+
+# -- a relative period that holds none of the store's memories ---------------------------------------
+
+
+def scored(response: dict) -> list[tuple[str, float]]:
+    return [(r["id"], round(r["final_score"], 9)) for r in response["results"]]
+
+
+@pytest.mark.parametrize("now", [
+    "2023-06-07T10:00:00Z",   # "last Saturday" is 3 June: after every memory
+    "2031-01-15T10:00:00Z",   # years after the store, as a question asked long after a conversation
+    "2021-03-03T10:00:00Z",   # before the first memory
+])
+def test_a_relative_period_no_memory_falls_in_changes_nothing_and_the_answer_says_so(now):
+    store, roses = busy_store()
+    off = store.recall("what did I do last Saturday", limit=10, now=now)
+    store.config = Config.from_env({"LOCALMEM_QUERY_RELATIVE_DATES": "1"})
+    on = store.recall("what did I do last Saturday", limit=10, now=now)
+    # The model reads names_date and date_distance: had the period been read, every score would move.
+    assert scored(on) == scored(off)
+    (date,) = on["learned_rank"]["dates_in_query"]
+    assert date["expression"] == "last Saturday" and date["relative"] is True
+    assert date["ignored"] == "no memory in scope falls in this period" and date["added_candidates"] == 0
+
+
+def test_a_relative_period_is_judged_within_the_requests_scope():
+    store, roses = busy_store()  # roses: 20 May 2023, untagged
+    store.config = Config.from_env({"LOCALMEM_QUERY_RELATIVE_DATES": "1"})
+    mine = store.store("Fixed the garden gate", tags=["mine"], timestamp="2023-04-02T10:00:00Z")
+    query, now = "what did I do last Saturday", "2023-05-24T10:00:00Z"
+    scoped = store.recall(query, limit=5, now=now, tags=["mine"])
+    assert [r["id"] for r in scoped["results"]] == [mine]
+    assert scoped["learned_rank"]["dates_in_query"][0]["ignored"]  # roses is outside the scope
+    unscoped = store.recall(query, limit=5, now=now)
+    (date,) = unscoped["learned_rank"]["dates_in_query"]
+    assert "ignored" not in date and date["added_candidates"] == 1 and unscoped["results"][0]["id"] == roses
+
+
+def test_recall_v1_ignores_a_relative_period_none_of_its_candidates_falls_in():
+    store, ids = dated_store()
+    store.config = Config.from_env({"LOCALMEM_QUERY_RELATIVE_DATES": "1"})
+    inside = store.recall_v1("farmers market last week", k=3, now="2023-05-24T10:00:00Z")
+    (date,) = inside["learned_rank"]["dates_in_query"]
+    assert "ignored" not in date and inside["results"][0]["memory_id"] == ids["2023-05-20T09:00:00Z"]
+    far = store.recall_v1("farmers market last week", k=3, now="2030-05-24T10:00:00Z")
+    assert far["learned_rank"]["dates_in_query"][0]["ignored"] == "no candidate falls in this period"
+    store.config = Config.from_env({})
+    plain = store.recall_v1("farmers market last week", k=3, now="2030-05-24T10:00:00Z")
+    assert [(r["memory_id"], r["score"]) for r in far["results"]] == [
+        (r["memory_id"], r["score"]) for r in plain["results"]]
+
+
+def test_the_cli_summary_says_a_relative_period_was_not_used(tmp_path):
+    path = tmp_path / "memory.db"
+    model = tmp_path / "dates.json"
+    model.write_text(json.dumps(model_dict([tree(DISTANCE, 0.7, 6.0, -6.0)])))
+    env = dict(os.environ, LOCALMEM_LEARNED_RANK_MODEL=str(model), LOCALMEM_QUERY_RELATIVE_DATES="1")
+    cli = [sys.executable, "-m", "localmem", "--db", str(path), "--embedder", "hash"]
+    subprocess.run([*cli, "store", "Went to the farmers market and bought pears",
+                    "--timestamp", "2023-05-20T09:00:00Z"], check=True, env=env, capture_output=True)
+    out = subprocess.run([*cli, "recall", "farmers market last week"],  # asked today, years later
+                         check=True, env=env, capture_output=True, text=True)
+    assert ("date in the query not used: last week (no memory in scope falls in this period)"
+            in out.stdout + out.stderr)

@@ -17,13 +17,14 @@ pytest.importorskip("lightgbm")
 @pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
 def test_the_run_reports_held_out_rows_and_writes_a_loadable_model(tmp_path, capsys):
     output = tmp_path / "model.json"
-    assert train_rank_two_shapes.main([*small_data(tmp_path, 30, 6), "--rounds", "5", "--write",
+    assert train_rank_two_shapes.main([*small_data(tmp_path, 30, 6), "--rounds", "5", "--write", "--misses",
                                        "--output", str(output), "--seen-ids", "q0,q1,q2,q3"]) == 0
     printed = capsys.readouterr().out
     for row in ("FTS5 BM25", "weighted score alone", "trained on the other dataset only",
                 "trees on both, fold held out |", "no role features"):
         assert row in printed
     assert "6 LongMemEval questions (6 instances" in printed
+    assert "LongMemEval evidence turns the held-out trees leave out of the top 10:" in printed
     model = TreeModel.from_file(str(output))
     assert model.features == FEATURES and len(model.feature) == 5
     assert "LongMemEval" in json.loads(output.read_text())["trained_on"]
@@ -59,3 +60,16 @@ def test_longmemeval_pools_count_lme_weight_times_in_training():
     assert [p["shape"] for p in trained] == ["lme"] * 3 + ["locomo"]  # a pool without evidence is left out
     with pytest.raises(SystemExit):
         train_rank_two_shapes.main(["--lme-weight", "0"])
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
+def test_the_relative_dates_run_reports_both_settings_held_out(tmp_path, capsys):
+    from benchmarks.quality import relative_dates
+
+    assert relative_dates.main([*small_data(tmp_path, 20, 5), "--seeds", "0", "--rounds", "3",
+                                "--locomo-asked-at", "last-session"]) == 0
+    printed = capsys.readouterr().out
+    assert "LoCoMo asked last-session" in printed
+    for label in ("| off | 0 |", "| on | 0 |", "| off | mean |", "| on | mean |"):
+        assert label in printed
+    assert "- locomo:" in printed and "- lme:" in printed

@@ -6,7 +6,13 @@ A question's score at k is the share of its evidence turns found in the top
 k. Baselines (plain FTS5 BM25, dense MiniLM cosine) run in the same process
 over the same memories.
 
-    python benchmarks/quality/locomo.py [--data PATH] [--embedder auto|hash] [--write]
+When a question is asked: LoCoMo gives no question date. ``--asked-at today`` (the
+default, the documented protocol) asks at the machine's clock, years after the
+conversations; ``--asked-at last-session`` asks at the conversation's last session,
+as a person asking after the conversation would, which is what a question's
+relative dates ("last week") are read against.
+
+    python benchmarks/quality/locomo.py [--data PATH] [--embedder auto|hash] [--asked-at today|last-session] [--write]
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from localmem.embedders.resolve import resolve_embedder  # noqa: E402
 DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev.json"
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+ASKED_AT = ("today", "last-session")
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 # The packaged learned-rank model was trained on these very conversations, so
 # the localmem rows above are in-sample; its held-out figure comes from training.
@@ -97,6 +104,14 @@ def questions_of(sample: dict, known: set[str]) -> list[dict]:
     return out
 
 
+def asking(q: dict, asked_at: str) -> dict[str, str]:
+    """The recall parameters that set when question ``q`` is asked (ASKED_AT): none for
+    today, the time of its conversation's last session for last-session."""
+    if asked_at not in ASKED_AT:
+        raise ValueError(f"asked_at must be one of {', '.join(ASKED_AT)}, not {asked_at!r}")
+    return {"now": q["last_session"]} if asked_at == "last-session" else {}
+
+
 def metrics(ranked: list[str], evidence: set[str]) -> dict[str, float]:
     out = {f"R@{k}": len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
     first = next((i for i, d in enumerate(ranked) if d in evidence), None)
@@ -145,27 +160,28 @@ def dense_baseline(store: MemoryStore, query_vector: bytes, conv_tag: str, k: in
     return [r[0] for r in rows]
 
 
-def recall_v1_ranked(store: MemoryStore, question: str, tag: str, k: int) -> list[str]:
+def recall_v1_ranked(store: MemoryStore, question: str, tag: str, k: int, **asked: str) -> list[str]:
     """Kagura-style recall (``recall_v1``, hybrid) scoped to the conversation's tag."""
     dia_of = getattr(store, "_dia_of", None)
     if dia_of is None:  # recall_v1 rows carry no metadata: map ids to dialog ids once
         dia_of = store._dia_of = dict(store.conn.execute(
             "SELECT id, json_extract(metadata, '$.dia_id') FROM memories"))
-    response = store.recall_v1(question, k=k, filters={"tags": [tag]}, include_superseded=False)
+    response = store.recall_v1(question, k=k, filters={"tags": [tag]}, include_superseded=False, **asked)
     return [dia_of.get(r["memory_id"]) for r in response["results"] if not r["folded"]]
 
 
-def evaluate(store: MemoryStore, questions: list[dict], recall_params: dict) -> dict[str, dict]:
+def evaluate(store: MemoryStore, questions: list[dict], recall_params: dict,
+             asked_at: str = "today") -> dict[str, dict]:
     """Per-retriever list of per-question metric dicts."""
     results: dict[str, list] = {"localmem": [], "recall_v1": [], "bm25": [], "dense": []}
     for q in questions:
         tag = q["conv_tag"]
         response = store.recall(q["question"], tags=[tag], limit=20, adaptive_floor=False,
-                                **recall_params)
+                                **asking(q, asked_at), **recall_params)
         ranked = [r["memory"]["metadata"].get("dia_id") for r in response["results"]]
         results["localmem"].append((q, metrics(ranked, q["evidence"])))
-        results["recall_v1"].append((q, metrics(recall_v1_ranked(store, q["question"], tag, 20),
-                                                q["evidence"])))
+        results["recall_v1"].append((q, metrics(recall_v1_ranked(store, q["question"], tag, 20,
+                                                                 **asking(q, asked_at)), q["evidence"])))
         results["bm25"].append((q, metrics(bm25_baseline(store, q["question"], tag, 20), q["evidence"])))
         if store.embedder is not None:
             vector = store.embed_texts([q["question"]])
@@ -206,22 +222,23 @@ def build_store(data: list, embedder, path: str, config: Config, *,
         known = {t["dia_id"] for t in turns}
         for q in questions_of(sample, known):
             q["conv_tag"] = f"conv:{index}"
+            q["last_session"] = max(t["timestamp"] for t in turns)  # asking(q, "last-session")
             questions.append(q)
     return store, questions
 
 
-def localmem_only(store: MemoryStore, questions: list[dict], params: dict) -> list:
+def localmem_only(store: MemoryStore, questions: list[dict], params: dict, asked_at: str = "today") -> list:
     rows = []
     for q in questions:
         response = store.recall(q["question"], tags=[q["conv_tag"]], limit=20, adaptive_floor=False,
-                                **params)
+                                **asking(q, asked_at), **params)
         rows.append((q, metrics([r["memory"]["metadata"].get("dia_id") for r in response["results"]],
                                 q["evidence"])))
     return rows
 
 
 def ablations(data: list, store: MemoryStore, questions: list[dict], params: dict,
-              embedder: str):
+              embedder: str, asked_at: str = "today"):
     """(label, per-question metrics) with one lever removed at a time.
 
     The learned-rank model was trained with every other lever on, so those
@@ -229,9 +246,9 @@ def ablations(data: list, store: MemoryStore, questions: list[dict], params: dic
     base = store.config
     plain = base.with_changes(learned_rank=False)
     yield "learned re-ranking (LOCALMEM_LEARNED_RANK=0; the previous default)", \
-        localmem_only_with(store, plain, questions, params)
+        localmem_only_with(store, plain, questions, params, asked_at)
     yield ("dates named in the query (LOCALMEM_QUERY_DATES=0), learned re-ranking on",
-           localmem_only_with(store, base.with_changes(query_dates=False), questions, params))
+           localmem_only_with(store, base.with_changes(query_dates=False), questions, params, asked_at))
     variants = [
         ("BM25 keyword score (AutoMem's substring score / keyword share instead)",
          {"keyword_scoring": "automem"}),
@@ -247,21 +264,22 @@ def ablations(data: list, store: MemoryStore, questions: list[dict], params: dic
     ]
     for label, changes in variants:
         yield f"learned re-ranking and {label}", \
-            localmem_only_with(store, plain.with_changes(**changes), questions, params)
+            localmem_only_with(store, plain.with_changes(**changes), questions, params, asked_at)
     # Embedded again (from the embedding cache), so the flat store has token codes too.
     flat, flat_questions = build_store(data, embedder, ":memory:", base, threads=False)
     with flat:
         yield ("threads (no session in tags or metadata), learned re-ranking on",
-               localmem_only(flat, flat_questions, params))
+               localmem_only(flat, flat_questions, params, asked_at))
         yield ("learned re-ranking and threads",
-               localmem_only_with(flat, plain, flat_questions, params))
+               localmem_only_with(flat, plain, flat_questions, params, asked_at))
 
 
-def localmem_only_with(store: MemoryStore, config: Config, questions: list[dict], params: dict) -> list:
+def localmem_only_with(store: MemoryStore, config: Config, questions: list[dict], params: dict,
+                       asked_at: str = "today") -> list:
     """``localmem_only`` under another configuration (the store's own is restored after)."""
     base, store.config = store.config, config
     try:
-        return localmem_only(store, questions, params)
+        return localmem_only(store, questions, params, asked_at)
     finally:
         store.config = base
 
@@ -302,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="write the table into docs/results/history.md")
     parser.add_argument("--ablations", action="store_true",
                         help="also run localmem with one lever removed at a time")
+    parser.add_argument("--asked-at", choices=ASKED_AT, default="today",
+                        help="when each question is asked: today (default) or at its conversation's last session")
     args = parser.parse_args(argv)
     data = json.loads(Path(args.data).read_text())
     started = time.perf_counter()
@@ -311,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     build_bm25_baseline(store)
     built = time.perf_counter() - started
     params = dict(p.split("=", 1) for p in args.param)
-    results = evaluate(store, questions, params)
+    results = evaluate(store, questions, params, args.asked_at)
     header = ["| retriever | category | n | R@1 | R@5 | R@10 | R@20 | MRR | nDCG@10 |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     lines = list(header)
@@ -328,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", "Ablations (overall; one lever removed at a time, same data, same run):", "",
                   "| localmem without … | R@1 | R@5 | R@10 | R@20 | MRR | nDCG@10 |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
-        for label, rows in ablations(data, store, questions, params, embedder):
+        for label, rows in ablations(data, store, questions, params, embedder, args.asked_at):
             s = summarise(rows)["overall"]
             lines.append(f"| {label} | " + " | ".join(
                 f"{s[k]:.3f}" for k in ["R@1", "R@5", "R@10", "R@20", "MRR", "nDCG@10"]) + " |")
@@ -343,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_results(body: str, args: argparse.Namespace, n: int, elapsed: float) -> None:
     command = ("python benchmarks/quality/locomo.py --write" + (" --ablations" if args.ablations else "")
+               + (f" --asked-at {args.asked_at}" if args.asked_at != "today" else "")
                + "".join(f" --param {p}" for p in args.param))
     write_section("locomo", f"## Retrieval quality (LoCoMo dev)\n\n"
                             f"Command: `{command}` (embedder `{args.embedder}`), "

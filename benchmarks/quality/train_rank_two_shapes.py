@@ -127,11 +127,13 @@ class PoolCache:
 
 
 def locomo_pools(path: str, embedder, config: Config, model: learned_rank.TreeModel,
-                 cache: PoolCache) -> list[dict]:
-    return cache.get(Path(path).read_bytes(), lambda: _record_locomo(path, embedder, config, model))
+                 cache: PoolCache, asked_at: str = "today") -> list[dict]:
+    item = Path(path).read_bytes() + (b"" if asked_at == "today" else f"\0asked at {asked_at}".encode())
+    return cache.get(item, lambda: _record_locomo(path, embedder, config, model, asked_at))
 
 
-def _record_locomo(path: str, embedder, config: Config, model: learned_rank.TreeModel) -> list[dict]:
+def _record_locomo(path: str, embedder, config: Config, model: learned_rank.TreeModel,
+                   asked_at: str) -> list[dict]:
     data = json.loads(Path(path).read_text())
     store, questions = locomo.build_store(data, embedder, ":memory:", config)
     store.learned_model = model
@@ -142,7 +144,7 @@ def _record_locomo(path: str, embedder, config: Config, model: learned_rank.Tree
     with store:
         for q in questions:
             pool = recorded_pool(store, lambda q=q: store.recall(q["question"], tags=[q["conv_tag"]], limit=20,
-                                                                 adaptive_floor=False),
+                                                                 adaptive_floor=False, **locomo.asking(q, asked_at)),
                                  lambda c: dia_of[c["memory"]["id"]])
             fold = int(q["conv_tag"].split(":")[1]) % FOLDS
             pool.update(shape="locomo", fold=fold, labels=np.array([k in q["evidence"] for k in pool["keys"]], float),
@@ -213,6 +215,31 @@ def fit(pools: list[dict], args, drop=()) -> Callable[[np.ndarray], np.ndarray]:
     return lambda rows: ranker.predict(zeroed(rows, drop), raw_score=True)
 
 
+def held_out_misses(pools: list[dict], instances: list[dict], predict_for: Callable[[dict], Any],
+                    weight: float) -> list[str]:
+    """Each LongMemEval evidence turn the held-out trees leave out of the top 10: the question,
+    and the turn's role, length, held-out rank and rank by weighted score alone, and its opening."""
+    by_id = {i["question_id"]: i for i in instances}
+    lines = []
+    for pool in (p for p in pools if p["shape"] == "lme"):
+        orders = [np.argsort(-scores, kind="stable") for scores in
+                  (learned_scores(predict_for(pool), pool, weight), pool["final"])]
+        ranked, alone = (longmemeval.distinct([pool["keys"][i] for i in order]) for order in orders)
+        missed = sorted(t for t in pool["truth"]["turns"] if t not in ranked[:10])
+        if not missed:
+            continue
+        instance = by_id[pool["id"]]
+        lines.append(f"- {pool['id']} ({pool['kind']}): {instance['question']}")
+        for key in missed:
+            session, turn = map(int, key.split(":"))
+            said = instance["haystack_sessions"][session][turn]
+            rank = ranked.index(key) + 1 if key in ranked else "not in the pool"
+            first = alone.index(key) + 1 if key in alone else "-"
+            lines.append(f"  - turn {key}, {said['role']}, {len(said['content'])} characters, held-out rank {rank} "
+                         f"(weighted score alone {first}): {said['content'][:100]!r}")
+    return lines
+
+
 def means(rows: list[dict], keys) -> list[float]:
     return [float(np.mean([r[k] for r in rows if k in r])) for k in keys]
 
@@ -220,6 +247,8 @@ def means(rows: list[dict], keys) -> list[float]:
 def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
     """The options that say which pools to record (shared with role_length_levers.py)."""
     parser.add_argument("--locomo", default=str(locomo.DEFAULT_DATA))
+    parser.add_argument("--locomo-asked-at", choices=locomo.ASKED_AT, default="today",
+                        help="when LoCoMo's questions are asked (benchmarks/quality/locomo.py --asked-at)")
     parser.add_argument("--lme", default=str(longmemeval.DEFAULT_DATA))
     parser.add_argument("--lme-instances", type=int, default=None,
                         help="the first N LongMemEval instances in the runner's subset order (default: all)")
@@ -245,7 +274,7 @@ def record_all(args: argparse.Namespace, log: Callable[[str], None]) -> tuple[li
     placeholder = dataclasses.replace(trl.placeholder_model(embedder.name, delta=delta),
                                       embedders=(*packaged.embedders, embedder.name))
     cache = PoolCache(args.pools, embedder.name, config)
-    pools = locomo_pools(args.locomo, embedder, config, placeholder, cache)
+    pools = locomo_pools(args.locomo, embedder, config, placeholder, cache, args.locomo_asked_at)
     log(f"locomo: {len(pools)} pools")
     instances = longmemeval.load_instances(args.lme, args.lme_instances, ids=args.lme_ids.split(",") if args.lme_ids else None)
     pools += lme_pools(instances, embedder, config, placeholder, log, cache)
@@ -269,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lme-weight", type=int, default=1,
                         help="each LongMemEval pool counts this many times in training (at least 1)")
     parser.add_argument("--write", action="store_true", help="train on every pool and save the model")
+    parser.add_argument("--misses", action="store_true",
+                        help="list each LongMemEval evidence turn the held-out trees leave out of the top 10")
     parser.add_argument("--output", default=str(trl.MODEL_PATH))
     parser.add_argument("--seen-ids", default=None,
                         help="comma-separated LongMemEval ids the packaged trees were trained on (default: the "
@@ -300,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
                         ("trees on both, fold held out, no role features", ROLE_FEATURES)):
         held = {fold: fit([p for p in pools if p["fold"] != fold], args, drop) for fold in range(FOLDS)}
         rank(label, lambda p, held=held: held[p["fold"]])
+        if not drop:
+            held_out = held
         log(f"{label} done")
 
     lines = ["| ranking | LoCoMo R@5 | LoCoMo R@10 | LoCoMo MRR | LME turn R@5 | LME turn R@10 | LME MRR | "
@@ -332,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     n_lme = sum(p["shape"] == "lme" for p in pools)
     lines += ["", f"{len(pools) - n_lme} LoCoMo questions, {n_lme} LongMemEval questions "
               f"({len(instances)} instances, abstentions left out); {time.perf_counter() - started:.0f} s."]
+    if args.misses:
+        lines += ["", "LongMemEval evidence turns the held-out trees leave out of the top 10:", "",
+                  *held_out_misses(pools, instances, lambda p: held_out[p["fold"]], weight)]
     print("\n".join(lines))
     if args.write:
         ranker = trl.fit(weighted(pools, args.lme_weight), args.rounds, args.seed, args.learning_rate)

@@ -122,7 +122,10 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
         summary.append(f"window {human_time(window.get('start')) if window.get('start') else '...'} to "
                        f"{human_time(window.get('end')) if window.get('end') else '...'}")
     for date in (response.get("learned_rank") or {}).get("dates_in_query") or []:
-        summary.append(f"date in the query ranked by: {date.get('expression')} (a hint, not a filter)")
+        if date.get("ignored"):
+            summary.append(f"date in the query not used: {date.get('expression')} ({date['ignored']})")
+        else:
+            summary.append(f"date in the query ranked by: {date.get('expression')} (a hint, not a filter)")
     state = response.get("state_filter") or {}
     if state.get("suppressed_count"):
         summary.append(f"{state['suppressed_count']} not current hidden (--state-mode history shows them)")

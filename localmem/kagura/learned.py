@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..recall.late_interaction import token_score
-from ..recall.learned_rank import TreeModel, learned_components, read_query_date, report, usable_model
+from ..recall.learned_rank import (TreeModel, any_in_period, learned_components, read_query_date, report,
+                                   usable_model)
 from .search import Candidate, SearchOutcome, rank
 
 if TYPE_CHECKING:
@@ -60,7 +61,13 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
         return report(reason, 0)
     found = [c for c in outcome.candidates if c.found]
     mention = read_query_date(backend.config, query, now)
-    learned = learned_components(model, [_pool_row(c) for c in found], query, mention)
+    rows = [_pool_row(c) for c in found]
+    dates = [mention.describe()] if mention is not None else []
+    if mention is not None and mention.relative and not any_in_period(mention, rows):
+        # As recall does: a period read against the clock that holds no candidate changes nothing.
+        dates = [{**dates[0], "ignored": "no candidate falls in this period"}]
+        mention = None
+    learned = learned_components(model, rows, query, mention)
     weight = backend.config.weight_learned
     for index, candidate in enumerate(found):
         # Candidates the model did not score count a learned component of 0, so the
@@ -69,4 +76,4 @@ def add_learned(backend: "Backend", query: str, mode: str, outcome: SearchOutcom
         candidate.learned = value
         candidate.score = (candidate.score + weight * (value or 0.0)) / (1.0 + weight)
     rank(outcome.candidates)
-    return report(None, len(learned), [mention.describe()] if mention is not None else [])
+    return report(None, len(learned), dates)

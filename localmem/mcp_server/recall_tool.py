@@ -195,7 +195,7 @@ Responses are budgeted (default ~18k tokens, `AUTOMEM_RECALL_TOKEN_BUDGET`): tex
             "vector_search": {"type": "object"},
             "learned_rank": {"type": "object", "description": "Whether the learned re-ranking ran: "
                                                               "{ applied, candidates, dates_in_query? } or { applied: false, reason }; "
-                                                              "dates_in_query: calendar dates the query names, a ranking hint."},
+                                                              "dates_in_query: calendar dates the query names, a ranking hint (ignored: why one was not read)."},
             "query_time_ms": {"type": "number"},
             "degraded": {"type": "boolean"},
             "degraded_reason": {"type": "string"},

@@ -217,6 +217,15 @@ def read_query_date(config: "Config", query: str, now: datetime) -> CalendarMent
     return find_calendar_mention(query, now, relative=config.query_relative_dates)
 
 
+def any_in_period(mention: CalendarMention, candidates: list[dict[str, Any]]) -> bool:
+    """Whether any candidate's timestamp falls inside the period ``mention`` names."""
+    for candidate in candidates:
+        epoch = parse_epoch(candidate["memory"].get("timestamp"))
+        if epoch is not None and mention.start <= from_epoch(epoch) <= mention.end:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class TreeModel:
     """An ensemble of binary trees over FEATURES, as flat arrays (one row per tree).

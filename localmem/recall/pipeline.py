@@ -78,6 +78,7 @@ class Recall:
         self.learned_ranked = 0  # candidates that got a learned component
         self.query_dates: dict[str, CalendarMention | None] = {}  # the date each query names
         self.dated_found: dict[str, int] = {}  # candidates only the named date's channel found
+        self.dates_ignored: dict[str, CalendarMention] = {}  # relative periods no memory in scope falls in
         self.profiles: dict[str, ContextProfile | None] = {}
         self.keyword_scorers: dict[str, KeywordScorer] = {}
         self.scopes: dict[str, Scope] = {}  # each query's scope, for keyword statistics
@@ -301,12 +302,21 @@ class Recall:
         if mention is None or not mention.has_year:
             return []
         scope = dated_scope(self.params, mention.start, mention.end, self.config.excluded_types)
-        return vector_candidates(self.backend, scope, query_vector, DATED_FETCH) if scope is not None else []
+        found = vector_candidates(self.backend, scope, query_vector, DATED_FETCH) if scope is not None else []
+        if mention.relative and not found:
+            # Read against the request's clock, a period holding none of the scope's memories is
+            # about no memory here (a question asked long after them): it changes nothing.
+            self.query_dates[query] = None
+            self.dates_ignored[query] = mention
+        return found
 
     def dates_read(self) -> list[dict[str, Any]]:
-        """What the answer says of the dates the model read: each, and the candidates it added."""
+        """What the answer says of the dates the model read: each, and the candidates it added;
+        and the relative periods it did not read, saying why."""
         return [{**mention.describe(), "added_candidates": self.dated_found.get(query, 0)}
-                for query, mention in self.query_dates.items() if mention is not None]
+                for query, mention in self.query_dates.items() if mention is not None] + [
+            {**mention.describe(), "added_candidates": 0, "ignored": "no memory in scope falls in this period"}
+            for mention in self.dates_ignored.values()]
 
     def scorer(self, query: str):
         def score(result: dict[str, Any]) -> None:

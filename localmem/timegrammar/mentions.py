@@ -57,12 +57,14 @@ SECONDS_PER_DAY = 86_400.0
 
 @dataclass(frozen=True)
 class CalendarMention:
-    """A calendar period a text names: its words, its window, and whether it gave a year."""
+    """A calendar period a text names: its words, its window, whether it gave a year, and
+    whether it was read relative to the request's "now" ("last Friday")."""
 
     expression: str
     start: datetime
     end: datetime
     has_year: bool
+    relative: bool = False
 
     def days_from(self, when: datetime) -> float:
         """Days between ``when`` and the period (0 inside it). Without a year the period
@@ -83,8 +85,11 @@ class CalendarMention:
         return best / SECONDS_PER_DAY
 
     def describe(self) -> dict[str, str | bool]:
-        return {"expression": self.expression, "start": self.start.isoformat(),
-                "end": self.end.isoformat(), "has_year": self.has_year}
+        described: dict[str, str | bool] = {"expression": self.expression, "start": self.start.isoformat(),
+                                            "end": self.end.isoformat(), "has_year": self.has_year}
+        if self.relative:
+            described["relative"] = True
+        return described
 
 
 def find_calendar_mention(text: str, now: datetime, relative: bool = False) -> CalendarMention | None:
@@ -138,7 +143,7 @@ def _read(span: str, now: datetime, *, first_word: bool, relative: bool = False)
     if relative:  # a past period relative to now ("this weekend" on a Wednesday is not one)
         if not set(reading.rules) <= RELATIVE_RULES or reading.start > now:
             return None
-        return CalendarMention(reading.expression, reading.start, reading.end, has_year=True)
+        return CalendarMention(reading.expression, reading.start, reading.end, has_year=True, relative=True)
     if not set(reading.rules) <= CALENDAR_RULES:
         return None
     has_year = not set(reading.rules) <= _WITHOUT_YEAR
