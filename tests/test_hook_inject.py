@@ -333,6 +333,7 @@ def test_verbose_explains_each_decision_and_the_cost(tmp_path):
     assert "kept" in err and "this session's own turn" in err and "(copy for the test)" not in block
     # Each candidate's line says what its relevance rests on: recall's relevance_inputs.
     assert all(f"{name} " in err for name in ("cosine", "coverage", "token", "keyword")), err
+    assert " rank 1 " in err  # and its place in recall's answer
     assert "project:orchid" in err and "tokens (estimated)" in err
     again, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), LOCALMEM_HOOK_VERBOSE="1")
     assert again is None and "already injected this session" in err
@@ -340,3 +341,5 @@ def test_verbose_explains_each_decision_and_the_cost(tmp_path):
         answer = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="t"),
                                          HookSettings())
     assert answer.report["tokens"] == estimate_tokens(context_of(answer.output, "UserPromptSubmit"))
+    ranks = [c["rank"] for c in answer.report["candidates"]]  # each candidate's place in recall's answer
+    assert 1 in ranks and all(isinstance(r, int) and r >= 1 for r in ranks), ranks

@@ -188,14 +188,14 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
             scopes.append({"exclude_tags": ["project"]})
     found: dict[str, Candidate] = {}
     for params in scopes:
-        for result in store.recall(query, limit=limit, **params).get("results", []):
+        for rank, result in enumerate(store.recall(query, limit=limit, **params).get("results", []), 1):
             relevance = relevance_of(result)
             if result["id"] in found and found[result["id"]].relevance >= relevance:
                 continue
             memory = result["memory"]
             inputs = (result.get("score_components") or {}).get("relevance_inputs")
             found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "",
-                                            inputs if isinstance(inputs, dict) else None)
+                                            inputs if isinstance(inputs, dict) else None, rank)
     return list(found.values())
 
 
@@ -260,5 +260,6 @@ def _candidate_line(candidate: Candidate, event: str) -> str:
     # What the relevance rests on (recall's relevance_inputs), so a drop can be read, not guessed.
     inputs = ", ".join(f"{name} {value:.2f}" for name, value in (candidate.inputs or {}).items()
                        if isinstance(value, (int, float)))
-    return (f"  {candidate.reason:<32} relevance {candidate.relevance:.3f}{f' ({inputs})' if inputs else ''}  "
+    rank = f" rank {candidate.rank}" if candidate.rank is not None else ""
+    return (f"  {candidate.reason:<32} relevance {candidate.relevance:.3f}{f' ({inputs})' if inputs else ''}{rank}  "
             f"{candidate.memory_id[:8]}  {preview}")

@@ -53,6 +53,7 @@ class Candidate:
     memory: Mapping[str, Any]
     reason: str = ""
     inputs: Mapping[str, float] | None = None  # recall's relevance_inputs, shown by ``hook -v``
+    rank: int | None = None  # its place in recall's answer (1: recall's first), shown by ``hook -v``
 
     def explain(self) -> dict[str, Any]:
         content = " ".join(str(self.memory.get("content", "")).split())
@@ -60,6 +61,8 @@ class Candidate:
                      "preview": content[:80] + ("…" if len(content) > 80 else "")}
         if self.inputs:
             explained["inputs"] = dict(self.inputs)
+        if self.rank is not None:
+            explained["rank"] = self.rank
         return explained
 
 
