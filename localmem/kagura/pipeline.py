@@ -98,14 +98,17 @@ def _attach_relevance(backend: "Backend", query: str, outcome: SearchOutcome,
     if walked and outcome.query_vector is not None:
         cosines = {memory_id: usable_cosine(value) for memory_id, value in backend.conn.execute(
             backend.sql["recall_similarity"], {"ids": json.dumps(walked), "query_vector": outcome.query_vector})}
+    place = 0
     for candidate, row in rows:
+        place += not row["folded"]  # rows are in the answer's order; a folded version shares its head's place
         cosine = candidate.cosine if candidate.found else cosines.get(candidate.id)
         if candidate.found and candidate.maxsim is not None:
             token = token_score(candidate.maxsim)
         else:
             token = max(0.0, cosine) if cosine is not None else 0.0
         features = relevance_features(cosine=cosine, coverage=keyword_coverage(terms, candidate.memory.get("content")),
-                                      token=token, keyword=candidate.bm25 / ideal if ideal > 0 else 0.0)
+                                      token=token, keyword=candidate.bm25 / ideal if ideal > 0 else 0.0,
+                                      reciprocal_rank=1.0 / max(1, place))
         row["score_components"]["relevance_inputs"] = features
         row["relevance"] = relevance_of(features)
 
