@@ -52,13 +52,13 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from localmem import MemoryStore  # noqa: E402
+from localmem import Config, MemoryStore  # noqa: E402
 from localmem.hooks.capture import clean_text, split_parts  # noqa: E402
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
-from localmem.hooks.selection import KEPT, Candidate, StandOut, choose  # noqa: E402
+from localmem.hooks.selection import KEPT, Candidate, StandOut, choose, injection_floor  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
-from localmem.recall.relevance_model import FEATURES, packaged_model, relevance_features, relevance_of  # noqa: E402
+from localmem.recall.relevance_model import FEATURES, relevance_features, relevance_of  # noqa: E402
 from benchmarks.common import injection_folds  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402
@@ -181,7 +181,7 @@ def rescore(prompt: dict, settings: HookSettings) -> None:
     what the hook would now inject with ``settings`` in place of what it injected when they were saved."""
     prompt["candidates"] = [(m, relevance_of(relevance_features(**{k: inputs.get(k, 0.0) for k in FEATURES})), inputs,
                              *rest) for m, _, inputs, *rest in prompt["candidates"]]
-    prompt["floor"] = packaged_model().floor
+    prompt["floor"] = injection_floor(settings.relevance_floor, Config.from_env())
     prompt["shipped_ids"], prompt["shipped_tokens"] = replay(
         prompt, settings.standout_lead, settings.standout_close, None, settings.max_memories)
 
@@ -298,20 +298,20 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
     header = ("| | unrelated: nothing injected (n) | related: evidence injected (n) | notes per related "
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
     named = [*sets.items(), ("both", both)]
-    print(f"\nrecall's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
-          f"{settings.standout_close}, cap {settings.max_memories}, recall's floor), as the hook answered (with "
+    print(f"\nthe hook's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
+          f"{settings.standout_close}, cap {settings.max_memories}, the hook's floor), as the hook answered (with "
           f"--load, as it answered when saved; with --rescore, as it would answer now):\n{header}")
     for name, prompts in named:
         print(row(name, measure(prompts, {id(p): p["shipped_ids"] for p in prompts},
                                 {id(p): p["shipped_tokens"] for p in prompts})))
-    print(f"\nFloor alone (lead 0, close 1, cap 3: the best three over recall's floor):\n{header}")
+    print(f"\nFloor alone (lead 0, close 1, cap 3: the best three over the hook's floor):\n{header}")
     for name, prompts in named:
         print(row(name, evaluate(prompts, (0.0, 1.0, None, 3))))
     print("\nWhere related prompts' evidence was lost (shipped settings, as above; places are recall's):")
     for name, prompts in named:
         print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in misses(prompts).items()))
     nested_rows(sets, header, features)
-    for label, floors in (("recall's floor", (None,)), ("the floor chosen too", injection_folds.FLOORS)):
+    for label, floors in (("the hook's floor", (None,)), ("the floor chosen too", injection_folds.FLOORS)):
         result, params = held_out(both, floors)
         print(f"\nSelection alone held out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "
               f"measured on the fifth:\n{header}")
@@ -341,7 +341,7 @@ def main() -> None:
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--rescore", action="store_true",
                         help="with --load: read each candidate's relevance anew from its saved inputs with the "
-                             "packaged model (localmem/models/relevance.json) and its floor, as a hook would now")
+                             "packaged model (localmem/models/relevance.json) and the hook's floor, as a hook would now")
     parser.add_argument("--sets", default="locomo,lme", help="which sets to ask (comma-separated)")
     parser.add_argument("--save", type=Path, help="also write the asked prompts' candidates here (JSON)")
     parser.add_argument("--load", help="replay saved candidates instead of asking (no store built): "
