@@ -19,18 +19,25 @@ Every prompt goes through ``answer_hook_with_report(store, "UserPromptSubmit", â
 session with the shipped settings; its report holds every candidate's relevance, so other
 parameters of the stand-out rule (``localmem/hooks/selection.py``) are replayed on the same
 candidates with the same ``choose`` and ``build_block``. Folds: LoCoMo's five conversations,
-LongMemEval's instances by index mod 5; ``lead``, ``close`` and the cap (1-3) are chosen on four folds of
-both sets (among those keeping >= 0.95 of unrelated prompts silent, the most related prompts
-with evidence injected plus the highest share of injected notes that are evidence) and
-measured on the fifth; and across sets: chosen on one set, measured on the other. The floor
-is recall's (docs/relevance.md), or chosen too in a second pass.
+LongMemEval's instances by index mod 5. Reported:
 
-Each candidate's relevance inputs are saved with it (``--save``), so ``--load FILE --rescore``
-replays the hook's choice with a refitted relevance model (the packaged relevance.json and its
-floor) without building a store: the candidates are recall's top 20, which relevance does not rank.
+- as the hook answered, and the best three over the hook's floor;
+- where each related prompt's evidence was lost (``misses``: not recalled, recalled below third
+  place, in the first three but under the floor, over it but not chosen);
+- **held out together** (benchmarks/common/injection_folds.py): per fold, a relevance model fitted on
+  the other folds' candidates (``--inputs`` names its inputs) and the floor, lead, close and cap
+  (1-3) chosen on the same other folds (injection_folds.objective: >= 0.95 of unrelated prompts
+  silent, then >= 0.5 of injected notes evidence, then the most related prompts served), measured
+  on the fold; and across sets: fitted on one set, measured on the other;
+- the selection alone held out, the relevance as answered, with the hook's floor or the floor chosen too.
+
+Each candidate's relevance inputs and place in recall's answer are saved with it (``--save``), so
+``--load FILE --rescore`` replays the hook's choice with a refitted relevance model (the packaged
+relevance.json) and the hook's floor without building a store: the candidates are recall's top 20,
+which relevance does not rank.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/hook_injection.py [--lme 0,1,2,...] [--per-conversation 40]
-        [--sets locomo,lme] [--save FILE | --load FILE[,FILE] [--rescore]]
+        [--sets locomo,lme] [--save FILE | --load FILE[,FILE] [--rescore]] [--inputs cosine,coverage,...]
 """
 
 from __future__ import annotations
