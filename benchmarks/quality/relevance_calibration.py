@@ -23,8 +23,9 @@ never saw the prompts measured:
 - within a set: each fold measured by the model and floor fitted on the set's other folds;
 - across sets: fitted (model and floor) on one set, measured on all of the other.
 
-The features are what one memory shows for one query, whatever else the store holds
-(relevance_model.FEATURES); rerun this after the learned ranking or the token evidence changes.
+The features are what one memory shows for one query (relevance_model.FEATURES), and its place
+in the answer (``reciprocal_rank``, which reads the ranking: rerun this, and
+benchmarks/hooks/hook_injection.py, after the learned ranking or the token evidence changes).
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/quality/relevance_calibration.py [--write] \
         [--lme-instances 0] [--lme-sessions 0] [--questions 40] [--prompts /tmp/relevance-prompts.json]
