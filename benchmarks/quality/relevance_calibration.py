@@ -23,16 +23,16 @@ never saw the prompts measured:
 - within a set: each fold measured by the model and floor fitted on the set's other folds;
 - across sets: fitted (model and floor) on one set, measured on all of the other.
 
-The features are what one memory shows for one query, whatever else the store holds
-(relevance_model.FEATURES); rerun this after the learned ranking or the token evidence changes.
+The features are what one memory shows for one query (relevance_model.FEATURES), and its place
+in the answer (``reciprocal_rank``, which reads the ranking: rerun this, and
+benchmarks/hooks/hook_injection.py, after the learned ranking or the token evidence changes).
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/quality/relevance_calibration.py [--write] \
-        [--lme-instances 21] [--lme-sessions 0] [--questions 40] [--prompts /tmp/relevance-prompts.json]
+        [--lme-instances 0] [--lme-sessions 0] [--questions 40] [--prompts /tmp/relevance-prompts.json]
 
 The defaults are the shipped fit's: LoCoMo's first 40 questions of each conversation (evenly
-spaced), and the first 21 LongMemEval instances of relevance_data.lme_order (the 6 abstention
-ones and 15 answerable ones) with every session: the instances whose turns the shared embedding
-cache held on 2026-12-05 (embedding one anew takes minutes on the shared 2-core machine).
+spaced), and all 80 LongMemEval dev instances (6 abstention, 74 answerable) with every session,
+each asked at longmemeval.asked_at (about 8 minutes on the loaded shared 2-core machine).
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ def collect(name: str, store, questions: list[dict], limit: int) -> list[dict]:
                     label = (1 if memory_id in q["gold"] else None) if kind == "related" else 0
                     results.append({"cosine": inputs["cosine"], "token": inputs["token"],
                                     "keyword": inputs.get("keyword", 0.0),
+                                    "reciprocal_rank": inputs.get("reciprocal_rank", 0.0),
                                     "coverage": keyword_coverage(terms, content), "label": label,
                                     "words": len(content.split())})  # for trying a length input
                 prompts.append({"set": name, "fold": fold, "kind": kind, "route": route,
@@ -116,6 +117,7 @@ def collect(name: str, store, questions: list[dict], limit: int) -> list[dict]:
             for route in ROUTES:
                 results = [{"cosine": inputs["cosine"], "token": inputs["token"], "label": None,
                             "keyword": inputs.get("keyword", 0.0),
+                            "reciprocal_rank": inputs.get("reciprocal_rank", 0.0),
                             "coverage": keyword_coverage(query_terms(question), content), "words": len(content.split())}
                            for _, content, inputs in _ask(store, route, question, scope, limit, None, content_of)]
                 prompts.append({"set": name, "fold": own % FOLDS, "kind": "offtopic", "route": route,
@@ -138,7 +140,8 @@ def spread(questions: list[dict], count: int) -> list[dict]:
 
 def features_of(result: dict) -> list[float]:
     found = relevance_features(cosine=result["cosine"], coverage=result["coverage"], token=result["token"],
-                               keyword=result.get("keyword", 0.0))
+                               keyword=result.get("keyword", 0.0),
+                               reciprocal_rank=result.get("reciprocal_rank", 0.0))
     return [found[name] for name in FEATURES]
 
 
@@ -338,7 +341,7 @@ def report(prompts: list[dict]) -> tuple[list[str], np.ndarray, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=10, help="results per prompt (recall limit, v1 k)")
-    parser.add_argument("--lme-instances", type=int, default=21,
+    parser.add_argument("--lme-instances", type=int, default=0,
                         help="the first N LongMemEval dev instances (relevance_data.lme_order; 0: all 80)")
     parser.add_argument("--questions", type=int, default=40,
                         help="at most this many questions per scope, evenly spaced (0: all)")

@@ -19,14 +19,13 @@ from ..errors import ValidationError
 from ..timeparse import format_timestamp
 from . import ledger
 from .capture import capture, clean_text
-from ..recall.relevance_model import relevance_floor
 from .inject import build_block, estimate_tokens, excluded_reason, relevance_of
 from .noise_rules import load_rules
 from .project import ProjectNames, project_names
 from .scope import ProjectScope, resolve, some_project_tags
 from .message_shape import is_bare_question, is_courtesy
 from .selection import (ALREADY_INJECTED, CHIT_CHAT, KEPT, OVER_BUDGET, OVER_SESSION_START, Candidate, StandOut,
-                        choose)
+                        choose, injection_floor)
 from .project import PROJECT_FILE, capture_allowed
 from .settings import HookSettings
 from .transcript import check_transcript_path
@@ -133,7 +132,7 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         query, _ = clean_text(prompt.strip()[:MAX_QUERY_CHARS])  # a NUL or lone surrogate would be refused
         if not query:
             return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt", "explain": explain})
-        floor = settings.relevance_floor if settings.relevance_floor is not None else relevance_floor(store.config)
+        floor = injection_floor(settings.relevance_floor, store.config)
         rule = StandOut(floor, settings.standout_lead, settings.standout_close, settings.max_memories)
         limit = min(MAX_RECALL, max(CANDIDATES, 2 * settings.max_memories))
         candidates = _prompt_candidates(store, query, scope, session_id, limit)
@@ -188,14 +187,14 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
             scopes.append({"exclude_tags": ["project"]})
     found: dict[str, Candidate] = {}
     for params in scopes:
-        for result in store.recall(query, limit=limit, **params).get("results", []):
+        for rank, result in enumerate(store.recall(query, limit=limit, **params).get("results", []), 1):
             relevance = relevance_of(result)
             if result["id"] in found and found[result["id"]].relevance >= relevance:
                 continue
             memory = result["memory"]
             inputs = (result.get("score_components") or {}).get("relevance_inputs")
             found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "",
-                                            inputs if isinstance(inputs, dict) else None)
+                                            inputs if isinstance(inputs, dict) else None, rank)
     return list(found.values())
 
 
@@ -260,5 +259,6 @@ def _candidate_line(candidate: Candidate, event: str) -> str:
     # What the relevance rests on (recall's relevance_inputs), so a drop can be read, not guessed.
     inputs = ", ".join(f"{name} {value:.2f}" for name, value in (candidate.inputs or {}).items()
                        if isinstance(value, (int, float)))
-    return (f"  {candidate.reason:<32} relevance {candidate.relevance:.3f}{f' ({inputs})' if inputs else ''}  "
+    rank = f" rank {candidate.rank}" if candidate.rank is not None else ""
+    return (f"  {candidate.reason:<32} relevance {candidate.relevance:.3f}{f' ({inputs})' if inputs else ''}{rank}  "
             f"{candidate.memory_id[:8]}  {preview}")

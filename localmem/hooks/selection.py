@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..recall.relevance_model import relevance_floor
 
 KEPT = "kept"
 BELOW_FLOOR = "below the floor"
@@ -35,14 +36,26 @@ OVER_BUDGET = "over the token budget"
 CHIT_CHAT = "chit-chat, an acknowledgement or a bare question"
 OVER_SESSION_START = "past the session-start list"
 
-# Chosen on held-out folds of both dev sets (benchmarks/hooks/hook_injection.py; docs/results/history.md,
-# "Injection with the keyword input", 2026-12-05): with the refitted relevance (cosine, coverage, token and
-# keyword; floor 0.81) every fold chose a closeness of 0.02 and a cap of 2, four of five no lead. No lead: a
-# related prompt's other candidates are often high too, so requiring a lead over them lost more evidence than
-# it silenced noise. A cap of 2: the third note was evidence too rarely to pay for its tokens.
+# Chosen on held-out folds of both dev sets with the relevance model fitted on the same folds
+# (benchmarks/hooks/hook_injection.py, "Held out together"; docs/results/history.md, "Injection that reads
+# the ranking", 2026-12-05): every fold chose no lead and a cap of 2, three of five a closeness of 0.05, and
+# floors 0.88-0.92 (the median, 0.90, is the default). No lead: a related prompt's other candidates are often
+# high too. The floor is the hook's own: recall's calibrated floor (0.92) keeps 95 % of questions about another
+# conversation silent, where the hook answers a prompt only with what stands out.
 DEFAULT_LEAD = 0.0
-DEFAULT_CLOSE = 0.02
+DEFAULT_CLOSE = 0.05
 DEFAULT_CAP = 2
+DEFAULT_FLOOR = 0.90
+
+
+def injection_floor(hook_floor: float | None, config: Any) -> float:
+    """The floor a prompt's notes must clear: the hook's setting (``LOCALMEM_HOOK_RELEVANCE_FLOOR``), else
+    recall's when one is configured (``LOCALMEM_RELEVANCE_FLOOR``), else ``DEFAULT_FLOOR``."""
+    if hook_floor is not None:
+        return hook_floor
+    if getattr(config, "relevance_floor", None) is not None:
+        return relevance_floor(config)  # checked there: a bad value is refused, naming the field
+    return DEFAULT_FLOOR
 
 
 @dataclass
@@ -53,6 +66,7 @@ class Candidate:
     memory: Mapping[str, Any]
     reason: str = ""
     inputs: Mapping[str, float] | None = None  # recall's relevance_inputs, shown by ``hook -v``
+    rank: int | None = None  # its place in recall's answer (1: recall's first), shown by ``hook -v``
 
     def explain(self) -> dict[str, Any]:
         content = " ".join(str(self.memory.get("content", "")).split())
@@ -60,6 +74,8 @@ class Candidate:
                      "preview": content[:80] + ("…" if len(content) > 80 else "")}
         if self.inputs:
             explained["inputs"] = dict(self.inputs)
+        if self.rank is not None:
+            explained["rank"] = self.rank
         return explained
 
 

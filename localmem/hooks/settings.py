@@ -32,8 +32,8 @@ class HookSettings:
     - ``token_budget``: the most an injected block may cost, in estimated tokens
       (``inject.estimate_tokens``, an overestimate); 0 turns injection off.
     - ``relevance_floor``: a memory is injected for a prompt only when recall's calibrated
-      ``relevance`` is at least this, in [0, 1]; None: the floor recall itself uses
-      (``LOCALMEM_RELEVANCE_FLOOR``, else the packaged calibration's, docs/relevance.md).
+      ``relevance`` is at least this, in [0, 1]; None: ``LOCALMEM_RELEVANCE_FLOOR`` when set, else
+      the stand-out rule's own default (``selection.DEFAULT_FLOOR``, chosen on held-out folds).
     - ``max_memories``: at most this many memories in a prompt's block (the stand-out rule's cap).
     - ``standout_lead``: a prompt gets notes only when the best result's relevance leads the
       median of the other candidates by at least this (``selection.StandOut``), in [0, 1].

@@ -13,7 +13,7 @@ from ..recall.confidence_bands import keyword_confidence, semantic_confidence
 from ..recall.keywords import KeywordScorer, match_expression, query_terms
 from ..recall.late_interaction import token_score
 from ..recall.relevance import with_relevance
-from ..recall.relevance_model import keyword_coverage, relevance_features, relevance_of
+from ..recall.relevance_model import keyword_coverage, reciprocal_ranks, relevance_features, relevance_of
 from ..recall.scoring import usable_cosine
 from .content import SpanFinder, content_fields
 from .duplicates import contradictions, near_duplicates
@@ -98,14 +98,21 @@ def _attach_relevance(backend: "Backend", query: str, outcome: SearchOutcome,
     if walked and outcome.query_vector is not None:
         cosines = {memory_id: usable_cosine(value) for memory_id, value in backend.conn.execute(
             backend.sql["recall_similarity"], {"ids": json.dumps(walked), "query_vector": outcome.query_vector})}
+    # Places by the search's score (not the reranked order: reranking leaves relevance as it was);
+    # a folded older version shares the place of the head it follows.
+    heads = iter(reciprocal_ranks([row["score"] for _, row in rows if not row["folded"]]))
+    place = 0.0
     for candidate, row in rows:
+        if not row["folded"]:
+            place = next(heads)
         cosine = candidate.cosine if candidate.found else cosines.get(candidate.id)
         if candidate.found and candidate.maxsim is not None:
             token = token_score(candidate.maxsim)
         else:
             token = max(0.0, cosine) if cosine is not None else 0.0
         features = relevance_features(cosine=cosine, coverage=keyword_coverage(terms, candidate.memory.get("content")),
-                                      token=token, keyword=candidate.bm25 / ideal if ideal > 0 else 0.0)
+                                      token=token, keyword=candidate.bm25 / ideal if ideal > 0 else 0.0,
+                                      reciprocal_rank=place)
         row["score_components"]["relevance_inputs"] = features
         row["relevance"] = relevance_of(features)
 

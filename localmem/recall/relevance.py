@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from .confidence_bands import COSINE_ADVICE, POOL, keyword_confidence, semantic_confidence
 from .keywords import query_terms
 from .late_interaction import token_score
-from .relevance_model import (keyword_coverage, level_of, relevance_features, relevance_floor,
-                              relevance_of, summary)
+from .relevance_model import (keyword_coverage, level_of, reciprocal_ranks, relevance_features,
+                              relevance_floor, relevance_of, summary)
 from ..timeparse import format_timestamp
 from .state import active_replacements, state_reason
 
@@ -85,10 +85,11 @@ def recall_confidence(backend: "Backend", evidence: Evidence, result_count: int,
 
 def attach_relevance(results: list[dict[str, Any]], primary_query: str) -> None:
     """Give each result its ``relevance`` (recall/relevance_model.py) from its own evidence
-    (nothing another memory shows counts), and its inputs as
-    ``score_components.relevance_inputs``."""
+    and its place in the answer by ``final_score`` (no other memory's score counts), and its
+    inputs as ``score_components.relevance_inputs``."""
     terms: dict[str, list[str]] = {}
-    for result in results:
+    places = reciprocal_ranks([result.get("final_score") for result in results])
+    for result, reciprocal_rank in zip(results, places):
         query = result.get("_query") or primary_query or ""
         if query not in terms:
             terms[query] = query_terms(query) if query else []
@@ -102,7 +103,7 @@ def attach_relevance(results: list[dict[str, Any]], primary_query: str) -> None:
             coverage=keyword_coverage(terms[query], (result.get("memory") or {}).get("content")),
             token=token_score(token) if isinstance(token, float) and math.isfinite(token)
             else (max(0.0, cosine) if cosine is not None else 0.0),
-            keyword=result.get("_keyword"))
+            keyword=result.get("_keyword"), reciprocal_rank=reciprocal_rank)
         components["relevance_inputs"] = features
         result["relevance"] = relevance_of(features)
 

@@ -15,7 +15,11 @@ relevance does not fall because a competitor was superseded.
   [0, 1], else its cosine clipped at 0);
 - ``keyword``: the keyword channel's evidence, its BM25 divided by the BM25
   of a memory holding every searched term once (an IDF-weighted coverage in
-  [0, 1]; 0 when no searched word matches).
+  [0, 1]; 0 when no searched word matches);
+- ``reciprocal_rank``: 1 / its place in the answer ordered by the ranking's
+  score (1 for the first; ties share the better place). The one input read
+  within the answer: removing a competitor (superseding it, a smaller scope)
+  can only raise it, never lower it.
 
 The coefficients and the floor are data (``localmem/models/relevance.json``),
 fitted by ``benchmarks/quality/relevance_calibration.py`` on two kinds of conversation
@@ -37,7 +41,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
 
-FEATURES = ("cosine", "coverage", "token", "keyword")
+FEATURES = ("cosine", "coverage", "token", "keyword", "reciprocal_rank")
 MODEL_RESOURCE = "relevance.json"
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A query keyword matches a content word when equal, or when the keyword (longer than
@@ -138,14 +142,27 @@ def _prepared_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(_WORD.findall(term.lower())) for term in topical or terms)
 
 
-def relevance_features(*, cosine: Any, coverage: Any, token: Any, keyword: Any = 0.0) -> dict[str, float]:
+def relevance_features(*, cosine: Any, coverage: Any, token: Any, keyword: Any = 0.0,
+                       reciprocal_rank: Any = 0.0) -> dict[str, float]:
     """The model's inputs for one result, every one finite (missing or damaged evidence is 0)."""
     return {
         "cosine": round(max(-1.0, min(1.0, _finite(cosine))), 6),
         "coverage": round(min(1.0, max(0.0, _finite(coverage))), 6),
         "token": round(min(1.0, max(0.0, _finite(token))), 6),
         "keyword": round(min(1.0, max(0.0, _finite(keyword))), 6),
+        "reciprocal_rank": round(min(1.0, max(0.0, _finite(reciprocal_rank))), 6),
     }
+
+
+def reciprocal_ranks(scores: list[Any]) -> list[float]:
+    """1 / each result's place when the answer is ordered by ``scores`` (highest first); equal scores
+    share the better place, and a missing or non-finite score counts as the lowest."""
+    values = [_finite(s, -math.inf) for s in scores]
+    ordered = sorted(values, reverse=True)
+    first_place = {}
+    for place, value in enumerate(ordered, 1):
+        first_place.setdefault(value, place)
+    return [1.0 / first_place[v] for v in values]
 
 
 def relevance_of(features: Mapping[str, float], model: RelevanceModel | None = None) -> float:

@@ -1,0 +1,155 @@
+"""The prompt hook's injection with relevance and selection held out together (nested folds).
+
+benchmarks/hooks/hook_injection.py saves each prompt's candidates with their relevance inputs.
+Here, for each outer fold (LoCoMo's conversation, LongMemEval's instance index mod 5), the
+relevance model is fitted (relevance_calibration.fit: positives and negatives weighed equally,
+each set equally) on the other folds' candidates, and the floor and the stand-out rule's lead,
+close and cap are chosen on the same other folds; the fold itself is then measured with all of
+them. No figure reported here comes from a model, floor or rule that saw the prompt measured.
+
+The hand-written off-topic prompts never enter a fit (as in relevance_calibration); they count in
+"unrelated: nothing injected" like every other unrelated prompt.
+
+``StandOutGrid`` scores many (lead, close, floor, cap) choices at once on arrays; it reproduces
+``selection.choose`` without the token budget (tests/test_injection_folds.py checks that it agrees).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+from benchmarks.quality.relevance_calibration import fit_logistic
+from localmem.recall.relevance_model import FEATURES
+
+TARGET_QUIET = 0.95
+TARGET_PRECISION = 0.5
+MAX_CANDIDATES = 20
+LEADS = (0.0, 0.05, 0.1, 0.2)
+CLOSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
+FLOORS = tuple(round(0.5 + 0.02 * i, 2) for i in range(25))  # 0.50 … 0.98
+CAPS = (1, 2, 3)
+
+
+def features_of(inputs: dict[str, float], features: Sequence[str] = FEATURES) -> list[float]:
+    return [float(inputs.get(name, 0.0)) for name in features]
+
+
+def labelled_rows(prompts: list[dict], features: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each candidate of a fit's prompts as (features, label, weight): an evidence candidate of a related
+    prompt 1, any candidate of an unrelated prompt 0 (the related prompt's other candidates are left out,
+    related but unlabelled), off-topic prompts left out; positives and negatives weighed equally, each set
+    equally within each (relevance_calibration.fit's weighting)."""
+    rows = []
+    for p in prompts:
+        if p.get("source") == "offtopic":
+            continue
+        for memory_id, _, inputs, *_ in p["candidates"]:
+            label = (1 if memory_id in p["evidence"] else None) if p["kind"] == "related" else 0
+            if label is not None:
+                rows.append((features_of(inputs, features), label, p["set"]))
+    x = np.array([r[0] for r in rows], dtype=float)
+    y = np.array([r[1] for r in rows], dtype=float)
+    cell = np.array([f"{r[2]}/{r[1]}" for r in rows])
+    weights = np.zeros(len(rows))
+    cells = sorted(set(cell))
+    for name in cells:
+        mask = cell == name
+        weights[mask] = 1.0 / (mask.sum() * len(cells))
+    return x, y, weights * len(rows)
+
+
+def fit_relevance(prompts: list[dict], features: Sequence[str] = FEATURES) -> Callable[[dict], float]:
+    """A logistic relevance fitted on ``prompts``' candidates: inputs → probability."""
+    x, y, weights = labelled_rows(prompts, features)
+    beta = fit_logistic(x, y, weights)
+
+    def relevance(inputs: dict[str, float]) -> float:
+        z = beta[0] + float(np.dot(beta[1:], features_of(inputs, features)))
+        return round(1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z)))), 4)
+    return relevance
+
+
+class StandOutGrid:
+    """The prompts' candidates as arrays (relevance sorted best first, evidence flags), to score the
+    stand-out rule's parameters quickly: the same decisions as selection.choose, without the budget."""
+
+    def __init__(self, prompts: list[dict], relevance: Callable[[dict], float] | None = None):
+        """``relevance``: inputs → relevance; None: each candidate's saved relevance (as the hook answered)."""
+        n = len(prompts)
+        self.relevance = np.full((n, MAX_CANDIDATES), -1.0)
+        self.evidence = np.zeros((n, MAX_CANDIDATES), dtype=bool)
+        self.background = np.zeros(n)
+        for i, p in enumerate(prompts):
+            scored = sorted(((saved if relevance is None else relevance(inputs), memory_id in p["evidence"])
+                             for memory_id, saved, inputs, *_ in p["candidates"]), key=lambda s: -s[0])[:MAX_CANDIDATES]
+            for j, (value, is_evidence) in enumerate(scored):
+                self.relevance[i, j], self.evidence[i, j] = value, is_evidence
+            rest = [value for value, _ in scored[1:]]
+            self.background[i] = float(np.median(rest)) if rest else 0.0
+        self.related = np.array([p["kind"] == "related" for p in prompts])
+        self.cumulative = np.cumsum(self.evidence, axis=1)
+
+    def kept(self, lead: float, close: float, floor: float, cap: int) -> np.ndarray:
+        """How many notes each prompt gets (its best ones)."""
+        best = self.relevance[:, 0]
+        keep_from = np.maximum(floor, best - close)
+        over = (self.relevance >= keep_from[:, None]).sum(axis=1)
+        stands_out = (best >= floor) & (best - self.background >= lead)
+        return np.where(stands_out, np.minimum(cap, over), 0)
+
+    def measure(self, lead: float, close: float, floor: float, cap: int) -> dict[str, float]:
+        kept = self.kept(lead, close, floor, cap)
+        rows = np.arange(len(kept))
+        found = np.where(kept > 0, self.cumulative[rows, np.maximum(kept - 1, 0)], 0)
+        related, unrelated = self.related, ~self.related
+        notes = kept[related].sum()
+        return {"quiet": float((kept[unrelated] == 0).mean()) if unrelated.any() else 1.0,
+                "hit": float((found[related] > 0).mean()) if related.any() else 0.0,
+                "notes": float(kept[related].mean()) if related.any() else 0.0,
+                "precision": float(found[related].sum() / notes) if notes else 0.0}
+
+
+def objective(m: dict[str, float]) -> tuple[float, float, float, float]:
+    """Issue 40's targets in turn: keep >= 0.95 of unrelated prompts quiet; then at least half the injected
+    notes evidence; then the most related prompts served (the target still missed), then the higher share.
+    (Until 2026-12-05 the second and third were one sum, which traded served prompts for a share already met.)"""
+    return (1.0 if m["quiet"] >= TARGET_QUIET else m["quiet"] - 1.0,
+            1.0 if m["precision"] >= TARGET_PRECISION else m["precision"] - 1.0, m["hit"], m["precision"])
+
+
+def choose_rule(grid: StandOutGrid, floors: Sequence[float] = FLOORS) -> tuple[float, float, float, int]:
+    """The (lead, close, floor, cap) that scores best on ``grid``'s prompts (the first of equals)."""
+    best, best_key = None, None
+    for params in itertools.product(LEADS, CLOSES, floors, CAPS):
+        key = objective(grid.measure(*params))
+        if best_key is None or key > best_key:
+            best, best_key = params, key
+    return best
+
+
+def nested(prompts: list[dict], folds: int = 5, features: Sequence[str] = FEATURES
+           ) -> tuple[dict[int, Callable[[dict], float]], dict[int, tuple], list[tuple]]:
+    """Per outer fold: the relevance fitted and the rule chosen on the other folds. Returns the relevance and
+    the rule to score each prompt with (by id), and each fold's rule."""
+    relevance_for: dict[int, Callable[[dict], float]] = {}
+    rule_for: dict[int, tuple] = {}
+    rules = []
+    for fold in range(folds):
+        train = [p for p in prompts if p["fold"] != fold]
+        relevance = fit_relevance(train, features)
+        rule = choose_rule(StandOutGrid(train, relevance))
+        rules.append(rule)
+        for p in prompts:
+            if p["fold"] == fold:
+                relevance_for[id(p)], rule_for[id(p)] = relevance, rule
+    return relevance_for, rule_for, rules
+
+
+def fitted_on(train: list[dict], features: Sequence[str] = FEATURES) -> tuple[Callable[[dict], float], tuple]:
+    """Relevance fitted and rule chosen on ``train`` (one set, to measure on the other)."""
+    relevance = fit_relevance(train, features)
+    return relevance, choose_rule(StandOutGrid(train, relevance))

@@ -1,0 +1,60 @@
+"""The held-out-together injection benchmark's parts: its fast stand-out rule agrees with the hook's own
+``selection.choose``, and its relevance fit learns from labelled candidates."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from benchmarks.common import injection_folds
+from localmem.hooks.selection import KEPT, Candidate, StandOut, choose
+
+
+def _prompt(rng: random.Random, kind: str, n: int) -> dict:
+    ids = [f"m{i}" for i in range(n)]
+    # Few distinct values, so ties and candidates exactly at the floor or at best - close occur.
+    candidates = [(m, None, {"score": rng.choice([0.0, 0.3, 0.5, 0.6, 0.62, 0.7, 0.8, 0.81, 0.9, 1.0])}) for m in ids]
+    evidence = {m for m in ids if rng.random() < 0.3} if kind == "related" else set()
+    return {"kind": kind, "candidates": candidates, "evidence": evidence, "set": "s", "fold": 0}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_grid_keeps_what_choose_keeps(seed):
+    rng = random.Random(seed)
+    prompts = [_prompt(rng, rng.choice(["related", "unrelated"]), rng.randint(0, 20)) for _ in range(60)]
+    relevance = lambda inputs: inputs["score"]  # noqa: E731
+    grid = injection_folds.StandOutGrid(prompts, relevance)
+    for params in [(0.0, 0.02, 0.81, 2), (0.1, 0.0, 0.6, 1), (0.0, 1.0, 0.5, 3), (0.2, 0.05, 0.7, 3)]:
+        kept = grid.kept(*params)
+        hits = notes = found = 0
+        for i, p in enumerate(prompts):
+            candidates = [Candidate(m, relevance(inputs), {"id": m}) for m, _, inputs in p["candidates"]]
+            choose(candidates, StandOut(params[2], params[0], params[1], params[3]))
+            chosen = [c.memory_id for c in candidates if c.reason == KEPT]
+            assert kept[i] == len(chosen), (seed, params, i)
+            if p["kind"] == "related":
+                notes += len(chosen)
+                found += len(set(chosen) & p["evidence"])
+                hits += bool(set(chosen) & p["evidence"])
+        measured = grid.measure(*params)
+        related = sum(p["kind"] == "related" for p in prompts)
+        assert measured["hit"] == pytest.approx(hits / related)
+        assert measured["precision"] == pytest.approx(found / notes if notes else 0.0)
+
+
+def test_the_fit_ranks_evidence_above_unrelated_candidates():
+    rng = random.Random(7)
+    prompts = []
+    for n in range(40):
+        related = n % 2 == 0
+        candidates = [(f"e{n}", None, {"cosine": rng.uniform(0.5, 0.9)})] if related else []
+        candidates += [(f"o{n}-{i}", None, {"cosine": rng.uniform(0.0, 0.45)}) for i in range(5)]
+        prompts.append({"kind": "related" if related else "unrelated", "candidates": candidates,
+                        "evidence": {f"e{n}"} if related else set(), "set": "a" if n % 4 < 2 else "b", "fold": n % 5})
+    relevance = injection_folds.fit_relevance(prompts, ("cosine",))
+    assert relevance({"cosine": 0.8}) > 0.9 > 0.1 > relevance({"cosine": 0.1})
+    # An off-topic prompt never enters the fit: a perfect-looking negative there changes nothing.
+    extra = {"kind": "unrelated", "source": "offtopic", "candidates": [("x", None, {"cosine": 0.85})],
+             "evidence": set(), "set": "a", "fold": 0}
+    assert injection_folds.fit_relevance(prompts + [extra], ("cosine",))({"cosine": 0.8}) == relevance({"cosine": 0.8})
