@@ -78,7 +78,8 @@ SYNC_BODIES = {"/sync/hello": {"peer": PEER},
                "/sync/put": {"states": [], "peer": PEER},
                "/sync/put-edges": {"edges": [], "peer": PEER},
                "/sync/bases": {"versions": [], "peer": PEER},
-               "/sync/sent": {"peer": PEER, "sent_seq": 0}}
+               "/sync/sent": {"peer": PEER, "sent_seq": 0},
+               "/sync/seen": {"seen": []}}
 
 
 def concrete_requests(app: Any, ids: tuple[str, str]) -> list[tuple[str, str, dict[str, Any]]]:
