@@ -27,7 +27,7 @@ from .sync_rules import (
     decide,
     decide_edge,
 )
-from .conflict_copy import CONFLICT_KEY, conflict_copy_record
+from .conflict_copy import conflict_copy_record, conflict_link, is_conflict_copy
 from .deletion_guard import check_deletions
 from .seen import Seen, join
 from .sync_side import CHANGED_MEANWHILE, MISSING_END, StoreSide, pages
@@ -200,7 +200,11 @@ class Sync:
         self.join_seen(source, target, [s for s in page if s.id not in unmerged], theirs, (to_source, to_target))
         self.count(source, [s for s in to_source.values() if s.id not in changed],
                    [s for s in to_target.values() if s.id not in changed])
-        self.link_conflict_copies(source, target, [s for s in to_target.values() if s.id not in changed])
+        # Every conflict copy this merge wrote or met (one a killed sync wrote is met again: it was
+        # not noted as received), minus those it must merge again.
+        met = {s.id: s for s in (*page, *to_source.values(), *to_target.values())
+               if is_conflict_copy(s) and s.id not in changed and s.id not in unmerged}
+        self.link_conflict_copies(source, target, list(met.values()))
         for keeper in (source, target):
             kept = [i for i in brought_back[id(keeper)] if i not in changed]
             if kept:
@@ -286,20 +290,22 @@ class Sync:
                                       "changed on both stores since they last synced; the later change won")
         return MemoryState(record["id"], record=record, hlc=loser.hlc)
 
-    def link_conflict_copies(self, source: Side, target: Side,
-                             states: list[MemoryState]) -> None:
-        copies = [s for s in states if s.record and CONFLICT_KEY in (s.record.get("metadata") or {})]
-        for copy in copies:
-            assert copy.record is not None
-            original = copy.record["metadata"][CONFLICT_KEY]["memory_id"]
-            edge = EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9,
-                             updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}',
-                             hlc=copy.hlc)
-            for side in (source, target):
-                # Refused only when the copy or the memory it links to is not there: its write
-                # was refused (already listed) or a writer deleted it meanwhile, a deletion the
-                # next sync carries; there is then nothing to link.
-                side.put_edges([edge], self.other(side).store_id)
+    def link_conflict_copies(self, source: Side, target: Side, copies: list[MemoryState]) -> None:
+        """Link each conflict copy to the memory that won, on each side that never held the link
+        (no edge and no removal logged): a sync killed between writing a copy and linking it, or
+        between the two links, leaves the conflict settled and the link owed, so the next sync
+        that meets the copy makes it. A link removed since travels as the removal it is."""
+        if not copies:
+            return
+        links = {link.key: link for link in map(conflict_link, copies)}
+        for side in (source, target):
+            held = side.edge_states(list(links))
+            owed = [link for key, link in links.items() if held.get(key, EdgeState(key)).version is None]
+            # Refused only when the copy or the memory it links to is not there: its write was
+            # refused (already listed) or a writer deleted it meanwhile, a deletion the next sync
+            # carries; there is then nothing to link.
+            if owed:
+                side.put_edges(owed, self.other(side).store_id)
 
     def count(self, source: Side, to_source: list[MemoryState], to_target: list[MemoryState]) -> None:
         for side, states in ((source, to_source), (self.other(source), to_target)):
