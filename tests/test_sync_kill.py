@@ -35,6 +35,8 @@ def build(folder: Path) -> tuple[Path, Path, dict[str, str]]:
         shared = [a.store(f"shared note {n} about the garden") for n in range(30)]
         for n in range(0, 20, 2):
             a.associate(shared[n], shared[n + 1], "RELATES_TO", 0.5)
+        a.associate(shared[0], shared[24], "RELATES_TO", 0.7)  # edges the kept edit brings back
+        a.associate(shared[25], shared[0], "EXEMPLIFIES", 0.7)
         subprocess.run(cli(paths, "--allow-deletes", "0"), env=env(), check=True, capture_output=True, timeout=300)
         a.store_many([{"content": f"note {n} written on a"} for n in range(SIDE)])
         b.store_many([{"content": f"note {n} written on b"} for n in range(SIDE)])

@@ -40,12 +40,14 @@ class Clock:
 def build(paths: tuple[Path, Path], clock: Clock) -> None:
     """Two stores that synced once and diverged: new memories on each side, conflicting edits
     (each kept as a conflict copy with its link), deletions (their edges' removal logged), and an
-    edit the deleter never saw (kept over the delete)."""
+    edit the deleter never saw (kept over the delete, so it comes back with its edges)."""
     with MemoryStore(paths[0], embedder="hash", clock=clock) as a, \
             MemoryStore(paths[1], embedder="hash", clock=clock) as b:
         shared = [a.store(f"shared note {n} about the garden") for n in range(30)]
         for n in range(0, 20, 2):
             a.associate(shared[n], shared[n + 1], "RELATES_TO", 0.5)
+        a.associate(shared[0], shared[24], "RELATES_TO", 0.7)  # edges the kept edit brings back
+        a.associate(shared[25], shared[0], "EXEMPLIFIES", 0.7)
         sync_stores(StoreSide(a, "a"), StoreSide(b, "b"), allow_deletes=0)
         a.store_many([{"content": f"note {n} written on a"} for n in range(SIDE)])
         b.store_many([{"content": f"note {n} written on b"} for n in range(SIDE)])
@@ -126,8 +128,11 @@ def test_a_sync_stopped_before_any_of_its_commits_converges_to_the_uninterrupted
     whole = held(paths[0])
     assert held(paths[1]) == whole
     # The pair this test is about: six conflict copies, each linked to its winner, seven of the
-    # ten first edges left (the others lost a memory to a delete), and a dozen commits or more.
-    assert sum(1 for edge in whole[1] if edge[1] == "INVALIDATED_BY") == 6 and len(whole[1]) == 13
+    # ten first edges left (the others lost a memory to a delete), the two edges of the memory
+    # kept over its delete, brought back with it, and a score of commits or more.
+    assert sum(1 for edge in whole[1] if edge[1] == "INVALIDATED_BY") == 6 and len(whole[1]) == 15
+    assert ("shared note 0, edited on b", "RELATES_TO", "shared note 24 about the garden") in whole[1]
+    assert ("shared note 25 about the garden", "EXEMPLIFIES", "shared note 0, edited on b") in whole[1]
     assert commits >= 20
     failures: list[str] = []
     for kill_at in range(1, commits + 1):

@@ -98,6 +98,7 @@ class Sync:
         if not self.dry_run:
             for side in (self.local, self.peer):
                 side.settle_pins()
+            self.settle_owed_edges()
             self.refuse_mass_deletion(marks)
         for source, target in directions:
             since, until = marks[source.store_id]
@@ -186,6 +187,9 @@ class Sync:
         if self.dry_run:
             self.count(source, list(to_source.values()), list(to_target.values()))
             return
+        for keeper in (source, target):  # before the memories go back: their edges are owed until written
+            if brought_back[id(keeper)]:
+                self.local.note_owed_edges(keeper.store_id, self.other(keeper).store_id, brought_back[id(keeper)])
         changed: set[str] = set()
         for side, states in ((source, list(to_source.values())), (target, list(to_target.values()))):
             refused = side.put_memories(states, self.other(side).store_id, read[id(side)])
@@ -209,6 +213,7 @@ class Sync:
             kept = [i for i in brought_back[id(keeper)] if i not in changed]
             if kept:
                 self.bring_edges_back(keeper, self.other(keeper), kept)
+                self.local.clear_owed_edges(keeper.store_id, self.other(keeper).store_id, kept)
         # Both sides keep the versions they agreed on: the next sync may be run from either.
         self.local.record_bases(self.peer.store_id, agreed)
         self.peer.record_bases(self.local.store_id, agreed)
@@ -282,6 +287,17 @@ class Sync:
             self.summary.edges_to_peer += written
         else:
             self.summary.edges_to_local += written
+
+    def settle_owed_edges(self) -> None:
+        """Bring back the edges a killed sync of these two stores owed memories it had brought
+        back (noted in either store, when it is a file): those the keeper holds now, onto the
+        memories the receiver holds now. A page of memories at a time; each is cleared, so this ends."""
+        sides = {self.local.store_id: self.local, self.peer.store_id: self.peer}
+        for holder in (side for side in sides.values() if isinstance(side, StoreSide)):
+            while owed := holder.owed_edges(self.local.store_id, self.peer.store_id):
+                for keeper, receiver, ids in owed:
+                    self.bring_edges_back(sides[keeper], sides[receiver], ids)
+                    holder.clear_owed_edges(keeper, receiver, ids)
 
     def conflict_copy(self, memory_id: str, loser: MemoryState, winner_at: str) -> MemoryState:
         """The losing version as a memory of its own, superseded by the winner (stamped as the

@@ -258,6 +258,29 @@ class StoreSide:
                                        {"peer": peer, "ids": json.dumps([i for i, _ in written])})
                     store.conn.execute(store.sql["sync_pins_clear"], {"batch": batch})
 
+    def note_owed_edges(self, keeper: str, receiver: str, ids: list[str]) -> None:
+        """Note, before memories kept over their delete are written back on ``receiver``, that it
+        is owed the edges ``keeper`` holds of them (``sync_owed_edges``; a sync keeps the note in
+        its own store, whichever side receives)."""
+        store = self.store
+        with store.lock, transaction(store.conn):
+            store.conn.execute(store.sql["sync_owed_edges_note"],
+                               {"keeper": keeper, "receiver": receiver, "ids": json.dumps(ids)})
+
+    def owed_edges(self, a: str, b: str) -> list[tuple[str, str, list[str]]]:
+        """Edges still owed between stores ``a`` and ``b``: (keeper, receiver, memory ids), at
+        most a page of ids (clearing them, as ``clear_owed_edges`` does, reads the next ones)."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for row in self._rows("sync_owed_edges_pending", a=a, b=b, limit=PAGE):
+            groups.setdefault((row["keeper"], row["receiver"]), []).append(row["id"])
+        return [(keeper, receiver, ids) for (keeper, receiver), ids in groups.items()]
+
+    def clear_owed_edges(self, keeper: str, receiver: str, ids: list[str]) -> None:
+        store = self.store
+        with store.lock, transaction(store.conn):
+            store.conn.execute(store.sql["sync_owed_edges_clear"],
+                               {"keeper": keeper, "receiver": receiver, "ids": json.dumps(ids)})
+
     def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
         # A conflict copy is made by the sync for both sides, not received from the peer: a sync
         # killed after writing it here and before writing it there must send it there next time.
