@@ -10,7 +10,7 @@ from typing import Any
 from .sync_rules import CONFLICT_RELATION, EdgeState, MemoryState, conflict_copy_id, memory_version
 
 CONFLICT_KEY = "sync_conflict"  # the metadata key that marks a conflict copy (and names its memory)
-CONFLICT_LINK_PROPERTIES = '{"reason": "sync conflict"}'  # what marks a sync's link from a copy to its winner
+CONFLICT_LINK = {"reason": "sync conflict"}  # the properties that mark a sync's link from a copy to its winner
 
 
 def conflict_copy_record(memory_id: str, losing: dict[str, Any], winner_at: str, kept_because: str) -> dict[str, Any]:
@@ -26,16 +26,20 @@ def conflict_copy_record(memory_id: str, losing: dict[str, Any], winner_at: str,
 
 
 def is_conflict_copy(state: MemoryState) -> bool:
-    return state.record is not None and CONFLICT_KEY in (state.record.get("metadata") or {})
+    """Whether ``state`` is a conflict copy naming the memory it lost to (a peer's rows are not
+    trusted: a malformed marker makes no copy)."""
+    metadata = state.record.get("metadata") if state.record is not None else None
+    marker = metadata.get(CONFLICT_KEY) if isinstance(metadata, dict) else None
+    return isinstance(marker, dict) and isinstance(marker.get("memory_id"), str) and marker["memory_id"] != state.id
 
 
 def conflict_link(copy: MemoryState) -> EdgeState:
-    """The edge a sync makes on both sides from a conflict copy to the memory that won: the same
-    on every store (stamped as the copy is), so the two sides' links compare equal."""
+    """The edge a sync makes on both sides from a conflict copy (``is_conflict_copy``) to the
+    memory that won: the same on every store (stamped as the copy is), so the two compare equal."""
     assert copy.record is not None
     original = copy.record["metadata"][CONFLICT_KEY]["memory_id"]
     return EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9, updated_at=copy.record.get("t_invalid"),
-                     properties=CONFLICT_LINK_PROPERTIES, hlc=copy.hlc)
+                     properties=json.dumps(CONFLICT_LINK), hlc=copy.hlc)
 
 
 def is_conflict_link(edge: EdgeState) -> bool:
@@ -43,6 +47,6 @@ def is_conflict_link(edge: EdgeState) -> bool:
     if edge.key[1] != CONFLICT_RELATION or not isinstance(edge.properties, str) or len(edge.properties) > 100:
         return False
     try:
-        return json.loads(edge.properties) == {"reason": "sync conflict"}
+        return json.loads(edge.properties) == CONFLICT_LINK
     except ValueError:
         return False

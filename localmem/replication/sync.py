@@ -21,7 +21,6 @@ from ..errors import LocalMemError
 from .hlc import MAX_SKEW_MS
 from .sync_rules import (
     ABSENT,
-    CONFLICT_RELATION,
     EdgeState,
     MemoryState,
     decide,
