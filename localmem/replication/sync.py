@@ -203,11 +203,13 @@ class Sync:
         self.join_seen(source, target, [s for s in page if s.id not in unmerged], theirs, (to_source, to_target))
         self.count(source, [s for s in to_source.values() if s.id not in changed],
                    [s for s in to_target.values() if s.id not in changed])
-        # Every conflict copy this merge wrote or met (one a killed sync wrote is met again: it was
-        # not noted as received), minus those it must merge again.
-        met = {s.id: s for s in (*page, *to_source.values(), *to_target.values())
-               if is_conflict_copy(s) and s.id not in changed and s.id not in unmerged}
-        self.link_conflict_copies(source, target, list(met.values()))
+        # The conflict copies this merge wrote, and those it met without writing (one a killed
+        # sync wrote is met again: it was not noted as received), but those it must merge again.
+        written = {s.id: s for s in (*to_source.values(), *to_target.values())
+                   if is_conflict_copy(s) and s.id not in changed and s.id not in unmerged}
+        met = [s for s in page if is_conflict_copy(s) and s.id not in written and s.id not in changed
+               and s.id not in unmerged]
+        self.link_conflict_copies(source, target, list(written.values()), met)
         for keeper in (source, target):
             kept = [i for i in brought_back[id(keeper)] if i not in changed]
             if kept:
@@ -305,17 +307,23 @@ class Sync:
                                       "changed on both stores since they last synced; the later change won")
         return MemoryState(record["id"], record=record, hlc=loser.hlc)
 
-    def link_conflict_copies(self, source: Side, target: Side, copies: list[MemoryState]) -> None:
-        """Link each conflict copy to the memory that won, on each side that never held the link
-        (no edge and no removal logged): a sync killed between writing a copy and linking it, or
-        between the two links, leaves the conflict settled and the link owed, so the next sync
-        that meets the copy makes it. A link removed since travels as the removal it is."""
-        if not copies:
+    def link_conflict_copies(self, source: Side, target: Side, written: list[MemoryState],
+                             met: list[MemoryState]) -> None:
+        """Link each conflict copy to the memory that won: those just ``written``, on both sides
+        (a link a delete of the winner removed comes back with the copy); those only ``met``, on
+        each side that never held the link (no edge, no removal logged). A sync killed between
+        writing a copy and linking it, or between the two links, leaves the conflict settled and
+        the link owed: the next sync meets the copy and makes it. A link removed since a copy was
+        made travels as the removal it is."""
+        links = {link.key: (link, True) for link in map(conflict_link, written)}
+        links.update({link.key: (link, False) for link in map(conflict_link, met) if link.key not in links})
+        if not links:
             return
-        links = {link.key: link for link in map(conflict_link, copies)}
         for side in (source, target):
-            held = side.edge_states(list(links))
-            owed = [link for key, link in links.items() if held.get(key, EdgeState(key)).version is None]
+            asked = [key for key, (_, always) in links.items() if not always]
+            held = side.edge_states(asked) if asked else {}
+            owed = [link for key, (link, always) in links.items()
+                    if always or held.get(key, EdgeState(key)).version is None]
             # Refused only when the copy or the memory it links to is not there: its write was
             # refused (already listed) or a writer deleted it meanwhile, a deletion the next sync
             # carries; there is then nothing to link.
