@@ -184,3 +184,25 @@ def test_junk_in_the_noted_pins_is_cleared_without_a_pin(tmp_path):
     assert stamps(paths[0])[memory] == stamps(paths[1])[memory] == stamp
     with MemoryStore(paths[0], embedder="hash", read_only=True) as a:
         assert a.conn.execute("SELECT count(*) FROM sync_pending_pins").fetchone()[0] == 0
+
+
+def test_junk_in_the_owed_edges_notes_is_left_inert(tmp_path):
+    """A peer file's notes of owed edges are not trusted: rows that do not name a memory id as
+    text, or name other stores, are not read; a real note is settled and cleared."""
+    paths = tmp_path / "a.db", tmp_path / "b.db"
+    with MemoryStore(paths[0], embedder="hash") as a, MemoryStore(paths[1], embedder="hash") as b:
+        first, second = a.store("a note"), a.store("another note")
+        a.associate(first, second, "RELATES_TO", 0.5)
+        ids = [store.conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0] for store in (a, b)]
+    assert subprocess.run(cli(paths), env=env(), capture_output=True, timeout=120).returncode == 0
+    with MemoryStore(paths[1], embedder="hash") as b:
+        b.conn.execute("DELETE FROM edges")  # as if b had the memories back but not yet their edge
+        b.conn.executemany("INSERT INTO sync_owed_edges (keeper, receiver, id) VALUES (?, ?, ?)", [
+            (ids[0], ids[1], b"\x00blob"), (ids[0], ids[1], "x" * 100_000), (ids[0], ids[1], 7),
+            ("f" * 32, ids[1], first), (ids[0], ids[1], first)])
+    done = subprocess.run(cli(paths), env=env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with MemoryStore(paths[1], embedder="hash", read_only=True) as b:
+        assert b.conn.execute("SELECT count(*) FROM edges").fetchone()[0] == 1  # the real note: settled
+        # The junk is left (the 7 was stored as the text '7', a memory not there: read and cleared).
+        assert b.conn.execute("SELECT count(*) FROM sync_owed_edges").fetchone()[0] == 3
