@@ -239,3 +239,33 @@ def test_an_edit_kept_over_a_delete_does_not_make_three_stores_cycle(tmp_path):
         assert content(a, memory) == content(b, memory) == content(c, memory)
         held = [row[0] for row in a.conn.execute("SELECT content FROM memories")]
         assert "B's edit" in held and "A's first edit" in held  # one current, the other a conflict copy
+
+
+def test_a_conflict_copy_copied_to_a_store_whose_delete_removed_its_link_is_linked_again(tmp_path):
+    """B and C keep a conflict copy of M, linked to M. B deletes M (its link goes with it) while
+    A and C edit M unseen, so M comes back to B with A's edges (A never held the copy). The copy
+    then reaches A from B: it is linked on both, and the removal B's delete logged does not undo
+    that, so every store ends with the copy linked to M (found by the stateful model)."""
+    a, b, c = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "abc")
+    try:
+        memory = a.store("M as first written")
+        sync(a, b), sync(a, c)
+        b.update(memory, content="M edited on b")
+        time.sleep(0.002)
+        c.update(memory, content="M edited on c")
+        sync(b, c)
+        copies = [row[0] for row in b.conn.execute(
+            "SELECT id FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' = ?", (memory,))]
+        assert len(copies) == 1
+        a.update(memory, content="M edited on a, unseen by b")
+        c.update(memory, content="M edited on c again, unseen by b")
+        b.delete(memory)
+        for _ in range(2):
+            sync(a, b), sync(b, c), sync(a, c)
+        for store in (a, b, c):
+            assert store.conn.execute(
+                "SELECT count(*) FROM edges e JOIN memories k ON k.pk = e.src JOIN memories m ON m.pk = e.dst "
+                "WHERE k.id = ? AND m.id = ? AND e.type = 'INVALIDATED_BY'", (copies[0], memory)).fetchone()[0] == 1
+    finally:
+        for store in (a, b, c):
+            store.close()

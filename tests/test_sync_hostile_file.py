@@ -198,3 +198,18 @@ def test_a_non_numeric_schema_version_is_an_error_naming_it(tmp_path):
         run = cli(*args, db=db)
         assert run.returncode != 0
         assert "schema_version is 'twelve', not a number" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("marker", ["not a record", {"memory_id": 5}, {"kept_because": "no id"}, ["a", "list"]])
+def test_a_peer_memory_with_a_malformed_conflict_marker_is_copied_as_a_plain_memory(tmp_path, marker):
+    """A sync links every conflict copy it meets to the memory that won, named in the copy's
+    metadata; a peer's memory whose marker names none is copied like any other, unlinked."""
+    local, peer = two_stores(tmp_path, count=3)
+    with MemoryStore(peer, embedder="hash") as store:
+        odd = store.store("a note that says it is a conflict copy", metadata={"sync_conflict": marker})
+    done = cli("sync", str(peer), "--json", db=local)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["copied_to_local"] == 2
+    with MemoryStore(local, embedder="hash", read_only=True) as store:
+        assert store.get(odd)["metadata"]["sync_conflict"] == marker
+        assert store.conn.execute("SELECT count(*) FROM edges").fetchone()[0] == 0

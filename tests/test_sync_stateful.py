@@ -4,7 +4,8 @@ A Hypothesis state machine drives three stores with random stores, edits, delete
 while another replica edits the same memory unseen), edges,
 supersessions, clock skews of hours (each replica's clock, which its hybrid logical clock
 reads, is shifted and can jump), random sync pairs and directions, a writer that edits a
-replica between a sync's read and its write, and syncs killed part-way. After a final round of
+replica between a sync's read and its write, and syncs killed part-way (after a page, or
+right before any one of their commits). After a final round of
 syncs every replica must hold the same memories (every synced field) and the same edges, and:
 
 * **no write lost** unless causally overwritten or deleted: every text ever written is still
@@ -224,6 +225,35 @@ class Replicas(RuleBasedStateMachine):
 
         self._sync(a, b, StoreSide(self.stores[a], f"r{a}"), StoreSide(self.stores[b], f"r{b}"), progress)
 
+    @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), commit=st.integers(1, 24))
+    def sync_killed_at_a_commit(self, a, b, commit):
+        """A sync stopped right before its ``commit``-th commit on either store, as a process killed
+        there would leave the files: any write step (between a conflict copy and its link, between
+        two edge writes, before the stamps are pinned), not only between pages. The two stores are
+        then opened afresh, as the next process would."""
+        if a == b:
+            return
+        commits = [0]
+
+        def hook() -> bool:
+            commits[0] += 1
+            if commits[0] == commit:
+                raise Killed(f"commit {commit}")
+            return False
+
+        for n in (a, b):
+            self.stores[n].conn.set_commit_hook(hook)
+        try:
+            self._sync(a, b, StoreSide(self.stores[a], f"r{a}"), StoreSide(self.stores[b], f"r{b}"))
+        finally:
+            for n in (a, b):
+                self.stores[n].conn.set_commit_hook(None)
+        if commits[0] >= commit:
+            for n in (a, b):
+                path = self.stores[n].path
+                self.stores[n].close()
+                self.stores[n] = MemoryStore(path, embedder="hash", clock=self._clock(n))
+
     def snapshot(self, n: int):
         store = self.stores[n]
         memories = {memory_id: digest(store.get(memory_id)) for memory_id in self.ids(n)}
@@ -245,6 +275,12 @@ class Replicas(RuleBasedStateMachine):
         first = self.snapshot(0)
         for n in range(1, REPLICAS):
             assert self.snapshot(n) == first, f"replica {n} differs from replica 0"
+        # Every conflict copy is linked to the memory that won, while both are held (no rule here
+        # removes an edge but a delete of either end).
+        unlinked = list(self.stores[0].conn.execute(
+            "SELECT c.id FROM memories AS c JOIN memories AS w ON w.id = c.metadata ->> '$.sync_conflict.memory_id' "
+            "WHERE NOT EXISTS (SELECT 1 FROM edges AS e WHERE e.src = c.pk AND e.dst = w.pk AND e.type = 'INVALIDATED_BY')"))
+        assert not unlinked, f"conflict copies without their link to the winner: {unlinked}"
         held = {row[0] for row in self.stores[0].conn.execute("SELECT content FROM memories")}
         trashed: set[str] = set()
         for store in self.stores:

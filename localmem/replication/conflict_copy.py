@@ -4,11 +4,13 @@ so recall, the UI and a later sync treat a copy the same whichever made it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from .sync_rules import CONFLICT_RELATION, conflict_copy_id, memory_version
+from .sync_rules import CONFLICT_RELATION, EdgeState, MemoryState, conflict_copy_id, memory_version
 
 CONFLICT_KEY = "sync_conflict"  # the metadata key that marks a conflict copy (and names its memory)
+CONFLICT_LINK = {"reason": "sync conflict"}  # the properties that mark a sync's link from a copy to its winner
 
 
 def conflict_copy_record(memory_id: str, losing: dict[str, Any], winner_at: str, kept_because: str) -> dict[str, Any]:
@@ -21,3 +23,30 @@ def conflict_copy_record(memory_id: str, losing: dict[str, Any], winner_at: str,
     metadata.update({"deprecated": True, "superseded_by": memory_id, "supersede_relation": CONFLICT_RELATION,
                      CONFLICT_KEY: {"memory_id": memory_id, "kept_because": kept_because}})
     return {**losing, "id": copy_id, "metadata": metadata, "t_invalid": winner_at}
+
+
+def is_conflict_copy(state: MemoryState) -> bool:
+    """Whether ``state`` is a conflict copy naming the memory it lost to (a peer's rows are not
+    trusted: a malformed marker makes no copy)."""
+    metadata = state.record.get("metadata") if state.record is not None else None
+    marker = metadata.get(CONFLICT_KEY) if isinstance(metadata, dict) else None
+    return isinstance(marker, dict) and isinstance(marker.get("memory_id"), str) and marker["memory_id"] != state.id
+
+
+def conflict_link(copy: MemoryState) -> EdgeState:
+    """The edge a sync makes on both sides from a conflict copy (``is_conflict_copy``) to the
+    memory that won: the same on every store (stamped as the copy is), so the two compare equal."""
+    assert copy.record is not None
+    original = copy.record["metadata"][CONFLICT_KEY]["memory_id"]
+    return EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9, updated_at=copy.record.get("t_invalid"),
+                     properties=json.dumps(CONFLICT_LINK), hlc=copy.hlc)
+
+
+def is_conflict_link(edge: EdgeState) -> bool:
+    """Whether ``edge`` is a sync's conflict link (made by the sync for both sides, not received)."""
+    if edge.key[1] != CONFLICT_RELATION or not isinstance(edge.properties, str) or len(edge.properties) > 100:
+        return False
+    try:
+        return json.loads(edge.properties) == CONFLICT_LINK
+    except ValueError:
+        return False

@@ -21,13 +21,12 @@ from ..errors import LocalMemError
 from .hlc import MAX_SKEW_MS
 from .sync_rules import (
     ABSENT,
-    CONFLICT_RELATION,
     EdgeState,
     MemoryState,
     decide,
     decide_edge,
 )
-from .conflict_copy import CONFLICT_KEY, conflict_copy_record
+from .conflict_copy import conflict_copy_record, conflict_link, is_conflict_copy
 from .deletion_guard import check_deletions
 from .seen import Seen, join
 from .sync_side import CHANGED_MEANWHILE, MISSING_END, StoreSide, pages
@@ -98,6 +97,7 @@ class Sync:
         if not self.dry_run:
             for side in (self.local, self.peer):
                 side.settle_pins()
+            self.settle_owed_edges()
             self.refuse_mass_deletion(marks)
         for source, target in directions:
             since, until = marks[source.store_id]
@@ -186,6 +186,9 @@ class Sync:
         if self.dry_run:
             self.count(source, list(to_source.values()), list(to_target.values()))
             return
+        for keeper in (source, target):  # before the memories go back: their edges are owed until written
+            if brought_back[id(keeper)]:
+                self.local.note_owed_edges(keeper.store_id, self.other(keeper).store_id, brought_back[id(keeper)])
         changed: set[str] = set()
         for side, states in ((source, list(to_source.values())), (target, list(to_target.values()))):
             refused = side.put_memories(states, self.other(side).store_id, read[id(side)])
@@ -200,11 +203,18 @@ class Sync:
         self.join_seen(source, target, [s for s in page if s.id not in unmerged], theirs, (to_source, to_target))
         self.count(source, [s for s in to_source.values() if s.id not in changed],
                    [s for s in to_target.values() if s.id not in changed])
-        self.link_conflict_copies(source, target, [s for s in to_target.values() if s.id not in changed])
+        # The conflict copies this merge wrote, and those it met without writing (one a killed
+        # sync wrote is met again: it was not noted as received), but those it must merge again.
+        written = {s.id: s for s in (*to_source.values(), *to_target.values())
+                   if is_conflict_copy(s) and s.id not in changed and s.id not in unmerged}
+        met = [s for s in page if is_conflict_copy(s) and s.id not in written and s.id not in changed
+               and s.id not in unmerged]
+        self.link_conflict_copies(source, target, list(written.values()), met)
         for keeper in (source, target):
             kept = [i for i in brought_back[id(keeper)] if i not in changed]
             if kept:
                 self.bring_edges_back(keeper, self.other(keeper), kept)
+                self.local.clear_owed_edges(keeper.store_id, self.other(keeper).store_id, kept)
         # Both sides keep the versions they agreed on: the next sync may be run from either.
         self.local.record_bases(self.peer.store_id, agreed)
         self.peer.record_bases(self.local.store_id, agreed)
@@ -279,6 +289,17 @@ class Sync:
         else:
             self.summary.edges_to_local += written
 
+    def settle_owed_edges(self) -> None:
+        """Bring back the edges a killed sync of these two stores owed memories it had brought
+        back (noted in either store, when it is a file): those the keeper holds now, onto the
+        memories the receiver holds now. A page of memories at a time; each is cleared, so this ends."""
+        sides = {self.local.store_id: self.local, self.peer.store_id: self.peer}
+        for holder in (side for side in sides.values() if isinstance(side, StoreSide)):
+            while owed := holder.owed_edges(self.local.store_id, self.peer.store_id):
+                for keeper, receiver, ids in owed:
+                    self.bring_edges_back(sides[keeper], sides[receiver], ids)
+                    holder.clear_owed_edges(keeper, receiver, ids)
+
     def conflict_copy(self, memory_id: str, loser: MemoryState, winner_at: str) -> MemoryState:
         """The losing version as a memory of its own, superseded by the winner (stamped as the
         losing change was, so every store holds and orders the copy alike)."""
@@ -286,20 +307,28 @@ class Sync:
                                       "changed on both stores since they last synced; the later change won")
         return MemoryState(record["id"], record=record, hlc=loser.hlc)
 
-    def link_conflict_copies(self, source: Side, target: Side,
-                             states: list[MemoryState]) -> None:
-        copies = [s for s in states if s.record and CONFLICT_KEY in (s.record.get("metadata") or {})]
-        for copy in copies:
-            assert copy.record is not None
-            original = copy.record["metadata"][CONFLICT_KEY]["memory_id"]
-            edge = EdgeState((copy.id, CONFLICT_RELATION, original), strength=0.9,
-                             updated_at=copy.record.get("t_invalid"), properties='{"reason": "sync conflict"}',
-                             hlc=copy.hlc)
-            for side in (source, target):
-                # Refused only when the copy or the memory it links to is not there: its write
-                # was refused (already listed) or a writer deleted it meanwhile, a deletion the
-                # next sync carries; there is then nothing to link.
-                side.put_edges([edge], self.other(side).store_id)
+    def link_conflict_copies(self, source: Side, target: Side, written: list[MemoryState],
+                             met: list[MemoryState]) -> None:
+        """Link each conflict copy to the memory that won: those just ``written``, on both sides
+        (a link a delete of the winner removed comes back with the copy); those only ``met``, on
+        each side that never held the link (no edge, no removal logged). A sync killed between
+        writing a copy and linking it, or between the two links, leaves the conflict settled and
+        the link owed: the next sync meets the copy and makes it. A link removed since a copy was
+        made travels as the removal it is."""
+        links = {link.key: (link, True) for link in map(conflict_link, written)}
+        links.update({link.key: (link, False) for link in map(conflict_link, met) if link.key not in links})
+        if not links:
+            return
+        for side in (source, target):
+            asked = [key for key, (_, always) in links.items() if not always]
+            held = side.edge_states(asked) if asked else {}
+            owed = [link for key, (link, always) in links.items()
+                    if always or held.get(key, EdgeState(key)).version is None]
+            # Refused only when the copy or the memory it links to is not there: its write was
+            # refused (already listed) or a writer deleted it meanwhile, a deletion the next sync
+            # carries; there is then nothing to link.
+            if owed:
+                side.put_edges(owed, self.other(side).store_id)
 
     def count(self, source: Side, to_source: list[MemoryState], to_target: list[MemoryState]) -> None:
         for side, states in ((source, to_source), (self.other(source), to_target)):

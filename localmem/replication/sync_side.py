@@ -20,7 +20,7 @@ from ..storage.records import rows_as_dicts, to_record
 from ..storage.hybrid_clock import wall_ms
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
-from .conflict_copy import CONFLICT_KEY
+from .conflict_copy import is_conflict_copy, is_conflict_link
 from .hlc import MAX_SKEW_MS, stamp_key, valid_stamp
 from .seen import Seen, from_rows
 from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
@@ -258,11 +258,34 @@ class StoreSide:
                                        {"peer": peer, "ids": json.dumps([i for i, _ in written])})
                     store.conn.execute(store.sql["sync_pins_clear"], {"batch": batch})
 
+    def note_owed_edges(self, keeper: str, receiver: str, ids: list[str]) -> None:
+        """Note, before memories kept over their delete are written back on ``receiver``, that it
+        is owed the edges ``keeper`` holds of them (``sync_owed_edges``; a sync keeps the note in
+        its own store, whichever side receives)."""
+        store = self.store
+        with store.lock, transaction(store.conn):
+            store.conn.execute(store.sql["sync_owed_edges_note"],
+                               {"keeper": keeper, "receiver": receiver, "ids": json.dumps(ids)})
+
+    def owed_edges(self, a: str, b: str) -> list[tuple[str, str, list[str]]]:
+        """Edges still owed between stores ``a`` and ``b``: (keeper, receiver, memory ids), at
+        most a page of ids (clearing them, as ``clear_owed_edges`` does, reads the next ones)."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for row in self._rows("sync_owed_edges_pending", a=a, b=b, limit=PAGE):
+            groups.setdefault((row["keeper"], row["receiver"]), []).append(row["id"])
+        return [(keeper, receiver, ids) for (keeper, receiver), ids in groups.items()]
+
+    def clear_owed_edges(self, keeper: str, receiver: str, ids: list[str]) -> None:
+        store = self.store
+        with store.lock, transaction(store.conn):
+            store.conn.execute(store.sql["sync_owed_edges_clear"],
+                               {"keeper": keeper, "receiver": receiver, "ids": json.dumps(ids)})
+
     def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
         # A conflict copy is made by the sync for both sides, not received from the peer: a sync
         # killed after writing it here and before writing it there must send it there next time.
         written = [s for s in states if s.id not in refused
-                   and not (s.record is not None and CONFLICT_KEY in (s.record.get("metadata") or {}))]
+                   and not is_conflict_copy(s)]
         store = self.store
         with transaction(store.conn):
             for kind, statement in (("m", "sync_echo_memories"), ("d", "sync_echo_deletions")):
@@ -300,8 +323,9 @@ class StoreSide:
                     "src_id": src_id, "type": relation, "dst_id": dst_id, "deleted_at": state.deleted_at,
                     "hlc": state.hlc})
             self._receive([state.hlc])
-            store.conn.execute(store.sql["sync_echo_edge"], {
-                "peer": peer, "src_id": src_id, "type": relation, "dst_id": dst_id})
+            if not is_conflict_link(state):  # made by the sync for both sides, not received: see _note_echoes
+                store.conn.execute(store.sql["sync_echo_edge"], {
+                    "peer": peer, "src_id": src_id, "type": relation, "dst_id": dst_id})
         return None
 
     def _pin_memories(self, states: list[MemoryState]) -> None:

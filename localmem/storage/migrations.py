@@ -168,6 +168,12 @@ def migration_0017_sync_seen(conn: apsw.Connection, sql: Statements) -> None:
     _run_script(conn, sql["migration_0017_sync_seen"])
 
 
+def migration_0018_sync_owed_edges(conn: apsw.Connection, sql: Statements) -> None:
+    """Edges a sync owes a memory it brought back, noted so a sync killed before writing them
+    leaves them to the next one."""
+    _run_script(conn, sql["migration_0018_sync_owed_edges"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -186,6 +192,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0015_sync_hlc,
     migration_0016_batched_change_log,
     migration_0017_sync_seen,
+    migration_0018_sync_owed_edges,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
