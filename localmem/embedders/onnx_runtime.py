@@ -168,22 +168,22 @@ class OnnxEmbedder:
     @staticmethod
     def _new_session(model: str | bytes, *, one_query: bool = False) -> Any:
         """An inference session whose threads sleep as soon as a run is done; ``one_query``:
-        for the query graph, which runs one short text (two rows) per recall, on one thread.
-        onnxruntime's default pool keeps its threads spinning for more work after each run,
-        taking the CPU from the rest of the recall and from other processes; 640 turns
-        embedded in 10.0 s against 14.3 s on a loaded 2-core machine. Recall runs the query
-        graph beside its own reads of the store (Backend.embed_query_soon), so a second
-        thread of its own would only compete with them: paired against two threads, the
-        recall's CPU time went from 1.056 to 0.995 of main's (history, "Warm recall with the
-        query encoded on its own thread"). The outputs are the same, bit for bit
-        (tests/test_query_delta.py; every answer of benchmarks/speed/small_store.py)."""
+        for the query graph, which runs one short text (two rows) per recall, on at most two
+        threads. onnxruntime's default pool keeps its threads spinning for more work after
+        each run, taking the CPU from the rest of the recall and from other processes; 640
+        turns embedded in 10.0 s against 14.3 s on a loaded 2-core machine. One thread saves
+        CPU when every core is busy (paired on a loaded machine, the recall's CPU 0.995 of
+        main's against 1.056), but where a core is free, as on most laptops, two answer
+        sooner: on a quiet 2-core machine, recall with query text p50 14.96 ms on two threads
+        against 15.63 on one, paired (history, "Quiet-machine reruns after the third
+        session's merges"). The outputs are the same, bit for bit (tests/test_query_delta.py)."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.log_severity_level = 3  # errors only
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if one_query:
-            options.intra_op_num_threads = 1
+            options.intra_op_num_threads = min(2, os.cpu_count() or 1)
         return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: list[str]) -> list[list[float]]:
