@@ -294,8 +294,9 @@ class StoreSide:
                     store.conn.execute(store.sql[statement], {"peer": peer, "ids": json.dumps(ids)})
 
     def put_edges(self, states: list[EdgeState], peer: str) -> list[tuple[tuple[str, str, str], str]]:
-        """``put_edge`` for each (states from ``peer``); (key, why) of those not written."""
-        with self.store.lock:
+        """``put_edge`` for each (states from ``peer``), in one transaction, each edge a savepoint
+        in it: a commit per edge cost more than the edge itself; (key, why) of those not written."""
+        with self.store.lock, transaction(self.store.conn):
             return [(state.key, why) for state in states if (why := self.put_edge(state, peer))]
 
     def put_edge(self, state: EdgeState, peer: str) -> str | None:
