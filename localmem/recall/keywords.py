@@ -151,6 +151,11 @@ class KeywordScorer:
         return [t for t, n in zip(self.terms, frequencies) if n > 0 and t not in searched]
 
     @property
+    def document_frequencies(self) -> list[int]:
+        """How many memories in the store hold each of ``terms`` (0: none)."""
+        return self._frequencies()[1]
+
+    @property
     def total(self) -> int:
         """Memories in the store (as the document frequencies were counted)."""
         return self._frequencies()[0]

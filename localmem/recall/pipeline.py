@@ -42,6 +42,7 @@ from .gating import apply_score_gates
 from .params import RecallParams, parse_recall_params
 from .query_vectors import QueryVectors
 from .ranking import apply_recency_bias, dedupe, sort_results
+from .prompt_signals import prompt_inputs
 from .relevance import Evidence, attach_relevance, recall_confidence, with_relevance
 from .scope import passes_scope
 from .scoring import (CandidateScorer, lowered_tags_of_text, metadata_terms_of_text, parse_epoch,
@@ -572,7 +573,8 @@ class Recall:
             for query in {r.get("_query") or primary_query for r in results if "state_replaces" in r}:
                 self.prepare([r for r in results if "state_replaces" in r and "_similarity" not in r
                               and (r.get("_query") or primary_query) == query], query)
-            attach_relevance(results, primary_query)
+            attach_relevance(results, primary_query, lambda query: prompt_inputs(
+                self.evidence.cosine.values(), self.keyword_scorer(query), self.scoped_keyword(query)))
         response = recall_response(self, results, queries if multi else None, dedup_removed,
                                    state_filter, score_filter, seeds, expansions, entity_results,
                                    entity_names, recency_applied, fallback_active)

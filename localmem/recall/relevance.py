@@ -83,17 +83,23 @@ def recall_confidence(backend: "Backend", evidence: Evidence, result_count: int,
     return {**keyword_confidence(scores, result_count, scores[0] if scores else None), "basis": "keyword"}
 
 
-def attach_relevance(results: list[dict[str, Any]], primary_query: str) -> None:
-    """Give each result its ``relevance`` (recall/relevance_model.py) from its own evidence
-    and its place in the answer by ``final_score`` (no other memory's score counts), and its
-    inputs as ``score_components.relevance_inputs``."""
+def attach_relevance(results: list[dict[str, Any]], primary_query: str,
+                     prompt_inputs: Callable[[str], dict[str, float]] | None = None) -> None:
+    """Give each result its ``relevance`` (recall/relevance_model.py) from its own evidence,
+    its place in the answer by ``final_score`` (no other memory's score counts) and the
+    prompt's standing against the scope (``prompt_inputs(query)``: ``kth_cosine`` and
+    ``unseen_terms``, recall/prompt_signals.py), and its inputs as
+    ``score_components.relevance_inputs``."""
     terms: dict[str, list[str]] = {}
+    prompts: dict[str, dict[str, float]] = {}
     places = reciprocal_ranks([result.get("final_score") for result in results])
     for result, reciprocal_rank in zip(results, places):
         query = result.get("_query") or primary_query or ""
         if query not in terms:
             terms[query] = query_terms(query) if query else []
+            prompts[query] = prompt_inputs(query) if prompt_inputs is not None else {}
         cosine = result.get("_similarity")
+        prompt = prompts[query]
         token = result.get("_token")
         components = result.get("score_components")
         if not isinstance(components, dict):
@@ -103,7 +109,9 @@ def attach_relevance(results: list[dict[str, Any]], primary_query: str) -> None:
             coverage=keyword_coverage(terms[query], (result.get("memory") or {}).get("content")),
             token=token_score(token) if isinstance(token, float) and math.isfinite(token)
             else (max(0.0, cosine) if cosine is not None else 0.0),
-            keyword=result.get("_keyword"), reciprocal_rank=reciprocal_rank)
+            keyword=result.get("_keyword"), reciprocal_rank=reciprocal_rank,
+            cosine_over_kth=(cosine - prompt["kth_cosine"]) if cosine is not None and "kth_cosine" in prompt else 0.0,
+            unseen_terms=prompt.get("unseen_terms", 0.0))
         components["relevance_inputs"] = features
         result["relevance"] = relevance_of(features)
 

@@ -20,6 +20,10 @@ relevance does not fall because a competitor was superseded.
   score (1 for the first; ties share the better place). The one input read
   within the answer: removing a competitor (superseding it, a smaller scope)
   can only raise it, never lower it.
+- ``cosine_over_kth`` and ``unseen_terms``: the prompt against the whole scope
+  (recall/prompt_signals.py): its cosine less the scope's 10th best for the query,
+  and the IDF-weighted share of the query's keywords nothing in scope contains. Both
+  can only rise when a competitor goes.
 
 The coefficients and the floor are data (``localmem/models/relevance.json``),
 fitted by ``benchmarks/quality/relevance_calibration.py`` on two kinds of conversation
@@ -41,7 +45,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
 
-FEATURES = ("cosine", "coverage", "token", "keyword", "reciprocal_rank")
+FEATURES = ("cosine", "coverage", "token", "keyword", "reciprocal_rank", "cosine_over_kth", "unseen_terms")
 MODEL_RESOURCE = "relevance.json"
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A query keyword matches a content word when equal, or when the keyword (longer than
@@ -143,7 +147,8 @@ def _prepared_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
 
 
 def relevance_features(*, cosine: Any, coverage: Any, token: Any, keyword: Any = 0.0,
-                       reciprocal_rank: Any = 0.0) -> dict[str, float]:
+                       reciprocal_rank: Any = 0.0, cosine_over_kth: Any = 0.0,
+                       unseen_terms: Any = 0.0) -> dict[str, float]:
     """The model's inputs for one result, every one finite (missing or damaged evidence is 0)."""
     return {
         "cosine": round(max(-1.0, min(1.0, _finite(cosine))), 6),
@@ -151,6 +156,8 @@ def relevance_features(*, cosine: Any, coverage: Any, token: Any, keyword: Any =
         "token": round(min(1.0, max(0.0, _finite(token))), 6),
         "keyword": round(min(1.0, max(0.0, _finite(keyword))), 6),
         "reciprocal_rank": round(min(1.0, max(0.0, _finite(reciprocal_rank))), 6),
+        "cosine_over_kth": round(max(-1.0, min(1.0, _finite(cosine_over_kth))), 6),
+        "unseen_terms": round(min(1.0, max(0.0, _finite(unseen_terms))), 6),
     }
 
 
