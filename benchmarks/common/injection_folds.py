@@ -32,6 +32,8 @@ LEADS = (0.0, 0.05, 0.1, 0.2)
 CLOSES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
 FLOORS = tuple(round(0.5 + 0.02 * i, 2) for i in range(25))  # 0.50 … 0.98
 CAPS = (1, 2, 3)
+GATES = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 … 0.95
+GATE_INPUTS = ("relevance", *FEATURES)  # what the prompt gate may read of the prompt's best candidate
 
 
 def features_of(inputs: dict[str, float], features: Sequence[str] = FEATURES) -> list[float]:
@@ -77,9 +79,12 @@ class StandOutGrid:
     """The prompts' candidates as arrays (relevance sorted best first, evidence flags), to score the
     stand-out rule's parameters quickly: the same decisions as selection.choose, without the budget."""
 
-    def __init__(self, prompts: list[dict], relevance: Callable[[dict], float] | None = None):
-        """``relevance``: inputs → relevance; None: each candidate's saved relevance (as the hook answered)."""
+    def __init__(self, prompts: list[dict], relevance: Callable[[dict], float] | None = None,
+                 gate: Callable[[dict], float] | None = None):
+        """``relevance``: inputs → relevance; None: each candidate's saved relevance (as the hook answered).
+        ``gate``: prompt → the prompt gate's probability (None: every prompt passes)."""
         n = len(prompts)
+        self.gate = np.array([gate(p) for p in prompts]) if gate is not None else np.ones(n)
         self.relevance = np.full((n, MAX_CANDIDATES), -1.0)
         self.evidence = np.zeros((n, MAX_CANDIDATES), dtype=bool)
         self.background = np.zeros(n)
@@ -93,16 +98,16 @@ class StandOutGrid:
         self.related = np.array([p["kind"] == "related" for p in prompts])
         self.cumulative = np.cumsum(self.evidence, axis=1)
 
-    def kept(self, lead: float, close: float, floor: float, cap: int) -> np.ndarray:
-        """How many notes each prompt gets (its best ones)."""
+    def kept(self, lead: float, close: float, floor: float, cap: int, gate_floor: float = 0.0) -> np.ndarray:
+        """How many notes each prompt gets (its best ones); none when the prompt gate reads under ``gate_floor``."""
         best = self.relevance[:, 0]
         keep_from = np.maximum(floor, best - close)
         over = (self.relevance >= keep_from[:, None]).sum(axis=1)
-        stands_out = (best >= floor) & (best - self.background >= lead)
+        stands_out = (best >= floor) & (best - self.background >= lead) & (self.gate >= gate_floor)
         return np.where(stands_out, np.minimum(cap, over), 0)
 
-    def measure(self, lead: float, close: float, floor: float, cap: int) -> dict[str, float]:
-        kept = self.kept(lead, close, floor, cap)
+    def measure(self, lead: float, close: float, floor: float, cap: int, gate_floor: float = 0.0) -> dict[str, float]:
+        kept = self.kept(lead, close, floor, cap, gate_floor)
         rows = np.arange(len(kept))
         found = np.where(kept > 0, self.cumulative[rows, np.maximum(kept - 1, 0)], 0)
         related, unrelated = self.related, ~self.related
@@ -153,3 +158,53 @@ def fitted_on(train: list[dict], features: Sequence[str] = FEATURES) -> tuple[Ca
     """Relevance fitted and rule chosen on ``train`` (one set, to measure on the other)."""
     relevance = fit_relevance(train, features)
     return relevance, choose_rule(StandOutGrid(train, relevance))
+
+
+def best_inputs(prompt: dict, relevance: Callable[[dict], float]) -> dict[str, float]:
+    """The inputs of the prompt's candidate with the highest relevance, with that relevance (all 0: none)."""
+    scored = [(relevance(inputs), inputs) for _, _, inputs, *_ in prompt["candidates"]]
+    if not scored:
+        return dict.fromkeys(GATE_INPUTS, 0.0)
+    value, inputs = max(scored, key=lambda s: s[0])
+    return {**{name: float(inputs.get(name, 0.0)) for name in FEATURES}, "relevance": value}
+
+
+def fit_gate(prompts: list[dict], relevance: Callable[[dict], float],
+             features: Sequence[str]) -> Callable[[dict], float]:
+    """A logistic over each prompt's best candidate (``best_inputs``): does the store answer this prompt at
+    all? Related prompts 1, unrelated 0, off-topic left out; each (set, label) cell weighed equally."""
+    rows = [(features_of(best_inputs(p, relevance), features), float(p["kind"] == "related"), p["set"])
+            for p in prompts if p.get("source") != "offtopic"]
+    x = np.array([r[0] for r in rows], dtype=float)
+    y = np.array([r[1] for r in rows])
+    cell = np.array([f"{r[2]}/{r[1]}" for r in rows])
+    weights = np.zeros(len(rows))
+    cells = sorted(set(cell))
+    for name in cells:
+        mask = cell == name
+        weights[mask] = 1.0 / (mask.sum() * len(cells))
+    beta = fit_logistic(x, y, weights * len(rows))
+
+    def gate(prompt: dict) -> float:
+        z = beta[0] + float(np.dot(beta[1:], features_of(best_inputs(prompt, relevance), features)))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+    gate.coefficients = dict(zip(("intercept", *features), map(float, beta)))  # type: ignore[attr-defined]
+    return gate
+
+
+def choose_gated_rule(grid: StandOutGrid) -> tuple[float, float, float, int, float]:
+    """The (lead 0, close, floor, cap, gate floor) that scores best on ``grid``'s prompts (the first of equals)."""
+    best, best_key = None, None
+    for close, floor, cap, gate_floor in itertools.product(CLOSES, FLOORS, CAPS, GATES):
+        key = objective(grid.measure(0.0, close, floor, cap, gate_floor))
+        if best_key is None or key > best_key:
+            best, best_key = (0.0, close, floor, cap, gate_floor), key
+    return best
+
+
+def gated_on(train: list[dict], features: Sequence[str], gate_features: Sequence[str]
+             ) -> tuple[Callable[[dict], float], Callable[[dict], float], tuple]:
+    """Relevance, prompt gate and rule (with the gate's floor) fitted on ``train``."""
+    relevance = fit_relevance(train, features)
+    gate = fit_gate(train, relevance, gate_features)
+    return relevance, gate, choose_gated_rule(StandOutGrid(train, relevance, gate))

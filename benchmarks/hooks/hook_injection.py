@@ -246,53 +246,104 @@ def held_out(prompts: list[dict], floors: tuple = (None,)) -> tuple[dict[str, fl
     return measure(prompts, chosen, tokens), params
 
 
-def misses(prompts: list[dict]) -> dict[str, int]:
-    """Where each related prompt's evidence was lost, as the hook answered: (i) no evidence turn among recall's
-    candidates; (ii) the best-placed one below recall's third place; (iii) in the first three but under the
-    floor; (iv) in the first three and over the floor, but not chosen (not close to the best, or over the cap)."""
+def misses(prompts: list[dict], decided: dict[int, tuple[list[str], dict[str, float], float]] | None = None
+           ) -> dict[str, int]:
+    """Where each related prompt's evidence was lost: (i) no evidence turn among recall's candidates; (ii) the
+    best-placed one below recall's third place; (iii) in the first three but under the floor (or, with a prompt
+    gate, the gate said no); (iv) in the first three and over the floor, but not chosen (not close to the best, or
+    over the cap). ``decided``: per prompt (by id) the ids injected, each candidate's relevance and the floor, as
+    held out; None: as the hook answered (saved relevance and floor)."""
     counts = dict.fromkeys(("served", "(i) not recalled", "(ii) recalled below third place",
                             "(iii) top three, under the floor", "(iv) top three, over the floor, not chosen"), 0)
     for p in prompts:
         if p["kind"] != "related":
             continue
+        if decided is None:
+            injected, relevance, floor = p["shipped_ids"], {c[0]: c[1] for c in p["candidates"]}, p["floor"]
+        else:
+            injected, relevance, floor = decided[id(p)]
         places = [c[3] for c in p["candidates"] if c[0] in p["evidence"] and len(c) > 3 and c[3] is not None]
-        if set(p["shipped_ids"]) & p["evidence"]:
+        if set(injected) & p["evidence"]:
             counts["served"] += 1
         elif not places:
             counts["(i) not recalled"] += 1
         elif min(places) > 3:
             counts["(ii) recalled below third place"] += 1
-        elif max(c[1] for c in p["candidates"] if c[0] in p["evidence"]) < p["floor"]:
+        elif max(relevance[c[0]] for c in p["candidates"] if c[0] in p["evidence"]) < floor:
             counts["(iii) top three, under the floor"] += 1
         else:
             counts["(iv) top three, over the floor, not chosen"] += 1
     return counts
 
 
+def decide(p: dict, relevance, rule: tuple, gate=None) -> tuple[list[str], dict[str, float], float, int]:
+    """What the hook injects for ``p`` with this relevance, rule (lead, close, floor, cap[, gate floor]) and
+    prompt gate: (ids, each candidate's relevance, the floor, the block's tokens). A gate under its floor
+    injects nothing (counted under the floor in ``misses``: every candidate then reads 0)."""
+    lead, close, floor, cap, *gate_floor = rule
+    scores = {m: relevance(inputs) for m, _, inputs, *_ in p["candidates"]}
+    if gate is not None and gate_floor and gate(p) < gate_floor[0]:
+        return [], dict.fromkeys(scores, 0.0), floor, 0
+    ids, tokens = replay({**p, "candidates": [(m, scores[m], None) for m, *_ in p["candidates"]]},
+                         lead, close, floor, cap)
+    return ids, scores, floor, tokens
+
+
+def held_out_rows(title: str, sets: dict[str, list[dict]], header: str, fitted_for, fitted_on) -> None:
+    """The rows of one held-out scheme: ``fitted_for(p)`` is (relevance, rule, gate or None) fitted without
+    ``p``'s fold; ``fitted_on(train)`` the same fitted on one whole set (to measure on the other)."""
+    both = [p for prompts in sets.values() for p in prompts]
+    decided = {id(p): decide(p, *fitted_for(p)) for p in both}
+    print(f"\n{title}:\n{header}")
+    for name, prompts in [*sets.items(), ("both", both)]:
+        print(row(name, measure(prompts, {id(p): decided[id(p)][0] for p in prompts},
+                                {id(p): decided[id(p)][3] for p in prompts})))
+    for name, prompts in [*sets.items(), ("both", both)]:
+        print(f"  misses, {name}: " + ", ".join(f"{k} {v}" for k, v in misses(
+            prompts, {id(p): decided[id(p)][:3] for p in prompts}).items()))
+    print(f"Across sets ({title.split(':')[0].lower()}), fitted on one set, measured on the other:\n{header}")
+    for source, target in (("locomo", "lme"), ("lme", "locomo")):
+        if source in sets and target in sets:
+            relevance, rule, gate = fitted_on(sets[source])
+            across = {id(p): decide(p, relevance, rule, gate) for p in sets[target]}
+            print(row(f"fit on {source} {tuple(round(v, 3) for v in rule)} → {target}",
+                      measure(sets[target], {k: v[0] for k, v in across.items()}, {k: v[3] for k, v in across.items()})))
+            print(f"  misses: " + ", ".join(f"{k} {v}" for k, v in misses(
+                sets[target], {k: v[:3] for k, v in across.items()}).items()))
+
+
+def gated_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...],
+               gate_features: tuple[str, ...]) -> None:
+    """Held out together with a prompt gate (injection_folds.gated_on): relevance, gate and rule with the gate's
+    floor fitted on four folds, measured on the fifth; and across sets."""
+    both = [p for prompts in sets.values() for p in prompts]
+    per_fold = {}
+    for fold in range(FOLDS):
+        relevance, gate, rule = injection_folds.gated_on([p for p in both if p["fold"] != fold], features,
+                                                         gate_features)
+        per_fold[fold] = (relevance, rule, gate)
+        print(f"  fold {fold}: rule {rule}, gate " + ", ".join(
+            f"{k} {v:.3f}" for k, v in gate.coefficients.items()), flush=True)
+
+    def on(train: list[dict]) -> tuple:
+        relevance, gate, rule = injection_folds.gated_on(train, features, gate_features)
+        return relevance, rule, gate
+    held_out_rows(f"Held out together with a prompt gate over the best candidate's {', '.join(gate_features)} "
+                  f"(relevance {', '.join(features)})", sets, header, lambda p: per_fold[p["fold"]], on)
+
+
 def nested_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...]) -> None:
     """Relevance, floor and rule fitted on four folds of both sets, measured on the fifth; and across sets."""
     both = [p for prompts in sets.values() for p in prompts]
     relevance_for, rule_for, rules = injection_folds.nested(both, FOLDS, features)
+    print(f"\nper fold (lead, close, floor, cap): {rules}")
 
-    def measured(prompts: list[dict], relevance_of_prompt, rule_of_prompt) -> dict[str, float]:
-        chosen, tokens = {}, {}
-        for p in prompts:
-            relevance = relevance_of_prompt(p)
-            lead, close, floor, cap = rule_of_prompt(p)
-            scored = {**p, "candidates": [(m, relevance(inputs), inputs) for m, _, inputs, *_ in p["candidates"]]}
-            chosen[id(p)], tokens[id(p)] = replay(scored, lead, close, floor, cap)
-        return measure(prompts, chosen, tokens)
-    print(f"\nHeld out together: relevance model ({', '.join(features)}, fitted on the hook's candidates), floor, "
-          f"lead, close and cap chosen on four folds of both sets, measured on the fifth:\n{header}")
-    for name, prompts in [*sets.items(), ("both", both)]:
-        print(row(name, measured(prompts, lambda p: relevance_for[id(p)], lambda p: rule_for[id(p)])))
-    print(f"per fold (lead, close, floor, cap): {rules}")
-    print(f"\nAcross sets, held out together: relevance, floor and rule fitted on one set, measured on the other:"
-          f"\n{header}")
-    for source, target in (("locomo", "lme"), ("lme", "locomo")):
-        if source in sets and target in sets:
-            relevance, rule = injection_folds.fitted_on(sets[source], features)
-            print(row(f"fit on {source} {rule} → {target}", measured(sets[target], lambda p: relevance, lambda p: rule)))
+    def on(train: list[dict]) -> tuple:
+        relevance, rule = injection_folds.fitted_on(train, features)
+        return relevance, rule, None
+    held_out_rows(f"Held out together: relevance model ({', '.join(features)}, fitted on the hook's candidates), "
+                  f"floor, lead, close and cap chosen on four folds of both sets, measured on the fifth", sets, header,
+                  lambda p: (relevance_for[id(p)], rule_for[id(p)], None), on)
 
 
 def row(name: str, m: dict[str, float]) -> str:
@@ -300,7 +351,8 @@ def row(name: str, m: dict[str, float]) -> str:
             f"{m['precision']:.3f} | {m['tokens']:.0f} |")
 
 
-def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[str, ...] = FEATURES) -> None:
+def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[str, ...] = FEATURES,
+           gate_features: tuple[str, ...] = ()) -> None:
     both = [p for prompts in sets.values() for p in prompts]
     header = ("| | unrelated: nothing injected (n) | related: evidence injected (n) | notes per related "
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
@@ -318,6 +370,8 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
     for name, prompts in named:
         print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in misses(prompts).items()))
     nested_rows(sets, header, features)
+    if gate_features:
+        gated_rows(sets, header, features, gate_features)
     for label, floors in (("the hook's floor", (None,)), ("the floor chosen too", injection_folds.FLOORS)):
         result, params = held_out(both, floors)
         print(f"\nSelection alone held out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "
@@ -356,10 +410,16 @@ def main() -> None:
     parser.add_argument("--inputs", default=",".join(FEATURES),
                         help="the relevance inputs the held-out-together fit reads (comma-separated, of "
                              f"{', '.join(FEATURES)}; default all)")
+    parser.add_argument("--gate-inputs", default="",
+                        help="also fit a prompt gate (injection_folds.fit_gate) over the best candidate's inputs "
+                             f"(comma-separated, of {', '.join(injection_folds.GATE_INPUTS)}), held out the same way")
     args = parser.parse_args()
     features = tuple(args.inputs.split(","))
+    gate_features = tuple(g for g in args.gate_inputs.split(",") if g)
     if not set(features) <= set(FEATURES):
         parser.error(f"--inputs takes some of {', '.join(FEATURES)}, got {args.inputs!r}")
+    if not set(gate_features) <= set(injection_folds.GATE_INPUTS):
+        parser.error(f"--gate-inputs takes some of {', '.join(injection_folds.GATE_INPUTS)}, got {args.gate_inputs!r}")
     if args.rescore and not args.load:
         parser.error("--rescore reads saved candidates: give --load FILE")
     if not set(args.sets.split(",")) <= {"locomo", "lme"}:
@@ -400,7 +460,7 @@ def main() -> None:
               f"the same prompt (limit 20, the project's tag): p50 {statistics.median(h for h, _ in times) * 1000:.1f}"
               f" ms vs {statistics.median(r for _, r in times) * 1000:.1f} ms; hook/recall p50 "
               f"{statistics.median(ratios):.2f} (n {len(times)}; a loaded shared machine)")
-    report(sets, settings, features)
+    report(sets, settings, features, gate_features)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 
