@@ -58,3 +58,38 @@ def test_the_fit_ranks_evidence_above_unrelated_candidates():
     extra = {"kind": "unrelated", "source": "offtopic", "candidates": [("x", None, {"cosine": 0.85})],
              "evidence": set(), "set": "a", "fold": 0}
     assert injection_folds.fit_relevance(prompts + [extra], ("cosine",))({"cosine": 0.8}) == relevance({"cosine": 0.8})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_recall_order_grid_keeps_what_choose_keeps_in_recall_order(seed):
+    """With the note floor at the floor (as shipped), RecallOrderGrid is choose(order="recall", close 1, lead 0)."""
+    rng = random.Random(100 + seed)
+    prompts = []
+    for _ in range(60):
+        p = _prompt(rng, rng.choice(["related", "unrelated"]), rng.randint(0, 20))
+        places = list(range(1, len(p["candidates"]) + 1))
+        rng.shuffle(places)
+        p["candidates"] = [(m, None, inputs, place) for (m, _, inputs), place in zip(p["candidates"], places)]
+        prompts.append(p)
+    relevance = lambda inputs: inputs["score"]  # noqa: E731
+    grid = injection_folds.RecallOrderGrid(prompts, relevance)
+    for floor, cap in [(0.81, 2), (0.6, 1), (0.5, 3), (0.9, 2)]:
+        chosen = grid.chosen(floor, floor, cap)
+        for i, p in enumerate(prompts):
+            candidates = [Candidate(m, relevance(inputs), {"id": m}, rank=place) for m, _, inputs, place in p["candidates"]]
+            choose(candidates, StandOut(floor, 0.0, 1.0, cap, "recall"))
+            kept = {c.memory_id for c in candidates if c.reason == KEPT}
+            ordered = injection_folds.in_recall_order(p)
+            assert kept == {c[0] for j, c in enumerate(ordered) if chosen[i, j]}, (seed, floor, cap, i)
+
+
+def test_choose_fills_the_cap_in_recall_order_and_says_why_the_rest_are_out():
+    candidates = [Candidate("a", 0.99, {}, rank=3), Candidate("b", 0.95, {}, rank=1), Candidate("c", 0.93, {}, rank=2),
+                  Candidate("d", 0.5, {}, rank=4)]
+    choose(candidates, StandOut(0.9, 0.0, 1.0, 2, "recall"))
+    assert {c.memory_id: c.reason for c in candidates} == {"b": KEPT, "c": KEPT, "a": "over the cap",
+                                                          "d": "below the floor"}
+    choose(candidates, StandOut(0.9, 0.0, 1.0, 2, "relevance"))
+    assert {c.memory_id for c in candidates if c.reason == KEPT} == {"a", "b"}
+    with pytest.raises(Exception, match="order"):
+        StandOut(0.9, order="random")

@@ -208,3 +208,66 @@ def gated_on(train: list[dict], features: Sequence[str], gate_features: Sequence
     relevance = fit_relevance(train, features)
     gate = fit_gate(train, relevance, gate_features)
     return relevance, gate, choose_gated_rule(StandOutGrid(train, relevance, gate))
+
+
+NOTE_FLOORS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9)
+
+
+def in_recall_order(prompt: dict) -> list:
+    """The prompt's first MAX_CANDIDATES candidates by their place in recall's answer (unplaced last)."""
+    return sorted(prompt["candidates"], key=lambda c: c[3] or MAX_CANDIDATES + 1)[:MAX_CANDIDATES]
+
+
+class RecallOrderGrid:
+    """Another rule, measured against the stand-out rule: inject when the prompt's best relevance clears ``floor``
+    (the prompt-level decision), and then recall's first ``cap`` candidates whose relevance clears ``note_floor``,
+    in recall's order (the relevance decides whether, the ranking which)."""
+
+    def __init__(self, prompts: list[dict], relevance: Callable[[dict], float]):
+        n = len(prompts)
+        self.relevance = np.full((n, MAX_CANDIDATES), -1.0)
+        self.evidence = np.zeros((n, MAX_CANDIDATES), dtype=bool)
+        for i, p in enumerate(prompts):
+            for j, candidate in enumerate(in_recall_order(p)):
+                self.relevance[i, j], self.evidence[i, j] = relevance(candidate[2]), candidate[0] in p["evidence"]
+        self.best = self.relevance.max(axis=1)
+        self.related = np.array([p["kind"] == "related" for p in prompts])
+
+    def chosen(self, floor: float, note_floor: float, cap: int) -> np.ndarray:
+        """Which candidates (in recall's order) each prompt gets."""
+        over = self.relevance >= note_floor
+        return over & (np.cumsum(over, axis=1) <= cap) & (self.best >= floor)[:, None]
+
+    def measure(self, floor: float, note_floor: float, cap: int) -> dict[str, float]:
+        chosen = self.chosen(floor, note_floor, cap)
+        kept, found = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
+        related, unrelated = self.related, ~self.related
+        notes = kept[related].sum()
+        return {"quiet": float((kept[unrelated] == 0).mean()) if unrelated.any() else 1.0,
+                "hit": float((found[related] > 0).mean()) if related.any() else 0.0,
+                "notes": float(kept[related].mean()) if related.any() else 0.0,
+                "precision": float(found[related].sum() / notes) if notes else 0.0}
+
+    def choose(self) -> tuple[float, float, int]:
+        """The (floor, note floor, cap) that scores best (``objective``; the first of equals)."""
+        best, best_key = None, None
+        for floor, note_floor, cap in itertools.product(FLOORS, NOTE_FLOORS, CAPS):
+            if note_floor <= floor:
+                key = objective(self.measure(floor, note_floor, cap))
+                if best_key is None or key > best_key:
+                    best, best_key = (floor, note_floor, cap), key
+        return best
+
+
+def perfect_gate(prompts: list[dict], relevance: Callable[[dict], float], cap: int, order: str) -> dict[str, float]:
+    """The ceiling of any prompt-level decision: every related prompt gets its first ``cap`` candidates (by
+    ``relevance``, or in recall's ``order``), every unrelated prompt nothing; evidence injected and its share."""
+    related = [p for p in prompts if p["kind"] == "related"]
+    hit = notes = found = 0
+    for p in related:
+        top = [c[0] for c in (in_recall_order(p) if order == "recall"
+                              else sorted(p["candidates"], key=lambda c: -relevance(c[2])))[:cap]]
+        hit += bool(set(top) & p["evidence"])
+        notes += len(top)
+        found += len(set(top) & p["evidence"])
+    return {"hit": hit / max(1, len(related)), "precision": found / max(1, notes), "notes": notes / max(1, len(related))}

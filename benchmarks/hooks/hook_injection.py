@@ -190,14 +190,17 @@ def rescore(prompt: dict, settings: HookSettings) -> None:
                              *rest) for m, _, inputs, *rest in prompt["candidates"]]
     prompt["floor"] = injection_floor(settings.relevance_floor, Config.from_env())
     prompt["shipped_ids"], prompt["shipped_tokens"] = replay(
-        prompt, settings.standout_lead, settings.standout_close, None, settings.max_memories)
+        prompt, settings.standout_lead, settings.standout_close, None, settings.max_memories,
+        order=settings.standout_order)
 
 
 def replay(prompt: dict, lead: float, close: float, floor: float | None = None, cap: int = 3,
-           budget: int = 1500) -> tuple[list[str], int]:
-    """The ids the hook would inject with these parameters (floor None: recall's), and the block's tokens."""
-    candidates = [Candidate(m, r, prompt["memories"][m]) for m, r, *_ in prompt["candidates"]]
-    choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap))
+           budget: int = 1500, order: str = "relevance") -> tuple[list[str], int]:
+    """The ids the hook would inject with these parameters (floor None: recall's; ``order``: how the cap is
+    filled, selection.StandOut.order), and the block's tokens."""
+    candidates = [Candidate(c[0], c[1], prompt["memories"][c[0]], rank=c[3] if len(c) > 3 else None)
+                  for c in prompt["candidates"]]
+    choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap, order))
     kept = [c.memory for c in candidates if c.reason == KEPT]
     block, ids = build_block(kept, HEADING, budget, cap)
     return ids, estimate_tokens(block) if block else 0
@@ -346,6 +349,56 @@ def nested_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, .
                   lambda p: (relevance_for[id(p)], rule_for[id(p)], None), on)
 
 
+def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...]) -> None:
+    """The recall-order rule (injection_folds.RecallOrderGrid) held out the same way, and the ceiling a perfect
+    prompt-level decision would reach on these candidates (relevance held out)."""
+    both = [p for prompts in sets.values() for p in prompts]
+    relevance_of_fold = {fold: injection_folds.fit_relevance([p for p in both if p["fold"] != fold], features)
+                         for fold in range(FOLDS)}
+    rules = {fold: injection_folds.RecallOrderGrid([p for p in both if p["fold"] != fold],
+                                                   relevance_of_fold[fold]).choose() for fold in range(FOLDS)}
+
+    def injected(prompts: list[dict], relevance, rule) -> dict[int, list[str]]:
+        chosen = injection_folds.RecallOrderGrid(prompts, relevance).chosen(*rule)
+        return {id(p): [c[0] for j, c in enumerate(injection_folds.in_recall_order(p)) if chosen[i, j]]
+                for i, p in enumerate(prompts)}
+    chosen: dict[int, list[str]] = {}
+    for fold in range(FOLDS):
+        chosen.update(injected([p for p in both if p["fold"] == fold], relevance_of_fold[fold], rules[fold]))
+    tokens = dict.fromkeys(chosen, 0)
+    print(f"\nRecall-order rule held out together (inject when the best relevance clears the floor, then recall's "
+          f"first cap candidates over the note floor; relevance {', '.join(features)}):\n{header}")
+    for name, prompts in [*sets.items(), ("both", both)]:
+        print(row(name, measure(prompts, chosen, tokens)))
+    print(f"per fold (floor, note floor, cap): {list(rules.values())}  (tokens not counted here)")
+    for source, target in (("locomo", "lme"), ("lme", "locomo")):
+        if source in sets and target in sets:
+            relevance = injection_folds.fit_relevance(sets[source], features)
+            rule = injection_folds.RecallOrderGrid(sets[source], relevance).choose()
+            across = injected(sets[target], relevance, rule)
+            print(row(f"fit on {source} {rule} → {target}", measure(sets[target], across, dict.fromkeys(across, 0))))
+    print("\nThe ceiling of a perfect prompt-level decision (related prompts get their first cap candidates, unrelated "
+          "nothing; relevance held out): evidence injected / share of notes that are evidence")
+    for name, prompts in [*sets.items(), ("both", both)]:
+        for order in ("relevance", "recall"):
+            print(f"  {name}, {order} order: " + "; ".join(
+                "cap {0}: {1[hit]:.3f} / {1[precision]:.3f}".format(cap, _pooled(prompts, relevance_of_fold, cap, order))
+                for cap in injection_folds.CAPS))
+
+
+def _pooled(prompts: list[dict], relevance_of_fold: dict, cap: int, order: str) -> dict[str, float]:
+    """``perfect_gate`` over every fold, each with its held-out relevance, pooled."""
+    hit = found = notes = related = 0.0
+    for fold, relevance in relevance_of_fold.items():
+        part = [p for p in prompts if p["fold"] == fold]
+        n = sum(p["kind"] == "related" for p in part)
+        m = injection_folds.perfect_gate(part, relevance, cap, order)
+        hit, related = hit + m["hit"] * n, related + n
+        notes += m["notes"] * n
+        found += m["precision"] * m["notes"] * n
+    return {"hit": hit / max(1, related), "precision": found / max(1.0, notes)}
+
+
 def row(name: str, m: dict[str, float]) -> str:
     return (f"| {name} | {m['quiet']:.3f} ({m['unrelated']}) | {m['hit']:.3f} ({m['related']}) | {m['notes']:.2f} | "
             f"{m['precision']:.3f} | {m['tokens']:.0f} |")
@@ -358,7 +411,7 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
     named = [*sets.items(), ("both", both)]
     print(f"\nthe hook's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
-          f"{settings.standout_close}, cap {settings.max_memories}, the hook's floor), as the hook answered (with "
+          f"{settings.standout_close}, cap {settings.max_memories}, {settings.standout_order} order, the hook's floor), as the hook answered (with "
           f"--load, as it answered when saved; with --rescore, as it would answer now):\n{header}")
     for name, prompts in named:
         print(row(name, measure(prompts, {id(p): p["shipped_ids"] for p in prompts},
@@ -372,6 +425,7 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
     nested_rows(sets, header, features)
     if gate_features:
         gated_rows(sets, header, features, gate_features)
+    recall_order_rows(sets, header, features)
     for label, floors in (("the hook's floor", (None,)), ("the floor chosen too", injection_folds.FLOORS)):
         result, params = held_out(both, floors)
         print(f"\nSelection alone held out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "

@@ -133,7 +133,8 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         if not query:
             return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt", "explain": explain})
         floor = injection_floor(settings.relevance_floor, store.config)
-        rule = StandOut(floor, settings.standout_lead, settings.standout_close, settings.max_memories)
+        rule = StandOut(floor, settings.standout_lead, settings.standout_close, settings.max_memories,
+                        settings.standout_order)
         limit = min(MAX_RECALL, max(CANDIDATES, 2 * settings.max_memories))
         candidates = _prompt_candidates(store, query, scope, session_id, limit)
         thresholds = choose([c for c in candidates if not c.reason], rule)  # the never-eligible are out
@@ -248,7 +249,8 @@ def _thresholds_line(thresholds: Mapping[str, float], rule: StandOut) -> str:
         return f"no candidates (floor {rule.floor:.2f})"
     return (f"floor {rule.floor:.2f}; best {thresholds['best']:.3f}, the rest's median {thresholds['background']:.3f}"
             f" (the best must lead it by {rule.lead:.2f}); kept: relevance >= {thresholds['stand_out']:.3f}"
-            f" (within {rule.close:.2f} of the best), at most {rule.cap}")
+            f" (within {rule.close:.2f} of the best), at most {rule.cap}, "
+            + ("recall's first" if rule.order == "recall" else "highest relevance first"))
 
 
 def _candidate_line(candidate: Candidate, event: str) -> str:

@@ -8,7 +8,11 @@ answer (``StandOut``):
 - the best result, when its ``relevance`` clears the floor and leads the
   median relevance of the other candidates by at least ``lead``;
 - with it, the others within ``close`` of the best (and over the floor);
-- at most ``cap`` of them.
+- at most ``cap`` of them, taken in recall's order (``order="recall"``, the default: the
+  ranking picks which notes better than relevance does) or by relevance.
+
+Relevance decides *whether* a prompt gets notes and which are eligible; with
+``order="recall"`` the ranking decides *which* of them fill the cap.
 
 Every candidate gets a ``reason`` (``KEPT`` or why not), decided here, where
 the choice is made, so ``hook -v`` prints the decision itself rather than a
@@ -18,6 +22,7 @@ of both dev sets (benchmarks/hooks/hook_injection.py, docs/hooks.md).
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -42,10 +47,17 @@ OVER_SESSION_START = "past the session-start list"
 # floors 0.88-0.92 (the median, 0.90, is the default). No lead: a related prompt's other candidates are often
 # high too. The floor is the hook's own: recall's calibrated floor (0.92) keeps 95 % of questions about another
 # conversation silent, where the hook answers a prompt only with what stands out.
+#
+# Since 2026-12-05 (issue 40, branch inject3) the cap is filled in recall's order: with a perfect prompt-level
+# decision, recall's first two hold evidence for 0.82 of related prompts against 0.76 for the two of highest relevance
+# (held out), and on the nested folds that rule (inject when the best clears the floor, then recall's first two over
+# the floor) chose floors 0.90-0.94 (median 0.90) and cap 2 in four of five folds, with no closeness rule.
 DEFAULT_LEAD = 0.0
-DEFAULT_CLOSE = 0.05
+DEFAULT_CLOSE = 1.0
 DEFAULT_CAP = 2
 DEFAULT_FLOOR = 0.90
+ORDERS = ("recall", "relevance")
+DEFAULT_ORDER = "recall"
 
 
 def injection_floor(hook_floor: float | None, config: Any) -> float:
@@ -86,8 +98,11 @@ class StandOut:
     lead: float = DEFAULT_LEAD
     close: float = DEFAULT_CLOSE
     cap: int = DEFAULT_CAP
+    order: str = DEFAULT_ORDER
 
     def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise ConfigError(f"stand-out setting 'order' must be one of {', '.join(ORDERS)}, got {self.order!r}")
         for name in ("floor", "lead", "close"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
@@ -111,6 +126,9 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
     candidates.sort(key=lambda c: -c.relevance)
     if not candidates:
         return {"floor": rule.floor}
+    eligible = candidates
+    if rule.order == "recall":  # the cap is filled in recall's order (unplaced last, by relevance)
+        eligible = sorted(candidates, key=lambda c: c.rank if c.rank is not None else math.inf)
     best = candidates[0].relevance
     background = background_of([c.relevance for c in candidates])
     keep_from = max(rule.floor, best - rule.close)
@@ -118,7 +136,7 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
                   "lead": rule.lead, "stand_out": round(keep_from, 4)}
     stands_out = best >= rule.floor and best - background >= rule.lead
     kept = 0
-    for candidate in candidates:
+    for candidate in eligible:
         if candidate.relevance < rule.floor:
             candidate.reason = BELOW_FLOOR
         elif not stands_out:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from .selection import DEFAULT_CAP, DEFAULT_CLOSE, DEFAULT_LEAD
+from .selection import DEFAULT_CAP, DEFAULT_CLOSE, DEFAULT_LEAD, DEFAULT_ORDER, ORDERS
 
 ENV_PREFIX = "LOCALMEM_HOOK_"
 _ON = frozenset({"1", "true", "yes", "on"})
@@ -38,6 +38,8 @@ class HookSettings:
     - ``standout_lead``: a prompt gets notes only when the best result's relevance leads the
       median of the other candidates by at least this (``selection.StandOut``), in [0, 1].
     - ``standout_close``: with the best, the others within this of it, in [0, 1].
+    - ``standout_order``: which eligible notes fill ``max_memories``: ``recall`` (recall's first) or
+      ``relevance`` (the highest relevance first).
     - ``session_start_max``: at most this many memories in the session-start block.
     - ``rules_path``: the capture noise-rules file (JSON); None: the user's
       ``$XDG_CONFIG_HOME/localmem/hook-rules.json`` when it exists, else the built-in rules.
@@ -52,6 +54,7 @@ class HookSettings:
     max_memories: int = DEFAULT_CAP
     standout_lead: float = DEFAULT_LEAD
     standout_close: float = DEFAULT_CLOSE
+    standout_order: str = DEFAULT_ORDER
     session_start_max: int = 8
     rules_path: str | None = None
     project: str | None = None
@@ -75,6 +78,9 @@ class HookSettings:
             if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                     or not 0.0 <= value <= 1.0):
                 raise ConfigError(f"hook setting '{name}' must be a number from 0 to 1, got {value!r}")
+        if self.standout_order not in ORDERS:
+            raise ConfigError(f"hook setting 'standout_order' must be one of {', '.join(ORDERS)}, "
+                              f"got {self.standout_order!r}")
         for name in ("rules_path", "project"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip() or "\x00" in value):
