@@ -69,6 +69,7 @@ from localmem.recall.relevance_model import FEATURES, relevance_features, releva
 from benchmarks.common import injection_folds  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402
+from benchmarks.quality.relevance_calibration import FITTED  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 FOLDS = 5
@@ -404,7 +405,7 @@ def row(name: str, m: dict[str, float]) -> str:
             f"{m['precision']:.3f} | {m['tokens']:.0f} |")
 
 
-def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[str, ...] = FEATURES,
+def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[str, ...] = FITTED,
            gate_features: tuple[str, ...] = ()) -> None:
     both = [p for prompts in sets.values() for p in prompts]
     header = ("| | unrelated: nothing injected (n) | related: evidence injected (n) | notes per related "
@@ -461,9 +462,9 @@ def main() -> None:
     parser.add_argument("--save", type=Path, help="also write the asked prompts' candidates here (JSON)")
     parser.add_argument("--load", help="replay saved candidates instead of asking (no store built): "
                                        "files written by --save, comma-separated, their sets merged")
-    parser.add_argument("--inputs", default=",".join(FEATURES),
+    parser.add_argument("--inputs", default=",".join(FITTED),
                         help="the relevance inputs the held-out-together fit reads (comma-separated, of "
-                             f"{', '.join(FEATURES)}; default all)")
+                             f"{', '.join(FEATURES)}; default the shipped model's, {', '.join(FITTED)})")
     parser.add_argument("--gate-inputs", default="",
                         help="also fit a prompt gate (injection_folds.fit_gate) over the best candidate's inputs "
                              f"(comma-separated, of {', '.join(injection_folds.GATE_INPUTS)}), held out the same way")
