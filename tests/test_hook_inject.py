@@ -314,6 +314,7 @@ def test_the_notes_that_stand_out_are_kept_at_most_the_cap():
 @pytest.mark.parametrize("variable, value", [
     ("LOCALMEM_HOOK_STANDOUT_LEAD", "2"), ("LOCALMEM_HOOK_STANDOUT_CLOSE", "-0.1"),
     ("LOCALMEM_HOOK_MAX_MEMORIES", "0"), ("LOCALMEM_HOOK_SESSION_START_MAX", "many"),
+    ("LOCALMEM_HOOK_STANDOUT_ORDER", "random"),
 ])
 def test_a_bad_stand_out_setting_is_named(variable, value):
     with pytest.raises(ConfigError, match=variable):
@@ -332,11 +333,19 @@ def test_at_most_two_notes_by_default_and_the_cap_is_configurable(tmp_path):
     assert context_of(out, "UserPromptSubmit").count("\n- [") == 5
 
 
+def test_the_order_that_fills_the_cap_is_a_setting_and_said(tmp_path):
+    db = seeded(tmp_path, (STAGING, ["project:orchid"]))
+    out, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="by-relevance"),
+                        LOCALMEM_HOOK_VERBOSE="1", LOCALMEM_HOOK_STANDOUT_ORDER="relevance")
+    assert "at most 2, highest relevance first" in err
+    assert STAGING.split(".")[0] in context_of(out, "UserPromptSubmit")
+
+
 def test_verbose_explains_each_decision_and_the_cost(tmp_path):
     db = seeded(tmp_path, (STAGING + " (copy for the test)", ["project:orchid", f"session:{SESSION}"]))
     out, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT), LOCALMEM_HOOK_VERBOSE="1")
     block = context_of(out, "UserPromptSubmit")
-    assert "floor" in err and "the rest's median" in err and "at most 2" in err
+    assert "floor" in err and "the rest's median" in err and "at most 2, recall's first" in err
     assert "kept" in err and "this session's own turn" in err and "(copy for the test)" not in block
     # Each candidate's line says what its relevance rests on: recall's relevance_inputs.
     assert all(f"{name} " in err for name in ("cosine", "coverage", "token", "keyword")), err
