@@ -29,7 +29,13 @@ LongMemEval's instances by index mod 5. Reported:
   (1-3) chosen on the same other folds (injection_folds.objective: >= 0.95 of unrelated prompts
   silent, then >= 0.5 of injected notes evidence, then the most related prompts served), measured
   on the fold; and across sets: fitted on one set, measured on the other;
-- the selection alone held out, the relevance as answered, with the hook's floor or the floor chosen too.
+- the selection alone held out, the relevance as answered, with the hook's floor or the floor chosen too;
+- the shipped rule, notes in recall's order (injection_folds.RecallOrderGrid: inject when the best relevance
+  clears the floor, then recall's first ``cap`` over the note floor), held out the same way, with the misses and
+  the share of each kind of unrelated prompt kept quiet; and the ceiling of a perfect prompt-level decision
+  (every related prompt served its first 1-3 candidates, every unrelated one nothing);
+- with ``--gate-inputs``, a prompt gate (injection_folds.fit_gate: a logistic over the best candidate's inputs
+  deciding whether to inject at all) fitted and held out the same way.
 
 Each candidate's relevance inputs and place in recall's answer are saved with it (``--save``), so
 ``--load FILE --rescore`` replays the hook's choice with a refitted relevance model (the packaged
@@ -38,6 +44,7 @@ which relevance does not rank.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/hook_injection.py [--lme 0,1,2,...] [--per-conversation 40]
         [--sets locomo,lme] [--save FILE | --load FILE[,FILE] [--rescore]] [--inputs cosine,coverage,...]
+        [--gate-inputs relevance,unseen_terms,...]
 """
 
 from __future__ import annotations
@@ -304,7 +311,8 @@ def held_out_rows(title: str, sets: dict[str, list[dict]], header: str, fitted_f
                                 {id(p): decided[id(p)][3] for p in prompts})))
     for name, prompts in [*sets.items(), ("both", both)]:
         print(f"  misses, {name}: " + ", ".join(f"{k} {v}" for k, v in misses(
-            prompts, {id(p): decided[id(p)][:3] for p in prompts}).items()))
+            prompts, {id(p): decided[id(p)][:3] for p in prompts}).items()) + "; quiet by kind: " + ", ".join(
+            f"{k} {v:.3f}" for k, v in quiet_by_kind(prompts, {id(p): decided[id(p)][0] for p in prompts}).items()))
     print(f"Across sets ({title.split(':')[0].lower()}), fitted on one set, measured on the other:\n{header}")
     for source, target in (("locomo", "lme"), ("lme", "locomo")):
         if source in sets and target in sets:
@@ -359,25 +367,43 @@ def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[
     rules = {fold: injection_folds.RecallOrderGrid([p for p in both if p["fold"] != fold],
                                                    relevance_of_fold[fold]).choose() for fold in range(FOLDS)}
 
-    def injected(prompts: list[dict], relevance, rule) -> dict[int, list[str]]:
+    def injected(prompts: list[dict], relevance, rule) -> dict[int, tuple[list[str], int]]:
+        """Each prompt's notes and the block's tokens (the hook's budget, as ``replay``)."""
         chosen = injection_folds.RecallOrderGrid(prompts, relevance).chosen(*rule)
-        return {id(p): [c[0] for j, c in enumerate(injection_folds.in_recall_order(p)) if chosen[i, j]]
-                for i, p in enumerate(prompts)}
-    chosen: dict[int, list[str]] = {}
+        out = {}
+        for i, p in enumerate(prompts):
+            ids = [c[0] for j, c in enumerate(injection_folds.in_recall_order(p)) if chosen[i, j]]
+            block, kept = build_block([p["memories"][m] for m in ids], HEADING, 1500, rule[2])
+            out[id(p)] = (kept, estimate_tokens(block) if block else 0)
+        return out
+    def judged(p: dict, relevance, rule) -> tuple[list[str], dict[str, float], float]:
+        """For ``misses``: a prompt the gate refused reads 0 throughout (under the floor)."""
+        scores = {c[0]: relevance(c[2]) for c in p["candidates"]}
+        gated = not scores or max(scores.values()) < rule[0]
+        return chosen[id(p)], dict.fromkeys(scores, 0.0) if gated else scores, rule[1]
+    answered: dict[int, tuple[list[str], int]] = {}
     for fold in range(FOLDS):
-        chosen.update(injected([p for p in both if p["fold"] == fold], relevance_of_fold[fold], rules[fold]))
-    tokens = dict.fromkeys(chosen, 0)
+        answered.update(injected([p for p in both if p["fold"] == fold], relevance_of_fold[fold], rules[fold]))
+    chosen = {k: v[0] for k, v in answered.items()}
+    tokens = {k: v[1] for k, v in answered.items()}
     print(f"\nRecall-order rule held out together (inject when the best relevance clears the floor, then recall's "
           f"first cap candidates over the note floor; relevance {', '.join(features)}):\n{header}")
     for name, prompts in [*sets.items(), ("both", both)]:
         print(row(name, measure(prompts, chosen, tokens)))
-    print(f"per fold (floor, note floor, cap): {list(rules.values())}  (tokens not counted here)")
+    print(f"per fold (floor, note floor, cap): {list(rules.values())}")
+    for name, prompts in [*sets.items(), ("both", both)]:
+        decided = {id(p): judged(p, relevance_of_fold[p["fold"]], rules[p["fold"]]) for p in prompts
+                   if p["kind"] == "related"}
+        quiet = quiet_by_kind(prompts, chosen)
+        print(f"  misses, {name}: " + ", ".join(f"{k} {v}" for k, v in misses(prompts, decided).items())
+              + "; quiet by kind: " + ", ".join(f"{k} {v:.3f}" for k, v in quiet.items()))
     for source, target in (("locomo", "lme"), ("lme", "locomo")):
         if source in sets and target in sets:
             relevance = injection_folds.fit_relevance(sets[source], features)
             rule = injection_folds.RecallOrderGrid(sets[source], relevance).choose()
             across = injected(sets[target], relevance, rule)
-            print(row(f"fit on {source} {rule} → {target}", measure(sets[target], across, dict.fromkeys(across, 0))))
+            print(row(f"fit on {source} {rule} → {target}", measure(sets[target], {k: v[0] for k, v in across.items()},
+                                                                   {k: v[1] for k, v in across.items()})))
     print("\nThe ceiling of a perfect prompt-level decision (related prompts get their first cap candidates, unrelated "
           "nothing; relevance held out): evidence injected / share of notes that are evidence")
     for name, prompts in [*sets.items(), ("both", both)]:
@@ -385,6 +411,13 @@ def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[
             print(f"  {name}, {order} order: " + "; ".join(
                 "cap {0}: {1[hit]:.3f} / {1[precision]:.3f}".format(cap, _pooled(prompts, relevance_of_fold, cap, order))
                 for cap in injection_folds.CAPS))
+
+
+def quiet_by_kind(prompts: list[dict], chosen: dict[int, list[str]]) -> dict[str, float]:
+    """The share of each kind of unrelated prompt (another scope's question, off-topic, abstention) that got nothing."""
+    kinds = sorted({p["source"] for p in prompts if p["kind"] == "unrelated"})
+    return {kind: statistics.fmean(not chosen[id(p)] for p in prompts if p["source"] == kind and p["kind"] == "unrelated")
+            for kind in kinds}
 
 
 def _pooled(prompts: list[dict], relevance_of_fold: dict, cap: int, order: str) -> dict[str, float]:
@@ -422,7 +455,8 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
         print(row(name, evaluate(prompts, (0.0, 1.0, None, 3))))
     print("\nWhere related prompts' evidence was lost (shipped settings, as above; places are recall's):")
     for name, prompts in named:
-        print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in misses(prompts).items()))
+        print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in misses(prompts).items()) + "; quiet by kind: " +
+              ", ".join(f"{k} {v:.3f}" for k, v in quiet_by_kind(prompts, {id(p): p["shipped_ids"] for p in prompts}).items()))
     nested_rows(sets, header, features)
     if gate_features:
         gated_rows(sets, header, features, gate_features)
