@@ -113,3 +113,14 @@ def test_the_shipped_model_reads_them_only_as_fitted() -> None:
         assert model.probability(moved) == model.probability(base)
     else:
         assert model.probability(moved) != model.probability(base)
+
+
+def test_recall_v1_leaves_them_out_rather_than_showing_zero() -> None:
+    with MemoryStore(":memory:", embedder="hash") as store:
+        for n, topic in enumerate(TOPICS * 2):
+            store.store(f"note {n}: {topic}")
+        results = [r for r in store.recall_v1("orders database zebrafish", k=5)["results"] if not r["folded"]]
+    assert results
+    for r in results:
+        inputs = r["score_components"]["relevance_inputs"]
+        assert "reciprocal_rank" in inputs and not {"cosine_over_kth", "unseen_terms"} & set(inputs)

@@ -13,7 +13,7 @@ from ..recall.confidence_bands import keyword_confidence, semantic_confidence
 from ..recall.keywords import KeywordScorer, match_expression, query_terms
 from ..recall.late_interaction import token_score
 from ..recall.relevance import with_relevance
-from ..recall.relevance_model import keyword_coverage, reciprocal_ranks, relevance_features, relevance_of
+from ..recall.relevance_model import PROMPT_INPUTS, keyword_coverage, reciprocal_ranks, relevance_features, relevance_of
 from ..recall.scoring import usable_cosine
 from .content import SpanFinder, content_fields
 from .duplicates import contradictions, near_duplicates
@@ -113,6 +113,8 @@ def _attach_relevance(backend: "Backend", query: str, outcome: SearchOutcome,
         features = relevance_features(cosine=cosine, coverage=keyword_coverage(terms, candidate.memory.get("content")),
                                       token=token, keyword=candidate.bm25 / ideal if ideal > 0 else 0.0,
                                       reciprocal_rank=place)
+        for name in PROMPT_INPUTS:  # recall's alone (the shipped model does not weigh them): not shown as 0 here
+            del features[name]
         row["score_components"]["relevance_inputs"] = features
         row["relevance"] = relevance_of(features)
 

@@ -46,6 +46,8 @@ from typing import Any, Iterable, Mapping
 from ..errors import ConfigError
 
 FEATURES = ("cosine", "coverage", "token", "keyword", "reciprocal_rank", "cosine_over_kth", "unseen_terms")
+# Read from the whole scope by ``recall`` (recall/prompt_signals.py); ``recall_v1`` does not compute them.
+PROMPT_INPUTS = ("cosine_over_kth", "unseen_terms")
 MODEL_RESOURCE = "relevance.json"
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A query keyword matches a content word when equal, or when the keyword (longer than
