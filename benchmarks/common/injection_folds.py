@@ -53,6 +53,11 @@ def labelled_rows(prompts: list[dict], features: Sequence[str]) -> tuple[np.ndar
             label = (1 if memory_id in p["evidence"] else None) if p["kind"] == "related" else 0
             if label is not None:
                 rows.append((features_of(inputs, features), label, p["set"]))
+    return balanced(rows)
+
+
+def balanced(rows: list[tuple[list[float], float, str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(features, label, set) rows as arrays, each (set, label) cell weighed equally (weights sum to the row count)."""
     x = np.array([r[0] for r in rows], dtype=float)
     y = np.array([r[1] for r in rows], dtype=float)
     cell = np.array([f"{r[2]}/{r[1]}" for r in rows])
@@ -110,12 +115,17 @@ class StandOutGrid:
         kept = self.kept(lead, close, floor, cap, gate_floor)
         rows = np.arange(len(kept))
         found = np.where(kept > 0, self.cumulative[rows, np.maximum(kept - 1, 0)], 0)
-        related, unrelated = self.related, ~self.related
-        notes = kept[related].sum()
-        return {"quiet": float((kept[unrelated] == 0).mean()) if unrelated.any() else 1.0,
-                "hit": float((found[related] > 0).mean()) if related.any() else 0.0,
-                "notes": float(kept[related].mean()) if related.any() else 0.0,
-                "precision": float(found[related].sum() / notes) if notes else 0.0}
+        return scored(kept, found, self.related)
+
+
+def scored(kept: np.ndarray, found: np.ndarray, related: np.ndarray) -> dict[str, float]:
+    """The four targets' figures from each prompt's notes kept and evidence among them."""
+    unrelated = ~related
+    notes = kept[related].sum()
+    return {"quiet": float((kept[unrelated] == 0).mean()) if unrelated.any() else 1.0,
+            "hit": float((found[related] > 0).mean()) if related.any() else 0.0,
+            "notes": float(kept[related].mean()) if related.any() else 0.0,
+            "precision": float(found[related].sum() / notes) if notes else 0.0}
 
 
 def objective(m: dict[str, float]) -> tuple[float, float, float, float]:
@@ -173,17 +183,8 @@ def fit_gate(prompts: list[dict], relevance: Callable[[dict], float],
              features: Sequence[str]) -> Callable[[dict], float]:
     """A logistic over each prompt's best candidate (``best_inputs``): does the store answer this prompt at
     all? Related prompts 1, unrelated 0, off-topic left out; each (set, label) cell weighed equally."""
-    rows = [(features_of(best_inputs(p, relevance), features), float(p["kind"] == "related"), p["set"])
-            for p in prompts if p.get("source") != "offtopic"]
-    x = np.array([r[0] for r in rows], dtype=float)
-    y = np.array([r[1] for r in rows])
-    cell = np.array([f"{r[2]}/{r[1]}" for r in rows])
-    weights = np.zeros(len(rows))
-    cells = sorted(set(cell))
-    for name in cells:
-        mask = cell == name
-        weights[mask] = 1.0 / (mask.sum() * len(cells))
-    beta = fit_logistic(x, y, weights * len(rows))
+    beta = fit_logistic(*balanced([(features_of(best_inputs(p, relevance), features), float(p["kind"] == "related"),
+                                     p["set"]) for p in prompts if p.get("source") != "offtopic"]))
 
     def gate(prompt: dict) -> float:
         z = beta[0] + float(np.dot(beta[1:], features_of(best_inputs(prompt, relevance), features)))
@@ -241,12 +242,7 @@ class RecallOrderGrid:
     def measure(self, floor: float, note_floor: float, cap: int) -> dict[str, float]:
         chosen = self.chosen(floor, note_floor, cap)
         kept, found = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
-        related, unrelated = self.related, ~self.related
-        notes = kept[related].sum()
-        return {"quiet": float((kept[unrelated] == 0).mean()) if unrelated.any() else 1.0,
-                "hit": float((found[related] > 0).mean()) if related.any() else 0.0,
-                "notes": float(kept[related].mean()) if related.any() else 0.0,
-                "precision": float(found[related].sum() / notes) if notes else 0.0}
+        return scored(kept, found, self.related)
 
     def choose(self) -> tuple[float, float, int]:
         """The (floor, note floor, cap) that scores best (``objective``; the first of equals)."""
