@@ -76,7 +76,8 @@ def test_the_recall_order_grid_keeps_what_choose_keeps_in_recall_order(seed):
     for floor, cap in [(0.81, 2), (0.6, 1), (0.5, 3), (0.9, 2)]:
         chosen = grid.chosen(floor, floor, cap)
         for i, p in enumerate(prompts):
-            candidates = [Candidate(m, relevance(inputs), {"id": m}, rank=place) for m, _, inputs, place in p["candidates"]]
+            candidates = [Candidate(m, relevance(inputs), {"id": m}, rank=place)
+                          for m, _, inputs, place in p["candidates"]]
             choose(candidates, StandOut(floor, 0.0, 1.0, cap, "recall"))
             kept = {c.memory_id for c in candidates if c.reason == KEPT}
             ordered = injection_folds.in_recall_order(p)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from localmem import Config, ConfigError, MemoryStore
-from localmem.recall.relevance_model import (FEATURES, RelevanceModel, keyword_coverage, packaged_model,
+from localmem.recall.relevance_model import (FEATURES, PROMPT_INPUTS, RelevanceModel, keyword_coverage, packaged_model,
                                              passes_relevance_floor, relevance_features, relevance_of)
 from tests.serving import in_thread
 
@@ -57,7 +57,9 @@ def assert_well_formed(body: dict[str, Any]) -> None:
     for result in body["results"]:
         value = result["relevance"]
         assert isinstance(value, float) and 0.0 <= value <= 1.0 and math.isfinite(value)
-        assert set(result["score_components"]["relevance_inputs"]) == set(FEATURES)
+        # recall_v1 (its results carry memory_id) does not compute the two prompt-level inputs and leaves them out.
+        expected = set(FEATURES) - (set(PROMPT_INPUTS) if "memory_id" in result else set())
+        assert set(result["score_components"]["relevance_inputs"]) == expected
     confidence = body["confidence"]
     assert SUMMARY_KEYS <= set(confidence)
     current = [r["relevance"] for r in body["results"] if not r.get("folded")]

@@ -416,8 +416,8 @@ def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[
 def quiet_by_kind(prompts: list[dict], chosen: dict[int, list[str]]) -> dict[str, float]:
     """The share of each kind of unrelated prompt (another scope's question, off-topic, abstention) that got nothing."""
     kinds = sorted({p["source"] for p in prompts if p["kind"] == "unrelated"})
-    return {kind: statistics.fmean(not chosen[id(p)] for p in prompts if p["source"] == kind and p["kind"] == "unrelated")
-            for kind in kinds}
+    return {kind: statistics.fmean(not chosen[id(p)] for p in prompts
+                                   if p["source"] == kind and p["kind"] == "unrelated") for kind in kinds}
 
 
 def _pooled(prompts: list[dict], relevance_of_fold: dict, cap: int, order: str) -> dict[str, float]:
@@ -445,7 +445,8 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
     named = [*sets.items(), ("both", both)]
     print(f"\nthe hook's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
-          f"{settings.standout_close}, cap {settings.max_memories}, {settings.standout_order} order, the hook's floor), as the hook answered (with "
+          f"{settings.standout_close}, cap {settings.max_memories}, {settings.standout_order} order, the hook's floor), "
+          f"as the hook answered (with "
           f"--load, as it answered when saved; with --rescore, as it would answer now):\n{header}")
     for name, prompts in named:
         print(row(name, measure(prompts, {id(p): p["shipped_ids"] for p in prompts},
@@ -455,8 +456,9 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
         print(row(name, evaluate(prompts, (0.0, 1.0, None, 3))))
     print("\nWhere related prompts' evidence was lost (shipped settings, as above; places are recall's):")
     for name, prompts in named:
+        quiet = quiet_by_kind(prompts, {id(p): p["shipped_ids"] for p in prompts})
         print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in misses(prompts).items()) + "; quiet by kind: " +
-              ", ".join(f"{k} {v:.3f}" for k, v in quiet_by_kind(prompts, {id(p): p["shipped_ids"] for p in prompts}).items()))
+              ", ".join(f"{k} {v:.3f}" for k, v in quiet.items()))
     nested_rows(sets, header, features)
     if gate_features:
         gated_rows(sets, header, features, gate_features)
