@@ -86,11 +86,12 @@ def write_association(conn: apsw.Connection, sql: Statements, association: Assoc
 
 
 def upsert_edge(conn: apsw.Connection, sql: Statements, src: int, dst: int, relation: str,
-                strength: float, updated_at: str, properties: dict[str, Any]) -> None:
-    """Write ``src -[relation]-> dst``, replacing the pair's edge of that type if there is one."""
+                strength: float, updated_at: str, properties: dict[str, Any], hlc: str | None = None) -> None:
+    """Write ``src -[relation]-> dst``, replacing the pair's edge of that type if there is one,
+    with a new change number and a clock stamp (``hlc``: the stamp a sync copies it with)."""
     conn.execute(sql["edge_upsert"], {
-        "src": src, "dst": dst, "type": relation,
-        "strength": strength, "updated_at": updated_at, "properties": encode_json(properties),
+        "src": src, "dst": dst, "type": relation, "strength": strength, "updated_at": updated_at,
+        "properties": encode_json(properties) if properties else "{}", "hlc": hlc,
     })
 
 
