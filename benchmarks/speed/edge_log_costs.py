@@ -139,7 +139,7 @@ def main() -> None:
                     for src, dst in key_pairs:
                         store.conn.execute(upsert, {
                             "src": src, "dst": dst, "type": "LEADS_TO", "strength": 0.5,
-                            "updated_at": "2025-01-01T00:00:00+00:00", "properties": "{}", "hlc": None})
+                            "updated_at": "2025-01-01T00:00:00+00:00", "properties": "{}", "hlc": None, "now_ms": None})
                 one_tx[name].append((time.process_time() - started) / args.edges * 1e6)
         install(store, VARIANTS["as shipped"], shipped)
         store.sql._cache.pop(("edge_upsert", ()), None)
