@@ -155,3 +155,18 @@ def test_migration_19_runs_again_on_a_file_set_back_a_version(tmp_path):
         assert list(store.conn.execute("SELECT src, type, dst, seq, hlc FROM edges")) == before
         store.associate(y, x)
         assert len(edge_changes(store, 0)) == 2
+
+
+def test_a_file_set_back_below_schema_15_keeps_its_edge_stamps(tmp_path):
+    """Steps 15 to 19 run again (schema 15's step wrote the edge log, which 19 dropped): the log is
+    made again for them, and the edges keep their numbers and stamps; new edges are logged."""
+    path = str(tmp_path / "s.db")
+    with MemoryStore(path, embedder="hash") as store:
+        x, y = store.store("one"), store.store("two")
+        store.associate(x, y)
+        store.conn.execute("UPDATE meta SET value = '14' WHERE key = 'schema_version'")
+        before = list(store.conn.execute("SELECT src, type, dst, seq, hlc FROM edges"))
+    with MemoryStore(path, embedder="hash") as store:
+        assert list(store.conn.execute("SELECT src, type, dst, seq, hlc FROM edges")) == before
+        store.associate(y, x)
+        assert [e.key for e in edge_changes(store, 0)] == [(x, "RELATES_TO", y), (y, "RELATES_TO", x)]

@@ -137,6 +137,7 @@ def migration_0015_sync_hlc(conn: apsw.Connection, sql: Statements) -> None:
         conn.execute("SELECT localmem_wall_ms()").fetchone()
     except apsw.SQLError:  # a bare connection (not opened by ``connect``): the system clock
         register_wall_clock(conn)
+    _run_script(conn, sql["migration_0015_sync_edge_log_again"])
     _add_missing_columns(conn, sql["migration_0015_sync_hlc_columns"])
     _run_script(conn, sql["migration_0015_sync_hlc"])
 
