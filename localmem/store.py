@@ -395,7 +395,7 @@ class MemoryStore:
         when a supersession edge closes a cycle it adds ``warnings``.
         """
         association = edge_store.validate_association(memory1_id, memory2_id, type, strength, properties)
-        now = format_timestamp(self.now())
+        now = self.now()
         with transaction(self.conn):
             return edge_store.write_association(self.conn, self.sql, association, now)
 

@@ -7,6 +7,7 @@ clock past them (within a 24 h skew bound), and orders changes by them, not by `
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -16,7 +17,9 @@ from localmem.replication.hlc import MAX_SKEW_MS, STAMP, stamp_key
 from localmem.replication.sync import sync_stores
 from localmem.replication.sync_side import StoreSide
 from localmem.storage.hybrid_clock import wall_ms
-from localmem.storage.migrations import migration_0015_sync_hlc
+from localmem.storage.database import connect, transaction
+from localmem.storage.migrations import migrate
+from localmem.storage.statements import Statements
 
 FAR = "9999-12-31T23:59:59+00:00"
 
@@ -43,8 +46,13 @@ def store_id(store: MemoryStore) -> str:
 
 
 def edge_log(store: MemoryStore) -> dict[tuple[str, str, str], tuple[str | None, str]]:
-    return {(s, t, d): (deleted, hlc) for s, t, d, deleted, hlc in store.conn.execute(
-        "SELECT src_id, type, dst_id, deleted_at, hlc FROM sync_edge_log")}
+    """Every edge's (removal time, stamp) by its ends' ids: the edge's own row while it exists
+    (schema 19), else its tombstone."""
+    removed = {(s, t, d): (deleted, hlc) for s, t, d, deleted, hlc in store.conn.execute(
+        "SELECT src_id, type, dst_id, deleted_at, hlc FROM sync_edge_tombstones")}
+    return {**removed, **{(s, t, d): (None, hlc) for s, t, d, hlc in store.conn.execute(
+        "SELECT a.id, e.type, b.id, e.hlc FROM edges e JOIN memories a ON a.pk = e.src "
+        "JOIN memories b ON b.pk = e.dst")}}
 
 
 def tombstone(store: MemoryStore, memory_id: str) -> tuple[str, str]:
@@ -184,25 +192,35 @@ def test_a_memory_kept_over_a_delete_comes_back_with_its_edges_everywhere(tmp_pa
 
 
 def test_old_stores_get_stamps_derived_from_what_they_hold(tmp_path):
-    with MemoryStore(tmp_path / "a.db", embedder="hash") as a:
-        plain = a.store("A plain note", updated_at="2026-03-01T10:00:00+00:00")
-        future = a.store("A far-future note", updated_at=FAR)
-        gone = a.store("Deleted before the upgrade", updated_at="2026-03-02T10:00:00+00:00")
-        a.associate(plain, future, "RELATES_TO", 0.5)
-        a.delete(gone)
-        # As a schema-14 store holds them: no stamps. The migration derives them again.
-        a.conn.execute("UPDATE memory_changes SET hlc = NULL; UPDATE sync_tombstones SET hlc = NULL, "
-                       "deleted_hlc = NULL; UPDATE sync_edge_log SET hlc = NULL")
-        migration_0015_sync_hlc(a.conn, a.sql)
+    """A schema-14 file (no stamps) upgraded in place: stamps derived from what it holds, for its
+    memories, its tombstone and its edge (carried into the edge's row by schema 19)."""
+    path = str(tmp_path / "v14.db")
+    conn = connect(path)
+    assert migrate(conn, Statements(), target=14) == 14
+    ids = {name: str(uuid.uuid4()) for name in ("plain", "future", "gone")}
+    times = {"plain": "2026-03-01T10:00:00+00:00", "future": FAR, "gone": "2026-03-02T10:00:00+00:00"}
+    with transaction(conn):
+        for name, memory_id in ids.items():
+            conn.execute("INSERT INTO memories (id, content, summary, type, confidence, importance, tags, "
+                         "timestamp, updated_at, last_accessed, metadata) VALUES (?, ?, ?, 'Context', 0.5, 0.5, "
+                         "'[]', ?, ?, ?, '{}')", (memory_id, name, name, times[name], times[name], times[name]))
+        conn.execute("INSERT INTO edges (src, dst, type, strength, updated_at, properties) SELECT a.pk, b.pk, "
+                     "'RELATES_TO', 0.5, '2026-03-03T10:00:00+00:00', '{}' FROM memories a, memories b "
+                     "WHERE a.id = ? AND b.id = ?", (ids["plain"], ids["future"]))
+        conn.execute("DELETE FROM memories WHERE id = ?", (ids["gone"],))
+    conn.close()
+    with MemoryStore(path, embedder="hash") as a:
         zero = "0" * 32
         march = wall_ms(datetime(2026, 3, 1, 10, tzinfo=timezone.utc))
-        assert stamp_of(a, plain) == f"{march:015d}-{0:010d}-{zero}"
-        assert stamp_key(stamp_of(a, future), None) == (0, 0, zero)  # a 9999 time orders nothing
-        deleted_hlc = a.conn.execute("SELECT deleted_hlc FROM sync_tombstones WHERE id = ?", (gone,)).fetchone()[0]
+        assert stamp_of(a, ids["plain"]) == f"{march:015d}-{0:010d}-{zero}"
+        assert stamp_key(stamp_of(a, ids["future"]), None) == (0, 0, zero)  # a 9999 time orders nothing
+        deleted_hlc = a.conn.execute("SELECT deleted_hlc FROM sync_tombstones WHERE id = ?",
+                                     (ids["gone"],)).fetchone()[0]
         assert deleted_hlc == f"{march + 86_400_000:015d}-{0:010d}-{zero}"
-        assert all(STAMP.fullmatch(hlc) for _, hlc in edge_log(a).values())
+        assert edge_log(a) == {(ids["plain"], "RELATES_TO", ids["future"]):
+                               (None, f"{march + 2 * 86_400_000:015d}-{0:010d}-{zero}")}
         later = a.store("Written after the upgrade")
-        assert stamp_key(stamp_of(a, later), None) > stamp_key(stamp_of(a, plain), None)
+        assert stamp_key(stamp_of(a, later), None) > stamp_key(stamp_of(a, ids["plain"]), None)
 
 
 @pytest.mark.parametrize("bad", ["9" * 15, "1-2-3", "000000000000001-0000000000-" + "g" * 32])

@@ -143,7 +143,8 @@ def test_clock_stamps_travel_unchanged_through_the_server(tmp_path, server):
     """Issue 42, item 1: a memory and an edge keep the stamps they were made with, both ways."""
     url, path = server
     stamps = ("SELECT m.id, c.hlc FROM memories m JOIN memory_changes c ON c.pk = m.pk",
-              "SELECT src_id, type, dst_id, hlc FROM sync_edge_log")
+              "SELECT a.id, e.type, b.id, e.hlc FROM edges e JOIN memories a ON a.pk = e.src "
+              "JOIN memories b ON b.pk = e.dst")
     with MemoryStore(tmp_path / "a.db", embedder="hash") as local:
         first, second = local.store("the boiler is serviced in March"), local.store("the plumber is Ana")
         local.associate(first, second, "RELATES_TO", 0.6)

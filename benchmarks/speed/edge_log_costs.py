@@ -1,25 +1,27 @@
-"""What an edge's sync log costs, part by part: the edge-insert trigger swapped for cut-down versions.
+"""What an edge's change tracking costs, part by part: the edge write swapped for cut-down versions.
 
     python benchmarks/speed/edge_log_costs.py [--n 5000] [--edges 1500] [--rounds 5]
 
 One store of N of write_stages.py's memories (given vectors) in a temporary folder. Each round
-runs every variant of the ``sync_edge_on_insert`` trigger in turn (the order rotating round by
-round), each on its own fresh random pairs:
+runs every variant in turn (the order rotating round by round), each on its own fresh random
+pairs. A variant is the statement ``associate()`` writes the edge with (``edge_upsert``) and the
+edge triggers installed while it runs:
 
-- ``as shipped``: the trigger of migration 0015 (clock step with the hybrid-clock stamp, the
-  log row upserted by the two memories' text ids, with its stamp);
-- ``no stamp``: the same log row without the stamp, the clock step without the wall clock
-  (migration 0009's trigger);
-- ``integer-keyed log``: the stamped log row keyed by the two memories' integer keys in a
-  table of its own (what keying the log by ``pk`` would leave);
-- ``clock step only``: the stamped clock step, no log row;
-- ``counter only``: ``UPDATE sync_clock SET seq = seq + 1``, no log row;
-- ``no trigger``: the edge alone, as the previous release wrote it.
+- ``as shipped``: schema 19: the upsert steps the clock and writes the edge with its change
+  number and stamp in its own row, indexed by change number (``edges_seq``);
+- ``schema 18's log``: the edge alone, and a trigger writing a second row per edge into a log
+  keyed by the two memories' text ids and indexed by change number (a copy of the log and
+  trigger of migrations 0009/0015 that this schema replaced);
+- ``row stamp, no seq index``: as shipped without the change-number index (which a sync needs);
+- ``clock step only``: the stamped clock step, then the edge alone;
+- ``no tracking``: the edge alone, as the previous release wrote it.
 
-Per variant, ``associate()`` one call per transaction as a user pays it (CPU µs per edge, the
-median over rounds: the trigger's statements and the pages each commit writes), and the same
-edges inserted in one transaction (the statements' work alone). The difference between a
-variant and ``no trigger`` is its price. Writes only inside a temporary folder.
+Per variant: ``associate()`` one call per transaction as a user pays it (CPU µs per edge, the
+median over rounds), the same edges' upserts in one transaction (the statements' work without
+the commits), and SQLite's own time per statement in the ``associate()`` calls (its profile
+hook, whose clock ticks in milliseconds: summed over every call and divided, so read it as an
+average). The difference between a variant and ``no tracking`` is its price. The store's edge
+triggers are put back before it closes. Writes only inside a temporary folder.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,38 +43,53 @@ from benchmarks.speed.write_stages import make_items  # noqa: E402
 from localmem import MemoryStore  # noqa: E402
 from localmem.storage.database import transaction  # noqa: E402
 
-_CLOCK_STEP = """UPDATE sync_clock SET seq = seq + 1,
-        hlc_counter = CASE WHEN t.now_ms > hlc_wall THEN 0 ELSE hlc_counter + 1 END,
-        hlc_wall = max(hlc_wall, t.now_ms)
-    FROM (SELECT localmem_wall_ms() AS now_ms) AS t WHERE id = 1;"""
-_STAMP = "printf('%015d-%010d-%s', c.hlc_wall, c.hlc_counter, (SELECT value FROM meta WHERE key = 'store_id'))"
-TRIGGER = "CREATE TRIGGER sync_edge_on_insert AFTER INSERT ON edges BEGIN {body} END;"
-VARIANTS: dict[str, str | None] = {
-    "as shipped": None,  # read from the store
-    "no stamp": """UPDATE sync_clock SET seq = seq + 1 WHERE id = 1;
-        INSERT INTO sync_edge_log (src_id, type, dst_id, deleted_at, seq)
-        SELECT a.id, new.type, b.id, NULL, (SELECT seq FROM sync_clock WHERE id = 1)
-        FROM memories AS a, memories AS b WHERE a.pk = new.src AND b.pk = new.dst
-        ON CONFLICT (src_id, type, dst_id) DO UPDATE SET deleted_at = NULL, seq = excluded.seq;""",
-    "integer-keyed log": f"""{_CLOCK_STEP}
-        INSERT INTO bench_edge_log_pk (src, type, dst, deleted_at, seq, hlc)
-        SELECT new.src, new.type, new.dst, NULL, c.seq, {_STAMP} FROM sync_clock AS c WHERE c.id = 1
-        ON CONFLICT (src, type, dst) DO UPDATE SET deleted_at = NULL, seq = excluded.seq, hlc = excluded.hlc;""",
-    "clock step only": _CLOCK_STEP,
-    "counter only": "UPDATE sync_clock SET seq = seq + 1 WHERE id = 1;",
-    "no trigger": "",
+CLOCK_STEP = """UPDATE sync_clock SET seq = seq + 1,
+    hlc_counter = CASE WHEN t.now_ms > hlc_wall THEN 0 ELSE hlc_counter + 1 END,
+    hlc_wall = max(hlc_wall, t.now_ms)
+FROM (SELECT localmem_wall_ms() AS now_ms) AS t WHERE id = 1;"""
+PLAIN_UPSERT = """INSERT INTO edges (src, dst, type, strength, updated_at, properties)
+VALUES (:src, :dst, :type, :strength, :updated_at, :properties)
+ON CONFLICT (src, type, dst) DO UPDATE SET strength = excluded.strength,
+    updated_at = excluded.updated_at, properties = excluded.properties;"""
+STAMP = "printf('%015d-%010d-%s', c.hlc_wall, c.hlc_counter, (SELECT value FROM meta WHERE key = 'store_id'))"
+OLD_LOG = """CREATE TABLE IF NOT EXISTS bench_edge_log (
+    src_id TEXT NOT NULL, type TEXT NOT NULL, dst_id TEXT NOT NULL, deleted_at TEXT,
+    seq INTEGER NOT NULL, hlc TEXT, PRIMARY KEY (src_id, type, dst_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS bench_edge_log_seq ON bench_edge_log (seq);"""
+OLD_TRIGGER = f"""CREATE TRIGGER bench_edge_log_on_insert AFTER INSERT ON edges BEGIN
+    {CLOCK_STEP}
+    INSERT INTO bench_edge_log (src_id, type, dst_id, deleted_at, seq, hlc)
+    SELECT a.id, new.type, b.id, NULL, c.seq, {STAMP}
+    FROM memories AS a, memories AS b, sync_clock AS c WHERE a.pk = new.src AND b.pk = new.dst AND c.id = 1
+    ON CONFLICT (src_id, type, dst_id) DO UPDATE SET deleted_at = NULL, seq = excluded.seq, hlc = excluded.hlc;
+END;"""
+EDGE_TRIGGERS = ("sync_edge_on_insert", "sync_edge_on_update")
+# name: (upsert statement, None for the store's own; keep the store's triggers; keep edges_seq; extra trigger)
+VARIANTS: dict[str, tuple[str | None, bool, bool, str]] = {
+    "as shipped": (None, True, True, ""),
+    "schema 18's log": (PLAIN_UPSERT, False, False, OLD_TRIGGER),
+    "row stamp, no seq index": (None, True, False, ""),
+    "clock step only": (CLOCK_STEP + PLAIN_UPSERT, False, False, ""),
+    "no tracking": (PLAIN_UPSERT, False, False, ""),
 }
-PK_LOG = """CREATE TABLE IF NOT EXISTS bench_edge_log_pk (
-    src INTEGER NOT NULL, type TEXT NOT NULL, dst INTEGER NOT NULL, deleted_at TEXT,
-    seq INTEGER NOT NULL, hlc TEXT, PRIMARY KEY (src, type, dst)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS bench_edge_log_pk_seq ON bench_edge_log_pk (seq);"""
 
 
-def install(store: MemoryStore, body: str) -> None:
+def install(store: MemoryStore, variant: tuple[str | None, bool, bool, str], shipped: dict[str, str]) -> None:
+    """Put the variant's statement and triggers in place (the store's own when ``shipped``)."""
+    statement, triggers, index, extra = variant
+    # The store reads each statement through its Statements cache: the variant's text goes there.
+    store.sql._cache[("edge_upsert", ())] = shipped["edge_upsert"] if statement is None else statement
     with transaction(store.conn):
-        store.conn.execute("DROP TRIGGER IF EXISTS sync_edge_on_insert")
-        if body:
-            store.conn.execute(TRIGGER.format(body=body))
+        for name in (*EDGE_TRIGGERS, "bench_edge_log_on_insert", "edges_seq"):
+            kind = "INDEX" if name == "edges_seq" else "TRIGGER"
+            store.conn.execute(f"DROP {kind} IF EXISTS {name}")
+        if triggers:
+            for name in EDGE_TRIGGERS:
+                store.conn.execute(shipped[name])
+        if index:
+            store.conn.execute(shipped["edges_seq"])
+        if extra:
+            store.conn.execute(extra)
 
 
 def main() -> None:
@@ -85,12 +103,11 @@ def main() -> None:
         items = make_items(args.n)
         for start in range(0, len(items), 5000):
             store.store_many(items[start:start + 5000])
-        shipped = store.conn.execute(
-            "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'sync_edge_on_insert'").fetchone()[0]
-        bodies = {name: (shipped.split("BEGIN", 1)[1].rsplit("END", 1)[0] if body is None else body)
-                  for name, body in VARIANTS.items()}
+        shipped = {name: sql for name, sql in store.conn.execute(
+            "SELECT name, sql FROM sqlite_schema WHERE name IN (?, ?, 'edges_seq')", EDGE_TRIGGERS)}
+        shipped["edge_upsert"] = store.sql["edge_upsert"]
         with transaction(store.conn):
-            for _ in store.conn.execute(PK_LOG):
+            for _ in store.conn.execute(OLD_LOG):
                 pass
         ids = [row[0] for row in store.conn.execute("SELECT id FROM memories ORDER BY pk")]
         pks = list(range(1, args.n + 1))
@@ -98,34 +115,59 @@ def main() -> None:
         names = list(VARIANTS)
         per_call: dict[str, list[float]] = {name: [] for name in names}
         one_tx: dict[str, list[float]] = {name: [] for name in names}
+        statement_ns: dict[str, dict[str, int]] = {name: defaultdict(int) for name in names}
         for round_index in range(args.rounds):
             shift = round_index % len(names)
             for name in names[shift:] + names[:shift]:
-                install(store, bodies[name])
+                install(store, VARIANTS[name], shipped)
                 pairs = [rng.sample(ids, 2) for _ in range(args.edges)]
                 started = time.process_time()
                 for first, second in pairs:
                     store.associate(first, second)
                 per_call[name].append((time.process_time() - started) / args.edges * 1e6)
+                # Then the statements' own time, on other pairs (the hook's cost kept out of the above).
+                profile = statement_ns[name]
+                store.conn.set_profile(lambda sql, ns, profile=profile: profile.__setitem__(
+                    _label(sql), profile[_label(sql)] + ns))
+                for first, second in (rng.sample(ids, 2) for _ in range(args.edges)):
+                    store.associate(first, second)
+                store.conn.set_profile(None)
                 key_pairs = [rng.sample(pks, 2) for _ in range(args.edges)]
+                upsert = store.sql["edge_upsert"]
                 started = time.process_time()
                 with transaction(store.conn):
                     for src, dst in key_pairs:
-                        store.conn.execute(
-                            "INSERT INTO edges (src, dst, type, strength, updated_at, properties) "
-                            "VALUES (?, ?, 'LEADS_TO', 0.5, '2025-01-01T00:00:00+00:00', '{}') "
-                            "ON CONFLICT DO NOTHING", (src, dst))
+                        store.conn.execute(upsert, {
+                            "src": src, "dst": dst, "type": "LEADS_TO", "strength": 0.5,
+                            "updated_at": "2025-01-01T00:00:00+00:00", "properties": "{}", "hlc": None, "now_ms": None})
                 one_tx[name].append((time.process_time() - started) / args.edges * 1e6)
-        install(store, bodies["as shipped"])
+        install(store, VARIANTS["as shipped"], shipped)
+        store.sql._cache.pop(("edge_upsert", ()), None)
         store.close()
-    base_call, base_tx = statistics.median(per_call["no trigger"]), statistics.median(one_tx["no trigger"])
+    base_call, base_tx = statistics.median(per_call["no tracking"]), statistics.median(one_tx["no tracking"])
     print(f"{args.n:,} memories, {args.edges:,} edges per variant and round, median of {args.rounds} rounds "
           "(CPU µs per edge)\n")
-    print("| trigger variant | associate(), one per transaction | price | insert in one transaction | price |")
+    print("| variant | associate(), one per transaction | price | upserts in one transaction | price |")
     print("|---|---:|---:|---:|---:|")
     for name in names:
         call, tx = statistics.median(per_call[name]), statistics.median(one_tx[name])
         print(f"| {name} | {call:.1f} | {call - base_call:+.1f} | {tx:.1f} | {tx - base_tx:+.1f} |")
+    calls = args.edges * args.rounds
+    labels = sorted({label for profile in statement_ns.values() for label in profile},
+                    key=lambda label: -statement_ns["as shipped"].get(label, 0))
+    print("\nSQLite's time per statement in the associate() calls (µs per edge, every round):\n")
+    print("| statement | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for label in labels:
+        cells = [f"{statement_ns[name].get(label, 0) / calls / 1000:.2f}" for name in names]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
+def _label(sql: str) -> str:
+    """A statement's name in the tables: its first line of SQL (comments skipped), shortened."""
+    lines = [line.strip() for line in sql.splitlines() if line.strip() and not line.strip().startswith("--")]
+    first = lines[0] if lines else sql.strip()
+    return first[:60].replace("|", "/")
 
 
 if __name__ == "__main__":

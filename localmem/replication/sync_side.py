@@ -313,11 +313,10 @@ class StoreSide:
                     properties = json.loads(state.properties or "{}")
                 except ValueError:
                     return "its properties are not JSON"
+                # The edge keeps the stamp it was written with on the other store.
                 edge_store.upsert_edge(store.conn, store.sql, src, dst, relation, float(state.strength),
-                                       state.updated_at or format_timestamp(store.now()), properties)
-                if state.hlc:
-                    store.conn.execute(store.sql["sync_edge_pin_hlc"], {
-                        "src_id": src_id, "type": relation, "dst_id": dst_id, "hlc": state.hlc})
+                                       state.updated_at or format_timestamp(store.now()), properties,
+                                       hlc=state.hlc or None)
             else:
                 edge_store.delete_edges(store.conn, store.sql, src, dst, relation)
                 store.conn.execute(store.sql["sync_edge_tombstone_time"], {

@@ -1,6 +1,11 @@
--- Note an edge (or its removal) a sync just copied from :peer.
+-- Note an edge (or its removal) a sync just copied from :peer, at the change number it got here.
 INSERT INTO sync_echo (peer, kind, key, seq)
-SELECT :peer, 'e', l.src_id || ' ' || l.type || ' ' || l.dst_id, l.seq
-FROM sync_edge_log AS l
-WHERE l.src_id = :src_id AND l.type = :type AND l.dst_id = :dst_id
+SELECT :peer, 'e', :src_id || ' ' || :type || ' ' || :dst_id, n.seq
+FROM (SELECT e.seq FROM memories AS a JOIN edges AS e ON e.src = a.pk JOIN memories AS b ON b.pk = e.dst
+      WHERE a.id = :src_id AND e.type = :type AND b.id = :dst_id
+      UNION ALL
+      SELECT t.seq FROM sync_edge_tombstones AS t
+      WHERE t.src_id = :src_id AND t.type = :type AND t.dst_id = :dst_id
+      LIMIT 1) AS n
+WHERE n.seq IS NOT NULL
 ON CONFLICT (peer, kind, key) DO UPDATE SET seq = excluded.seq;

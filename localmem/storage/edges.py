@@ -21,6 +21,7 @@ from ..timeparse import format_timestamp
 from ..validation import encode_json, validate_int, validate_metadata, validate_unit_interval, validate_uuid
 from . import writes
 from .walk import walk
+from .hybrid_clock import wall_ms
 from .records import MemoryRow, record_by_id, rows_as_dicts, to_record
 from .statements import Statements
 
@@ -59,13 +60,14 @@ def validate_association(memory1_id: Any, memory2_id: Any, relation_type: Any, s
         raise ValidationError(
             f"Unknown relation propert{'y' if len(unknown) == 1 else 'ies'}: {', '.join(sorted(unknown))}"
         )
-    props = validate_metadata({k: v for k, v in properties.items() if v is not None})
+    props = validate_metadata({k: v for k, v in properties.items() if v is not None}) if properties else {}
     return Association(first, second, relation, weight, props)
 
 
 def write_association(conn: apsw.Connection, sql: Statements, association: Association,
-                      updated_at: str) -> dict[str, Any]:
-    """Create or update the association's edge; ``associate``'s answer."""
+                      now: datetime) -> dict[str, Any]:
+    """Create or update the association's edge at ``now`` (the store's clock, read once for the
+    edge's ``updated_at`` and its stamp); ``associate``'s answer."""
     a = association
     found = conn.execute(sql["edge_ends_strength"],
                          {"first": a.first, "second": a.second, "type": a.relation}).fetchone()
@@ -73,7 +75,8 @@ def write_association(conn: apsw.Connection, sql: Statements, association: Assoc
         edge_ends(conn, a.first, a.second)  # raises NotFoundError naming the missing memories
     src, dst, strength = found
     previous = None if strength is None else float(strength)
-    upsert_edge(conn, sql, src, dst, a.relation, a.strength, updated_at, a.properties)
+    upsert_edge(conn, sql, src, dst, a.relation, a.strength, format_timestamp(now), a.properties,
+                now_ms=wall_ms(now))
     cycle = supersession_cycle(conn, sql, src, dst, a.relation)
     result = {"memory1_id": a.first, "memory2_id": a.second, "relation_type": a.relation,
               "strength": a.strength, **a.properties}
@@ -86,11 +89,14 @@ def write_association(conn: apsw.Connection, sql: Statements, association: Assoc
 
 
 def upsert_edge(conn: apsw.Connection, sql: Statements, src: int, dst: int, relation: str,
-                strength: float, updated_at: str, properties: dict[str, Any]) -> None:
-    """Write ``src -[relation]-> dst``, replacing the pair's edge of that type if there is one."""
+                strength: float, updated_at: str, properties: dict[str, Any], hlc: str | None = None,
+                now_ms: int | None = None) -> None:
+    """Write ``src -[relation]-> dst``, replacing the pair's edge of that type if there is one,
+    with a new change number and a clock stamp (``hlc``: the stamp a sync copies it with;
+    ``now_ms``: the store's clock, when the caller has just read it)."""
     conn.execute(sql["edge_upsert"], {
-        "src": src, "dst": dst, "type": relation,
-        "strength": strength, "updated_at": updated_at, "properties": encode_json(properties),
+        "src": src, "dst": dst, "type": relation, "strength": strength, "updated_at": updated_at,
+        "properties": encode_json(properties) if properties else "{}", "hlc": hlc, "now_ms": now_ms,
     })
 
 
@@ -185,7 +191,7 @@ def write_supersession(conn: apsw.Connection, sql: Statements, old_pk: int, old:
         raise NotFoundError(f"Memory not found: {new_id}")
     new_pk = found[0]
     upsert_edge(conn, sql, old_pk, new_pk, relation, 0.9, format_timestamp(now),
-                {"reason": reason} if reason else {})
+                {"reason": reason} if reason else {}, now_ms=wall_ms(now))
     cycle = supersession_cycle(conn, sql, old_pk, new_pk, relation)
     result = {"memory_id": new_id, "superseded_memory_id": old["id"],
               "relation_type": relation, "association_created": True}

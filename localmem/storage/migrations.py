@@ -137,6 +137,7 @@ def migration_0015_sync_hlc(conn: apsw.Connection, sql: Statements) -> None:
         conn.execute("SELECT localmem_wall_ms()").fetchone()
     except apsw.SQLError:  # a bare connection (not opened by ``connect``): the system clock
         register_wall_clock(conn)
+    _run_script(conn, sql["migration_0015_sync_edge_log_again"])
     _add_missing_columns(conn, sql["migration_0015_sync_hlc_columns"])
     _run_script(conn, sql["migration_0015_sync_hlc"])
 
@@ -174,6 +175,13 @@ def migration_0018_sync_owed_edges(conn: apsw.Connection, sql: Statements) -> No
     _run_script(conn, sql["migration_0018_sync_owed_edges"])
 
 
+def migration_0019_edge_stamps_in_row(conn: apsw.Connection, sql: Statements) -> None:
+    """An edge's change number and stamp live in its own row (written with it), its removals in
+    ``sync_edge_tombstones``: the edge log's rows move there and the log goes."""
+    _add_missing_columns(conn, sql["migration_0019_edge_stamps_in_row_columns"])
+    _run_script(conn, sql["migration_0019_edge_stamps_in_row"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -193,6 +201,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0016_batched_change_log,
     migration_0017_sync_seen,
     migration_0018_sync_owed_edges,
+    migration_0019_edge_stamps_in_row,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -53,4 +53,6 @@ class Statements:
         return sql
 
     def __getitem__(self, name: str) -> str:
-        return self.compose(name)
+        # The common case, a statement with no slots already read, without building a key.
+        sql = self._cache.get((name, ()))
+        return sql if sql is not None else self.compose(name)
