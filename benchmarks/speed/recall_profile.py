@@ -5,7 +5,8 @@ its ``text`` requests: the question alone, scoped to its conversation, limit 20,
 ranking on, access tracking on), run three ways over the same questions:
 
 1. counted: every SQL statement the recall thread runs (apsw's exec trace), by statement,
-   and apsw's prepared-statement cache (hits, misses, evictions) over the run;
+   with SQLite's own time in it (apsw's profile hook), and apsw's prepared-statement cache
+   (hits, misses, evictions) over the run;
 2. profiled: cProfile over every thread's recall work (the encoder's thread is not
    traced by cProfile; its time shows as the wait for it), Python calls per recall and the
    top functions by own time and by time inside them;
@@ -67,17 +68,23 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1. SQL statements, counted by the exec trace (the recall thread's connection).
     statements: Counter[str] = Counter()
+    spent: Counter[str] = Counter()  # SQLite's own time per statement (ns), run to its end
 
     def trace(_cursor: object, sql: str, _bindings: object) -> bool:
         statements[_statement_label(sql)] += 1
         return True
 
+    def timed(sql: str, nanoseconds: int) -> None:
+        spent[_statement_label(sql)] += nanoseconds
+
     clear_encodings()
     before = conn.cache_stats()
     conn.exec_trace = trace
+    conn.set_profile(timed)
     for query, kwargs in work:
         store.recall(query, **kwargs)
     conn.exec_trace = None
+    conn.set_profile(None)
     after = conn.cache_stats()
     cache = {key: after[key] - before[key] for key in ("hits", "misses", "evictions", "no_cache", "too_big")}
 
@@ -106,10 +113,11 @@ def main(argv: list[str] | None = None) -> int:
           f"({stats.prim_calls / recalls:,.0f} primitive); profiled time per recall "
           f"{stats.total_tt / recalls * 1000:.2f} ms")
     print(f"SQL statements per recall: {sum(statements.values()) / recalls:.1f} "
-          f"({len(statements)} distinct texts); statement cache over the pass: {cache}\n")
-    print("| statement | per recall |\n|---|---:|")
+          f"({len(statements)} distinct texts), SQLite's time in them {sum(spent.values()) / recalls / 1e6:.2f} ms; "
+          f"statement cache over the pass: {cache}\n")
+    print("| statement | per recall | SQLite µs per recall |\n|---|---:|---:|")
     for label, count in statements.most_common(args.top * 2):
-        print(f"| `{label.replace('|', '/')}` | {count / recalls:.2f} |")
+        print(f"| `{label.replace('|', '/')}` | {count / recalls:.2f} | {spent[label] / recalls / 1000:.0f} |")
     for key, title in (("tottime", "own time"), ("cumulative", "time inside (callees included)")):
         buffer = io.StringIO()
         pstats.Stats(profile, stream=buffer).sort_stats(key).print_stats(args.top)
