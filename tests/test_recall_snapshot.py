@@ -97,3 +97,18 @@ def test_work_aside_gives_its_result_or_raises_what_it_raised():
     aside.close()
     assert aside.submit(len, "four")() == 4  # after close, new threads are started
     aside.close()
+
+
+def test_work_aside_while_the_interpreter_exits_is_done_on_the_callers_thread(monkeypatch):
+    import concurrent.futures.thread as pool_threads
+
+    aside = AsideThreads(1)
+    monkeypatch.setattr(pool_threads, "_shutdown", True)  # as at exit: the pool takes no new work
+    where: list[str] = []
+    waiting = aside.submit(lambda: where.append(threading.current_thread().name) or 5)
+    assert where == [threading.current_thread().name] and waiting() == 5
+    failing = aside.submit(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing()
+    monkeypatch.setattr(pool_threads, "_shutdown", False)
+    aside.close()

@@ -32,7 +32,10 @@ class AsideThreads:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._size, thread_name_prefix=THREAD_NAME)
-            future = self._pool.submit(work, *args)
+            try:
+                future = self._pool.submit(work, *args)
+            except RuntimeError:  # the interpreter is exiting and takes no new work: do it here
+                return _done_here(work, args)
         return future.result
 
     def close(self) -> None:
@@ -41,3 +44,16 @@ class AsideThreads:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False)
+
+
+def _done_here(work: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[], Any]:
+    """``work(*args)`` done on this thread now, its result or its exception given when asked."""
+    try:
+        value = work(*args)
+    except Exception as exc:
+        error = exc  # ``exc`` is unbound once the handler ends
+
+        def fail() -> Any:
+            raise error
+        return fail
+    return lambda: value
