@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import json
 import os
 import pstats
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -53,13 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     config = Config.from_env(dict(os.environ))
-    scratch = tempfile.TemporaryDirectory(prefix="recall-profile-")
-    path = Path(args.store) if args.store else Path(scratch.name) / "locomo.db"
-    store, questions, vectors = small_store.open_store(json.loads(Path(args.data).read_text()), args.embedder,
-                                                       path, config)
-    work = small_store.requests(questions, vectors, text=True)["text"][::args.every]
-    for query, kwargs in work[:20]:  # warm statements, caches and the query encoder
-        store.recall(query, **kwargs)
+    store, work, scratch = small_store.warm_text_requests(args.data, args.embedder, args.store, config,
+                                                          args.every)
     conn = store._backend.conn
     recalls = len(work)
 

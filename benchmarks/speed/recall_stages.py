@@ -27,7 +27,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -92,13 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_track_access:
         env["LOCALMEM_TRACK_ACCESS"] = "0"
     config = Config.from_env(env)
-    scratch = tempfile.TemporaryDirectory(prefix="recall-stages-")
-    path = Path(args.store) if args.store else Path(scratch.name) / "locomo.db"
-    store, questions, vectors = small_store.open_store(json.loads(Path(args.data).read_text()), args.embedder,
-                                                       path, config)
-    work = small_store.requests(questions, vectors, text=True)["text"][::args.every]
-    for query, kwargs in work[:20]:  # warm statements, caches and the query encoder
-        store.recall(query, **kwargs)
+    store, work, scratch = small_store.warm_text_requests(args.data, args.embedder, args.store, config,
+                                                          args.every)
 
     clock = {"cpu": time.thread_time, "process": time.process_time}.get(args.clock, time.perf_counter)
     spans = Spans(clock)
