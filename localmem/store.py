@@ -143,6 +143,7 @@ class MemoryStore:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._backend.aside.close()
             self.conn.close()
 
     def __enter__(self) -> "MemoryStore":
@@ -550,20 +551,8 @@ class MemoryStore:
     @_serialized
     def recall(self, query: str | None = None, **params: Any) -> dict[str, Any]:
         """Hybrid recall with every parameter of AutoMem's GET /recall."""
-        # One read snapshot for every statement of the recall (no write lock);
-        # the last_accessed write is queued and done after the snapshot ends
-        # (by the outermost call, should a recall run inside another one).
-        backend = self._backend
-        if backend.touch_queue is not None or self.conn.in_transaction:
-            return strip_non_finite(run_recall(backend, {"query": query, **params}, self._learned_model_now))
-        backend.touch_queue = []
-        try:
-            with read_transaction(self.conn):
-                response = run_recall(backend, {"query": query, **params}, self._learned_model_now)
-        finally:
-            queued, backend.touch_queue = backend.touch_queue, None
-        for memory_ids, when in queued:
-            backend.touch(memory_ids, when)
+        with self._backend.recall_snapshot():  # one read snapshot; last_accessed written after it
+            response = run_recall(self._backend, {"query": query, **params}, self._learned_model_now)
         # Scores are finite by construction (recall/scoring.py); this guards
         # the numbers read from a row damaged on disk.
         return strip_non_finite(response)

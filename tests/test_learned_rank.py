@@ -189,6 +189,42 @@ def test_thread_features_follow_the_thread_order_not_the_pool_order():
     assert column(rows, "thread_gap") == [0.0, -0.5, -0.3, 0.0]
 
 
+def thread_rows_one_by_one(pool: list[dict]) -> list[list[float]]:
+    """The thread features as defined, walked thread by thread in plain Python."""
+    finals = [c["final_score"] for c in pool]
+    top = sorted(range(len(pool)), key=lambda i: -finals[i])[:20]
+    threads: dict = {}
+    for index, c in enumerate(pool):
+        thread = c["memory"]["metadata"].get("thread")
+        threads.setdefault(thread if thread else ("alone", index), []).append(
+            (c["memory"]["timestamp"], c["_pk"], index))
+    rows = [[0.0] * 9 for _ in pool]
+    for members in threads.values():
+        ordered = [index for *_, index in sorted(members)]
+        best = max(finals[i] for i in ordered)
+        for position, i in enumerate(ordered):
+            if position > 0:
+                p = pool[ordered[position - 1]]
+                rows[i][0:3] = p["score_components"]["vector"], p["score_components"]["keyword"], p["final_score"]
+            if position + 1 < len(ordered):
+                q = pool[ordered[position + 1]]
+                rows[i][3:6] = q["score_components"]["vector"], q["score_components"]["keyword"], q["final_score"]
+            rows[i][6:9] = best, float(sum(1 for j in ordered if j in top)), finals[i] - best
+    return rows
+
+
+def test_thread_features_equal_a_walk_thread_by_thread_on_a_mixed_pool():
+    random = np.random.default_rng(7)
+    stamps = [f"2024-01-0{d}T00:00:00+00:00" for d in (1, 2, 3)]
+    pool = [candidate(int(random.integers(1, 30)), float(random.random()), float(random.random()),
+                      float(random.random()), thread=[None, "a", "b", "c"][int(random.integers(0, 4))],
+                      timestamp=stamps[int(random.integers(0, 3))]) for _ in range(60)]
+    pool[3]["final_score"] = pool[4]["final_score"]  # a tie among the best
+    first = FEATURES.index("prev_vector")
+    got = pool_features(pool, "q")[:, first:first + 9]
+    assert got.tolist() == thread_rows_one_by_one(pool)  # exactly: the same floats
+
+
 # -- in recall -----------------------------------------------------------------------------------------
 
 

@@ -12,8 +12,9 @@ the same questions (every text new to it, as a user's prompts are). The model en
 query on its own thread while recall reads the keyword statistics (recall/scoped_keywords.py's
 ``read_ahead``): with ``--clock process`` that thread's time lands in whichever stage runs
 beside it; "the wait for it" is what is left of the encoding once the read-ahead is done.
-Likewise a pool's token codes are matched on a thread of their own while recall computes
-the keyword scores: "token evidence" is the codes' read and the wait for the match.
+Likewise a pool's token codes are matched on a thread of their own while recall reads the
+cosines, the supersession heads and the keyword scores: "token evidence" is the codes' read
+(the wait for the match, after the keyword scores, is in no stage of its own).
 
     python benchmarks/speed/recall_stages.py --store FILE [--every 4] [--rounds 1]
         [--embedder auto] [--no-track-access] [--model-alone] [--clock wall|cpu|process]
@@ -26,7 +27,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from benchmarks.common.stage_spans import Spans  # noqa: E402
 from benchmarks.quality.locomo import DEFAULT_DATA  # noqa: E402
 from benchmarks.speed import small_store  # noqa: E402
 from localmem import Config, store as store_module  # noqa: E402
-from localmem.recall import late_interaction, learned_rank, pipeline, query_vectors  # noqa: E402
+from localmem.recall import late_interaction, learned_rank, pipeline, query_vectors, state  # noqa: E402
 from localmem.storage import backend as backend_module  # noqa: E402
 
 # (owner, attribute, label), outermost first: the report keeps this order.
@@ -55,6 +55,7 @@ STAGES = [
     (pipeline.Recall, "fill_tokens", "token evidence"),
     (late_interaction, "similarities", "token product (on its own thread)"),
     (pipeline.Recall, "fill_keyword", "keyword scores"),
+    (state.SupersessionHeads, "__call__", "supersession heads"),
     (pipeline.Recall, "score", "per-candidate scoring"),
     (pipeline.Recall, "add_learned", "learned ranking"),
     (learned_rank, "pool_features", "learned features"),
@@ -90,13 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_track_access:
         env["LOCALMEM_TRACK_ACCESS"] = "0"
     config = Config.from_env(env)
-    scratch = tempfile.TemporaryDirectory(prefix="recall-stages-")
-    path = Path(args.store) if args.store else Path(scratch.name) / "locomo.db"
-    store, questions, vectors = small_store.open_store(json.loads(Path(args.data).read_text()), args.embedder,
-                                                       path, config)
-    work = small_store.requests(questions, vectors, text=True)["text"][::args.every]
-    for query, kwargs in work[:20]:  # warm statements, caches and the query encoder
-        store.recall(query, **kwargs)
+    store, work, scratch = small_store.warm_text_requests(args.data, args.embedder, args.store, config,
+                                                          args.every)
 
     clock = {"cpu": time.thread_time, "process": time.process_time}.get(args.clock, time.perf_counter)
     spans = Spans(clock)

@@ -88,6 +88,20 @@ def open_store(data: list, embedder_spec: str, path: Path, config: Config
     return store, questions, vectors
 
 
+def warm_text_requests(data: str, embedder_spec: str, store_file: str | None, config: Config, every: int
+                       ) -> tuple[MemoryStore, list[tuple[str, dict]], tempfile.TemporaryDirectory]:
+    """The store (at ``store_file``, built there when missing; else in the scratch folder returned)
+    and every ``every``th question's ``text`` request, the first 20 asked once to warm
+    statements, caches and the query encoder (recall_stages.py, recall_profile.py)."""
+    scratch = tempfile.TemporaryDirectory(prefix="small-store-")
+    path = Path(store_file) if store_file else Path(scratch.name) / "locomo.db"
+    store, questions, vectors = open_store(json.loads(Path(data).read_text()), embedder_spec, path, config)
+    work = requests(questions, vectors, text=True)["text"][::every]
+    for query, kwargs in work[:20]:
+        store.recall(query, **kwargs)
+    return store, work, scratch
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import numpy as np
 
-from ..storage.aside import on_a_thread
 from ..storage.token_codes import query_matrix, similarities
 
 if TYPE_CHECKING:
@@ -135,7 +134,7 @@ def token_matches_soon(backend: "Backend", results: list[dict[str, Any]], query_
         return dict
     codes = b"".join(blobs)
     if aside:
-        return on_a_thread(_matches, query, ids, counts, codes, dims, name="localmem-token-matches")
+        return backend.aside.submit(_matches, query, ids, counts, codes, dims)
     return lambda: _matches(query, ids, counts, codes, dims)
 
 

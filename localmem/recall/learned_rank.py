@@ -145,8 +145,8 @@ def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keywo
     """The pool neighbours before and after each candidate in its thread, and its thread's
     best score and members among ``top``."""
     n = len(candidates)
-    vectors, keywords, finals = vector.tolist(), keyword.tolist(), final.tolist()
-    threads: dict[str, list[tuple[str, int, int]]] = {}
+    groups: dict[Any, int] = {}
+    orders = []
     for index, candidate in enumerate(candidates):
         memory = candidate["memory"]
         context = memory.get("context") or "default"
@@ -154,24 +154,28 @@ def _thread_features(candidates: list[dict[str, Any]], vector: np.ndarray, keywo
         key = _thread_key_of_texts(context, *texts) if texts is not None else _NO_KEY
         if key is _NO_KEY:
             key = thread_key(context, memory.get("metadata") or {}, memory.get("tags") or [])
-        order = (str(memory.get("timestamp") or ""), int(candidate.get("_pk") or 0), index)
-        threads.setdefault(key if key is not None else f"\x00{index}", []).append(order)
-    out = [[0.0] * 9 for _ in range(n)]
-    for members in threads.values():
-        members.sort()
-        ordered = [index for _, _, index in members]
-        best = max(finals[i] for i in ordered)
-        count = float(sum(1 for i in ordered if i in top))
-        for position, i in enumerate(ordered):
-            row = out[i]
-            if position > 0:
-                p = ordered[position - 1]
-                row[0:3] = vectors[p], keywords[p], finals[p]
-            if position + 1 < len(ordered):
-                q = ordered[position + 1]
-                row[3:6] = vectors[q], keywords[q], finals[q]
-            row[6:9] = best, count, finals[i] - best
-    return np.array(out, dtype=np.float64).reshape(n, 9)
+        group = groups.setdefault(key if key is not None else f"\x00{index}", len(groups))
+        orders.append((group, str(memory.get("timestamp") or ""), int(candidate.get("_pk") or 0), index))
+    out = np.zeros((n, 9))
+    if n == 0:
+        return out
+    # Each thread's members in order, threads one after another: a member's neighbours are
+    # the entries beside it that share its thread.
+    order = np.array([entry[3] for entry in sorted(orders)], dtype=np.intp)
+    group = np.array([entry[0] for entry in orders], dtype=np.intp)[order]
+    values = np.column_stack([vector, keyword, final])[order]
+    same = group[1:] == group[:-1]
+    out[order[1:][same], 0:3] = values[:-1][same]
+    out[order[:-1][same], 3:6] = values[1:][same]
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
+    sizes = np.diff(np.append(starts, n))
+    in_top = np.zeros(n)
+    in_top[list(top)] = 1.0
+    best = np.repeat(np.maximum.reduceat(final[order], starts), sizes)
+    out[order, 6] = best
+    out[order, 7] = np.repeat(np.add.reduceat(in_top[order], starts), sizes)
+    out[order, 8] = final[order] - best
+    return out
 
 
 # What _thread_key_of_texts gives for texts it leaves to thread_key on the parsed record.

@@ -193,12 +193,17 @@ class Recall:
             if result["match_type"] == "keyword":
                 result["match_score"] = result["_keyword"]
 
-    def prepare(self, results: list[dict[str, Any]], query: str) -> None:
-        """Fill both evidence scores every candidate gets: cosine and keyword."""
+    def prepare(self, results: list[dict[str, Any]], query: str,
+                beside: Callable[[], Any] | None = None) -> None:
+        """Fill the evidence every candidate gets: cosines, token matches and keyword scores.
+        The token codes are matched on another thread while the rest is read, and ``beside``
+        (more reading the caller needs later) runs then too."""
+        filled = self.fill_tokens(results, query)
         self.fill_similarity(results, query)
         self.fill_centred(results, query)
-        filled = self.fill_tokens(results, query)
-        self.fill_keyword(results, query)  # while the tokens are matched
+        self.fill_keyword(results, query)
+        if beside is not None:
+            beside()
         filled()
 
     def score(self, result: dict[str, Any], query: str) -> None:
@@ -409,15 +414,15 @@ class Recall:
             for candidate in metadata_candidates(backend, scope, query, limit, seen):
                 seen.add(candidate["id"])
                 candidates.append(candidate)  # upgrades of seen ids too; dedup keeps the better copy
-        self.prepare(candidates, query)
+        # Every candidate's supersession head in one walk, read while the token codes are
+        # matched: the state filter asks about those that survive dedup, the confidence
+        # block about the nearest of all.
+        self.prepare(candidates, query, beside=(lambda: self.heads([c["id"] for c in candidates]))
+                     if params.current_only else None)
         for candidate in candidates:
             self.score(candidate, query)
         self.add_learned(candidates, query)
         self.evidence.add(candidates)
-        if params.current_only:
-            # Every candidate's supersession head in one walk: the state filter asks about
-            # those that survive dedup, the confidence block about the nearest of all.
-            self.heads([c["id"] for c in candidates])
         candidates = self.above_min_score(candidates)
         candidates, _ = dedupe(candidates)
         ranked = sort_results(candidates, params.sort)

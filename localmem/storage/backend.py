@@ -12,8 +12,9 @@ import json
 import math
 import warnings
 from collections import OrderedDict
+from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import apsw
 import numpy as np
@@ -25,11 +26,11 @@ from ..errors import ConfigError, StorageError
 from ..timeparse import format_timestamp
 from ..validation import validate_embedding
 from . import vector_index
-from .aside import on_a_thread
+from .aside import AsideThreads
 from .code_search import CodeIndex
 from .token_centre import centre_for
 from .token_codes import encode_each
-from .database import transaction
+from .database import read_transaction, transaction
 from .hybrid_clock import register_wall_clock
 from .statements import Statements
 
@@ -99,6 +100,11 @@ class Backend:
         # (embedder name, the file's restore token, centre)
         self._token_centre: tuple[str, str | None, np.ndarray] | None = None
         self._query_cache: OrderedDict[tuple[Any, ...], QueryEncoding] = OrderedDict()  # embed_query's
+        self.aside = AsideThreads()  # recall's work beside its reads (query encoding, token matches)
+        # The content generation, read once per recall snapshot (recall_snapshot): it cannot move
+        # inside one, and a recall asks for the content cache a dozen times.
+        self._snapshot_generation: tuple[Any, ...] | None = None
+        self._in_snapshot = False
 
     @property
     def has_vector_index(self) -> bool:
@@ -125,12 +131,34 @@ class Backend:
         conn = self.conn
         if conn.txn_state("main") == apsw.SQLITE_TXN_WRITE:
             return None
-        generation = tuple(conn.execute(self.sql["content_generation"]).fetchone())
+        generation = self._snapshot_generation
+        if generation is None:
+            generation = tuple(conn.execute(self.sql["content_generation"]).fetchone())
+            if self._in_snapshot:
+                self._snapshot_generation = generation
         known, cache = self._content_cache
         if known != generation or len(cache) >= CONTENT_CACHE_ENTRIES:
             cache = {}
             self._content_cache = (generation, cache)
         return cache
+
+    @contextmanager
+    def recall_snapshot(self) -> Iterator[None]:
+        """One read snapshot for every statement of a recall (no write lock): last_accessed
+        writes are queued and done after it ends, and the content generation is read once.
+        Inside another recall's snapshot, or another transaction, it adds nothing."""
+        if self.touch_queue is not None or self.conn.in_transaction:
+            yield
+            return
+        self.touch_queue, self._in_snapshot = [], True
+        try:
+            with read_transaction(self.conn):
+                yield
+        finally:
+            queued, self.touch_queue = self.touch_queue, None
+            self._in_snapshot, self._snapshot_generation = False, None
+        for memory_ids, when in queued:
+            self.touch(memory_ids, when)
 
     def settle_dimensions(self, path: str) -> None:
         """Compare the embedder with what the file recorded; create the vector index once known.
@@ -322,8 +350,7 @@ class Backend:
         combined = getattr(self.embedder, "embed_query", None)
         run = None
         if delta is not None and callable(combined) and self.token_evidence and self.has_vector_index:
-            run = (on_a_thread(combined, text, delta, name="localmem-query-encoding") if aside
-                   else (lambda: combined(text, delta)))
+            run = self.aside.submit(combined, text, delta) if aside else (lambda: combined(text, delta))
 
         def finish() -> QueryEncoding | None:
             found = self._embed_query(text, delta, run)
