@@ -524,10 +524,10 @@ def build_rich_store(path: Path) -> dict[str, str]:
         with store.conn:  # system edge types that associate() refuses
             store.conn.execute(store.sql["edge_upsert"], {
                 "src": pks[ids["vector"]], "dst": pks[ids["unicode"]], "type": "PRECEDED_BY", "strength": 0.1,
-                "updated_at": "2023-05-05T05:05:05.500000+00:00", "properties": '{"count":3}'})
+                "updated_at": "2023-05-05T05:05:05.500000+00:00", "properties": '{"count":3}', "hlc": None, "now_ms": None})
             store.conn.execute(store.sql["edge_upsert"], {
                 "src": pks[ids["unicode"]], "dst": pks[ids["vector"]], "type": "SIMILAR_TO", "strength": 0.93,
-                "updated_at": "2023-05-06T00:00:00+00:00", "properties": '{"score":0.9312345}'})
+                "updated_at": "2023-05-06T00:00:00+00:00", "properties": '{"score":0.9312345}', "hlc": None, "now_ms": None})
     return ids
 
 
