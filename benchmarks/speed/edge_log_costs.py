@@ -13,6 +13,11 @@ edge triggers installed while it runs:
   keyed by the two memories' text ids and indexed by change number (a copy of the log and
   trigger of migrations 0009/0015 that this schema replaced);
 - ``row stamp, no seq index``: as shipped without the change-number index (which a sync needs);
+- ``clock read, not written``: a candidate not shipped (branch edges4-candidate-no-clock-write):
+  the upsert writes only the edge's row, its number one above the last entries of the edges' and
+  the removals' seq indexes and the clock's, its stamp the later of now and the clock's wall time
+  (counter 0) or one above the edge's previous version; it reads the clock row but does not write
+  it. It breaks the order of one replica's stamps across kinds (docs/results/history.md);
 - ``clock step only``: the stamped clock step, then the edge alone;
 - ``no tracking``: the edge alone, as the previous release wrote it.
 
@@ -63,12 +68,41 @@ OLD_TRIGGER = f"""CREATE TRIGGER bench_edge_log_on_insert AFTER INSERT ON edges 
     FROM memories AS a, memories AS b, sync_clock AS c WHERE a.pk = new.src AND b.pk = new.dst AND c.id = 1
     ON CONFLICT (src_id, type, dst_id) DO UPDATE SET deleted_at = NULL, seq = excluded.seq, hlc = excluded.hlc;
 END;"""
+# The candidate's upsert (the removals' table exists on every schema-19 store; the skew bound inlined).
+CLOCK_READ_UPSERT = """INSERT INTO edges (src, dst, type, strength, updated_at, properties, seq, hlc)
+SELECT :src, :dst, :type, :strength, :updated_at, :properties, s.seq,
+       coalesce(:hlc, CASE WHEN s.before >= s.stamp AND substr(s.before, 1, 15) + 0 <= s.now_ms + 86400000
+                           THEN printf('%015d-%010d-%s', substr(s.before, 1, 15) + 0,
+                                       substr(s.before, 17, 10) + 1, s.store)
+                           ELSE s.stamp END)
+FROM (SELECT max(c.seq, coalesce((SELECT max(seq) FROM edges), 0),
+                 coalesce((SELECT max(seq) FROM sync_edge_tombstones), 0)) + 1 AS seq,
+             printf('%015d-%010d-%s', max(n.now_ms, c.hlc_wall), 0, n.store) AS stamp,
+             n.now_ms, n.store,
+             (SELECT t.hlc FROM sync_edge_tombstones AS t
+              WHERE t.src_id = (SELECT id FROM memories WHERE pk = :src) AND t.type = :type
+                AND t.dst_id = (SELECT id FROM memories WHERE pk = :dst)) AS before
+      FROM sync_clock AS c, (SELECT coalesce(:now_ms, localmem_wall_ms()) AS now_ms,
+                                    (SELECT value FROM meta WHERE key = 'store_id') AS store) AS n
+      WHERE c.id = 1) AS s
+WHERE true
+ON CONFLICT (src, type, dst) DO UPDATE SET
+    strength = excluded.strength,
+    updated_at = excluded.updated_at,
+    properties = excluded.properties,
+    seq = excluded.seq,
+    hlc = CASE WHEN :hlc IS NOT NULL OR edges.hlc IS NULL OR edges.hlc < excluded.hlc
+                    OR substr(edges.hlc, 1, 15) + 0 > coalesce(:now_ms, localmem_wall_ms()) + 86400000
+               THEN excluded.hlc
+               ELSE printf('%015d-%010d-%s', substr(edges.hlc, 1, 15) + 0, substr(edges.hlc, 17, 10) + 1,
+                           substr(excluded.hlc, 28)) END;"""
 EDGE_TRIGGERS = ("sync_edge_on_insert", "sync_edge_on_update")
 # name: (upsert statement, None for the store's own; keep the store's triggers; keep edges_seq; extra trigger)
 VARIANTS: dict[str, tuple[str | None, bool, bool, str]] = {
     "as shipped": (None, True, True, ""),
     "schema 18's log": (PLAIN_UPSERT, False, False, OLD_TRIGGER),
     "row stamp, no seq index": (None, True, False, ""),
+    "clock read, not written": (CLOCK_READ_UPSERT, True, True, ""),
     "clock step only": (CLOCK_STEP + PLAIN_UPSERT, False, False, ""),
     "no tracking": (PLAIN_UPSERT, False, False, ""),
 }
