@@ -47,6 +47,7 @@ from .scope import passes_scope
 from .scoring import (CandidateScorer, lowered_tags_of_text, metadata_terms_of_text, parse_epoch,
                       usable_cosine)
 from .state import SupersessionHeads, apply_state_filter, state_reason
+from .thread_spread import gathers, spread_threads
 
 if TYPE_CHECKING:
     from ..embedders.query_delta import QueryDelta
@@ -420,6 +421,8 @@ class Recall:
         candidates = self.above_min_score(candidates)
         candidates, _ = dedupe(candidates)
         ranked = sort_results(candidates, params.sort)
+        if params.sort == "score" and self.config.thread_spread and gathers(query):
+            ranked = spread_threads(ranked)
         profile = self.profile(query)
         if profile is not None and needs_injection(profile, ranked[:limit]):
             injected = self.inject_priority(profile, query, scope, ranked, limit)
