@@ -12,18 +12,18 @@ recording and folds, trees trained per LightGBM seed):
 
 - the packaged delta, trees held out by fold (the shipped protocol);
 - leave one dataset out: the delta and the trees trained on LongMemEval only,
-  scored on LoCoMo, and on LoCoMo only (delta retrained the same way), scored
-  on LongMemEval;
-- nested folds (``--folds``): for each fold, a delta trained without it, every
-  pool recorded with that delta, trees trained on the other folds' pools, the
-  fold scored. Five delta trainings: the slow part.
+  scored on LoCoMo, and on LoCoMo only (the packaged delta), scored on LongMemEval;
+- nested folds (``--folds 0,1,2,3,4`` or some of them): for each fold, a delta
+  trained without it, every pool recorded with that delta, trees trained on the
+  other folds' pools, the fold scored; beside it the same folds with the packaged
+  delta. One delta training per fold: the slow part (``--deltas FILE`` keeps them).
 
 ``--write`` trains a delta on everything, records every pool with it, trains the
 trees on all of them and saves the packaged model (ship it only when the nested
 rows say so).
 
     pip install -e ".[embeddings,train]"
-    python benchmarks/quality/query_delta_two_shapes.py --pools DIR [--seeds 0,1,2] [--folds] [--write]
+    python benchmarks/quality/query_delta_two_shapes.py --pools DIR [--seeds 0,1,2] [--folds 0,1,2,3,4] [--deltas FILE] [--write]
 """
 
 from __future__ import annotations
@@ -138,10 +138,9 @@ def line(label: str, per_seed: list[dict[str, list[float]]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     two_shapes.add_pool_arguments(parser)
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated LightGBM seeds")
-    parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--learning-rate", type=float, default=0.15)
-    parser.add_argument("--folds", action="store_true", help="the nested rows: five delta trainings")
+    two_shapes.add_seed_arguments(parser)
+    parser.add_argument("--folds", default="",
+                        help="comma-separated folds (0-4) for the nested rows: one delta training each")
     parser.add_argument("--deltas", default=None,
                         help="a pickle file keeping trained deltas by held-out scopes (read and extended)")
     parser.add_argument("--write", action="store_true",
@@ -188,21 +187,27 @@ def main(argv: list[str] | None = None) -> int:
     on_lme = pools_with(delta_without(all_locomo))
     rows.append(line("delta and trees on LongMemEval only → LoCoMo", [summary(held_out(
         on_lme, s, args, lambda p: p["shape"] == "lme", lambda p: p["shape"] == "locomo")) for s in seeds]))
-    on_locomo = pools_with(delta_without(all_lme))
-    rows.append(line("delta and trees on LoCoMo only → LongMemEval", [summary(held_out(
-        on_locomo, s, args, lambda p: p["shape"] == "locomo", lambda p: p["shape"] == "lme")) for s in seeds]))
+    # The packaged delta is the one trained on LoCoMo alone (train_learned_rank.py, these settings).
+    rows.append(line("packaged delta and trees on LoCoMo only → LongMemEval", [summary(held_out(
+        base, s, args, lambda p: p["shape"] == "locomo", lambda p: p["shape"] == "lme")) for s in seeds]))
     log("leave one dataset out done")
     print("\n".join(rows), flush=True)
-    if args.folds:
-        per_seed: list[list] = [[] for _ in seeds]
-        for fold in range(two_shapes.FOLDS):
+    folds = [int(f) for f in args.folds.split(",") if f.strip()]
+    if folds:
+        nested: list[list] = [[] for _ in seeds]
+        packaged_rows: list[list] = [[] for _ in seeds]
+        for fold in folds:
             pools = pools_with(delta_without(fold_scopes(data, instances, fold)))
             for n, seed in enumerate(seeds):
-                per_seed[n] += held_out(pools, seed, args, lambda p: p["fold"] != fold, lambda p: p["fold"] == fold)
+                nested[n] += held_out(pools, seed, args, lambda p: p["fold"] != fold, lambda p: p["fold"] == fold)
+                packaged_rows[n] += held_out(base, seed, args, lambda p: p["fold"] != fold,
+                                             lambda p: p["fold"] == fold)
             log(f"fold {fold} done")
-        rows.append(line("delta on both, fold held out; trees held out by fold (nested)",
-                         [summary(r) for r in per_seed]))
-        print(rows[-1], flush=True)
+        named = ", ".join(map(str, folds))
+        rows.append(line(f"folds {named} only: packaged delta; trees held out", [summary(r) for r in packaged_rows]))
+        rows.append(line(f"folds {named} only: delta on both without the fold; trees held out (nested)",
+                         [summary(r) for r in nested]))
+        print("\n".join(rows[-2:]), flush=True)
     if args.write:
         delta = delta_without(set())
         pools = pools_with(delta)

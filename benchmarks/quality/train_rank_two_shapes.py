@@ -274,6 +274,14 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
                              "and the data are unchanged")
 
 
+def add_seed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a comparison over several training seeds (relative_dates.py,
+    query_delta_two_shapes.py)."""
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated LightGBM seeds")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--learning-rate", type=float, default=0.15)
+
+
 def record_all(args: argparse.Namespace, log: Callable[[str], None], delta: Any = None
                ) -> tuple[list[dict], list[dict], Any, Any]:
     """Every LoCoMo and LongMemEval pool the options name (recorded with the learned component
