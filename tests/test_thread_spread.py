@@ -10,17 +10,28 @@ import pytest
 
 from localmem import Config
 from localmem.errors import ConfigError
+from localmem.recall.learned_rank import TreeModel
 from localmem.recall.thread_spread import (GATHERING_WORDS, PER_THREAD, SCORE_GAP, SPREAD_TOP, gathers,
                                            spread_order)
+
+from test_learned_rank import model_dict, tree
 
 GATHERING = "How many times did I bake sourdough bread in the past two months?"
 SINGLE = "What sourdough bread did I bake?"
 
 
-def crowded_store(factory, config: Config | None = None):
+def flat_model() -> TreeModel:
+    """A learned model for the hash embedder that keeps the weighted score's order (one
+    constant leaf): the spread applies only when a learned model ranks the recall."""
+    return TreeModel.from_dict(model_dict([tree(0, 0.0, 0.0, 0.0)]))
+
+
+def crowded_store(factory, config: Config | None = None, learned: bool = True):
     """Session ``long`` holds twelve turns about baking sourdough bread; sessions ``a``–``d``
     each mention one bake in passing, among other things; and some unrelated turns."""
     store = factory(config=config) if config is not None else factory()
+    if learned:
+        store.learned_model = flat_model()
     items = []
     for n in range(12):
         items.append({"content": f"I bake sourdough bread; the sourdough bread bake step {n} is where the "
@@ -89,6 +100,14 @@ def test_a_question_that_does_not_gather_is_ranked_as_before(memory_store_factor
     assert [key(r) for r in first] == [key(r) for r in second]
     assert [r["final_score"] for r in first] == [r["final_score"] for r in second]
     assert all("thread_spread" not in r["score_components"] for r in first)
+
+
+def test_without_the_learned_ranking_nothing_is_spread(memory_store_factory):
+    store = crowded_store(memory_store_factory, learned=False)
+    answer = store.recall(GATHERING, limit=SPREAD_TOP)
+    assert answer["learned_rank"]["applied"] is False
+    assert sum(session_of(r) == "long" for r in answer["results"]) > PER_THREAD
+    assert all("thread_spread" not in r["score_components"] for r in answer["results"])
 
 
 def test_time_order_is_never_spread(memory_store_factory):

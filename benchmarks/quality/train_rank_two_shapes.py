@@ -196,8 +196,8 @@ def learned_scores(predict: Callable[[np.ndarray], np.ndarray] | None, pool: dic
 
 
 def ranked_keys(pool: dict, scores: np.ndarray, spread: bool = True) -> list[str]:
-    """The pool's keys in recall's order: by score, then (``spread``, recall's default) a
-    gathering question's first results spread across threads (recall/thread_spread.py)."""
+    """The pool's keys in recall's order: by score, then (``spread``: recall's default when the
+    trees rank) a gathering question's first results spread across threads (recall/thread_spread.py)."""
     order = np.argsort(-scores, kind="stable").tolist()
     if spread and thread_spread.gathers(pool["question"]):
         threads = pool["threads"]
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         rankings[label] = {i: scored(p, learned_scores(predict_for(p), p, weight), spread)
                            for i, p in enumerate(pools)}
 
-    rank("weighted score alone (LOCALMEM_LEARNED_RANK=0 with the delta's MaxSim)", lambda p: None)
+    rank("weighted score alone (LOCALMEM_LEARNED_RANK=0 with the delta's MaxSim)", lambda p: None, spread=False)
     rank("previous trees (packaged; in-sample on LoCoMo)",
          lambda p: lambda rows: packaged.raw_scores(np.ascontiguousarray(rows[:, :old_columns])))
     by_shape = {shape: fit([p for p in pools if p["shape"] == shape], args) for shape in ("locomo", "lme")}

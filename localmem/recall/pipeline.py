@@ -421,8 +421,8 @@ class Recall:
         candidates = self.above_min_score(candidates)
         candidates, _ = dedupe(candidates)
         ranked = sort_results(candidates, params.sort)
-        if params.sort == "score" and self.config.thread_spread and gathers(query):
-            ranked = spread_threads(ranked)
+        if self.config.thread_spread and self.learned_decision[1] is not None and gathers(query):
+            ranked = spread_threads(ranked)  # measured with the trees ranking: without them it costs
         profile = self.profile(query)
         if profile is not None and needs_injection(profile, ranked[:limit]):
             injected = self.inject_priority(profile, query, scope, ranked, limit)

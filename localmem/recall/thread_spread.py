@@ -11,8 +11,10 @@ has its score lowered just under the one now above it, and the amount is its
 
 Measured held out on both dev sets (docs/quality.md): applied to every question, the cap
 lowers LoCoMo, whose questions are mostly about one session; applied to gathering
-questions only, it lifts LongMemEval and leaves LoCoMo as it was. The words are ones
-that ask to gather on any store, not a data set's phrasing.
+questions only, it lifts LongMemEval and leaves LoCoMo as it was. It applies only when
+the learned ranking ranks the recall (sorted by score): on the weighted score alone it
+lowered LongMemEval. The words are ones that ask to gather on any store, not a data set's
+phrasing.
 """
 
 from __future__ import annotations
