@@ -195,18 +195,20 @@ def learned_scores(predict: Callable[[np.ndarray], np.ndarray] | None, pool: dic
     return pool["final"] + weight * learned
 
 
-def ranked_keys(pool: dict, scores: np.ndarray, spread: bool = True) -> list[str]:
+def ranked_keys(pool: dict, scores: np.ndarray, spread: bool | tuple[int, float] = True) -> list[str]:
     """The pool's keys in recall's order: by score, then (``spread``: recall's default when the
-    trees rank) a gathering question's first results spread across threads (recall/thread_spread.py)."""
+    trees rank; or (per thread, score gap) of one's own) a gathering question's first results
+    spread across threads (recall/thread_spread.py)."""
     order = np.argsort(-scores, kind="stable").tolist()
     if spread and thread_spread.gathers(pool["question"]):
         threads = pool["threads"]
+        setting = spread if isinstance(spread, tuple) else (thread_spread.PER_THREAD, thread_spread.SCORE_GAP)
         order = [order[i] for i in thread_spread.spread_order([float(scores[i]) for i in order],
-                                                              [threads[i] for i in order])]
+                                                              [threads[i] for i in order], *setting)]
     return [pool["keys"][i] for i in order]
 
 
-def scored(pool: dict, scores: np.ndarray, spread: bool = True) -> dict[str, float]:
+def scored(pool: dict, scores: np.ndarray, spread: bool | tuple[int, float] = True) -> dict[str, float]:
     return pool_metrics(pool, ranked_keys(pool, scores, spread))
 
 

@@ -59,9 +59,11 @@ def _thread_of(candidate: dict[str, Any], index: int) -> str:
     return key if key is not None else f"\x00{index}"  # a memory without a thread is its own
 
 
-def spread_order(scores: list[float], threads: list[str]) -> list[int]:
+def spread_order(scores: list[float], threads: list[str], per_thread: int = PER_THREAD,
+                 gap: float = SCORE_GAP) -> list[int]:
     """The order of candidates (``scores`` sorted from high to low, each one's thread) with at
-    most PER_THREAD of one thread in the first SPREAD_TOP (see the module's docstring).
+    most ``per_thread`` of one thread in the first SPREAD_TOP unless another thread's best
+    scores more than ``gap`` lower (see the module's docstring; the defaults are recall's).
     Work: SPREAD_TOP passes over the list at most."""
     remaining = list(range(len(scores)))
     chosen: list[int] = []
@@ -69,12 +71,12 @@ def spread_order(scores: list[float], threads: list[str]) -> list[int]:
     while remaining and len(chosen) < SPREAD_TOP:
         pick = 0
         best = remaining[0]
-        if counts.get(threads[best], 0) >= PER_THREAD:
-            floor = scores[best] - SCORE_GAP
+        if counts.get(threads[best], 0) >= per_thread:
+            floor = scores[best] - gap
             for place, index in enumerate(remaining[1:], start=1):
                 if scores[index] < floor:
                     break
-                if counts.get(threads[index], 0) < PER_THREAD:
+                if counts.get(threads[index], 0) < per_thread:
                     pick = place
                     break
         index = remaining.pop(pick)
