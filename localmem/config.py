@@ -77,7 +77,7 @@ class Config:
     # weeks ago"), when it names no calendar date; off: held out it did not lift LongMemEval's
     # R@10 and LoCoMo's fell (docs/quality.md). LOCALMEM_QUERY_RELATIVE_DATES=1 turns it on.
     query_relative_dates: bool = False
-    # A question that gathers ("how many…", "the order of…") keeps at most three memories of one
+    # A question that gathers ("how many…", "the order of…") keeps at most two memories of one
     # thread in its first ten results unless another thread's best scores far lower
     # (recall/thread_spread.py); LOCALMEM_THREAD_SPREAD=0 turns it off.
     thread_spread: bool = True

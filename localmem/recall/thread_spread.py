@@ -38,11 +38,11 @@ GATHERING = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in GATHERING_WORDS
 # Longest question text read for the words (a longer one is read up to here).
 MAX_QUERY_CHARS = 4000
 
-PER_THREAD = 3
+PER_THREAD = 2
 SPREAD_TOP = 10
 # In final-score units: a crowded thread's candidate gives way only to another thread's
 # best candidate scoring at most this much lower.
-SCORE_GAP = 0.4
+SCORE_GAP = 0.3
 
 
 def gathers(query: str) -> bool:
