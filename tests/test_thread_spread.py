@@ -4,7 +4,11 @@ other sessions made about it."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -87,8 +91,11 @@ def test_the_moved_memories_say_so_and_the_kept_ones_are_untouched(memory_store_
     spread = crowded_store(memory_store_factory)
     flat = crowded_store(memory_store_factory, Config(thread_spread=False))
     before = {key(r): r for r in flat.recall(GATHERING, limit=30)["results"]}
-    moved = [r for r in spread.recall(GATHERING, limit=30)["results"] if "thread_spread" in r["score_components"]]
+    answer = spread.recall(GATHERING, limit=30)
+    moved = [r for r in answer["results"] if "thread_spread" in r["score_components"]]
     assert moved and all(session_of(r) == "long" for r in moved)
+    assert answer["learned_rank"]["thread_spread"] == {"moved": len(moved)}
+    assert "thread_spread" not in flat.recall(GATHERING, limit=30)["learned_rank"]
     for result in moved:
         lowered = result["score_components"]["thread_spread"]
         assert lowered < 0
@@ -104,6 +111,7 @@ def test_a_question_that_does_not_gather_is_ranked_as_before(memory_store_factor
     assert [key(r) for r in first] == [key(r) for r in second]
     assert [r["final_score"] for r in first] == [r["final_score"] for r in second]
     assert all("thread_spread" not in r["score_components"] for r in first)
+    assert "thread_spread" not in spread.recall(SINGLE, limit=SPREAD_TOP)["learned_rank"]
 
 
 def test_without_the_learned_ranking_nothing_is_spread(memory_store_factory):
@@ -159,3 +167,19 @@ def test_spread_order_caps_a_thread_within_the_gap_only():
     assert spread_order(scores, threads)[:PER_THREAD] == list(range(PER_THREAD))
     assert sorted(order) == list(range(len(scores)))  # nothing lost or repeated
     assert spread_order([], []) == []
+
+
+def test_the_cli_says_how_many_were_moved_down(tmp_path):
+    from localmem import MemoryStore
+
+    path = tmp_path / "memory.db"
+    model = tmp_path / "flat.json"
+    model.write_text(json.dumps(model_dict([tree(0, 0.0, 0.0, 0.0)])))
+    crowded_store(lambda **kwargs: MemoryStore(str(path), embedder="hash", **kwargs), learned=False).close()
+    env = dict(os.environ, LOCALMEM_LEARNED_RANK_MODEL=str(model))
+    cli = [sys.executable, "-m", "localmem", "--db", str(path), "--embedder", "hash", "recall"]
+    spread = subprocess.run([*cli, GATHERING], check=True, env=env, capture_output=True, text=True)
+    assert "moved down so the first results span more conversations" in spread.stdout + spread.stderr
+    plain = subprocess.run([*cli, GATHERING], check=True, capture_output=True, text=True,
+                           env=dict(env, LOCALMEM_THREAD_SPREAD="0"))
+    assert "moved down" not in plain.stdout + plain.stderr

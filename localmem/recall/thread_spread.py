@@ -90,15 +90,17 @@ def candidate_threads(ranked: list[dict[str, Any]]) -> list[str]:
     return [_thread_of(c, i) for i, c in enumerate(ranked)]
 
 
-def spread_threads(ranked: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``ranked`` (sorted by score) reordered by spread_order; the scores of the memories moved
-    down lowered just under the one now above each, so the list stays sorted by score."""
+def spread_threads(ranked: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """``ranked`` (sorted by score) reordered by spread_order, and how many memories were moved
+    down: their scores are lowered just under the one now above each, so the list stays sorted
+    by score."""
     if len(ranked) <= PER_THREAD:
-        return ranked
+        return ranked, 0
     order = spread_order([float(c["final_score"]) for c in ranked], candidate_threads(ranked))
     if order == list(range(len(order))):
-        return ranked
+        return ranked, 0
     above = math.inf
+    moved = 0
     out = [ranked[i] for i in order]
     for candidate in out:
         score = float(candidate["final_score"])
@@ -107,5 +109,6 @@ def spread_threads(ranked: list[dict[str, Any]]) -> list[dict[str, Any]]:
             candidate.setdefault("score_components", {})["thread_spread"] = lowered - score
             candidate["final_score"] = candidate["score"] = lowered
             score = lowered
+            moved += 1
         above = score
-    return out
+    return out, moved
