@@ -238,8 +238,8 @@ def held_out_misses(pools: list[dict], instances: list[dict], predict_for: Calla
     by_id = {i["question_id"]: i for i in instances}
     lines = []
     for pool in (p for p in pools if p["shape"] == "lme"):
-        ranked, alone = (longmemeval.distinct(ranked_keys(pool, scores)) for scores in
-                         (learned_scores(predict_for(pool), pool, weight), pool["final"]))
+        ranked = longmemeval.distinct(ranked_keys(pool, learned_scores(predict_for(pool), pool, weight)))
+        alone = longmemeval.distinct(ranked_keys(pool, pool["final"], spread=False))  # as recall without trees
         missed = sorted(t for t in pool["truth"]["turns"] if t not in ranked[:10])
         if not missed:
             continue
