@@ -48,7 +48,7 @@ def test_each_instance_is_a_scope_with_its_turns_and_evidence(data):
 
 def test_a_fold_is_left_out_of_its_delta(data):
     built, instances, model_name = data
-    held = two.fold_scopes(built, instances, 1)
+    held = two.fold_scopes(instances, 1)
     assert held == {"conv:1", "lme:q1"}
     only_lme = train_learned_rank.fit_query_delta(built, model_name, {"conv:0"} | held)
     without_fold = train_learned_rank.fit_query_delta(built, model_name, held)

@@ -97,7 +97,7 @@ class TwoShapeData:
         return keys, torch.from_numpy(np.concatenate(signs)), torch.from_numpy(owner)
 
 
-def fold_scopes(data: TwoShapeData, instances: list[dict], fold: int) -> set[str]:
+def fold_scopes(instances: list[dict], fold: int) -> set[str]:
     """The scopes of held-out fold ``fold``: LoCoMo conversation ``fold`` and every fifth
     LongMemEval instance (train_rank_two_shapes.py's folds, by instance order)."""
     lme = {lme_scope_tag(i) for n, i in enumerate(instances) if n % two_shapes.FOLDS == fold}
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         locomo_nested: list[list] = [[] for _ in seeds]
         packaged_rows: list[list] = [[] for _ in seeds]
         for fold in folds:
-            held = fold_scopes(data, instances, fold)
+            held = fold_scopes(instances, fold)
             both = pools_with(delta_without(held))
             # LoCoMo's delta as the packaged one is trained, but without the fold: the fair comparison.
             locomo_only = pools_with(delta_without(held | all_lme))
