@@ -77,6 +77,10 @@ class Config:
     # weeks ago"), when it names no calendar date; off: held out it did not lift LongMemEval's
     # R@10 and LoCoMo's fell (docs/quality.md). LOCALMEM_QUERY_RELATIVE_DATES=1 turns it on.
     query_relative_dates: bool = False
+    # A question that gathers ("how many…", "the order of…") keeps at most two memories of one
+    # thread in its first ten results unless another thread's best scores far lower
+    # (recall/thread_spread.py); LOCALMEM_THREAD_SPREAD=0 turns it off.
+    thread_spread: bool = True
     # A model file of one's own (benchmarks/quality/train_learned_rank.py --output) in place
     # of the packaged one, e.g. for another embedder (LOCALMEM_LEARNED_RANK_MODEL).
     learned_rank_model: str | None = None
@@ -178,7 +182,8 @@ class Config:
                            ("LOCALMEM_TOKEN_EVIDENCE", "token_evidence"),
                            ("LOCALMEM_LEARNED_RANK", "learned_rank"),
                            ("LOCALMEM_QUERY_DATES", "query_dates"),
-                           ("LOCALMEM_QUERY_RELATIVE_DATES", "query_relative_dates")):
+                           ("LOCALMEM_QUERY_RELATIVE_DATES", "query_relative_dates"),
+                           ("LOCALMEM_THREAD_SPREAD", "thread_spread")):
             raw = env.get(name)
             if raw is not None and raw.strip():
                 if raw.strip().lower() not in BOOLEAN_WORDS:

@@ -73,3 +73,31 @@ def test_the_relative_dates_run_reports_both_settings_held_out(tmp_path, capsys)
     for label in ("| off | 0 |", "| on | 0 |", "| off | mean |", "| on | mean |"):
         assert label in printed
     assert "- locomo:" in printed and "- lme:" in printed
+
+
+def test_the_runners_spread_a_gathering_pool_as_recall_does():
+    import numpy as np
+
+    from localmem.recall import thread_spread
+
+    pool = {"question": "How many concerts did I go to in the past two months?",
+            "keys": ["0:0", "0:1", "0:2", "0:3", "1:0", "2:0"], "threads": ["a", "a", "a", "a", "b", "c"]}
+    scores = np.array([0.9, 0.89, 0.88, 0.87, 0.7, 0.1])
+    spread = train_rank_two_shapes.ranked_keys(pool, scores)
+    expected = thread_spread.spread_order(sorted(scores.tolist(), reverse=True), pool["threads"])
+    assert spread == [pool["keys"][i] for i in expected]
+    assert spread.index("1:0") == thread_spread.PER_THREAD  # the other session's turn within the gap moves up
+    assert train_rank_two_shapes.ranked_keys(pool, scores, spread=False) == pool["keys"]
+    assert train_rank_two_shapes.ranked_keys({**pool, "question": "Which concert was first?"}, scores) == pool["keys"]
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
+def test_the_thread_spread_run_reports_every_setting_and_the_held_out_choice(tmp_path, capsys):
+    from benchmarks.quality import thread_spread
+
+    assert thread_spread.main([*small_data(tmp_path, 20, 5), "--seeds", "0", "--rounds", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "Gathering questions: LoCoMo" in printed
+    for row in ("| no spread |", "| recall's: ", "| 1 per thread, gap 9.0 |", "| chosen per fold on the other folds |"):
+        assert row in printed
+    assert printed.count("- seed 0, fold ") == 5

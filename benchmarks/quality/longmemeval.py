@@ -323,23 +323,28 @@ print(time.perf_counter() - started)
 """
 
 
-def cold_query_seconds(instance: dict, embedder: Any, config: Config, runs: int) -> list[float]:
+def cold_query_seconds(instance: dict, embedder: Any, configs: dict[str, Config], runs: int
+                       ) -> dict[str, list[float]]:
     """Wall time of a fresh process opening the instance's store (a file) and answering its
-    question once: imports, model load and the query; the store is built first, untimed."""
+    question once: imports, model load and the query; the store is built first, untimed.
+    Each configuration (its model file and thread spread, the settings a fresh process reads
+    from the environment) runs in turn, ``runs`` rounds, so load falls on all of them alike."""
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "lme.db")
-        store, _, _ = build_store(instance, embedder, config, path)
+        store, _, _ = build_store(instance, embedder, next(iter(configs.values())), path)
         store.close()
-        env = {**os.environ, "LOCALMEM_TRACK_ACCESS": "0"}
-        if config.learned_rank_model:
-            env["LOCALMEM_LEARNED_RANK_MODEL"] = config.learned_rank_model
-        times = []
+        times: dict[str, list[float]] = {name: [] for name in configs}
         for _ in range(runs):
-            started = time.perf_counter()
-            subprocess.run([sys.executable, "-c", COLD_SCRIPT, path, instance["question"],
-                            asked_at(instance).isoformat()],
-                           check=True, env=env, capture_output=True, timeout=600)
-            times.append(time.perf_counter() - started)
+            for name, config in configs.items():
+                env = {**os.environ, "LOCALMEM_TRACK_ACCESS": "0",
+                       "LOCALMEM_THREAD_SPREAD": "1" if config.thread_spread else "0"}
+                if config.learned_rank_model:
+                    env["LOCALMEM_LEARNED_RANK_MODEL"] = config.learned_rank_model
+                started = time.perf_counter()
+                subprocess.run([sys.executable, "-c", COLD_SCRIPT, path, instance["question"],
+                                asked_at(instance).isoformat()],
+                               check=True, env=env, capture_output=True, timeout=600)
+                times[name].append(time.perf_counter() - started)
         return times
 
 
@@ -361,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true",
                         help="list each evidence turn BM25 ranks in its top 10 and localmem does not, with why")
     parser.add_argument("--cold", type=int, default=0,
-                        help="also time N fresh processes answering the first answerable instance's question")
+                        help="also time N fresh processes answering the first answerable instance's question, "
+                             "each configuration in turn (the default and every --variant)")
     args = parser.parse_args(argv)
     instances = load_instances(args.data, args.instances, args.skip,
                                args.ids.split(",") if args.ids else None)
@@ -383,9 +389,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(result["misses"]) or "none")
     if args.cold:
         first = next(i for i in instances if not i["question_id"].endswith("_abs"))
-        times = cold_query_seconds(first, cached_embedder(args.embedder), config, args.cold)
-        print(f"- cold: a fresh process opening one instance's store and answering once (wall, whole process): "
-              f"median {statistics.median(times):.2f} s over {len(times)} runs")
+        cold = cold_query_seconds(first, cached_embedder(args.embedder), {"localmem": config, **variants}, args.cold)
+        for name, times in cold.items():
+            print(f"- cold, {name}: a fresh process opening one instance's store and answering once (wall, whole "
+                  f"process): median {statistics.median(times):.2f} s over {len(times)} runs")
     print(f"\n{len(instances)} instances, total {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -61,9 +61,7 @@ def row(pools: list[dict], metrics: list[dict]) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     two_shapes.add_pool_arguments(parser)
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated LightGBM seeds")
-    parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--learning-rate", type=float, default=0.15)
+    two_shapes.add_seed_arguments(parser)
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     off, on = recorded(args, False), recorded(args, True)

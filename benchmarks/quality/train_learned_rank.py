@@ -133,11 +133,21 @@ class AdapterData:
         self.scopes = {tag: ([dia for dia, _ in rows], np.concatenate([signs for _, signs in rows]),
                              np.repeat(np.arange(len(rows)), [len(signs) for _, signs in rows]))
                        for tag, rows in scopes.items()}
+        self._torch_scopes: dict[str, tuple] = {}
         self.questions = []
         for q in questions:
             _, tokens = backend.embed_texts_and_tokens([q["question"]])
             centred = token_codes.unit_rows(tokens[0]) - self.centre
             self.questions.append((q, centred.astype(np.float32)))
+
+    def torch_scope(self, tag: str) -> tuple:
+        """A scope's (keys, sign codes, owner of each code row) as torch tensors, made once."""
+        import torch
+
+        if tag not in self._torch_scopes:
+            keys, signs, owner = self.scopes[tag]
+            self._torch_scopes[tag] = (keys, torch.from_numpy(signs), torch.from_numpy(owner))
+        return self._torch_scopes[tag]
 
 
 def fit_adapter(data: AdapterData, exclude: Collection[str] = ()) -> late_interaction.QueryAdapter:
@@ -200,8 +210,6 @@ def fit_query_delta(data: AdapterData, model_name: str, exclude: Collection[str]
         lambda module, inputs, output, pair=pair: output + (inputs[0] @ pair[0].T) @ pair[1].T)
         for name, pair in params.items()]
     centre = torch.from_numpy(data.centre.astype(np.float32))
-    scopes = {tag: (dias, torch.from_numpy(signs), torch.from_numpy(owner))
-              for tag, (dias, signs, owner) in data.scopes.items()}
     train = [q for q, _ in data.questions if q["conv_tag"] not in exclude]
     scale = torch.tensor(20.0, requires_grad=True)
     optimiser = torch.optim.Adam([t for pair in params.values() for t in pair] + [scale],
@@ -219,9 +227,9 @@ def fit_query_delta(data: AdapterData, model_name: str, exclude: Collection[str]
                                         max_length=model.max_seq_length)
                     tokens = transformer(**encoded).last_hidden_state[0]
                     tokens = tokens[torch.tensor([i not in special for i in encoded["input_ids"][0].tolist()])]
-                    scores = _conversation_scores(tokens / tokens.norm(dim=1, keepdim=True) - centre,
-                                                  scopes[q["conv_tag"]]) * scale
-                    evidence = torch.tensor([d in q["evidence"] for d in scopes[q["conv_tag"]][0]])
+                    scope = data.torch_scope(q["conv_tag"])
+                    scores = _conversation_scores(tokens / tokens.norm(dim=1, keepdim=True) - centre, scope) * scale
+                    evidence = torch.tensor([d in q["evidence"] for d in scope[0]])
                     loss = loss + torch.logsumexp(scores, 0) - torch.logsumexp(scores[evidence], 0)
                 optimiser.zero_grad()
                 (loss / settings["batch"]).backward()

@@ -20,7 +20,9 @@ Reported, all on pools asked in this run:
   the reverse;
 - folds held out within both: fold ``i`` is LoCoMo conversation ``i`` and every
   fifth LongMemEval instance; trees trained on both sets without the fold score it;
-- the same folds without the role features (held at 0);
+- the same folds without the thread spread (recall/thread_spread.py: every ranking here
+  spreads a gathering question's first results across threads, as recall does), and without
+  the role features (held at 0);
 - the LongMemEval rows again on the instances the packaged trees were not trained on (the
   model's ``lme_ids``, or ``--seen-ids``), where comparing them with the held-out trees is fair.
 
@@ -54,7 +56,7 @@ from benchmarks.quality import locomo, longmemeval  # noqa: E402
 from benchmarks.quality import train_learned_rank as trl  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.embedders.resolve import resolve_embedder  # noqa: E402
-from localmem.recall import learned_rank, pipeline  # noqa: E402
+from localmem.recall import learned_rank, pipeline, thread_spread  # noqa: E402
 from localmem.recall.speaker_roles import ROLE_FEATURES  # noqa: E402
 
 FOLDS = 5
@@ -65,10 +67,12 @@ LME_KEYS = ("R@5", "R@10", "MRR", "any@5", "all@5")
 def recorded_pool(store, ask: Callable[[], Any], key_of: Callable[[dict], str]) -> dict:
     """The candidate pool one recall (``ask``) scores: each candidate's key, weighted score
     and features; the learned component is left out (the store's model is a placeholder)."""
-    pool: dict = {"keys": [], "final": np.zeros(0), "rows": np.zeros((0, len(learned_rank.FEATURES)))}
+    pool: dict = {"keys": [], "final": np.zeros(0), "rows": np.zeros((0, len(learned_rank.FEATURES))),
+                  "question": "", "threads": []}
 
     def recording(model, candidates, query, mention=None):
         pool["keys"] = [key_of(c) for c in candidates]
+        pool["question"], pool["threads"] = query, thread_spread.candidate_threads(candidates)
         pool["final"] = np.array([c["final_score"] for c in candidates])
         pool["rows"] = learned_rank.pool_features(candidates, query, mention)
         return {}
@@ -191,9 +195,21 @@ def learned_scores(predict: Callable[[np.ndarray], np.ndarray] | None, pool: dic
     return pool["final"] + weight * learned
 
 
-def scored(pool: dict, scores: np.ndarray) -> dict[str, float]:
-    order = np.argsort(-scores, kind="stable")
-    return pool_metrics(pool, [pool["keys"][i] for i in order])
+def ranked_keys(pool: dict, scores: np.ndarray, spread: bool | tuple[int, float] = True) -> list[str]:
+    """The pool's keys in recall's order: by score, then (``spread``: recall's default when the
+    trees rank; or (per thread, score gap) of one's own) a gathering question's first results
+    spread across threads (recall/thread_spread.py)."""
+    order = np.argsort(-scores, kind="stable").tolist()
+    if spread and thread_spread.gathers(pool["question"]):
+        threads = pool["threads"]
+        setting = spread if isinstance(spread, tuple) else (thread_spread.PER_THREAD, thread_spread.SCORE_GAP)
+        order = [order[i] for i in thread_spread.spread_order([float(scores[i]) for i in order],
+                                                              [threads[i] for i in order], *setting)]
+    return [pool["keys"][i] for i in order]
+
+
+def scored(pool: dict, scores: np.ndarray, spread: bool | tuple[int, float] = True) -> dict[str, float]:
+    return pool_metrics(pool, ranked_keys(pool, scores, spread))
 
 
 def zeroed(rows: np.ndarray, names) -> np.ndarray:
@@ -222,9 +238,8 @@ def held_out_misses(pools: list[dict], instances: list[dict], predict_for: Calla
     by_id = {i["question_id"]: i for i in instances}
     lines = []
     for pool in (p for p in pools if p["shape"] == "lme"):
-        orders = [np.argsort(-scores, kind="stable") for scores in
-                  (learned_scores(predict_for(pool), pool, weight), pool["final"])]
-        ranked, alone = (longmemeval.distinct([pool["keys"][i] for i in order]) for order in orders)
+        ranked = longmemeval.distinct(ranked_keys(pool, learned_scores(predict_for(pool), pool, weight)))
+        alone = longmemeval.distinct(ranked_keys(pool, pool["final"], spread=False))  # as recall without trees
         missed = sorted(t for t in pool["truth"]["turns"] if t not in ranked[:10])
         if not missed:
             continue
@@ -261,19 +276,32 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
                              "and the data are unchanged")
 
 
-def record_all(args: argparse.Namespace, log: Callable[[str], None]) -> tuple[list[dict], list[dict], Any, Any]:
+def add_seed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a comparison over several training seeds (relative_dates.py,
+    query_delta_two_shapes.py)."""
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated LightGBM seeds")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--learning-rate", type=float, default=0.15)
+
+
+def record_all(args: argparse.Namespace, log: Callable[[str], None], delta: Any = None
+               ) -> tuple[list[dict], list[dict], Any, Any]:
     """Every LoCoMo and LongMemEval pool the options name (recorded with the learned component
-    at weight 0), the LongMemEval instances, the packaged model and the delta the pools used."""
+    at weight 0), the LongMemEval instances, the packaged model and the delta the pools used:
+    ``delta`` (a QueryDelta), else the packaged model's."""
     packaged = learned_rank.TreeModel.packaged()
     embedder = resolve_embedder(args.embedder) if args.no_cache else locomo.cached_embedder(args.embedder)
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
     # The placeholder lets recall compute the features with the packaged delta's MaxSim (an
     # embedder that cannot apply a delta, e.g. the hash one in tests, gets plain MaxSim).
     inner = getattr(embedder, "inner", embedder)
-    delta = packaged.query_delta if callable(getattr(inner, "embed_query_tokens", None)) else None
+    tunable = callable(getattr(inner, "embed_query_tokens", None))
+    chosen = delta if delta is not None else packaged.query_delta
+    delta = chosen if tunable else None
     placeholder = dataclasses.replace(trl.placeholder_model(embedder.name, delta=delta),
                                       embedders=(*packaged.embedders, embedder.name))
-    cache = PoolCache(args.pools, embedder.name, config)
+    # A delta changes every pool: the cache keys name it.
+    cache = PoolCache(args.pools, embedder.name + (f"\0delta {delta.digest}" if delta is not None else ""), config)
     pools = locomo_pools(args.locomo, embedder, config, placeholder, cache, args.locomo_asked_at)
     log(f"locomo: {len(pools)} pools")
     instances = longmemeval.load_instances(args.lme, args.lme_instances, ids=args.lme_ids.split(",") if args.lme_ids else None)
@@ -318,10 +346,11 @@ def main(argv: list[str] | None = None) -> int:
 
     rankings: dict[str, dict[int, dict]] = {"FTS5 BM25 (same memories)": {i: p["bm25"] for i, p in enumerate(pools)}}
 
-    def rank(label: str, predict_for: Callable[[dict], Any]) -> None:
-        rankings[label] = {i: scored(p, learned_scores(predict_for(p), p, weight)) for i, p in enumerate(pools)}
+    def rank(label: str, predict_for: Callable[[dict], Any], spread: bool = True) -> None:
+        rankings[label] = {i: scored(p, learned_scores(predict_for(p), p, weight), spread)
+                           for i, p in enumerate(pools)}
 
-    rank("weighted score alone (LOCALMEM_LEARNED_RANK=0 with the delta's MaxSim)", lambda p: None)
+    rank("weighted score alone (LOCALMEM_LEARNED_RANK=0 with the delta's MaxSim)", lambda p: None, spread=False)
     rank("previous trees (packaged; in-sample on LoCoMo)",
          lambda p: lambda rows: packaged.raw_scores(np.ascontiguousarray(rows[:, :old_columns])))
     by_shape = {shape: fit([p for p in pools if p["shape"] == shape], args) for shape in ("locomo", "lme")}
@@ -333,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         rank(label, lambda p, held=held: held[p["fold"]])
         if not drop:
             held_out = held
+            rank("trees on both, fold held out, no thread spread (LOCALMEM_THREAD_SPREAD=0)",
+                 lambda p, held=held: held[p["fold"]], spread=False)
         log(f"{label} done")
 
     lines = ["| ranking | LoCoMo R@5 | LoCoMo R@10 | LoCoMo MRR | LME turn R@5 | LME turn R@10 | LME MRR | "

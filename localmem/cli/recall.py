@@ -126,6 +126,9 @@ def recall_lines(response: dict[str, Any], out: Output | None = None,
             summary.append(f"date in the query not used: {date.get('expression')} ({date['ignored']})")
         else:
             summary.append(f"date in the query ranked by: {date.get('expression')} (a hint, not a filter)")
+    spread = ((response.get("learned_rank") or {}).get("thread_spread") or {}).get("moved")
+    if spread:
+        summary.append(f"{spread} moved down so the first results span more conversations (a gathering question)")
     state = response.get("state_filter") or {}
     if state.get("suppressed_count"):
         summary.append(f"{state['suppressed_count']} not current hidden (--state-mode history shows them)")

@@ -194,8 +194,9 @@ Responses are budgeted (default ~18k tokens, `AUTOMEM_RECALL_TOKEN_BUDGET`): tex
             "queries": STRING_LIST,
             "vector_search": {"type": "object"},
             "learned_rank": {"type": "object", "description": "Whether the learned re-ranking ran: "
-                                                              "{ applied, candidates, dates_in_query? } or { applied: false, reason }; "
-                                                              "dates_in_query: calendar dates the query names, a ranking hint (ignored: why one was not read)."},
+                                                              "{ applied, candidates, dates_in_query?, thread_spread? } or { applied: false, reason }; "
+                                                              "dates_in_query: calendar dates the query names, a ranking hint (ignored: why one was not read); "
+                                                              "thread_spread.moved: memories of one thread moved down so a gathering question's first ten span threads."},
             "query_time_ms": {"type": "number"},
             "degraded": {"type": "boolean"},
             "degraded_reason": {"type": "string"},

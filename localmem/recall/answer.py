@@ -56,6 +56,8 @@ def recall_response(recall: Any, results, queries, dedup_removed, state_filter, 
     if params.query or params.queries:
         response["learned_rank"] = report(recall.learned_decision[0], recall.learned_ranked,
                                           recall.dates_read())
+        if recall.spread_moved:
+            response["learned_rank"]["thread_spread"] = {"moved": recall.spread_moved}
     left_out = sorted({t for scorer in recall.keyword_scorers.values() for t in scorer.left_out})
     if left_out:
         response["keyword_search"] = {

@@ -48,6 +48,7 @@ from .scope import passes_scope
 from .scoring import (CandidateScorer, lowered_tags_of_text, metadata_terms_of_text, parse_epoch,
                       usable_cosine)
 from .state import SupersessionHeads, apply_state_filter, state_reason
+from .thread_spread import gathers, spread_threads
 
 if TYPE_CHECKING:
     from ..embedders.query_delta import QueryDelta
@@ -77,6 +78,7 @@ class Recall:
         # Reads the learned-rank model (recall/learned_rank.py), only once it could be used.
         self.learned_loader = learned
         self.learned_ranked = 0  # candidates that got a learned component
+        self.spread_moved = 0  # candidates recall/thread_spread.py moved down
         self.query_dates: dict[str, CalendarMention | None] = {}  # the date each query names
         self.dated_found: dict[str, int] = {}  # candidates only the named date's channel found
         self.dates_ignored: dict[str, CalendarMention] = {}  # relative periods no memory in scope falls in
@@ -426,6 +428,9 @@ class Recall:
         candidates = self.above_min_score(candidates)
         candidates, _ = dedupe(candidates)
         ranked = sort_results(candidates, params.sort)
+        if self.config.thread_spread and self.learned_decision[1] is not None and gathers(query):
+            ranked, moved = spread_threads(ranked)  # measured with the trees ranking: without them it costs
+            self.spread_moved += moved
         profile = self.profile(query)
         if profile is not None and needs_injection(profile, ranked[:limit]):
             injected = self.inject_priority(profile, query, scope, ranked, limit)
