@@ -9,6 +9,7 @@ decides whether matching memories must be injected into the results.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -190,6 +191,9 @@ def build_context_profile(*, query: str, context: str, language: str | None,
     )
 
 
+# Every candidate's tags are compared with the priority tags on every recall: the same
+# few strings (stored tags are at most MAX_TAG_LENGTH characters), so each is worked out once.
+@functools.lru_cache(maxsize=4096)
 def _canonical_tag(tag: str) -> str:
     return _TAG_SEPARATORS.sub(":", tag.strip().lower())
 
@@ -237,8 +241,8 @@ def context_bonus(profile: ContextProfile | None, memory: Mapping[str, Any],
     if profile is None:
         return 0.0
     bonus = 0.0
-    tags = _memory_tags(memory)
-    if any(context_tag_hit(tag, p) for tag in tags for p in profile.priority_tags):
+    if profile.priority_tags and any(context_tag_hit(tag, p) for tag in _memory_tags(memory)
+                                     for p in profile.priority_tags):
         bonus += ContextProfile.TAG_WEIGHT
     if _memory_type(memory) in profile.priority_types:
         bonus += ContextProfile.TYPE_WEIGHT
