@@ -117,3 +117,22 @@ def test_terms_read_from_the_stored_texts_score_as_the_parsed_record_does() -> N
                                     meta_terms=meta_terms, lowered_tags=lowered) == reference
     assert metadata_terms_of_text("") == frozenset() and lowered_tags_of_text("") == frozenset()
     assert lowered_tags_of_text('{"not": "a list"}') is None and lowered_tags_of_text("[1]") is None
+
+
+@pytest.mark.parametrize("value", [0.5, 1.0005, -1.0005, 1.0, 0.0, -0.0, -0.3, 1, 0, True, 1.5, -1.01, None, "0.5",
+                                   float("nan"), float("inf"), -float("inf")])
+def test_the_scorer_s_inline_checks_give_what_the_helpers_give(value: object) -> None:
+    """The usual cases of usable_cosine and _number are inline in CandidateScorer.score;
+    every kind of value scores as the helpers say, damaged ones included."""
+    from localmem.recall.scoring import _number, usable_cosine
+    cosine = usable_cosine(value)
+    memory = {**MEMORY, "importance": value, "confidence": value, "relevance_score": value}
+    _, components = CandidateScorer("x", [], NOW, Config()).score("vector", 0.0, value, None, 0.0, memory)
+    expected_vector = max(0.0, cosine) if cosine is not None else 0.0
+    assert components["vector"] == expected_vector and type(components["vector"]) is type(expected_vector)
+    for key in ("importance", "confidence", "relevance"):
+        assert components[key] == _number(value) and type(components[key]) is float, key
+    if value is not None:  # None: no centred cosine, the plain one counts
+        _, centred = CandidateScorer("x", [], NOW, Config()).score("vector", 0.0, 0.9, None, 0.0, MEMORY,
+                                                                   centred=value)
+        assert centred["vector"] == expected_vector  # the centred cosine, when given, stands in for the plain one
