@@ -249,15 +249,10 @@ def strip_non_finite(value: Any) -> Any:
     such numbers out of the file and the scores finite, but a row damaged on
     disk must still not turn into a response strict JSON cannot carry.
     """
-    stack = [value]
+    stack = [value] if isinstance(value, (dict, list)) else []
     while stack:
         item = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.items()
-        elif isinstance(item, list):
-            children = enumerate(item)
-        else:
-            continue
+        children: Any = item.items() if isinstance(item, dict) else enumerate(item)
         for key, child in children:
             kind = type(child)
             if kind is str or kind is int or child is None or kind is bool:
@@ -265,6 +260,8 @@ def strip_non_finite(value: Any) -> Any:
             if kind is float:
                 if child - child:  # NaN for NaN and the infinities, 0.0 for every finite float
                     item[key] = None
+            elif kind is dict or kind is list:
+                stack.append(child)
             elif isinstance(child, float):
                 if not math.isfinite(child):
                     item[key] = None

@@ -229,12 +229,14 @@ class CandidateScorer:
             vector = max(0.0, cosine) if cosine is not None else 0.0
         if token is not None and math.isfinite(token):
             vector = token_score(token)
-        keyword = keyword_component(match_type, match_score, keyword)
+        if match_type == "trending" or type(keyword) is not float or not 0.0 < keyword <= 1.0:
+            # (a float in (0, 1] is what keyword_component's clamp gives back unchanged)
+            keyword = keyword_component(match_type, match_score, keyword)
         metadata = _number(metadata_score)
         # 1.0 when the whole query equals a metadata string or token.
         exact = 1.0 if self.query_text and self.query_text in meta_terms else 0.0
         evidence = max(vector, keyword, metadata, exact)
-        relation = _number(relation_score)
+        relation = 0.0 if relation_score is None else _number(relation_score)
         tag = lowered_tag_score(self.tokens, lowered_tags, meta_terms, self.token_cap)
         # _number's usual case inline (a finite float as it is: x - x is 0.0 only for those);
         # it is five calls per candidate otherwise.
