@@ -17,6 +17,8 @@ from pathlib import PurePath
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from ..tags import MAX_TAG_LENGTH
+
 __all__ = [
     "CONTEXT_STYLE_KEYWORDS",
     "DEFAULT_STYLE_PRIORITY_TAGS",
@@ -191,11 +193,18 @@ def build_context_profile(*, query: str, context: str, language: str | None,
     )
 
 
-# Every candidate's tags are compared with the priority tags on every recall: the same
-# few strings (stored tags are at most MAX_TAG_LENGTH characters), so each is worked out once.
-@functools.lru_cache(maxsize=4096)
-def _canonical_tag(tag: str) -> str:
+def _canonicalised(tag: str) -> str:
     return _TAG_SEPARATORS.sub(":", tag.strip().lower())
+
+
+# Every candidate's tags are compared with the priority tags on every recall: the same few
+# strings, so each is worked out once; only up to a stored tag's length, so that the
+# cache's memory stays bounded whatever a request's context tags hold.
+_canonical_short_tag = functools.lru_cache(maxsize=4096)(_canonicalised)
+
+
+def _canonical_tag(tag: str) -> str:
+    return _canonical_short_tag(tag) if len(tag) <= MAX_TAG_LENGTH else _canonicalised(tag)
 
 
 def _tag_matches(tag: str, priority: str) -> bool:
