@@ -250,9 +250,11 @@ def context_bonus(profile: ContextProfile | None, memory: Mapping[str, Any],
     if profile is None:
         return 0.0
     bonus = 0.0
-    if profile.priority_tags and any(context_tag_hit(tag, p) for tag in _memory_tags(memory)
-                                     for p in profile.priority_tags):
-        bonus += ContextProfile.TAG_WEIGHT
+    if profile.priority_tags:  # context_tag_hit over every pair, each side canonicalised once
+        priorities = [_canonical_tag(p) for p in profile.priority_tags]
+        tags = [_canonical_tag(tag) for tag in _memory_tags(memory)]
+        if any(_tag_matches(tag, p) for tag in tags for p in priorities):
+            bonus += ContextProfile.TAG_WEIGHT
     if _memory_type(memory) in profile.priority_types:
         bonus += ContextProfile.TYPE_WEIGHT
     if profile.priority_keywords & metadata_terms:
