@@ -249,23 +249,24 @@ def strip_non_finite(value: Any) -> Any:
     such numbers out of the file and the scores finite, but a row damaged on
     disk must still not turn into a response strict JSON cannot carry.
     """
-    stack = [value]
+    stack = [value] if isinstance(value, (dict, list)) else []
     while stack:
         item = stack.pop()
-        if isinstance(item, dict):
-            for key, child in item.items():
-                if isinstance(child, float):
-                    if not math.isfinite(child):
-                        item[key] = None
-                elif isinstance(child, (dict, list)):
-                    stack.append(child)
-        elif isinstance(item, list):
-            for index, child in enumerate(item):
-                if isinstance(child, float):
-                    if not math.isfinite(child):
-                        item[index] = None
-                elif isinstance(child, (dict, list)):
-                    stack.append(child)
+        children: Any = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in children:
+            kind = type(child)
+            if kind is str or kind is int or child is None or kind is bool:
+                continue  # most of a response: no call spent on them
+            if kind is float:
+                if child - child:  # NaN for NaN and the infinities, 0.0 for every finite float
+                    item[key] = None
+            elif kind is dict or kind is list:
+                stack.append(child)
+            elif isinstance(child, float):
+                if not math.isfinite(child):
+                    item[key] = None
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value

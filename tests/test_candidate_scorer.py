@@ -117,3 +117,48 @@ def test_terms_read_from_the_stored_texts_score_as_the_parsed_record_does() -> N
                                     meta_terms=meta_terms, lowered_tags=lowered) == reference
     assert metadata_terms_of_text("") == frozenset() and lowered_tags_of_text("") == frozenset()
     assert lowered_tags_of_text('{"not": "a list"}') is None and lowered_tags_of_text("[1]") is None
+
+
+@pytest.mark.parametrize("value", [0.5, 1.0005, -1.0005, 1.0, 0.0, -0.0, -0.3, 1, 0, True, 1.5, -1.01, None, "0.5",
+                                   float("nan"), float("inf"), -float("inf")])
+def test_the_scorer_s_inline_checks_give_what_the_helpers_give(value: object) -> None:
+    """The usual cases of usable_cosine and _number are inline in CandidateScorer.score;
+    every kind of value scores as the helpers say, damaged ones included."""
+    from localmem.recall.scoring import _number, usable_cosine
+    cosine = usable_cosine(value)
+    memory = {**MEMORY, "importance": value, "confidence": value, "relevance_score": value}
+    _, components = CandidateScorer("x", [], NOW, Config()).score("vector", 0.0, value, None, 0.0, memory)
+    expected_vector = max(0.0, cosine) if cosine is not None else 0.0
+    assert components["vector"] == expected_vector and type(components["vector"]) is type(expected_vector)
+    for key in ("importance", "confidence", "relevance"):
+        assert components[key] == _number(value) and type(components[key]) is float, key
+    if value is not None:  # None: no centred cosine, the plain one counts
+        _, centred = CandidateScorer("x", [], NOW, Config()).score("vector", 0.0, 0.9, None, 0.0, MEMORY,
+                                                                   centred=value)
+        assert centred["vector"] == expected_vector  # the centred cosine, when given, stands in for the plain one
+
+
+@pytest.mark.parametrize("keyword", [0.5, 1.0, 0.0, -0.0, 1.5, -0.2, 1, 0, True, float("nan"), float("inf")])
+@pytest.mark.parametrize("match_type", ["keyword", "trending"])
+def test_the_scorer_s_keyword_and_relation_checks_give_what_the_helpers_give(keyword: object,
+                                                                              match_type: str) -> None:
+    from localmem.recall.scoring import _number, keyword_component
+    scorer = CandidateScorer("x", [], NOW, Config())
+    for relation in (None, 0.4, float("nan"), 2):
+        _, components = scorer.score(match_type, 0.7, 0.5, relation, 0.0, MEMORY, keyword=keyword)
+        expected = keyword_component(match_type, 0.7, keyword)
+        assert repr(components["keyword"]) == repr(expected)  # the same float, sign and type included
+        assert repr(components["relation"]) == repr(_number(relation))
+
+
+def test_evidence_keeps_each_memory_s_best_cosine_and_keyword_score_over_queries() -> None:
+    from localmem.recall.relevance import Evidence
+    evidence = Evidence()
+    evidence.add([{"id": "a", "memory": MEMORY, "_similarity": 0.3, "_keyword": 0.0},
+                  {"id": "b", "memory": MEMORY, "_similarity": None, "_keyword": 0.4}])
+    evidence.add([{"id": "a", "memory": MEMORY, "_similarity": 0.2, "_keyword": 0.6},
+                  {"id": "b", "memory": MEMORY, "_similarity": -1.0, "_keyword": None},
+                  {"id": "c", "memory": MEMORY, "_similarity": -0.0}])
+    assert evidence.cosine == {"a": 0.3, "b": -1.0, "c": -0.0}
+    assert evidence.keyword == {"a": 0.6, "b": 0.4}
+    assert set(evidence.memories) == {"a", "b", "c"}

@@ -173,6 +173,28 @@ def test_stored_numbers_damaged_on_disk_are_stripped_from_records(store):
     strict_json(store.recall("memory about cats", limit=5))
 
 
+def test_the_response_guard_strips_every_non_finite_float_and_keeps_the_rest():
+    """strip_non_finite's fast path (exact floats) and its slow one (float subclasses) agree;
+    containers it does not walk (tuples) and finite extremes are left as they are."""
+    from localmem.validation import strip_non_finite
+
+    class Measured(float):
+        pass
+
+    nan, inf = float("nan"), float("inf")
+    response = {"a": nan, "b": [1.0, inf, {"c": -inf, "d": Measured(nan), "e": Measured(2.0)}],
+                "f": {"g": Measured(-inf)}, "h": (nan,), "i": True, "j": -0.0, "k": 1.7976931348623157e308,
+                "l": 5e-324, "m": "NaN", "n": None, "o": 3}
+    stripped = strip_non_finite(response)
+    assert stripped is response
+    assert response["a"] is None and response["b"][1] is None and response["b"][2]["c"] is None
+    assert response["b"][2]["d"] is None and response["f"]["g"] is None
+    assert response["b"][0] == 1.0 and response["b"][2]["e"] == 2.0 and math.isnan(response["h"][0])
+    assert math.copysign(1.0, response["j"]) == -1.0 and response["k"] == 1.7976931348623157e308
+    assert response["l"] == 5e-324 and response["m"] == "NaN" and response["i"] is True and response["o"] == 3
+    assert strip_non_finite(nan) is None and strip_non_finite([-inf]) == [None]
+
+
 @pytest.fixture
 def http(store):
     pytest.importorskip("starlette")

@@ -378,3 +378,24 @@ def test_recall_updates_last_accessed(memory_store_factory):
     assert store.get(memory_id)["last_accessed"] == "2025-03-10T10:30:00+00:00"
     store.recall("remember")
     assert store.get(memory_id)["last_accessed"] == "2025-03-12T10:30:00+00:00"
+
+
+def test_dedupe_merges_by_id_and_by_content_and_the_higher_score_holds():
+    from localmem.recall.ranking import dedupe
+
+    def result(rid: str, content: str, score: float, stamp: str = "2024-01-01T00:00:00+00:00") -> dict:
+        return {"id": rid, "final_score": score, "memory": {"content": content, "timestamp": stamp}}
+
+    first = result("a", "Coffee at nine", 0.5)
+    same_text = result("b", "coffee at  NINE", 0.9)  # the same fingerprint, a higher score
+    again = result("a", "Coffee at nine", 0.7)  # the same id again
+    other = result("c", "Tea at four", 0.3)
+    newer_tie = result("d", "Tea at four", 0.3, "2025-01-01T00:00:00+00:00")  # a tie: the newer holds
+    alone = result("e", "", 0.1)  # no fingerprint: merged by id only
+    survivors, removed = dedupe([first, same_text, other, again, alone, newer_tie, result("e", "", 0.2)])
+    assert removed == 4
+    assert [r["id"] for r in survivors] == ["b", "d", "e"]
+    assert survivors[0]["deduped_from"] == ["a", "b"] and survivors[1]["deduped_from"] == ["c", "d"]
+    assert survivors[2]["final_score"] == 0.2 and "deduped_from" not in survivors[2]
+    assert "deduped_from" not in same_text  # the winners are copied, not changed
+    assert dedupe([first, first]) == ([first], 1)

@@ -264,3 +264,14 @@ def test_context_priority_block() -> None:
     }
     many = required(context_tags=[f"t{i:02d}" for i in range(15)])
     assert context_priority_block(many, False)["priority_tags"] == [f"t{i:02d}" for i in range(10)]
+
+
+def test_canonical_tags_are_cached_only_up_to_a_stored_tag_s_length() -> None:
+    from localmem.recall import context
+    from localmem.tags import MAX_TAG_LENGTH
+    long_tag = "Project/" + "x" * (MAX_TAG_LENGTH * 40)
+    context._canonical_short_tag.cache_clear()
+    assert context_tag_hit(long_tag, "PROJECT:" + "x" * (MAX_TAG_LENGTH * 40)) is True
+    assert context._canonical_short_tag.cache_info().currsize == 0  # neither long string is kept
+    assert context_tag_hit("PROJECT//Alpha", "project:alpha") is True
+    assert context._canonical_short_tag.cache_info().currsize == 2

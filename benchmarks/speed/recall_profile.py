@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| statement | per recall | SQLite µs per recall |\n|---|---:|---:|")
     for label, count in statements.most_common(args.top * 2):
         print(f"| `{label.replace('|', '/')}` | {count / recalls:.2f} | {spent[label] / recalls / 1000:.0f} |")
-    for key, title in (("tottime", "own time"), ("cumulative", "time inside (callees included)")):
+    for key, title in (("tottime", "own time"), ("cumulative", "time inside (callees included)"),
+                       ("ncalls", "calls")):
         buffer = io.StringIO()
         pstats.Stats(profile, stream=buffer).sort_stats(key).print_stats(args.top)
         print(f"\ntop {args.top} by {title} (cProfile, totals over {recalls} recalls):")

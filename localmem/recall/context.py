@@ -9,12 +9,15 @@ decides whether matching memories must be injected into the results.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import PurePath
 from types import MappingProxyType
 from typing import Any, ClassVar
+
+from ..tags import MAX_TAG_LENGTH
 
 __all__ = [
     "CONTEXT_STYLE_KEYWORDS",
@@ -190,8 +193,18 @@ def build_context_profile(*, query: str, context: str, language: str | None,
     )
 
 
-def _canonical_tag(tag: str) -> str:
+def _canonicalised(tag: str) -> str:
     return _TAG_SEPARATORS.sub(":", tag.strip().lower())
+
+
+# Every candidate's tags are compared with the priority tags on every recall: the same few
+# strings, so each is worked out once; only up to a stored tag's length, so that the
+# cache's memory stays bounded whatever a request's context tags hold.
+_canonical_short_tag = functools.lru_cache(maxsize=4096)(_canonicalised)
+
+
+def _canonical_tag(tag: str) -> str:
+    return _canonical_short_tag(tag) if len(tag) <= MAX_TAG_LENGTH else _canonicalised(tag)
 
 
 def _tag_matches(tag: str, priority: str) -> bool:
@@ -237,9 +250,11 @@ def context_bonus(profile: ContextProfile | None, memory: Mapping[str, Any],
     if profile is None:
         return 0.0
     bonus = 0.0
-    tags = _memory_tags(memory)
-    if any(context_tag_hit(tag, p) for tag in tags for p in profile.priority_tags):
-        bonus += ContextProfile.TAG_WEIGHT
+    if profile.priority_tags:  # context_tag_hit over every pair, each side canonicalised once
+        priorities = [_canonical_tag(p) for p in profile.priority_tags]
+        tags = [_canonical_tag(tag) for tag in _memory_tags(memory)]
+        if any(_tag_matches(tag, p) for tag in tags for p in priorities):
+            bonus += ContextProfile.TAG_WEIGHT
     if _memory_type(memory) in profile.priority_types:
         bonus += ContextProfile.TYPE_WEIGHT
     if profile.priority_keywords & metadata_terms:

@@ -59,8 +59,11 @@ class TermTables:
         """bm25 of the whole query for every memory in scope holding any keyword."""
         totals: dict[int, float] = {}
         for table in self.tables:  # the query's keyword order, as FTS5 adds them
-            for pk, value in table.items():
-                totals[pk] = totals.get(pk, 0.0) + value
+            for pk, value in table.items():  # operators, not dict.get: ~900 calls a recall
+                if pk in totals:
+                    totals[pk] += value
+                else:
+                    totals[pk] = 0.0 + value
         return totals
 
 
@@ -111,7 +114,9 @@ def hits_from_tables(backend: "Backend", tables: TermTables, scorer: KeywordScor
     scope (best bm25 first, ties by key), the listed memories' bm25 noted to the scorer.
     A listed memory outside the scope is scored by recall_keyword_scores.sql."""
     totals = tables.totals()
-    hits = sorted(totals.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
+    # (-bm25, key) tuples sort as the key (-hit[1], hit[0]) would, without a call per hit;
+    # negating twice gives each float back exactly.
+    hits = [(pk, -negated) for negated, pk in sorted([(-value, pk) for pk, value in totals.items()])[:k]]
     found: dict[int, float | None] = {}
     outside = []
     for pk in listed:
@@ -130,8 +135,8 @@ def hits_from_tables(backend: "Backend", tables: TermTables, scorer: KeywordScor
 def scope_term_scores(tables: TermTables, term_index: int, pks: list[int]) -> dict[int, float | None] | None:
     """One keyword's bm25 for memories in scope (None: the memory lacks it); None when some
     of ``pks`` lie outside the scope."""
-    if any(pk not in tables.in_scope for pk in pks):
+    if not tables.in_scope.issuperset(pks):
         return None
     table = tables.tables[term_index]
-    return {pk: table.get(pk) for pk in pks}
+    return dict(zip(pks, map(table.get, pks)))
 

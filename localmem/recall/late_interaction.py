@@ -122,16 +122,14 @@ def token_matches_soon(backend: "Backend", results: list[dict[str, Any]], query_
     if not query.shape[0] or query.shape[1] != dims:
         return dict
     width = (dims + 7) // 8
-    ids, counts, blobs = [], [], []
     rows = backend.conn.execute(backend.sql["token_codes_by_ids"],
                                 {"ids": json.dumps([r["id"] for r in results])})
-    for memory_id, tokens, codes in rows:
-        if isinstance(tokens, int) and tokens > 0 and isinstance(codes, bytes) and len(codes) == tokens * width:
-            ids.append(memory_id)
-            counts.append(tokens)
-            blobs.append(codes)
-    if not ids:
+    # SQLite gives exact ints and bytes; a damaged row (another type, a wrong length) has no codes.
+    usable = [row for row in rows
+              if type(row[1]) is int and row[1] > 0 and type(row[2]) is bytes and len(row[2]) == row[1] * width]
+    if not usable:
         return dict
+    ids, counts, blobs = map(list, zip(*usable))
     codes = b"".join(blobs)
     if aside:
         return backend.aside.submit(_matches, query, ids, counts, codes, dims)

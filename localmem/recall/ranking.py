@@ -25,7 +25,7 @@ def dedupe(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     many were removed.
     """
     buckets: list[dict[str, Any]] = []
-    sources: list[list[str]] = []
+    merged: dict[int, list[str]] = {}  # bucket -> every id it stood for, once it stands for two
     by_key: dict[tuple[str, str], int] = {}  # ("id", id) and ("fp", fingerprint) -> bucket
     removed = 0
     for result in results:
@@ -35,27 +35,27 @@ def dedupe(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         index = by_key.get(id_key)
         if index is None and fp_key is not None:
             index = by_key.get(fp_key)
-        if index is None:
-            by_key[id_key] = len(buckets)
+        if index is None:  # the usual case: a result no earlier one stands for
+            by_key[id_key] = index = len(buckets)
             if fp_key is not None:
-                by_key[fp_key] = len(buckets)
+                by_key[fp_key] = index
             buckets.append(result)
-            sources.append([result["id"]])
             continue
         removed += 1
-        sources[index].append(result["id"])
-        current = buckets[index]
-        if _beats(result, current):
+        ids = merged.get(index)
+        if ids is None:  # the bucket's first result is still its holder here
+            ids = merged[index] = [buckets[index]["id"]]
+        ids.append(result["id"])
+        if _beats(result, buckets[index]):
             buckets[index] = result
         by_key.setdefault(id_key, index)
         if fp_key is not None:
             by_key.setdefault(fp_key, index)
-    out = []
-    for result, ids in zip(buckets, sources):
-        if len(ids) > 1 and len(set(ids)) > 1:
-            result = {**result, "deduped_from": sorted(set(ids))}
-        out.append(result)
-    return out, removed
+    for index, ids in merged.items():
+        distinct = set(ids)
+        if len(distinct) > 1:
+            buckets[index] = {**buckets[index], "deduped_from": sorted(distinct)}
+    return buckets, removed
 
 
 def _beats(challenger: dict[str, Any], holder: dict[str, Any]) -> bool:

@@ -43,11 +43,13 @@ class Evidence:
             memory_id = candidate["id"]
             self.memories[memory_id] = candidate["memory"]
             similarity = candidate.get("_similarity")
-            if similarity is not None:
-                self.cosine[memory_id] = max(similarity, self.cosine.get(memory_id, -1.0))
+            if similarity is not None:  # max(similarity, held) without the call: the same float
+                held = self.cosine.get(memory_id, -1.0)
+                self.cosine[memory_id] = held if held > similarity else similarity
             keyword = candidate.get("_keyword") or 0.0
             if keyword > 0:
-                self.keyword[memory_id] = max(keyword, self.keyword.get(memory_id, 0.0))
+                held = self.keyword.get(memory_id, 0.0)
+                self.keyword[memory_id] = held if held > keyword else keyword
 
 
 def _current(backend: "Backend", ids: list[str], memories: dict[str, dict[str, Any]],

@@ -144,7 +144,7 @@ def lowered_tag_score(tokens: list[str], lowered: Set[str], meta_terms: Set[str]
     """``tag_score`` with the memory's tags already lowercased."""
     if not tokens:
         return 0.0
-    hits = sum(1 for token in tokens if token in lowered or token in meta_terms)
+    hits = len([token for token in tokens if token in lowered or token in meta_terms])
     denominator = min(len(tokens), token_cap) if token_cap > 0 else len(tokens)
     return min(1.0, hits / denominator)
 
@@ -220,22 +220,36 @@ class CandidateScorer:
         bonus = context_bonus(self.profile, memory, meta_terms) if self.profile is not None else 0.0
         # Token evidence, when the memory has codes, stands in for its cosine; the
         # centred cosine, when there is one, for the plain one.
-        cosine = usable_cosine(centred if centred is not None else similarity)
-        vector = max(0.0, cosine) if cosine is not None else 0.0
+        cosine = centred if centred is not None else similarity
+        if type(cosine) is float and -1.0 - COSINE_SLACK <= cosine <= 1.0 + COSINE_SLACK:
+            # usable_cosine's usual case and the clamp at 0, without the calls (the same floats)
+            vector = 1.0 if cosine > 1.0 else cosine if cosine > 0.0 else 0.0
+        else:
+            cosine = usable_cosine(cosine)
+            vector = max(0.0, cosine) if cosine is not None else 0.0
         if token is not None and math.isfinite(token):
             vector = token_score(token)
-        keyword = keyword_component(match_type, match_score, keyword)
+        if match_type == "trending" or type(keyword) is not float or not 0.0 < keyword <= 1.0:
+            # (a float in (0, 1] is what keyword_component's clamp gives back unchanged)
+            keyword = keyword_component(match_type, match_score, keyword)
         metadata = _number(metadata_score)
         # 1.0 when the whole query equals a metadata string or token.
         exact = 1.0 if self.query_text and self.query_text in meta_terms else 0.0
         evidence = max(vector, keyword, metadata, exact)
-        relation = _number(relation_score)
+        relation = 0.0 if relation_score is None else _number(relation_score)
         tag = lowered_tag_score(self.tokens, lowered_tags, meta_terms, self.token_cap)
-        importance = _number(memory.get("importance"))
-        confidence = _number(memory.get("confidence"))
+        # _number's usual case inline (a finite float as it is: x - x is 0.0 only for those);
+        # it is five calls per candidate otherwise.
+        importance, confidence, relevance = (memory.get("importance"), memory.get("confidence"),
+                                             memory.get("relevance_score"))
+        if not (type(importance) is float and importance - importance == 0.0):
+            importance = _number(importance)
+        if not (type(confidence) is float and confidence - confidence == 0.0):
+            confidence = _number(confidence)
+        if not (type(relevance) is float and relevance - relevance == 0.0):
+            relevance = _number(relevance)
         recency = _recency(parse_epoch(memory.get("timestamp")), self.now_epoch, config.recency_window_days,
                            config.recency_curve)
-        relevance = _number(memory.get("relevance_score"))
         gated = self.gate is not None and evidence < self.gate
         if gated:
             factor = evidence / self.gate  # type: ignore[operator]
