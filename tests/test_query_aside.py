@@ -139,3 +139,100 @@ def test_a_pools_token_codes_are_matched_on_another_thread_alike():
     for memory_id, match in aside.items():
         other = in_line[memory_id]
         assert match[:6] == other[:6] and match.per_token.tobytes() == other.per_token.tobytes()
+
+
+class PlainFirstHash(OneRunHash):
+    """OneRunHash that also gives the plain row alone (``embed_query_plain``), as OnnxEmbedder
+    does; each call is noted with its thread, and the tuned row waits for ``release``."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        super().__init__(fail)
+        self.calls: list[tuple[str, str]] = []
+        self.release = threading.Event()
+        self.release.set()
+
+    def embed_query_plain(self, text, delta):
+        self.calls.append(("plain", threading.current_thread().name))
+        vectors, tokens = self.embed_with_tokens([text])
+        return vectors[0], tokens[0]
+
+    def embed_query_tokens(self, texts, delta):
+        self.calls.append(("tuned", threading.current_thread().name))
+        assert self.release.wait(10)
+        return super().embed_query_tokens(texts, delta)
+
+
+def test_the_plain_row_comes_first_and_the_vector_does_not_wait_for_the_tuned_row():
+    store = garden_store(PlainFirstHash())
+    embedder, backend, delta = store.embedder, store.backend, delta_model().query_delta
+    embedder.release.clear()
+    whole, plain = backend.embed_query_soon(QUERY, delta)
+    early = plain()  # while the tuned row is held back
+    assert [step for step, _ in embedder.calls] == ["plain", "tuned"]
+    assert aside_names([thread for _, thread in embedder.calls]) == ["aside", "aside"]
+    assert early.tuned is None and early.tuned_error is None
+    embedder.release.set()
+    got = whole()
+    in_line = garden_store(DeltaHash()).backend.embed_query(QUERY, delta)
+    assert got.vector == early.vector == in_line.vector
+    assert got.tokens.tobytes() == in_line.tokens.tobytes() and got.tuned.tobytes() == in_line.tuned.tobytes()
+    assert embedder.threads == []  # the two-row run was not asked for
+
+
+def test_plain_first_answers_as_encoding_in_line():
+    first = garden_store(PlainFirstHash())
+    first.learned_model = delta_model()
+    in_line = garden_store(DeltaHash())
+    in_line.learned_model = delta_model()
+    got, expected = first.recall(QUERY, adaptive_floor=False), in_line.recall(QUERY, adaptive_floor=False)
+    assert [step for step, _ in first.embedder.calls] == ["plain", "tuned"]
+    assert got["learned_rank"]["applied"] is True
+    assert vectors(got) == vectors(expected)
+    assert answer(first, adaptive_floor=False) == answer(in_line, adaptive_floor=False)
+
+
+def test_a_tuned_row_that_fails_keeps_the_plain_row_and_says_why():
+    store = garden_store(PlainFirstHash(fail="query delta layer x is not in model 'hash'"))
+    store.learned_model = delta_model()
+    plain = vectors(garden_store(DeltaHash()).recall(QUERY, adaptive_floor=False))
+    response = store.recall(QUERY, adaptive_floor=False)
+    assert [step for step, _ in store.embedder.calls] == ["plain", "tuned"]
+    assert response["learned_rank"] == {
+        "applied": False,
+        "reason": "the model's query delta could not be applied: query delta layer x is not in model 'hash'"}
+    assert vectors(response) == pytest.approx(plain)
+
+
+class PlainFails(PlainFirstHash):
+    def embed_query_plain(self, text, delta):
+        self.calls.append(("plain", threading.current_thread().name))
+        raise ValueError("the query graph would not build")
+
+
+def test_a_plain_row_that_fails_falls_back_to_the_ordinary_pass_and_says_why():
+    store = garden_store(PlainFails())
+    store.learned_model = delta_model()
+    plain = vectors(garden_store(DeltaHash()).recall(QUERY, adaptive_floor=False))
+    response = store.recall(QUERY, adaptive_floor=False)
+    assert [step for step, _ in store.embedder.calls] == ["plain"]  # the tuned row is not tried after
+    assert response["learned_rank"] == {
+        "applied": False, "reason": "the model's query delta could not be applied: the query graph would not build"}
+    assert vectors(response) == pytest.approx(plain)
+
+
+def test_submit_in_turn_runs_the_second_after_the_first_and_passes_failures_on():
+    from localmem.storage.aside import AsideThreads
+
+    threads, order = AsideThreads(), []
+    first, both = threads.submit_in_turn(lambda: order.append("a") or 1, lambda: order.append("b") or 2)
+    assert first() == 1 and both() == (1, 2) and order == ["a", "b"]
+
+    def broken():
+        raise KeyError("x")
+    first, both = threads.submit_in_turn(broken, lambda: order.append("never"))
+    with pytest.raises(KeyError):
+        first()
+    with pytest.raises(KeyError):
+        both()
+    assert order == ["a", "b"]
+    threads.close()
