@@ -279,22 +279,6 @@ def test_one_run_gives_the_plain_and_the_tuned_encoding(real, monkeypatch):  # n
 
 @pytest.mark.model
 @needs_runtimes
-def test_the_rows_one_at_a_time_are_those_of_the_two_row_run_bit_for_bit(real, monkeypatch):  # noqa: F811
-    """Recall encodes the plain row first and the tuned row after (Backend.embed_query_soon):
-    the numbers must be those of the one two-row run, or answers would move."""
-    from localmem.embedders import OnnxEmbedder
-
-    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
-    onnx, delta = OnnxEmbedder("all-MiniLM-L6-v2"), strong_delta()
-    for text in TEXTS + ["", "Émilie said 😀 " * 3, "long " * 400]:
-        vector, plain, tuned = onnx.embed_query(text, delta)
-        alone_vector, alone_plain = onnx.embed_query_plain(text, delta)
-        assert np.array_equal(alone_vector, vector) and np.array_equal(alone_plain, plain), text[:30]
-        assert np.array_equal(onnx.embed_query_tokens([text], delta)[0], tuned), text[:30]
-
-
-@pytest.mark.model
-@needs_runtimes
 def test_a_second_process_opens_the_saved_query_graph_without_building_it(real):  # noqa: F811
     from localmem.embedders import query_graph
     from localmem.embedders.onnx_cache import find_export

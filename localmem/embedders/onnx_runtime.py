@@ -249,31 +249,6 @@ class OnnxEmbedder:
         vectors with ``delta`` added to the model's layers (special tokens left out), from
         one run of the query graph (embedders/query_graph.py) on a batch of two rows;
         ValueError when the delta cannot be applied to this export."""
-        session = self._query_graph_for(text, delta)
-        if session is None:
-            assert self._delegate is not None
-            vectors, tokens = self._delegate.embed_with_tokens([text])
-            return vectors[0], tokens[0], self._delegate.embed_query_tokens([text], delta)[0]
-        vectors, tokens = self._checked_run([text, text], True, session, gates=(0.0, 1.0))
-        assert tokens is not None
-        return vectors.tolist()[0], tokens[0], tokens[1]
-
-    def embed_query_plain(self, text: str, delta: QueryDelta) -> tuple[list[float], Any]:
-        """``embed_query``'s plain row alone (its unit vector and token vectors), from a
-        one-row run of the same query graph: the same numbers, bit for bit, at about 0.75×
-        the two-row run's cost, so recall's vector channel need not wait for the tuned row
-        (``embed_query_tokens`` gives that one after). ValueError as ``embed_query``."""
-        session = self._query_graph_for(text, delta)
-        if session is None:
-            assert self._delegate is not None
-            vectors, tokens = self._delegate.embed_with_tokens([text])
-            return vectors[0], tokens[0]
-        vectors, tokens = self._checked_run([text], True, session, gates=(0.0,))
-        assert tokens is not None
-        return vectors.tolist()[0], tokens[0]
-
-    def _query_graph_for(self, text: str, delta: QueryDelta) -> Any:
-        """The query graph's session for ``delta``; None when the delegate answers instead."""
         if not isinstance(text, str):
             raise TypeError(f"OnnxEmbedder can only embed str, got {type(text).__name__}")
         opening = self._open_saved_graph(delta)
@@ -281,8 +256,12 @@ class OnnxEmbedder:
         if opening is not None:
             opening.join()
         if self._delegate is not None:
-            return None
-        return self._query_session(delta)
+            vectors, tokens = self._delegate.embed_with_tokens([text])
+            return vectors[0], tokens[0], self._delegate.embed_query_tokens([text], delta)[0]
+        session = self._query_session(delta)
+        vectors, tokens = self._checked_run([text, text], True, session, gates=(0.0, 1.0))
+        assert tokens is not None
+        return vectors.tolist()[0], tokens[0], tokens[1]
 
     def embed_query_tokens(self, texts: list[str], delta: QueryDelta) -> list[Any]:
         """Each text's token vectors (special tokens left out) with ``delta`` added to the

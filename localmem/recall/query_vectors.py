@@ -24,9 +24,7 @@ class QueryVectors:
         self.tuned_delta = tuned_delta
         self.available = explicit is not None or (backend.embedder is not None and backend.has_vector_index)
         self._cache: dict[str, QueryEncoding | None] = {}
-        # Encodings under way: (the whole encoding, its plain part as soon as that is ready).
-        self._started: dict[str, tuple[Callable[[], QueryEncoding | None], Callable[[], QueryEncoding | None]]] = {}
-        self._plain: dict[str, QueryEncoding] = {}  # plain parts got before the whole
+        self._started: dict[str, Callable[[], QueryEncoding | None]] = {}  # encodings under way
 
     def start(self, query: str) -> bool:
         """Start encoding ``query`` on another thread when that is one run of the model
@@ -45,23 +43,15 @@ class QueryVectors:
             return None
         if query not in self._cache:
             started = self._started.pop(query, None)
-            found = self._cache[query] = (started[0]() if started is not None
+            found = self._cache[query] = (started() if started is not None
                                           else self.backend.embed_query(query, self.tuned_delta()))
             if found is None:
                 self.available = False
         return self._cache[query]
 
     def for_query(self, query: str) -> bytes | None:
-        """The query's vector: once its plain part is ready, without waiting for the rest."""
         if self.explicit is not None:
             return self.explicit
-        started = self._started.get(query)
-        if started is not None and query not in self._plain:
-            plain = started[1]()
-            if plain is not None:  # else the whole encoding's fallback gives it
-                self._plain[query] = plain
-        if query in self._plain:
-            return self._plain[query].vector
         found = self.encoding(query)
         return found.vector if found is not None else None
 

@@ -38,32 +38,6 @@ class AsideThreads:
                 return _done_here(work, args)
         return future.result
 
-    def submit_in_turn(self, first: Callable[[], Any], then: Callable[[], Any]
-                       ) -> tuple[Callable[[], Any], Callable[[], Any]]:
-        """Start ``first()`` and, once it returns, ``then()``, in turn on one of the threads (in
-        turn so they do not compete for the cores); the functions returned wait for ``first``'s
-        result, and for both results as a pair, giving them or raising what was raised (``then``
-        is not run when ``first`` raises)."""
-        first_done = threading.Event()
-        outcome: list[Any] = []  # [value] or [None, exception], set before first_done
-
-        def both() -> tuple[Any, Any]:
-            try:
-                outcome.append(first())
-            except BaseException as exc:
-                outcome.extend((None, exc))
-                raise
-            finally:
-                first_done.set()
-            return outcome[0], then()
-
-        def first_result() -> Any:
-            first_done.wait()
-            if len(outcome) > 1:
-                raise outcome[1]
-            return outcome[0]
-        return first_result, self.submit(both)
-
     def close(self) -> None:
         """End the threads once their work is done (a later ``submit`` starts new ones)."""
         with self._lock:

@@ -328,33 +328,29 @@ class Backend:
         the same prompt in two scopes, and a warm process is asked the same text again."""
         return self._query_encoding(text, delta, aside=False)[0]()
 
-    def embed_query_soon(self, text: str, delta: QueryDelta | None
-                         ) -> tuple[Callable[[], QueryEncoding | None], Callable[[], QueryEncoding | None]] | None:
+    def embed_query_soon(self, text: str, delta: QueryDelta | None) -> Callable[[], QueryEncoding | None] | None:
         """``embed_query``'s answer as a function to call for it, the embedder's run started
         now on another thread, when the encoding is one run of the embedder
         (``OnnxEmbedder.embed_query``) not kept already: onnxruntime lets go of the GIL, so
         the caller can read the store meanwhile (the connection stays on its thread). None
-        when there is no such run: ``embed_query`` then. The answer is the same either way.
+        when there is no such run: ``embed_query`` then. The answer is the same either way."""
+        finish, aside = self._query_encoding(text, delta, aside=True)
+        return finish if aside else None
 
-        Also a second function, giving the query's vector and plain tokens as soon as they are
-        ready (``tuned`` None in it; None when that run failed, ``embed_query``'s fallback then
-        answers): an embedder with ``embed_query_plain`` encodes the plain row first and the
-        tuned row after, so the vector channel starts before the tuned row is done."""
-        finish, aside, plain = self._query_encoding(text, delta, aside=True)
-        return (finish, plain) if aside else None
-
-    def _query_encoding(self, text: str, delta: QueryDelta | None, *, aside: bool
-                        ) -> tuple[Callable[[], QueryEncoding | None], bool, Callable[[], QueryEncoding | None]]:
-        """(the function giving embed_query's answer, whether the embedder runs on another
-        thread, the function giving its plain part as soon as it is ready)."""
+    def _query_encoding(self, text: str, delta: QueryDelta | None, *,
+                        aside: bool) -> tuple[Callable[[], QueryEncoding | None], bool]:
+        """(the function giving embed_query's answer, whether the embedder runs on another thread)."""
         self.follow_reembed()  # may switch the embedder
         key = (id(self.embedder), getattr(self.embedder, "name", None), self.dimensions, self.token_evidence,
                text, None if delta is None else delta.digest)
         cached = self._query_cache.get(key)
         if cached is not None:
             self._query_cache.move_to_end(key)
-            return (lambda: cached), False, (lambda: cached)
-        run, plain = self._start_query_run(text, delta, aside=aside)
+            return (lambda: cached), False
+        combined = getattr(self.embedder, "embed_query", None)
+        run = None
+        if delta is not None and callable(combined) and self.token_evidence and self.has_vector_index:
+            run = self.aside.submit(combined, text, delta) if aside else (lambda: combined(text, delta))
 
         def finish() -> QueryEncoding | None:
             found = self._embed_query(text, delta, run)
@@ -366,41 +362,7 @@ class Backend:
                 if len(self._query_cache) > QUERY_CACHE_SIZE:
                     self._query_cache.popitem(last=False)
             return found
-        return finish, aside and run is not None, plain or finish
-
-    def _start_query_run(self, text: str, delta: QueryDelta | None, *, aside: bool
-                         ) -> tuple[Callable[[], Any] | None, Callable[[], QueryEncoding | None] | None]:
-        """The embedder's one run for the query's vector, tokens and tuned tokens (None when
-        there is none), started on another thread with ``aside``; and, when that run gives the
-        plain row first, the function waiting for that row alone."""
-        combined = getattr(self.embedder, "embed_query", None)
-        if delta is None or not callable(combined) or not self.token_evidence or not self.has_vector_index:
-            return None, None
-        if not aside:
-            return (lambda: combined(text, delta)), None
-        plain_row = getattr(self.embedder, "embed_query_plain", None)
-        tuned_rows = getattr(self.embedder, "embed_query_tokens", None)
-        if not callable(plain_row) or not callable(tuned_rows):
-            return self.aside.submit(combined, text, delta), None
-
-        def tuned_or_why() -> Any:
-            try:
-                return tuned_rows([text], delta)[0]
-            except (ValueError, EmbedderUnavailable) as exc:  # the plain row stands: said in tuned_error
-                return str(exc)
-        first, both = self.aside.submit_in_turn(lambda: plain_row(text, delta), tuned_or_why)
-
-        def plain() -> QueryEncoding | None:
-            try:
-                vector, tokens = first()
-            except (ValueError, EmbedderUnavailable):
-                return None  # finish's fallback encodes it, and says why
-            return QueryEncoding(validate_embedding(vector, self.dimensions), tokens, None, None)
-
-        def run() -> tuple[Any, Any, Any]:
-            (vector, tokens), tuned = both()
-            return vector, tokens, tuned
-        return run, plain
+        return finish, aside and run is not None
 
     def _embed_query(self, text: str, delta: QueryDelta | None,
                      run: Callable[[], Any] | None) -> QueryEncoding | None:
@@ -411,7 +373,7 @@ class Backend:
             except (ValueError, EmbedderUnavailable) as exc:
                 found = self._embed([text], with_tokens=True)
                 return None if found is None else QueryEncoding(found[0][0], found[1][0], None, str(exc))
-            checked = tuned if isinstance(tuned, str) else self._tuned_tokens(tuned)
+            checked = self._tuned_tokens(tuned)
             return QueryEncoding(validate_embedding(vector, self.dimensions), tokens,
                                  checked if isinstance(checked, np.ndarray) else None,
                                  None if isinstance(checked, np.ndarray) else checked)
