@@ -176,7 +176,7 @@ def best_inputs(prompt: dict, relevance: Callable[[dict], float]) -> dict[str, f
     if not scored:
         return dict.fromkeys(GATE_INPUTS, 0.0)
     value, inputs = max(scored, key=lambda s: s[0])
-    return {**{name: float(inputs.get(name, 0.0)) for name in FEATURES}, "relevance": value}
+    return {**dict.fromkeys(FEATURES, 0.0), **inputs, "relevance": value}
 
 
 def fit_gate(prompts: list[dict], relevance: Callable[[dict], float],
@@ -212,6 +212,15 @@ def gated_on(train: list[dict], features: Sequence[str], gate_features: Sequence
 
 
 NOTE_FLOORS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9)
+MARGINS = (0.0, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)  # recall's second score over its first, for a second note
+
+
+def second_over_first(prompt: dict) -> float:
+    """Recall's score of its second candidate over its first's, from the saved ``scores`` (1 when unknown)."""
+    ranked = sorted((c[3], prompt.get("scores", {}).get(c[0])) for c in prompt["candidates"] if c[3])
+    if len(ranked) < 2 or ranked[0][1] is None or ranked[1][1] is None or ranked[0][1] <= 0:
+        return 1.0
+    return float(ranked[1][1]) / float(ranked[0][1])
 
 
 def in_recall_order(prompt: dict) -> list:
@@ -222,25 +231,30 @@ def in_recall_order(prompt: dict) -> list:
 class RecallOrderGrid:
     """Another rule, measured against the stand-out rule: inject when the prompt's best relevance clears ``floor``
     (the prompt-level decision), and then recall's first ``cap`` candidates whose relevance clears ``note_floor``,
-    in recall's order (the relevance decides whether, the ranking which)."""
+    in recall's order (the relevance decides whether, the ranking which). With a prompt ``gate``
+    (``fit_gate``), a prompt whose gate reads under the gate floor gets nothing."""
 
-    def __init__(self, prompts: list[dict], relevance: Callable[[dict], float]):
+    def __init__(self, prompts: list[dict], relevance: Callable[[dict], float],
+                 gate: Callable[[dict], float] | None = None):
         n = len(prompts)
+        self.gate = np.array([gate(p) for p in prompts]) if gate is not None else np.ones(n)
         self.relevance = np.full((n, MAX_CANDIDATES), -1.0)
         self.evidence = np.zeros((n, MAX_CANDIDATES), dtype=bool)
         for i, p in enumerate(prompts):
             for j, candidate in enumerate(in_recall_order(p)):
                 self.relevance[i, j], self.evidence[i, j] = relevance(candidate[2]), candidate[0] in p["evidence"]
         self.best = self.relevance.max(axis=1)
+        # recall's score of its second candidate over its first's (1: no scores saved, or no second)
+        self.second = np.array([second_over_first(p) for p in prompts])
         self.related = np.array([p["kind"] == "related" for p in prompts])
 
-    def chosen(self, floor: float, note_floor: float, cap: int) -> np.ndarray:
+    def chosen(self, floor: float, note_floor: float, cap: int, gate_floor: float = 0.0) -> np.ndarray:
         """Which candidates (in recall's order) each prompt gets."""
         over = self.relevance >= note_floor
-        return over & (np.cumsum(over, axis=1) <= cap) & (self.best >= floor)[:, None]
+        return over & (np.cumsum(over, axis=1) <= cap) & ((self.best >= floor) & (self.gate >= gate_floor))[:, None]
 
-    def measure(self, floor: float, note_floor: float, cap: int) -> dict[str, float]:
-        chosen = self.chosen(floor, note_floor, cap)
+    def measure(self, floor: float, note_floor: float, cap: int, gate_floor: float = 0.0) -> dict[str, float]:
+        chosen = self.chosen(floor, note_floor, cap, gate_floor)
         kept, found = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
         return scored(kept, found, self.related)
 
@@ -252,6 +266,37 @@ class RecallOrderGrid:
                 key = objective(self.measure(floor, note_floor, cap))
                 if best_key is None or key > best_key:
                     best, best_key = (floor, note_floor, cap), key
+        return best
+
+    def chosen_margin(self, floor: float, note_floor: float, cap: int, margin: float) -> np.ndarray:
+        """As ``chosen``, with cap 1 for a prompt whose recall score of the second is under ``margin`` × the first's."""
+        chosen = self.chosen(floor, note_floor, cap)
+        return chosen & ((self.second >= margin)[:, None] | (np.cumsum(chosen, axis=1) <= 1))
+
+    def measure_margin(self, floor: float, note_floor: float, cap: int, margin: float) -> dict[str, float]:
+        chosen = self.chosen_margin(floor, note_floor, cap, margin)
+        kept, found = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
+        return scored(kept, found, self.related)
+
+    def choose_margin(self) -> tuple[float, float, int, float]:
+        """The (floor, note floor, cap, margin) that scores best (``objective``; the first of equals)."""
+        best, best_key = None, None
+        for floor, note_floor, cap, margin in itertools.product(FLOORS, NOTE_FLOORS, (2, 3), MARGINS):
+            if note_floor <= floor:
+                key = objective(self.measure_margin(floor, note_floor, cap, margin))
+                if best_key is None or key > best_key:
+                    best, best_key = (floor, note_floor, cap, margin), key
+        return best
+
+    def choose_gated(self) -> tuple[float, float, int, float]:
+        """The (floor, note floor, cap, gate floor) that scores best (``objective``; the first of equals): the
+        gate decides whether, with the floor free to fall to the note floor's level."""
+        best, best_key = None, None
+        for floor, note_floor, cap, gate_floor in itertools.product(FLOORS, NOTE_FLOORS, CAPS, GATES):
+            if note_floor <= floor:
+                key = objective(self.measure(floor, note_floor, cap, gate_floor))
+                if best_key is None or key > best_key:
+                    best, best_key = (floor, note_floor, cap, gate_floor), key
         return best
 
 

@@ -35,7 +35,14 @@ LongMemEval's instances by index mod 5. Reported:
   the share of each kind of unrelated prompt kept quiet; and the ceiling of a perfect prompt-level decision
   (every related prompt served its first 1-3 candidates, every unrelated one nothing);
 - with ``--gate-inputs``, a prompt gate (injection_folds.fit_gate: a logistic over the best candidate's inputs
-  deciding whether to inject at all) fitted and held out the same way.
+  deciding whether to inject at all) fitted and held out the same way (the stand-out rule, and the recall-order
+  rule with the gate's floor chosen per fold);
+- the recall-order rule with a second note only when recall's second scores at least a margin × its first
+  (injection_folds.RecallOrderGrid.choose_margin), held out the same way.
+
+Since branch gate5 a save also holds each prompt's keywords with their counts in the scope and recall's scores
+of the scope's first 20, so ``--inputs``/``--gate-inputs`` may also name benchmarks/common/prompt_terms.py's
+variants of ``unseen_terms`` (``unseen_lower``: lowercase words only; clipped, binary, and times the cosine).
 
 Each candidate's relevance inputs and place in recall's answer are saved with it (``--save``), so
 ``--load FILE --rescore`` replays the hook's choice with a refitted relevance model (the packaged
@@ -73,7 +80,7 @@ from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
 from localmem.hooks.selection import KEPT, Candidate, StandOut, choose, injection_floor  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
 from localmem.recall.relevance_model import FEATURES, relevance_features, relevance_of  # noqa: E402
-from benchmarks.common import injection_folds  # noqa: E402
+from benchmarks.common import injection_folds, prompt_terms  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402
 from benchmarks.quality.relevance_calibration import FITTED  # noqa: E402
@@ -90,26 +97,35 @@ def memories_of(store: MemoryStore) -> dict[str, dict[str, Any]]:
             for row in store.conn.execute("SELECT id, content, timestamp, metadata FROM memories")}
 
 
-def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str, settings: HookSettings) -> dict:
+def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str, settings: HookSettings,
+        scope: set[int] | None = None) -> dict:
+    """The hook's answer to ``prompt`` asked from ``cwd``, with the prompt's keyword counts in ``scope`` (pks;
+    None: the whole store) for prompt_terms' variants, and recall's score of each of the scope's first 20
+    (``scores``, for the cap by the second's margin)."""
     payload = {"session_id": session, "cwd": str(cwd), "prompt": prompt, "hook_event_name": "UserPromptSubmit"}
     report = answer_hook_with_report(store, "UserPromptSubmit", payload, settings).report
     candidates = [(c["id"], c["relevance"], c.get("inputs") or {}, c.get("rank")) for c in report.get("candidates", [])
                   if c["decision"] != "this session's own turn"]
     return {"candidates": candidates, "memories": {m: memories[m] for m, *_ in candidates},
             "floor": report.get("relevance_floor", 0.0), "shipped_ids": report.get("memory_ids", []),
-            "shipped_tokens": report.get("tokens", 0)}
+            "shipped_tokens": report.get("tokens", 0), "terms": prompt_terms.term_stats(store.conn, prompt, scope),
+            "rows": len(scope) if scope is not None else len(memories),
+            "scores": {r["id"]: r["score"] for r in store.recall(prompt, tags=[f"project:{cwd.name}"], tag_match="exact",
+                                                                  limit=20)["results"]}}
 
 
 def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path, settings: HookSettings) -> list[dict]:
     data = json.loads(path.read_text("utf-8"))
     store = MemoryStore(":memory:", embedder=locomo.cached_embedder(embedder))
     asked: list[tuple[int, str, set[str]]] = []
+    scopes: list[set[int]] = []  # each conversation's memories (pks): its project's scope
     for index, sample in enumerate(data):
         turns = locomo.turns_of(sample)
         items = [locomo.memory_item(t, index) for t in turns]
         for item in items:
             item["tags"] = item["tags"] + [f"project:{sample['sample_id']}"]
-        store.store_many(items, batch_size=128)
+        ids = store.store_many(items, batch_size=128)
+        scopes.append({store.conn.execute("SELECT pk FROM memories WHERE id = ?", (m,)).fetchone()[0] for m in ids})
         known = {t["dia_id"] for t in turns}
         asked += [(index, q["question"], q["evidence"]) for q in locomo.questions_of(sample, known)[:per_conversation]]
         (work / sample["sample_id"]).mkdir()
@@ -119,7 +135,7 @@ def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path,
     prompts = []
     for n, (index, question, evidence) in enumerate(asked):
         started = time.perf_counter()
-        found = ask(store, memories, work / projects[index], question, f"r{n}", settings)
+        found = ask(store, memories, work / projects[index], question, f"r{n}", settings, scopes[index])
         hook_seconds = time.perf_counter() - started
         started = time.perf_counter()
         store.recall(question, tags=[f"project:{projects[index]}"], tag_match="exact", limit=20)
@@ -127,12 +143,12 @@ def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path,
         prompts.append({**found, "set": "locomo", "fold": index, "kind": "related", "source": "question",
                         "evidence": {m for m, *_ in found["candidates"] if dia[m] in evidence}})
         other = (index + 1) % len(projects)
-        found = ask(store, memories, work / projects[other], question, f"w{n}", settings)
+        found = ask(store, memories, work / projects[other], question, f"w{n}", settings, scopes[other])
         prompts.append({**found, "set": "locomo", "fold": other, "kind": "unrelated", "source": "other",
                         "evidence": set()})
     for index, project in enumerate(projects):
         for n, question in enumerate(OFF_TOPIC):
-            found = ask(store, memories, work / project, question, f"u{index}-{n}", settings)
+            found = ask(store, memories, work / project, question, f"u{index}-{n}", settings, scopes[index])
             prompts.append({**found, "set": "locomo", "fold": index, "kind": "unrelated", "source": "offtopic",
                             "evidence": set()})
     store.close()
@@ -358,41 +374,53 @@ def nested_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, .
                   lambda p: (relevance_for[id(p)], rule_for[id(p)], None), on)
 
 
-def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...]) -> None:
+def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...],
+                      gate_features: tuple[str, ...] = ()) -> None:
     """The recall-order rule (injection_folds.RecallOrderGrid) held out the same way, and the ceiling a perfect
-    prompt-level decision would reach on these candidates (relevance held out)."""
+    prompt-level decision would reach on these candidates (relevance held out). With ``gate_features``, a prompt
+    gate over them (injection_folds.fit_gate) decides whether, its floor chosen per fold with the rest."""
     both = [p for prompts in sets.values() for p in prompts]
     relevance_of_fold = {fold: injection_folds.fit_relevance([p for p in both if p["fold"] != fold], features)
                          for fold in range(FOLDS)}
-    rules = {fold: injection_folds.RecallOrderGrid([p for p in both if p["fold"] != fold],
-                                                   relevance_of_fold[fold]).choose() for fold in range(FOLDS)}
 
-    def injected(prompts: list[dict], relevance, rule) -> dict[int, tuple[list[str], int]]:
+    def fitted(train: list[dict], relevance) -> tuple[tuple, Any]:
+        """The rule (and the gate, or None) chosen on ``train``."""
+        if not gate_features:
+            return injection_folds.RecallOrderGrid(train, relevance).choose(), None
+        gate = injection_folds.fit_gate(train, relevance, gate_features)
+        return injection_folds.RecallOrderGrid(train, relevance, gate).choose_gated(), gate
+    fits = {fold: fitted([p for p in both if p["fold"] != fold], relevance_of_fold[fold]) for fold in range(FOLDS)}
+    rules = {fold: rule for fold, (rule, _) in fits.items()}
+    gates = {fold: gate for fold, (_, gate) in fits.items()}
+
+    def injected(prompts: list[dict], relevance, rule, gate=None) -> dict[int, tuple[list[str], int]]:
         """Each prompt's notes and the block's tokens (the hook's budget, as ``replay``)."""
-        chosen = injection_folds.RecallOrderGrid(prompts, relevance).chosen(*rule)
+        chosen = injection_folds.RecallOrderGrid(prompts, relevance, gate).chosen(*rule)
         out = {}
         for i, p in enumerate(prompts):
             ids = [c[0] for j, c in enumerate(injection_folds.in_recall_order(p)) if chosen[i, j]]
             block, kept = build_block([p["memories"][m] for m in ids], HEADING, 1500, rule[2])
             out[id(p)] = (kept, estimate_tokens(block) if block else 0)
         return out
-    def judged(p: dict, relevance, rule) -> tuple[list[str], dict[str, float], float]:
-        """For ``misses``: a prompt the gate refused reads 0 throughout (under the floor)."""
+    def judged(p: dict, relevance, rule, gate=None) -> tuple[list[str], dict[str, float], float]:
+        """For ``misses``: a prompt the floor or the gate refused reads 0 throughout (under the floor)."""
         scores = {c[0]: relevance(c[2]) for c in p["candidates"]}
-        gated = not scores or max(scores.values()) < rule[0]
+        gated = not scores or max(scores.values()) < rule[0] or (gate is not None and gate(p) < rule[3])
         return chosen[id(p)], dict.fromkeys(scores, 0.0) if gated else scores, rule[1]
     answered: dict[int, tuple[list[str], int]] = {}
     for fold in range(FOLDS):
-        answered.update(injected([p for p in both if p["fold"] == fold], relevance_of_fold[fold], rules[fold]))
+        answered.update(injected([p for p in both if p["fold"] == fold], relevance_of_fold[fold], rules[fold],
+                                 gates[fold]))
     chosen = {k: v[0] for k, v in answered.items()}
     tokens = {k: v[1] for k, v in answered.items()}
+    gated = f"; a prompt gate over {', '.join(gate_features)}" if gate_features else ""
     print(f"\nRecall-order rule held out together (inject when the best relevance clears the floor, then recall's "
-          f"first cap candidates over the note floor; relevance {', '.join(features)}):\n{header}")
+          f"first cap candidates over the note floor; relevance {', '.join(features)}{gated}):\n{header}")
     for name, prompts in [*sets.items(), ("both", both)]:
         print(row(name, measure(prompts, chosen, tokens)))
     print(f"per fold (floor, note floor, cap): {list(rules.values())}")
     for name, prompts in [*sets.items(), ("both", both)]:
-        decided = {id(p): judged(p, relevance_of_fold[p["fold"]], rules[p["fold"]]) for p in prompts
+        decided = {id(p): judged(p, relevance_of_fold[p["fold"]], rules[p["fold"]], gates[p["fold"]]) for p in prompts
                    if p["kind"] == "related"}
         quiet = quiet_by_kind(prompts, chosen)
         print(f"  misses, {name}: " + ", ".join(f"{k} {v}" for k, v in misses(prompts, decided).items())
@@ -400,8 +428,8 @@ def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[
     for source, target in (("locomo", "lme"), ("lme", "locomo")):
         if source in sets and target in sets:
             relevance = injection_folds.fit_relevance(sets[source], features)
-            rule = injection_folds.RecallOrderGrid(sets[source], relevance).choose()
-            across = injected(sets[target], relevance, rule)
+            rule, gate = fitted(sets[source], relevance)
+            across = injected(sets[target], relevance, rule, gate)
             print(row(f"fit on {source} {rule} → {target}", measure(sets[target], {k: v[0] for k, v in across.items()},
                                                                    {k: v[1] for k, v in across.items()})))
     print("\nThe ceiling of a perfect prompt-level decision (related prompts get their first cap candidates, unrelated "
@@ -411,6 +439,39 @@ def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[
             print(f"  {name}, {order} order: " + "; ".join(
                 "cap {0}: {1[hit]:.3f} / {1[precision]:.3f}".format(cap, _pooled(prompts, relevance_of_fold, cap, order))
                 for cap in injection_folds.CAPS))
+
+
+def margin_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...]) -> None:
+    """The recall-order rule with cap 1 unless recall's second stands close to its first (score ratio over a margin;
+    injection_folds.RecallOrderGrid.choose_margin), held out together and across sets."""
+    both = [p for prompts in sets.values() for p in prompts]
+
+    def injected(prompts: list[dict], relevance, rule) -> tuple[dict[int, list[str]], dict[int, int]]:
+        chosen = injection_folds.RecallOrderGrid(prompts, relevance).chosen_margin(*rule)
+        ids, tokens = {}, {}
+        for i, p in enumerate(prompts):
+            picked = [c[0] for j, c in enumerate(injection_folds.in_recall_order(p)) if chosen[i, j]]
+            block, ids[id(p)] = build_block([p["memories"][m] for m in picked], HEADING, 1500, rule[2])
+            tokens[id(p)] = estimate_tokens(block) if block else 0
+        return ids, tokens
+    ids, tokens, rules = {}, {}, []
+    for fold in range(FOLDS):
+        train = [p for p in both if p["fold"] != fold]
+        relevance = injection_folds.fit_relevance(train, features)
+        rules.append(injection_folds.RecallOrderGrid(train, relevance).choose_margin())
+        got = injected([p for p in both if p["fold"] == fold], relevance, rules[-1])
+        ids.update(got[0])
+        tokens.update(got[1])
+    print(f"\nRecall-order rule, a second note only when recall's second scores at least the margin × its first, held "
+          f"out together (relevance {', '.join(features)}):\n{header}")
+    for name, prompts in [*sets.items(), ("both", both)]:
+        print(row(name, measure(prompts, ids, tokens)))
+    print(f"per fold (floor, note floor, cap, margin): {rules}")
+    for source, target in (("locomo", "lme"), ("lme", "locomo")):
+        if source in sets and target in sets:
+            relevance = injection_folds.fit_relevance(sets[source], features)
+            rule = injection_folds.RecallOrderGrid(sets[source], relevance).choose_margin()
+            print(row(f"fit on {source} {rule} → {target}", measure(sets[target], *injected(sets[target], relevance, rule))))
 
 
 def quiet_by_kind(prompts: list[dict], chosen: dict[int, list[str]]) -> dict[str, float]:
@@ -462,7 +523,9 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
     nested_rows(sets, header, features)
     if gate_features:
         gated_rows(sets, header, features, gate_features)
-    recall_order_rows(sets, header, features)
+    recall_order_rows(sets, header, features, gate_features)
+    if any("scores" in p for p in both):  # saved since branch gate5
+        margin_rows(sets, header, features)
     for label, floors in (("the hook's floor", (None,)), ("the floor chosen too", injection_folds.FLOORS)):
         result, params = held_out(both, floors)
         print(f"\nSelection alone held out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "
@@ -507,9 +570,9 @@ def main() -> None:
     args = parser.parse_args()
     features = tuple(args.inputs.split(","))
     gate_features = tuple(g for g in args.gate_inputs.split(",") if g)
-    if not set(features) <= set(FEATURES):
-        parser.error(f"--inputs takes some of {', '.join(FEATURES)}, got {args.inputs!r}")
-    if not set(gate_features) <= set(injection_folds.GATE_INPUTS):
+    if not set(features) <= set(FEATURES) | set(prompt_terms.VARIANTS):
+        parser.error(f"--inputs takes some of {', '.join(FEATURES + prompt_terms.VARIANTS)}, got {args.inputs!r}")
+    if not set(gate_features) <= set(injection_folds.GATE_INPUTS) | set(prompt_terms.VARIANTS):
         parser.error(f"--gate-inputs takes some of {', '.join(injection_folds.GATE_INPUTS)}, got {args.gate_inputs!r}")
     if args.rescore and not args.load:
         parser.error("--rescore reads saved candidates: give --load FILE")
@@ -529,6 +592,8 @@ def main() -> None:
                                    for m, r, inputs, rank in p["candidates"]]
                 if args.rescore:
                     rescore(p, settings)
+                if "terms" in p:  # saved since branch gate5
+                    prompt_terms.attach_variants(p)
     else:
         work = Path(tempfile.mkdtemp(prefix="hook-injection-"))
         wanted = args.sets.split(",")

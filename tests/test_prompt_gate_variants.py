@@ -1,0 +1,53 @@
+"""The prompt-level variants measured by benchmarks/hooks/hook_injection.py (issue 40, branch gate5): the
+unseen-terms share that ignores capitalised words, counted on a real store's full-text index, and the cap
+that lets a second note in only when recall scores it close to its first."""
+
+from __future__ import annotations
+
+from benchmarks.common import injection_folds, prompt_terms
+from localmem import MemoryStore
+
+
+def test_unseen_share_counts_lowercase_keywords_only_when_asked(tmp_path):
+    store = MemoryStore(str(tmp_path / "m.db"))
+    try:
+        store.store_many([{"content": "we chose postgres for the orders service"},
+                          {"content": "the billing job runs nightly"}])
+        stats = prompt_terms.term_stats(store.conn, "Did Melanie move orders to mysql?", None)
+    finally:
+        store.close()
+    by_term = {term: (lower, hits) for term, lower, hits in stats}
+    assert by_term["melanie"] == (False, 0)  # a capitalised word: held by nothing, but not lowercase
+    assert by_term["orders"] == (True, 1)
+    assert by_term["mysql"] == (True, 0)
+    everything = prompt_terms.unseen(stats, 2)
+    lower = prompt_terms.unseen(stats, 2, lowercase_only=True)
+    assert 0 < lower < everything < 1  # the name no longer counts as unseen evidence
+    assert prompt_terms.unseen([("melanie", False, 0)], 2, lowercase_only=True) == 0.0  # no lowercase keyword
+
+
+def test_variants_are_attached_to_every_candidate():
+    prompt = {"terms": [("mysql", True, 0), ("orders", True, 3)], "rows": 10,
+              "candidates": [("a", 0.9, {"cosine": 0.6, "cosine_over_kth": 0.2, "keyword": 0.4}, 1),
+                             ("b", 0.5, {"cosine": 0.3, "cosine_over_kth": 0.0, "keyword": 0.7}, 2)]}
+    prompt_terms.attach_variants(prompt)
+    first, second = prompt["candidates"][0][2], prompt["candidates"][1][2]
+    assert first["unseen_lower"] == second["unseen_lower"] > 0.5  # mysql is the rarer, unseen term
+    assert first["unseen_lower_any"] == 1.0 and first["unseen_lower_clip"] == prompt_terms.CLIP
+    assert abs(first["kth_cosine"] - 0.4) < 1e-9 and second["best_keyword"] == 0.7
+    assert first["cosine_x_unseen_lower"] == 2 * second["cosine_x_unseen_lower"]
+
+
+def _prompt(second_score: float) -> dict:
+    candidates = [(f"m{i}", None, {"score": 0.95}, i + 1) for i in range(3)]
+    return {"kind": "related", "candidates": candidates, "evidence": {"m1"}, "set": "s", "fold": 0,
+            "scores": {"m0": 1.0, "m1": second_score, "m2": 0.1}}
+
+
+def test_a_second_note_goes_in_only_when_recall_scores_it_close_to_the_first():
+    close, far, unscored = _prompt(0.9), _prompt(0.5), {**_prompt(0.5), "scores": {}}
+    grid = injection_folds.RecallOrderGrid([close, far, unscored], lambda inputs: inputs["score"])
+    chosen = grid.chosen_margin(0.9, 0.9, 2, 0.8)
+    assert chosen.sum(axis=1).tolist() == [2, 1, 2]  # no saved scores: the margin cannot apply
+    assert grid.measure_margin(0.9, 0.9, 2, 0.8)["hit"] == 2 / 3
+    assert grid.chosen_margin(0.9, 0.9, 2, 0.0).sum() == grid.chosen(0.9, 0.9, 2).sum()
