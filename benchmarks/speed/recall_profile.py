@@ -31,7 +31,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from benchmarks.quality.locomo import DEFAULT_DATA  # noqa: E402
 from benchmarks.speed import small_store  # noqa: E402
 from localmem import Config  # noqa: E402
 
@@ -43,10 +42,7 @@ def _statement_label(sql: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--store", help="the store file (built by small_store.py's code when missing)")
-    parser.add_argument("--embedder", default="auto")
-    parser.add_argument("--every", type=int, default=2, help="ask every Nth question")
+    small_store.add_warm_text_arguments(parser, every=2)
     parser.add_argument("--top", type=int, default=10, help="rows in each profile table")
     args = parser.parse_args(argv)
 

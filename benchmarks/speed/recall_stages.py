@@ -34,7 +34,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from benchmarks.common.stage_spans import Spans  # noqa: E402
-from benchmarks.quality.locomo import DEFAULT_DATA  # noqa: E402
 from benchmarks.speed import small_store  # noqa: E402
 from localmem import Config, store as store_module  # noqa: E402
 from localmem.recall import late_interaction, learned_rank, pipeline, query_vectors, state  # noqa: E402
@@ -74,10 +73,7 @@ STAGES = [
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--store", help="the store file (built by small_store.py's code when missing)")
-    parser.add_argument("--embedder", default="auto")
-    parser.add_argument("--every", type=int, default=4, help="ask every Nth question")
+    small_store.add_warm_text_arguments(parser, every=4)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-track-access", action="store_true")
     parser.add_argument("--clock", choices=("wall", "cpu", "process"), default="wall",

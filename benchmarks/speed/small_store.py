@@ -88,6 +88,14 @@ def open_store(data: list, embedder_spec: str, path: Path, config: Config
     return store, questions, vectors
 
 
+def add_warm_text_arguments(parser: argparse.ArgumentParser, every: int) -> None:
+    """The options every script built on ``warm_text_requests`` reads: --data, --store, --embedder, --every."""
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--store", help="the store file (built by small_store.py's code when missing)")
+    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--every", type=int, default=every, help="ask every Nth question")
+
+
 def warm_text_requests(data: str, embedder_spec: str, store_file: str | None, config: Config, every: int
                        ) -> tuple[MemoryStore, list[tuple[str, dict]], tempfile.TemporaryDirectory]:
     """The store (at ``store_file``, built there when missing; else in the scratch folder returned)

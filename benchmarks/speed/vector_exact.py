@@ -27,7 +27,6 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from benchmarks.quality.locomo import DEFAULT_DATA  # noqa: E402
 from benchmarks.speed import small_store  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.recall import channels  # noqa: E402
@@ -63,10 +62,7 @@ class ExactChoice:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--store", help="the store file (built by small_store.py's code when missing)")
-    parser.add_argument("--embedder", default="auto")
-    parser.add_argument("--every", type=int, default=2, help="ask every Nth question")
+    small_store.add_warm_text_arguments(parser, every=2)
     parser.add_argument("--margin", type=int, default=8)
     args = parser.parse_args(argv)
     store, work, scratch = small_store.warm_text_requests(args.data, args.embedder, args.store, Config(),
