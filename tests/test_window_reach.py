@@ -38,6 +38,8 @@ def test_the_misses_are_read_back_from_the_training_scripts_own_listing():
             "truth": {"turns": {"0:0", "0:2"}}}
     lines = train_rank_two_shapes.held_out_misses([pool], [instance], lambda p: None, 0.0)
     assert window_reach.parse_misses_text("\n".join(["some table", *lines])) == {"q1": ["0:0", "0:2"]}
+    # two seeds' output one after the other: each miss once
+    assert window_reach.parse_misses_text("\n".join(lines + lines)) == {"q1": ["0:0", "0:2"]}
 
 
 def test_rank_of_counts_strictly_larger_values():

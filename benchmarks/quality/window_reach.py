@@ -10,8 +10,8 @@ characters):
 - for each LongMemEval evidence turn, the word-piece offset of the answer in the part that
   holds it: the question's answer string where it occurs verbatim, else the part's sentence
   closest to the question by the model's cosine (its first word piece);
-- ``--misses FILE`` (the output of ``train_rank_two_shapes.py --misses``): the same for the
-  evidence turns the held-out trees leave out of the top 10; with ``--pools DIR`` (the folder
+- ``--misses FILE`` (the output of ``train_rank_two_shapes.py --misses``, or of several runs
+  one after the other): the same for the evidence turns the held-out trees leave out of the top 10; with ``--pools DIR`` (the folder
   that run kept its pools in) each miss's rank in its pool by each signal, and with
   ``--sentences`` its rank among its instance's memories by the model's cosine to the whole
   memory and to the memory's best sentence (every memory of the instances with a miss).
@@ -124,7 +124,7 @@ def parse_misses_text(text: str) -> dict[str, list[str]]:
         turn = re.match(r"\s+- turn (\d+:\d+),", line)
         if head:
             current = head.group(1)
-        elif turn and current:
+        elif turn and current and turn.group(1) not in out.get(current, []):  # several runs' output: once each
             out.setdefault(current, []).append(turn.group(1))
     return out
 
