@@ -42,6 +42,18 @@ def test_the_misses_are_read_back_from_the_training_scripts_own_listing():
     assert window_reach.parse_misses_text("\n".join(lines + lines)) == {"q1": ["0:0", "0:2"]}
 
 
+def test_options_that_read_the_misses_need_them(tmp_path, capsys):
+    for argv in (["--pools", str(tmp_path)], ["--sentences"]):
+        with pytest.raises(SystemExit):
+            window_reach.main(argv)
+        assert "give --misses FILE" in capsys.readouterr().err
+    empty = tmp_path / "misses.txt"
+    empty.write_text("| a table | without misses |\n")
+    with pytest.raises(SystemExit):
+        window_reach.main(["--misses", str(empty)])
+    assert "lists no missed turn" in capsys.readouterr().err
+
+
 def test_rank_of_counts_strictly_larger_values():
     values = np.array([0.5, 0.9, 0.5, 0.1])
     assert [window_reach.rank_of(values, i) for i in range(4)] == [2, 1, 2, 4]

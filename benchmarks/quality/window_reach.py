@@ -11,8 +11,9 @@ characters):
   holds it: the question's answer string where it occurs verbatim, else the part's sentence
   closest to the question by the model's cosine (its first word piece);
 - ``--misses FILE`` (the output of ``train_rank_two_shapes.py --misses``, or of several runs
-  one after the other): the same for the evidence turns the held-out trees leave out of the top 10; with ``--pools DIR`` (the folder
-  that run kept its pools in) each miss's rank in its pool by each signal, and with
+  one after the other): the same for the evidence turns the held-out trees leave out of the
+  top 10; with ``--pools DIR`` (the folder that run kept its pools in; pools the folder does
+  not hold for this code are recorded again) each miss's rank in its pool by each signal, and with
   ``--sentences`` its rank among its instance's memories by the model's cosine to the whole
   memory and to the memory's best sentence (every memory of the instances with a miss).
 
@@ -54,7 +55,7 @@ def answer_offset(tokenizer, embedder, parts: list[str], question: str, answer: 
         at = part.lower().find(answer.strip().lower()) if len(answer.strip()) >= 3 else -1
         if at >= 0:
             return word_pieces(tokenizer, part[:at]), "answer string", word_pieces(tokenizer, part)
-    sentences = [(part, m) for part in parts for m in _SENTENCE.finditer(part) if m.group().strip()]
+    sentences = [(part, m) for part in parts for m in sentence_matches(part)]
     if not sentences:
         return 0, "empty", 0
     vectors = np.array(embedder.embed([question] + [m.group() for _, m in sentences]))
@@ -62,8 +63,13 @@ def answer_offset(tokenizer, embedder, parts: list[str], question: str, answer: 
     return word_pieces(tokenizer, part[:best.start()]), "best sentence", word_pieces(tokenizer, part)
 
 
+def sentence_matches(text: str) -> list[re.Match]:
+    """The sentences of ``text`` (split at ., !, ? and line ends), blank ones left out."""
+    return [m for m in _SENTENCE.finditer(text) if m.group().strip()]
+
+
 def sentences_of(text: str) -> list[str]:
-    return [m.group().strip() for m in _SENTENCE.finditer(text) if m.group().strip()]
+    return [m.group().strip() for m in sentence_matches(text)]
 
 
 def rank_of(values: np.ndarray, index: int) -> int:
@@ -140,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cache", action="store_true",
                         help="embed without the on-disk cache in benchmarks/.cache (tests)")
     args = parser.parse_args(argv)
+    if (args.pools or args.sentences) and not args.misses:
+        parser.error("--pools and --sentences read the misses: give --misses FILE")
+    misses = parse_misses_text(Path(args.misses).read_text()) if args.misses else {}
+    if args.misses and not misses:
+        parser.error(f"--misses: {args.misses} lists no missed turn (train_rank_two_shapes.py --misses output)")
     from tokenizers import Tokenizer
 
     folder = model_folder(MODEL)
@@ -170,7 +181,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {label} | {len(lengths)} | {np.median(lengths):.0f} | {(lengths > window).mean():.3f} | "
               f"{past:.3f} |")
 
-    misses = parse_misses_text(Path(args.misses).read_text()) if args.misses else {}
     rows = []
     for instance in instances:
         if instance["question_id"].endswith("_abs"):
