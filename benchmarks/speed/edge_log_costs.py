@@ -33,7 +33,8 @@ Per variant: ``associate()`` one call per transaction as a user pays it (CPU µs
 median over rounds), the same edges' upserts in one transaction (the statements' work without
 the commits), and SQLite's own time per statement in the ``associate()`` calls (its profile
 hook, whose clock ticks in milliseconds: summed over every call and divided, so read it as an
-average). The difference between a variant and ``no tracking`` is its price. The store's edge
+average). The difference between a variant and ``no tracking`` is its price. Last,
+``associate()``'s look-up alone, as shipped and as the join it replaced. The store's edge
 triggers are put back before it closes. Writes only inside a temporary folder.
 """
 
@@ -151,6 +152,9 @@ LEFT JOIN (SELECT seq, hlc FROM sync_edge_tombstones ORDER BY seq DESC LIMIT 1) 
 WHERE c.id = 1
 ON CONFLICT (src, type, dst) DO UPDATE SET strength = excluded.strength, updated_at = excluded.updated_at,
     properties = excluded.properties, seq = excluded.seq, hlc = NULL, hlc_int = excluded.hlc_int;"""
+# associate()'s look-up as schema 19 first shipped it (a missing memory: no row).
+JOINED_LOOKUP = """SELECT a.pk, b.pk, e.strength FROM memories AS a JOIN memories AS b ON b.id = :second
+LEFT JOIN edges AS e ON e.src = a.pk AND e.type = :type AND e.dst = b.pk WHERE a.id = :first"""
 EDGE_TRIGGERS = ("sync_edge_on_insert", "sync_edge_on_update")
 # name: (upsert statement, None for the store's own; keep the store's triggers; keep edges_seq; extra trigger)
 VARIANTS: dict[str, tuple[str | None, bool, bool, str]] = {
@@ -236,6 +240,7 @@ def main() -> None:
                 one_tx[name].append((time.process_time() - started) / args.edges * 1e6)
         install(store, VARIANTS["as shipped"], shipped)
         store.sql._cache.pop(("edge_upsert", ()), None)
+        lookups = time_lookups(store, ids, args.edges, args.rounds, rng)
         store.close()
     base_call, base_tx = statistics.median(per_call["no tracking"]), statistics.median(one_tx["no tracking"])
     print(f"{args.n:,} memories, {args.edges:,} edges per variant and round, median of {args.rounds} rounds "
@@ -254,6 +259,27 @@ def main() -> None:
     for label in labels:
         cells = [f"{statement_ns[name].get(label, 0) / calls / 1000:.2f}" for name in names]
         print(f"| {label} | " + " | ".join(cells) + " |")
+    print("\nassociate()'s look-up alone (CPU µs per call, median of the rounds, the forms taking turns):\n")
+    print("| look-up | µs |\n|---|---:|")
+    for name, value in lookups.items():
+        print(f"| {name} | {value:.2f} |")
+
+
+def time_lookups(store: MemoryStore, ids: list[str], calls: int, rounds: int,
+                 rng: random.Random) -> dict[str, float]:
+    """``associate()``'s look-up (the two memories' keys and their edge's strength) in each form,
+    taking turns on the same random pairs: CPU µs per call, the median over rounds."""
+    forms = {"as shipped (a scalar subquery per key)": store.sql["edge_ends_strength"],
+             "the join of memories with itself": JOINED_LOOKUP}
+    times: dict[str, list[float]] = {name: [] for name in forms}
+    for _ in range(rounds):
+        args = [{"first": a, "second": b, "type": "LEADS_TO"} for a, b in (rng.sample(ids, 2) for _ in range(calls))]
+        for name, statement in forms.items():
+            started = time.process_time()
+            for bound in args:
+                store.conn.execute(statement, bound).fetchone()
+            times[name].append((time.process_time() - started) / calls * 1e6)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def _label(sql: str) -> str:
