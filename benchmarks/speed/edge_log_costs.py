@@ -18,11 +18,12 @@ edge triggers installed while it runs:
   the removals' seq indexes and the clock's, its stamp the later of now and the clock's wall time
   (counter 0) or one above the edge's previous version; it reads the clock row but does not write
   it. It breaks the order of one replica's stamps across kinds (docs/results/history.md);
-- ``clock folded from the index tops``: another candidate not shipped (branch edges5): the
-  upsert writes only the edge's row; its number one above the clock's and the tops of the edges'
-  and the removals' seq indexes, its stamp one step past the latest of the clock's stamp and the
-  stamps of the two rows at those tops (so the clock's contract would hold if every other clock
-  step folded those tops into the clock row first: docs/sync.md);
+- ``clock folded from the index tops``: another candidate not shipped (branch
+  edges5-fold-candidate, without its skew check): the upsert writes only the edge's row; its
+  number one above the clock's and the tops of the edges' and the removals' seq indexes, its
+  stamp one step past the latest of the clock's stamp and the stamps of the two rows at those
+  tops (the clock's contract holds when every other clock step folds those tops into the clock
+  row first: docs/sync.md);
 - ``integer stamp``: as shipped, the stamp one integer (wall ms << 16 | counter) in a column of its
   own (added to the benchmark's store) instead of the 59-character text;
 - ``folded clock and integer stamp``: the two together;
@@ -105,7 +106,7 @@ ON CONFLICT (src, type, dst) DO UPDATE SET
                THEN excluded.hlc
                ELSE printf('%015d-%010d-%s', substr(edges.hlc, 1, 15) + 0, substr(edges.hlc, 17, 10) + 1,
                            substr(excluded.hlc, 28)) END;"""
-# Lever 2 of this pass (branch edges5; not shipped): the clock row read, not written; the edge's
+# Lever 2 (branch edges5-fold-candidate; not shipped): the clock row read, not written; the edge's
 # number one above the clock's and the two seq indexes' tops, its stamp one step past the latest of
 # the clock's stamp and the stamps of the rows at those two tops (every other clock step would fold
 # the tops into the clock row first: docs/sync.md).
