@@ -18,6 +18,15 @@ edge triggers installed while it runs:
   the removals' seq indexes and the clock's, its stamp the later of now and the clock's wall time
   (counter 0) or one above the edge's previous version; it reads the clock row but does not write
   it. It breaks the order of one replica's stamps across kinds (docs/results/history.md);
+- ``clock folded from the index tops``: another candidate not shipped (branch
+  edges5-fold-candidate, without its skew check): the upsert writes only the edge's row; its
+  number one above the clock's and the tops of the edges' and the removals' seq indexes, its
+  stamp one step past the latest of the clock's stamp and the stamps of the two rows at those
+  tops (the clock's contract holds when every other clock step folds those tops into the clock
+  row first: docs/sync.md);
+- ``integer stamp``: as shipped, the stamp one integer (wall ms << 16 | counter) in a column of its
+  own (added to the benchmark's store) instead of the 59-character text;
+- ``folded clock and integer stamp``: the two together;
 - ``clock step only``: the stamped clock step, then the edge alone;
 - ``no tracking``: the edge alone, as the previous release wrote it.
 
@@ -25,7 +34,8 @@ Per variant: ``associate()`` one call per transaction as a user pays it (CPU µs
 median over rounds), the same edges' upserts in one transaction (the statements' work without
 the commits), and SQLite's own time per statement in the ``associate()`` calls (its profile
 hook, whose clock ticks in milliseconds: summed over every call and divided, so read it as an
-average). The difference between a variant and ``no tracking`` is its price. The store's edge
+average). The difference between a variant and ``no tracking`` is its price. Last,
+``associate()``'s look-up alone, as shipped and as the join it replaced. The store's edge
 triggers are put back before it closes. Writes only inside a temporary folder.
 """
 
@@ -96,6 +106,56 @@ ON CONFLICT (src, type, dst) DO UPDATE SET
                THEN excluded.hlc
                ELSE printf('%015d-%010d-%s', substr(edges.hlc, 1, 15) + 0, substr(edges.hlc, 17, 10) + 1,
                            substr(excluded.hlc, 28)) END;"""
+# Lever 2 (branch edges5-fold-candidate; not shipped): the clock row read, not written; the edge's
+# number one above the clock's and the two seq indexes' tops, its stamp one step past the latest of
+# the clock's stamp and the stamps of the rows at those two tops (every other clock step would fold
+# the tops into the clock row first: docs/sync.md).
+FOLD_UPSERT = """INSERT INTO edges (src, dst, type, strength, updated_at, properties, seq, hlc)
+SELECT :src, :dst, :type, :strength, :updated_at, :properties, s.seq,
+       coalesce(:hlc, CASE WHEN s.now_ms > substr(s.top, 1, 15) + 0
+                           THEN printf('%015d-%010d-%s', s.now_ms, 0, s.store)
+                           ELSE printf('%015d-%010d-%s', substr(s.top, 1, 15) + 0,
+                                       substr(s.top, 17, 10) + 1, s.store) END)
+FROM (SELECT max(c.seq, coalesce(e.seq, 0), coalesce(t.seq, 0)) + 1 AS seq,
+             max(printf('%015d-%010d', c.hlc_wall, c.hlc_counter), coalesce(substr(e.hlc, 1, 26), ''),
+                 coalesce(substr(t.hlc, 1, 26), '')) AS top,
+             coalesce(:now_ms, localmem_wall_ms()) AS now_ms,
+             (SELECT value FROM meta WHERE key = 'store_id') AS store
+      FROM sync_clock AS c
+      LEFT JOIN (SELECT seq, hlc FROM edges ORDER BY seq DESC LIMIT 1) AS e
+      LEFT JOIN (SELECT seq, hlc FROM sync_edge_tombstones ORDER BY seq DESC LIMIT 1) AS t
+      WHERE c.id = 1) AS s
+WHERE true
+ON CONFLICT (src, type, dst) DO UPDATE SET strength = excluded.strength, updated_at = excluded.updated_at,
+    properties = excluded.properties, seq = excluded.seq, hlc = excluded.hlc;"""
+# Lever 3 (not shipped): the stamp as one integer, wall ms << 16 | counter, in a column of its own
+# (``hlc_int``, added for this benchmark: ``hlc`` has text affinity) with ``hlc`` left NULL; the
+# replica would be kept apart (NULL for this store's own changes).
+INT_STAMP_UPSERT = """UPDATE sync_clock SET seq = seq + 1,
+    hlc_counter = CASE WHEN t.now_ms > hlc_wall THEN 0 ELSE hlc_counter + 1 END,
+    hlc_wall = max(hlc_wall, t.now_ms)
+FROM (SELECT coalesce(:now_ms, localmem_wall_ms()) AS now_ms) AS t WHERE id = 1;
+INSERT INTO edges (src, dst, type, strength, updated_at, properties, seq, hlc_int)
+SELECT :src, :dst, :type, :strength, :updated_at, :properties, c.seq,
+       coalesce(:hlc, (c.hlc_wall << 16) | c.hlc_counter)
+FROM sync_clock AS c WHERE c.id = 1
+ON CONFLICT (src, type, dst) DO UPDATE SET strength = excluded.strength, updated_at = excluded.updated_at,
+    properties = excluded.properties, seq = excluded.seq, hlc = NULL, hlc_int = excluded.hlc_int;"""
+# Levers 2 and 3 together: in integers the HLC step is max(now << 16, latest + 1).
+FOLD_INT_UPSERT = """INSERT INTO edges (src, dst, type, strength, updated_at, properties, seq, hlc_int)
+SELECT :src, :dst, :type, :strength, :updated_at, :properties,
+       max(c.seq, coalesce(e.seq, 0), coalesce(t.seq, 0)) + 1,
+       coalesce(:hlc, max(coalesce(:now_ms, localmem_wall_ms()) << 16,
+                          max((c.hlc_wall << 16) | c.hlc_counter, coalesce(e.hlc_int, 0), coalesce(t.hlc, 0)) + 1))
+FROM sync_clock AS c
+LEFT JOIN (SELECT seq, hlc_int FROM edges ORDER BY seq DESC LIMIT 1) AS e
+LEFT JOIN (SELECT seq, hlc FROM sync_edge_tombstones ORDER BY seq DESC LIMIT 1) AS t
+WHERE c.id = 1
+ON CONFLICT (src, type, dst) DO UPDATE SET strength = excluded.strength, updated_at = excluded.updated_at,
+    properties = excluded.properties, seq = excluded.seq, hlc = NULL, hlc_int = excluded.hlc_int;"""
+# associate()'s look-up as schema 19 first shipped it (a missing memory: no row).
+JOINED_LOOKUP = """SELECT a.pk, b.pk, e.strength FROM memories AS a JOIN memories AS b ON b.id = :second
+LEFT JOIN edges AS e ON e.src = a.pk AND e.type = :type AND e.dst = b.pk WHERE a.id = :first"""
 EDGE_TRIGGERS = ("sync_edge_on_insert", "sync_edge_on_update")
 # name: (upsert statement, None for the store's own; keep the store's triggers; keep edges_seq; extra trigger)
 VARIANTS: dict[str, tuple[str | None, bool, bool, str]] = {
@@ -103,6 +163,9 @@ VARIANTS: dict[str, tuple[str | None, bool, bool, str]] = {
     "schema 18's log": (PLAIN_UPSERT, False, False, OLD_TRIGGER),
     "row stamp, no seq index": (None, True, False, ""),
     "clock read, not written": (CLOCK_READ_UPSERT, True, True, ""),
+    "clock folded from the index tops": (FOLD_UPSERT, True, True, ""),
+    "integer stamp": (INT_STAMP_UPSERT, True, True, ""),
+    "folded clock and integer stamp": (FOLD_INT_UPSERT, True, True, ""),
     "clock step only": (CLOCK_STEP + PLAIN_UPSERT, False, False, ""),
     "no tracking": (PLAIN_UPSERT, False, False, ""),
 }
@@ -143,6 +206,7 @@ def main() -> None:
         with transaction(store.conn):
             for _ in store.conn.execute(OLD_LOG):
                 pass
+            store.conn.execute("ALTER TABLE edges ADD COLUMN hlc_int INTEGER")  # the integer-stamp variants' column
         ids = [row[0] for row in store.conn.execute("SELECT id FROM memories ORDER BY pk")]
         pks = list(range(1, args.n + 1))
         rng = random.Random(5)
@@ -177,6 +241,7 @@ def main() -> None:
                 one_tx[name].append((time.process_time() - started) / args.edges * 1e6)
         install(store, VARIANTS["as shipped"], shipped)
         store.sql._cache.pop(("edge_upsert", ()), None)
+        lookups = time_lookups(store, ids, args.edges, args.rounds, rng)
         store.close()
     base_call, base_tx = statistics.median(per_call["no tracking"]), statistics.median(one_tx["no tracking"])
     print(f"{args.n:,} memories, {args.edges:,} edges per variant and round, median of {args.rounds} rounds "
@@ -195,6 +260,27 @@ def main() -> None:
     for label in labels:
         cells = [f"{statement_ns[name].get(label, 0) / calls / 1000:.2f}" for name in names]
         print(f"| {label} | " + " | ".join(cells) + " |")
+    print("\nassociate()'s look-up alone (CPU µs per call, median of the rounds, the forms taking turns):\n")
+    print("| look-up | µs |\n|---|---:|")
+    for name, value in lookups.items():
+        print(f"| {name} | {value:.2f} |")
+
+
+def time_lookups(store: MemoryStore, ids: list[str], calls: int, rounds: int,
+                 rng: random.Random) -> dict[str, float]:
+    """``associate()``'s look-up (the two memories' keys and their edge's strength) in each form,
+    taking turns on the same random pairs: CPU µs per call, the median over rounds."""
+    forms = {"as shipped (a scalar subquery per key)": store.sql["edge_ends_strength"],
+             "the join of memories with itself": JOINED_LOOKUP}
+    times: dict[str, list[float]] = {name: [] for name in forms}
+    for _ in range(rounds):
+        args = [{"first": a, "second": b, "type": "LEADS_TO"} for a, b in (rng.sample(ids, 2) for _ in range(calls))]
+        for name, statement in forms.items():
+            started = time.process_time()
+            for bound in args:
+                store.conn.execute(statement, bound).fetchone()
+            times[name].append((time.process_time() - started) / calls * 1e6)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def _label(sql: str) -> str:

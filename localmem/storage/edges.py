@@ -69,11 +69,10 @@ def write_association(conn: apsw.Connection, sql: Statements, association: Assoc
     """Create or update the association's edge at ``now`` (the store's clock, read once for the
     edge's ``updated_at`` and its stamp); ``associate``'s answer."""
     a = association
-    found = conn.execute(sql["edge_ends_strength"],
-                         {"first": a.first, "second": a.second, "type": a.relation}).fetchone()
-    if found is None:
+    src, dst, strength = conn.execute(sql["edge_ends_strength"],
+                                      {"first": a.first, "second": a.second, "type": a.relation}).fetchone()
+    if src is None or dst is None:
         edge_ends(conn, a.first, a.second)  # raises NotFoundError naming the missing memories
-    src, dst, strength = found
     previous = None if strength is None else float(strength)
     upsert_edge(conn, sql, src, dst, a.relation, a.strength, format_timestamp(now), a.properties,
                 now_ms=wall_ms(now))
