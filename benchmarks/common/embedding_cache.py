@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from array import array
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,18 @@ class QueryGraphCachedEmbedder(CachedEmbedder):
     vector, plain tokens, tuned tokens) through the cache, so recall's queries take the
     embedder's own query path. For an ONNX embedder with ``LOCALMEM_QUERY_INT8=1``
     (``cached_embedder`` in quality/locomo.py picks it then): its query vectors differ from
-    ``embed``'s, so they are cached apart, per onnxruntime version and delta."""
+    ``embed``'s, so they are cached apart, per onnxruntime version and delta. Recall runs
+    ``embed_query`` on the store's aside thread: the cache's connection is shared under a lock."""
+
+    def __init__(self, inner: Any, path: Path | None = None) -> None:
+        super().__init__(inner, path)
+        self.db.close()
+        self.db = sqlite3.connect(str(path or CACHE_DIR / "embeddings.sqlite"), check_same_thread=False)
+        self._lock = threading.Lock()
+
+    def _lookup(self, kind: str, texts: list[str], compute) -> list[bytes]:
+        with self._lock:
+            return super()._lookup(kind, texts, compute)
 
     def embed_query(self, text: str, delta: Any) -> tuple[list[float], Any, Any]:
         import importlib.metadata
