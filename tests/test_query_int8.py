@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import sys
 
 import numpy as np
@@ -151,3 +152,19 @@ def test_stats_and_doctor_say_queries_run_through_the_int8_graph(real, tmp_path)
     env[query_int8.ENV] = "sometimes"
     refused = subprocess.run(run + ["stats"], env=env, capture_output=True, text=True, timeout=300)
     assert refused.returncode != 0 and "LOCALMEM_QUERY_INT8 must be 1 or 0" in refused.stderr
+
+
+def test_pruning_keeps_the_current_graphs_int8_copy_and_ages_out_others_with_their_digests(tmp_path):
+    keep = tmp_path / "query-v1-aaaaaaaaaaaaaaaa.onnx"
+    current = [keep, tmp_path / f"{keep.stem}-int8-111111111111.onnx",
+               tmp_path / f"{keep.stem}-int8-111111111111.onnx.sha256"]
+    stale = [tmp_path / "query-v1-bbbbbbbbbbbbbbbb.onnx", tmp_path / "query-v1-bbbbbbbbbbbbbbbb-int8-111111111111.onnx",
+             tmp_path / "query-v1-bbbbbbbbbbbbbbbb-int8-111111111111.onnx.sha256"]
+    recent = [tmp_path / "query-v1-cccccccccccccccc-int8-111111111111.onnx.sha256"]
+    week_ago = time.time() - query_graph.UNUSED_GRAPH_SECONDS - 60
+    for path in current + stale + recent:
+        path.write_bytes(b"x")
+    for path in current + stale:
+        os.utime(path, (week_ago, week_ago))
+    query_graph.prune(tmp_path, keep=keep)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in current + recent)
