@@ -168,3 +168,30 @@ def test_pruning_keeps_the_current_graphs_int8_copy_and_ages_out_others_with_the
         os.utime(path, (week_ago, week_ago))
     query_graph.prune(tmp_path, keep=keep)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in current + recent)
+
+
+@pytest.mark.model
+@needs_runtimes
+def test_a_full_cache_quantises_in_memory_and_leaves_no_file(real, monkeypatch, caplog):  # noqa: F811
+    from pathlib import Path
+
+    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(real["cache"]))
+    delta = strong_delta()
+    expected = int8_embedder().embed_query(TEXTS[2], delta)
+    export = int8_embedder()._export()
+    graph = query_graph.graph_path(export, delta)
+    query_graph.discard(graph)
+    query_int8.discard(query_int8.int8_path(graph))
+    real_save = Path.write_bytes
+
+    def full_disk(self, data):
+        if self.name.startswith(".query-"):
+            raise OSError(28, "No space left on device")
+        return real_save(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
+    got = int8_embedder().embed_query(TEXTS[2], delta)
+    assert got[0] == pytest.approx(expected[0], abs=1e-6) and np.allclose(got[2], expected[2], atol=1e-5)
+    assert "cannot save the query graph" in caplog.text
+    assert not graph.exists() and not query_int8.int8_path(graph).exists()
+    assert not [p.name for p in export.iterdir() if p.name.endswith(".tmp")]

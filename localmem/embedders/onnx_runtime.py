@@ -348,15 +348,16 @@ class OnnxEmbedder:
                 else:
                     log.info("query graph built in %.1f s: %s", time.perf_counter() - started, saved)
                 model: str | bytes = str(saved) if saved is not None else inline  # type: ignore[assignment]
-                if self.query_int8:
-                    started = time.perf_counter()
-                    model = query_int8.quantise(saved if saved is not None else inline,  # type: ignore[arg-type]
-                                                path if saved is not None else None)
-                    log.info("query graph quantised to int8 in %.1f s: %s", time.perf_counter() - started, path)
                 try:
+                    if self.query_int8:
+                        started = time.perf_counter()
+                        model = query_int8.quantise(saved if saved is not None else inline,  # type: ignore[arg-type]
+                                                    path if saved is not None else None)
+                        log.info("query graph quantised to int8 in %.1f s: %s", time.perf_counter() - started, path)
                     session = self._new_session(model, one_query=True)
                 except Exception as ex:
-                    raise EmbedderUnavailable(f"the query graph of ONNX embedding model {self.name!r} would "
+                    kind = "int8 query graph (LOCALMEM_QUERY_INT8=1)" if self.query_int8 else "query graph"
+                    raise EmbedderUnavailable(f"the {kind} of ONNX embedding model {self.name!r} would "
                                               f"not load: {type(ex).__name__}: {ex}") from ex
             inputs = {i.name for i in session.get_inputs()}
             if "input_ids" not in inputs or query_graph.GATE_INPUT not in inputs:

@@ -98,11 +98,9 @@ def quantise(graph: Path | bytes, target: Path | None) -> bytes:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with tempfile.TemporaryDirectory(prefix="localmem-int8-") as scratch:
-        source = Path(scratch) / "query.onnx"
+        source = graph if isinstance(graph, Path) else Path(scratch) / "query.onnx"
         if isinstance(graph, bytes):
             source.write_bytes(graph)
-        else:
-            source = graph
         out = Path(scratch) / "int8.onnx"
         # Per-channel scales keep the query vector within a cosine of ~0.995 of the float
         # graph's (~0.971 with one scale per matrix), at the same speed. The delta's
