@@ -18,7 +18,7 @@ from localmem.embedders import OnnxEmbedder, query_graph, query_int8
 from localmem.errors import ConfigError
 from localmem.recall.learned_rank import TreeModel
 
-from test_onnx_embedder import real  # noqa: F401  (the module's real-model fixture)
+from test_onnx_embedder import real, run_python  # noqa: F401  (the module's real-model fixture)
 from test_query_delta import TEXTS, needs_runtimes, strong_delta
 
 
@@ -48,6 +48,15 @@ def test_without_the_onnx_package_the_setting_is_refused_saying_what_to_install(
     with pytest.raises(ConfigError, match=r"LOCALMEM_QUERY_INT8=1 needs the onnx package .*localmem\[onnx\]"):
         OnnxEmbedder("all-MiniLM-L6-v2", environ={query_int8.ENV: "1"})
     assert OnnxEmbedder("all-MiniLM-L6-v2", environ={}).query_int8 is False  # off: onnx not needed
+
+
+def test_the_setting_loads_neither_onnx_nor_onnxruntime_until_a_query_needs_them():
+    found = run_python("import sys\nfrom localmem.embedders import OnnxEmbedder\n"
+                       "e = OnnxEmbedder('all-MiniLM-L6-v2')\n"
+                       "print(e.query_int8, 'onnxruntime' in sys.modules, 'onnx' in sys.modules)",
+                       LOCALMEM_QUERY_INT8="1")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split() == ["True", "False", "False"]
 
 
 def test_a_saved_graph_is_read_back_only_while_its_digest_matches(tmp_path):

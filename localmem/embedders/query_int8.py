@@ -49,12 +49,16 @@ def wanted(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def unavailable_reason() -> str | None:
-    """Why quantising cannot run here (None when it can), found without importing onnx."""
+    """Why quantising cannot run here (None when it can), found without importing onnx or
+    onnxruntime (a store opens with this setting without loading either)."""
+    specs = {}
     for module in ("onnx", "onnxruntime"):
-        if importlib.util.find_spec(module) is None:
+        specs[module] = importlib.util.find_spec(module)
+        if specs[module] is None:
             return (f"{ENV}=1 needs the {module} package to quantise the query graph "
                     "(pip install 'localmem[onnx]')")
-    if importlib.util.find_spec("onnxruntime.quantization") is None:
+    folders = specs["onnxruntime"].submodule_search_locations or ()
+    if not any(os.path.isdir(os.path.join(folder, "quantization")) for folder in folders):
         return f"{ENV}=1 needs onnxruntime.quantization, missing from this onnxruntime build"
     return None
 
