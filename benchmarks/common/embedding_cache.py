@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from array import array
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,44 @@ class CachedEmbedder:
 
         return [np.frombuffer(b, dtype=np.float16).reshape(-1, dims).astype(np.float32)
                 for b in self._lookup(f"query-tokens-{delta.digest}", list(texts), compute)]
+
+
+class QueryGraphCachedEmbedder(CachedEmbedder):
+    """A ``CachedEmbedder`` that also passes ``embed_query`` (the query graph's one run:
+    vector, plain tokens, tuned tokens) through the cache, so recall's queries take the
+    embedder's own query path. For an ONNX embedder with ``LOCALMEM_QUERY_INT8=1``
+    (``cached_embedder`` in quality/locomo.py picks it then): its query vectors differ from
+    ``embed``'s, so they are cached apart, per onnxruntime version and delta. Recall runs
+    ``embed_query`` on the store's aside thread: the cache's connection is shared under a lock."""
+
+    def __init__(self, inner: Any, path: Path | None = None) -> None:
+        super().__init__(inner, path)
+        self.db.close()
+        self.db = sqlite3.connect(str(path or CACHE_DIR / "embeddings.sqlite"), check_same_thread=False)
+        self._lock = threading.Lock()
+
+    def _lookup(self, kind: str, texts: list[str], compute) -> list[bytes]:
+        with self._lock:
+            return super()._lookup(kind, texts, compute)
+
+    def embed_query(self, text: str, delta: Any) -> tuple[list[float], Any, Any]:
+        import importlib.metadata
+
+        import numpy as np
+
+        dims = self.dimensions
+        kind = f"query-int8-{importlib.metadata.version('onnxruntime')}-{delta.digest}"
+
+        def compute(miss: list[str]) -> list[bytes]:
+            out = []
+            for one in miss:
+                vector, plain, tuned = self.inner.embed_query(one, delta)
+                out.append(np.asarray(vector, dtype=np.float32).tobytes()
+                           + np.asarray(plain, dtype=np.float16).tobytes()
+                           + np.asarray(tuned, dtype=np.float16).tobytes())
+            return out
+
+        blob = self._lookup(kind, [text], compute)[0]
+        vector = np.frombuffer(blob[:4 * dims], dtype=np.float32)
+        tokens = np.frombuffer(blob[4 * dims:], dtype=np.float16).reshape(2, -1, dims).astype(np.float32)
+        return vector.tolist(), tokens[0], tokens[1]

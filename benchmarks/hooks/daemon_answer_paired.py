@@ -7,9 +7,12 @@ and as the working folder), each on its own copy of scale.py's cached 10k store 
 the default model, as daemon_latency.py does), then asks both the same prompt hook, one after
 the other, taking turns at going first, and reports each one's own time (``took_ms``: the
 prompt hook's two recalls and the answer) and the round trip seen from here, with the median
-over prompts of after ÷ before. Every file is in a temporary folder.
+over prompts of after ÷ before. Every file is in a temporary folder. ``--after-env KEY=VALUE``
+(repeatable) sets a variable in AFTER's warm process only: one tree against itself with a
+setting changed (the same tree given twice).
 
     python benchmarks/hooks/daemon_answer_paired.py BEFORE_TREE AFTER_TREE [--runs 40] [--gap 0.05]
+        [--after-env KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -60,7 +63,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40, help="prompts asked of both (default 40)")
     parser.add_argument("--gap", type=float, default=0.05, help="seconds of quiet before each ask")
     parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "localmem-bench-cache"))
+    parser.add_argument("--after-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="an environment variable for AFTER's warm process only (repeatable)")
     args = parser.parse_args()
+    extra = {}
+    for pair in args.after_env:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--after-env wants KEY=VALUE, got {pair!r}")
+        extra[key.strip()] = value
     from benchmarks.speed import scale
     from localmem import Config, MemoryStore
 
@@ -82,6 +93,7 @@ def main() -> None:
         with MemoryStore(str(dbs["before"]), embedder="hash", config=Config(track_access=False)) as store:
             texts = [kwargs["query"] for _mode, kwargs, _vector in scale.workload(store, args.runs + 10)]
         envs = {name: dict(env, PYTHONPATH=str(tree)) for name, tree in trees.items()}
+        envs["after"].update(extra)
         try:
             for name, tree in trees.items():
                 started = time.perf_counter()
@@ -102,7 +114,8 @@ def main() -> None:
             for name, tree in trees.items():
                 daemon(tree, envs[name], dbs[name], "stop")
     print(f"{args.runs} prompt hooks asked of both warm processes, 10k memories, real model, "
-          f"{args.gap} s before each; load average {os.getloadavg()[0]:.1f}")
+          f"{args.gap} s before each; load average {os.getloadavg()[0]:.1f}"
+          + (f"; after with {' '.join(args.after_env)}" if args.after_env else ""))
     print("| measure | before p50 | after p50 | before mean | after mean | median after ÷ before |")
     print("|---|---:|---:|---:|---:|---:|")
     for label, values in (("the warm process's own time (took_ms)", took), ("round trip from here", trip)):

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from localmem import Config, MemoryStore  # noqa: E402
 from localmem.recall.keywords import query_terms  # noqa: E402
 from benchmarks.common.results_file import write_section  # noqa: E402
-from benchmarks.common.embedding_cache import CachedEmbedder  # noqa: E402
+from benchmarks.common.embedding_cache import CachedEmbedder, QueryGraphCachedEmbedder  # noqa: E402
 from localmem.embedders.resolve import resolve_embedder  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev.json"
@@ -202,7 +202,9 @@ def summarise(rows: list) -> dict[str, dict[str, float]]:
 def cached_embedder(spec: str):
     """The embedder ``spec`` names, behind the on-disk cache (benchmarks/.cache/)."""
     inner = resolve_embedder(spec)
-    return None if inner is None else CachedEmbedder(inner)
+    if inner is None:
+        return None
+    return (QueryGraphCachedEmbedder if getattr(inner, "query_int8", False) else CachedEmbedder)(inner)
 
 
 def build_store(data: list, embedder, path: str, config: Config, *,

@@ -2,6 +2,7 @@
 
     python benchmarks/speed/small_store_paired.py BEFORE_TREE AFTER_TREE --store FILE
         [--modes text,conversation,plain,v1] [--passes 1] [--every 1] [--gap S] [--cold N]
+        [--after-env KEY=VALUE ...]
     LOCALMEM_PAIRED_CLOCK=cpu python benchmarks/speed/small_store_paired.py ...   (thread CPU time)
     LOCALMEM_PAIRED_CLOCK=process ... --gap 0.05   (the worker's CPU time, every thread; see worker)
 
@@ -18,6 +19,10 @@ k 20 (what benchmarks/quality/locomo.py asks).
 ``--cold N`` then times N pairs of new processes, the trees taking turns at going
 first: ``python -m localmem --db FILE recall QUESTION --tags TAG --limit 20 --json``
 (warm process off), from spawn to exit, a different question each pair.
+
+``--after-env KEY=VALUE`` (repeatable) sets an environment variable in AFTER's
+processes only: one tree against itself with a setting changed (the same tree may be
+given twice), e.g. ``--after-env LOCALMEM_QUERY_INT8=1``.
 """
 
 from __future__ import annotations
@@ -68,8 +73,8 @@ def worker(data: str, store_path: str, embedder: str) -> None:
     store.close()
 
 
-def spawn(tree: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
-    env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
+def spawn(tree: Path, args: argparse.Namespace, extra: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1", **extra)
     process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker", "--data", args.data,
                                 "--store", args.store, "--embedder", args.embedder],
                                cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -86,7 +91,8 @@ def timed(process: subprocess.Popen[str], mode: str, index: int) -> float:
     return float(process.stdout.readline())
 
 
-def cold_pairs(trees: dict[str, Path], args: argparse.Namespace, count: int) -> dict[str, list[float]]:
+def cold_pairs(trees: dict[str, Path], args: argparse.Namespace, count: int,
+               extra: dict[str, dict[str, str]]) -> dict[str, list[float]]:
     """Seconds from spawn to exit of a new ``localmem recall`` process per tree, ``count`` pairs."""
     from benchmarks.quality.locomo import questions_of, turns_of
     data = json.loads(Path(args.data).read_text())
@@ -98,7 +104,7 @@ def cold_pairs(trees: dict[str, Path], args: argparse.Namespace, count: int) -> 
         order = list(trees.items()) if n % 2 == 0 else list(trees.items())[::-1]
         for name, tree in order:
             env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1", LOCALMEM_DAEMON="0",
-                       LOCALMEM_TRACK_ACCESS="0")
+                       LOCALMEM_TRACK_ACCESS="0", **extra[name])
             started = time.perf_counter()
             subprocess.run([sys.executable, "-m", "localmem", "--db", args.store, "recall", question, "--tags", tag,
                             "--limit", "20", "--json"], cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -127,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait before each timed request, so that threads the other worker "
                              "left spinning after its request have gone idle")
     parser.add_argument("--cold", type=int, default=0, help="also time this many pairs of new recall processes")
+    parser.add_argument("--after-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="an environment variable for AFTER's processes only (repeatable)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -134,9 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.before or not args.after:
         parser.error("give the two trees")
+    extra: dict[str, dict[str, str]] = {"before": {}, "after": {}}
+    for pair in args.after_env:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--after-env wants KEY=VALUE, got {pair!r}")
+        extra["after"][key.strip()] = value
     # The first builds the store when it is missing; the second then opens it.
-    before, count = spawn(Path(args.before).resolve(), args)
-    after, _ = spawn(Path(args.after).resolve(), args)
+    before, count = spawn(Path(args.before).resolve(), args, extra["before"])
+    after, _ = spawn(Path(args.after).resolve(), args, extra["after"])
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     times: dict[str, dict[str, list[float]]] = {m: {"before": [], "after": []} for m in modes}
     turn = 0
@@ -158,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     measure = {"cpu": "recall thread CPU time", "process": "worker process CPU time (all threads)"}.get(
         os.environ.get("LOCALMEM_PAIRED_CLOCK", ""), "wall clock")
     print(f"{count} questions (every {args.every}), {args.passes} pass(es), {measure}, paired"
-          + (f", {args.gap} s before each request" if args.gap else ""))
+          + (f", {args.gap} s before each request" if args.gap else "")
+          + (f", after with {' '.join(args.after_env)}" if args.after_env else ""))
     print("| mode | before p50 | before p95 | after p50 | after p95 | before mean | after mean "
           "| median after/before |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -168,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {mode} | {statistics.median(b):.2f} | {pct(b, 0.95):.2f} | {statistics.median(a):.2f} | "
               f"{pct(a, 0.95):.2f} | {statistics.fmean(b):.2f} | {statistics.fmean(a):.2f} | {ratio:.3f} |")
     if args.cold:
-        cold = cold_pairs({"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}, args, args.cold)
+        cold = cold_pairs({"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}, args, args.cold,
+                          extra)
         b, a = cold["before"], cold["after"]
         ratio = statistics.median(x / y for x, y in zip(a, b))
         print(f"\nnew process, spawn to exit of `localmem recall --json` (warm process off), {args.cold} pairs, s")

@@ -187,6 +187,8 @@ def stats_lines(stats: dict[str, Any], width: int = 80) -> list[str]:
         embedder_text += f" (database made with {embedder['recorded']})"
     if embedder.get("error"):
         embedder_text += f" - unavailable: {embedder['error']}"
+    if embedder.get("query_int8"):
+        embedder_text += f"; {QUERY_INT8_NOTE}"
     rows = [
         ("database", f"{stats['path']} ({human_size(stats['file_size_bytes'])}, schema {stats['schema_version']})"),
         ("embedder", embedder_text),
@@ -257,6 +259,10 @@ def _daemon_line(daemon: dict[str, Any]) -> str:
     return f"warm process: {daemon['state']} ({daemon.get('reason', '')}{where})"
 
 
+QUERY_INT8_NOTE = ("queries through the int8 query graph (LOCALMEM_QUERY_INT8=1: faster, "
+                   "answers differ slightly from the float model's)")
+
+
 def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
     from ..maintenance import doctor
 
@@ -307,10 +313,13 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
     from ..hooks import installed
 
     report["hooks"] = installed.installed()
+    report["query_int8"] = bool(getattr(store.embedder, "query_int8", False))
     if out.as_json:
         out.json(report)
         return EXIT_OK if not final else EXIT_ERROR
     out.line(_daemon_line(report["daemon"]))
+    if report["query_int8"]:
+        out.line(QUERY_INT8_NOTE)
     out.lines(installed.describe(report["hooks"], store.path))
     if not final:
         out.line("no problems found" if not args.repair else "no problems remain")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from .base import Embedder, EmbedderUnavailable
 from .model_files import DEFAULT_MODEL, installed, known_dimensions, local_model_path, read_json
-from . import query_graph
+from . import query_graph, query_int8
 from .onnx_cache import ONNX_FILE, RUNTIME_REQUIREMENTS, find_export, onnx_root
 from .st_pipeline import Pipeline, read_pipeline
 
@@ -61,6 +61,10 @@ class OnnxEmbedder:
         self.path = local_model_path(self.name)
         self._export_path = Path(export_path) if export_path is not None else None
         self._environ = environ
+        # LOCALMEM_QUERY_INT8=1: queries through the int8 query graph (embedders/query_int8.py).
+        self.query_int8 = query_int8.wanted(environ)
+        if self.query_int8 and (why := query_int8.unavailable_reason()) is not None:
+            raise ConfigError(why)
         self._dimensions: int | None = None
         self._pipeline: Pipeline | None = None
         self._session: Any = None
@@ -294,12 +298,15 @@ class OnnxEmbedder:
         except Exception:  # found again, and said, by the ordinary path
             return None
         path = query_graph.graph_path(export, delta) if export is not None else None
+        if path is not None and self.query_int8:
+            path = query_int8.int8_path(path)
         if path is None or not path.is_file() or not installed("onnxruntime"):
             return None
 
         def open_graph() -> None:
             try:
-                self._opened = (delta.digest, path, self._new_session(str(path), one_query=True))
+                session = self._open_graph_file(path)
+                self._opened = None if session is None else (delta.digest, path, session)
             except Exception:  # the ordinary path opens it again and says why it fails
                 self._opened = None
 
@@ -317,16 +324,18 @@ class OnnxEmbedder:
             assert self.export_path is not None
             session = None
             path = query_graph.graph_path(self.export_path, delta)
+            if self.query_int8:
+                path = query_int8.int8_path(path)
             opened, self._opened = self._opened, None
             if opened is not None and opened[:2] == (delta.digest, path):
                 session = opened[2]
             elif path.is_file():
                 try:
-                    session = self._new_session(str(path), one_query=True)
+                    session = self._open_graph_file(path)
                 except Exception as ex:  # a damaged file: built again below
                     log.warning("query graph %s would not load (%s: %s); building it again",
                                 path, type(ex).__name__, ex)
-                    query_graph.discard(path)
+                    (query_int8.discard if self.query_int8 else query_graph.discard)(path)
             if session is None:
                 if not installed("onnx"):
                     raise ValueError("building the query graph for the learned ranking's query delta "
@@ -338,17 +347,34 @@ class OnnxEmbedder:
                     log.warning("%s; building it in memory in every process", why)
                 else:
                     log.info("query graph built in %.1f s: %s", time.perf_counter() - started, saved)
+                model: str | bytes = str(saved) if saved is not None else inline  # type: ignore[assignment]
                 try:
-                    session = self._new_session(str(saved) if saved is not None else inline,  # type: ignore[arg-type]
-                                                one_query=True)
+                    if self.query_int8:
+                        started = time.perf_counter()
+                        model = query_int8.quantise(saved if saved is not None else inline,  # type: ignore[arg-type]
+                                                    path if saved is not None else None)
+                        log.info("query graph quantised to int8 in %.1f s: %s", time.perf_counter() - started, path)
+                    session = self._new_session(model, one_query=True)
                 except Exception as ex:
-                    raise EmbedderUnavailable(f"the query graph of ONNX embedding model {self.name!r} would "
+                    kind = "int8 query graph (LOCALMEM_QUERY_INT8=1)" if self.query_int8 else "query graph"
+                    raise EmbedderUnavailable(f"the {kind} of ONNX embedding model {self.name!r} would "
                                               f"not load: {type(ex).__name__}: {ex}") from ex
             inputs = {i.name for i in session.get_inputs()}
             if "input_ids" not in inputs or query_graph.GATE_INPUT not in inputs:
                 raise ValueError(f"the query graph for this export has inputs {sorted(inputs)}")
             self._query = (delta.digest, session)
             return session
+
+    def _open_graph_file(self, path: Path) -> Any:
+        """A session of the saved query graph at ``path``; for the int8 graph only when its
+        digest checks out (None when it does not: the file is gone, to be made again)."""
+        if not self.query_int8:
+            return self._new_session(str(path), one_query=True)
+        data = query_int8.verified_bytes(path)
+        if data is None:
+            log.warning("int8 query graph %s is missing or does not match its digest; making it again", path)
+            return None
+        return self._new_session(data, one_query=True)
 
     def encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids the model sees for each text (for checks against sentence-transformers)."""

@@ -135,8 +135,8 @@ def discard(path: Path) -> None:
 
 
 def prune(export: Path, *, keep: Path) -> None:
-    """Delete other deltas' query graphs not written for a week, older formats' graphs,
-    and temporary files of dead processes."""
+    """Delete other deltas' query graphs (and their int8 copies) not written for a week,
+    older formats' graphs, and temporary files of dead processes."""
     now = time.time()
     try:
         entries = list(os.scandir(export))
@@ -144,7 +144,9 @@ def prune(export: Path, *, keep: Path) -> None:
         return
     for entry in entries:
         name = entry.name
-        graph = name.startswith("query-") and name.endswith(".onnx") and name != keep.name
+        # An int8 copy (embedders/query_int8.py) and its digest go with their graph's age.
+        graph = (name.startswith("query-") and name.endswith((".onnx", ".onnx.sha256"))
+                 and name != keep.name and not name.startswith(keep.stem + "-int8-"))
         temp = name.startswith(".query-") and name.endswith(".tmp")
         if not (graph or temp) or not entry.is_file(follow_symlinks=False):
             continue

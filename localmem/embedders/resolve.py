@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError
+from . import query_int8
 from .base import Embedder, UnavailableEmbedder
 from .hashing import HashEmbedder
 from .model_files import DEFAULT_MODEL, installed
@@ -55,6 +56,7 @@ def resolve_embedder(spec: Any, *, environ: Mapping[str, str] | None = None) -> 
             if not re.fullmatch(r"[0-9]+", raw):
                 raise ConfigError(f"bad embedder {spec!r}: expected 'hash:N' with N an integer")
             return HashEmbedder(int(raw))
+        query_int8.wanted(environ)  # a bad LOCALMEM_QUERY_INT8 is refused even without an export
         if lowered == "auto":
             env = os.environ if environ is None else environ
             model = (env.get("LOCALMEM_MODEL") or "").strip() or DEFAULT_MODEL

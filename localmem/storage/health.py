@@ -48,6 +48,8 @@ def health_report(backend: "Backend", path: str) -> dict[str, Any]:
             "recorded": backend.meta("embedder"),
             "available": vector_ok,
             "error": backend.embedder_error,
+            # LOCALMEM_QUERY_INT8=1: queries through the int8 query graph (embedders/query_int8.py)
+            "query_int8": bool(getattr(backend.embedder, "query_int8", False)),
         },
         "schema_version": int(backend.meta("schema_version") or 0),
         "latest_schema_version": LATEST_VERSION,
