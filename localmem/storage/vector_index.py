@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from . import code_calibration as calibration
+from . import code_calibration as calibration, staged_insert
 from .statements import Statements
 
 FIRST_CHECK_ROWS = 32  # the first calibration from data (and the first store mean, recall/centering.py)
@@ -63,10 +63,11 @@ def insert(conn: apsw.Connection, sql: Statements, pk: int, vector: bytes) -> No
 
 
 def insert_many(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, bytes]]) -> None:
-    """Write the codes of a batch of new (pk, vector) pairs in one executemany."""
-    if pairs:
-        conn.executemany(sql["vector_codes_insert"],
-                         ({"pk": pk, "code_input": code_input(vector)} for pk, vector in pairs))
+    """Write the codes of a batch of new (pk, vector) pairs, in their order (staged_insert.py)."""
+    staged_insert.insert_rows(
+        conn, sql, "vector_code", sql["vector_codes_insert"],
+        [{"pk": pk, "code_input": code_input(vector)} for pk, vector in pairs],
+        staged=sql.compose("vector_code_insert_staged", code_input="s.code_input"))
 
 
 def set_time(conn: apsw.Connection, sql: Statements, pk: int) -> None:

@@ -1,0 +1,8 @@
+-- A connection's private staging table for a batch of new memory rows (storage/staged_insert.py):
+-- in the temporary database, so no other connection or process ever sees it. Columns without a
+-- type keep each bound value as it is; memory_insert_staged gives them memories' own affinities.
+CREATE TEMP TABLE IF NOT EXISTS memory_stage (
+    pk INTEGER PRIMARY KEY, id, content, summary, type, confidence, importance, tags, timestamp,
+    updated_at, last_accessed, t_valid, t_invalid, archived, metadata, context, relevance_score,
+    thread
+);
