@@ -1,4 +1,4 @@
--- A connection's private staging table for a batch of new memory rows (storage/staged_insert.py):
+-- A connection's private staging table for a batch of new memory rows (storage/staged_rows.py):
 -- in the temporary database, so no other connection or process ever sees it. Columns without a
 -- type keep each bound value as it is; memory_insert_staged gives them memories' own affinities.
 CREATE TEMP TABLE IF NOT EXISTS memory_stage (

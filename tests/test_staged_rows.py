@@ -1,4 +1,4 @@
-"""A batch's memory rows and vector codes go in through a private staging table (storage/staged_insert.py).
+"""A batch's memory rows and vector codes go in through a private staging table (storage/staged_rows.py).
 
 What is stored must be what the one-statement-per-row path stores: the same rows, the same
 change numbers and stamps in key order, the same code numbers and counter. A failure part-way
@@ -14,7 +14,8 @@ import apsw
 import pytest
 
 from localmem import StorageError, ValidationError
-from localmem.storage import staged_insert
+from localmem.storage import staged_rows, vector_index
+from localmem.storage.database import transaction
 from tests.store_helpers import new_store
 
 # Every table a bulk write fills whose rows can be compared between two stores (the store's
@@ -50,12 +51,12 @@ def test_staged_batches_store_what_row_by_row_statements_store(tmp_path, monkeyp
     the counters carried across them) and once one statement per row: every table alike. The
     second call does not recalibrate (70 codes < twice the 40 checked), so its codes keep the
     numbers the insert gave them."""
-    monkeypatch.setattr(staged_insert, "CHUNK_ROWS", 8)
+    monkeypatch.setattr(staged_rows, "CHUNK_ROWS", 8)
     calls = (items(70)[:40], items(70)[40:])
     staged = new_store(str(tmp_path / "staged.db"))
     for call in calls:
         staged.store_many(call)
-    monkeypatch.setattr(staged_insert, "STAGE_FROM_ROWS", 10**9)
+    monkeypatch.setattr(staged_rows, "STAGE_FROM_ROWS", 10**9)
     direct = new_store(str(tmp_path / "direct.db"))
     for call in calls:
         direct.store_many(call)
@@ -71,7 +72,7 @@ def test_staged_batches_store_what_row_by_row_statements_store(tmp_path, monkeyp
 def test_a_batch_failing_in_a_later_chunk_leaves_nothing_of_it(tmp_path, monkeypatch):
     """A row of the second chunk refused by SQLite: none of the batch's rows, codes or log entries
     stay, the staging tables are empty, and the next batch is numbered as if none had been tried."""
-    monkeypatch.setattr(staged_insert, "CHUNK_ROWS", 16)
+    monkeypatch.setattr(staged_rows, "CHUNK_ROWS", 16)
     store = new_store(str(tmp_path / "a.db"))
     store.store_many(items(20))
     before = digests(store)
@@ -105,6 +106,30 @@ def test_the_staging_tables_are_private_to_the_writing_connection(tmp_path):
 def test_a_few_rows_take_the_one_statement_path_and_agree(tmp_path):
     """Below STAGE_FROM_ROWS no staging table is made; the rows are the staged path's."""
     few = new_store(str(tmp_path / "few.db"))
-    few.store_many(items(staged_insert.STAGE_FROM_ROWS - 1))
+    few.store_many(items(staged_rows.STAGE_FROM_ROWS - 1))
     assert not list(few.conn.execute("SELECT name FROM sqlite_temp_schema WHERE name LIKE '%stage'"))
-    assert few.conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0] == staged_insert.STAGE_FROM_ROWS - 1
+    assert few.conn.execute("SELECT count(*) FROM vector_codes").fetchone()[0] == staged_rows.STAGE_FROM_ROWS - 1
+
+
+def test_a_recode_numbers_the_codes_as_the_row_by_row_update_did(tmp_path, monkeypatch):
+    """Every code re-encoded after a forced recalibration, one memory's code missing (a damaged
+    index: its vector is not re-encoded and takes no number): the codes, their numbers and the
+    counter as the one-statement-per-code path leaves them."""
+    monkeypatch.setattr(staged_rows, "CHUNK_ROWS", 16)
+    stores = {}
+    for label, first_staged in (("staged", 8), ("direct", 10**9)):
+        monkeypatch.setattr(staged_rows, "STAGE_FROM_ROWS", 8)
+        store = new_store(str(tmp_path / f"{label}.db"))
+        store.store_many(items(100))
+        monkeypatch.setattr(staged_rows, "STAGE_FROM_ROWS", first_staged)
+        with transaction(store.conn):
+            store.conn.execute("DELETE FROM vector_codes WHERE pk = 50")
+            assert vector_index.recalibrate(store.conn, store.sql, store.dimensions, force=True)
+        stores[label] = store
+    rows = {label: list(s.conn.execute("SELECT pk, seq, codes FROM vector_codes ORDER BY pk"))
+            for label, s in stores.items()}
+    assert rows["staged"] == rows["direct"] and len(rows["staged"]) == 99
+    clocks = {label: s.conn.execute("SELECT seq, rows FROM vector_clock").fetchone() for label, s in stores.items()}
+    assert clocks["staged"] == clocks["direct"]
+    seqs = [seq for _pk, seq, _codes in rows["staged"]]
+    assert seqs == list(range(clocks["staged"][0] - 98, clocks["staged"][0] + 1))
