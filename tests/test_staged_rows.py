@@ -81,7 +81,7 @@ def test_a_batch_failing_in_a_later_chunk_leaves_nothing_of_it(tmp_path, monkeyp
     with pytest.raises((apsw.ConstraintError, StorageError, ValidationError)):
         store.store_many(items(60)[20:])
     assert digests(store) == before
-    for stage in ("memory_stage", "vector_code_stage"):
+    for stage in ("memory_stage", "vector_codes_stage"):
         assert store.conn.execute(f"SELECT count(*) FROM temp.{stage}").fetchone()[0] == 0
     store.conn.execute("DROP TRIGGER temp.refuse")
     store.store_many(items(60)[20:])
@@ -98,7 +98,7 @@ def test_the_staging_tables_are_private_to_the_writing_connection(tmp_path):
     store.store_many(items(50))
     other = apsw.Connection(path)
     names = {name for (name,) in other.execute("SELECT name FROM sqlite_schema")}
-    assert not {"memory_stage", "vector_code_stage"} & names
+    assert not {"memory_stage", "vector_codes_stage"} & names
     assert not list(other.execute("SELECT name FROM sqlite_temp_schema"))
     assert other.execute("SELECT count(*) FROM memories").fetchone()[0] == 50
 

@@ -3,7 +3,7 @@
 An INSERT into a table that has an insert trigger costs about 4.5 µs more per statement on
 this project's memories table than the same INSERT without one, even when the trigger's
 ``WHEN`` is false (docs/results/history.md, "Bulk writes: one statement per chunk"), and an
-UPDATE of a table with an update trigger pays the same; an ``executemany`` pays it once per
+UPDATE of a table with an update trigger pays it too; an ``executemany`` pays it once per
 row. Here the rows go first into a table of the connection's temporary database (no trigger,
 no index, seen by no other connection), then into the real table with one ``INSERT … SELECT``
 (or ``UPDATE … FROM``) per chunk, in order. The triggers still run for every row, and

@@ -66,8 +66,8 @@ def insert_many(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, b
     """Write the codes of a batch of new (pk, vector) pairs, in their order (staged_rows.py)."""
     staged_rows.write_rows(
         conn, sql, ({"pk": pk, "code_input": code_input(vector)} for pk, vector in pairs),
-        direct=sql["vector_codes_insert"], name="vector_code",
-        staged=sql.compose("vector_code_insert_staged", code_input="s.code_input"))
+        direct=sql["vector_codes_insert"], name="vector_codes",
+        staged=sql.compose("vector_codes_insert_staged", code_input="s.code_input"))
 
 
 def set_time(conn: apsw.Connection, sql: Statements, pk: int) -> None:
@@ -105,8 +105,8 @@ def _recode_all(conn: apsw.Connection, sql: Statements, dims: int) -> None:
     rows = [(pk, blob) for pk, blob in conn.execute(sql["embeddings_all"]) if len(blob) == 4 * dims]
     staged_rows.write_rows(
         conn, sql, ({"pk": pk, "code_input": code_input(blob)} for pk, blob in rows),
-        direct=sql["vector_codes_recode"], name="vector_code", stage="vector_code_stage_existing",
-        staged=sql.compose("vector_code_recode_staged", code_input="s.code_input"))
+        direct=sql["vector_codes_recode"], name="vector_codes", stage="vector_codes_stage_existing",
+        staged=sql.compose("vector_codes_recode_staged", code_input="s.code_input"))
 
 
 def recalibrate(conn: apsw.Connection, sql: Statements, dims: int, *, recode: bool = True,

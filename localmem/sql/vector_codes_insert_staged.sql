@@ -8,5 +8,5 @@ INSERT INTO vector_codes (pk, seq, ts, codes)
 SELECT s.pk, base.seq + s.n,
        (SELECT unixepoch(m.timestamp, 'subsec') FROM memories AS m WHERE m.pk = s.pk),
        {{vector_codes}}
-FROM temp.vector_code_stage AS s, base, vector_calibration AS cal
+FROM temp.vector_codes_stage AS s, base, vector_calibration AS cal
 ORDER BY s.n;

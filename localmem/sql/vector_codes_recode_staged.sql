@@ -5,5 +5,5 @@
 WITH base AS MATERIALIZED (SELECT seq FROM vector_clock WHERE id = 1)
 UPDATE vector_codes
 SET codes = {{vector_codes}}, seq = base.seq + s.n
-FROM temp.vector_code_stage AS s, base, vector_calibration AS cal
+FROM temp.vector_codes_stage AS s, base, vector_calibration AS cal
 WHERE vector_codes.pk = s.pk;
