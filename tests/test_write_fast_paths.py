@@ -4,11 +4,13 @@
 - ``associate`` finds both memories and the pair's current edge in one statement, and still
   names the memories that do not exist;
 - a row's dedup key is built from the thread key the write already has, and its content
-  normalised with string methods instead of two regular expressions.
+  normalised with string methods instead of two regular expressions;
+- the text a dedup key hashes is put together from its JSON strings, as the JSON encoder wrote it.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import unicodedata
@@ -95,6 +97,24 @@ SPACES_AND_MARKS = "ab .!?。！…\t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2
 @given(st.text(alphabet=SPACES_AND_MARKS, max_size=30) | st.text(max_size=30))
 def test_content_is_normalised_as_the_regular_expressions_did(text):
     assert dedup_keys.normalise_content(text) == _normalised_by_regex(text)
+
+
+_KEY_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# Quotes, backslashes, control characters, separators and non-ASCII: what JSON escapes or keeps.
+JSON_AWKWARD = 'a"\\/\b\f\n\r\t\x00\x1f\x7f\u2028\u2029é中😀 ,:[]{}null'
+
+
+@settings(max_examples=400, deadline=None)
+@given(content=st.text(alphabet=JSON_AWKWARD, max_size=20) | st.text(max_size=20),
+       context=st.text(alphabet=JSON_AWKWARD, max_size=8),
+       tags=st.lists(st.text(alphabet=JSON_AWKWARD, max_size=6), max_size=4),
+       thread=st.none() | st.text(alphabet=JSON_AWKWARD, min_size=1, max_size=8),
+       timestamp=st.text(alphabet=JSON_AWKWARD, max_size=8))
+def test_the_key_text_is_what_the_json_encoder_wrote(content, context, tags, thread, timestamp):
+    """The keys stored must not change: the hand-built text against the encoder the key used."""
+    scope = [context, sorted({t.lower() for t in tags}), [thread, timestamp] if thread else None]
+    expected = _KEY_ENCODER.encode([dedup_keys.normalise_content(content), scope])
+    assert dedup_keys.key_text(content, context, tags, thread, timestamp) == expected
 
 
 @pytest.mark.parametrize("content, summary", [

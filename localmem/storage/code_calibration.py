@@ -130,14 +130,15 @@ def hamming(code_words: np.ndarray, query_words: np.ndarray) -> np.ndarray:
 def _neighbour_ranks(table: np.ndarray, queries: np.ndarray, truths: np.ndarray) -> np.ndarray:
     """For each query row and each of its true neighbours: how many other rows are at most
     as far from the query in Hamming distance (the depth a scan must reach to keep it)."""
+    beyond = min(table.shape[1] * 64 + 1, np.iinfo(np.uint16).max)  # the query's own row: past any code
     ranks = []
     for start in range(0, len(queries), 8):  # eight queries at a time bounds the scratch memory
         chunk = queries[start: start + 8]
         distances = np.bitwise_count(table[None, :, :] ^ table[chunk][:, None, :]).sum(axis=2, dtype=np.uint16)
-        distances[np.arange(len(chunk)), chunk] = np.iinfo(np.uint16).max
-        ordered = np.sort(distances, axis=1)
+        distances[np.arange(len(chunk)), chunk] = beyond
         theirs = np.take_along_axis(distances, truths[start: start + 8], axis=1)
-        ranks.extend(np.searchsorted(o, d, side="right") for o, d in zip(ordered, theirs))
+        # Rows at most d away, for every d at once: a running count, not a sort of the rows.
+        ranks.extend(np.cumsum(np.bincount(row, minlength=beyond + 1))[d] for row, d in zip(distances, theirs))
     return np.concatenate(ranks)
 
 
@@ -178,11 +179,17 @@ def measure_depths(sample: np.ndarray, t: Thresholds, rng: np.random.Generator) 
     # What the two stages at these depths find on the sample itself.
     found = 0
     pool, shortlist = max(1, math.ceil(depth1 * rows)), max(1, math.ceil(depth3 * rows))
+    order = np.arange(rows, dtype=np.int64)
     for q, truth in zip(queries, kept):
-        d1 = hamming(sign_words, sign_words[q]).astype(np.int32)
+        # The stages keep the `pool` nearest by 1-bit distance, then the `shortlist` nearest of
+        # those by 3-bit distance, ties in the order of a stable sort (by 1-bit distance, then
+        # row). Only which rows are kept counts, so each stage takes the smallest of unique keys
+        # that encode that order (a partition, not a sort).
+        d1 = hamming(sign_words, sign_words[q]).astype(np.int64)
         d1[q] = 1 << 30
-        chosen = np.argsort(d1, kind="stable")[:pool]
-        d3 = hamming(code_words[chosen], code_words[q])
-        short = chosen[np.argsort(d3, kind="stable")[:shortlist]]
+        key1 = d1 * rows + order
+        chosen = np.argpartition(key1, pool - 1)[:pool] if pool < rows else order
+        key3 = hamming(code_words[chosen], code_words[q]).astype(np.int64) * (((1 << 30) + 1) * rows) + key1[chosen]
+        short = chosen[np.argpartition(key3, shortlist - 1)[:shortlist]] if shortlist < len(chosen) else chosen
         found += len(set(truth.tolist()) & set(short.tolist()))
     return Depths(depth1, depth3, found / (NEIGHBOURS * len(queries)), rows)

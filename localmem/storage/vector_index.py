@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from . import code_calibration as calibration
+from . import code_calibration as calibration, staged_rows
 from .statements import Statements
 
 FIRST_CHECK_ROWS = 32  # the first calibration from data (and the first store mean, recall/centering.py)
@@ -63,10 +63,11 @@ def insert(conn: apsw.Connection, sql: Statements, pk: int, vector: bytes) -> No
 
 
 def insert_many(conn: apsw.Connection, sql: Statements, pairs: list[tuple[int, bytes]]) -> None:
-    """Write the codes of a batch of new (pk, vector) pairs in one executemany."""
-    if pairs:
-        conn.executemany(sql["vector_codes_insert"],
-                         ({"pk": pk, "code_input": code_input(vector)} for pk, vector in pairs))
+    """Write the codes of a batch of new (pk, vector) pairs, in their order (staged_rows.py)."""
+    staged_rows.write_rows(
+        conn, sql, ({"pk": pk, "code_input": code_input(vector)} for pk, vector in pairs),
+        direct=sql["vector_codes_insert"], name="vector_codes",
+        staged=sql.compose("vector_codes_insert_staged", code_input="s.code_input"))
 
 
 def set_time(conn: apsw.Connection, sql: Statements, pk: int) -> None:
@@ -102,8 +103,10 @@ def _calibration_row(conn: apsw.Connection, sql: Statements, dims: int) -> Any:
 
 def _recode_all(conn: apsw.Connection, sql: Statements, dims: int) -> None:
     rows = [(pk, blob) for pk, blob in conn.execute(sql["embeddings_all"]) if len(blob) == 4 * dims]
-    conn.executemany(sql["vector_codes_recode"],
-                     ({"pk": pk, "code_input": code_input(blob)} for pk, blob in rows))
+    staged_rows.write_rows(
+        conn, sql, ({"pk": pk, "code_input": code_input(blob)} for pk, blob in rows),
+        direct=sql["vector_codes_recode"], name="vector_codes", stage="vector_codes_stage_existing",
+        staged=sql.compose("vector_codes_recode_staged", code_input="s.code_input"))
 
 
 def recalibrate(conn: apsw.Connection, sql: Statements, dims: int, *, recode: bool = True,

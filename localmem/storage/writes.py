@@ -11,7 +11,7 @@ import json
 
 import apsw
 
-from . import dedup_keys, vector_index
+from . import dedup_keys, staged_rows, vector_index
 from .change_log import batch_logged
 from ..errors import ValidationError
 from ..metadata_search import metadata_index_terms
@@ -113,7 +113,8 @@ def insert_memories(
         else:
             unthreaded_text.append(fresh_text_row(pk, row))
     with batch_logged(conn, sql, first, len(rows)):  # their change-log rows in one pass, not by trigger
-        conn.executemany(sql["memory_insert"], memory_rows)
+        staged_rows.write_rows(conn, sql, memory_rows, direct=sql["memory_insert"], name="memory",
+                               staged=sql["memory_insert_staged"])
     conn.executemany(sql["dedup_key_upsert"], key_rows)
     # OR IGNORE as the per-memory statements had it; a batch's keys are new, so nothing is ignored.
     conn.executemany(sql["memory_tag_insert"], sorted(tag_rows))
