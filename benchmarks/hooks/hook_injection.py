@@ -38,7 +38,8 @@ LongMemEval's instances by index mod 5. Reported:
   deciding whether to inject at all) fitted and held out the same way (the stand-out rule, and the recall-order
   rule with the gate's floor chosen per fold);
 - the recall-order rule with a second note only when recall's second scores at least a margin × its first
-  (injection_folds.RecallOrderGrid.choose_margin), held out the same way.
+  (injection_folds.RecallOrderGrid.choose_margin), held out the same way; and again with a share guard (the
+  rule chosen on the lowest share of notes that are evidence of either set, not the pooled share).
 
 Since branch gate5 a save also holds each prompt's keywords with their counts in the scope and recall's scores
 of the scope's first 20, so ``--inputs``/``--gate-inputs`` may also name benchmarks/common/prompt_terms.py's
@@ -441,9 +442,10 @@ def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[
                 for cap in injection_folds.CAPS))
 
 
-def margin_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...]) -> None:
+def margin_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...], share_guard: bool = False) -> None:
     """The recall-order rule with cap 1 unless recall's second stands close to its first (score ratio over a margin;
-    injection_folds.RecallOrderGrid.choose_margin), held out together and across sets."""
+    injection_folds.RecallOrderGrid.choose_margin), held out together and across sets; with ``share_guard``, chosen
+    on the lowest share of notes that are evidence of any one set."""
     both = [p for prompts in sets.values() for p in prompts]
 
     def injected(prompts: list[dict], relevance, rule) -> tuple[dict[int, list[str]], dict[int, int]]:
@@ -458,19 +460,20 @@ def margin_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, .
     for fold in range(FOLDS):
         train = [p for p in both if p["fold"] != fold]
         relevance = injection_folds.fit_relevance(train, features)
-        rules.append(injection_folds.RecallOrderGrid(train, relevance).choose_margin())
+        rules.append(injection_folds.RecallOrderGrid(train, relevance).choose_margin(share_guard))
         got = injected([p for p in both if p["fold"] == fold], relevance, rules[-1])
         ids.update(got[0])
         tokens.update(got[1])
-    print(f"\nRecall-order rule, a second note only when recall's second scores at least the margin × its first, held "
-          f"out together (relevance {', '.join(features)}):\n{header}")
+    guarded = ", the share guarded in each set" if share_guard else ""
+    print(f"\nRecall-order rule, a second note only when recall's second scores at least the margin × its first{guarded}, "
+          f"held out together (relevance {', '.join(features)}):\n{header}")
     for name, prompts in [*sets.items(), ("both", both)]:
         print(row(name, measure(prompts, ids, tokens)))
     print(f"per fold (floor, note floor, cap, margin): {rules}")
     for source, target in (("locomo", "lme"), ("lme", "locomo")):
         if source in sets and target in sets:
             relevance = injection_folds.fit_relevance(sets[source], features)
-            rule = injection_folds.RecallOrderGrid(sets[source], relevance).choose_margin()
+            rule = injection_folds.RecallOrderGrid(sets[source], relevance).choose_margin(share_guard)
             print(row(f"fit on {source} {rule} → {target}", measure(sets[target], *injected(sets[target], relevance, rule))))
 
 
@@ -526,6 +529,7 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
     recall_order_rows(sets, header, features, gate_features)
     if any("scores" in p for p in both):  # saved since branch gate5
         margin_rows(sets, header, features)
+        margin_rows(sets, header, features, share_guard=True)
     for label, floors in (("the hook's floor", (None,)), ("the floor chosen too", injection_folds.FLOORS)):
         result, params = held_out(both, floors)
         print(f"\nSelection alone held out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "

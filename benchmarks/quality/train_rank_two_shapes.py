@@ -30,7 +30,8 @@ Reported, all on pools asked in this run:
 keeps the recorded pools (pickles: give it a folder of your own) for the next run.
 
     pip install -e ".[embeddings,train]"
-    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--lme-weight N] [--seen-ids A,B] [--write]
+    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--recipe NAME]
+        [--lme-weight N] [--seen-ids A,B] [--write]
 """
 
 from __future__ import annotations
@@ -61,6 +62,35 @@ from localmem.recall.speaker_roles import ROLE_FEATURES  # noqa: E402
 
 FOLDS = 5
 KEYS = ("R@5", "R@10", "MRR")
+# Named training recipes (``--recipe``): LightGBM parameters over train_learned_rank.PARAMS,
+# and the rounds, learning rate and LongMemEval weight they default to (an option given on
+# the command line wins). "shipped" is the recipe of the packaged trees before branch rank6;
+# the others weigh the first places more (benchmarks/quality/rank_recipes.py compares them).
+DEFAULTS = {"rounds": 100, "learning_rate": 0.15, "lme_weight": 1}
+RECIPES: dict[str, dict[str, Any]] = {
+    "shipped": {},
+    # lambdarank's pairs only where one side is ranked in the first 3 (LightGBM's default: 30)
+    "top3": {"params": {"lambdarank_truncation_level": 3}},
+    "top2": {"params": {"lambdarank_truncation_level": 2}},
+    "top5": {"params": {"lambdarank_truncation_level": 5}},
+    "top3-leaves15": {"params": {"lambdarank_truncation_level": 3, "num_leaves": 15}},
+    "top3-300": {"params": {"lambdarank_truncation_level": 3}, "rounds": 300, "learning_rate": 0.05},
+    "top3-lme3": {"params": {"lambdarank_truncation_level": 3}, "lme_weight": 3},
+    "xendcg": {"params": {"objective": "rank_xendcg"}},
+    "leaves15-300": {"params": {"num_leaves": 15}, "rounds": 300, "learning_rate": 0.05},
+    "lme3": {"lme_weight": 3},
+}
+
+
+def apply_recipe(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the recipe's rounds, learning rate and LongMemEval weight where the
+    command line gave none, and its LightGBM parameters as ``params``."""
+    recipe = RECIPES[getattr(args, "recipe", None) or "shipped"]
+    for name, default in DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, recipe.get(name, default))
+    args.params = dict(recipe.get("params", {}))
+    return args
 LME_KEYS = ("R@5", "R@10", "MRR", "any@5", "all@5")
 
 
@@ -227,7 +257,7 @@ def weighted(pools: list[dict], lme_weight: int) -> list[dict]:
 
 def fit(pools: list[dict], args, drop=()) -> Callable[[np.ndarray], np.ndarray]:
     ranker = trl.fit([{**p, "rows": zeroed(p["rows"], drop)} for p in weighted(pools, args.lme_weight)],
-                     args.rounds, args.seed, args.learning_rate)
+                     args.rounds, args.seed, args.learning_rate, getattr(args, "params", None))
     return lambda rows: ranker.predict(zeroed(rows, drop), raw_score=True)
 
 
@@ -276,6 +306,17 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
                              "and the data are unchanged")
 
 
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--recipe`` and the settings a recipe defaults (read them through apply_recipe)."""
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="shipped",
+                        help="a named training recipe (RECIPES); the options below override its settings")
+    parser.add_argument("--rounds", type=int, default=None, help=f"boosting rounds (default {DEFAULTS['rounds']})")
+    parser.add_argument("--learning-rate", type=float, default=None,
+                        help=f"(default {DEFAULTS['learning_rate']})")
+    parser.add_argument("--lme-weight", type=int, default=None,
+                        help="each LongMemEval pool counts this many times in training (at least 1; default 1)")
+
+
 def add_seed_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of a comparison over several training seeds (relative_dates.py,
     query_delta_two_shapes.py)."""
@@ -320,11 +361,8 @@ def packaged_lme_ids(path: str | Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_pool_arguments(parser)
-    parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--learning-rate", type=float, default=0.15)
+    add_recipe_arguments(parser)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--lme-weight", type=int, default=1,
-                        help="each LongMemEval pool counts this many times in training (at least 1)")
     parser.add_argument("--write", action="store_true", help="train on every pool and save the model")
     parser.add_argument("--misses", action="store_true",
                         help="list each LongMemEval evidence turn the held-out trees leave out of the top 10")
@@ -332,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seen-ids", default=None,
                         help="comma-separated LongMemEval ids the packaged trees were trained on (default: the "
                              "model's own list, lme_ids); the table is repeated on the other instances")
-    args = parser.parse_args(argv)
+    args = apply_recipe(parser.parse_args(argv))
     if args.lme_weight < 1:
         parser.error("--lme-weight: must be at least 1")
     started = time.perf_counter()
@@ -401,9 +439,9 @@ def main(argv: list[str] | None = None) -> int:
                   *held_out_misses(pools, instances, lambda p: held_out[p["fold"]], weight)]
     print("\n".join(lines))
     if args.write:
-        ranker = trl.fit(weighted(pools, args.lme_weight), args.rounds, args.seed, args.learning_rate)
-        settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed,
-                    "lme_weight": args.lme_weight}
+        ranker = trl.fit(weighted(pools, args.lme_weight), args.rounds, args.seed, args.learning_rate, args.params)
+        settings = {**args.params, "n_estimators": args.rounds, "learning_rate": args.learning_rate,
+                    "random_state": args.seed, "lme_weight": args.lme_weight, "recipe": args.recipe}
         model = trl.export(ranker, list(packaged.embedders), settings, delta=delta)
         model["trained_on"] = (f"LoCoMo dev conversations 0-4 and {len(instances)} LongMemEval dev instances "
                                "(benchmarks/quality/train_rank_two_shapes.py); query delta from LoCoMo "
