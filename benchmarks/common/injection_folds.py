@@ -282,9 +282,10 @@ class RecallOrderGrid:
         chosen = self.chosen_margin(floor, note_floor, cap, margin)
         kept, found = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
         figures = scored(kept, found, self.related)
-        if share_guard:
-            figures["precision"] = min(scored(kept[mask], found[mask], self.related[mask])["precision"]
-                                       for mask in (self.sets == name for name in np.unique(self.sets)))
+        if share_guard:  # a set given no notes has no share to guard
+            figures["precision"] = min([scored(kept[mask], found[mask], self.related[mask])["precision"]
+                                        for mask in (self.sets == name for name in np.unique(self.sets))
+                                        if kept[mask & self.related].any()] or [figures["precision"]])
         return figures
 
     def choose_margin(self, share_guard: bool = False) -> tuple[float, float, int, float]:
