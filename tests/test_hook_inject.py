@@ -293,7 +293,7 @@ def candidates_of(*relevances: float) -> list[Candidate]:
 
 
 def test_the_notes_that_stand_out_are_kept_at_most_the_cap():
-    rule = StandOut(floor=0.7, lead=0.15, close=0.1, cap=3)
+    rule = StandOut(floor=0.7, lead=0.15, close=0.1, cap=3, note_floor=None)  # every note over the floor
     found = candidates_of(0.95, 0.93, 0.91, 0.90, 0.5, 0.1, 0.1, 0.05)
     thresholds = choose(found, rule)
     assert [c.reason for c in found] == [KEPT, KEPT, KEPT, OVER_CAP, BELOW_FLOOR, BELOW_FLOOR, BELOW_FLOOR,
@@ -314,7 +314,8 @@ def test_the_notes_that_stand_out_are_kept_at_most_the_cap():
 @pytest.mark.parametrize("variable, value", [
     ("LOCALMEM_HOOK_STANDOUT_LEAD", "2"), ("LOCALMEM_HOOK_STANDOUT_CLOSE", "-0.1"),
     ("LOCALMEM_HOOK_MAX_MEMORIES", "0"), ("LOCALMEM_HOOK_SESSION_START_MAX", "many"),
-    ("LOCALMEM_HOOK_STANDOUT_ORDER", "random"),
+    ("LOCALMEM_HOOK_STANDOUT_ORDER", "random"), ("LOCALMEM_HOOK_STANDOUT_MARGIN", "1.5"),
+    ("LOCALMEM_HOOK_STANDOUT_MARGIN", "nan"), ("LOCALMEM_HOOK_NOTE_FLOOR", "high"),
 ])
 def test_a_bad_stand_out_setting_is_named(variable, value):
     with pytest.raises(ConfigError, match=variable):

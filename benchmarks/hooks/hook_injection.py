@@ -216,16 +216,19 @@ def rescore(prompt: dict, settings: HookSettings) -> None:
     prompt["floor"] = injection_floor(settings.relevance_floor, Config.from_env())
     prompt["shipped_ids"], prompt["shipped_tokens"] = replay(
         prompt, settings.standout_lead, settings.standout_close, None, settings.max_memories,
-        order=settings.standout_order)
+        order=settings.standout_order, note_floor=settings.note_floor, margin=settings.standout_margin)
 
 
 def replay(prompt: dict, lead: float, close: float, floor: float | None = None, cap: int = 3,
-           budget: int = 1500, order: str = "relevance") -> tuple[list[str], int]:
-    """The ids the hook would inject with these parameters (floor None: recall's; ``order``: how the cap is
-    filled, selection.StandOut.order), and the block's tokens."""
-    candidates = [Candidate(c[0], c[1], prompt["memories"][c[0]], rank=c[3] if len(c) > 3 else None)
-                  for c in prompt["candidates"]]
-    choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap, order))
+           budget: int = 1500, order: str = "relevance", note_floor: float | None = None,
+           margin: float = 0.0) -> tuple[list[str], int]:
+    """The ids the hook would inject with these parameters (floor None: recall's; ``order``, ``note_floor`` and
+    ``margin``: selection.StandOut's, the margin read on the saved recall ``scores``), and the block's tokens."""
+    scores = prompt.get("scores", {})
+    candidates = [Candidate(c[0], c[1], prompt["memories"][c[0]], rank=c[3] if len(c) > 3 else None,
+                            score=scores.get(c[0])) for c in prompt["candidates"]]
+    choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap, order, note_floor,
+                                margin))
     kept = [c.memory for c in candidates if c.reason == KEPT]
     block, ids = build_block(kept, HEADING, budget, cap)
     return ids, estimate_tokens(block) if block else 0

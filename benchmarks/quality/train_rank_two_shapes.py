@@ -73,6 +73,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     "top3": {"params": {"lambdarank_truncation_level": 3}},
     "top2": {"params": {"lambdarank_truncation_level": 2}},
     "top5": {"params": {"lambdarank_truncation_level": 5}},
+    "top10": {"params": {"lambdarank_truncation_level": 10}},
     "top3-leaves15": {"params": {"lambdarank_truncation_level": 3, "num_leaves": 15}},
     "top3-300": {"params": {"lambdarank_truncation_level": 3}, "rounds": 300, "learning_rate": 0.05},
     "top3-lme3": {"params": {"lambdarank_truncation_level": 3}, "lme_weight": 3},
