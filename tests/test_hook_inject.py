@@ -370,7 +370,7 @@ def test_a_second_note_only_when_recall_scores_it_close_to_the_first_and_verbose
     block = context_of(out, "UserPromptSubmit")
     assert block.count("\n- [") == 1 and "orchid-staging-7" in block
     assert "a second only when recall's second scores >= 1.00 x its first (here " in err and "not close, 1)" in err
-    assert "recall's second is not close to its first" in err and " score " in err
+    assert "recall's second far below first" in err and " score " in err
     out, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="lenient"),
                         LOCALMEM_HOOK_STANDOUT_MARGIN="0", **floor)
     assert context_of(out, "UserPromptSubmit").count("\n- [") == 2 and "close, up to 2)" in err

@@ -79,6 +79,8 @@ RECIPES: dict[str, dict[str, Any]] = {
     "top3-lme3": {"params": {"lambdarank_truncation_level": 3}, "lme_weight": 3},
     "xendcg": {"params": {"objective": "rank_xendcg"}},
     "leaves15-300": {"params": {"num_leaves": 15}, "rounds": 300, "learning_rate": 0.05},
+    "300": {"rounds": 300, "learning_rate": 0.05},
+    "lme2": {"lme_weight": 2},
     "lme3": {"lme_weight": 3},
 }
 
