@@ -71,3 +71,15 @@ def test_the_share_guard_keeps_each_sets_share_not_only_the_pooled_one():
     assert guarded[0] > 0.93  # the guard keeps b quiet instead: a set given no notes has no share to break
     assert grid.measure_margin(*guarded, share_guard=True) == {"quiet": 1.0, "hit": 0.75, "notes": 1.5,
                                                                 "precision": 1.0}
+
+
+def test_the_benchmark_replays_the_margin_on_the_saved_recall_scores():
+    from benchmarks.hooks import hook_injection
+
+    memories = {m: {"id": m, "content": f"note {m}", "metadata": {}} for m in ("m0", "m1", "m2")}
+    saved = {"floor": 0.9, "memories": memories, "scores": {"m0": 1.0, "m1": 0.5, "m2": 0.4},
+             "candidates": [("m0", 0.95, {}, 1), ("m1", 0.2, {}, 2), ("m2", 0.93, {}, 3)]}
+    assert hook_injection.replay(saved, 0.0, 1.0, cap=2, order="recall", note_floor=0.0, margin=0.7)[0] == ["m0"]
+    assert hook_injection.replay(saved, 0.0, 1.0, cap=2, order="recall", note_floor=0.0, margin=0.0)[0] == ["m0", "m1"]
+    # the note floor at the floor: recall's second is under it, its third goes in
+    assert hook_injection.replay(saved, 0.0, 1.0, cap=2, order="recall", note_floor=None, margin=0.0)[0] == ["m0", "m2"]

@@ -512,7 +512,8 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
     named = [*sets.items(), ("both", both)]
     print(f"\nthe hook's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
-          f"{settings.standout_close}, cap {settings.max_memories}, {settings.standout_order} order, the hook's floor), "
+          f"{settings.standout_close}, cap {settings.max_memories}, {settings.standout_order} order, note floor "
+          f"{settings.note_floor}, margin {settings.standout_margin}, the hook's floor), "
           f"as the hook answered (with "
           f"--load, as it answered when saved; with --rescore, as it would answer now):\n{header}")
     for name, prompts in named:
