@@ -1,4 +1,4 @@
-"""The learned ranking's named training recipes (train_rank_two_shapes.RECIPES, ``--recipe``) and
+"""The learned ranking's named training recipes (benchmarks/common/training_recipes.py, ``--recipe``) and
 their comparison on the first places (benchmarks/quality/rank_recipes.py)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from benchmarks.common import training_recipes
 from benchmarks.quality import rank_recipes, train_rank_two_shapes
 from localmem.recall.learned_rank import TreeModel
 from tests.two_shape_data import LOCOMO, small_data
@@ -17,14 +18,14 @@ pytest.importorskip("lightgbm")
 
 
 def test_a_recipe_sets_its_defaults_and_the_command_line_wins():
-    top3 = train_rank_two_shapes.apply_recipe(argparse.Namespace(recipe="top3"))
+    top3 = training_recipes.apply_recipe(argparse.Namespace(recipe="top3"))
     assert top3.params == {"lambdarank_truncation_level": 3}
     assert (top3.rounds, top3.learning_rate, top3.lme_weight) == (100, 0.15, 1)
-    longer = train_rank_two_shapes.apply_recipe(argparse.Namespace(recipe="top3-300", rounds=None,
+    longer = training_recipes.apply_recipe(argparse.Namespace(recipe="top3-300", rounds=None,
                                                                     learning_rate=0.1, lme_weight=None))
     assert (longer.rounds, longer.learning_rate) == (300, 0.1)  # the recipe's rounds, the given rate
     # a caller that names no recipe (the other two-shape scripts) trains as before
-    plain = train_rank_two_shapes.apply_recipe(argparse.Namespace(rounds=50, learning_rate=0.2, lme_weight=2))
+    plain = training_recipes.apply_recipe(argparse.Namespace(rounds=50, learning_rate=0.2, lme_weight=2))
     assert (plain.params, plain.rounds, plain.learning_rate, plain.lme_weight) == ({}, 50, 0.2, 2)
     with pytest.raises(SystemExit):
         train_rank_two_shapes.main(["--recipe", "no-such-recipe"])

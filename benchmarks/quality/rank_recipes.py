@@ -3,7 +3,7 @@
 The prompt hook injects recall's first one or two notes, so what matters there is whether the
 evidence is first or second, not only in the first ten. Records (or reuses, ``--pools``) every
 LoCoMo and LongMemEval dev pool as train_rank_two_shapes.py does, and for each recipe of
-``train_rank_two_shapes.RECIPES`` and each LightGBM seed trains the trees
+``benchmarks/common/training_recipes.RECIPES`` and each LightGBM seed trains the trees
 
 - on both sets without each fold, scoring the fold (fold ``i``: LoCoMo conversation ``i`` and
   every fifth LongMemEval instance), and
@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.common import training_recipes  # noqa: E402
 from benchmarks.quality import longmemeval  # noqa: E402
 from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
 from localmem import Config  # noqa: E402
@@ -60,7 +61,7 @@ def evaluated(pools: list[dict], predict_for: Callable[[dict], Callable], weight
 def recipe_runs(pools: list[dict], recipe: str, seed: int, weight: float) -> dict[str, list[dict]]:
     """Per evaluation ("held out", "across"), every scored pool's metrics under trees of
     ``recipe`` trained with ``seed``: by fold on both sets, and on the other set only."""
-    args = two_shapes.apply_recipe(argparse.Namespace(recipe=recipe, seed=seed))
+    args = training_recipes.apply_recipe(argparse.Namespace(recipe=recipe, seed=seed))
     held = {fold: two_shapes.fit([p for p in pools if p["fold"] != fold], args) for fold in range(two_shapes.FOLDS)}
     alone = {shape: two_shapes.fit([p for p in pools if p["shape"] == shape], args) for shape in SHAPES}
     return {"held out": evaluated(pools, lambda p: held[p["fold"]], weight),
@@ -89,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated LightGBM seeds")
     args = parser.parse_args(argv)
     recipes = args.recipes.split(",")
-    unknown = [r for r in recipes if r not in two_shapes.RECIPES]
+    unknown = [r for r in recipes if r not in training_recipes.RECIPES]
     if unknown:
-        parser.error(f"--recipes: unknown {', '.join(unknown)} (known: {', '.join(sorted(two_shapes.RECIPES))})")
+        parser.error(f"--recipes: unknown {', '.join(unknown)} (known: {', '.join(sorted(training_recipes.RECIPES))})")
     seeds = [int(s) for s in args.seeds.split(",")]
     started = time.perf_counter()
     pools = two_shapes.record_all(args, lambda line: None)[0]

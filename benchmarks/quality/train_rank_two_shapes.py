@@ -54,6 +54,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.quality import locomo, longmemeval  # noqa: E402
+from benchmarks.common.training_recipes import add_recipe_arguments, apply_recipe  # noqa: E402
 from benchmarks.quality import train_learned_rank as trl  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.embedders.resolve import resolve_embedder  # noqa: E402
@@ -62,38 +63,6 @@ from localmem.recall.speaker_roles import ROLE_FEATURES  # noqa: E402
 
 FOLDS = 5
 KEYS = ("R@5", "R@10", "MRR")
-# Named training recipes (``--recipe``): LightGBM parameters over train_learned_rank.PARAMS,
-# and the rounds, learning rate and LongMemEval weight they default to (an option given on
-# the command line wins). "shipped" is the recipe of the packaged trees before branch rank6;
-# the others weigh the first places more (benchmarks/quality/rank_recipes.py compares them).
-DEFAULTS = {"rounds": 100, "learning_rate": 0.15, "lme_weight": 1}
-RECIPES: dict[str, dict[str, Any]] = {
-    "shipped": {},
-    # lambdarank's pairs only where one side is ranked in the first 3 (LightGBM's default: 30)
-    "top3": {"params": {"lambdarank_truncation_level": 3}},
-    "top2": {"params": {"lambdarank_truncation_level": 2}},
-    "top5": {"params": {"lambdarank_truncation_level": 5}},
-    "top10": {"params": {"lambdarank_truncation_level": 10}},
-    "top3-leaves15": {"params": {"lambdarank_truncation_level": 3, "num_leaves": 15}},
-    "top3-300": {"params": {"lambdarank_truncation_level": 3}, "rounds": 300, "learning_rate": 0.05},
-    "top3-lme3": {"params": {"lambdarank_truncation_level": 3}, "lme_weight": 3},
-    "xendcg": {"params": {"objective": "rank_xendcg"}},
-    "leaves15-300": {"params": {"num_leaves": 15}, "rounds": 300, "learning_rate": 0.05},
-    "300": {"rounds": 300, "learning_rate": 0.05},
-    "lme2": {"lme_weight": 2},
-    "lme3": {"lme_weight": 3},
-}
-
-
-def apply_recipe(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with the recipe's rounds, learning rate and LongMemEval weight where the
-    command line gave none, and its LightGBM parameters as ``params``."""
-    recipe = RECIPES[getattr(args, "recipe", None) or "shipped"]
-    for name, default in DEFAULTS.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, recipe.get(name, default))
-    args.params = dict(recipe.get("params", {}))
-    return args
 LME_KEYS = ("R@5", "R@10", "MRR", "any@5", "all@5")
 
 
@@ -307,17 +276,6 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pools", default=None,
                         help="a folder to keep recorded pools in, reused while recall's code, the embedder "
                              "and the data are unchanged")
-
-
-def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--recipe`` and the settings a recipe defaults (read them through apply_recipe)."""
-    parser.add_argument("--recipe", choices=sorted(RECIPES), default="shipped",
-                        help="a named training recipe (RECIPES); the options below override its settings")
-    parser.add_argument("--rounds", type=int, default=None, help=f"boosting rounds (default {DEFAULTS['rounds']})")
-    parser.add_argument("--learning-rate", type=float, default=None,
-                        help=f"(default {DEFAULTS['learning_rate']})")
-    parser.add_argument("--lme-weight", type=int, default=None,
-                        help="each LongMemEval pool counts this many times in training (at least 1; default 1)")
 
 
 def add_seed_arguments(parser: argparse.ArgumentParser) -> None:
