@@ -27,6 +27,8 @@ RECIPES: dict[str, dict[str, Any]] = {
     "xendcg": {"params": {"objective": "rank_xendcg"}},
     "leaves15-300": {"params": {"num_leaves": 15}, "rounds": 300, "learning_rate": 0.05},
     "300": {"rounds": 300, "learning_rate": 0.05},
+    "top5-300": {"params": {"lambdarank_truncation_level": 5}, "rounds": 300, "learning_rate": 0.05},
+    "300-lme2": {"rounds": 300, "learning_rate": 0.05, "lme_weight": 2},
     "lme2": {"lme_weight": 2},
     "lme3": {"lme_weight": 3},
 }
