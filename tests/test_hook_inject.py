@@ -293,7 +293,7 @@ def candidates_of(*relevances: float) -> list[Candidate]:
 
 
 def test_the_notes_that_stand_out_are_kept_at_most_the_cap():
-    rule = StandOut(floor=0.7, lead=0.15, close=0.1, cap=3)
+    rule = StandOut(floor=0.7, lead=0.15, close=0.1, cap=3, note_floor=None)  # every note over the floor
     found = candidates_of(0.95, 0.93, 0.91, 0.90, 0.5, 0.1, 0.1, 0.05)
     thresholds = choose(found, rule)
     assert [c.reason for c in found] == [KEPT, KEPT, KEPT, OVER_CAP, BELOW_FLOOR, BELOW_FLOOR, BELOW_FLOOR,
@@ -314,7 +314,8 @@ def test_the_notes_that_stand_out_are_kept_at_most_the_cap():
 @pytest.mark.parametrize("variable, value", [
     ("LOCALMEM_HOOK_STANDOUT_LEAD", "2"), ("LOCALMEM_HOOK_STANDOUT_CLOSE", "-0.1"),
     ("LOCALMEM_HOOK_MAX_MEMORIES", "0"), ("LOCALMEM_HOOK_SESSION_START_MAX", "many"),
-    ("LOCALMEM_HOOK_STANDOUT_ORDER", "random"),
+    ("LOCALMEM_HOOK_STANDOUT_ORDER", "random"), ("LOCALMEM_HOOK_STANDOUT_MARGIN", "1.5"),
+    ("LOCALMEM_HOOK_STANDOUT_MARGIN", "nan"), ("LOCALMEM_HOOK_NOTE_FLOOR", "high"),
 ])
 def test_a_bad_stand_out_setting_is_named(variable, value):
     with pytest.raises(ConfigError, match=variable):
@@ -359,3 +360,27 @@ def test_verbose_explains_each_decision_and_the_cost(tmp_path):
     assert answer.report["tokens"] == estimate_tokens(context_of(answer.output, "UserPromptSubmit"))
     ranks = [c["rank"] for c in answer.report["candidates"]]  # each candidate's place in recall's answer
     assert 1 in ranks and all(isinstance(r, int) and r >= 1 for r in ranks), ranks
+
+
+def test_a_second_note_only_when_recall_scores_it_close_to_the_first_and_verbose_says_why(tmp_path):
+    db = seeded(tmp_path)  # the staging note answers the prompt; the deploy note shares no word with it
+    floor = dict(LOCALMEM_HOOK_RELEVANCE_FLOOR="0", LOCALMEM_HOOK_VERBOSE="1")
+    out, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="strict"),
+                        LOCALMEM_HOOK_STANDOUT_MARGIN="1", **floor)
+    block = context_of(out, "UserPromptSubmit")
+    assert block.count("\n- [") == 1 and "orchid-staging-7" in block
+    assert "a second only when recall's second scores >= 1.00 x its first (here " in err and "not close, 1)" in err
+    assert "recall's second far below first" in err and " score " in err
+    out, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="lenient"),
+                        LOCALMEM_HOOK_STANDOUT_MARGIN="0", **floor)
+    assert context_of(out, "UserPromptSubmit").count("\n- [") == 2 and "close, up to 2)" in err
+    # the note floor: once the best clears the floor, the others need only this
+    out, err = run_hook(db, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="note-floor"),
+                        LOCALMEM_HOOK_STANDOUT_MARGIN="0", LOCALMEM_HOOK_NOTE_FLOOR="1", **floor)
+    assert out is None and "below the note floor" in err
+    with MemoryStore(db, embedder="hash") as store:
+        report = answer_hook_with_report(store, "UserPromptSubmit", prompt(tmp_path, STAGING_PROMPT, session="r"),
+                                         HookSettings(relevance_floor=0.0)).report
+    scores = [c["score"] for c in sorted(report["candidates"], key=lambda c: c["rank"])]
+    assert scores == sorted(scores, reverse=True) and report["thresholds"]["second_over_first"] == round(
+        scores[1] / scores[0], 4)

@@ -30,7 +30,7 @@ def test_the_grid_keeps_what_choose_keeps(seed):
         hits = notes = found = 0
         for i, p in enumerate(prompts):
             candidates = [Candidate(m, relevance(inputs), {"id": m}) for m, _, inputs in p["candidates"]]
-            choose(candidates, StandOut(params[2], params[0], params[1], params[3]))
+            choose(candidates, StandOut(params[2], params[0], params[1], params[3], note_floor=None))
             chosen = [c.memory_id for c in candidates if c.reason == KEPT]
             assert kept[i] == len(chosen), (seed, params, i)
             if p["kind"] == "related":
@@ -62,7 +62,7 @@ def test_the_fit_ranks_evidence_above_unrelated_candidates():
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_recall_order_grid_keeps_what_choose_keeps_in_recall_order(seed):
-    """With the note floor at the floor (as shipped), RecallOrderGrid is choose(order="recall", close 1, lead 0)."""
+    """With the note floor at the floor, RecallOrderGrid is choose(order="recall", close 1, lead 0)."""
     rng = random.Random(100 + seed)
     prompts = []
     for _ in range(60):
@@ -78,7 +78,7 @@ def test_the_recall_order_grid_keeps_what_choose_keeps_in_recall_order(seed):
         for i, p in enumerate(prompts):
             candidates = [Candidate(m, relevance(inputs), {"id": m}, rank=place)
                           for m, _, inputs, place in p["candidates"]]
-            choose(candidates, StandOut(floor, 0.0, 1.0, cap, "recall"))
+            choose(candidates, StandOut(floor, 0.0, 1.0, cap, "recall", note_floor=None))
             kept = {c.memory_id for c in candidates if c.reason == KEPT}
             ordered = injection_folds.in_recall_order(p)
             assert kept == {c[0] for j, c in enumerate(ordered) if chosen[i, j]}, (seed, floor, cap, i)
@@ -87,10 +87,60 @@ def test_the_recall_order_grid_keeps_what_choose_keeps_in_recall_order(seed):
 def test_choose_fills_the_cap_in_recall_order_and_says_why_the_rest_are_out():
     candidates = [Candidate("a", 0.99, {}, rank=3), Candidate("b", 0.95, {}, rank=1), Candidate("c", 0.93, {}, rank=2),
                   Candidate("d", 0.5, {}, rank=4)]
-    choose(candidates, StandOut(0.9, 0.0, 1.0, 2, "recall"))
+    choose(candidates, StandOut(0.9, 0.0, 1.0, 2, "recall", note_floor=None))
     assert {c.memory_id: c.reason for c in candidates} == {"b": KEPT, "c": KEPT, "a": "over the cap",
                                                           "d": "below the floor"}
     choose(candidates, StandOut(0.9, 0.0, 1.0, 2, "relevance"))
     assert {c.memory_id for c in candidates if c.reason == KEPT} == {"a", "b"}
     with pytest.raises(Exception, match="order"):
         StandOut(0.9, order="random")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_margin_grid_keeps_what_choose_keeps_with_recall_scores(seed):
+    """RecallOrderGrid.chosen_margin is choose(order="recall", close 1, lead 0) with the note floor and the margin,
+    the candidates carrying recall's scores."""
+    rng = random.Random(200 + seed)
+    prompts = []
+    for _ in range(60):
+        p = _prompt(rng, rng.choice(["related", "unrelated"]), rng.randint(0, 20))
+        p["candidates"] = [(m, None, inputs, place) for place, (m, _, inputs) in enumerate(p["candidates"], 1)]
+        p["scores"] = {m: round(1.0 - 0.5 * rng.random() * (place > 1), 3) for m, _, _, place in p["candidates"]}
+        prompts.append(p)
+    relevance = lambda inputs: inputs["score"]  # noqa: E731
+    grid = injection_folds.RecallOrderGrid(prompts, relevance)
+    for floor, note_floor, cap, margin in [(0.8, 0.0, 2, 0.7), (0.6, 0.5, 3, 0.9), (0.9, 0.9, 2, 0.0), (0.7, 0.2, 2, 1.0)]:
+        chosen = grid.chosen_margin(floor, note_floor, cap, margin)
+        for i, p in enumerate(prompts):
+            candidates = [Candidate(m, relevance(inputs), {"id": m}, rank=place, score=p["scores"][m])
+                          for m, _, inputs, place in p["candidates"]]
+            choose(candidates, StandOut(floor, 0.0, 1.0, cap, "recall", note_floor, margin))
+            kept = {c.memory_id for c in candidates if c.reason == KEPT}
+            assert kept == {c[0] for j, c in enumerate(injection_folds.in_recall_order(p)) if chosen[i, j]}, (seed, i)
+
+
+def test_a_second_note_needs_recall_to_score_it_close_to_the_first_and_says_so():
+    def candidates(second_score):
+        return [Candidate("a", 0.95, {}, rank=1, score=1.0), Candidate("b", 0.3, {}, rank=2, score=second_score),
+                Candidate("c", 0.99, {}, rank=3, score=0.2)]
+    close = candidates(0.8)
+    thresholds = choose(close, StandOut(0.9, cap=2, note_floor=0.0, margin=0.7))
+    # recall's second goes in whatever its relevance; the most relevant, recall's third, is over the cap
+    assert {c.memory_id: c.reason for c in close} == {"a": KEPT, "b": KEPT, "c": "over the cap"}
+    assert thresholds["second_over_first"] == 0.8
+    far = candidates(0.5)
+    choose(far, StandOut(0.9, cap=2, note_floor=0.0, margin=0.7))
+    assert {c.memory_id: c.reason for c in far} == {"a": KEPT, "b": "recall's second far below first",
+                                                    "c": "recall's second far below first"}
+    floored = candidates(0.8)
+    choose(floored, StandOut(0.9, cap=2, note_floor=0.5, margin=0.7))
+    assert {c.memory_id: c.reason for c in floored} == {"a": KEPT, "b": "below the note floor", "c": KEPT}
+    quiet = [Candidate("a", 0.85, {}, rank=1, score=1.0), Candidate("b", 0.3, {}, rank=2, score=0.9)]
+    choose(quiet, StandOut(0.9, cap=2, note_floor=0.0, margin=0.7))  # the best under the floor: nothing
+    assert {c.memory_id: c.reason for c in quiet} == {"a": "below the floor", "b": "below the floor"}
+    unscored = [Candidate("a", 0.95, {}, rank=1), Candidate("b", 0.3, {}, rank=2)]
+    assert "second_over_first" not in choose(unscored, StandOut(0.9, cap=2, note_floor=0.0, margin=0.7))
+    assert [c.reason for c in sorted(unscored, key=lambda c: c.rank)] == [KEPT, KEPT]  # no scores: no margin
+    for bad in ({"margin": 1.5}, {"margin": float("nan")}, {"note_floor": -0.1}, {"margin": True}):
+        with pytest.raises(Exception, match="note_floor" if "note_floor" in bad else "margin"):
+            StandOut(0.9, **bad)

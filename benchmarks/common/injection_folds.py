@@ -247,6 +247,7 @@ class RecallOrderGrid:
         # recall's score of its second candidate over its first's (1: no scores saved, or no second)
         self.second = np.array([second_over_first(p) for p in prompts])
         self.related = np.array([p["kind"] == "related" for p in prompts])
+        self.sets = np.array([p.get("set", "") for p in prompts])
 
     def chosen(self, floor: float, note_floor: float, cap: int, gate_floor: float = 0.0) -> np.ndarray:
         """Which candidates (in recall's order) each prompt gets."""
@@ -273,17 +274,27 @@ class RecallOrderGrid:
         chosen = self.chosen(floor, note_floor, cap)
         return chosen & ((self.second >= margin)[:, None] | (np.cumsum(chosen, axis=1) <= 1))
 
-    def measure_margin(self, floor: float, note_floor: float, cap: int, margin: float) -> dict[str, float]:
+    def measure_margin(self, floor: float, note_floor: float, cap: int, margin: float,
+                       share_guard: bool = False) -> dict[str, float]:
+        """The four figures of the margin rule; with ``share_guard``, ``precision`` is the lowest of each set's
+        own share of notes that are evidence (so a rule chosen on it keeps the share in every set, not only
+        pooled)."""
         chosen = self.chosen_margin(floor, note_floor, cap, margin)
         kept, found = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
-        return scored(kept, found, self.related)
+        figures = scored(kept, found, self.related)
+        if share_guard:  # a set given no notes has no share to guard
+            figures["precision"] = min([scored(kept[mask], found[mask], self.related[mask])["precision"]
+                                        for mask in (self.sets == name for name in np.unique(self.sets))
+                                        if kept[mask & self.related].any()] or [figures["precision"]])
+        return figures
 
-    def choose_margin(self) -> tuple[float, float, int, float]:
-        """The (floor, note floor, cap, margin) that scores best (``objective``; the first of equals)."""
+    def choose_margin(self, share_guard: bool = False) -> tuple[float, float, int, float]:
+        """The (floor, note floor, cap, margin) that scores best (``objective``; the first of equals); with
+        ``share_guard``, judged on the lowest share of any one set (``measure_margin``)."""
         best, best_key = None, None
         for floor, note_floor, cap, margin in itertools.product(FLOORS, NOTE_FLOORS, (2, 3), MARGINS):
             if note_floor <= floor:
-                key = objective(self.measure_margin(floor, note_floor, cap, margin))
+                key = objective(self.measure_margin(floor, note_floor, cap, margin, share_guard))
                 if best_key is None or key > best_key:
                     best, best_key = (floor, note_floor, cap, margin), key
         return best

@@ -38,7 +38,8 @@ LongMemEval's instances by index mod 5. Reported:
   deciding whether to inject at all) fitted and held out the same way (the stand-out rule, and the recall-order
   rule with the gate's floor chosen per fold);
 - the recall-order rule with a second note only when recall's second scores at least a margin × its first
-  (injection_folds.RecallOrderGrid.choose_margin), held out the same way.
+  (injection_folds.RecallOrderGrid.choose_margin), held out the same way; and again with a share guard (the
+  rule chosen on the lowest share of notes that are evidence of either set, not the pooled share).
 
 Since branch gate5 a save also holds each prompt's keywords with their counts in the scope and recall's scores
 of the scope's first 20, so ``--inputs``/``--gate-inputs`` may also name benchmarks/common/prompt_terms.py's
@@ -215,16 +216,19 @@ def rescore(prompt: dict, settings: HookSettings) -> None:
     prompt["floor"] = injection_floor(settings.relevance_floor, Config.from_env())
     prompt["shipped_ids"], prompt["shipped_tokens"] = replay(
         prompt, settings.standout_lead, settings.standout_close, None, settings.max_memories,
-        order=settings.standout_order)
+        order=settings.standout_order, note_floor=settings.note_floor, margin=settings.standout_margin)
 
 
 def replay(prompt: dict, lead: float, close: float, floor: float | None = None, cap: int = 3,
-           budget: int = 1500, order: str = "relevance") -> tuple[list[str], int]:
-    """The ids the hook would inject with these parameters (floor None: recall's; ``order``: how the cap is
-    filled, selection.StandOut.order), and the block's tokens."""
-    candidates = [Candidate(c[0], c[1], prompt["memories"][c[0]], rank=c[3] if len(c) > 3 else None)
-                  for c in prompt["candidates"]]
-    choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap, order))
+           budget: int = 1500, order: str = "relevance", note_floor: float | None = None,
+           margin: float = 0.0) -> tuple[list[str], int]:
+    """The ids the hook would inject with these parameters (floor None: recall's; ``order``, ``note_floor`` and
+    ``margin``: selection.StandOut's, the margin read on the saved recall ``scores``), and the block's tokens."""
+    scores = prompt.get("scores", {})
+    candidates = [Candidate(c[0], c[1], prompt["memories"][c[0]], rank=c[3] if len(c) > 3 else None,
+                            score=scores.get(c[0])) for c in prompt["candidates"]]
+    choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap, order, note_floor,
+                                margin))
     kept = [c.memory for c in candidates if c.reason == KEPT]
     block, ids = build_block(kept, HEADING, budget, cap)
     return ids, estimate_tokens(block) if block else 0
@@ -441,9 +445,10 @@ def recall_order_rows(sets: dict[str, list[dict]], header: str, features: tuple[
                 for cap in injection_folds.CAPS))
 
 
-def margin_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...]) -> None:
+def margin_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, ...], share_guard: bool = False) -> None:
     """The recall-order rule with cap 1 unless recall's second stands close to its first (score ratio over a margin;
-    injection_folds.RecallOrderGrid.choose_margin), held out together and across sets."""
+    injection_folds.RecallOrderGrid.choose_margin), held out together and across sets; with ``share_guard``, chosen
+    on the lowest share of notes that are evidence of any one set."""
     both = [p for prompts in sets.values() for p in prompts]
 
     def injected(prompts: list[dict], relevance, rule) -> tuple[dict[int, list[str]], dict[int, int]]:
@@ -458,19 +463,20 @@ def margin_rows(sets: dict[str, list[dict]], header: str, features: tuple[str, .
     for fold in range(FOLDS):
         train = [p for p in both if p["fold"] != fold]
         relevance = injection_folds.fit_relevance(train, features)
-        rules.append(injection_folds.RecallOrderGrid(train, relevance).choose_margin())
+        rules.append(injection_folds.RecallOrderGrid(train, relevance).choose_margin(share_guard))
         got = injected([p for p in both if p["fold"] == fold], relevance, rules[-1])
         ids.update(got[0])
         tokens.update(got[1])
-    print(f"\nRecall-order rule, a second note only when recall's second scores at least the margin × its first, held "
-          f"out together (relevance {', '.join(features)}):\n{header}")
+    guarded = ", the share guarded in each set" if share_guard else ""
+    print(f"\nRecall-order rule, a second note only when recall's second scores at least the margin × its first{guarded}, "
+          f"held out together (relevance {', '.join(features)}):\n{header}")
     for name, prompts in [*sets.items(), ("both", both)]:
         print(row(name, measure(prompts, ids, tokens)))
     print(f"per fold (floor, note floor, cap, margin): {rules}")
     for source, target in (("locomo", "lme"), ("lme", "locomo")):
         if source in sets and target in sets:
             relevance = injection_folds.fit_relevance(sets[source], features)
-            rule = injection_folds.RecallOrderGrid(sets[source], relevance).choose_margin()
+            rule = injection_folds.RecallOrderGrid(sets[source], relevance).choose_margin(share_guard)
             print(row(f"fit on {source} {rule} → {target}", measure(sets[target], *injected(sets[target], relevance, rule))))
 
 
@@ -506,7 +512,8 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
               "prompt | injected notes that are evidence | tokens per injection |\n|---|---|---|---|---|---|")
     named = [*sets.items(), ("both", both)]
     print(f"\nthe hook's floor: {both[0]['floor']}\n\nShipped settings (lead {settings.standout_lead}, close "
-          f"{settings.standout_close}, cap {settings.max_memories}, {settings.standout_order} order, the hook's floor), "
+          f"{settings.standout_close}, cap {settings.max_memories}, {settings.standout_order} order, note floor "
+          f"{settings.note_floor}, margin {settings.standout_margin}, the hook's floor), "
           f"as the hook answered (with "
           f"--load, as it answered when saved; with --rescore, as it would answer now):\n{header}")
     for name, prompts in named:
@@ -526,6 +533,7 @@ def report(sets: dict[str, list[dict]], settings: HookSettings, features: tuple[
     recall_order_rows(sets, header, features, gate_features)
     if any("scores" in p for p in both):  # saved since branch gate5
         margin_rows(sets, header, features)
+        margin_rows(sets, header, features, share_guard=True)
     for label, floors in (("the hook's floor", (None,)), ("the floor chosen too", injection_folds.FLOORS)):
         result, params = held_out(both, floors)
         print(f"\nSelection alone held out, {label}: (lead, close, floor, cap) chosen on four folds of both sets, "

@@ -254,10 +254,13 @@ def _conversation_scores(centred, scope):
     return best.mean(0)
 
 
-def fit(pools: list[dict], rounds: int, seed: int, learning_rate: float):
+def fit(pools: list[dict], rounds: int, seed: int, learning_rate: float, params: dict | None = None):
+    """A LightGBM ranker over the pools; ``params`` override PARAMS (a recipe of
+    train_rank_two_shapes.RECIPES)."""
     import lightgbm
 
-    ranker = lightgbm.LGBMRanker(n_estimators=rounds, random_state=seed, learning_rate=learning_rate, **PARAMS)
+    ranker = lightgbm.LGBMRanker(n_estimators=rounds, random_state=seed, learning_rate=learning_rate,
+                                 **{**PARAMS, **(params or {})})
     ranker.fit(np.concatenate([p["rows"] for p in pools]), np.concatenate([p["labels"] for p in pools]),
                group=[len(p["labels"]) for p in pools])
     return ranker

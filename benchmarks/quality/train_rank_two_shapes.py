@@ -30,7 +30,8 @@ Reported, all on pools asked in this run:
 keeps the recorded pools (pickles: give it a folder of your own) for the next run.
 
     pip install -e ".[embeddings,train]"
-    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--lme-weight N] [--seen-ids A,B] [--write]
+    python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--recipe NAME]
+        [--lme-weight N] [--seen-ids A,B] [--write]
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.quality import locomo, longmemeval  # noqa: E402
+from benchmarks.common.training_recipes import add_recipe_arguments, apply_recipe  # noqa: E402
 from benchmarks.quality import train_learned_rank as trl  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.embedders.resolve import resolve_embedder  # noqa: E402
@@ -227,7 +229,7 @@ def weighted(pools: list[dict], lme_weight: int) -> list[dict]:
 
 def fit(pools: list[dict], args, drop=()) -> Callable[[np.ndarray], np.ndarray]:
     ranker = trl.fit([{**p, "rows": zeroed(p["rows"], drop)} for p in weighted(pools, args.lme_weight)],
-                     args.rounds, args.seed, args.learning_rate)
+                     args.rounds, args.seed, args.learning_rate, getattr(args, "params", None))
     return lambda rows: ranker.predict(zeroed(rows, drop), raw_score=True)
 
 
@@ -320,11 +322,8 @@ def packaged_lme_ids(path: str | Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_pool_arguments(parser)
-    parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--learning-rate", type=float, default=0.15)
+    add_recipe_arguments(parser)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--lme-weight", type=int, default=1,
-                        help="each LongMemEval pool counts this many times in training (at least 1)")
     parser.add_argument("--write", action="store_true", help="train on every pool and save the model")
     parser.add_argument("--misses", action="store_true",
                         help="list each LongMemEval evidence turn the held-out trees leave out of the top 10")
@@ -332,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seen-ids", default=None,
                         help="comma-separated LongMemEval ids the packaged trees were trained on (default: the "
                              "model's own list, lme_ids); the table is repeated on the other instances")
-    args = parser.parse_args(argv)
+    args = apply_recipe(parser.parse_args(argv))
     if args.lme_weight < 1:
         parser.error("--lme-weight: must be at least 1")
     started = time.perf_counter()
@@ -401,9 +400,9 @@ def main(argv: list[str] | None = None) -> int:
                   *held_out_misses(pools, instances, lambda p: held_out[p["fold"]], weight)]
     print("\n".join(lines))
     if args.write:
-        ranker = trl.fit(weighted(pools, args.lme_weight), args.rounds, args.seed, args.learning_rate)
-        settings = {"n_estimators": args.rounds, "learning_rate": args.learning_rate, "random_state": args.seed,
-                    "lme_weight": args.lme_weight}
+        ranker = trl.fit(weighted(pools, args.lme_weight), args.rounds, args.seed, args.learning_rate, args.params)
+        settings = {**args.params, "n_estimators": args.rounds, "learning_rate": args.learning_rate,
+                    "random_state": args.seed, "lme_weight": args.lme_weight, "recipe": args.recipe}
         model = trl.export(ranker, list(packaged.embedders), settings, delta=delta)
         model["trained_on"] = (f"LoCoMo dev conversations 0-4 and {len(instances)} LongMemEval dev instances "
                                "(benchmarks/quality/train_rank_two_shapes.py); query delta from LoCoMo "

@@ -134,7 +134,7 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
             return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt", "explain": explain})
         floor = injection_floor(settings.relevance_floor, store.config)
         rule = StandOut(floor, settings.standout_lead, settings.standout_close, settings.max_memories,
-                        settings.standout_order)
+                        settings.standout_order, settings.note_floor, settings.standout_margin)
         limit = min(MAX_RECALL, max(CANDIDATES, 2 * settings.max_memories))
         candidates = _prompt_candidates(store, query, scope, session_id, limit)
         thresholds = choose([c for c in candidates if not c.reason], rule)  # the never-eligible are out
@@ -194,8 +194,10 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
                 continue
             memory = result["memory"]
             inputs = (result.get("score_components") or {}).get("relevance_inputs")
+            score = result.get("score")
             found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "",
-                                            inputs if isinstance(inputs, dict) else None, rank)
+                                            inputs if isinstance(inputs, dict) else None, rank,
+                                            float(score) if isinstance(score, (int, float)) else None)
     return list(found.values())
 
 
@@ -247,10 +249,16 @@ def _scope_line(store: "MemoryStore", scope: ProjectScope) -> str:
 def _thresholds_line(thresholds: Mapping[str, float], rule: StandOut) -> str:
     if "best" not in thresholds:
         return f"no candidates (floor {rule.floor:.2f})"
-    return (f"floor {rule.floor:.2f}; best {thresholds['best']:.3f}, the rest's median {thresholds['background']:.3f}"
+    line = (f"floor {rule.floor:.2f}; best {thresholds['best']:.3f}, the rest's median {thresholds['background']:.3f}"
             f" (the best must lead it by {rule.lead:.2f}); kept: relevance >= {thresholds['stand_out']:.3f}"
             f" (within {rule.close:.2f} of the best), at most {rule.cap}, "
             + ("recall's first" if rule.order == "recall" else "highest relevance first"))
+    if rule.order == "recall" and rule.cap > 1:
+        ratio = thresholds.get("second_over_first")
+        line += (f"; a second only when recall's second scores >= {rule.margin:.2f} x its first ("
+                 + (f"here {ratio:.2f}: " + ("close, up to " + str(rule.cap) if ratio >= rule.margin else "not close, 1")
+                    if ratio is not None else "no second score: the margin does not apply") + ")")
+    return line
 
 
 def _candidate_line(candidate: Candidate, event: str) -> str:
@@ -262,5 +270,6 @@ def _candidate_line(candidate: Candidate, event: str) -> str:
     inputs = ", ".join(f"{name} {value:.2f}" for name, value in (candidate.inputs or {}).items()
                        if isinstance(value, (int, float)))
     rank = f" rank {candidate.rank}" if candidate.rank is not None else ""
+    rank += f" score {candidate.score:.3f}" if candidate.score is not None else ""
     return (f"  {candidate.reason:<32} relevance {candidate.relevance:.3f}{f' ({inputs})' if inputs else ''}{rank}  "
             f"{candidate.memory_id[:8]}  {preview}")

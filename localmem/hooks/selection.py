@@ -9,7 +9,11 @@ answer (``StandOut``):
   median relevance of the other candidates by at least ``lead``;
 - with it, the others within ``close`` of the best (and over the floor);
 - at most ``cap`` of them, taken in recall's order (``order="recall"``, the default: the
-  ranking picks which notes better than relevance does) or by relevance.
+  ranking picks which notes better than relevance does) or by relevance;
+- in recall's order, a note after the first only when recall's score of its second
+  candidate is at least ``margin`` times its first's (recall itself says the two are close),
+  and then whatever its relevance over ``note_floor``: once the best clears the floor, the
+  ranking decides which notes.
 
 Relevance decides *whether* a prompt gets notes and which are eligible; with
 ``order="recall"`` the ranking decides *which* of them fill the cap.
@@ -32,9 +36,11 @@ from ..recall.relevance_model import relevance_floor
 
 KEPT = "kept"
 BELOW_FLOOR = "below the floor"
+BELOW_NOTE_FLOOR = "below the note floor"
 NOT_STANDING_OUT = "nothing stands out"
 NOT_CLOSE = "not close to the best"
 OVER_CAP = "over the cap"
+UNDER_MARGIN = "recall's second far below first"
 ALREADY_INJECTED = "already injected this session"
 OWN_TURN = "this session's own turn"
 OVER_BUDGET = "over the token budget"
@@ -58,6 +64,13 @@ DEFAULT_CAP = 2
 DEFAULT_FLOOR = 0.90
 ORDERS = ("recall", "relevance")
 DEFAULT_ORDER = "recall"
+# Since branch rank6 (issue 40): a second note goes in only when recall scores its second candidate at least 0.7 of
+# its first, and then whatever its relevance (note floor 0). Chosen on held-out folds of both sets with each set's
+# share of notes that are evidence kept >= 0.5 (benchmarks/hooks/hook_injection.py, "… the share guarded in each
+# set"; docs/results/history.md, 2026-12-05, branch rank6): every fold chose note floor 0, four of five margin
+# 0.7-0.8 and cap 2; the median of their floors is the floor above.
+DEFAULT_MARGIN = 0.7
+DEFAULT_NOTE_FLOOR = 0.0
 
 
 def injection_floor(hook_floor: float | None, config: Any) -> float:
@@ -79,6 +92,7 @@ class Candidate:
     reason: str = ""
     inputs: Mapping[str, float] | None = None  # recall's relevance_inputs, shown by ``hook -v``
     rank: int | None = None  # its place in recall's answer (1: recall's first), shown by ``hook -v``
+    score: float | None = None  # recall's score, for the margin of its second over its first
 
     def explain(self) -> dict[str, Any]:
         content = " ".join(str(self.memory.get("content", "")).split())
@@ -88,24 +102,33 @@ class Candidate:
             explained["inputs"] = dict(self.inputs)
         if self.rank is not None:
             explained["rank"] = self.rank
+        if self.score is not None:
+            explained["score"] = round(self.score, 4)
         return explained
 
 
 @dataclass(frozen=True)
 class StandOut:
-    """The stand-out rule's parameters (see the module docstring); each is validated."""
+    """The stand-out rule's parameters (see the module docstring); each is validated. ``note_floor`` and
+    ``margin`` apply in recall's order only (by relevance, every note clears the floor, none is held by the
+    margin); ``note_floor`` None is the floor itself."""
     floor: float
     lead: float = DEFAULT_LEAD
     close: float = DEFAULT_CLOSE
     cap: int = DEFAULT_CAP
     order: str = DEFAULT_ORDER
+    note_floor: float | None = DEFAULT_NOTE_FLOOR
+    margin: float = DEFAULT_MARGIN
 
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
             raise ConfigError(f"stand-out setting 'order' must be one of {', '.join(ORDERS)}, got {self.order!r}")
-        for name in ("floor", "lead", "close"):
+        for name in ("floor", "lead", "close", "note_floor", "margin"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            if name == "note_floor" and value is None:
+                continue
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not 0.0 <= value <= 1.0):
                 raise ConfigError(f"stand-out setting '{name}' must be a number from 0 to 1, got {value!r}")
         if isinstance(self.cap, bool) or not isinstance(self.cap, int) or not 1 <= self.cap <= 100:
             raise ConfigError(f"stand-out setting 'cap' must be an integer from 1 to 100, got {self.cap!r}")
@@ -117,6 +140,13 @@ def background_of(relevances: list[float]) -> float:
     return float(statistics.median(rest)) if rest else 0.0
 
 
+def second_over_first(in_order: list[Candidate]) -> float | None:
+    """Recall's score of its second candidate over its first's (None: fewer than two, or no scores)."""
+    if len(in_order) < 2 or in_order[0].score is None or in_order[1].score is None or in_order[0].score <= 0:
+        return None
+    return in_order[1].score / in_order[0].score
+
+
 def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
     """Mark each candidate kept or not (``reason``), best first; returns the thresholds used.
 
@@ -126,25 +156,34 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
     candidates.sort(key=lambda c: -c.relevance)
     if not candidates:
         return {"floor": rule.floor}
-    eligible = candidates
+    eligible, note_floor, cap_after_first = candidates, rule.floor, rule.cap
+    thresholds: dict[str, float] = {}
     if rule.order == "recall":  # the cap is filled in recall's order (unplaced last, by relevance)
         eligible = sorted(candidates, key=lambda c: c.rank if c.rank is not None else math.inf)
+        note_floor = rule.floor if rule.note_floor is None else rule.note_floor
+        ratio = second_over_first(eligible)
+        if ratio is not None:
+            thresholds["second_over_first"] = round(ratio, 4)
+            if ratio < rule.margin:
+                cap_after_first = 1
     best = candidates[0].relevance
     background = background_of([c.relevance for c in candidates])
-    keep_from = max(rule.floor, best - rule.close)
-    thresholds = {"floor": rule.floor, "best": round(best, 4), "background": round(background, 4),
-                  "lead": rule.lead, "stand_out": round(keep_from, 4)}
+    keep_from = max(note_floor, best - rule.close)
+    thresholds.update({"floor": rule.floor, "best": round(best, 4), "background": round(background, 4),
+                       "lead": rule.lead, "stand_out": round(keep_from, 4)})
     stands_out = best >= rule.floor and best - background >= rule.lead
     kept = 0
     for candidate in eligible:
-        if candidate.relevance < rule.floor:
-            candidate.reason = BELOW_FLOOR
-        elif not stands_out:
-            candidate.reason = NOT_STANDING_OUT
+        if not stands_out:
+            candidate.reason = BELOW_FLOOR if candidate.relevance < rule.floor else NOT_STANDING_OUT
+        elif candidate.relevance < note_floor:
+            candidate.reason = BELOW_FLOOR if note_floor == rule.floor else BELOW_NOTE_FLOOR
         elif candidate.relevance < keep_from:
             candidate.reason = NOT_CLOSE
         elif kept >= rule.cap:
             candidate.reason = OVER_CAP
+        elif kept >= cap_after_first:
+            candidate.reason = UNDER_MARGIN
         else:
             candidate.reason = KEPT
             kept += 1

@@ -13,7 +13,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from .selection import DEFAULT_CAP, DEFAULT_CLOSE, DEFAULT_LEAD, DEFAULT_ORDER, ORDERS
+from .selection import (DEFAULT_CAP, DEFAULT_CLOSE, DEFAULT_LEAD, DEFAULT_MARGIN, DEFAULT_NOTE_FLOOR, DEFAULT_ORDER,
+                        ORDERS)
 
 ENV_PREFIX = "LOCALMEM_HOOK_"
 _ON = frozenset({"1", "true", "yes", "on"})
@@ -40,6 +41,9 @@ class HookSettings:
     - ``standout_close``: with the best, the others within this of it, in [0, 1].
     - ``standout_order``: which eligible notes fill ``max_memories``: ``recall`` (recall's first) or
       ``relevance`` (the highest relevance first).
+    - ``standout_margin``: in recall's order, a note after the first only when recall's score of its
+      second candidate is at least this times its first's, in [0, 1]; 0: no margin.
+    - ``note_floor``: in recall's order, once the best clears the floor, the notes' own floor, in [0, 1].
     - ``session_start_max``: at most this many memories in the session-start block.
     - ``rules_path``: the capture noise-rules file (JSON); None: the user's
       ``$XDG_CONFIG_HOME/localmem/hook-rules.json`` when it exists, else the built-in rules.
@@ -55,6 +59,8 @@ class HookSettings:
     standout_lead: float = DEFAULT_LEAD
     standout_close: float = DEFAULT_CLOSE
     standout_order: str = DEFAULT_ORDER
+    standout_margin: float = DEFAULT_MARGIN
+    note_floor: float = DEFAULT_NOTE_FLOOR
     session_start_max: int = 8
     rules_path: str | None = None
     project: str | None = None
@@ -73,7 +79,7 @@ class HookSettings:
         if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float))
                                   or not math.isfinite(floor) or not 0.0 <= floor <= 1.0):
             raise ConfigError(f"hook setting 'relevance_floor' must be a number from 0 to 1, got {floor!r}")
-        for name in ("standout_lead", "standout_close"):
+        for name in ("standout_lead", "standout_close", "standout_margin", "note_floor"):
             value = getattr(self, name)
             if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                     or not 0.0 <= value <= 1.0):
