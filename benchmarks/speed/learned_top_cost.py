@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     pools = kept_pools(store, work)
     per_pool = time_cuts(pools, cuts, args.rounds, time.thread_time if args.clock == "cpu" else time.perf_counter)
     sizes = [len(candidates) for _, candidates, _, _ in pools]
-    print(f"{len(pools)} pools (every {args.every}th question), median {statistics.median(sizes):.0f} candidates "
+    print(f"{len(pools)} pools (--every {args.every}), median {statistics.median(sizes):.0f} candidates "
           f"(min {min(sizes)}, max {max(sizes)}); {args.rounds} rounds; {args.clock} clock")
     print(f"| cut | learned stage, median ms per recall | difference from cut {cuts[0]}, median ms | ratio |")
     print("|---:|---:|---:|---:|")
