@@ -103,6 +103,13 @@ def test_the_cut_comparison_reports_every_cut_and_seed_held_out(tmp_path, capsys
     assert "to four places (LoCoMo R@10 / LME turn R@10): cut 1 0." in printed and "; cut 30 0." in printed
 
 
+@pytest.mark.parametrize("argv", [["--cuts", "30,0"], ["--cuts", "30;45"]])
+def test_the_cost_benchmark_refuses_a_bad_cut_by_name_before_opening_a_store(argv, capsys):
+    with pytest.raises(SystemExit):
+        learned_top_cost.main(argv)
+    assert "--cuts" in capsys.readouterr().err
+
+
 def test_the_cost_benchmark_keeps_each_recall_s_pool_and_times_every_cut():
     store = new_store()
     store.store_many([{"content": f"garden note {i}: " + ("did it rain?" if i % 3 else "sunny")}

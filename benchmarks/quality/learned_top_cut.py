@@ -32,19 +32,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.common.number_options import whole_numbers  # noqa: E402
 from benchmarks.quality import longmemeval  # noqa: E402
 from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
 from localmem import Config  # noqa: E402
-
-
-def parse_numbers(parser: argparse.ArgumentParser, option: str, text: str, least: int) -> list[int]:
-    try:
-        numbers = [int(part) for part in text.split(",")]
-    except ValueError:
-        parser.error(f"{option}: comma-separated whole numbers (got {text!r})")
-    if any(n < least for n in numbers):
-        parser.error(f"{option}: each must be at least {least} (got {text!r})")
-    return numbers
 
 
 def missed_turns(pool: dict, scores: np.ndarray) -> set[str]:
@@ -73,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lme-weight", type=int, default=1,
                         help="each LongMemEval pool counts this many times in training (at least 1)")
     args = parser.parse_args(argv)
-    cuts = parse_numbers(parser, "--cuts", args.cuts, 1)
-    seeds = parse_numbers(parser, "--seeds", args.seeds, 0)
+    cuts = whole_numbers(parser, "--cuts", args.cuts, 1)
+    seeds = whole_numbers(parser, "--seeds", args.seeds, 0)
     if args.lme_weight < 1:
         parser.error("--lme-weight: must be at least 1")
     started = time.perf_counter()

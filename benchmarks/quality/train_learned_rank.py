@@ -283,6 +283,18 @@ def held_out_rows(model, pools: list[dict], weight: float, cut: int = learned_ra
     return rows
 
 
+def add_cut_argument(parser: argparse.ArgumentParser) -> None:
+    """--learned-top: how many candidates, the best by weighted score, the held-out trees score."""
+    parser.add_argument("--learned-top", type=int, default=learned_rank.LEARNED_TOP,
+                        help="the trees score this many candidates, the best by weighted score (recall's "
+                             f"LEARNED_TOP, {learned_rank.LEARNED_TOP}, by default); training reads every candidate")
+
+
+def check_cut(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.learned_top < 1:
+        parser.error(f"--learned-top: must be at least 1 (got {args.learned_top})")
+
+
 # The model's levers, each ablated in the same held-out run by trees trained and scored
 # with its features held at 0 (a constant column is one LightGBM never splits on).
 FEATURE_GROUPS = {
@@ -370,12 +382,9 @@ def main(argv: list[str] | None = None) -> int:
                              "them again; held-out sets it lacks are trained")
     parser.add_argument("--skip-adapter", action="store_true",
                         help="leave out the ablation of the previous default's query adapter")
-    parser.add_argument("--learned-top", type=int, default=learned_rank.LEARNED_TOP,
-                        help="the held-out trees score this many candidates, the best by weighted score "
-                             f"(recall's LEARNED_TOP, {learned_rank.LEARNED_TOP}, by default)")
+    add_cut_argument(parser)
     args = parser.parse_args(argv)
-    if args.learned_top < 1:
-        parser.error(f"--learned-top: must be at least 1 (got {args.learned_top})")
+    check_cut(parser, args)
     started = time.perf_counter()
     data = json.load(open(args.data, encoding="utf-8"))
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})

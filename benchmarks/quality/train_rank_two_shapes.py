@@ -257,18 +257,6 @@ def held_out_misses(pools: list[dict], instances: list[dict], predict_for: Calla
     return lines
 
 
-def add_cut_argument(parser: argparse.ArgumentParser) -> None:
-    """--learned-top: how many candidates, the best by weighted score, the trees score."""
-    parser.add_argument("--learned-top", type=int, default=learned_rank.LEARNED_TOP,
-                        help="the trees score this many candidates, the best by weighted score (recall's "
-                             f"LEARNED_TOP, {learned_rank.LEARNED_TOP}, by default); training reads every candidate")
-
-
-def check_cut(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.learned_top < 1:
-        parser.error(f"--learned-top: must be at least 1 (got {args.learned_top})")
-
-
 def means(rows: list[dict], keys) -> list[float]:
     return [float(np.mean([r[k] for r in rows if k in r])) for k in keys]
 
@@ -343,14 +331,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true",
                         help="list each LongMemEval evidence turn the held-out trees leave out of the top 10")
     parser.add_argument("--output", default=str(trl.MODEL_PATH))
-    add_cut_argument(parser)
+    trl.add_cut_argument(parser)
     parser.add_argument("--seen-ids", default=None,
                         help="comma-separated LongMemEval ids the packaged trees were trained on (default: the "
                              "model's own list, lme_ids); the table is repeated on the other instances")
     args = parser.parse_args(argv)
     if args.lme_weight < 1:
         parser.error("--lme-weight: must be at least 1")
-    check_cut(parser, args)
+    trl.check_cut(parser, args)
     started = time.perf_counter()
 
     def log(line: str) -> None:

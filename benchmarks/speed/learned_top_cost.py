@@ -26,6 +26,7 @@ from typing import Callable
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from benchmarks.common.number_options import whole_numbers  # noqa: E402
 from benchmarks.speed import small_store  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.recall import learned_rank, pipeline  # noqa: E402
@@ -74,12 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="cpu: this thread's CPU time (steadier on a loaded machine); wall: elapsed")
     args = parser.parse_args(argv)
-    try:
-        cuts = [int(part) for part in args.cuts.split(",")]
-    except ValueError:
-        parser.error(f"--cuts: comma-separated whole numbers (got {args.cuts!r})")
-    if any(cut < 1 for cut in cuts):
-        parser.error(f"--cuts: each must be at least 1 (got {args.cuts!r})")
+    cuts = whole_numbers(parser, "--cuts", args.cuts, 1)
     if args.rounds < 1:
         parser.error(f"--rounds: must be at least 1 (got {args.rounds})")
 
