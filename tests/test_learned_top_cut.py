@@ -110,6 +110,24 @@ def test_the_cost_benchmark_refuses_a_bad_cut_by_name_before_opening_a_store(arg
     assert "--cuts" in capsys.readouterr().err
 
 
+@pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
+def test_trees_trained_on_each_cut_s_top_are_reported_as_such(tmp_path, capsys):
+    pytest.importorskip("lightgbm")
+    assert learned_top_cut.main([*small_data(tmp_path, 30, 6), "--cuts", "5,30", "--seeds", "0",
+                                 "--rounds", "3", "--train-on-cut"]) == 0
+    printed = capsys.readouterr().out
+    assert "each cut's trees trained on its own top" in printed
+    assert sum(line.startswith("| 5 |") for line in printed.splitlines()) == 3  # seed, mean, leave one out
+
+
+def test_training_on_the_cut_keeps_the_best_rows_and_their_labels():
+    pool = {"final": np.array([0.1, 0.9, 0.5]), "rows": np.array([[1.0], [2.0], [3.0]]),
+            "labels": np.array([1.0, 0.0, 1.0]), "fold": 0}
+    top = learned_top_cut.top_only(pool, 2)
+    assert top["rows"].ravel().tolist() == [2.0, 3.0] and top["labels"].tolist() == [0.0, 1.0]
+    assert pool["rows"].shape == (3, 1)  # the recorded pool is left whole
+
+
 def test_the_cost_benchmark_keeps_each_recall_s_pool_and_times_every_cut():
     store = new_store()
     store.store_many([{"content": f"garden note {i}: " + ("did it rain?" if i % 3 else "sunny")}

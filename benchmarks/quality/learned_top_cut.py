@@ -18,7 +18,10 @@ both ways, and the LongMemEval evidence turns outside the top 10 (distinct turns
 and how many of its hits it pushes out, and how many LoCoMo questions' R@10 each cut raises or
 lowers against the first's.
 
-    python benchmarks/quality/learned_top_cut.py [--cuts 30,45,60,90] [--seeds 0,1,2] [--pools DIR]
+``--train-on-cut`` trains each cut's trees on its own top only (the rows they score), for the
+comparison with trees trained on every candidate.
+
+    python benchmarks/quality/learned_top_cut.py [--cuts 30,45,60,90] [--seeds 0,1,2] [--pools DIR] [--train-on-cut]
 """
 
 from __future__ import annotations
@@ -55,12 +58,32 @@ def cut_rows(pools: list[dict], predict_for, weight: float, cut: int) -> tuple[l
     return metrics, misses
 
 
+def top_only(pool: dict, cut: int) -> dict:
+    """The pool's ``cut`` best by weighted score, for training (their feature rows as recorded)."""
+    top = np.argsort(-pool["final"], kind="stable")[:cut]
+    return {**pool, "rows": pool["rows"][top], "labels": pool["labels"][top]}
+
+
+def fitted(pools: list[dict], settings: argparse.Namespace, cut: int | None) -> tuple[dict, dict]:
+    """The held-out trees by fold and the trees by shape (for leave one dataset out), trained on
+    every candidate, or (``cut``) on each pool's top ``cut`` only."""
+    training = pools if cut is None else [top_only(p, cut) for p in pools]
+    held = {fold: two_shapes.fit([p for p in training if p["fold"] != fold], settings)
+            for fold in range(two_shapes.FOLDS)}
+    by_shape = {shape: two_shapes.fit([p for p in training if p["shape"] == shape], settings)
+                for shape in ("locomo", "lme")}
+    return held, by_shape
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     two_shapes.add_pool_arguments(parser)
     two_shapes.add_seed_arguments(parser)
     parser.add_argument("--cuts", default="30,45,60,90",
                         help="comma-separated cuts; moves into and out of the top 10 are counted against the first")
+    parser.add_argument("--train-on-cut", action="store_true",
+                        help="train each cut's trees on its own top only (the rows they will score; features still "
+                             "measured against the whole pool) instead of once on every candidate")
     parser.add_argument("--lme-weight", type=int, default=1,
                         help="each LongMemEval pool counts this many times in training (at least 1)")
     args = parser.parse_args(argv)
@@ -88,14 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     other_rows: dict[int, list[list[float]]] = {cut: [] for cut in cuts}
     for seed in seeds:
         settings = argparse.Namespace(**{**vars(args), "seed": seed})
-        held = {fold: two_shapes.fit([p for p in pools if p["fold"] != fold], settings)
-                for fold in range(two_shapes.FOLDS)}
-        by_shape = {shape: two_shapes.fit([p for p in pools if p["shape"] == shape], settings)
-                    for shape in ("locomo", "lme")}
-        log(f"seed {seed}: trees fitted")
         first_misses: set[tuple[int, str]] = set()
         first_recall: list[float] = []
         for cut in cuts:
+            if cut == cuts[0] or args.train_on_cut:
+                held, by_shape = fitted(pools, settings, cut if args.train_on_cut else None)
+                log(f"seed {seed}: trees fitted" + (f" on the top {cut}" if args.train_on_cut else ""))
             metrics, misses = cut_rows(pools, lambda p: held[p["fold"]], weight, cut)
             recall = [metrics[i]["R@10"] for i in shapes["locomo"]]
             if cut == cuts[0]:
@@ -110,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     def cells(values: list[float]) -> str:
         return " | ".join(f"{v:.3f}" for v in values)
 
-    lines = [f"Trees on both sets, fold held out; the top 10 counted in distinct turns (LongMemEval); median pool "
+    trained = "each cut's trees trained on its own top" if args.train_on_cut else "trained on every candidate"
+    lines = [f"Trees on both sets ({trained}), fold held out; the top 10 counted in distinct turns (LongMemEval); median pool "
              f"{sizes['locomo']:.0f} candidates (LoCoMo), {sizes['lme']:.0f} (LongMemEval).", "",
              "| cut | seed | LoCoMo R@10 | LoCoMo MRR | LME turn R@5 | LME turn R@10 | LME MRR | LME session any@5 | "
              f"LME misses | of cut {cuts[0]}'s misses brought in | of its hits pushed out | "
