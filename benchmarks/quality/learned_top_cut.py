@@ -9,7 +9,7 @@ The pools are train_rank_two_shapes.py's (LoCoMo dev and LongMemEval dev, record
 the learned component at weight 0; ``--pools DIR`` reuses them). Per training seed the
 trees are fitted once, as train_rank_two_shapes.py fits them (on every candidate of
 every pool): five times with a fold held out, and once per dataset for leave one dataset
-out. Training does not depend on the cut, so each cut applies the same trees to its own
+out. That training does not depend on the cut, so each cut applies the same trees to its own
 top: the comparison between cuts is paired, pool by pool. BM25 is of the same run.
 
 Reported per cut: the held-out figures per seed and their mean, leave one dataset out
