@@ -272,18 +272,30 @@ def ranked_metrics(pool: dict, scores: np.ndarray) -> dict[str, float]:
     return locomo.metrics([pool["keys"][i] for i in order], pool["evidence"])
 
 
-def held_out_rows(model, pools: list[dict], weight: float) -> list[dict]:
-    """Per question: metrics of the weighted score and of weighted + learned (``model``)."""
+def held_out_rows(model, pools: list[dict], weight: float, cut: int = learned_rank.LEARNED_TOP) -> list[dict]:
+    """Per question: metrics of the weighted score and of weighted + learned (``model``), which
+    scores the ``cut`` best by weighted score, as recall scores its LEARNED_TOP."""
     rows = []
     for pool in pools:
-        # As recall does: the model scores the top LEARNED_TOP by weighted score.
-        top = np.argsort(-pool["final"], kind="stable")[:learned_rank.LEARNED_TOP]
+        top = np.argsort(-pool["final"], kind="stable")[:cut]
         learned = np.zeros(len(pool["final"]))
         if len(top):
             learned[top] = 1.0 / (1.0 + np.exp(-model.predict(pool["rows"][top], raw_score=True)))
         rows.append({"question": pool["question"], "base": ranked_metrics(pool, pool["final"]),
                      "learned": ranked_metrics(pool, pool["final"] + weight * learned)})
     return rows
+
+
+def add_cut_argument(parser: argparse.ArgumentParser) -> None:
+    """--learned-top: how many candidates, the best by weighted score, the held-out trees score."""
+    parser.add_argument("--learned-top", type=int, default=learned_rank.LEARNED_TOP,
+                        help="the trees score this many candidates, the best by weighted score (recall's "
+                             f"LEARNED_TOP, {learned_rank.LEARNED_TOP}, by default); training reads every candidate")
+
+
+def check_cut(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.learned_top < 1:
+        parser.error(f"--learned-top: must be at least 1 (got {args.learned_top})")
 
 
 # The model's levers, each ablated in the same held-out run by trees trained and scored
@@ -373,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
                              "them again; held-out sets it lacks are trained")
     parser.add_argument("--skip-adapter", action="store_true",
                         help="leave out the ablation of the previous default's query adapter")
+    add_cut_argument(parser)
     args = parser.parse_args(argv)
+    check_cut(parser, args)
     started = time.perf_counter()
     data = json.load(open(args.data, encoding="utf-8"))
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0", "SEARCH_WEIGHT_LEARNED": "0"})
@@ -417,13 +431,13 @@ def main(argv: list[str] | None = None) -> int:
                 training = [p for p in pools if p["question"]["conv_tag"] != conv]
                 tested = [p for p in pools if p["question"]["conv_tag"] == conv]
             model = fit(training, args.rounds, args.seed, args.learning_rate)
-            held += held_out_rows(model, tested, weight)
+            held += held_out_rows(model, tested, weight, args.learned_top)
             models[conv] = (model, shaping)
             if cross_fit:
                 for group, names in FEATURE_GROUPS.items():
                     ablated = fit(without_features(training, names), args.rounds, args.seed, args.learning_rate)
                     without_group.setdefault(group, []).extend(
-                        held_out_rows(ablated, without_features(tested, names), weight))
+                        held_out_rows(ablated, without_features(tested, names), weight, args.learned_top))
         return held
 
     # A model the embedders can tune gets a delta (sentence-transformers and ONNX can);
@@ -455,13 +469,15 @@ def main(argv: list[str] | None = None) -> int:
         # The same turns with no thread (no session in tags or metadata): memories a model
         # never saw so bare.
         rows.setdefault("flat", []).extend(held_out_rows(
-            model, record([q for q in flat_questions if q["conv_tag"] == conv], flat_store, **shaping), weight))
+            model, record([q for q in flat_questions if q["conv_tag"] == conv], flat_store, **shaping), weight,
+            args.learned_top))
         # Asked over the whole store of five conversations, whose other turns crowd the pool.
         rows.setdefault("unscoped", []).extend(held_out_rows(model, record(tested, scoped=False, **shaping),
-                                                             weight))
+                                                             weight, args.learned_top))
         # recall_v1's hybrid pools (kagura/learned.py maps their evidence to the features);
         # the hybrid mix stands for the weighted score.
-        rows.setdefault("hybrid", []).extend(held_out_rows(model, record(tested, v1=True, **shaping), weight))
+        rows.setdefault("hybrid", []).extend(held_out_rows(model, record(tested, v1=True, **shaping), weight,
+                                                           args.learned_top))
         print(f"{conv}: held out", flush=True)
     lines = report(rows["scoped"], tuned_base)
     lines += ["", "Held-out R@10 to four places: "

@@ -31,7 +31,7 @@ keeps the recorded pools (pickles: give it a folder of your own) for the next ru
 
     pip install -e ".[embeddings,train]"
     python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--recipe NAME]
-        [--lme-weight N] [--seen-ids A,B] [--write]
+        [--lme-weight N] [--seen-ids A,B] [--learned-top N] [--write]
 """
 
 from __future__ import annotations
@@ -188,9 +188,11 @@ def _record_lme(instance: dict, embedder, config: Config, model: learned_rank.Tr
     return pool
 
 
-def learned_scores(predict: Callable[[np.ndarray], np.ndarray] | None, pool: dict, weight: float) -> np.ndarray:
-    """Weighted score plus the learned component, as recall adds it (the top LEARNED_TOP only)."""
-    top = np.argsort(-pool["final"], kind="stable")[:learned_rank.LEARNED_TOP]
+def learned_scores(predict: Callable[[np.ndarray], np.ndarray] | None, pool: dict, weight: float,
+                   cut: int = learned_rank.LEARNED_TOP) -> np.ndarray:
+    """Weighted score plus the learned component, as recall adds it: to the ``cut`` best by
+    weighted score only (recall's cut, LEARNED_TOP, unless a comparison names another)."""
+    top = np.argsort(-pool["final"], kind="stable")[:cut]
     learned = np.zeros(len(pool["final"]))
     if predict is not None and len(top):
         learned[top] = 1.0 / (1.0 + np.exp(-np.clip(predict(pool["rows"][top]), -60, 60)))
@@ -234,13 +236,13 @@ def fit(pools: list[dict], args, drop=()) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def held_out_misses(pools: list[dict], instances: list[dict], predict_for: Callable[[dict], Any],
-                    weight: float) -> list[str]:
+                    weight: float, cut: int = learned_rank.LEARNED_TOP) -> list[str]:
     """Each LongMemEval evidence turn the held-out trees leave out of the top 10: the question,
     and the turn's role, length, held-out rank and rank by weighted score alone, and its opening."""
     by_id = {i["question_id"]: i for i in instances}
     lines = []
     for pool in (p for p in pools if p["shape"] == "lme"):
-        ranked = longmemeval.distinct(ranked_keys(pool, learned_scores(predict_for(pool), pool, weight)))
+        ranked = longmemeval.distinct(ranked_keys(pool, learned_scores(predict_for(pool), pool, weight, cut)))
         alone = longmemeval.distinct(ranked_keys(pool, pool["final"], spread=False))  # as recall without trees
         missed = sorted(t for t in pool["truth"]["turns"] if t not in ranked[:10])
         if not missed:
@@ -328,12 +330,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true",
                         help="list each LongMemEval evidence turn the held-out trees leave out of the top 10")
     parser.add_argument("--output", default=str(trl.MODEL_PATH))
+    trl.add_cut_argument(parser)
     parser.add_argument("--seen-ids", default=None,
                         help="comma-separated LongMemEval ids the packaged trees were trained on (default: the "
                              "model's own list, lme_ids); the table is repeated on the other instances")
     args = apply_recipe(parser.parse_args(argv))
     if args.lme_weight < 1:
         parser.error("--lme-weight: must be at least 1")
+    trl.check_cut(parser, args)
     started = time.perf_counter()
 
     def log(line: str) -> None:
@@ -346,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     rankings: dict[str, dict[int, dict]] = {"FTS5 BM25 (same memories)": {i: p["bm25"] for i, p in enumerate(pools)}}
 
     def rank(label: str, predict_for: Callable[[dict], Any], spread: bool = True) -> None:
-        rankings[label] = {i: scored(p, learned_scores(predict_for(p), p, weight), spread)
+        rankings[label] = {i: scored(p, learned_scores(predict_for(p), p, weight, args.learned_top), spread)
                            for i, p in enumerate(pools)}
 
     rank("weighted score alone (LOCALMEM_LEARNED_RANK=0 with the delta's MaxSim)", lambda p: None, spread=False)
@@ -397,12 +401,16 @@ def main(argv: list[str] | None = None) -> int:
               f"({len(instances)} instances, abstentions left out); {time.perf_counter() - started:.0f} s."]
     if args.misses:
         lines += ["", "LongMemEval evidence turns the held-out trees leave out of the top 10:", "",
-                  *held_out_misses(pools, instances, lambda p: held_out[p["fold"]], weight)]
+                  *held_out_misses(pools, instances, lambda p: held_out[p["fold"]], weight, args.learned_top)]
     print("\n".join(lines))
     if args.write:
         ranker = trl.fit(weighted(pools, args.lme_weight), args.rounds, args.seed, args.learning_rate, args.params)
         settings = {**args.params, "n_estimators": args.rounds, "learning_rate": args.learning_rate,
-                    "random_state": args.seed, "lme_weight": args.lme_weight, "recipe": args.recipe}
+                    "random_state": args.seed, "lme_weight": args.lme_weight, "recipe": args.recipe,
+                    "learned_top": args.learned_top}
+        if args.learned_top != learned_rank.LEARNED_TOP:
+            print(f"note: measured with --learned-top {args.learned_top}; recall scores its LEARNED_TOP "
+                  f"({learned_rank.LEARNED_TOP}) whatever the model file says")
         model = trl.export(ranker, list(packaged.embedders), settings, delta=delta)
         model["trained_on"] = (f"LoCoMo dev conversations 0-4 and {len(instances)} LongMemEval dev instances "
                                "(benchmarks/quality/train_rank_two_shapes.py); query delta from LoCoMo "

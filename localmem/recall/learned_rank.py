@@ -340,23 +340,26 @@ class TreeModel:
 
 
 def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query: str,
-                       mention: CalendarMention | None = None) -> dict[int, float]:
-    """The ``learned`` component of the pool's top LEARNED_TOP candidates by weighted
+                       mention: CalendarMention | None = None, top: int = LEARNED_TOP) -> dict[int, float]:
+    """The ``learned`` component of the pool's ``top`` best candidates by weighted
     score (by position in ``candidates``): the logistic of the model's score.
-    ``mention`` is the calendar date the query names, if any (pool_features).
+    ``mention`` is the calendar date the query names, if any (pool_features); ``top``
+    is recall's LEARNED_TOP except where a benchmark compares cuts.
 
     Every candidate's features are measured against the whole pool, but only the
     top ones are scored: held out on the dev data, the model's gain all comes from
     reordering the top 20 (R@10 0.8225 scoring the top 20, 0.8221 scoring all).
     """
+    if top < 1:
+        raise ValueError(f"top: the learned ranking scores at least 1 candidate (got {top})")
     if not candidates:
         return {}
     # Scores are finite by construction; a value read from a damaged row is no evidence.
     rows = np.nan_to_num(pool_features(candidates, query, mention), nan=0.0, posinf=0.0, neginf=0.0)
-    top = np.argsort(-rows[:, FEATURES.index("final")], kind="stable")[:LEARNED_TOP]
-    raw = model.raw_scores(rows[top])
+    best = np.argsort(-rows[:, FEATURES.index("final")], kind="stable")[:top]
+    raw = model.raw_scores(rows[best])
     learned = 1.0 / (1.0 + np.exp(-np.clip(raw, -60.0, 60.0)))
-    return dict(zip(top.tolist(), learned.tolist()))
+    return dict(zip(best.tolist(), learned.tolist()))
 
 
 def usable_model(backend: "Backend", load: Callable[[], TreeModel | None] | None
