@@ -199,8 +199,9 @@ def test_health_counts_agree_with_sql(store):
     assert health["memories_without_embedding"] == 0
     assert health["indexes_agree"] is True
     assert health["status"] == "healthy"
+    # query_int8: the hash embedder has no query graph to quantise, whatever LOCALMEM_QUERY_INT8 says
     assert health["embedder"] == {"name": "hash", "dimensions": 384, "recorded": "hash",
-                                  "available": True, "error": None}
+                                  "available": True, "error": None, "query_int8": False}
     assert health["schema_version"] == health["latest_schema_version"] == LATEST_VERSION
     assert health["path"] == ":memory:"
     assert health["file_size_bytes"] == 0
