@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
-def whole_numbers(parser: argparse.ArgumentParser, option: str, text: str, least: int) -> list[int]:
-    """``text`` as whole numbers, each at least ``least``; otherwise the parser's error naming ``option``."""
-    try:
-        numbers = [int(part) for part in text.split(",")]
-    except ValueError:
-        parser.error(f"{option}: comma-separated whole numbers (got {text!r})")
-    if any(number < least for number in numbers):
-        parser.error(f"{option}: each must be at least {least} (got {text!r})")
-    return numbers
+def whole_numbers(least: int) -> Callable[[str], list[int]]:
+    """An argparse ``type``: the option's text as whole numbers, each at least ``least``;
+    otherwise argparse's error, which names the option."""
+    def read(text: str) -> list[int]:
+        try:
+            numbers = [int(part) for part in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"comma-separated whole numbers (got {text!r})") from None
+        if any(number < least for number in numbers):
+            raise argparse.ArgumentTypeError(f"each must be at least {least} (got {text!r})")
+        return numbers
+    return read
+
+
+def joined(numbers: list[int]) -> str:
+    """The numbers as the option is written: ``0,1,2``."""
+    return ",".join(map(str, numbers))

@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.common.number_options import whole_numbers  # noqa: E402
+from benchmarks.common.number_options import joined, whole_numbers  # noqa: E402
 from benchmarks.quality import longmemeval  # noqa: E402
 from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
 from localmem import Config  # noqa: E402
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     two_shapes.add_pool_arguments(parser)
     two_shapes.add_seed_arguments(parser)
-    parser.add_argument("--cuts", default="30,45,60,90",
+    parser.add_argument("--cuts", default="30,45,60,90", type=whole_numbers(1),
                         help="comma-separated cuts; moves into and out of the top 10 are counted against the first")
     parser.add_argument("--train-on-cut", action="store_true",
                         help="train each cut's trees on its own top only (the rows they will score; features still "
@@ -87,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lme-weight", type=int, default=1,
                         help="each LongMemEval pool counts this many times in training (at least 1)")
     args = parser.parse_args(argv)
-    cuts = whole_numbers(parser, "--cuts", args.cuts, 1)
-    seeds = whole_numbers(parser, "--seeds", args.seeds, 0)
+    cuts, seeds = args.cuts, args.seeds
     if args.lme_weight < 1:
         parser.error("--lme-weight: must be at least 1")
     started = time.perf_counter()
@@ -157,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     for cut in cuts:
         lines.append(f"| {cut} | " + cells(np.mean(other_rows[cut], axis=0).tolist()) + " |")
     lines += ["", f"{len(shapes['locomo'])} LoCoMo questions, {len(shapes['lme'])} LongMemEval questions "
-              f"({len(instances)} instances, abstentions left out); seeds {args.seeds}; "
+              f"({len(instances)} instances, abstentions left out); seeds {joined(seeds)}; "
               f"{time.perf_counter() - started:.0f} s."]
     print("\n".join(lines))
     return 0

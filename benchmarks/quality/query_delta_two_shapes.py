@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.pools:
         parser.error("--pools: a folder is needed (every pool is recorded once per delta)")
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     started = time.perf_counter()
 
     def log(text: str) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.common.number_options import joined, whole_numbers  # noqa: E402
 from benchmarks.common import training_recipes  # noqa: E402
 from benchmarks.quality import longmemeval  # noqa: E402
 from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
@@ -87,13 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     two_shapes.add_pool_arguments(parser)
     parser.add_argument("--recipes", default="shipped,top3", help="comma-separated names of RECIPES")
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated LightGBM seeds")
+    parser.add_argument("--seeds", default="0,1,2", type=whole_numbers(0), help="comma-separated LightGBM seeds")
     args = parser.parse_args(argv)
     recipes = args.recipes.split(",")
     unknown = [r for r in recipes if r not in training_recipes.RECIPES]
     if unknown:
         parser.error(f"--recipes: unknown {', '.join(unknown)} (known: {', '.join(sorted(training_recipes.RECIPES))})")
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     started = time.perf_counter()
     pools = two_shapes.record_all(args, lambda line: None)[0]
     weight = Config().weight_learned
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         runs[recipe] = [recipe_runs(pools, recipe, seed, weight) for seed in seeds]
         print(f"[{time.perf_counter() - started:.0f} s] {recipe} done", file=sys.stderr, flush=True)
     n_lme = sum(p["shape"] == "lme" for p in pools)
-    lines = [f"{len(pools) - n_lme} LoCoMo questions, {n_lme} LongMemEval questions; seeds {args.seeds}.", ""]
+    lines = [f"{len(pools) - n_lme} LoCoMo questions, {n_lme} LongMemEval questions; seeds {joined(seeds)}.", ""]
     lines += table(pools, runs, "held out", "Trees on both sets, fold held out:") + [""]
     lines += table(pools, runs, "across", "Trees on the other set only (LoCoMo's row: trained on LongMemEval; "
                                           "LongMemEval's: trained on LoCoMo):")

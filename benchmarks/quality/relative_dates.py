@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     two_shapes.add_pool_arguments(parser)
     two_shapes.add_seed_arguments(parser)
     args = parser.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     off, on = recorded(args, False), recorded(args, True)
     changed = [i for i, (a, b) in enumerate(zip(off, on))
                if a["keys"] != b["keys"] or not np.array_equal(a["rows"], b["rows"])]

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                  for shape in ("locomo", "lme")}
     table: dict[str, list[list[float]]] = {name: [] for name in [*settings(), CHOSEN]}
     choices: list[str] = []
-    for seed in [int(s) for s in args.seeds.split(",")]:
+    for seed in args.seeds:
         options = argparse.Namespace(lme_weight=1, rounds=args.rounds, seed=seed, learning_rate=args.learning_rate)
         trees = {fold: two_shapes.fit([p for p in pools if p["fold"] != fold], options)
                  for fold in range(two_shapes.FOLDS)}

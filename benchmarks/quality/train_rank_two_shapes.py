@@ -54,6 +54,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.quality import locomo, longmemeval  # noqa: E402
+from benchmarks.common.number_options import whole_numbers  # noqa: E402
 from benchmarks.common.training_recipes import add_recipe_arguments, apply_recipe  # noqa: E402
 from benchmarks.quality import train_learned_rank as trl  # noqa: E402
 from localmem import Config  # noqa: E402
@@ -283,7 +284,7 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
 def add_seed_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of a comparison over several training seeds (relative_dates.py,
     query_delta_two_shapes.py)."""
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated LightGBM seeds")
+    parser.add_argument("--seeds", default="0,1,2", type=whole_numbers(0), help="comma-separated LightGBM seeds")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--learning-rate", type=float, default=0.15)
 

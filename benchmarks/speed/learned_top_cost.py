@@ -70,12 +70,13 @@ def time_cuts(pools: list[tuple], cuts: list[int], rounds: int, clock: Callable[
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     small_store.add_warm_text_arguments(parser, every=2)
-    parser.add_argument("--cuts", default="30,45,60,90", help="comma-separated; the first is the reference")
+    parser.add_argument("--cuts", default="30,45,60,90", type=whole_numbers(1),
+                        help="comma-separated; the first is the reference")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="cpu: this thread's CPU time (steadier on a loaded machine); wall: elapsed")
     args = parser.parse_args(argv)
-    cuts = whole_numbers(parser, "--cuts", args.cuts, 1)
+    cuts = args.cuts
     if args.rounds < 1:
         parser.error(f"--rounds: must be at least 1 (got {args.rounds})")
 
