@@ -40,7 +40,28 @@ def test_a_store_with_a_model_refuses_a_bad_value_even_without_an_export(tmp_pat
     with pytest.raises(ConfigError, match="LOCALMEM_QUERY_INT8"):
         MemoryStore(str(tmp_path / "m.db"), embedder="auto")
     assert not (tmp_path / "m.db").exists()
-    MemoryStore(str(tmp_path / "h.db"), embedder="hash").close()  # no model: nothing to quantise
+    with pytest.raises(ConfigError, match="LOCALMEM_QUERY_INT8"):  # a bad value is bad whatever the embedder
+        MemoryStore(str(tmp_path / "h.db"), embedder="hash")
+    assert not (tmp_path / "h.db").exists()
+
+
+@pytest.mark.parametrize("spec, kind", [("hash", "HashEmbedder"), ("none", "no embedder")])
+def test_asking_for_int8_where_there_is_no_query_graph_is_said(tmp_path, monkeypatch, spec, kind):
+    monkeypatch.setenv(query_int8.ENV, "1")
+    with pytest.warns(UserWarning, match=f"LOCALMEM_QUERY_INT8=1 changes nothing with (the )?{kind}"):
+        store = MemoryStore(str(tmp_path / "h.db"), embedder=spec)
+    assert store.health()["embedder"]["query_int8"] is False
+    store.close()
+
+
+def test_the_cli_says_the_setting_changes_nothing_for_a_hash_store(tmp_path):
+    env = dict(os.environ, LOCALMEM_DB=str(tmp_path / "h.db"), LOCALMEM_EMBEDDER="hash")
+    env.pop(query_int8.ENV, None)
+    subprocess.run([sys.executable, "-m", "localmem", "store", "a note"], env=env, check=True, capture_output=True)
+    said = subprocess.run([sys.executable, "-m", "localmem", "recall", "note"], capture_output=True, text=True,
+                          env={**env, query_int8.ENV: "1"})
+    assert said.returncode == 0
+    assert "warning: LOCALMEM_QUERY_INT8=1 changes nothing with the HashEmbedder embedder" in said.stderr
 
 
 def test_without_the_onnx_package_the_setting_is_refused_saying_what_to_install(monkeypatch):

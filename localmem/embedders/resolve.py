@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,10 @@ def spec_for_recorded_name(name: str) -> str:
 def resolve_embedder(spec: Any, *, environ: Mapping[str, str] | None = None) -> Embedder | None:
     """Turn an ``embedder=`` argument into an embedder, or None for no vectors.
 
+    ``$LOCALMEM_QUERY_INT8`` is read for every string: a value that is not a yes or a no
+    is refused (ConfigError naming it), and a yes for an embedder without the ONNX query
+    graph (hash, sentence-transformers, none) is said in a warning: it changes nothing there.
+
     ``"none"``/None: no vector channel. ``"hash"`` or ``"hash:N"``: a
     ``HashEmbedder``. ``"auto"``: ``$LOCALMEM_MODEL`` or all-MiniLM-L6-v2, or an
     ``UnavailableEmbedder`` when neither sentence-transformers nor an ONNX
@@ -40,6 +45,15 @@ def resolve_embedder(spec: Any, *, environ: Mapping[str, str] | None = None) -> 
     sentence-transformers (the reference). Objects with ``name``,
     ``dimensions`` and ``embed`` are returned as they are.
     """
+    embedder = _resolve(spec, environ)
+    if isinstance(spec, str) and query_int8.wanted(environ) and not getattr(embedder, "query_int8", False):
+        used = "no" if embedder is None else f"the {type(embedder).__name__}"
+        warnings.warn(f"{query_int8.ENV}=1 changes nothing with {used} embedder: only the ONNX embedder's "
+                      "query graph has an int8 copy (docs/embedders.md)", stacklevel=2)
+    return embedder
+
+
+def _resolve(spec: Any, environ: Mapping[str, str] | None) -> Embedder | None:
     if spec is None:
         return None
     if isinstance(spec, str):
@@ -56,7 +70,6 @@ def resolve_embedder(spec: Any, *, environ: Mapping[str, str] | None = None) -> 
             if not re.fullmatch(r"[0-9]+", raw):
                 raise ConfigError(f"bad embedder {spec!r}: expected 'hash:N' with N an integer")
             return HashEmbedder(int(raw))
-        query_int8.wanted(environ)  # a bad LOCALMEM_QUERY_INT8 is refused even without an export
         if lowered == "auto":
             env = os.environ if environ is None else environ
             model = (env.get("LOCALMEM_MODEL") or "").strip() or DEFAULT_MODEL
