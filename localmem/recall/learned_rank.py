@@ -78,10 +78,17 @@ def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
 
 
 def pool_features(candidates: list[dict[str, Any]], query: str,
-                  mention: CalendarMention | None = None) -> np.ndarray:
+                  mention: CalendarMention | None = None, rows: np.ndarray | None = None) -> np.ndarray:
     """One row of FEATURES per candidate (scored by recall/scoring.py), in the pool's order;
-    ``mention`` is the calendar date the query names (timegrammar.mentions), if any."""
+    ``mention`` is the calendar date the query names (timegrammar.mentions), if any.
+
+    ``rows``: the positions of the candidates whose rows are wanted, in the order wanted
+    (all, in the pool's order, when None). Each row is still measured against the whole
+    pool (ranks, gaps, threads, residuals), so it is the full matrix's row to the bit; a
+    candidate's own values (its tokens, dates, roles) are computed only for those rows."""
     n = len(candidates)
+    pick = np.arange(n) if rows is None else np.asarray(rows, dtype=np.intp)
+    chosen = candidates if rows is None else [candidates[i] for i in pick.tolist()]
     components = [c.get("score_components") or {} for c in candidates]
     vector = np.array([float(c.get("vector", 0.0)) for c in components])
     keyword = np.array([float(c.get("keyword", 0.0)) for c in components])
@@ -90,22 +97,26 @@ def pool_features(candidates: list[dict[str, Any]], query: str,
     cosine = np.array([float(c["_similarity"]) if c.get("_similarity") is not None else 0.0
                        for c in candidates])
     matches = [c.get("_token_match") for c in candidates]
+    max_sim = np.array([m.max_sim if m is not None else 0.0 for m in matches])  # its gap reads the pool
     token = np.array([[m.max_sim, m.best, m.share_over_half, m.share_over_07, m.median,
-                       math.log1p(m.tokens)] if m is not None else [0.0] * 6 for m in matches])
-    question = np.array([1.0 if "?" in (c["memory"].get("content") or "") else 0.0 for c in candidates])
+                       math.log1p(m.tokens)] if m is not None else [0.0] * 6
+                      for m in (c.get("_token_match") for c in chosen)]).reshape(len(chosen), 6)
+    question = np.array([1.0 if "?" in (c["memory"].get("content") or "") else 0.0 for c in chosen])
     final_rank = _reciprocal_rank(final)
-    columns = [
+    pooled = [
         vector, keyword, tag, final,
         _reciprocal_rank(vector), _reciprocal_rank(keyword), final_rank,
-        final - final.max(), vector - vector.max(), keyword - keyword.max(),
-        cosine, token[:, 0], token[:, 1], token[:, 2], token[:, 3], token[:, 4],
-        token[:, 5], np.full(n, float(len(query.split()))), cosine - cosine.max(),
-        token[:, 0] - token[:, 0].max(), question,
+        final - final.max(), vector - vector.max(), keyword - keyword.max(), cosine,
+    ]
+    columns = [column[pick] for column in pooled] + [
+        token[:, 0], token[:, 1], token[:, 2], token[:, 3], token[:, 4],
+        token[:, 5], np.full(len(chosen), float(len(query.split()))), (cosine - cosine.max())[pick],
+        (max_sim - max_sim.max())[pick], question,
     ]
     top = set(np.flatnonzero(final_rank > 1.0 / (THREAD_TOP + 0.5)).tolist())  # the THREAD_TOP best
-    columns += list(_thread_features(candidates, vector, keyword, final, top).T)
-    columns += list(_date_features(candidates, mention).T)
-    return np.column_stack(columns + [_token_residual(matches, final), role_features(candidates, query)])
+    columns += list(_thread_features(candidates, vector, keyword, final, top)[pick].T)
+    columns += list(_date_features(chosen, mention).T)
+    return np.column_stack(columns + [_token_residual(matches, final)[pick], role_features(chosen, query)])
 
 
 def _token_residual(matches: list[Any], final: np.ndarray) -> np.ndarray:
@@ -327,16 +338,26 @@ class TreeModel:
         """
         trees, width = self.feature.shape
         count = rows.shape[0]
-        feature, leaf = self.feature.ravel(), self.feature.ravel() < 0
-        offset = (np.arange(trees) * width)[:, None]
-        left, right = (self.left + offset).ravel(), (self.right + offset).ravel()
-        decided = (rows[:, np.where(leaf, 0, feature)] <= self.threshold.ravel()).ravel()
+        split, leaf, offset, left, right, threshold, value = self._flat
+        decided = (rows[:, split] <= threshold).ravel()
         row_start = (np.arange(count) * (trees * width))[None, :]
         node = np.repeat(offset, count, axis=1)
         for _ in range(self.depth):
             below = np.where(decided[row_start + node], left[node], right[node])
             node = np.where(leaf[node], node, below)
-        return self.value.ravel()[node].sum(axis=0)
+        return value[node].sum(axis=0)
+
+    @functools.cached_property
+    def _flat(self) -> tuple[np.ndarray, ...]:
+        """What ``raw_scores`` walks, derived once per model (the arrays never change): each
+        node's feature column (0 at leaves), whether it is a leaf, each tree's offset, the
+        children as flat node indices, the thresholds and the leaf values, flat."""
+        trees, width = self.feature.shape
+        feature, leaf = self.feature.ravel(), self.feature.ravel() < 0
+        offset = (np.arange(trees) * width)[:, None]
+        left, right = (self.left + offset).ravel(), (self.right + offset).ravel()
+        return (np.where(leaf, 0, feature), leaf, offset, left, right, self.threshold.ravel(),
+                self.value.ravel())
 
 
 def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query: str,
@@ -355,9 +376,13 @@ def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query
     if not candidates:
         return {}
     # Scores are finite by construction; a value read from a damaged row is no evidence.
-    rows = np.nan_to_num(pool_features(candidates, query, mention), nan=0.0, posinf=0.0, neginf=0.0)
-    best = np.argsort(-rows[:, FEATURES.index("final")], kind="stable")[:top]
-    raw = model.raw_scores(rows[best])
+    # The best by the features' "final" column; only their rows are computed (each still
+    # measured against the whole pool).
+    final = np.nan_to_num(np.array([float(c.get("final_score") or 0.0) for c in candidates]),
+                          nan=0.0, posinf=0.0, neginf=0.0)
+    best = np.argsort(-final, kind="stable")[:top]
+    rows = np.nan_to_num(pool_features(candidates, query, mention, rows=best), nan=0.0, posinf=0.0, neginf=0.0)
+    raw = model.raw_scores(rows)
     learned = 1.0 / (1.0 + np.exp(-np.clip(raw, -60.0, 60.0)))
     return dict(zip(best.tolist(), learned.tolist()))
 
