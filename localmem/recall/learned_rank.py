@@ -338,26 +338,28 @@ class TreeModel:
         """
         trees, width = self.feature.shape
         count = rows.shape[0]
-        split, leaf, offset, left, right, threshold, value = self._flat
-        decided = (rows[:, split] <= threshold).ravel()
-        row_start = (np.arange(count) * (trees * width))[None, :]
-        node = np.repeat(offset, count, axis=1)
+        split, offset, left, right, threshold, value = self._flat
+        # Every row's next node from every node, as indices into the flattened (row, node)
+        # table: one look-up per level instead of deciding, choosing and keeping leaves.
+        row_start = np.arange(count)[:, None] * (trees * width)
+        step = (np.where(rows[:, split] <= threshold, left, right) + row_start).ravel()
+        node = np.repeat(offset, count, axis=1) + row_start.T
         for _ in range(self.depth):
-            below = np.where(decided[row_start + node], left[node], right[node])
-            node = np.where(leaf[node], node, below)
-        return value[node].sum(axis=0)
+            node = step[node]
+        return value[node - row_start.T].sum(axis=0)
 
     @functools.cached_property
     def _flat(self) -> tuple[np.ndarray, ...]:
         """What ``raw_scores`` walks, derived once per model (the arrays never change): each
-        node's feature column (0 at leaves), whether it is a leaf, each tree's offset, the
-        children as flat node indices, the thresholds and the leaf values, flat."""
+        node's feature column (0 at leaves), each tree's offset, the children as flat node
+        indices (a leaf is its own child), the thresholds and the leaf values, flat."""
         trees, width = self.feature.shape
         feature, leaf = self.feature.ravel(), self.feature.ravel() < 0
         offset = (np.arange(trees) * width)[:, None]
-        left, right = (self.left + offset).ravel(), (self.right + offset).ravel()
-        return (np.where(leaf, 0, feature), leaf, offset, left, right, self.threshold.ravel(),
-                self.value.ravel())
+        flat = np.arange(trees * width)
+        left = np.where(leaf, flat, (self.left + offset).ravel())
+        right = np.where(leaf, flat, (self.right + offset).ravel())
+        return np.where(leaf, 0, feature), offset, left, right, self.threshold.ravel(), self.value.ravel()
 
 
 def learned_components(model: TreeModel, candidates: list[dict[str, Any]], query: str,
