@@ -589,15 +589,9 @@ def main() -> None:
     settings = HookSettings()
     started = time.perf_counter()
     if args.load:
-        sets = {}
-        for path in args.load.split(","):
-            sets.update(json.loads(Path(path).read_text("utf-8")))
+        sets = injection_folds.load_saved(args.load)
         for prompts in sets.values():
             for p in prompts:
-                p["evidence"] = set(p["evidence"])
-                # Saved before the rank was an input: it is 1 / the saved place in recall's answer.
-                p["candidates"] = [(m, r, {"reciprocal_rank": 1.0 / rank if rank else 0.0, **inputs}, rank)
-                                   for m, r, inputs, rank in p["candidates"]]
                 if args.rescore:
                     rescore(p, settings)
                 if "terms" in p:  # saved since branch gate5
