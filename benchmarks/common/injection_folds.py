@@ -39,11 +39,14 @@ GATE_INPUTS = ("relevance", *FEATURES)  # what the prompt gate may read of the p
 
 
 def load_saved(paths: str) -> dict[str, list[dict]]:
-    """The prompts benchmarks/hooks/hook_injection.py ``--save`` wrote to ``paths`` (comma-separated, their sets
-    merged), evidence as sets and each candidate's inputs with its ``reciprocal_rank``."""
+    """The prompts benchmarks/hooks/hook_injection.py ``--save`` wrote to ``paths`` (comma-separated; a set saved in
+    several files is joined in their order: instances asked in runs of ``--lme`` positions that start at multiples of
+    20 keep the fold and off-topic questions of one run), evidence as sets and each candidate's inputs with its
+    ``reciprocal_rank``."""
     sets: dict[str, list[dict]] = {}
     for path in paths.split(","):
-        sets.update(json.loads(Path(path).read_text("utf-8")))
+        for name, prompts in json.loads(Path(path).read_text("utf-8")).items():
+            sets.setdefault(name, []).extend(prompts)
     for prompts in sets.values():
         for p in prompts:
             p["evidence"] = set(p["evidence"])

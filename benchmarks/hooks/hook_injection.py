@@ -568,7 +568,7 @@ def main() -> None:
     parser.add_argument("--sets", default="locomo,lme", help="which sets to ask (comma-separated)")
     parser.add_argument("--save", type=Path, help="also write the asked prompts' candidates here (JSON)")
     parser.add_argument("--load", help="replay saved candidates instead of asking (no store built): "
-                                       "files written by --save, comma-separated, their sets merged")
+                                       "files written by --save, comma-separated (a set in several joined)")
     parser.add_argument("--inputs", default=",".join(FITTED),
                         help="the relevance inputs the held-out-together fit reads (comma-separated, of "
                              f"{', '.join(FEATURES)}; default the shipped model's, {', '.join(FITTED)})")
