@@ -72,3 +72,14 @@ def test_where_an_unserved_prompt_lost_its_evidence():
         picked = injection_levers.picked_ids([prompt], _relevance, rule)[id(prompt)]
         assert injection_levers.lost_where(prompt, picked, _relevance, rule) == injection_levers.LOST[where]
     assert injection_folds.in_recall_order(lower)[2][0] == "m2"
+
+
+def test_with_no_lever_the_rule_chosen_is_the_margin_rules():
+    rng = random.Random(7)
+    prompts = [_prompt([(rng.choice([0.0, 0.3, 0.8, 0.9, 0.95]), rng.choice([0.2, 0.5, 0.7, 0.9, 1.0]), None)
+                        for _ in range(rng.randint(1, 6))], rng.choice(["related", "unrelated"]),
+                       evidence={f"m{rng.randint(0, 3)}"}) for _ in range(80)]
+    for p in prompts:
+        p["set"] = rng.choice(["a", "b"])
+    grid = injection_levers.LeverGrid(prompts, _relevance)
+    assert grid.choose_lever("none")[:4] == grid.choose_margin(share_guard=True)

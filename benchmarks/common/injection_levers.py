@@ -103,7 +103,9 @@ class LeverGrid(folds.RecallOrderGrid):
 
     def measure_lever(self, params: Sequence, share_guard: bool = True) -> dict[str, float]:
         chosen = self.chosen_lever(*params)
-        kept, found = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
+        return self._figures(chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1), share_guard)
+
+    def _figures(self, kept: np.ndarray, found: np.ndarray, share_guard: bool = True) -> dict[str, float]:
         figures = folds.scored(kept, found, self.related)
         if share_guard:  # as RecallOrderGrid.measure_margin: the lowest share of any set given notes
             masks = [self.sets == name for name in np.unique(self.sets)]
@@ -114,17 +116,27 @@ class LeverGrid(folds.RecallOrderGrid):
 
     def choose_lever(self, lever: str) -> tuple:
         """(floor, note floor, cap, margin, third, lean, swap) scoring best on ``objective`` with the share guarded
-        (the first of equals); the shipped rule's grid (RecallOrderGrid.choose_margin's) times the lever's values."""
+        (the first of equals in the order of the product below); the shipped rule's grid (RecallOrderGrid.
+        choose_margin's) times the lever's values. The notes are counted once per (note floor, cap, margin, third,
+        swap) with every prompt let in; the floor and the lean only decide which prompts get them."""
         values = {**{name: (off,) for name, off in OFF.items()}, **LEVERS[lever]}
+        axes = (folds.FLOORS, folds.NOTE_FLOORS, (2, 3), folds.MARGINS, values["third"], values["lean"],
+                values["swap"])
         best, best_key = None, None
-        for floor, note_floor, cap, margin, third, lean, swap in itertools.product(
-                folds.FLOORS, folds.NOTE_FLOORS, (2, 3), folds.MARGINS, values["third"], values["lean"],
-                values["swap"]):
-            if note_floor > floor or (third > 0.0 and cap < 3):
+        for (b, note_floor), (c, cap), (d, margin), (e, third), (g, swap) in itertools.product(
+                *(enumerate(axis) for axis in (axes[1], axes[2], axes[3], axes[4], axes[6]))):
+            if third > 0.0 and cap < 3:
                 continue
-            key = folds.objective(self.measure_lever((floor, note_floor, cap, margin, third, lean, swap)))
-            if best_key is None or key > best_key:
-                best, best_key = (floor, note_floor, cap, margin, third, lean, swap), key
+            chosen = self.chosen_lever(-1.0, note_floor, cap, margin, third, 0.0, swap)
+            kept_all, found_all = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
+            for (a, floor), (f, lean) in itertools.product(enumerate(axes[0]), enumerate(axes[5])):
+                if note_floor > floor:
+                    continue
+                passes = self.best + lean * self.gap >= floor
+                key = folds.objective(self._figures(kept_all * passes, found_all * passes))
+                order = tuple(-i for i in (a, b, c, d, e, f, g))  # the first of equals wins
+                if best_key is None or (key, order) > best_key:
+                    best, best_key = (floor, note_floor, cap, margin, third, lean, swap), (key, order)
         return best
 
 
@@ -148,8 +160,10 @@ def lost_where(p: dict, picked: Iterable[str], relevance: Callable[[dict], float
         return LOST[3]
     return LOST[4]
 
-def fitted(train: list[dict], lever: str, features: Sequence[str]) -> tuple[Callable[[dict], float], tuple]:
-    relevance = folds.fit_relevance(train, features)
+def fitted(train: list[dict], lever: str, features: Sequence[str],
+           relevance: Callable[[dict], float] | None = None) -> tuple[Callable[[dict], float], tuple]:
+    """The relevance (fitted on ``train`` unless given) and the rule with ``lever`` chosen on ``train``."""
+    relevance = relevance or folds.fit_relevance(train, features)
     return relevance, LeverGrid(train, relevance).choose_lever(lever)
 
 

@@ -45,12 +45,13 @@ def blocks(prompts: list[dict], relevance, rule: tuple) -> tuple[dict[int, list[
     return ids, tokens
 
 
-def lever_rows(sets: dict[str, list[dict]], lever: str, features: tuple[str, ...]) -> dict:
-    """The lever held out together and across sets; returns the figures per set and direction."""
+def lever_rows(sets: dict[str, list[dict]], lever: str, features: tuple[str, ...], fits: dict) -> dict:
+    """The lever held out together and across sets; returns the figures per set and direction. ``fits``: the
+    relevance fitted without each fold (by fold) and on each set (by name)."""
     both = [p for prompts in sets.values() for p in prompts]
     ids, tokens, lost, rules = {}, {}, {}, []
     for fold in range(FOLDS):
-        relevance, rule = injection_levers.fitted([p for p in both if p["fold"] != fold], lever, features)
+        relevance, rule = injection_levers.fitted([p for p in both if p["fold"] != fold], lever, features, fits[fold])
         rules.append(rule)
         part = [p for p in both if p["fold"] == fold]
         got = blocks(part, relevance, rule)
@@ -71,7 +72,7 @@ def lever_rows(sets: dict[str, list[dict]], lever: str, features: tuple[str, ...
         print(f"  lost, {name}: " + ", ".join(f"{kind} {counts.get(kind, 0)}" for kind in injection_levers.LOST))
     for source, target in (("locomo", "lme"), ("lme", "locomo")):
         if source in sets and target in sets:
-            relevance, rule = injection_levers.fitted(sets[source], lever, features)
+            relevance, rule = injection_levers.fitted(sets[source], lever, features, fits[source])
             out[f"{source}→{target}"] = measure(sets[target], *blocks(sets[target], relevance, rule))
             print(row(f"fit on {source} {rule} → {target}", out[f"{source}→{target}"]))
     return out
@@ -106,7 +107,11 @@ def main() -> None:
     started = time.perf_counter()
     sets = injection_folds.load_saved(args.load)
     features = tuple(args.inputs.split(","))
-    results = {lever: lever_rows(sets, lever, features) for lever in dict.fromkeys(["none", *levers])}
+    both = [p for prompts in sets.values() for p in prompts]
+    fits = {fold: injection_folds.fit_relevance([p for p in both if p["fold"] != fold], features)
+            for fold in range(FOLDS)}
+    fits.update({name: injection_folds.fit_relevance(prompts, features) for name, prompts in sets.items()})
+    results = {lever: lever_rows(sets, lever, features, fits) for lever in dict.fromkeys(["none", *levers])}
     for lever, figures in results.items():
         if lever != "none":
             failed = ship_rule(results["none"], figures, list(sets))
