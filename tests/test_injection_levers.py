@@ -52,6 +52,9 @@ def test_the_lean_lets_a_first_that_stands_far_above_recalls_second_in_and_not_a
     assert _kept(alone, (0.9, 0.0, 2, 0.7)) == [] and _kept(level, (0.9, 0.0, 2, 0.7)) == []
     assert _kept(alone, (0.9, 0.0, 2, 0.7, 0.0, 0.1)) == [0]  # 0.86 + 0.1 × 0.6 clears 0.90
     assert _kept(level, (0.9, 0.0, 2, 0.7, 0.0, 0.1)) == []  # 0.86 + 0.1 × 0.05 does not
+    high_alone = _prompt([(0.92, 1.0, None), (0.2, 0.4, None)])
+    assert _kept(high_alone, (0.9, 0.0, 2, 0.7, 0.0, -0.1)) == []  # a negative lean: 0.92 − 0.1 × 0.6 does not
+    assert _kept(high_alone, (0.9, 0.0, 2, 0.7, 0.0, -0.02)) == [0]
 
 
 def test_a_second_note_of_the_firsts_thread_gives_way_to_a_close_one_of_another_thread():

@@ -8,8 +8,9 @@ lever added, each lever's parameter at its "off" value giving the shipped rule b
 - ``third``: with cap 3, the third note only when recall's score of *that* note is at least ``third`` × the
   first's (0: off; the shipped rule lets a third in whenever the second is close);
 - ``lean``: the prompt-level decision reads recall's own gap as well as relevance: a prompt gets notes when
-  ``best relevance + lean × (1 − second/first)`` clears the floor (0: off), so a prompt whose first result
-  stands far above recall's second needs less relevance, and one whose first two are level needs more;
+  ``best relevance + lean × (1 − second/first)`` clears the floor (0: off): with a positive lean a prompt whose
+  first result stands far above recall's second needs less relevance, with a negative one more (on LoCoMo, an
+  unrelated prompt's first stands further above its second than a related prompt's, whose topic many turns share);
 - ``swap``: when the first two notes are of one thread (``localmem.storage.threads.thread_key`` of the
   memory's metadata) and a candidate of another thread, among recall's places 3-5, scores at least ``swap``
   × the first, it takes the second note's place (above 1: off).
@@ -32,7 +33,7 @@ from localmem.storage.threads import thread_key
 K = folds.MAX_CANDIDATES
 SWAP_FROM, SWAP_TO = 2, 5  # 0-based places a swapped-in note may come from: recall's third to fifth
 THIRDS = (0.0, 0.7, 0.8, 0.85, 0.9, 0.95)
-LEANS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
+LEANS = (0.0, -0.05, -0.1, -0.2, -0.3, 0.05, 0.1, 0.2, 0.3)  # 0 first: of equals, the rule without it
 SWAPS = (1.01, 0.95, 0.9, 0.85, 0.8, 0.7)
 LEVERS = {"none": {}, "third": {"third": THIRDS}, "lean": {"lean": LEANS}, "swap": {"swap": SWAPS}}
 OFF = {"third": 0.0, "lean": 0.0, "swap": 1.01}
