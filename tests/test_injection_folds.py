@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -144,3 +145,14 @@ def test_a_second_note_needs_recall_to_score_it_close_to_the_first_and_says_so()
     for bad in ({"margin": 1.5}, {"margin": float("nan")}, {"note_floor": -0.1}, {"margin": True}):
         with pytest.raises(Exception, match="note_floor" if "note_floor" in bad else "margin"):
             StandOut(0.9, **bad)
+
+
+def test_saved_runs_of_one_set_are_joined_on_load(tmp_path):
+    """Two runs of LongMemEval positions (and one of LoCoMo) load as one list per set, in the files' order."""
+    def prompt(name: str) -> dict:
+        return {"kind": "related", "evidence": ["a"], "candidates": [["a", 0.9, {"cosine": 0.5}, 2]], "q": name}
+    (tmp_path / "a.json").write_text(json.dumps({"locomo": [prompt("l")], "lme": [prompt("x")]}))
+    (tmp_path / "b.json").write_text(json.dumps({"lme": [prompt("y"), prompt("z")]}))
+    sets = injection_folds.load_saved(f"{tmp_path / 'a.json'},{tmp_path / 'b.json'}")
+    assert [p["q"] for p in sets["lme"]] == ["x", "y", "z"] and [p["q"] for p in sets["locomo"]] == ["l"]
+    assert sets["lme"][0]["evidence"] == {"a"} and sets["lme"][0]["candidates"][0][2]["reciprocal_rank"] == 0.5

@@ -17,7 +17,9 @@ The hand-written off-topic prompts never enter a fit (as in relevance_calibratio
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,6 +36,24 @@ FLOORS = tuple(round(0.5 + 0.02 * i, 2) for i in range(25))  # 0.50 … 0.98
 CAPS = (1, 2, 3)
 GATES = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 … 0.95
 GATE_INPUTS = ("relevance", *FEATURES)  # what the prompt gate may read of the prompt's best candidate
+
+
+def load_saved(paths: str) -> dict[str, list[dict]]:
+    """The prompts benchmarks/hooks/hook_injection.py ``--save`` wrote to ``paths`` (comma-separated; a set saved in
+    several files is joined in their order: instances asked in runs of ``--lme`` positions that start at multiples of
+    20 keep the fold and off-topic questions of one run), evidence as sets and each candidate's inputs with its
+    ``reciprocal_rank``."""
+    sets: dict[str, list[dict]] = {}
+    for path in paths.split(","):
+        for name, prompts in json.loads(Path(path).read_text("utf-8")).items():
+            sets.setdefault(name, []).extend(prompts)
+    for prompts in sets.values():
+        for p in prompts:
+            p["evidence"] = set(p["evidence"])
+            # Saved before the rank was an input: it is 1 / the saved place in recall's answer.
+            p["candidates"] = [(m, r, {"reciprocal_rank": 1.0 / rank if rank else 0.0, **inputs}, rank)
+                               for m, r, inputs, rank in p["candidates"]]
+    return sets
 
 
 def features_of(inputs: dict[str, float], features: Sequence[str] = FEATURES) -> list[float]:

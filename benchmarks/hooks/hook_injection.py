@@ -568,7 +568,7 @@ def main() -> None:
     parser.add_argument("--sets", default="locomo,lme", help="which sets to ask (comma-separated)")
     parser.add_argument("--save", type=Path, help="also write the asked prompts' candidates here (JSON)")
     parser.add_argument("--load", help="replay saved candidates instead of asking (no store built): "
-                                       "files written by --save, comma-separated, their sets merged")
+                                       "files written by --save, comma-separated (a set in several joined)")
     parser.add_argument("--inputs", default=",".join(FITTED),
                         help="the relevance inputs the held-out-together fit reads (comma-separated, of "
                              f"{', '.join(FEATURES)}; default the shipped model's, {', '.join(FITTED)})")
@@ -589,15 +589,9 @@ def main() -> None:
     settings = HookSettings()
     started = time.perf_counter()
     if args.load:
-        sets = {}
-        for path in args.load.split(","):
-            sets.update(json.loads(Path(path).read_text("utf-8")))
+        sets = injection_folds.load_saved(args.load)
         for prompts in sets.values():
             for p in prompts:
-                p["evidence"] = set(p["evidence"])
-                # Saved before the rank was an input: it is 1 / the saved place in recall's answer.
-                p["candidates"] = [(m, r, {"reciprocal_rank": 1.0 / rank if rank else 0.0, **inputs}, rank)
-                                   for m, r, inputs, rank in p["candidates"]]
                 if args.rescore:
                     rescore(p, settings)
                 if "terms" in p:  # saved since branch gate5
