@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         scored_median = (f"{np.median([sizes[cut][i] for i in shapes['locomo']]):.0f} / "
                          f"{np.median([sizes[cut][i] for i in shapes['lme']]):.0f}")
         for seed, values, *counts in held_rows[cut]:
-            lines.append(f"| {cut} | {scored_median} | {seed} | {cells(values)} | " + " | ".join(map(str, counts)) + " |")
+            lines.append(f"| {cut} | {scored_median} | {seed} | {cells(values)} | "
+                         + " | ".join(map(str, counts)) + " |")
         mean = np.mean([row[1] for row in held_rows[cut]], axis=0).tolist()
         counts = np.mean([row[2:] for row in held_rows[cut]], axis=0)
         lines.append(f"| {cut} | | **mean** | {cells(mean)} | " + " | ".join(f"{c:.1f}" for c in counts) + " |")
@@ -246,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{cut} {np.mean([row[1][0] for row in held_rows[cut]]):.4f} / "
                   f"{np.mean([row[1][3] for row in held_rows[cut]]):.4f} / "
                   f"{min(row[1][5] for row in held_rows[cut]):.3f}" for cut in cuts) + "."]
-    lines += ["", "The cut chosen for each fold on the other four (sum of both sets' mean R@10, ties to the first):", "",
+    lines += ["", "The cut chosen for each fold on the other four (sum of both sets' mean R@10, ties to the first):",
+              "",
               "| seed | LoCoMo R@10 | LoCoMo MRR | LME turn R@5 | LME turn R@10 | LME MRR | LME session any@5 | "
               "folds chose |", "|---|" + "---:|" * 6 + "---|"]
     for seed, values, picked in chosen_rows:
