@@ -68,11 +68,7 @@ def fitted(pools: list[dict], settings: argparse.Namespace, cut: int | None) -> 
     """The held-out trees by fold and the trees by shape (for leave one dataset out), trained on
     every candidate, or (``cut``) on each pool's top ``cut`` only."""
     training = pools if cut is None else [top_only(p, cut) for p in pools]
-    held = {fold: two_shapes.fit([p for p in training if p["fold"] != fold], settings)
-            for fold in range(two_shapes.FOLDS)}
-    by_shape = {shape: two_shapes.fit([p for p in training if p["shape"] == shape], settings)
-                for shape in ("locomo", "lme")}
-    return held, by_shape
+    return two_shapes.fit_held_and_by_shape(training, settings)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -236,6 +236,14 @@ def fit(pools: list[dict], args, drop=()) -> Callable[[np.ndarray], np.ndarray]:
     return lambda rows: ranker.predict(zeroed(rows, drop), raw_score=True)
 
 
+def fit_held_and_by_shape(training: list[dict], args) -> tuple[dict, dict]:
+    """Trees for each fold trained without it, and trees for each shape trained on it alone
+    (leave one dataset out), all on ``training``'s pools."""
+    held = {fold: fit([p for p in training if p["fold"] != fold], args) for fold in range(FOLDS)}
+    by_shape = {shape: fit([p for p in training if p["shape"] == shape], args) for shape in ("locomo", "lme")}
+    return held, by_shape
+
+
 def held_out_misses(pools: list[dict], instances: list[dict], predict_for: Callable[[dict], Any],
                     weight: float, cut: int = learned_rank.LEARNED_TOP) -> list[str]:
     """Each LongMemEval evidence turn the held-out trees leave out of the top 10: the question,

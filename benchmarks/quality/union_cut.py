@@ -125,11 +125,7 @@ def subset(pool: dict, cut: str) -> dict:
 
 def fitted(pools: list[dict], settings: argparse.Namespace, cut: str | None) -> tuple[dict, dict]:
     training = pools if cut is None else [subset(p, cut) for p in pools]
-    held = {fold: two_shapes.fit([p for p in training if p["fold"] != fold], settings)
-            for fold in range(two_shapes.FOLDS)}
-    by_shape = {shape: two_shapes.fit([p for p in training if p["shape"] == shape], settings)
-                for shape in ("locomo", "lme")}
-    return held, by_shape
+    return two_shapes.fit_held_and_by_shape(training, settings)
 
 
 def signal_lines(pools: list[dict], predict_for, weight: float, cut: str) -> list[str]:
