@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from benchmarks.quality import train_rank_two_shapes
+from benchmarks.quality import ranking_pools, train_rank_two_shapes
 from localmem.recall.learned_rank import FEATURES, TreeModel
 from tests.two_shape_data import LOCOMO, small_data
 
@@ -42,13 +42,13 @@ def test_recorded_pools_are_reused_until_the_configuration_or_item_changes(tmp_p
         calls.append(1)
         return {"keys": ["0:1"], "n": len(calls)}
 
-    cache = train_rank_two_shapes.PoolCache(str(tmp_path), "hash", Config())
+    cache = ranking_pools.PoolCache(str(tmp_path), "hash", Config())
     assert cache.get(b"instance-1", record) == {"keys": ["0:1"], "n": 1}
     assert cache.get(b"instance-1", record) == {"keys": ["0:1"], "n": 1} and len(calls) == 1
     assert cache.get(b"instance-2", record)["n"] == 2  # another item is recorded
-    changed = train_rank_two_shapes.PoolCache(str(tmp_path), "hash", Config().with_changes(weight_vector=0.5))
+    changed = ranking_pools.PoolCache(str(tmp_path), "hash", Config().with_changes(weight_vector=0.5))
     assert changed.get(b"instance-1", record)["n"] == 3  # another configuration too
-    assert train_rank_two_shapes.PoolCache(None, "hash", Config()).get(b"x", record)["n"] == 4  # no folder: none kept
+    assert ranking_pools.PoolCache(None, "hash", Config()).get(b"x", record)["n"] == 4  # no folder: none kept
 
 
 def test_longmemeval_pools_count_lme_weight_times_in_training():
@@ -101,3 +101,17 @@ def test_the_thread_spread_run_reports_every_setting_and_the_held_out_choice(tmp
     for row in ("| no spread |", "| recall's: ", "| 1 per thread, gap 9.0 |", "| chosen per fold on the other folds |"):
         assert row in printed
     assert printed.count("- seed 0, fold ") == 5
+
+
+def test_recorded_pools_are_keyed_without_the_training_scripts(tmp_path, monkeypatch):
+    """Changing how trees are trained or compared must not record an hour of pools again."""
+    from pathlib import Path
+
+    from localmem import Config
+
+    read = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or real(self))
+    ranking_pools.PoolCache(str(tmp_path), "hash", Config())
+    assert {"ranking_pools.py", "locomo.py", "longmemeval.py", "pipeline.py"} <= set(read)
+    assert "train_rank_two_shapes.py" not in read and "training_recipes.py" not in read

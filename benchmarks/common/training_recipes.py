@@ -3,9 +3,8 @@
 A recipe is LightGBM parameters over ``train_learned_rank.PARAMS`` and the rounds, learning rate
 and LongMemEval weight it defaults to; an option given on the command line wins. "shipped" is the
 packaged trees' recipe; the others weigh the first places more (benchmarks/quality/rank_recipes.py
-compares them held out, docs/results/history.md, branch rank6). Kept apart from the training
-script so that a new recipe does not change the recorded pools' cache key (train_rank_two_shapes.PoolCache
-hashes that script).
+compares them held out, docs/results/history.md, branch rank6). Recipes are not part of the
+recorded pools' cache key (benchmarks/quality/ranking_pools.PoolCache): a new one records nothing again.
 """
 
 from __future__ import annotations
