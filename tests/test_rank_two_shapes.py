@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from benchmarks.quality import ranking_pools, train_rank_two_shapes
+from benchmarks.common import ranking_pools
+from benchmarks.quality import train_rank_two_shapes
 from localmem.recall.learned_rank import FEATURES, TreeModel
 from tests.two_shape_data import LOCOMO, small_data
 

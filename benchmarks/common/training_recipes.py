@@ -4,7 +4,7 @@ A recipe is LightGBM parameters over ``train_learned_rank.PARAMS`` and the round
 and LongMemEval weight it defaults to; an option given on the command line wins. "shipped" is the
 packaged trees' recipe; the others weigh the first places more (benchmarks/quality/rank_recipes.py
 compares them held out, docs/results/history.md, branch rank6). Recipes are not part of the
-recorded pools' cache key (benchmarks/quality/ranking_pools.PoolCache): a new one records nothing again.
+recorded pools' cache key (benchmarks/common/ranking_pools.PoolCache): a new one records nothing again.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ Reported, all on pools asked in this run:
 
 ``--write`` trains on every pool of both sets and saves the packaged model. ``--pools DIR``
 keeps the recorded pools (pickles: give it a folder of your own) for the next run
-(benchmarks/quality/ranking_pools.py records them).
+(benchmarks/common/ranking_pools.py records them).
 
     pip install -e ".[embeddings,train]"
     python benchmarks/quality/train_rank_two_shapes.py [--lme-instances N] [--lme-ids A,B] [--pools DIR] [--recipe NAME]
@@ -56,7 +56,7 @@ from benchmarks.common.number_options import whole_numbers  # noqa: E402
 from benchmarks.common.training_recipes import add_recipe_arguments, apply_recipe  # noqa: E402
 from benchmarks.quality import train_learned_rank as trl  # noqa: E402
 # The pools (and their options) are ranking_pools.py's; the comparisons reach them through here too.
-from benchmarks.quality.ranking_pools import FOLDS, add_pool_arguments, record_all  # noqa: E402
+from benchmarks.common.ranking_pools import FOLDS, add_pool_arguments, record_all  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.recall import learned_rank, thread_spread  # noqa: E402
 from localmem.recall.speaker_roles import ROLE_FEATURES  # noqa: E402
