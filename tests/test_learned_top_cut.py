@@ -1,6 +1,6 @@
 """The learned ranking's cut (how many candidates the trees score), made a parameter of the
-evaluation: ``learned_components(top=)``, ``--learned-top`` of the training scripts, the cut
-comparison (benchmarks/quality/learned_top_cut.py) and its cost (benchmarks/speed/learned_top_cost.py)."""
+evaluation: ``learned_components(top=)``, ``--learned-top`` of the training scripts and the cut's
+cost (benchmarks/speed/learned_top_cost.py); the cuts compared held out are tests/test_union_cut.py's."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import time
 import numpy as np
 import pytest
 
-from benchmarks.quality import learned_top_cut, train_learned_rank, train_rank_two_shapes
+from benchmarks.quality import train_learned_rank, train_rank_two_shapes
 from benchmarks.speed import learned_top_cost
 from localmem.recall.learned_rank import LEARNED_TOP, TreeModel, learned_components
 from store_helpers import new_store
 from tests.test_learned_rank import candidate, model_dict, question_model, tree
-from tests.two_shape_data import LOCOMO, small_data
 
 
 def pool_of(size: int) -> list[dict]:
@@ -79,53 +78,11 @@ def test_the_training_scripts_refuse_a_bad_cut_by_name(argv, said, capsys):
         assert said in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, said", [(["--cuts", "30,zero"], "--cuts"), (["--cuts", "0,30"], "--cuts"),
-                                        (["--seeds", "-1"], "--seeds"), (["--lme-weight", "0"], "--lme-weight")])
-def test_the_cut_comparison_refuses_bad_options_by_name(argv, said, capsys):
-    with pytest.raises(SystemExit):
-        learned_top_cut.main(argv)
-    assert said in capsys.readouterr().err
-
-
-@pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
-def test_the_cut_comparison_reports_every_cut_and_seed_held_out(tmp_path, capsys):
-    pytest.importorskip("lightgbm")
-    assert learned_top_cut.main([*small_data(tmp_path, 30, 6), "--cuts", "1,30", "--seeds", "0,1",
-                                 "--rounds", "3"]) == 0
-    printed = capsys.readouterr().out
-    rows = [line for line in printed.splitlines() if line.startswith("| 1 |") or line.startswith("| 30 |")]
-    # two seeds and their mean per cut held out, then one leave-one-dataset-out row per cut
-    assert len(rows) == 2 * 3 + 2
-    assert "FTS5 BM25" in printed and "weighted score alone" in printed
-    first = [line for line in rows if line.startswith("| 1 | 0 |")][0].split("|")
-    assert [c.strip() for c in first[-5:-1]] == ["0"] * 4  # the first cut moves nothing against itself
-    assert "30 LoCoMo questions, 6 LongMemEval questions (6 instances" in printed
-    assert "to four places (LoCoMo R@10 / LME turn R@10): cut 1 0." in printed and "; cut 30 0." in printed
-
-
 @pytest.mark.parametrize("argv", [["--cuts", "30,0"], ["--cuts", "30;45"]])
 def test_the_cost_benchmark_refuses_a_bad_cut_by_name_before_opening_a_store(argv, capsys):
     with pytest.raises(SystemExit):
         learned_top_cost.main(argv)
     assert "--cuts" in capsys.readouterr().err
-
-
-@pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
-def test_trees_trained_on_each_cut_s_top_are_reported_as_such(tmp_path, capsys):
-    pytest.importorskip("lightgbm")
-    assert learned_top_cut.main([*small_data(tmp_path, 30, 6), "--cuts", "5,30", "--seeds", "0",
-                                 "--rounds", "3", "--train-on-cut"]) == 0
-    printed = capsys.readouterr().out
-    assert "each cut's trees trained on its own top" in printed
-    assert sum(line.startswith("| 5 |") for line in printed.splitlines()) == 3  # seed, mean, leave one out
-
-
-def test_training_on_the_cut_keeps_the_best_rows_and_their_labels():
-    pool = {"final": np.array([0.1, 0.9, 0.5]), "rows": np.array([[1.0], [2.0], [3.0]]),
-            "labels": np.array([1.0, 0.0, 1.0]), "fold": 0}
-    top = learned_top_cut.top_only(pool, 2)
-    assert top["rows"].ravel().tolist() == [2.0, 3.0] and top["labels"].tolist() == [0.0, 1.0]
-    assert pool["rows"].shape == (3, 1)  # the recorded pool is left whole
 
 
 def test_the_cost_benchmark_keeps_each_recall_s_pool_and_times_every_cut():

@@ -50,10 +50,21 @@ def test_a_bad_cut_is_refused_naming_what_is_wrong(text):
         union_cut.read_cut(text)
 
 
-def test_the_script_refuses_a_bad_cut_by_the_option_s_name(capsys):
+@pytest.mark.parametrize("argv, said", [(["--cuts", "30,30+cosine:x"], "--cuts"), (["--cuts", "0,30"], "--cuts"),
+                                        (["--seeds", "-1"], "--seeds"), (["--lme-weight", "0"], "--lme-weight")])
+def test_the_script_refuses_bad_options_by_name(argv, said, capsys):
     with pytest.raises(SystemExit):
-        union_cut.main(["--cuts", "30,30+cosine:x"])
-    assert "--cuts" in capsys.readouterr().err
+        union_cut.main(argv)
+    assert said in capsys.readouterr().err
+
+
+def test_a_plain_cut_scores_the_top_best_by_weighted_score_and_no_other():
+    pool = pool_with([0.1, 0.9, 0.5, 0.7], {"cosine": [1.0, 0.0, 0.0, 0.0]})
+    assert union_cut.scored_positions(pool, "2").tolist() == [1, 3]
+    assert union_cut.scored_positions(pool, "9").tolist() == [1, 3, 2, 0]  # a cut past the pool scores it all
+    training = union_cut.subset({**pool, "labels": np.array([1.0, 0.0, 1.0, 0.0])}, "2")
+    assert training["rows"][:, FEATURES.index("cosine")].tolist() == [0.0, 0.0]
+    assert training["labels"].tolist() == [0.0, 0.0] and pool["rows"].shape[0] == 4  # the recorded pool left whole
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
@@ -67,4 +78,17 @@ def test_the_comparison_reports_every_cut_held_out_chosen_per_fold_and_across_se
     base = [line for line in rows if line.startswith("| 5 | 5 / ")][0].split("|")
     assert [c.strip() for c in base[-5:-1]] == ["0"] * 4  # the base moves nothing against itself
     assert "The cut chosen for each fold on the other four" in printed
+    assert "FTS5 BM25 (same memories)" in printed and "| weighted score alone |" in printed
     assert "30 LoCoMo questions, 6 LongMemEval questions (6 instances" in printed
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
+def test_trees_trained_on_what_each_cut_scores_are_reported_as_such(tmp_path, capsys):
+    pytest.importorskip("lightgbm")
+    assert union_cut.main([*small_data(tmp_path, 30, 6), "--cuts", "5,30", "--seeds", "0,1",
+                           "--rounds", "3", "--train-on-cut"]) == 0
+    printed = capsys.readouterr().out
+    assert "each cut's trees trained on what it scores" in printed
+    # per cut: two seeds and their mean held out, and one leave-one-dataset-out row
+    assert sum(line.startswith("| 5 |") for line in printed.splitlines()) == 2 + 1 + 1
+    assert "to four places (LoCoMo R@10 / LME turn R@10 / LME any@5 lowest seed): 5 0." in printed

@@ -1,25 +1,27 @@
-"""A union cut for the learned ranking: the trees also score what one signal ranks near its top.
+"""The learned ranking's cut compared held out: how many candidates, and which, the trees score.
 
 Recall's trees score the LEARNED_TOP (30) candidates best by weighted score
-(recall/learned_rank.py). A uniformly deeper cut reaches a few LongMemEval misses but lets
-the trees lift LoCoMo's generic ranks 31-35 (learned_top_cut.py, branch top6). A union
-cut scores, besides the best ``top`` by weighted score, the ``k`` best by each named
-feature column of the pool (``vector_rank``, ``keyword_rank``, ``cosine``, ``max_sim``,
-``token_residual``, ...), and with ``thread`` each thread's best by weighted score (its
-``thread_gap`` 0; a memory without a thread is its own): a
-candidate one channel finds is scored even when its weighted score ranks it lower.
+(recall/learned_rank.py); the rest keep their weighted score. LongMemEval's held-out misses
+sit at ranks 14 to 200 of their pools, so a deeper cut (``45``) might bring some into the top
+10, or let the trees lift wrong candidates from deeper down (LoCoMo's generic ranks 31-35,
+branch top6). A union cut scores, besides the best ``top`` by weighted score, the ``k`` best
+by each named feature column of the pool (``vector_rank``, ``keyword_rank``, ``cosine``,
+``max_sim``, ``token_residual``, ...), and with ``thread`` each thread's best by weighted
+score (its ``thread_gap`` 0; a memory without a thread is its own): a candidate one channel
+finds is scored even when its weighted score ranks it lower.
 
-A cut is written ``TOP[+FEATURE:K]...``, e.g. ``30+cosine:10+keyword_rank:5`` or
+A cut is written ``TOP[+FEATURE:K]...``, e.g. ``45``, ``30+cosine:10+keyword_rank:5`` or
 ``30+thread``; the first cut is the base the others are paired against, pool by pool,
 with the same trees (trained as train_rank_two_shapes.py trains them, on every candidate
 of every pool, unless ``--train-on-cut``: each cut's trees trained on the candidates it
-scores). Reported as learned_top_cut.py reports cuts (held out by fold per seed and its
-mean, both leave-one-dataset-out directions, LongMemEval misses brought in and pushed
-out, LoCoMo questions raised and lowered), plus the cut chosen for each fold on the other
-four folds (by the sum of both sets' mean R@10; ties to the first cut), and with
-``--signals`` each of the base's held-out misses ranked by every signal in its pool.
+scores). Reported beside BM25 and the weighted score alone of the same pools: held out by
+fold per seed and its mean, both leave-one-dataset-out directions, LongMemEval misses
+brought in and pushed out, LoCoMo questions raised and lowered, the cut chosen for each
+fold on the other four folds (by the sum of both sets' mean R@10; ties to the first cut),
+and with ``--signals`` each of the base's held-out misses ranked by every signal in its
+pool. (It replaces learned_top_cut.py, which compared plain cuts only.)
 
-    python benchmarks/quality/union_cut.py --pools DIR [--cuts 30,30+cosine:10,...] [--seeds 0,1,2]
+    python benchmarks/quality/union_cut.py --pools DIR [--cuts 30,45,30+cosine:10,...] [--seeds 0,1,2]
         [--train-on-cut] [--signals]
 """
 
@@ -228,7 +230,10 @@ def main(argv: list[str] | None = None) -> int:
              "| cut | candidates scored, median LoCoMo / LME | seed | LoCoMo R@10 | LoCoMo MRR | LME turn R@5 | "
              f"LME turn R@10 | LME MRR | LME session any@5 | LME misses | of {cuts[0]}'s misses brought in | "
              f"of its hits pushed out | LoCoMo questions with R@10 above {cuts[0]}'s | below |",
-             "|---|---|---|" + "---:|" * 11]
+             "|---|---|---|" + "---:|" * 11,
+             "| | | FTS5 BM25 (same memories) | " + cells(figures([p["bm25"] for p in pools])) + " | | | | | |",
+             "| | | weighted score alone | "
+             + cells(figures([two_shapes.scored(p, p["final"], spread=False) for p in pools])) + " | | | | | |"]
     for cut in cuts:
         scored_median = (f"{np.median([sizes[cut][i] for i in shapes['locomo']]):.0f} / "
                          f"{np.median([sizes[cut][i] for i in shapes['lme']]):.0f}")
