@@ -14,6 +14,7 @@ it are skipped with the reason.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import secrets
 import socket
@@ -107,16 +108,26 @@ def _build_cache() -> None:
             raise RuntimeError(f"start.sh could not build AutoMem's venvs: {started.stderr[-1500:]}")
 
 
+@functools.cache
+def _prepared_cache() -> str | None:
+    """None once AutoMem's venvs are ready in the cache (built there if need be), else why not.
+    Asked once per test run: each check starts two interpreters (over a second)."""
+    try:
+        if not _venvs_ready(CACHE):
+            _build_cache()
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
+        return f"AutoMem cannot be started here: {exc}"
+    return None
+
+
 @contextmanager
 def automem(state: Path) -> Iterator[Server]:
     """The real AutoMem with FalkorDB on free ports, in ``state``; skips the test if it cannot start."""
     if not (TOOL / "start.sh").exists():
         pytest.skip(f"AutoMem server tool not found at {TOOL}")
-    try:
-        if not _venvs_ready(CACHE):
-            _build_cache()
-    except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
-        pytest.skip(f"AutoMem cannot be started here: {exc}")
+    unready = _prepared_cache()
+    if unready:
+        pytest.skip(unready)
     state.mkdir(parents=True, exist_ok=True)
     for name in ("venv", "fdb-venv"):
         if not (state / name).exists():
