@@ -30,9 +30,9 @@ MEMORIES = [("the cat sat on the mat by the window", "pets,project:orchid"),
 def warm(tmp_path: Path):
     db = tmp_path / "memory.db"
     found = Warm(db)
-    for content, tags in MEMORIES:
-        proc = found.localmem("store", content, "--tags", tags, LOCALMEM_DAEMON="0")
-        assert proc.returncode == 0, proc.stderr
+    lines = "".join(json.dumps({"content": content, "tags": tags.split(",")}) + "\n" for content, tags in MEMORIES)
+    proc = found.localmem("import", "-", stdin=lines, LOCALMEM_DAEMON="0")  # one process, not one a memory
+    assert proc.returncode == 0, proc.stderr
     yield found
     found.close()
 
