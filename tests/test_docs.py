@@ -187,8 +187,11 @@ def test_the_python_quickstart_runs_outside_the_clone(tmp_path):
     code = next(body for language, body in fenced_blocks(section) if language == "python")
     assert "the folder that holds the clone" in section  # the one place it cannot run from
     (tmp_path / "quickstart.py").write_text(code, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_") and k != "PYTHONPATH"}
-    env.update(HOME=str(tmp_path), LOCALMEM_EMBEDDER="hash")
+    # The snippet's MemoryStore is "auto" (the real model). The suite's ONNX settings are kept, as
+    # every other test's: no export of the model into this HOME (a quarter of a minute).
+    kept = ("LOCALMEM_CACHE_DIR", "LOCALMEM_ONNX_EXPORT")
+    env = {k: v for k, v in os.environ.items() if (k in kept or not k.startswith("LOCALMEM_")) and k != "PYTHONPATH"}
+    env.update(HOME=str(tmp_path))
     result = subprocess.run([sys.executable, "quickstart.py"], cwd=tmp_path, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
