@@ -108,130 +108,39 @@ def token_matches(backend: "Backend", results: list[dict[str, Any]],
     return token_matches_soon(backend, results, query_tokens, adapter, aside=False)()
 
 
-# A token product is computed in parts only when each part is at least this large (stored
-# tokens x query tokens x dimensions). OpenBLAS multiplies small matrices with other kernels
-# (its "small matrix" paths, below about a million cells in this machine's build), whose sums
-# can differ from the large kernel's in the last bit; at this size and above, each stored
-# token's sums are the same whichever other tokens share the product, so the parts joined are
-# the whole product to the bit (benchmarks/speed/early_tokens.py --blas checks it).
-SPLIT_CELLS = 1 << 22
-
-
-class _Codes(NamedTuple):
-    """The token codes read for some results: ids and token counts of those that have usable
-    codes, in the order asked, their codes joined, and every id asked (with codes or not)."""
-
-    ids: list[str]
-    counts: list[int]
-    codes: bytes
-    asked: list[str]
-
-
-def _read_codes(backend: "Backend", results: list[dict[str, Any]], width: int) -> _Codes:
-    asked = [r["id"] for r in results]
-    rows = backend.conn.execute(backend.sql["token_codes_by_ids"], {"ids": json.dumps(asked)})
+def token_matches_soon(backend: "Backend", results: list[dict[str, Any]], query_tokens: np.ndarray,
+                       adapter: QueryAdapter | None = None, *,
+                       aside: bool = True) -> Callable[[], dict[str, TokenMatch]]:
+    """``token_matches`` as a function to call for it: the codes are read now, on this thread
+    (the connection's), and with ``aside`` matched on another thread meanwhile (the product
+    lets go of the GIL); the same matches either way."""
+    centre = backend.token_centre(record=False)
+    dims = backend.dimensions
+    if centre is None or not dims or not results:
+        return dict
+    query = query_matrix(query_tokens, centre, adapter)
+    if not query.shape[0] or query.shape[1] != dims:
+        return dict
+    width = (dims + 7) // 8
+    rows = backend.conn.execute(backend.sql["token_codes_by_ids"],
+                                {"ids": json.dumps([r["id"] for r in results])})
     # SQLite gives exact ints and bytes; a damaged row (another type, a wrong length) has no codes.
     usable = [row for row in rows
               if type(row[1]) is int and row[1] > 0 and type(row[2]) is bytes and len(row[2]) == row[1] * width]
     if not usable:
-        return _Codes([], [], b"", asked)
+        return dict
     ids, counts, blobs = map(list, zip(*usable))
-    return _Codes(ids, counts, b"".join(blobs), asked)
-
-
-def _query(backend: "Backend", query_tokens: np.ndarray,
-           adapter: QueryAdapter | None) -> np.ndarray | None:
-    """The query matrix the product takes, or None when no token is comparable."""
-    centre = backend.token_centre(record=False)
-    dims = backend.dimensions
-    if centre is None or not dims:
-        return None
-    query = query_matrix(query_tokens, centre, adapter)
-    return query if query.shape[0] and query.shape[1] == dims else None
-
-
-class EarlyMatches:
-    """The token product of the first candidates found, started on another thread while the
-    other channels read; ``token_matches_soon`` adds the rest's and gives what one product of
-    them all would give, to the bit (SPLIT_CELLS), or ignores it when it does not fit."""
-
-    def __init__(self, backend: "Backend", query: np.ndarray, codes: _Codes) -> None:
-        self.query, self.codes = query, codes
-        self.product = backend.aside.submit(similarities, query, sum(codes.counts), codes.codes,
-                                            query.shape[1])
-
-    def fits(self, query: np.ndarray, asked: list[str]) -> bool:
-        """Whether it was made for this query matrix and for the first of these ids."""
-        n = len(self.codes.asked)
-        return np.array_equal(self.query, query) and asked[:n] == self.codes.asked
-
-
-def early_token_matches(backend: "Backend", results: list[dict[str, Any]], query_tokens: np.ndarray | None,
-                        adapter: QueryAdapter | None = None) -> EarlyMatches | None:
-    """The first candidates' token product started now, when their tokens alone fill a part
-    (SPLIT_CELLS); None otherwise (the product is then made whole, later)."""
-    query = _query(backend, query_tokens, adapter) if query_tokens is not None and results else None
-    if query is None:
-        return None
-    codes = _read_codes(backend, results, (query.shape[1] + 7) // 8)
-    if sum(codes.counts) * query.shape[0] * query.shape[1] < SPLIT_CELLS:
-        return None
-    return EarlyMatches(backend, query, codes)
-
-
-def token_matches_soon(backend: "Backend", results: list[dict[str, Any]], query_tokens: np.ndarray,
-                       adapter: QueryAdapter | None = None, *, aside: bool = True,
-                       early: EarlyMatches | None = None) -> Callable[[], dict[str, TokenMatch]]:
-    """``token_matches`` as a function to call for it: the codes are read now, on this thread
-    (the connection's), and with ``aside`` matched on another thread meanwhile (the product
-    lets go of the GIL); the same matches either way. ``early``: the product of the first
-    of ``results`` already started (early_token_matches), when it fits them."""
-    query = _query(backend, query_tokens, adapter) if results else None
-    if query is None:
-        return dict
-    dims = query.shape[1]
-    width = (dims + 7) // 8
-    if early is not None and early.fits(query, [r["id"] for r in results]):
-        return _joined(backend, early, _read_codes(backend, results[len(early.codes.asked):], width))
-    codes = _read_codes(backend, results, width)
-    if not codes.ids:
-        return dict
+    codes = b"".join(blobs)
     if aside:
-        return backend.aside.submit(_matches, query, codes.ids, codes.counts, codes.codes, dims)
-    return lambda: _matches(query, codes.ids, codes.counts, codes.codes, dims)
-
-
-def _joined(backend: "Backend", early: EarlyMatches, rest: _Codes) -> Callable[[], dict[str, TokenMatch]]:
-    """The early product joined with the rest's, started now on another thread. A rest too small
-    for a part of its own takes the early part's last tokens with it (the early part is a part's
-    size, so it has enough)."""
-    query, first = early.query, early.codes
-    dims, width = query.shape[1], (query.shape[1] + 7) // 8
-    first_tokens, rest_tokens = sum(first.counts), sum(rest.counts)
-    ids, counts = first.ids + rest.ids, first.counts + rest.counts
-    if not rest_tokens:
-        return lambda: _matched(early.product(), ids, counts)
-    least = -(-SPLIT_CELLS // (query.shape[0] * dims))
-    taken = min(first_tokens, max(0, least - rest_tokens))  # of the early part's tokens
-    tail = first.codes[len(first.codes) - taken * width:] if taken else b""
-    product = backend.aside.submit(similarities, query, taken + rest_tokens, tail + rest.codes, dims)
-
-    def joined() -> dict[str, TokenMatch]:
-        later, sooner = product(), early.product()
-        if later is None or sooner is None:
-            return {}
-        return _matched(np.concatenate([sooner[:, :first_tokens - taken], later], axis=1), ids, counts)
-    return joined
+        return backend.aside.submit(_matches, query, ids, counts, codes, dims)
+    return lambda: _matches(query, ids, counts, codes, dims)
 
 
 def _matches(query: np.ndarray, ids: list[str], counts: list[int], codes: bytes,
              dims: int) -> dict[str, TokenMatch]:
-    return _matched(similarities(query, sum(counts), codes, dims), ids, counts)
-
-
-def _matched(similarity: np.ndarray | None, ids: list[str], counts: list[int]) -> dict[str, TokenMatch]:
-    # Every candidate's tokens matched in one product (or parts joined to the same matrix),
-    # then the best token per memory and query token.
+    # Every candidate's tokens matched in one product, then the best token per
+    # memory and query token.
+    similarity = similarities(query, sum(counts), codes, dims)
     if similarity is None:
         return {}
     starts = np.cumsum([0] + counts[:-1])

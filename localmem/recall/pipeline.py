@@ -33,7 +33,7 @@ from .decompose import decompose_query
 from .keywords import KeywordScorer
 from .answer import recall_response, state_filter_block
 from .centering import Centre, centred_similarities, usable_centre
-from .late_interaction import EarlyMatches, QueryAdapter, early_token_matches, token_matches_soon
+from .late_interaction import QueryAdapter, token_matches_soon
 from .learned_rank import TreeModel, learned_components, read_query_date, usable_model
 from .scoped_keywords import ScopedKeywords, read_ahead, scoped_statistics
 from .entities import expand_entities
@@ -41,7 +41,7 @@ from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
 from .params import RecallParams, parse_recall_params
 from .query_vectors import QueryVectors
-from .ranking import apply_recency_bias, dedupe, priority_first, sort_results
+from .ranking import apply_recency_bias, dedupe, sort_results
 from .prompt_signals import prompt_inputs
 from .relevance import Evidence, attach_relevance, recall_confidence, with_relevance
 from .scope import passes_scope
@@ -145,17 +145,16 @@ class Recall:
         """The centre the channels read cosines to, when there is a query vector to centre."""
         return self.centre.blob if query_vector is not None and self.centre is not None else None
 
-    def fill_tokens(self, results: list[dict[str, Any]], query: str,
-                    early: EarlyMatches | None = None) -> Callable[[], None]:
+    def fill_tokens(self, results: list[dict[str, Any]], query: str) -> Callable[[], None]:
         """Late-interaction MaxSim for results that have token codes (recall/late_interaction.py),
         read now and filled in by the function returned; a pool's codes are matched on
-        another thread until then (the first results' already, with ``early``)."""
+        another thread until then."""
         missing = [r for r in results if "_token" not in r]
         query_tokens = self.maxsim_tokens(query) if missing else None
         if query_tokens is None:
             return lambda: None
         matching = token_matches_soon(self.backend, missing, query_tokens, self.query_adapter(),
-                                      aside=len(missing) >= ASIDE_MATCHES, early=early)
+                                      aside=len(missing) >= ASIDE_MATCHES)
 
         def fill() -> None:
             found = matching()
@@ -196,12 +195,12 @@ class Recall:
             if result["match_type"] == "keyword":
                 result["match_score"] = result["_keyword"]
 
-    def prepare(self, results: list[dict[str, Any]], query: str, beside: Callable[[], Any] | None = None,
-                early: EarlyMatches | None = None) -> None:
+    def prepare(self, results: list[dict[str, Any]], query: str,
+                beside: Callable[[], Any] | None = None) -> None:
         """Fill the evidence every candidate gets: cosines, token matches and keyword scores.
         The token codes are matched on another thread while the rest is read, and ``beside``
         (more reading the caller needs later) runs then too."""
-        filled = self.fill_tokens(results, query, early)
+        filled = self.fill_tokens(results, query)
         self.fill_similarity(results, query)
         self.fill_centred(results, query)
         self.fill_keyword(results, query)
@@ -256,19 +255,17 @@ class Recall:
         model = self.learned_decision[1]
         return model.query_delta if model is not None else None
 
-    def maxsim_tokens(self, query: str, settle: bool = True) -> Any:
+    def maxsim_tokens(self, query: str) -> Any:
         """The query's token vectors for MaxSim: with the learned model's query delta
         applied when the model ranks this recall and has one (its trees read the MaxSim
         they give), else the plain ones; both come from the pass that gave the query's
         vector. A delta the embedder cannot apply takes the model out of this recall,
-        saying why (without ``settle``: None, the decision left for later)."""
+        saying why."""
         found = self.vectors.encoding(query)
         plain = self.vectors.tokens_for(query)
         model = self.learned_decision[1]
         if found is None or plain is None or model is None or model.query_delta is None:
             return plain
-        if found.tuned is None and not settle:
-            return None
         if found.tuned is None:
             why = found.tuned_error or "the embedder gave no tuned token vectors"
             self.learned_decision = (f"the model's query delta could not be applied: {why}", None)
@@ -361,9 +358,9 @@ class Recall:
         while True:
             ranked, full = self.ranked_candidates(query, limit, fetch, trending)
             if not self.params.current_only:
-                return priority_first(ranked, self.params.priority_ids, limit)
+                return self.priority_first(ranked, limit)
             kept, block = apply_state_filter(self.backend, ranked, self.now, True, self.in_scope, self.heads)
-            cut = priority_first(kept, self.params.priority_ids, limit)
+            cut = self.priority_first(kept, limit)
             hidden = len(block["suppressed"])
             if len(cut) >= limit or not full or not hidden:
                 break
@@ -402,9 +399,6 @@ class Recall:
             found = vector_candidates(backend, scope, query_vector, fetch, self.centre_for(query_vector))
             self.vector_found[query] = len(found)  # a second round replaces the first one's count
             admit(found, fetch)
-        # Their token codes are matched on another thread while the other channels read.
-        early = early_token_matches(backend, candidates, self.maxsim_tokens(query, settle=False),
-                                    self.query_adapter()) if candidates else None
         dated = [c for c in self.dated_candidates(query, query_vector) if c["id"] not in seen]
         self.dated_found[query] = len(dated)
         admit(dated, None)
@@ -426,7 +420,7 @@ class Recall:
         # matched: the state filter asks about those that survive dedup, the confidence
         # block about the nearest of all.
         self.prepare(candidates, query, beside=(lambda: self.heads([c["id"] for c in candidates]))
-                     if params.current_only else None, early=early)
+                     if params.current_only else None)
         for candidate in candidates:
             self.score(candidate, query)
         self.add_learned(candidates, query)
@@ -477,6 +471,15 @@ class Recall:
         for candidate in out:
             self.score(candidate, query)
         return out
+
+    def priority_first(self, ranked: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+        """Listed priority ids first (in the order given), then the rest, cut to ``limit``."""
+        order = {memory_id: n for n, memory_id in enumerate(self.params.priority_ids)}
+        if not order:
+            return ranked[:limit]
+        first = sorted((r for r in ranked if r["id"] in order), key=lambda r: order[r["id"]])
+        rest = [r for r in ranked if r["id"] not in order]
+        return (first + rest)[:limit]
 
     # -- later stages -----------------------------------------------------
 
@@ -534,7 +537,7 @@ class Recall:
         for query in queries:
             gathered.extend(self.run_query(query, per_query_limit))
         merged, dedup_removed = dedupe(gathered)
-        seeds = priority_first(sort_results(merged, params.sort), params.priority_ids, params.limit)
+        seeds = self.priority_first(sort_results(merged, params.sort), params.limit)
         seen = {r["id"] for r in seeds}
         primary_query = params.query or (params.queries[0] if params.queries else "")
 

@@ -115,13 +115,3 @@ def apply_recency_bias(results: list[dict[str, Any]], queries: list[str], params
             result["score_components"]["temporal"] = relative
         results.sort(key=lambda r: -r["final_score"])
     return True
-
-
-def priority_first(ranked: list[dict[str, Any]], priority_ids: list[str], limit: int) -> list[dict[str, Any]]:
-    """Listed priority ids first (in the order given), then the rest, cut to ``limit``."""
-    order = {memory_id: n for n, memory_id in enumerate(priority_ids)}
-    if not order:
-        return ranked[:limit]
-    first = sorted((r for r in ranked if r["id"] in order), key=lambda r: order[r["id"]])
-    rest = [r for r in ranked if r["id"] not in order]
-    return (first + rest)[:limit]
