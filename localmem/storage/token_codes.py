@@ -91,18 +91,6 @@ def decode(tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
     return SIGNS_OF_BYTE[packed].reshape(tokens, packed.shape[1] * 8)[:, :dims]
 
 
-# The product is made in parts, each the same number of stored tokens: a part's bits in float32
-# (about 0.8 MB at 512 tokens) stay in the core's cache between being written and multiplied, where
-# the whole pool's (~7 MB for 5,000 tokens) does not: about 0.7x the time of one product (a scratch
-# probe, 200 pools of 3,500-6,500 tokens, loaded machine). Each part has at least SPLIT_CELLS stored
-# tokens x query tokens x dimensions: OpenBLAS multiplies smaller matrices with other kernels (its
-# "small matrix" paths, below about a million cells in this machine's build) whose sums can differ
-# in the last bit, while at this size each stored token's sums are the same whichever tokens share
-# its product, so the parts give one product's matrix to the bit (tests/test_token_product_parts.py).
-SPLIT_CELLS = 1 << 22
-PART_TOKENS = 512  # stored tokens per part, at least
-
-
 def similarities(query: np.ndarray, tokens: int, codes: bytes, dims: int) -> np.ndarray | None:
     """``query @ decode(tokens, codes, dims).T`` (query tokens x stored tokens), without
     the ±1 matrix: with bits b in {0, 1}, q · (2b - 1) = 2 q · b - sum(q). The bits come
@@ -112,35 +100,13 @@ def similarities(query: np.ndarray, tokens: int, codes: bytes, dims: int) -> np.
     packed = _packed(tokens, codes, dims)
     if packed is None or query.ndim != 2 or query.shape[1] != dims:
         return None
+    bits = np.unpackbits(packed, axis=1, bitorder="little")[:, :dims].astype(np.float32)
     query = query.astype(np.float32, copy=False)
     with one_blas_thread():
-        product = _bits_product(packed, query, dims)
-    return 2.0 * product - query.sum(axis=1, keepdims=True)
-
-
-def part_tokens(query_tokens: int, dims: int) -> int:
-    """Stored tokens per part of the product for a query of ``query_tokens`` tokens."""
-    return max(PART_TOKENS, -(-SPLIT_CELLS // max(1, query_tokens * dims)))
-
-
-def _bits_product(packed: np.ndarray, query: np.ndarray, dims: int) -> np.ndarray:
-    """``query @ bits.T`` for the stored tokens' bits (0 or 1), made whole when the pool is
-    under two parts or the query has one token (a matrix-vector product, whose kernel sums a
-    block's last rows in another order), else part by part (the last part ends at the last
-    token and may go over rows the one before made: the same values again)."""
-    tokens, size = packed.shape[0], part_tokens(query.shape[0], dims)
-    if tokens < 2 * size or query.shape[0] < 2:
-        bits = np.unpackbits(packed, axis=1, bitorder="little")[:, :dims].astype(np.float32)
         # The stored tokens as the rows of the product: the same sums (one per pair, over
         # the dimensions in order), faster in BLAS; laid out as before for the reductions.
-        return np.ascontiguousarray(np.matmul(bits, query.T).T)
-    out = np.empty((tokens, query.shape[0]), np.float32)
-    part = np.empty((size, dims), np.float32)
-    for start in [*range(0, tokens - size, size), tokens - size]:
-        np.copyto(part, np.unpackbits(packed[start:start + size], axis=1, bitorder="little")[:, :dims],
-                  casting="unsafe")
-        np.matmul(part, query.T, out=out[start:start + size])
-    return np.ascontiguousarray(out.T)
+        product = np.ascontiguousarray((bits @ query.T).T)
+    return 2.0 * product - query.sum(axis=1, keepdims=True)
 
 
 def query_matrix(token_vectors: np.ndarray, centre: np.ndarray,
