@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from benchmarks.quality import seed_ensemble
+from benchmarks.quality import train_learned_rank as trl
 from localmem.recall import learned_rank
 from tests.two_shape_data import LOCOMO, small_data
 
@@ -80,13 +84,21 @@ def test_the_comparison_reports_each_seed_group_and_their_mean(tmp_path, capsys)
         assert "LoCoMo R@1 | LoCoMo R@2" in part and "LME R@10 | LME MRR | LME any@5" in part
 
 
+def test_the_walk_shaped_model_has_the_variants_tree_count_and_sums_to_the_members_mean():
+    packaged = json.loads(Path(trl.MODEL_PATH).read_text(encoding="utf-8"))
+    shipped = learned_rank.TreeModel.from_dict(packaged)
+    rows = np.random.default_rng(2).random((30, len(shipped.features)))
+    three = seed_ensemble.walk_shaped(packaged, seed_ensemble.VARIANTS["ens3-100"])
+    assert three.feature.shape[0] == 3 * len(packaged["trees"])
+    assert np.allclose(three.raw_scores(rows), shipped.raw_scores(rows))  # three copies, each a third
+    assert seed_ensemble.walk_shaped(packaged, seed_ensemble.VARIANTS["ens5-20"]).feature.shape[0] == 100
+
+
 @pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
-def test_the_walk_cost_pairs_each_variant_with_the_first(tmp_path, capsys):
+def test_the_walk_cost_pairs_each_variant_with_the_first_and_trains_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(seed_ensemble.trl, "fit", lambda *a, **k: pytest.fail("the walk cost trains nothing"))
     assert seed_ensemble.main([*small_data(tmp_path, 30, 6), "--variants", "shipped,ens3-100",
                                "--walk-cost", "2"]) == 0
     printed = capsys.readouterr().out
-    rows = {line.split("|")[1].strip(): line.split("|")[2:4] for line in printed.splitlines()
-            if line.startswith("| shipped") or line.startswith("| ens3-100")}
-    assert rows["shipped"][1].strip() == "1.00"
-    assert int(rows["ens3-100"][0]) == 3 * int(rows["shipped"][0])  # three members' trees, walked
+    assert "| shipped | 100 | 1.00 |" in printed and "| ens3-100 | 300 |" in printed
     assert "Trees on both sets" not in printed  # timing only

@@ -19,14 +19,19 @@ in recall's order (weighted score + learned component over the first LEARNED_TOP
 question spread across threads). Reported per group and their mean: LoCoMo R@1, R@2, MRR, R@10;
 LongMemEval (distinct turns) R@1, R@2, turn R@5, R@10, MRR and session any@5; and the trees a
 recall walks. Trees trained once are reused within a run (a one-member seed is a member of the
-ensemble groups that hold it).
+ensemble groups that hold it); each variant's rows are also written to stderr as it ends.
+
+``--walk-cost TURNS`` trains nothing: it times recall's tree walk at each variant's tree count (the
+packaged trees' shapes, once per member), the variants taking turns, as ratios to the first.
 
     python benchmarks/quality/seed_ensemble.py --pools DIR [--variants shipped,ens3-34,...] [--groups 3]
+    python benchmarks/quality/seed_ensemble.py --pools DIR --variants shipped,ens3-100 --walk-cost 20
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -148,18 +153,26 @@ def table(pools: list[dict], runs: dict[str, list[tuple[list[int], dict]]], eval
     return lines
 
 
-def walk_cost(trainer: Trainer, names: list[str], repeats: int) -> list[str]:
-    """Each variant's trees (group 0, trained without fold 0) in the packaged format, walked over
-    every pool's first LEARNED_TOP rows by weighted score (what recall's learned stage scores), the
-    variants taking turns ``repeats`` times; the time of each against the first's, paired."""
-    blocks = [np.ascontiguousarray(p["rows"][np.argsort(-p["final"], kind="stable")[:learned_rank.LEARNED_TOP]])
-              for p in trainer.pools]
-    models = {}
-    for name in names:
-        variant = VARIANTS[name]
-        rankers = [trainer.member(variant, seed, ("fold", 0)) for seed in group_seeds(variant["members"], 0)]
-        models[name] = learned_rank.TreeModel.from_dict(ensemble_export(rankers, ["hash"], {}))
-    spent = {name: [] for name in names}
+def walk_shaped(packaged: dict, variant: dict) -> learned_rank.TreeModel:
+    """A model of ``variant``'s tree count and the packaged trees' shapes (its first ``rounds`` trees,
+    cycled if it has fewer, once per member, leaf values divided by the members): what recall
+    would walk, without training it (the walk's cost depends on the trees' count and depth)."""
+    count = len(packaged["trees"])
+    member = [packaged["trees"][i % count] for i in range(variant["rounds"])]
+    trees = [{**tree, "value": [value / variant["members"] for value in tree["value"]]}
+             for _ in range(variant["members"]) for tree in member]
+    return learned_rank.TreeModel.from_dict({**packaged, "trees": trees})
+
+
+def walk_cost(pools: list[dict], names: list[str], repeats: int, packaged: dict) -> list[str]:
+    """Each variant's walk_shaped model walked over every pool's first LEARNED_TOP rows by weighted
+    score (what recall's learned stage scores), the variants taking turns ``repeats`` times; the
+    time of each against the first's, paired turn by turn."""
+    columns = len(packaged["features"])
+    blocks = [np.ascontiguousarray(p["rows"][np.argsort(-p["final"], kind="stable")[:learned_rank.LEARNED_TOP],
+                                             :columns]) for p in pools]
+    models = {name: walk_shaped(packaged, VARIANTS[name]) for name in names}
+    spent: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(repeats):
         for name in names:
             began = time.perf_counter()
@@ -167,9 +180,10 @@ def walk_cost(trainer: Trainer, names: list[str], repeats: int) -> list[str]:
                 models[name].raw_scores(block)
             spent[name].append((time.perf_counter() - began) / len(blocks))
     first = np.array(spent[names[0]])
-    lines = [f"The trees' walk over a pool's first {learned_rank.LEARNED_TOP} rows, {repeats} turns of "
-             f"{len(blocks)} pools each, paired with {names[0]} (median of the per-turn ratios):", "",
-             "| variant | trees | time / " + names[0] + " |", "|---|---:|---:|"]
+    lines = [f"The trees' walk over a pool's first {learned_rank.LEARNED_TOP} rows ({len(blocks)} pools a turn, "
+             f"{repeats} turns, the variants taking turns), each variant's tree count in the packaged trees' "
+             f"shapes; median of the per-turn ratios to {names[0]}:", "",
+             f"| variant | trees | time / {names[0]} |", "|---|---:|---:|"]
     for name in names:
         lines.append(f"| {name} | {models[name].feature.shape[0]} | "
                      f"{float(np.median(np.array(spent[name]) / first)):.2f} |")
@@ -189,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="shipped,ens3-34,ens5-20", help="comma-separated names of VARIANTS")
     parser.add_argument("--groups", type=positive_count, default=3, help="disjoint seed groups per variant")
     parser.add_argument("--walk-cost", type=positive_count, default=None, metavar="TURNS",
-                        help="only time the variants' tree walk, paired, over TURNS turns (no figures)")
+                        help="only time the tree walk of each variant's tree count (the packaged trees' shapes), "
+                             "paired, over TURNS turns (no figures)")
     args = parser.parse_args(argv)
     names = args.variants.split(",")
     unknown = [n for n in names if n not in VARIANTS]
@@ -197,11 +212,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--variants: unknown {', '.join(unknown)} (known: {', '.join(sorted(VARIANTS))})")
     started = time.perf_counter()
     pools = two_shapes.record_all(args, lambda line: None)[0]
+    if args.walk_cost:
+        packaged = json.loads(Path(trl.MODEL_PATH).read_text(encoding="utf-8"))
+        print("\n".join(walk_cost(pools, names, args.walk_cost, packaged)))
+        return 0
     weight = Config().weight_learned
     trainer = Trainer(pools)
-    if args.walk_cost:
-        print("\n".join(walk_cost(trainer, names, args.walk_cost)))
-        return 0
     runs = {}
     for name in names:
         variant = VARIANTS[name]
@@ -210,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
             seeds = group_seeds(variant["members"], group)
             runs[name].append((seeds, group_runs(trainer, variant, seeds, weight)))
             print(f"[{time.perf_counter() - started:.0f} s] {name} seeds {seeds} done", file=sys.stderr, flush=True)
+        for evaluation in ("held out", "across"):  # each variant's rows as it ends: a long run keeps them
+            print("\n".join([f"{evaluation}:", *table(pools, {name: runs[name]}, evaluation)]), file=sys.stderr,
+                  flush=True)
     n_lme = sum(p["shape"] == "lme" for p in pools)
     lines = [f"{len(pools) - n_lme} LoCoMo questions, {n_lme} LongMemEval questions; {args.groups} seed groups.",
              "", "Trees on both sets, fold held out:", "", *table(pools, runs, "held out"), "",
