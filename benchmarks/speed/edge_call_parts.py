@@ -42,11 +42,9 @@ with another run. Writes only inside a temporary folder.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pickle
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -55,6 +53,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.common.tree_worker import run_in_tree  # noqa: E402
 from benchmarks.speed.writes_paired import make_items  # noqa: E402
 
 WORKER = r"""
@@ -176,16 +175,7 @@ COLUMNS = (("cpu_us", "CPU µs per call", 1), ("wal_pages", "WAL pages per commi
 
 def run(tree: Path, items_path: Path, folder: Path, edges: int, lever_rounds: int = 0) -> dict:
     db = folder / f"e-{abs(hash(str(tree)))}-{os.getpid()}.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1", LOCALMEM_DAEMON="0")
-    done = subprocess.run([sys.executable, "-c", WORKER, str(items_path), str(db), str(edges),
-                           str(lever_rounds)], env=env, cwd=tree, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{tree}: the worker failed:\n{done.stderr[-3000:]}")
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_in_tree(tree, WORKER, db, [str(items_path), str(db), str(edges), str(lever_rounds)])
 
 
 def main() -> None:

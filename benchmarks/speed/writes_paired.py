@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import pickle
 import statistics
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -42,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from benchmarks.common.tree_worker import run_in_tree  # noqa: E402
 
 TIERS = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
 BATCH = 5_000
@@ -113,16 +113,7 @@ def make_items(n: int, extra: int, fixed: bool) -> tuple[list[dict], list[dict]]
 
 def run(tree: Path, items_path: Path, folder: Path, edges: int, single: int, dump: bool) -> dict:
     db = folder / f"w-{hashlib.sha1(str(tree).encode()).hexdigest()[:8]}-{os.getpid()}.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1", LOCALMEM_DAEMON="0")
-    done = subprocess.run([sys.executable, "-c", WORKER, str(items_path), str(db), str(edges), str(single),
-                           "1" if dump else "0"], env=env, cwd=tree, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{tree}: the worker failed:\n{done.stderr[-3000:]}")
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_in_tree(tree, WORKER, db, [str(items_path), str(db), str(edges), str(single), "1" if dump else "0"])
 
 
 def main() -> None:
