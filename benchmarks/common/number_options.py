@@ -1,9 +1,23 @@
-"""A comma-separated list of whole numbers given as one option (cuts, seeds), read or refused by name."""
+"""Whole numbers given as options (a count; a comma-separated list: cuts, seeds), read or refused by name."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+
+
+def whole_number(least: int) -> Callable[[str], int]:
+    """An argparse ``type``: one whole number, at least ``least``; otherwise argparse's error,
+    which names the option."""
+    def read(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"a whole number (got {text!r})") from None
+        if number < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least} (got {number})")
+        return number
+    return read
 
 
 def whole_numbers(least: int) -> Callable[[str], list[int]]:

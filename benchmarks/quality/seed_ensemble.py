@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.common.number_options import whole_number  # noqa: E402
 from benchmarks.quality import rank_recipes  # noqa: E402
 from benchmarks.quality import train_learned_rank as trl  # noqa: E402
 from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
@@ -190,19 +191,12 @@ def walk_cost(pools: list[dict], names: list[str], repeats: int, packaged: dict)
     return lines
 
 
-def positive_count(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     two_shapes.add_pool_arguments(parser)
     parser.add_argument("--variants", default="shipped,ens3-34,ens5-20", help="comma-separated names of VARIANTS")
-    parser.add_argument("--groups", type=positive_count, default=3, help="disjoint seed groups per variant")
-    parser.add_argument("--walk-cost", type=positive_count, default=None, metavar="TURNS",
+    parser.add_argument("--groups", type=whole_number(1), default=3, help="disjoint seed groups per variant")
+    parser.add_argument("--walk-cost", type=whole_number(1), default=None, metavar="TURNS",
                         help="only time the tree walk of each variant's tree count (the packaged trees' shapes), "
                              "paired, over TURNS turns (no figures)")
     args = parser.parse_args(argv)
