@@ -37,7 +37,8 @@ alone, and R@10 / MRR against the LoCoMo evidence from the same answers. ``--pee
 kioku-lite's search stage by stage (recall_stages.py is localmem's).
 
     python benchmarks/speed/peer_kioku.py --store FILE [--peer-python /tmp/peer9/kvenv/bin/python]
-        [--every 2] [--rounds 3] [--limit 20] [--gap 0.05] [--peer-dir DIR] [--no-track-access] [--peer-stages]
+        [--every 2] [--rounds 3] [--limit 20] [--gap 0.05] [--peer-dir DIR] [--no-track-access]
+        [--peer-stages [--stage-clock wall|process]]
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ DEFAULT_PEER_PYTHON = "/tmp/peer9/kvenv/bin/python"
 PEER_PACKAGE = "kioku-lite==0.2.0"
 MODEL = "all-MiniLM-L6-v2"
 WARM_QUESTIONS = 20
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
 LOADS_EXTENSIONS = "import sqlite3; sqlite3.connect(':memory:').enable_load_extension"
 SIDES = ("localmem", "kioku")
 
@@ -275,8 +277,8 @@ def kioku_worker(plan: dict[str, Any], folder: Path, onnx: str, tokenizer: str) 
     def recall(q: dict, limit: int) -> list[str]:
         return [r["content_hash"] for r in service.search_memories(q["question"], limit=limit)["results"]]
 
-    def stages(limit: int) -> list[str]:
-        return kioku_stages(service, encoder, plan["timed"], limit)
+    def stages(limit: int, clock: str) -> list[str]:
+        return kioku_stages(service, plan["timed"], limit, CLOCKS[clock])
 
     serve(plan, {"unscoped": recall}, encoder.embed, {"memories": built, "search": "KiokuLiteService.search_memories",
                                                       "encoder": "onnxruntime, localmem's ONNX export, mean pooling"},
@@ -284,8 +286,8 @@ def kioku_worker(plan: dict[str, Any], folder: Path, onnx: str, tokenizer: str) 
     service.close()
 
 
-def kioku_stages(service: Any, encoder: MiniLM, questions: list[dict], limit: int) -> list[str]:
-    """kioku-lite's search_memories stage by stage (wall clock, benchmarks/common/stage_spans.py),
+def kioku_stages(service: Any, questions: list[dict], limit: int, clock: Callable[[], float]) -> list[str]:
+    """kioku-lite's search_memories stage by stage on ``clock`` (benchmarks/common/stage_spans.py),
     every timed question once: the rows of the table, ms per recall."""
     sys.path.insert(0, str(ROOT))
     from benchmarks.common.stage_spans import Spans
@@ -311,7 +313,7 @@ def kioku_stages(service: Any, encoder: MiniLM, questions: list[dict], limit: in
         return hits
 
     service_module.bm25_search = counted
-    spans = Spans()
+    spans = Spans(clock)
     for owner, name, label in stages:
         spans.wrap(owner, name, label)
     try:
@@ -368,12 +370,12 @@ def localmem_worker(plan: dict[str, Any], store_path: str, data: str, embedder: 
 
 def serve(plan: dict[str, Any], modes: dict[str, Callable[[dict, int], list[str]]],
           encode: Callable[[str], Any], facts: dict[str, Any],
-          stages: Callable[[int], list[str]] | None = None) -> None:
+          stages: Callable[[int, str], list[str]] | None = None) -> None:
     """Warm on the warming questions, say ready, then answer one JSON request a line:
     {"op": "recall", "mode", "i", "limit"} -> ms (wall), cpu (the process's, every thread), ranked;
     {"op": "encode", "i"} -> the encoder alone on question i's text with " ?" (a text never seen);
     {"op": "vectors", "texts"} -> the encoder's unit vectors (to check both sides encode alike);
-    {"op": "stages", "limit"} -> rows of the side's stage table (``stages``), when it has one."""
+    {"op": "stages", "limit", "clock"} -> rows of the side's stage table (``stages``), when it has one."""
     for q in plan["warm"]:
         for ask in modes.values():
             ask(q, 20)
@@ -385,7 +387,8 @@ def serve(plan: dict[str, Any], modes: dict[str, Callable[[dict, int], list[str]
             print(json.dumps({"vectors": vectors}), flush=True)
             continue
         if request["op"] == "stages":
-            print(json.dumps({"rows": stages(request["limit"]) if stages else []}), flush=True)
+            rows = stages(request["limit"], request["clock"]) if stages else []
+            print(json.dumps({"rows": rows}), flush=True)
             continue
         q = plan["timed"][request["i"]]
         wall, cpu = time.perf_counter(), time.process_time()
@@ -445,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-track-access", action="store_true", help="localmem's access tracking off")
     parser.add_argument("--peer-stages", action="store_true",
                         help="also time kioku-lite's search stage by stage (after the paired rounds)")
+    parser.add_argument("--stage-clock", choices=tuple(CLOCKS), default="wall",
+                        help="--peer-stages' clock: wall, or process (every thread's CPU time, as recall_stages.py's)")
     parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--plan", help=argparse.SUPPRESS)
     parser.add_argument("--onnx", help=argparse.SUPPRESS)
@@ -535,7 +540,8 @@ def run(args: argparse.Namespace) -> int:
             got = workers[side].ask({"op": "encode", "i": i})
             enc[side].append(got["ms"])
             enc_cpu[side].append(got["cpu"])
-    stage_rows = workers["kioku"].ask({"op": "stages", "limit": args.limit})["rows"] if args.peer_stages else []
+    stage_rows = (workers["kioku"].ask({"op": "stages", "limit": args.limit, "clock": args.stage_clock})["rows"]
+                  if args.peer_stages else [])
     facts = {side: w.facts for side, w in workers.items()}
     for w in workers.values():
         w.close()
@@ -564,7 +570,7 @@ def run(args: argparse.Namespace) -> int:
     evidence = [set(q["evidence"]) for q in plan["timed"]]
     print("\n".join(quality_rows(answers, evidence)))
     if stage_rows:
-        print(f"\nkioku-lite's search_memories stage by stage, wall clock, each timed question once more "
+        print(f"\nkioku-lite's search_memories stage by stage, {args.stage_clock} clock, each timed question once more "
               f"(localmem's: benchmarks/speed/recall_stages.py):")
         print("\n".join(stage_rows))
     scratch.cleanup()
