@@ -273,6 +273,9 @@ def kioku_worker(plan: dict[str, Any], folder: Path, onnx: str, tokenizer: str) 
         for memory in plan["memories"]:
             service.save_memory(memory["content"], tags=memory["tags"], event_time=memory["event_time"])
         built = service.db.memory.count()
+    if built != len(hash_keys(plan["memories"])):
+        raise SystemExit(f"kioku-lite's store in {folder} holds {built} memories, not the plan's "
+                         f"{len(hash_keys(plan['memories']))} distinct texts: give an empty --peer-dir")
 
     def recall(q: dict, limit: int) -> list[str]:
         return [r["content_hash"] for r in service.search_memories(q["question"], limit=limit)["results"]]
