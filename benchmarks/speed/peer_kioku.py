@@ -510,6 +510,11 @@ def run(args: argparse.Namespace) -> int:
     texts = [q["question"] for q in plan["timed"][:8]]
     check = {side: w.ask({"op": "vectors", "texts": texts})["vectors"] for side, w in workers.items()}
     cosine = min(sum(a * b for a, b in zip(x, y)) for x, y in zip(check["localmem"], check["kioku"]))
+    if cosine < 0.9999:  # the figure compares the stores only when both sides encode alike
+        for w in workers.values():
+            w.close()
+        sys.exit(f"the two sides' query vectors differ (min cosine {cosine:.6f} on {len(texts)} questions): "
+                 "the peer is not running localmem's MiniLM export; nothing measured")
 
     count = len(plan["timed"])
     modes = {"unscoped": ("localmem", "kioku"), "scoped": ("localmem",)}
