@@ -1,0 +1,244 @@
+"""What credential redaction costs per call, with and without its literal prefilter (issues 40, 44).
+
+- Per 1,000 characters (default): ``redact`` over realistic texts, every rule running (before) and
+  the rules behind their prefilter (after), the two taking turns in one process, ``--rounds``
+  rounds, each setting's median; the answers are compared first (they must be identical). Sets:
+  LoCoMo dev turns, LongMemEval dev turns (a seeded sample of ``--lme-turns``), and Claude Code
+  message shapes (benchmarks/hooks/capture_noise.py's tracebacks, logs, code, diffs, tool output
+  and prose mixed with a dump), each as it is and with a credential from
+  benchmarks/common/credential_corpus.py set into every text at a seeded place.
+- ``--adversarial``: each rule's pattern alone on strings built to stress its quantifiers (its own
+  sample match repeated, cut short, its prefix before a long run of one of its characters, …; see
+  ``adversarial``), at each of ``--sizes`` characters: the slowest string's seconds per size and
+  how the time grows from the first size to the last (linear work: about the size ratio). Runs
+  with any tree's code (``PYTHONPATH=TREE``).
+- ``--capture BEFORE AFTER``: the Stop hook (``answer_hook_with_report(store, "Stop", …)``, hash
+  embedder, a fresh database each run) capturing one long transcript in the real Claude Code shape
+  (LoCoMo turns, message shapes and credentials), in each tree in turn, ``--rounds`` rounds: the
+  median seconds of each and after ÷ before.
+
+Timings are from a loaded shared machine: read the paired ratios, not the absolute times.
+
+    python benchmarks/speed/redaction_cost.py [--rounds 9] [--lme-turns 4000]
+    python benchmarks/speed/redaction_cost.py --adversarial [--sizes 262144,1048576]
+    python benchmarks/speed/redaction_cost.py --capture /work/main . [--rounds 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[2]
+for entry in (str(ROOT), str(ROOT / "tests")):
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+from benchmarks.common.credential_corpus import corpus  # noqa: E402
+from benchmarks.common.regex_samples import sample  # noqa: E402
+from benchmarks.hooks.capture_noise import MIXED, mixed_items, noise_items  # noqa: E402
+from benchmarks.safety.redaction import DATA, lme_turns, locomo_turns  # noqa: E402
+
+
+def text_sets(lme_count: int, seed: int = 3) -> dict[str, list[str]]:
+    rng = random.Random(seed)
+    lme = lme_turns(DATA / "lme-dev.json")
+    shapes = [text for _, text in noise_items()] + [text for _, _, text in mixed_items(noise_items())]
+    plain = {"locomo": locomo_turns(DATA / "locomo-dev.json"), "lme": rng.sample(lme, min(lme_count, len(lme))),
+             "transcript-shapes": shapes}
+    credentials = [text for _, _, text in corpus(per_format=20)]
+    sets = dict(plain)
+    for name, texts in plain.items():
+        with_secret = []
+        for text in texts:
+            at = rng.randrange(len(text) + 1)
+            with_secret.append(f"{text[:at]} {rng.choice(credentials)} {text[at:]}")
+        sets[f"{name}+secret"] = with_secret
+    return sets
+
+
+def per_thousand(redactor: Callable[[str], object], texts: list[str], chars: int) -> float:
+    """Microseconds per 1,000 characters of one pass over ``texts``."""
+    started = time.perf_counter()
+    for text in texts:
+        redactor(text)
+    return (time.perf_counter() - started) / chars * 1e9
+
+
+def cost(rounds: int, lme_count: int) -> dict:
+    from localmem.privacy.redact import RULES, redact_with_rules, without_prefilter
+
+    every = without_prefilter(RULES)
+    settings = {"before (every rule)": lambda t: redact_with_rules(t, every),
+                "after (prefilter)": lambda t: redact_with_rules(t, RULES)}
+    report = {}
+    for name, texts in text_sets(lme_count).items():
+        differ = sum(1 for t in texts if redact_with_rules(t, every) != redact_with_rules(t, RULES))
+        chars = sum(map(len, texts))
+        times: dict[str, list[float]] = {key: [] for key in settings}
+        for round_ in range(rounds):
+            order = list(settings) if round_ % 2 == 0 else list(reversed(settings))
+            for key in order:
+                times[key].append(per_thousand(settings[key], texts, chars))
+        before, after = (statistics.median(times[k]) for k in settings)
+        report[name] = {"texts": len(texts), "mean_chars": round(chars / len(texts)), "answers_differ": differ,
+                        "with_findings": sum(1 for t in texts if redact_with_rules(t, RULES).findings),
+                        "us_per_1000_chars_before": round(before, 1), "us_per_1000_chars_after": round(after, 1),
+                        "before_over_after": round(before / after, 2)}
+        print(name, report[name], flush=True)
+    return report
+
+
+# -- hostile strings --------------------------------------------------------------------------
+
+def adversarial(pattern, size: int, seed: int) -> dict[str, str]:
+    """Strings of about ``size`` characters built on ``pattern``: a sample match of it repeated, cut
+    one character short, or cut at a few places and repeated bare or with a separator; a prefix of it
+    before a long run of each of its characters (a quantifier's class) then a near-miss."""
+    rng = random.Random(seed)
+    match = ""
+    for _ in range(200):
+        candidate = sample(pattern, rng)
+        if pattern.search(f" {candidate} "):
+            match = candidate
+            break
+    match = match or sample(pattern, rng)
+    out = {}
+
+    def fill(name: str, unit: str) -> None:
+        if unit:
+            out[name] = (unit * (size // len(unit) + 1))[:size]
+
+    fill("match", match)
+    fill("match+space", match + " ")
+    fill("match-1", match[:-1])
+    for cut in sorted({1, 2, 3, 4, 6, 8, len(match) // 2, len(match) - 2}):
+        if 0 < cut < len(match):
+            fill(f"cut{cut}", match[:cut])
+            for separator in " -._:=/@\n":
+                fill(f"cut{cut}{separator!r}", match[:cut] + separator)
+    for char in dict.fromkeys(match):
+        for cut in (0, 3, len(match) // 2):
+            for tail in ("!", "\u00e9", " "):
+                out[f"{cut}+run{char!r}+{tail!r}"] = match[:cut] + char * (size - cut - 1) + tail
+    return out
+
+
+def time_rule(rule, text: str) -> float:
+    started = time.perf_counter()
+    for match in rule.pattern.finditer(text):
+        rule.accept(match)
+    return time.perf_counter() - started
+
+
+def adversarial_report(sizes: list[int]) -> dict:
+    from localmem.privacy.redact import RULES
+
+    report = {}
+    for index, rule in enumerate(RULES):
+        by_size = {}
+        for size in sizes:
+            strings = adversarial(rule.pattern, size, seed=index)
+            times = {name: time_rule(rule, text) for name, text in strings.items()}
+            worst = max(times, key=times.get)
+            by_size[size] = (worst, times[worst], times)
+        first, last = by_size[sizes[0]][2], by_size[sizes[-1]][2]
+        growth = max(last[name] / max(first[name], 1e-6) for name in last)
+        worst_name, worst_s, _ = by_size[sizes[-1]]
+        report[f"{index}:{rule.kind}"] = {"strings": len(last), "worst": worst_name,
+                                          "worst_seconds": {s: round(by_size[s][1], 4) for s in sizes},
+                                          "max_growth": round(growth, 1)}
+        print(f"{index}:{rule.kind}", report[f"{index}:{rule.kind}"], flush=True)
+    return report
+
+
+# -- the Stop hook, tree against tree ---------------------------------------------------------
+
+CAPTURE_WORKER = r"""
+import json, sys, time
+from localmem import MemoryStore
+from localmem.hooks.events import answer_hook_with_report
+from localmem.hooks.settings import HookSettings
+transcript, db, cwd = sys.argv[1], sys.argv[2], sys.argv[3]
+with MemoryStore(db, embedder="hash") as store:
+    started, cpu = time.perf_counter(), time.process_time()
+    report = answer_hook_with_report(store, "Stop", {"session_id": "bench", "transcript_path": transcript,
+                                                     "cwd": cwd}, HookSettings()).report
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu": cpu, "stored_messages": report["stored_messages"],
+                  "stored_memories": report["stored_memories"], "more": report["more_to_read"]}))
+"""
+
+
+def write_transcript(path: Path, messages: int, seed: int = 5) -> None:
+    from claude_code_transcript import Transcript  # tests/claude_code_transcript.py
+
+    rng = random.Random(seed)
+    turns = locomo_turns(DATA / "locomo-dev.json")
+    shapes = [text for _, text in noise_items()] + [prose for prose, _ in MIXED]
+    credentials = [text for _, _, text in corpus(per_format=4)]
+    transcript = Transcript(path, "bench", str(path.parent))
+    for n in range(messages):
+        roll = rng.random()
+        text = rng.choice(shapes) if roll < 0.2 else turns[n % len(turns)]
+        if roll > 0.9:
+            text = f"{text}\n{rng.choice(credentials)}"
+        transcript.user(text) if n % 2 == 0 else transcript.assistant(text)
+
+
+def capture_paired(before: Path, after: Path, rounds: int, messages: int) -> dict:
+    from benchmarks.common.tree_worker import run_in_tree
+
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "transcript.jsonl"
+        write_transcript(path, messages)
+        trees = {"before": before, "after": after}
+        for round_ in range(rounds):
+            for name in (("before", "after") if round_ % 2 == 0 else ("after", "before")):
+                runs[name].append(run_in_tree(trees[name], CAPTURE_WORKER, Path(folder) / f"{name}.db",
+                                              [str(path), str(Path(folder) / f"{name}.db"), folder]))
+    medians = {name: statistics.median(r["seconds"] for r in found) for name, found in runs.items()}
+    cpu = {name: statistics.median(r["cpu"] for r in found) for name, found in runs.items()}
+    stored = {name: sorted({(r["stored_messages"], r["stored_memories"], r["more"]) for r in found})
+              for name, found in runs.items()}
+    return {"messages": messages, "stored (messages, memories, more)": stored,
+            "median_seconds": medians, "median_cpu_seconds": cpu,
+            "before_over_after": round(medians["before"] / medians["after"], 3),
+            "cpu_before_over_after": round(cpu["before"] / cpu["after"], 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9, help="turns each setting or tree takes (default 9)")
+    parser.add_argument("--lme-turns", type=int, default=4000, help="LongMemEval turns sampled (default 4000)")
+    parser.add_argument("--adversarial", action="store_true", help="each rule on strings built to stress it")
+    parser.add_argument("--sizes", default="262144,1048576", help="characters of each hostile string, comma-separated")
+    parser.add_argument("--capture", nargs=2, metavar=("BEFORE", "AFTER"), type=Path,
+                        help="the Stop hook capturing a long transcript in two trees, taking turns")
+    parser.add_argument("--messages", type=int, default=600, help="messages of the captured transcript (default 600)")
+    args = parser.parse_args()
+    if args.rounds < 1 or args.lme_turns < 1 or args.messages < 2:
+        parser.error("--rounds and --lme-turns must be at least 1, --messages at least 2")
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    except ValueError:
+        parser.error(f"--sizes must be whole numbers separated by commas, got {args.sizes!r}")
+    if args.adversarial:
+        report = adversarial_report(sizes)
+    elif args.capture:
+        report = capture_paired(args.capture[0].resolve(), args.capture[1].resolve(), args.rounds, args.messages)
+    else:
+        report = cost(args.rounds, args.lme_turns)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
