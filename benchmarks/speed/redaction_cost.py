@@ -6,7 +6,9 @@
   LoCoMo dev turns, LongMemEval dev turns (a seeded sample of ``--lme-turns``), and Claude Code
   message shapes (benchmarks/hooks/capture_noise.py's tracebacks, logs, code, diffs, tool output
   and prose mixed with a dump), each as it is and with a credential from
-  benchmarks/common/credential_corpus.py set into every text at a seeded place.
+  benchmarks/common/credential_corpus.py set into every text at a seeded place; and the short
+  strings capture redacts beside each message (its tags and metadata values, ``capture-values``).
+  Each set's mean length turns the figures into microseconds per call.
 - ``--adversarial``: each rule's pattern alone on strings built to stress its quantifiers (its own
   sample match repeated, cut short, its prefix before a long run of one of its characters, …; see
   ``adversarial``), at each of ``--sizes`` characters: the slowest string's seconds per size and
@@ -55,6 +57,7 @@ def text_sets(lme_count: int, seed: int = 3) -> dict[str, list[str]]:
              "transcript-shapes": shapes}
     credentials = [text for _, _, text in corpus(per_format=20)]
     sets = dict(plain)
+    sets["capture-values"] = capture_values(plain["locomo"][:400])
     for name, texts in plain.items():
         with_secret = []
         for text in texts:
@@ -62,6 +65,21 @@ def text_sets(lme_count: int, seed: int = 3) -> dict[str, list[str]]:
             with_secret.append(f"{text[:at]} {rng.choice(credentials)} {text[at:]}")
         sets[f"{name}+secret"] = with_secret
     return sets
+
+
+def capture_values(turns: list[str]) -> list[str]:
+    """The short strings capture redacts beside each message (each tag, each metadata value): the
+    items ``capture.memory_items`` makes of ``turns``, every string but the content."""
+    import uuid
+
+    from localmem.hooks.capture import Turn, memory_items
+
+    values = []
+    for n, text in enumerate(turns):
+        turn = Turn(str(uuid.UUID(int=n)), "user" if n % 2 == 0 else "assistant", text, None, False)
+        for item in memory_items(turn, "8c1f6a0e-5d2b-4f7a-9e3c-2b1d0a9f8e7d", "billing", "/home/dev/billing"):
+            values += item["tags"] + [v for v in item["metadata"].values() if isinstance(v, str)]
+    return values
 
 
 def per_thousand(redactor: Callable[[str], object], texts: list[str], chars: int) -> float:
