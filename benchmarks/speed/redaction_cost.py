@@ -14,6 +14,8 @@
   ``adversarial``), at each of ``--sizes`` characters: the slowest string's seconds per size and
   how the time grows from the first size to the last (linear work: about the size ratio). Runs
   with any tree's code (``PYTHONPATH=TREE``).
+- ``--hook-notes PROMPTS``: how many notes, of how many characters, the prompt hook redacts per prompt
+  on daemon_answer_paired.py's workload (what its paired timing can show of redaction).
 - ``--capture BEFORE AFTER``: the Stop hook (``answer_hook_with_report(store, "Stop", …)``, hash
   embedder, a fresh database each run) capturing one long transcript in the real Claude Code shape
   (LoCoMo turns, message shapes and credentials), in each tree in turn, ``--rounds`` rounds: the
@@ -24,6 +26,7 @@ Timings are from a loaded shared machine: read the paired ratios, not the absolu
     python benchmarks/speed/redaction_cost.py [--rounds 9] [--lme-turns 4000]
     python benchmarks/speed/redaction_cost.py --adversarial [--sizes 262144,1048576]
     python benchmarks/speed/redaction_cost.py --capture /work/main . [--rounds 9]
+    python benchmarks/speed/redaction_cost.py --hook-notes 150
 """
 
 from __future__ import annotations
@@ -233,6 +236,53 @@ def capture_paired(before: Path, after: Path, rounds: int, messages: int) -> dic
             "cpu_before_over_after": round(cpu["before"] / cpu["after"], 3)}
 
 
+def hook_notes(prompts: int) -> dict:
+    """How much text the prompt hook redacts: the notes it injects (``inject.format_note`` redacts each)
+    over daemon_answer_paired.py's workload (scale.py's cached 10k store, its prompts, the real model),
+    answered in this process with ``redact`` counted."""
+    import os
+    import shutil
+
+    from benchmarks.hooks.cold_start import MODEL, environment
+    from benchmarks.hooks.daemon_latency import say
+    from benchmarks.hooks.first_answer import relabel
+    from benchmarks.speed import scale
+    from localmem import Config, MemoryStore
+    from localmem.hooks import inject
+    from localmem.hooks.events import answer_hook_with_report
+    from localmem.hooks.settings import HookSettings
+
+    env = environment(Path(tempfile.gettempdir()) / "localmem-bench-cache")
+    os.environ.update({key: value for key, value in env.items() if key.startswith(("LOCALMEM", "HF_"))})
+    source, _ = scale.cached(10_000, False, say)
+    sizes: list[int] = []
+    redact = inject.redact
+
+    def counted(text: str, **options):
+        sizes.append(len(text))
+        return redact(text, **options)
+
+    inject.redact = counted
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            db = Path(folder) / "store.db"
+            shutil.copyfile(source, db)
+            relabel(db, MODEL)
+            with MemoryStore(str(db), embedder="hash", config=Config(track_access=False)) as store:
+                texts = [kwargs["query"] for _mode, kwargs, _vector in scale.workload(store, prompts + 10)][:prompts]
+            with MemoryStore(str(db), config=Config(track_access=False)) as store:
+                for number, text in enumerate(texts):
+                    payload = {"session_id": f"notes-{number}", "prompt": text, "cwd": "/",
+                               "hook_event_name": "UserPromptSubmit"}
+                    answer_hook_with_report(store, "UserPromptSubmit", payload, HookSettings())
+    finally:
+        inject.redact = redact
+    return {"prompts": len(texts), "notes_redacted": len(sizes),
+            "notes_per_prompt": round(len(sizes) / len(texts), 2),
+            "chars_per_prompt": round(sum(sizes) / len(texts), 1),
+            "mean_note_chars": round(sum(sizes) / max(1, len(sizes)))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9, help="turns each setting or tree takes (default 9)")
@@ -242,15 +292,19 @@ def main() -> None:
     parser.add_argument("--capture", nargs=2, metavar=("BEFORE", "AFTER"), type=Path,
                         help="the Stop hook capturing a long transcript in two trees, taking turns")
     parser.add_argument("--messages", type=int, default=600, help="messages of the captured transcript (default 600)")
+    parser.add_argument("--hook-notes", type=int, metavar="PROMPTS",
+                        help="the text the prompt hook redacts on daemon_answer_paired.py's first PROMPTS prompts")
     args = parser.parse_args()
-    if args.rounds < 1 or args.lme_turns < 1 or args.messages < 2:
-        parser.error("--rounds and --lme-turns must be at least 1, --messages at least 2")
+    if min(args.rounds, args.lme_turns, 1 if args.hook_notes is None else args.hook_notes) < 1 or args.messages < 2:
+        parser.error("--rounds, --lme-turns and --hook-notes must be at least 1, --messages at least 2")
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
     except ValueError:
         parser.error(f"--sizes must be whole numbers separated by commas, got {args.sizes!r}")
     if args.adversarial:
         report = adversarial_report(sizes)
+    elif args.hook_notes:
+        report = hook_notes(args.hook_notes)
     elif args.capture:
         report = capture_paired(args.capture[0].resolve(), args.capture[1].resolve(), args.rounds, args.messages)
     else:
