@@ -11,9 +11,9 @@
   Each set's mean length turns the figures into microseconds per call.
 - ``--adversarial``: each rule's pattern alone on strings built to stress its quantifiers (its own
   sample match repeated, cut short, its prefix before a long run of one of its characters, …; see
-  ``adversarial``), at each of ``--sizes`` characters: the slowest string's seconds per size and
-  how the time grows from the first size to the last (linear work: about the size ratio). Runs
-  with any tree's code (``PYTHONPATH=TREE``).
+  ``adversarial``), at each of ``--sizes`` characters: all its strings' seconds per size, how that
+  grows from the first size to the last (linear work: about the size ratio), the slowest string. The
+  patterns' search alone (not the checks run on what they find); ``--tree TREE``: that tree's rules.
 - ``--hook-notes PROMPTS``: how many notes, of how many characters, the prompt hook redacts per prompt
   on daemon_answer_paired.py's workload (what its paired timing can show of redaction).
 - ``--capture BEFORE AFTER``: the Stop hook (``answer_hook_with_report(store, "Stop", …)``, hash
@@ -24,7 +24,7 @@
 Timings are from a loaded shared machine: read the paired ratios, not the absolute times.
 
     python benchmarks/speed/redaction_cost.py [--rounds 9] [--lme-turns 4000]
-    python benchmarks/speed/redaction_cost.py --adversarial [--sizes 262144,1048576]
+    python benchmarks/speed/redaction_cost.py --adversarial [--sizes 131072,1048576] [--tree /work/main]
     python benchmarks/speed/redaction_cost.py --capture /work/main . [--rounds 9]
     python benchmarks/speed/redaction_cost.py --hook-notes 150
 """
@@ -122,7 +122,8 @@ def cost(rounds: int, lme_count: int) -> dict:
 def adversarial(pattern, size: int, seed: int) -> dict[str, str]:
     """Strings of about ``size`` characters built on ``pattern``: a sample match of it repeated, cut
     one character short, or cut at a few places and repeated bare or with a separator; a prefix of it
-    before a long run of each of its characters (a quantifier's class) then a near-miss."""
+    before a long run of one of its characters (from its start, quarters and end: its classes) then a
+    near-miss."""
     rng = random.Random(seed)
     match = ""
     for _ in range(200):
@@ -145,38 +146,58 @@ def adversarial(pattern, size: int, seed: int) -> dict[str, str]:
             fill(f"cut{cut}", match[:cut])
             for separator in " -._:=/@\n":
                 fill(f"cut{cut}{separator!r}", match[:cut] + separator)
-    for char in dict.fromkeys(match):
+    picked = [match[i] for i in (0, 1, len(match) // 4, len(match) // 2, 3 * len(match) // 4, -1) if match]
+    for char in dict.fromkeys(picked):  # characters of the prefix, of each quantified class, the last
         for cut in (0, 3, len(match) // 2):
             for tail in ("!", "\u00e9", " "):
                 out[f"{cut}+run{char!r}+{tail!r}"] = match[:cut] + char * (size - cut - 1) + tail
     return out
 
 
-def time_rule(rule, text: str) -> float:
+def time_rule(pattern, text: str) -> float:
     started = time.perf_counter()
-    for match in rule.pattern.finditer(text):
-        rule.accept(match)
+    for _ in pattern.finditer(text):
+        pass
     return time.perf_counter() - started
 
 
-def adversarial_report(sizes: list[int]) -> dict:
-    from localmem.privacy.redact import RULES
+RULES_OF_TREE = ("import json; from localmem.privacy.redact import RULES; "
+                 "print(json.dumps([(r.kind, r.pattern.pattern, r.pattern.flags) for r in RULES]))")
 
+
+def tree_rules(tree: Path | None) -> list[tuple[str, object]]:
+    """(kind, compiled pattern) of each rule of ``tree``'s code (read in a process of its own), or this tree's."""
+    import os
+    import re
+    import subprocess
+
+    if tree is None:
+        from localmem.privacy.redact import RULES
+
+        return [(rule.kind, rule.pattern) for rule in RULES]
+    done = subprocess.run([sys.executable, "-c", RULES_OF_TREE], env=dict(os.environ, PYTHONPATH=str(tree)),
+                          cwd=tree, capture_output=True, text=True, check=True)
+    return [(kind, re.compile(pattern, flags)) for kind, pattern, flags in json.loads(done.stdout)]
+
+
+def adversarial_report(sizes: list[int], tree: Path | None) -> dict:
+    """Per rule: the seconds of all its strings at each size (its pattern's search alone), how that total
+    grows from the first size to the last (linear work: about the size ratio; quadratic: its square), and
+    the slowest string."""
     report = {}
-    for index, rule in enumerate(RULES):
-        by_size = {}
+    for index, (kind, pattern) in enumerate(tree_rules(tree)):
+        totals, worst = {}, ("", 0.0)
         for size in sizes:
-            strings = adversarial(rule.pattern, size, seed=index)
-            times = {name: time_rule(rule, text) for name, text in strings.items()}
-            worst = max(times, key=times.get)
-            by_size[size] = (worst, times[worst], times)
-        first, last = by_size[sizes[0]][2], by_size[sizes[-1]][2]
-        growth = max(last[name] / max(first[name], 1e-6) for name in last)
-        worst_name, worst_s, _ = by_size[sizes[-1]]
-        report[f"{index}:{rule.kind}"] = {"strings": len(last), "worst": worst_name,
-                                          "worst_seconds": {s: round(by_size[s][1], 4) for s in sizes},
-                                          "max_growth": round(growth, 1)}
-        print(f"{index}:{rule.kind}", report[f"{index}:{rule.kind}"], flush=True)
+            times = {name: time_rule(pattern, text) for name, text in adversarial(pattern, size, index).items()}
+            totals[size] = sum(times.values())
+            if size == sizes[-1]:
+                worst = max(times.items(), key=lambda item: item[1])
+        report[f"{index}:{kind}"] = {"strings": len(times),
+                                     "total_seconds": {s: round(t, 3) for s, t in totals.items()},
+                                     "growth": round(totals[sizes[-1]] / totals[sizes[0]], 1),
+                                     "size_ratio": round(sizes[-1] / sizes[0], 1),
+                                     "slowest": worst[0], "slowest_seconds": round(worst[1], 4)}
+        print(f"{index}:{kind}", report[f"{index}:{kind}"], flush=True)
     return report
 
 
@@ -288,7 +309,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9, help="turns each setting or tree takes (default 9)")
     parser.add_argument("--lme-turns", type=int, default=4000, help="LongMemEval turns sampled (default 4000)")
     parser.add_argument("--adversarial", action="store_true", help="each rule on strings built to stress it")
-    parser.add_argument("--sizes", default="262144,1048576", help="characters of each hostile string, comma-separated")
+    parser.add_argument("--tree", type=Path, help="with --adversarial: this tree's rules (default: this one's)")
+    parser.add_argument("--sizes", default="131072,1048576", help="characters of each hostile string, comma-separated")
     parser.add_argument("--capture", nargs=2, metavar=("BEFORE", "AFTER"), type=Path,
                         help="the Stop hook capturing a long transcript in two trees, taking turns")
     parser.add_argument("--messages", type=int, default=600, help="messages of the captured transcript (default 600)")
@@ -302,7 +324,7 @@ def main() -> None:
     except ValueError:
         parser.error(f"--sizes must be whole numbers separated by commas, got {args.sizes!r}")
     if args.adversarial:
-        report = adversarial_report(sizes)
+        report = adversarial_report(sizes, args.tree.resolve() if args.tree else None)
     elif args.hook_notes:
         report = hook_notes(args.hook_notes)
     elif args.capture:
