@@ -323,6 +323,8 @@ def main() -> None:
         sizes = [int(s) for s in args.sizes.split(",")]
     except ValueError:
         parser.error(f"--sizes must be whole numbers separated by commas, got {args.sizes!r}")
+    if any(size < 64 for size in sizes):
+        parser.error(f"--sizes must each be at least 64 characters, got {args.sizes!r}")
     if args.adversarial:
         report = adversarial_report(sizes, args.tree.resolve() if args.tree else None)
     elif args.hook_notes:
