@@ -99,6 +99,11 @@ _SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd|passphrase|token|api[_\- ]?
                 r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?key"
                 r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
 _VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
+# What a _SECRET_WORD match holds, spelt out: "client secret" holds "secret", "credentials" "credential", and each
+# "<word>[_\- ]?key" is one of its four spellings (the words alone, "api", "access", "account", are common).
+_SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pwd", "passphrase", "token", "credential", "dsn") + tuple(
+    f"{word}{separator}key" for word in ("api", "access", "private", "signing", "encryption", "master", "auth",
+                                         "account", "sas") for separator in ("_", "-", " ", ""))
 
 _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
@@ -141,8 +146,9 @@ class _Rule:
     kind: str
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool]  # whether the match is a secret, given its context
-    # Strings of which every match contains one (in the text folded by _fold when ``folded``); None: always run.
-    needs: frozenset[str] | None = None
+    # Sets of strings: every match contains one string of each (in the text folded by _fold when ``folded``).
+    # None: the rule always runs.
+    needs: tuple[frozenset[str], ...] | None = None
     folded: bool = False
 
 
@@ -206,8 +212,8 @@ def _needs(pattern: re.Pattern[str]) -> frozenset[str] | None:
 
 
 # Sharper than _needs reads them (it keeps "gh" of "gh[pousr]_", "live"/"test" of "sk_(?:live|test)_"): each rule's
-# fixed start spelt out whole, as its pattern has it. tests/test_redact_prefilter.py checks every string is in
-# every match found and that each is needed.
+# fixed start or secret word spelt out whole, as its pattern has it, looked for once the derived set is found.
+# tests/test_redact_prefilter.py checks every string is in every match found and that each is needed.
 _NEEDS_SPELT_OUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
     "gitlab-token": tuple(f"gl{infix}-" for infix in
@@ -215,13 +221,15 @@ _NEEDS_SPELT_OUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "stripe-secret-key": ("sk_live_", "sk_test_"),
     "stripe-restricted-key": ("rk_live_", "rk_test_"),
     "grafana-token": ("glsa_", "glc_"),
+    "secret-assignment": _SECRET_WORD_STRINGS,
+    "secret-like-value": _SECRET_WORD_STRINGS,
 })
 
 
 def _rule(kind: str, pattern: re.Pattern[str], accept: Callable[[re.Match[str]], bool]) -> _Rule:
     spelt = _NEEDS_SPELT_OUT.get(kind)
-    needs = frozenset(spelt) if spelt else _needs(pattern)
-    return _Rule(kind, pattern, accept, needs, bool(pattern.flags & re.IGNORECASE))
+    needs = tuple(strings for strings in (_needs(pattern), frozenset(spelt) if spelt else None) if strings)
+    return _Rule(kind, pattern, accept, needs or None, bool(pattern.flags & re.IGNORECASE))
 
 
 def _compile() -> tuple[_Rule, ...]:
@@ -241,15 +249,17 @@ def without_prefilter(rules: Iterable[_Rule]) -> tuple[_Rule, ...]:
 
 
 def _may_match(rule: _Rule, text: str, folded: str) -> bool:
-    """False when ``text`` holds none of the strings every match of ``rule`` contains."""
-    needs = rule.needs
-    if needs is None:
+    """False when ``text`` holds none of the strings of one of the sets every match of ``rule`` holds one of."""
+    if rule.needs is None:
         return True
     haystack = folded if rule.folded else text
-    for part in needs:  # a loop, not any() over a generator: this runs ~50 times a call, on short texts too
-        if part in haystack:
-            return True
-    return False
+    for strings in rule.needs:
+        for part in strings:  # loops, not any() over a generator: this runs ~50 times a call, on short texts too
+            if part in haystack:
+                break
+        else:
+            return False
+    return True
 
 
 RULES: tuple[_Rule, ...] = _compile()
