@@ -12,11 +12,11 @@ rules for what has no fixed shape: private key blocks, passwords in URLs,
 connection strings, ``KEY=value`` with a secret-like name, JWTs, bearer
 headers, and high-entropy values next to a key-like word.
 
-A rule runs only on a text holding one of the strings every match of it contains
-(``regex_literals.required_substrings`` of its pattern, or a few spelt out: ``AKIA``…,
-``xox``, ``-----BEGIN ``, a secret word for the generic rules), looked for by ``str in``
-(one C scan); a rule that ignores case looks in the text folded by ``_fold``. The answer is the one every rule
-running would give (tests/test_redact_prefilter.py); it is only cheaper.
+A rule runs only on a text holding strings every match of it holds: one of its
+``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
+rules one of them spelt out whole too (``ghp_``…, ``api_key``…), each looked for by ``str in``
+(one C scan); a rule that ignores case looks in the text folded by ``_fold``. The answer is
+the one every rule running would give (tests/test_redact_prefilter.py); it is only cheaper.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     ("xai-api-key", r"\bxai-[0-9A-Za-z]{70,}\b"),
     ("telegram-bot-token", r"\b\d{8,10}:AA[0-9A-Za-z_\-]{33}(?![0-9A-Za-z_\-])"),
     # "\b[MNO]" with the boundary looked at behind: a pattern starting with a class is searched only from
-    # the class's characters (a third of the time on ordinary text; its only string, ".", is in most texts).
+    # the class's characters (it runs on most texts: its only string, ".", is in most).
     ("discord-bot-token", r"[MNO](?<!\w[MNO])[0-9A-Za-z_\-]{23,25}\.[0-9A-Za-z_\-]{6}\.[0-9A-Za-z_\-]{27,38}"
                           r"(?![0-9A-Za-z_\-])"),
     ("facebook-access-token", r"\bEAA[BC][0-9A-Za-z]{80,}"),
@@ -201,8 +201,9 @@ def _needs(pattern: re.Pattern[str]) -> frozenset[str] | None:
     """What a rule's text must hold for the rule to run (``_Rule.needs``), without a string holding
     another of them ("passwd" holds "passw"). A pattern ignoring case does so by a leading ``(?i)``
     (any other way: None): it is read without it, its strings in lower case."""
-    found = required_substrings(pattern)
-    if pattern.flags & re.IGNORECASE:
+    if not pattern.flags & re.IGNORECASE:
+        found = required_substrings(pattern)
+    else:
         plain = re.compile(pattern.pattern.removeprefix("(?i)"), pattern.flags & ~re.IGNORECASE)
         found = None if plain.flags & re.IGNORECASE else required_substrings(plain)
         if found is None or not all(part.isascii() for part in found):
