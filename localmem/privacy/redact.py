@@ -11,6 +11,12 @@ formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
 rules for what has no fixed shape: private key blocks, passwords in URLs,
 connection strings, ``KEY=value`` with a secret-like name, JWTs, bearer
 headers, and high-entropy values next to a key-like word.
+
+A rule runs only on a text holding strings every match of it holds: one of its
+``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
+rules one of them spelt out whole too (``ghp_``…, ``api_key``…), each looked for by ``str in``
+(one C scan); a rule that ignores case looks in the text folded by ``_fold``. The answer is
+the one every rule running would give (tests/test_redact_prefilter.py); it is only cheaper.
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import ValidationError
+from ..regex_literals import required_substrings
 
 PRIVATE_KIND = "private-region"
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -74,9 +82,15 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     ("replicate-token", r"\br8_[0-9A-Za-z]{37}\b"),
     ("xai-api-key", r"\bxai-[0-9A-Za-z]{70,}\b"),
     ("telegram-bot-token", r"\b\d{8,10}:AA[0-9A-Za-z_\-]{33}(?![0-9A-Za-z_\-])"),
-    ("discord-bot-token", r"\b[MNO][0-9A-Za-z_\-]{23,25}\.[0-9A-Za-z_\-]{6}\.[0-9A-Za-z_\-]{27,38}(?![0-9A-Za-z_\-])"),
+    # "\b[MNO]" with the boundary looked at behind: a pattern starting with a class is searched only from
+    # the class's characters (it runs on most texts: its only string, ".", is in most).
+    ("discord-bot-token", r"[MNO](?<!\w[MNO])[0-9A-Za-z_\-]{23,25}\.[0-9A-Za-z_\-]{6}\.[0-9A-Za-z_\-]{27,38}"
+                          r"(?![0-9A-Za-z_\-])"),
     ("facebook-access-token", r"\bEAA[BC][0-9A-Za-z]{80,}"),
-    ("jwt", r"\beyJ[0-9A-Za-z_\-]{8,}\.eyJ[0-9A-Za-z_\-]{8,}\.[0-9A-Za-z_\-]{8,}"),
+    # Only the first token start ("eyJ" after a word boundary) of a run of token characters is tried: a later one in
+    # the same run shares its end, so it fails where the first failed, and trying each ("eyJ-eyJ-…") was quadratic.
+    ("jwt", r"(?<![0-9A-Za-z_\-])(?>[0-9A-Za-z_\-]*?\b(?=eyJ))"
+            r"(?P<secret>eyJ[0-9A-Za-z_\-]{8,}+\.eyJ[0-9A-Za-z_\-]{8,}+\.[0-9A-Za-z_\-]{8,})"),
 )
 
 # Words that make the value next to them a secret. Kept to credential words: "key" alone
@@ -85,6 +99,11 @@ _SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd|passphrase|token|api[_\- ]?
                 r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?key"
                 r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
 _VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
+# What a _SECRET_WORD match holds, spelt out: "client secret" holds "secret", "credentials" "credential", and each
+# "<word>[_\- ]?key" is one of its four spellings (the words alone, "api", "access", "account", are common).
+_SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pwd", "passphrase", "token", "credential", "dsn") + tuple(
+    f"{word}{separator}key" for word in ("api", "access", "private", "signing", "encryption", "master", "auth",
+                                         "account", "sas") for separator in ("_", "-", " ", ""))
 
 _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
@@ -127,6 +146,10 @@ class _Rule:
     kind: str
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool]  # whether the match is a secret, given its context
+    # Sets of strings: every match contains one string of each (in the text folded by _fold when ``folded``).
+    # None: the rule always runs.
+    needs: tuple[frozenset[str], ...] | None = None
+    folded: bool = False
 
 
 def _entropy(value: str) -> float:
@@ -165,14 +188,79 @@ def _high_entropy(match: re.Match[str]) -> bool:
             and any(c.isdigit() for c in stripped) and any(c.isalpha() for c in stripped))
 
 
+def _fold(text: str) -> str:
+    """``text`` in lower case, each character to one: where a case-ignoring pattern matches a
+    character to an ASCII letter, the letter in lower case. ``str.lower`` does so but for three:
+    İ (to "i" and a combining dot), dotless ı and long ſ (kept), so these go first."""
+    if text.isascii():
+        return text.lower()
+    return text.replace("\u0130", "i").replace("\u0131", "i").replace("\u017f", "s").lower()
+
+
+def _needs(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """What a rule's text must hold for the rule to run (``_Rule.needs``), without a string holding
+    another of them ("passwd" holds "passw"). A pattern ignoring case does so by a leading ``(?i)``
+    (any other way: None): it is read without it, its strings in lower case."""
+    if not pattern.flags & re.IGNORECASE:
+        found = required_substrings(pattern)
+    else:
+        plain = re.compile(pattern.pattern.removeprefix("(?i)"), pattern.flags & ~re.IGNORECASE)
+        found = None if plain.flags & re.IGNORECASE else required_substrings(plain)
+        if found is None or not all(part.isascii() for part in found):
+            return None
+        found = frozenset(part.lower() for part in found)
+    return None if found is None else frozenset(p for p in found if not any(q != p and q in p for q in found))
+
+
+# Sharper than _needs reads them (it keeps "gh" of "gh[pousr]_", "live"/"test" of "sk_(?:live|test)_"): each rule's
+# fixed start or secret word spelt out whole, as its pattern has it, looked for once the derived set is found.
+# tests/test_redact_prefilter.py checks every string is in every match found and that each is needed.
+_NEEDS_SPELT_OUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "gitlab-token": tuple(f"gl{infix}-" for infix in
+                          "pat dt rt ptt ft imt agent oas soat cbt ffct wt rtr sa c".split()),
+    "stripe-secret-key": ("sk_live_", "sk_test_"),
+    "stripe-restricted-key": ("rk_live_", "rk_test_"),
+    "grafana-token": ("glsa_", "glc_"),
+    "secret-assignment": _SECRET_WORD_STRINGS,
+    "secret-like-value": _SECRET_WORD_STRINGS,
+})
+
+
+def _rule(kind: str, pattern: re.Pattern[str], accept: Callable[[re.Match[str]], bool]) -> _Rule:
+    spelt = _NEEDS_SPELT_OUT.get(kind)
+    needs = tuple(strings for strings in (_needs(pattern), frozenset(spelt) if spelt else None) if strings)
+    return _Rule(kind, pattern, accept, needs or None, bool(pattern.flags & re.IGNORECASE))
+
+
 def _compile() -> tuple[_Rule, ...]:
-    rules = [_Rule(kind, re.compile(pattern, re.DOTALL if kind == "private-key" else 0), _always)
+    rules = [_rule(kind, re.compile(pattern, re.DOTALL if kind == "private-key" else 0), _always)
              for kind, pattern in _PROVIDER_RULES]
     accept = {"secret-assignment": _assigned_value, "secret-like-value": _high_entropy,
               "authorization-header": _high_entropy, "connection-string-secret": _assigned_value}
-    rules += [_Rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
+    rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
               for kind, pattern in _GENERIC_RULES]
     return tuple(rules)
+
+
+def without_prefilter(rules: Iterable[_Rule]) -> tuple[_Rule, ...]:
+    """``rules`` each running on every text (what the prefilter must not change; for the tests and
+    benchmarks/speed/redaction_cost.py)."""
+    return tuple(replace(rule, needs=None) for rule in rules)
+
+
+def _may_match(rule: _Rule, text: str, folded: str) -> bool:
+    """False when ``text`` holds none of the strings of one of the sets every match of ``rule`` holds one of."""
+    if rule.needs is None:
+        return True
+    haystack = folded if rule.folded else text
+    for strings in rule.needs:
+        for part in strings:  # loops, not any() over a generator: this runs ~50 times a call, on short texts too
+            if part in haystack:
+                break
+        else:
+            return False
+    return True
 
 
 RULES: tuple[_Rule, ...] = _compile()
@@ -182,7 +270,10 @@ KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in RULES)) + (PR
 def _spans(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, int, str]]:
     """(start, end, rule order, kind) of every secret the rules find in ``text``."""
     found = []
+    folded = _fold(text)
     for order, rule in enumerate(rules):
+        if not _may_match(rule, text, folded):
+            continue
         for match in rule.pattern.finditer(text):
             group = "secret" if "secret" in rule.pattern.groupindex else 0
             start, end = match.span(group)
@@ -217,12 +308,17 @@ def find_secrets(text: str) -> dict[str, int]:
 def redact(text: str, *, private: bool = True) -> Redaction:
     """``text`` with private regions cut (``private=True``) and each secret replaced by
     ``[redacted: <kind>]``; the findings count each kind."""
+    return redact_with_rules(text, RULES, private=private)
+
+
+def redact_with_rules(text: str, rules: tuple[_Rule, ...], *, private: bool = True) -> Redaction:
+    """``redact`` by ``rules`` (``RULES``, or them ``without_prefilter``: the tests compare the two)."""
     findings: Counter[str] = Counter()
     if private:
         text, cut = strip_private(text)
         if cut:
             findings[PRIVATE_KIND] = cut
-    spans = sorted(_spans(text, RULES), key=lambda s: (s[0], s[2], -s[1]))
+    spans = sorted(_spans(text, rules), key=lambda s: (s[0], s[2], -s[1]))
     pieces: list[str] = []
     position = 0
     for start, end, _, kind in spans:
