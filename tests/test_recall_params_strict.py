@@ -95,3 +95,32 @@ def test_cli_refuses_bad_limits_and_params(tmp_path: Path):
         result = cli(db, "recall", "atlas", *args)
         assert result.returncode == 2, (args, result.stdout)
         assert f"'{field}'" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("params, fragments", [
+    ({"start": "2026-12-31T00:00:00Z", "end": "2026-01-01T00:00:00Z"}, ["'start'", "'end'", "2026-12-31"]),
+    ({"time_query": "last week", "start": "2030-01-01T00:00:00Z"}, ["'start'", "time_query 'last week'"]),
+    ({"time_query": "today", "end": "2001-01-01T00:00:00Z"}, ["'end'", "time_query 'today'"]),
+])
+def test_a_reversed_time_window_is_refused_naming_its_bounds(store, params, fragments):
+    # It could match nothing: an empty answer would look like "nothing stored then".
+    with pytest.raises(ValidationError) as caught:
+        store.recall("atlas", **params)
+    for fragment in fragments:
+        assert fragment in caught.value.message, caught.value.message
+
+
+def test_a_window_of_one_instant_is_still_a_window(store):
+    instant = "2026-01-01T00:00:00Z"
+    assert store.recall("atlas", start=instant, end=instant)["time_window"]["start"].startswith("2026-01-01")
+
+
+def test_http_and_cli_refuse_a_reversed_window(store, tmp_path: Path):
+    with running(create_app(store)) as url, httpx.Client(base_url=url) as client:
+        response = client.get("/recall?query=atlas&start=2026-12-31&end=2026-01-01")
+        assert response.status_code == 400 and "'start'" in response.json()["message"]
+    db = tmp_path / "m.db"
+    assert cli(db, "store", "the atlas database runs postgres 16").returncode == 0
+    result = cli(db, "recall", "atlas", "--start", "2026-12-31", "--end", "2026-01-01")
+    assert result.returncode == 2 and "'start'" in result.stderr, result.stderr
+
