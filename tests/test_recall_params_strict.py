@@ -124,3 +124,25 @@ def test_http_and_cli_refuse_a_reversed_window(store, tmp_path: Path):
     result = cli(db, "recall", "atlas", "--start", "2026-12-31", "--end", "2026-01-01")
     assert result.returncode == 2 and "'start'" in result.stderr, result.stderr
 
+
+def test_a_parameter_and_its_alias_with_different_values_are_refused(store):
+    # AutoMem's aliases (order_by for sort, time for time_query): two values for one
+    # parameter cannot both be obeyed, and quietly taking one answers another question.
+    with pytest.raises(ValidationError) as caught:
+        store.recall("atlas", sort="time_asc", order_by="time_desc")
+    assert "'sort'" in caught.value.message and "'order_by'" in caught.value.message
+    assert store.recall("atlas", sort="time_asc", order_by="time_asc")["sort"] == "time_asc"
+
+
+def test_http_refuses_a_parameter_given_twice_with_different_values(store):
+    with running(create_app(store)) as url, httpx.Client(base_url=url) as client:
+        for query, field in (("sort=time_asc&sort=time_desc", "sort"), ("limit=1&limit=2", "limit"),
+                             ("sort=time_asc&order_by=time_desc", "order_by"),
+                             ("time_query=today&time_query=last%20year", "time_query")):
+            response = client.get(f"/recall?query=atlas&{query}")
+            assert response.status_code == 400, (query, response.text)
+            assert f"'{field}'" in response.json()["message"]
+        assert client.get("/recall?query=atlas&limit=2&limit=2").json()["count"] == 2
+        assert client.get("/recall?query=atlas&limit=&limit=2").json()["count"] == 2
+        by_tag = client.get("/memory/by-tag?tags=x&limit=5&limit=6")
+        assert by_tag.status_code == 400 and "'limit'" in by_tag.json()["message"]

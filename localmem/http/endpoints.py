@@ -73,11 +73,14 @@ def known_fields(payload: dict[str, Any], allowed: Iterable[str], where: str = "
 
 
 def query_value(request: Request, name: str) -> str | None:
-    """The first value of a query parameter (as Flask's ``args.get``); blank → None."""
-    values = request.query_params.getlist(name)
-    if not values or not values[0].strip():
-        return None
-    return values[0]
+    """A query parameter's value (as Flask's ``args.get``); blank → None. Given more than once
+    with different values it is a 400 naming it (Flask would take the first, silently)."""
+    values = list(dict.fromkeys(v for v in request.query_params.getlist(name) if v.strip()))
+    if len(values) > 1:
+        shown = ", ".join(repr(v[:40]) for v in values[:3])
+        raise ValidationError(f"query parameter '{name}' was given {len(values)} different values "
+                              f"({shown}): give it once")
+    return values[0] if values else None
 
 
 def endpoint(fn: Endpoint) -> Endpoint:

@@ -224,14 +224,18 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     ``default_now`` is the reference time when the caller gives no ``now``.
     """
     values: dict[str, Any] = {}
+    given: dict[str, str] = {}  # the name each value came under (a parameter or its alias)
     for key, value in raw.items():
         name = ALIASES.get(key, key)
         if name not in PARAMETERS:
             raise ValidationError(f"Unknown recall parameter '{key}'")
         if value is None or name in values and values[name] is not None:
+            if value is not None and values[name] != value:
+                raise ValidationError(f"'{given[name]}' and '{key}' are one parameter, given two values "
+                                      f"({values[name]!r} and {value!r}): give one")
             values.setdefault(name, value)
             continue
-        values[name] = value
+        values[name], given[name] = value, key
 
     p = RecallParams()
     now = values.get("now")
