@@ -381,8 +381,10 @@ def validate_context_name(value: Any) -> str:
     return name
 
 
-def validate_int(value: Any, field: str, *, default: int, minimum: int, maximum: int) -> int:
-    """An integer parameter; non-integers are an error, out-of-range values are clamped."""
+def validate_int(value: Any, field: str, *, default: int, minimum: int, maximum: int,
+                 notes: list[str] | None = None) -> int:
+    """An integer parameter; non-integers are an error, out-of-range values are clamped (and
+    said in ``notes`` when it is given, as recall says a capped ``limit``)."""
     if value is None:
         return default
     if isinstance(value, bool):
@@ -398,7 +400,11 @@ def validate_int(value: Any, field: str, *, default: int, minimum: int, maximum:
             raise ValidationError(f"'{field}' must be an integer") from None
     if not isinstance(value, int):
         raise ValidationError(f"'{field}' must be an integer")
-    return max(minimum, min(maximum, value))
+    held = max(minimum, min(maximum, value))
+    if held != value and notes is not None:
+        side = f"below the minimum {minimum}" if value < minimum else f"above the maximum {maximum}"
+        notes.append(f"'{field}' {value} is {side}; {held} was used")
+    return held
 
 
 def now_iso(now: datetime) -> str:
