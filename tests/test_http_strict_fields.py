@@ -87,3 +87,19 @@ def test_recall_v1_with_an_unknown_field_is_a_422(client):
     assert response.status_code == 422, response.text
     [problem] = response.json()["detail"]
     assert problem["loc"] == ["body", "kk"] and problem["type"] == "extra_forbidden"
+
+
+def test_a_query_parameter_a_route_does_not_know_is_said(client, store):
+    """A misspelt filter (``tag`` for ``tags``) would search everything; the answer says it was
+    ignored (a warning, not a 400: AutoMem ignores them, and its MCP client sends ``format``)."""
+    client.post("/memory", json={"content": "query parameter probe", "tags": ["probe"]})
+    body = client.get("/recall?query=probe&tag=probe&limt=2").json()
+    assert body["status"] == "success"
+    [note] = [w for w in body["warnings"] if "ignored" in w]
+    assert "'tag'" in note and "'limt'" in note
+    assert "warnings" not in client.get("/recall?query=probe&tags=probe&format=text&offset=0").json()
+    assert any("'offset'" in w for w in client.get("/recall?query=probe&offset=20").json()["warnings"])
+    assert any("'tag'" in w for w in client.get("/memory/by-tag?tags=probe&tag=x").json()["warnings"])
+    memory_id = store.by_tag(["probe"])["memories"][0]["id"]
+    related = client.get(f"/memories/{memory_id}/related?depth=3").json()
+    assert any("'depth'" in w for w in related["warnings"])

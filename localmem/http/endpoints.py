@@ -83,6 +83,26 @@ def query_value(request: Request, name: str) -> str | None:
     return values[0] if values else None
 
 
+def unknown_parameters(request: Request, known: Iterable[str]) -> list[str]:
+    """A warning naming the query parameters a GET route does not know (at most 10 of them, so
+    the answer stays small), or nothing. They are ignored, as AutoMem ignores them, but said:
+    a misspelt filter would otherwise widen the answer unseen."""
+    allowed = set(known) | {"api_key"}
+    unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in allowed]
+    if not unknown:
+        return []
+    shown = ", ".join(repr(k[:40]) for k in unknown[:10]) + (f" and {len(unknown) - 10} more"
+                                                            if len(unknown) > 10 else "")
+    return [f"query parameters this route does not know were ignored: {shown}"]
+
+
+def with_warnings(body: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``body`` with ``notes`` added to its ``warnings``."""
+    if notes:
+        body["warnings"] = [*body.get("warnings", ()), *notes]
+    return body
+
+
 def endpoint(fn: Endpoint) -> Endpoint:
     """Errors as JSON envelopes: LocalMemError by its code, anything else 500 (logged)."""
     @functools.wraps(fn)

@@ -12,7 +12,8 @@ from starlette.responses import JSONResponse
 from ..errors import LocalMemError, ValidationError
 from ..store import EDGE_PROPERTIES, MemoryStore
 from ..request_body import read_json_object
-from .endpoints import MAX_BATCH, Endpoint, error_response, known_fields, query_value
+from .endpoints import (MAX_BATCH, Endpoint, error_response, known_fields, query_value, unknown_parameters,
+                        with_warnings)
 
 ASSOCIATION_FIELDS = frozenset({"memory1_id", "memory2_id", "type", "strength"})
 
@@ -127,6 +128,7 @@ def edge_endpoints(store: MemoryStore) -> EdgeEndpoints:
             max_depth=query_value(request, "max_depth"),
             limit=query_value(request, "limit"),
         ))
-        return JSONResponse(result)
+        return JSONResponse(with_warnings(result, unknown_parameters(
+            request, ("relationship_types", "max_depth", "limit"))))
 
     return EdgeEndpoints(associate, dissociate, related)

@@ -24,7 +24,9 @@ from .endpoints import (
     locked,
     query_value,
     touch_memories,
+    unknown_parameters,
     vector_channel,
+    with_warnings,
 )
 
 # Path segments under /memory/ that are routes of their own, not ids.
@@ -188,7 +190,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
             with locked(store):
                 result = store.by_tag(tags, limit=limit, offset=offset)
                 touch_memories(store, [m["id"] for m in result["memories"]])
-                return result
+                return with_warnings(result, unknown_parameters(request, ("tags", "limit", "offset")))
 
         return JSONResponse(await call(work))
 
