@@ -103,3 +103,16 @@ def test_a_query_parameter_a_route_does_not_know_is_said(client, store):
     memory_id = store.by_tag(["probe"])["memories"][0]["id"]
     related = client.get(f"/memories/{memory_id}/related?depth=3").json()
     assert any("'depth'" in w for w in related["warnings"])
+
+
+def test_a_body_with_a_field_given_twice_is_refused_naming_it(client, store):
+    """JSON allows a key twice in one object, and parsers keep the last: a proxy or a client that
+    reads the first would see another memory than the one stored."""
+    before = store.health()["memory_count"]
+    raw = b'{"content": "the harmless one", "tags": ["x"], "content": "the other one"}'
+    response = client.post("/memory", content=raw, headers={"Content-Type": "application/json"})
+    refused(response, 400, "'content'", "twice")
+    nested = b'{"content": "ok", "metadata": {"a": 1, "a": 2}}'
+    response = client.post("/memory", content=nested, headers={"Content-Type": "application/json"})
+    refused(response, 400, "'a'", "twice")
+    assert store.health()["memory_count"] == before
