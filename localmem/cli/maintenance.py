@@ -78,6 +78,33 @@ def _count_lines(path: Path) -> int:
 
 
 def cmd_import(args: argparse.Namespace, out: Output) -> int:
+    """``_import``; a failed import into a database file it created removes that file again, so
+    retrying with the file's own --embedder (as the refusal advises) finds no file in the way."""
+    target = Path(db_path(args)).expanduser()
+    new_file = getattr(args, "warm_store", None) is None and str(target) != MEMORY_PATH and not target.exists()
+    try:
+        return _import(args, out)
+    except LocalMemError as exc:
+        if new_file and target.exists() and _discard_empty(target):
+            exc.message += f"; {target}, made for this import, was not kept"
+            exc.args = (exc.message,)
+        raise
+
+
+def _discard_empty(path: Path) -> bool:
+    """Remove a database file (and its -wal/-shm) that holds no memory and no edge; whether it did."""
+    from ..store import MemoryStore
+
+    with MemoryStore(path, embedder="none") as store:
+        health = store.health()
+        if health["memory_count"] or health["edge_count"]:
+            return False
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return True
+
+
+def _import(args: argparse.Namespace, out: Output) -> int:
     from ..progress import ProgressBar
     from ..maintenance.importer import Importer
 
