@@ -52,6 +52,8 @@ def register(command: AddCommand) -> None:
 
     p = command("export", cmd_export, "export every memory (with its vector) and edge as JSONL")
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="output file, or '-' for stdout (default)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite FILE even when it is not an earlier export (one is overwritten anyway)")
 
     p = command("stats", cmd_stats, "counts, types and top tags")
     p.add_argument("--top", type=int, default=10, metavar="N", help="how many tags to list (default 10)")
@@ -182,7 +184,7 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
             stream.flush()
             return EXIT_OK
         target = Path(args.file).expanduser()
-        memories, edges = export_file(store, target)  # synced, renamed into place; never over the db
+        memories, edges = export_file(store, target, overwrite=args.force)  # synced, renamed; never the db
     if out.as_json:
         out.json({"status": "success", "path": str(target), "memories": memories, "edges": edges})
     else:
