@@ -95,9 +95,9 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
 
 def _discard_empty(path: Path) -> bool:
     """Remove a database file (and its -wal/-shm) that holds no memory and no edge; whether it did."""
-    from ..store import MemoryStore
+    from ..store import MemoryStore as Store  # the name above is for annotations only
 
-    with MemoryStore(path, embedder="none") as store:
+    with Store(path, embedder="none") as store:
         health = store.health()
         if health["memory_count"] or health["edge_count"]:
             return False
