@@ -122,6 +122,20 @@ def test_control_characters_in_content_do_not_reach_the_terminal(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "harmless looking" in result.stdout
+    # get and update print the whole text, lines and tabs kept: they printed it raw
+    memory_id = json.loads(run("--db", str(path), "--json", "list").stdout)["memories"][-1]["id"]
+    for args in (["get", memory_id], ["update", memory_id, "--content", "two\tlines\n\x1b[2Jand a clear screen"]):
+        shown = run("--db", str(path), *args)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, shown.stdout
+    assert "\ufffd[2Jand a clear screen" in shown.stdout and "two" in shown.stdout
+    from localmem.trash import move_to_trash  # what sync and pull delete, often another machine's text
+
+    with MemoryStore(path, embedder="hash") as store:
+        move_to_trash(store, store.store("trashed \x1b]0;pwned\x07 text"), "test")
+    listed = run("--db", str(path), "trash", "list")
+    assert listed.returncode == 0 and "trashed" in listed.stdout, listed.stderr
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
 
 
 # -- colour -----------------------------------------------------------------------------------

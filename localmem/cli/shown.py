@@ -8,6 +8,7 @@ makes it so (``[superseded by 3f2a9c1d]``, ``[expired 2026-11-27]``).
 from __future__ import annotations
 
 import textwrap
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,16 +68,25 @@ def field_lines(rows: list[tuple[str, str]], width: int) -> list[str]:
     room = max(20, width - len(indent))
     lines = []
     for name, value in rows:
-        wrapped = textwrap.wrap(value, room, break_on_hyphens=False) or [""]
+        wrapped = textwrap.wrap(visible(value), room, break_on_hyphens=False) or [""]
         lines.append(f"{name.ljust(name_width)}  {wrapped[0]}")
         lines.extend(indent + rest for rest in wrapped[1:])
     return lines
+
+
+def visible(text: str) -> str:
+    """One line of stored text with its control characters (an escape sequence that would restyle
+    or retitle the terminal) shown as U+FFFD; tabs and spaces kept, as ``output.one_line`` does."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in " \t" or unicodedata.category(c) == "Cf" else "\ufffd"
+                   for c in text)
 
 
 def wrapped(text: str, width: int, indent: str = "") -> list[str]:
     """``text`` (its own lines kept) wrapped to ``width`` cells, continuations under ``indent``."""
     lines: list[str] = []
     for paragraph in text.splitlines() or [""]:
-        lines.extend(textwrap.wrap(paragraph, width, subsequent_indent=indent, break_on_hyphens=False,
+        lines.extend(textwrap.wrap(visible(paragraph), width, subsequent_indent=indent, break_on_hyphens=False,
                                    replace_whitespace=False, drop_whitespace=True) or [""])
     return lines
