@@ -136,6 +136,16 @@ def test_control_characters_in_content_do_not_reach_the_terminal(tmp_path: Path)
     listed = run("--db", str(path), "trash", "list")
     assert listed.returncode == 0 and "trashed" in listed.stdout, listed.stderr
     assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    planned = run("--db", str(path), "forget", "--matching", "clear screen", "--dry-run")
+    assert planned.returncode == 0 and "and a clear screen" in planned.stdout, planned.stderr
+    assert "\x1b" not in planned.stdout and "\x07" not in planned.stdout
+
+
+def test_a_hook_explains_a_note_without_its_control_characters() -> None:
+    from localmem.hooks.selection import Candidate  # its preview is what 'localmem hook -v' prints
+
+    note = Candidate("m1", 0.9, {"content": "a note \x1b]0;pwned\x07 with \x1b[31mcolour"})
+    assert note.explain()["preview"] == "a note \ufffd]0;pwned\ufffd with \ufffd[31mcolour"
 
 
 # -- colour -----------------------------------------------------------------------------------

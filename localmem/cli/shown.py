@@ -8,10 +8,10 @@ makes it so (``[superseded by 3f2a9c1d]``, ``[expired 2026-11-27]``).
 from __future__ import annotations
 
 import textwrap
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from ..text import visible
 from ..timeparse import human_time, short_date
 
 __all__ = ["field_lines", "hidden_states_text", "human_time", "short_date", "state_marker", "state_words",
@@ -72,15 +72,6 @@ def field_lines(rows: list[tuple[str, str]], width: int) -> list[str]:
         lines.append(f"{name.ljust(name_width)}  {wrapped[0]}")
         lines.extend(indent + rest for rest in wrapped[1:])
     return lines
-
-
-def visible(text: str) -> str:
-    """One line of stored text with its control characters (an escape sequence that would restyle
-    or retitle the terminal) shown as U+FFFD; tabs and spaces kept, as ``output.one_line`` does."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c in " \t" or unicodedata.category(c) == "Cf" else "\ufffd"
-                   for c in text)
 
 
 def wrapped(text: str, width: int, indent: str = "") -> list[str]:
