@@ -116,3 +116,16 @@ def test_a_body_with_a_field_given_twice_is_refused_naming_it(client, store):
     response = client.post("/memory", content=nested, headers={"Content-Type": "application/json"})
     refused(response, 400, "'a'", "twice")
     assert store.health()["memory_count"] == before
+
+
+def test_a_patch_that_changes_nothing_says_so(client, store):
+    """The CLI and the MCP tool refuse an update with nothing in it; PATCH keeps AutoMem's 200
+    but says that nothing changed, and that null leaves a field as it is (t_invalid: null clears)."""
+    memory_id = client.post("/memory", json={"content": "patch probe"}).json()["memory_id"]
+    empty = client.patch(f"/memory/{memory_id}", json={})
+    assert empty.status_code == 200 and any("nothing to update" in w for w in empty.json()["warnings"])
+    nulls = client.patch(f"/memory/{memory_id}", json={"content": None, "tags": None}).json()
+    assert any("'content'" in w and "'tags'" in w and "null" in w for w in nulls["warnings"]), nulls
+    assert store.get(memory_id)["content"] == "patch probe"
+    cleared = client.patch(f"/memory/{memory_id}", json={"t_invalid": None, "importance": 0.7}).json()
+    assert "warnings" not in cleared and cleared["memory"]["importance"] == 0.7

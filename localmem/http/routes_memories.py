@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..errors import NotFoundError, ValidationError
-from ..store import STORE_FIELDS, UPDATE_FIELDS, MemoryStore
+from ..store import CLEARABLE_FIELDS, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..tags import read_tag_field
 from ..validation import validate_uuid
 from ..request_body import read_json_object
@@ -31,6 +31,19 @@ from .endpoints import (
 
 # Path segments under /memory/ that are routes of their own, not ids.
 RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
+
+
+def unchanged_fields(fields: dict[str, Any]) -> list[str]:
+    """What a PATCH body leaves as it is, said: null for a field (only t_invalid and
+    relevance_score are cleared by it), or no field at all (AutoMem answers 200 either way)."""
+    nulls = [name for name, value in fields.items() if value is None and name not in CLEARABLE_FIELDS]
+    if len(nulls) == len(fields):
+        return ["nothing to update: the body names no field with a value"
+                + (f" ({', '.join(repr(n) for n in nulls)} were null, which leaves a field as it is)" if nulls else "")]
+    if nulls:
+        return [f"{', '.join(repr(n) for n in nulls)} were null, which leaves a field as it is "
+                "(only t_invalid: null clears one)"]
+    return []
 
 
 def _memory_id(request: Request) -> str:
@@ -168,7 +181,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
             raise ValidationError(f"'memory_id' in the body ({echoed!r}) is not the id in the path ({memory_id})")
         fields = known_fields(payload, UPDATE_FIELDS | {"redact"})
         redact = fields.pop("redact", False)  # off unless asked, as for POST /memory (docs/privacy.md)
-        notes = read_tag_field(fields)
+        notes = read_tag_field(fields) + unchanged_fields(fields)
         record = await call(functools.partial(store.update, memory_id, redact=redact, **fields))
         return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record,
                              **({"warnings": notes} if notes else {})})
