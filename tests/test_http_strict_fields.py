@@ -129,3 +129,20 @@ def test_a_patch_that_changes_nothing_says_so(client, store):
     assert store.get(memory_id)["content"] == "patch probe"
     cleared = client.patch(f"/memory/{memory_id}", json={"t_invalid": None, "importance": 0.7}).json()
     assert "warnings" not in cleared and cleared["memory"]["importance"] == 0.7
+
+
+def test_a_batch_body_with_an_unknown_top_level_field_is_refused(client, store):
+    """Each item's fields were checked, the batch's own were not: a memory's field put beside
+    ``memories`` (``"tags"`` meant for all of them) was dropped without a word."""
+    before = store.health()["memory_count"]
+    refused(client.post("/memory/batch", json={"memories": [{"content": "batch probe"}], "tags": ["all"]}),
+            400, "unknown field 'tags'", "memories")
+    first = client.post("/memory", json={"content": "edge probe one"}).json()["memory_id"]
+    second = client.post("/memory", json={"content": "edge probe two"}).json()["memory_id"]
+    refused(client.post("/associate", json={"associations": [
+        {"memory1_id": first, "memory2_id": second, "type": "RELATES_TO", "strength": 0.5}], "strength": 0.9}),
+        400, "unknown field 'strength'", "associations")
+    assert store.health()["memory_count"] == before + 2 and store.related(first)["count"] == 0
+    stored = client.post("/memory/batch", json={"memories": [{"content": "batch probe"}], "dedup": False,
+                                                 "redact": False})
+    assert stored.status_code == 201, stored.text

@@ -44,7 +44,7 @@ def edge_endpoints(store: MemoryStore) -> EdgeEndpoints:
     async def associate(request: Request) -> JSONResponse:
         payload = await read_json_object(request)
         if "associations" in payload:
-            return await associate_batch(payload["associations"])
+            return await associate_batch(known_fields(payload, {"associations"})["associations"])
         result = await call(functools.partial(store.associate, **_association_args(payload)))
         verb = "updated" if result.get("updated") else "created"
         return JSONResponse({

@@ -121,7 +121,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
 
     async def store_batch(request: Request) -> JSONResponse:
         start = time.perf_counter()
-        payload = await read_json_object(request)
+        payload = known_fields(await read_json_object(request), {"memories", "dedup", "redact"})
         dedup = _dedup_flag(payload.get("dedup"))
         items = payload.get("memories")
         if not isinstance(items, list) or not items:
