@@ -68,6 +68,8 @@ def edge_endpoints(store: MemoryStore) -> EdgeEndpoints:
             raise required
         if not args:  # a body: a JSON object of these fields, as every route takes it (415, 400 otherwise)
             args = known_fields(await read_json_object(request), names)
+        elif has_body and await read_json_object(request):  # the body would go unread: its type, say
+            raise ValidationError("name the edge by query parameters or by a JSON body, not both")
         if args.get("memory1_id") is None or args.get("memory2_id") is None:
             raise required
         result = await call(functools.partial(store.dissociate, **args))
