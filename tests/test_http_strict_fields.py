@@ -100,6 +100,8 @@ def test_a_query_parameter_a_route_does_not_know_is_said(client, store):
     assert "warnings" not in client.get("/recall?query=probe&tags=probe&format=text&offset=0").json()
     assert any("'offset'" in w for w in client.get("/recall?query=probe&offset=20").json()["warnings"])
     assert any("'tag'" in w for w in client.get("/memory/by-tag?tags=probe&tag=x").json()["warnings"])
+    deleted = client.delete("/memory/by-tag?tags=nothing-has-this&prefix=true").json()
+    assert deleted["deleted_count"] == 0 and any("'prefix'" in w for w in deleted["warnings"])
     memory_id = store.by_tag(["probe"])["memories"][0]["id"]
     related = client.get(f"/memories/{memory_id}/related?depth=3").json()
     assert any("'depth'" in w for w in related["warnings"])

@@ -225,6 +225,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
                         deleted += 1
 
         wanted, notes, deleted = await call(work)
+        notes = notes + unknown_parameters(request, ("tags",))
         return JSONResponse({"status": "success", "tags": wanted, "deleted_count": deleted,
                              **({"warnings": notes} if notes else {})})
 
