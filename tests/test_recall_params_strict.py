@@ -146,3 +146,14 @@ def test_http_refuses_a_parameter_given_twice_with_different_values(store):
         assert client.get("/recall?query=atlas&limit=&limit=2").json()["count"] == 2
         by_tag = client.get("/memory/by-tag?tags=x&limit=5&limit=6")
         assert by_tag.status_code == 400 and "'limit'" in by_tag.json()["message"]
+
+
+def test_priority_ids_are_read_as_memory_ids(store):
+    """``priority_ids`` were compared as given: an id in capitals (or without hyphens) matched
+    nothing and a value that is no id at all was dropped, both without a word."""
+    target = store.recall("atlas", limit=8)["results"][-1]["id"]
+    for given in (target, target.upper(), target.replace("-", "")):
+        assert store.recall("atlas", limit=3, priority_ids=[given])["results"][0]["id"] == target, given
+    with pytest.raises(ValidationError) as caught:
+        store.recall("atlas", priority_ids=["not-an-id"])
+    assert "'priority_ids'" in caught.value.message and "'not-an-id'" in caught.value.message
