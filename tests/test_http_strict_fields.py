@@ -100,8 +100,6 @@ def test_a_query_parameter_a_route_does_not_know_is_said(client, store):
     assert "warnings" not in client.get("/recall?query=probe&tags=probe&format=text&offset=0").json()
     assert any("'offset'" in w for w in client.get("/recall?query=probe&offset=20").json()["warnings"])
     assert any("'tag'" in w for w in client.get("/memory/by-tag?tags=probe&tag=x").json()["warnings"])
-    deleted = client.delete("/memory/by-tag?tags=nothing-has-this&prefix=true").json()
-    assert deleted["deleted_count"] == 0 and any("'prefix'" in w for w in deleted["warnings"])
     memory_id = store.by_tag(["probe"])["memories"][0]["id"]
     related = client.get(f"/memories/{memory_id}/related?depth=3").json()
     assert any("'depth'" in w for w in related["warnings"])
@@ -148,3 +146,17 @@ def test_a_batch_body_with_an_unknown_top_level_field_is_refused(client, store):
     stored = client.post("/memory/batch", json={"memories": [{"content": "batch probe"}], "dedup": False,
                                                  "redact": False})
     assert stored.status_code == 201, stored.text
+
+
+def test_a_delete_with_a_query_parameter_it_does_not_know_deletes_nothing(client, store):
+    """On a route that deletes, a parameter that is not obeyed is refused before anything goes:
+    ``limit=1`` did not stop ``DELETE /memory/by-tag`` from deleting every memory with the tag, and
+    ``dry_run=true`` did not stop ``DELETE /memory/{id}``."""
+    ids = [client.post("/memory", json={"content": f"doomed {i}", "tags": ["doomed"]}).json()["memory_id"]
+           for i in range(3)]
+    for query in ("limit=1", "prefix=true", "tags=doomed&offset=2"):
+        refused(client.delete(f"/memory/by-tag?tags=doomed&{query}"), 400, "query parameter",
+                f"'{query.split('=')[0].split('&')[-1]}'" if "&" not in query else "'offset'")
+    refused(client.delete(f"/memory/{ids[0]}?dry_run=true"), 400, "'dry_run'")
+    assert store.by_tag(["doomed"])["count"] == 3
+    assert client.delete("/memory/by-tag?tags=doomed").json()["deleted_count"] == 3

@@ -96,6 +96,16 @@ def unknown_parameters(request: Request, known: Iterable[str]) -> list[str]:
     return [f"query parameters this route does not know were ignored: {shown}"]
 
 
+def refuse_unknown_parameters(request: Request, known: Iterable[str]) -> None:
+    """On a route that deletes, a query parameter it does not know is a 400 before anything goes
+    (``limit=1`` or ``dry_run=true`` would not be obeyed; a warning after the delete is too late)."""
+    unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in {*known, "api_key"}]
+    if unknown:
+        shown = ", ".join(repr(k[:40]) for k in unknown[:10])
+        raise ValidationError(f"query parameter{'s' if len(unknown) > 1 else ''} {shown} not known to this "
+                              f"route; nothing was deleted (it takes {', '.join(known) or 'none'})")
+
+
 def with_warnings(body: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """``body`` with ``notes`` added to its ``warnings``."""
     if notes:

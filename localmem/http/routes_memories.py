@@ -23,6 +23,7 @@ from .endpoints import (
     known_fields,
     locked,
     query_value,
+    refuse_unknown_parameters,
     touch_memories,
     unknown_parameters,
     vector_channel,
@@ -188,6 +189,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
 
     async def delete_memory(request: Request) -> JSONResponse:
         memory_id = _memory_id(request)
+        refuse_unknown_parameters(request, ())
         await call(store.delete, memory_id)
         return JSONResponse({"status": "success", "memory_id": memory_id})
 
@@ -208,6 +210,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         return JSONResponse(await call(work))
 
     async def delete_by_tag(request: Request) -> JSONResponse:
+        refuse_unknown_parameters(request, ("tags",))  # limit/offset too: every memory with a tag goes
         tags, _, _ = _tag_args(request)
 
         def work() -> tuple[list[str], list[str], int]:
@@ -225,7 +228,6 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
                         deleted += 1
 
         wanted, notes, deleted = await call(work)
-        notes = notes + unknown_parameters(request, ("tags",))
         return JSONResponse({"status": "success", "tags": wanted, "deleted_count": deleted,
                              **({"warnings": notes} if notes else {})})
 
