@@ -216,6 +216,9 @@ def test_http_delete_associate_named_both_ways_is_refused(memory_store):
                               json={"type": "LEADS_TO"})
         assert both.status_code == 400 and "not both" in both.json()["message"], both.text
         assert len(edge_rows(store)) == 2
+        misspelt = client.delete("/associate", params={"memory1_id": a, "memory2_id": b, "typ": "LEADS_TO"})
+        assert misspelt.status_code == 400 and "'typ'" in misspelt.json()["message"], misspelt.text
+        assert len(edge_rows(store)) == 2  # a misspelt type removed every edge from a to b
         empty_body = client.request("DELETE", "/associate", params={"memory1_id": a, "memory2_id": b,
                                                                      "type": "LEADS_TO"}, json={})
         assert empty_body.status_code == 200, empty_body.text

@@ -12,8 +12,8 @@ from starlette.responses import JSONResponse
 from ..errors import LocalMemError, ValidationError
 from ..store import EDGE_PROPERTIES, MemoryStore
 from ..request_body import read_json_object
-from .endpoints import (MAX_BATCH, Endpoint, error_response, known_fields, query_value, unknown_parameters,
-                        with_warnings)
+from .endpoints import (MAX_BATCH, Endpoint, error_response, known_fields, query_value, refuse_unknown_parameters,
+                        unknown_parameters, with_warnings)
 
 ASSOCIATION_FIELDS = frozenset({"memory1_id", "memory2_id", "type", "strength"})
 
@@ -59,6 +59,7 @@ def edge_endpoints(store: MemoryStore) -> EdgeEndpoints:
         # DELETE /associate: the edge(s) memory1 -> memory2 (one ``type``, or all),
         # named by query parameters or, failing those, a JSON body like POST's.
         names = ("memory1_id", "memory2_id", "type")
+        refuse_unknown_parameters(request, names)  # a misspelt 'typ' would remove every type
         args: dict[str, Any] = {k: v for k in names if (v := query_value(request, k)) is not None}
         required = ValidationError("'memory1_id' and 'memory2_id' are required "
                                    "(as query parameters or in a JSON body)")
