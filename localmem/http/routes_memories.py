@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse
 
 from ..errors import NotFoundError, ValidationError
 from ..store import CLEARABLE_FIELDS, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
-from ..tags import read_tag_field
+from ..tags import parse_tags, read_tag_field
 from ..validation import validate_uuid
 from ..request_body import read_json_object
 from .endpoints import (
@@ -212,6 +212,10 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
     async def delete_by_tag(request: Request) -> JSONResponse:
         refuse_unknown_parameters(request, ("tags",))  # limit/offset too: every memory with a tag goes
         tags, _, _ = _tag_args(request)
+        guessed = parse_tags(tags).notes  # a delete does not guess: "project alpha" is not two tags here
+        if guessed:
+            raise ValidationError(f"{guessed[0]}; nothing was deleted: give each tag as it is stored "
+                                  "(repeat 'tags' or separate them with commas)")
 
         def work() -> tuple[list[str], list[str], int]:
             deleted = 0
