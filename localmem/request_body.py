@@ -4,8 +4,8 @@ Every way a body can be wrong gets a 4xx naming the problem, never a 500:
 415 for another content type (a web page can send text/plain or form bodies
 cross-origin without asking), 413 for a body over ``MAX_BODY_BYTES``, 400
 "JSON body is required: <why>" for bytes that are not a JSON object, nest
-deeper than ``MAX_JSON_DEPTH``, or hold a number no route can use (an
-integer beyond 64 bits, a float that overflows to infinity).
+deeper than ``MAX_JSON_DEPTH``, hold a number no route can use (an
+integer beyond 64 bits, a float that overflows to infinity) or give a key twice in one object.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise ValidationError(f"{REQUIRED}: the body is empty")
     try:
-        payload = decode_json(raw, "body")
+        payload = decode_json(raw, "body", unique_keys=True)
     except JSONTextError as exc:
         raise ValidationError(f"{REQUIRED}: the body is not valid JSON: {exc.reason}") from None
     if not isinstance(payload, dict):

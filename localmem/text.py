@@ -7,6 +7,7 @@ so that scores stay comparable with the reference system.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "keyword_share",
     "plural",
     "substring_match_score",
+    "visible",
 ]
 
 SEARCH_STOPWORDS: frozenset[str] = frozenset(
@@ -162,3 +164,12 @@ def plural(count: int, word: str, many: str | None = None) -> str:
         else:
             many = word + "s"
     return f"{count} {many}"
+
+
+def visible(text: str) -> str:
+    """Stored text as it may be shown on a terminal: control characters (an escape sequence that
+    would restyle, clear or retitle it) become U+FFFD; spaces, tabs and format characters stay."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in " \t" or unicodedata.category(c) == "Cf" else "\ufffd"
+                   for c in text)

@@ -201,9 +201,21 @@ def time_window(
         window_start = explicit_start
     if explicit_end is not None:
         window_end = explicit_end
+    if window_start is not None and window_end is not None and window_start > window_end:
+        raise ValidationError(_reversed(window_start, window_end, explicit_start is not None,
+                                        explicit_end is not None, expression))
     return TimeWindow(window_start, window_end, expression, zone, error, warning,
                       requested=expression is not None or explicit_start is not None
                       or explicit_end is not None, notes=notes)
+
+
+def _reversed(start: datetime, end: datetime, own_start: bool, own_end: bool, expression: str | None) -> str:
+    """Why a window that ends before it starts is refused (it could match nothing), naming
+    where each bound came from."""
+    def origin(own: bool) -> str:
+        return "" if own else f" (from time_query {expression!r})"
+    return (f"'start' ({format_timestamp(start)}){origin(own_start)} must not be later than "
+            f"'end' ({format_timestamp(end)}){origin(own_end)}: the window would hold nothing")
 
 
 def resolve_time_window(

@@ -211,7 +211,17 @@ class JSONTextError(ValidationError):
         self.reason = reason
 
 
-def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key[:40]!r} is given twice in one object")
+        found[key] = value
+    return found
+
+
+def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPTH,
+                unique_keys: bool = False) -> Any:
     """Parse JSON text from outside; ``JSONTextError`` (a ValidationError) naming ``field`` if unusable.
 
     Strict JSON only: no NaN, Infinity, floats beyond float range or
@@ -219,7 +229,8 @@ def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPT
     before parsing, so a line nested 100,000 deep is refused quickly instead
     of exhausting the stack).
     Lone surrogates (the escape ``\\ud800``) are decoded; the field checks
-    reject them by name.
+    reject them by name. ``unique_keys`` refuses an object with a key given twice (JSON
+    parsers differ on which one counts).
     """
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -233,7 +244,7 @@ def decode_json(text: str | bytes, field: str, *, max_depth: int = MAX_JSON_DEPT
         raise JSONTextError(field, too_deep)
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
-                          parse_int=_int64)
+                          parse_int=_int64, object_pairs_hook=_unique_keys if unique_keys else None)
     except RecursionError:  # not reached below max_depth; kept so no caller ever sees one
         raise JSONTextError(field, too_deep) from None
     except json.JSONDecodeError as exc:
@@ -381,8 +392,10 @@ def validate_context_name(value: Any) -> str:
     return name
 
 
-def validate_int(value: Any, field: str, *, default: int, minimum: int, maximum: int) -> int:
-    """An integer parameter; non-integers are an error, out-of-range values are clamped."""
+def validate_int(value: Any, field: str, *, default: int, minimum: int, maximum: int,
+                 notes: list[str] | None = None) -> int:
+    """An integer parameter; non-integers are an error, out-of-range values are clamped (and
+    said in ``notes`` when it is given, as recall says a capped ``limit``)."""
     if value is None:
         return default
     if isinstance(value, bool):
@@ -398,7 +411,11 @@ def validate_int(value: Any, field: str, *, default: int, minimum: int, maximum:
             raise ValidationError(f"'{field}' must be an integer") from None
     if not isinstance(value, int):
         raise ValidationError(f"'{field}' must be an integer")
-    return max(minimum, min(maximum, value))
+    held = max(minimum, min(maximum, value))
+    if held != value and notes is not None:
+        side = f"below the minimum {minimum}" if value < minimum else f"above the maximum {maximum}"
+        notes.append(f"'{field}' {value} is {side}; {held} was used")
+    return held
 
 
 def now_iso(now: datetime) -> str:

@@ -122,6 +122,30 @@ def test_control_characters_in_content_do_not_reach_the_terminal(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "harmless looking" in result.stdout
+    # get and update print the whole text, lines and tabs kept: they printed it raw
+    memory_id = json.loads(run("--db", str(path), "--json", "list").stdout)["memories"][-1]["id"]
+    for args in (["get", memory_id], ["update", memory_id, "--content", "two\tlines\n\x1b[2Jand a clear screen"]):
+        shown = run("--db", str(path), *args)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, shown.stdout
+    assert "\ufffd[2Jand a clear screen" in shown.stdout and "two" in shown.stdout
+    from localmem.trash import move_to_trash  # what sync and pull delete, often another machine's text
+
+    with MemoryStore(path, embedder="hash") as store:
+        move_to_trash(store, store.store("trashed \x1b]0;pwned\x07 text"), "test")
+    listed = run("--db", str(path), "trash", "list")
+    assert listed.returncode == 0 and "trashed" in listed.stdout, listed.stderr
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    planned = run("--db", str(path), "forget", "--matching", "clear screen", "--dry-run")
+    assert planned.returncode == 0 and "and a clear screen" in planned.stdout, planned.stderr
+    assert "\x1b" not in planned.stdout and "\x07" not in planned.stdout
+
+
+def test_a_hook_explains_a_note_without_its_control_characters() -> None:
+    from localmem.hooks.selection import Candidate  # its preview is what 'localmem hook -v' prints
+
+    note = Candidate("m1", 0.9, {"content": "a note \x1b]0;pwned\x07 with \x1b[31mcolour"})
+    assert note.explain()["preview"] == "a note \ufffd]0;pwned\ufffd with \ufffd[31mcolour"
 
 
 # -- colour -----------------------------------------------------------------------------------

@@ -196,3 +196,30 @@ def test_mcp_associate_memories_remove(tmp_path):
         server.close()
     with MemoryStore(db, embedder="hash") as store:
         assert edge_rows(store) == []
+
+
+def test_http_delete_associate_named_both_ways_is_refused(memory_store):
+    """Query parameters named the edge and the body's ``type`` was never read: the call removed
+    every edge from A to B where one type was meant."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    httpx = pytest.importorskip("httpx")
+    from localmem.http.app import create_app
+    from tests.test_http import running
+
+    store = memory_store
+    a, b = store.store("first"), store.store("second")
+    store.associate(a, b, "LEADS_TO")
+    store.associate(a, b, "RELATES_TO")
+    with running(create_app(store)) as base, httpx.Client(base_url=base, timeout=30) as client:
+        both = client.request("DELETE", "/associate", params={"memory1_id": a, "memory2_id": b},
+                              json={"type": "LEADS_TO"})
+        assert both.status_code == 400 and "not both" in both.json()["message"], both.text
+        assert len(edge_rows(store)) == 2
+        misspelt = client.delete("/associate", params={"memory1_id": a, "memory2_id": b, "typ": "LEADS_TO"})
+        assert misspelt.status_code == 400 and "'typ'" in misspelt.json()["message"], misspelt.text
+        assert len(edge_rows(store)) == 2  # a misspelt type removed every edge from a to b
+        empty_body = client.request("DELETE", "/associate", params={"memory1_id": a, "memory2_id": b,
+                                                                     "type": "LEADS_TO"}, json={})
+        assert empty_body.status_code == 200, empty_body.text
+    assert edge_rows(store) == [(a, "RELATES_TO", b)]

@@ -110,3 +110,20 @@ def test_exports_without_a_header_still_import(tmp_path: Path):
     result = localmem(tmp_path / "new.db", "import", str(old), "--json")
     assert result.returncode == 0, result.stderr
     assert (json.loads(result.stdout)["memories"], json.loads(result.stdout)["edges"]) == (2, 1)
+
+
+def test_a_refused_import_into_a_new_file_leaves_no_database_behind(tmp_path: Path):
+    """The refusal advises a database opened with the file's embedder: a new file made for the
+    refused import (recording the wrong embedder) would stand in the way of exactly that, and
+    importing into it later with --embedder mixes two vector spaces with only a warning."""
+    dump = tmp_path / "dump.jsonl"
+    assert localmem(seeded(tmp_path), "export", str(dump)).returncode == 0
+    target = tmp_path / "new" / "fresh.db"
+    refused = localmem(target, "import", str(dump), embedder="hash:128")
+    assert refused.returncode == 2 and "nothing was imported" in refused.stderr
+    assert "not kept" in refused.stderr, refused.stderr
+    assert not any(target.parent.glob("fresh.db*")), list(target.parent.iterdir())
+    accepted = localmem(target, "import", str(dump))
+    assert accepted.returncode == 0, accepted.stderr
+    with MemoryStore(target) as store:
+        assert store.health()["embedder"]["recorded"] == "hash" and store.health()["memory_count"] == 2

@@ -403,3 +403,22 @@ def test_the_rename_itself_refuses_a_fifo_that_took_the_name_meanwhile(tmp_path:
     with pytest.raises(ValidationError, match="is a FIFO"):
         place(temp, tmp_path / "pipe", overwrite=True)
     assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe").st_mode) and temp.read_text() == "new contents"
+
+
+def test_export_overwrites_an_earlier_export_but_not_another_file(tmp_path: Path, live: MemoryStore) -> None:
+    """Re-exporting to the same file is routine; writing over a file that is no export (a typo
+    naming notes.txt or ~/.bashrc) is what backup refuses without --force, and now export too."""
+    assert localmem("--db", "w.db", "export", "e.jsonl", cwd=tmp_path).returncode == 0
+    again = localmem("--db", "w.db", "export", "e.jsonl", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    assert localmem("--db", "w.db", "export", "empty.jsonl", cwd=tmp_path).returncode == 0
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my own notes\n", encoding="utf-8")
+    refused = localmem("--db", "w.db", "export", "notes.txt", cwd=tmp_path)
+    assert_refused(refused)
+    assert "notes.txt" in refused.stderr and "--force" in refused.stderr
+    assert notes.read_text(encoding="utf-8") == "my own notes\n"
+    forced = localmem("--db", "w.db", "export", "notes.txt", "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(notes.read_text(encoding="utf-8").splitlines()[0])["format"] == "localmem-export"

@@ -610,9 +610,11 @@ def test_recall_aliases_booleans_and_ignored_parameters(client, recall_data):
     assert body["sort"] == "time_asc" and body["tag_match"] == "exact"
     assert body["expansion"]["enabled"] is True and body["state_mode"] == "history"
     assert [r["id"] for r in body["results"]] == [recall_data["kafka"], recall_data["kafka2"]]
-    # The canonical name wins over its alias, whatever the order in the URL.
-    both = client.get("/recall?order_by=time_asc&sort=time_desc&query=kafka&tags=rc-ops").json()
-    assert both["sort"] == "time_desc"
+    # A name and its alias agreeing are one value; disagreeing, a 400 naming the alias.
+    same = client.get("/recall?order_by=time_asc&sort=time_asc&query=kafka&tags=rc-ops").json()
+    assert same["sort"] == "time_asc"
+    both = client.get("/recall?order_by=time_asc&sort=time_desc&query=kafka&tags=rc-ops")
+    assert both.status_code == 400 and "'order_by'" in both.json()["message"]
     # Blank values are as good as absent.
     blank = client.get("/recall?query=kafka&limit=&state_mode=&embedding=&start=")
     assert blank.status_code == 200 and blank.json()["state_mode"] == "current"

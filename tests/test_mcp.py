@@ -282,6 +282,18 @@ def test_enumeration_rejects_every_ranked_only_parameter(memory_store, name):
     assert out.is_error and name in out.texts[0] and "ranked-only" in out.texts[0]
 
 
+def test_a_fetch_by_id_says_which_arguments_it_did_not_use(memory_store):
+    """``memory_id`` fetches that one memory: a query or filter beside it is not applied, and the
+    answer says so (defaults a client fills in, such as ``exhaustive: false``, are not named)."""
+    memory_id = memory_store.store("the atlas runs postgres", tags=["atlas"])
+    out = call_tool(lambda: memory_store, "recall_memory",
+                    {"memory_id": memory_id, "query": "kafka", "tags": ["other"], "exhaustive": False, "offset": 0})
+    assert not out.is_error and "the atlas runs postgres" in out.texts[0]
+    [warning] = out.structured["warnings"]
+    assert "query, tags" in warning and "exhaustive" not in warning and "offset" not in warning
+    plain = call_tool(lambda: memory_store, "recall_memory", {"memory_id": memory_id, "format": "json"})
+    assert not plain.is_error and "warnings" not in plain.structured
+
 def test_handler_errors_are_results_not_exceptions(memory_store):
     def broken() -> Any:
         raise RuntimeError("disk on fire")

@@ -95,3 +95,65 @@ def test_cli_refuses_bad_limits_and_params(tmp_path: Path):
         result = cli(db, "recall", "atlas", *args)
         assert result.returncode == 2, (args, result.stdout)
         assert f"'{field}'" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("params, fragments", [
+    ({"start": "2026-12-31T00:00:00Z", "end": "2026-01-01T00:00:00Z"}, ["'start'", "'end'", "2026-12-31"]),
+    ({"time_query": "last week", "start": "2030-01-01T00:00:00Z"}, ["'start'", "time_query 'last week'"]),
+    ({"time_query": "today", "end": "2001-01-01T00:00:00Z"}, ["'end'", "time_query 'today'"]),
+])
+def test_a_reversed_time_window_is_refused_naming_its_bounds(store, params, fragments):
+    # It could match nothing: an empty answer would look like "nothing stored then".
+    with pytest.raises(ValidationError) as caught:
+        store.recall("atlas", **params)
+    for fragment in fragments:
+        assert fragment in caught.value.message, caught.value.message
+
+
+def test_a_window_of_one_instant_is_still_a_window(store):
+    instant = "2026-01-01T00:00:00Z"
+    assert store.recall("atlas", start=instant, end=instant)["time_window"]["start"].startswith("2026-01-01")
+
+
+def test_http_and_cli_refuse_a_reversed_window(store, tmp_path: Path):
+    with running(create_app(store)) as url, httpx.Client(base_url=url) as client:
+        response = client.get("/recall?query=atlas&start=2026-12-31&end=2026-01-01")
+        assert response.status_code == 400 and "'start'" in response.json()["message"]
+    db = tmp_path / "m.db"
+    assert cli(db, "store", "the atlas database runs postgres 16").returncode == 0
+    result = cli(db, "recall", "atlas", "--start", "2026-12-31", "--end", "2026-01-01")
+    assert result.returncode == 2 and "'start'" in result.stderr, result.stderr
+
+
+def test_a_parameter_and_its_alias_with_different_values_are_refused(store):
+    # AutoMem's aliases (order_by for sort, time for time_query): two values for one
+    # parameter cannot both be obeyed, and quietly taking one answers another question.
+    with pytest.raises(ValidationError) as caught:
+        store.recall("atlas", sort="time_asc", order_by="time_desc")
+    assert "'sort'" in caught.value.message and "'order_by'" in caught.value.message
+    assert store.recall("atlas", sort="time_asc", order_by="time_asc")["sort"] == "time_asc"
+
+
+def test_http_refuses_a_parameter_given_twice_with_different_values(store):
+    with running(create_app(store)) as url, httpx.Client(base_url=url) as client:
+        for query, field in (("sort=time_asc&sort=time_desc", "sort"), ("limit=1&limit=2", "limit"),
+                             ("sort=time_asc&order_by=time_desc", "order_by"),
+                             ("time_query=today&time_query=last%20year", "time_query")):
+            response = client.get(f"/recall?query=atlas&{query}")
+            assert response.status_code == 400, (query, response.text)
+            assert f"'{field}'" in response.json()["message"]
+        assert client.get("/recall?query=atlas&limit=2&limit=2").json()["count"] == 2
+        assert client.get("/recall?query=atlas&limit=&limit=2").json()["count"] == 2
+        by_tag = client.get("/memory/by-tag?tags=x&limit=5&limit=6")
+        assert by_tag.status_code == 400 and "'limit'" in by_tag.json()["message"]
+
+
+def test_priority_ids_are_read_as_memory_ids(store):
+    """``priority_ids`` were compared as given: an id in capitals (or without hyphens) matched
+    nothing and a value that is no id at all was dropped, both without a word."""
+    target = store.recall("atlas", limit=8)["results"][-1]["id"]
+    for given in (target, target.upper(), target.replace("-", "")):
+        assert store.recall("atlas", limit=3, priority_ids=[given])["results"][0]["id"] == target, given
+    with pytest.raises(ValidationError) as caught:
+        store.recall("atlas", priority_ids=["not-an-id"])
+    assert "'priority_ids'" in caught.value.message and "'not-an-id'" in caught.value.message

@@ -435,3 +435,19 @@ def test_backup_and_restore_refusals(tmp_path, capsys):
         assert fragment.lower() in excinfo.value.message.lower(), excinfo.value.message
     assert Path(path).read_bytes() == before
     assert not list(tmp_path.glob("db.db.pre-restore-*"))
+
+
+@pytest.mark.parametrize("command", [["push", "--retries", "0"], ["pull", "--retries", "0"],
+                                     ["sync", "--deadline", "0.2"]])
+def test_a_token_on_the_command_line_is_said_to_be_readable_by_other_users(tmp_path, capsys, monkeypatch, command):
+    """Any local user reads a running process's arguments (ps, /proc/PID/cmdline); its
+    environment only the same user. The command still runs (an unreachable URL here)."""
+    monkeypatch.setenv("LOCALMEM_DAEMON", "0")
+    path = str(tmp_path / "db.db")
+    new_store(path).close()
+    name, *rest = command
+    assert cli_main(["--db", path, name, "http://127.0.0.1:9", "--token", "s3cret", "--timeout", "1", *rest]) == 1
+    err = capsys.readouterr().err
+    assert "--token" in err and "/proc" in err and "$" in err and "s3cret" not in err, err
+    assert cli_main(["--db", path, name, "http://127.0.0.1:9", "--timeout", "1", *rest]) == 1
+    assert "/proc" not in capsys.readouterr().err

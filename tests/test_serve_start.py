@@ -85,3 +85,15 @@ def test_a_busy_port_is_said_plainly_and_exits_1(tmp_path: Path) -> None:
             assert f"port {port} is in use on 127.0.0.1 (try --port " in result.stderr, result.stderr
             assert "or stop the other process)" in result.stderr
             assert "Errno" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_port_outside_0_to_65535_is_refused_by_name(tmp_path: Path) -> None:
+    # serve raised OverflowError from its port probe (a traceback); ui already said it plainly.
+    for command in (["serve", "--port", "70000"], ["serve", "--port=-1"], ["ui", "--port", "70000"]):
+        result = subprocess.run([sys.executable, "-m", "localmem", "--db", str(tmp_path / "m.db"),
+                                 "--embedder", "hash", *command],
+                                capture_output=True, text=True, env=env(), timeout=60)
+        assert result.returncode == 2, (command, result.returncode, result.stderr)
+        assert "--port" in result.stderr and "0 to 65535" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "m.db").exists()  # refused before the store was opened

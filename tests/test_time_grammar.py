@@ -218,7 +218,10 @@ def test_thousands_of_digits_mean_all_time_without_int_conversion():
 @pytest.mark.parametrize("now", [utc(1, 1, 1, 1), utc(9999, 12, 31, 23)])
 @pytest.mark.parametrize("expr", ["friday", "last weekend", "this weekend", "3 days ago", "december 31",
                                   "since monday", "next week", "after 9999-12-31", "before 0001-01-01",
-                                  "today utc+2", "2 weeks ago -05:00", "this friday"])
+                                  "today utc+2", "2 weeks ago -05:00", "this friday",
+                                  # parts of a month not yet begun in year 1: mid-November raised
+                                  "early november", "mid-November", "late november", "mid-December",
+                                  "q4", "last november"])
 def test_the_ends_of_the_calendar_never_raise(now, expr):
     reading = read_time_expression(expr, now)  # a window or a reason, never an exception
     assert reading.error is not None or reading.start is None or reading.end is None \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -72,6 +73,16 @@ def add_verbose(parser: argparse.ArgumentParser) -> None:
     """``-v`` for the commands a warm process answers (read before parsing, by ``daemon.cli_client``)."""
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="say on stderr whether the store's warm process answered, or why not (docs/daemon.md)")
+
+
+def token_argument(args: argparse.Namespace, env: str, out: Output) -> str | None:
+    """``--token``, else ``$env``. A token given as an argument is said to be readable: any local
+    user sees a running process's arguments (ps, /proc/PID/cmdline), its environment only the same user."""
+    if args.token is None:
+        return os.environ.get(env)
+    out.note(f"warning: --token can be read by every user of this machine while localmem runs "
+             f"(ps, /proc/<pid>/cmdline); set ${env} instead")
+    return args.token
 
 
 def split_list(values: Sequence[str] | None) -> list[str] | None:

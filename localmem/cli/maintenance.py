@@ -52,6 +52,8 @@ def register(command: AddCommand) -> None:
 
     p = command("export", cmd_export, "export every memory (with its vector) and edge as JSONL")
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="output file, or '-' for stdout (default)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite FILE even when it is not an earlier export (one is overwritten anyway)")
 
     p = command("stats", cmd_stats, "counts, types and top tags")
     p.add_argument("--top", type=int, default=10, metavar="N", help="how many tags to list (default 10)")
@@ -78,6 +80,33 @@ def _count_lines(path: Path) -> int:
 
 
 def cmd_import(args: argparse.Namespace, out: Output) -> int:
+    """``_import``; a failed import into a database file it created removes that file again, so
+    retrying with the file's own --embedder (as the refusal advises) finds no file in the way."""
+    target = Path(db_path(args)).expanduser()
+    new_file = getattr(args, "warm_store", None) is None and str(target) != MEMORY_PATH and not target.exists()
+    try:
+        return _import(args, out)
+    except LocalMemError as exc:
+        if new_file and target.exists() and _discard_empty(target):
+            exc.message += f"; {target}, made for this import, was not kept"
+            exc.args = (exc.message,)
+        raise
+
+
+def _discard_empty(path: Path) -> bool:
+    """Remove a database file (and its -wal/-shm) that holds no memory and no edge; whether it did."""
+    from ..store import MemoryStore as Store  # the name above is for annotations only
+
+    with Store(path, embedder="none") as store:
+        health = store.health()
+        if health["memory_count"] or health["edge_count"]:
+            return False
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return True
+
+
+def _import(args: argparse.Namespace, out: Output) -> int:
     from ..progress import ProgressBar
     from ..maintenance.importer import Importer
 
@@ -155,7 +184,7 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
             stream.flush()
             return EXIT_OK
         target = Path(args.file).expanduser()
-        memories, edges = export_file(store, target)  # synced, renamed into place; never over the db
+        memories, edges = export_file(store, target, overwrite=args.force)  # synced, renamed; never the db
     if out.as_json:
         out.json({"status": "success", "path": str(target), "memories": memories, "edges": edges})
     else:

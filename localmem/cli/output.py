@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..text import visible
 from ..validation import strip_non_finite
 
 DEFAULT_TERMINAL_WIDTH = 160  # output to a pipe or file: wide, but still one line per row
@@ -67,11 +68,7 @@ def one_line(text: Any) -> str:
     Stored content can hold anything; an escape sequence must not reach the
     terminal and restyle (or retitle) it.
     """
-    value = " ".join(str(text if text is not None else "").split())
-    if value.isprintable():
-        return value
-    return "".join(c if c.isprintable() or c == " " or unicodedata.category(c) == "Cf"
-                   else "\ufffd" for c in value)
+    return visible(" ".join(str(text if text is not None else "").split()))
 
 
 def clip(text: str, width: int) -> str:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from ..errors import ValidationError
-from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path
+from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, token_argument
 from .output import Output, counts_text
 
 TOKEN_ENV = "AUTOMEM_API_TOKEN"
@@ -72,7 +71,7 @@ def cmd_pull(args: argparse.Namespace, out: Output) -> int:
     from .common import open_store
 
     _check(args)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+    token = token_argument(args, TOKEN_ENV, out)
     client = PushClient(args.url, token=token, insecure=args.insecure, timeout=args.timeout,
                         retries=args.retries, max_answer=args.max_answer_mb * 1024 * 1024,
                         total_seconds=args.deadline)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from ..errors import ValidationError
 from ..text import plural
-from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, split_list
+from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, split_list, token_argument
 from .output import Output, counts_text
 
 TOKEN_ENV = "AUTOMEM_API_TOKEN"
@@ -62,7 +61,7 @@ def cmd_push(args: argparse.Namespace, out: Output) -> int:
     from .common import open_store
 
     _check(args)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+    token = token_argument(args, TOKEN_ENV, out)
     client = PushClient(args.url, token=token, insecure=args.insecure, timeout=args.timeout,
                         retries=args.retries)  # the URL is checked before the store is opened
     args.embedder = "none"  # the stored vectors are sent as they are: no model to load

@@ -9,7 +9,7 @@ import socket
 import sys
 from collections.abc import Iterator
 
-from ..errors import LocalMemError
+from ..errors import LocalMemError, ValidationError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
 
@@ -31,8 +31,15 @@ def _bindable(host: str, port: int) -> bool:
     return True
 
 
+def check_port_number(port: object) -> None:
+    """A ``--port`` outside 0-65535 is a usage error naming it (the socket would raise OverflowError)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValidationError(f"--port {port!r}: must be an integer from 0 to 65535 (0: a free one)")
+
+
 def check_port(host: str, port: int) -> None:
     """``PortInUse`` naming the port and a free one to try, when ``port`` is taken on ``host``."""
+    check_port_number(port)
     if port == 0 or _bindable(host, port):
         return
     other = next((p for p in range(port + 1, min(port + 20, 65536)) if _bindable(host, p)), None)

@@ -11,6 +11,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from ..text import visible
 from ..timeparse import human_time, short_date
 
 __all__ = ["field_lines", "hidden_states_text", "human_time", "short_date", "state_marker", "state_words",
@@ -67,7 +68,7 @@ def field_lines(rows: list[tuple[str, str]], width: int) -> list[str]:
     room = max(20, width - len(indent))
     lines = []
     for name, value in rows:
-        wrapped = textwrap.wrap(value, room, break_on_hyphens=False) or [""]
+        wrapped = textwrap.wrap(visible(value), room, break_on_hyphens=False) or [""]
         lines.append(f"{name.ljust(name_width)}  {wrapped[0]}")
         lines.extend(indent + rest for rest in wrapped[1:])
     return lines
@@ -77,6 +78,6 @@ def wrapped(text: str, width: int, indent: str = "") -> list[str]:
     """``text`` (its own lines kept) wrapped to ``width`` cells, continuations under ``indent``."""
     lines: list[str] = []
     for paragraph in text.splitlines() or [""]:
-        lines.extend(textwrap.wrap(paragraph, width, subsequent_indent=indent, break_on_hyphens=False,
+        lines.extend(textwrap.wrap(visible(paragraph), width, subsequent_indent=indent, break_on_hyphens=False,
                                    replace_whitespace=False, drop_whitespace=True) or [""])
     return lines

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
-from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store
+from .common import EXIT_ERROR, EXIT_OK, AddCommand, db_path, open_store, token_argument
 from .output import Output
 
 TOKEN_ENV = "LOCALMEM_API_TOKEN"
@@ -70,7 +69,7 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
         from ..replication.push_client import PushClient
         from ..replication.sync_remote import RemoteSide
 
-        token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+        token = token_argument(args, TOKEN_ENV, out)
         with PushClient(peer, token=token, insecure=args.insecure, timeout=args.timeout,
                         total_seconds=args.deadline) as client, \
                 open_store(args, must_exist=True, read_only=args.dry_run) as local:

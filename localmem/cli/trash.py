@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .common import EXIT_OK, AddCommand, open_store
-from .output import Output
+from .output import Output, short
 
 
 def register(command: AddCommand) -> None:
@@ -37,7 +37,7 @@ def cmd_trash(args: argparse.Namespace, out: Output) -> int:
             else:
                 for entry in entries:
                     out.line(f"{entry['id']}  {entry['trashed_at']}  {entry['reason']}  "
-                             f"({entry['edges']} edges)  {str(entry['content'])[:60]}")
+                             f"({entry['edges']} edges)  {short(entry['content'], 60)}")
                 out.line(f"{len(entries)} in the trash")
         elif args.action == "restore":
             restored = [restore(store, memory_id)["id"] for memory_id in args.ids]

@@ -14,10 +14,10 @@ import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError, ValidationError
+from ..errors import ConfigError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
-from .servers import check_port, starting
+from .servers import check_port, check_port_number, starting
 
 if TYPE_CHECKING:
     from ..ui.auth import Sessions
@@ -61,8 +61,7 @@ def open_signed_in(sessions: Sessions, base: str) -> Path:
 
 
 def cmd_ui(args: argparse.Namespace, out: Output) -> int:
-    if isinstance(args.port, bool) or not 0 <= args.port <= 65535:
-        raise ValidationError(f"--port {args.port!r}: must be an integer from 0 to 65535 (0: a free one)")
+    check_port_number(args.port)
     try:
         import uvicorn  # noqa: F401  (the 'server' extra, named in the error below)
 

@@ -33,6 +33,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..recall.relevance_model import relevance_floor
+from ..text import visible
 
 KEPT = "kept"
 BELOW_FLOOR = "below the floor"
@@ -95,7 +96,7 @@ class Candidate:
     score: float | None = None  # recall's score, for the margin of its second over its first
 
     def explain(self) -> dict[str, Any]:
-        content = " ".join(str(self.memory.get("content", "")).split())
+        content = visible(" ".join(str(self.memory.get("content", "")).split()))  # shown by hook -v
         explained = {"id": self.memory_id, "relevance": round(self.relevance, 4), "decision": self.reason,
                      "preview": content[:80] + ("…" if len(content) > 80 else "")}
         if self.inputs:

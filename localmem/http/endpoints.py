@@ -73,11 +73,44 @@ def known_fields(payload: dict[str, Any], allowed: Iterable[str], where: str = "
 
 
 def query_value(request: Request, name: str) -> str | None:
-    """The first value of a query parameter (as Flask's ``args.get``); blank → None."""
-    values = request.query_params.getlist(name)
-    if not values or not values[0].strip():
-        return None
-    return values[0]
+    """A query parameter's value (as Flask's ``args.get``); blank → None. Given more than once
+    with different values it is a 400 naming it (Flask would take the first, silently)."""
+    values = list(dict.fromkeys(v for v in request.query_params.getlist(name) if v.strip()))
+    if len(values) > 1:
+        shown = ", ".join(repr(v[:40]) for v in values[:3])
+        raise ValidationError(f"query parameter '{name}' was given {len(values)} different values "
+                              f"({shown}): give it once")
+    return values[0] if values else None
+
+
+def unknown_parameters(request: Request, known: Iterable[str]) -> list[str]:
+    """A warning naming the query parameters a GET route does not know (at most 10 of them, so
+    the answer stays small), or nothing. They are ignored, as AutoMem ignores them, but said:
+    a misspelt filter would otherwise widen the answer unseen."""
+    allowed = set(known) | {"api_key"}
+    unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in allowed]
+    if not unknown:
+        return []
+    shown = ", ".join(repr(k[:40]) for k in unknown[:10]) + (f" and {len(unknown) - 10} more"
+                                                            if len(unknown) > 10 else "")
+    return [f"query parameters this route does not know were ignored: {shown}"]
+
+
+def refuse_unknown_parameters(request: Request, known: Iterable[str]) -> None:
+    """On a route that deletes, a query parameter it does not know is a 400 before anything goes
+    (``limit=1`` or ``dry_run=true`` would not be obeyed; a warning after the delete is too late)."""
+    unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in {*known, "api_key"}]
+    if unknown:
+        shown = ", ".join(repr(k[:40]) for k in unknown[:10])
+        raise ValidationError(f"query parameter{'s' if len(unknown) > 1 else ''} {shown} not known to this "
+                              f"route; nothing was deleted (it takes {', '.join(known) or 'none'})")
+
+
+def with_warnings(body: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``body`` with ``notes`` added to its ``warnings``."""
+    if notes:
+        body["warnings"] = [*body.get("warnings", ()), *notes]
+    return body
 
 
 def endpoint(fn: Endpoint) -> Endpoint:

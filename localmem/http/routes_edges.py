@@ -12,7 +12,8 @@ from starlette.responses import JSONResponse
 from ..errors import LocalMemError, ValidationError
 from ..store import EDGE_PROPERTIES, MemoryStore
 from ..request_body import read_json_object
-from .endpoints import MAX_BATCH, Endpoint, error_response, known_fields, query_value
+from .endpoints import (MAX_BATCH, Endpoint, error_response, known_fields, query_value, refuse_unknown_parameters,
+                        unknown_parameters, with_warnings)
 
 ASSOCIATION_FIELDS = frozenset({"memory1_id", "memory2_id", "type", "strength"})
 
@@ -43,7 +44,7 @@ def edge_endpoints(store: MemoryStore) -> EdgeEndpoints:
     async def associate(request: Request) -> JSONResponse:
         payload = await read_json_object(request)
         if "associations" in payload:
-            return await associate_batch(payload["associations"])
+            return await associate_batch(known_fields(payload, {"associations"})["associations"])
         result = await call(functools.partial(store.associate, **_association_args(payload)))
         verb = "updated" if result.get("updated") else "created"
         return JSONResponse({
@@ -58,6 +59,7 @@ def edge_endpoints(store: MemoryStore) -> EdgeEndpoints:
         # DELETE /associate: the edge(s) memory1 -> memory2 (one ``type``, or all),
         # named by query parameters or, failing those, a JSON body like POST's.
         names = ("memory1_id", "memory2_id", "type")
+        refuse_unknown_parameters(request, names)  # a misspelt 'typ' would remove every type
         args: dict[str, Any] = {k: v for k in names if (v := query_value(request, k)) is not None}
         required = ValidationError("'memory1_id' and 'memory2_id' are required "
                                    "(as query parameters or in a JSON body)")
@@ -67,6 +69,8 @@ def edge_endpoints(store: MemoryStore) -> EdgeEndpoints:
             raise required
         if not args:  # a body: a JSON object of these fields, as every route takes it (415, 400 otherwise)
             args = known_fields(await read_json_object(request), names)
+        elif has_body and await read_json_object(request):  # the body would go unread: its type, say
+            raise ValidationError("name the edge by query parameters or by a JSON body, not both")
         if args.get("memory1_id") is None or args.get("memory2_id") is None:
             raise required
         result = await call(functools.partial(store.dissociate, **args))
@@ -127,6 +131,7 @@ def edge_endpoints(store: MemoryStore) -> EdgeEndpoints:
             max_depth=query_value(request, "max_depth"),
             limit=query_value(request, "limit"),
         ))
-        return JSONResponse(result)
+        return JSONResponse(with_warnings(result, unknown_parameters(
+            request, ("relationship_types", "max_depth", "limit"))))
 
     return EdgeEndpoints(associate, dissociate, related)

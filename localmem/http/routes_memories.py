@@ -12,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..errors import NotFoundError, ValidationError
-from ..store import STORE_FIELDS, UPDATE_FIELDS, MemoryStore
-from ..tags import read_tag_field
+from ..store import CLEARABLE_FIELDS, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
+from ..tags import parse_tags, read_tag_field
 from ..validation import validate_uuid
 from ..request_body import read_json_object
 from .endpoints import (
@@ -23,12 +23,28 @@ from .endpoints import (
     known_fields,
     locked,
     query_value,
+    refuse_unknown_parameters,
     touch_memories,
+    unknown_parameters,
     vector_channel,
+    with_warnings,
 )
 
 # Path segments under /memory/ that are routes of their own, not ids.
 RESERVED_MEMORY_PATHS = {"by-tag": "GET, DELETE", "batch": "POST"}
+
+
+def unchanged_fields(fields: dict[str, Any]) -> list[str]:
+    """What a PATCH body leaves as it is, said: null for a field (only t_invalid and
+    relevance_score are cleared by it), or no field at all (AutoMem answers 200 either way)."""
+    nulls = [name for name, value in fields.items() if value is None and name not in CLEARABLE_FIELDS]
+    if len(nulls) == len(fields):
+        return ["nothing to update: the body names no field with a value"
+                + (f" ({', '.join(repr(n) for n in nulls)} were null, which leaves a field as it is)" if nulls else "")]
+    if nulls:
+        return [f"{', '.join(repr(n) for n in nulls)} were null, which leaves a field as it is "
+                "(only t_invalid: null clears one)"]
+    return []
 
 
 def _memory_id(request: Request) -> str:
@@ -106,7 +122,7 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
 
     async def store_batch(request: Request) -> JSONResponse:
         start = time.perf_counter()
-        payload = await read_json_object(request)
+        payload = known_fields(await read_json_object(request), {"memories", "dedup", "redact"})
         dedup = _dedup_flag(payload.get("dedup"))
         items = payload.get("memories")
         if not isinstance(items, list) or not items:
@@ -166,13 +182,14 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
             raise ValidationError(f"'memory_id' in the body ({echoed!r}) is not the id in the path ({memory_id})")
         fields = known_fields(payload, UPDATE_FIELDS | {"redact"})
         redact = fields.pop("redact", False)  # off unless asked, as for POST /memory (docs/privacy.md)
-        notes = read_tag_field(fields)
+        notes = read_tag_field(fields) + unchanged_fields(fields)
         record = await call(functools.partial(store.update, memory_id, redact=redact, **fields))
         return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record,
                              **({"warnings": notes} if notes else {})})
 
     async def delete_memory(request: Request) -> JSONResponse:
         memory_id = _memory_id(request)
+        refuse_unknown_parameters(request, ())
         await call(store.delete, memory_id)
         return JSONResponse({"status": "success", "memory_id": memory_id})
 
@@ -188,12 +205,17 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
             with locked(store):
                 result = store.by_tag(tags, limit=limit, offset=offset)
                 touch_memories(store, [m["id"] for m in result["memories"]])
-                return result
+                return with_warnings(result, unknown_parameters(request, ("tags", "limit", "offset")))
 
         return JSONResponse(await call(work))
 
     async def delete_by_tag(request: Request) -> JSONResponse:
+        refuse_unknown_parameters(request, ("tags",))  # limit/offset too: every memory with a tag goes
         tags, _, _ = _tag_args(request)
+        guessed = parse_tags(tags).notes  # a delete does not guess: "project alpha" is not two tags here
+        if guessed:
+            raise ValidationError(f"{guessed[0]}; nothing was deleted: give each tag as it is stored "
+                                  "(repeat 'tags' or separate them with commas)")
 
         def work() -> tuple[list[str], list[str], int]:
             deleted = 0

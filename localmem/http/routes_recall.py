@@ -18,7 +18,7 @@ from ..recall.params import PARAMETERS as RECALL_PARAMETERS
 from ..store import MemoryStore
 from .authentication import CONTEXTS_SCOPE_KEY
 from ..request_body import read_json_object
-from .endpoints import Endpoint, error_response, query_value
+from .endpoints import Endpoint, error_response, query_value, unknown_parameters, with_warnings
 
 # Query-string parameters of GET /recall that take every repeated value
 # (recall's parser splits them on commas; ``tags`` and ``exclude_tags`` also on
@@ -39,7 +39,8 @@ def recall_endpoints(store: MemoryStore) -> RecallEndpoints:
 
     async def recall(request: Request) -> JSONResponse:
         raw = recall_params(request)
-        return JSONResponse(await call(functools.partial(store.recall, **raw)))
+        body = await call(functools.partial(store.recall, **raw))
+        return JSONResponse(with_warnings(body, ignored_recall_parameters(request)))
 
     async def recall_v1(request: Request) -> JSONResponse:
         method = getattr(store, "recall_v1", None)
@@ -75,14 +76,24 @@ def recall_endpoints(store: MemoryStore) -> RecallEndpoints:
     return RecallEndpoints(recall, recall_v1)
 
 
+def ignored_recall_parameters(request: Request) -> list[str]:
+    """What GET /recall ignores, said: unknown parameters, and an ``offset`` other than 0 (recall
+    does not page; AutoMem's MCP client sends ``offset`` and ``format``, which it uses itself)."""
+    notes = unknown_parameters(request, RECALL_KNOWN | {"format", "offset"})
+    if any(v.strip() not in ("", "0") for v in request.query_params.getlist("offset")):
+        notes.append("'offset' was ignored: recall does not page; raise 'limit' instead")
+    return notes
+
+
 def recall_params(request: Request) -> dict[str, Any]:
     """GET /recall's query string as ``store.recall`` keyword arguments.
 
     List parameters keep every repeated value (recall splits each of them
-    on commas); the others take the first value, and blank ones are
-    dropped. Parameters recall does not know (``format``, ``offset`` sent by
-    AutoMem's MCP client, ``api_key``) are ignored, as AutoMem does.
-    Canonical names come before their aliases, so ``sort`` wins over ``order_by``.
+    on commas); the others take their one value (two different ones are a 400:
+    ``query_value``), and blank ones are dropped. Parameters recall does not know
+    (``format``, ``offset`` sent by AutoMem's MCP client, ``api_key``) are left out, as
+    AutoMem does, and said (``ignored_recall_parameters``). Canonical names come before
+    their aliases, so a conflict names the alias.
     """
     params = request.query_params
     names = sorted(dict.fromkeys(params.keys()), key=lambda k: k in RECALL_ALIASES)

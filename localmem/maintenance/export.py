@@ -76,22 +76,42 @@ def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
     return memories, edges
 
 
-def export_file(store: MemoryStore, target: str | os.PathLike[str]) -> tuple[int, int]:
+def export_file(store: MemoryStore, target: str | os.PathLike[str], *, overwrite: bool = False) -> tuple[int, int]:
     """Export to the file ``target``; returns (memories, edges) written.
 
     The file is written beside ``target`` (0600, in 0700 directories when it
     has to make them), synced and renamed over it, so an interrupted export
     leaves the old file and a reported one is on the disk. ``target`` may not
-    be the database itself or a database's -wal/-shm/-journal file.
+    be the database itself or a database's -wal/-shm/-journal file, nor an existing
+    file that is not an earlier export (an empty one aside) unless ``overwrite``.
     """
     path = Path(target).expanduser()
     refuse_database_file(path, None if store.path == MEMORY_PATH else store.path, role="the export")
     if path.is_dir():
         raise ValidationError(f"the export cannot be {target}: that is a directory; give a file name")
     refuse_special_output(path, role="the export", hint=" ('-' writes to standard output)")
+    if not overwrite and path.is_file() and not _earlier_export(path):
+        raise ValidationError(f"{target} already exists and is not a localmem export (use --force to "
+                              "overwrite it)")
     with replacing_file(path) as stream:
         counts = export_jsonl(store, stream)
     if not store.read_only and store.path != MEMORY_PATH:
         with store.lock:
             record_copy(store.conn, "export", str(path))  # listed by forget: it holds the text
     return counts
+
+
+
+def _earlier_export(path: Path, most: int = 1 << 20) -> bool:
+    """Whether ``path`` is empty or opens with an export's line (its header, or a memory or edge
+    line of an export without one), read from its first ``most`` bytes only."""
+    if path.stat().st_size == 0:
+        return True
+    with open(path, "rb") as stream:
+        first = stream.readline(most)
+    try:
+        line = json.loads(first)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(line, dict) and (line.get("format") == "localmem-export"
+                                       or line.get("kind") in ("memory", "edge"))

@@ -28,6 +28,7 @@ from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..privacy import find_secrets, redact
 from ..storage.database import transaction
 from ..storage.purges import record_purged
+from ..text import visible
 from ..timeparse import format_timestamp
 from ..validation import validate_uuid
 from .copies import list_copies
@@ -43,7 +44,7 @@ PREVIEW = 80
 
 def _preview(content: str) -> str:
     """A short, redacted preview (a dry run must not print the credential it found)."""
-    text = " ".join(redact(content).text.split())
+    text = visible(" ".join(redact(content).text.split()))
     return text if len(text) <= PREVIEW else text[:PREVIEW - 1] + "…"
 
 

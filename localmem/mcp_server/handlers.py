@@ -40,6 +40,10 @@ def recall_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
         except NotFoundError:
             raise _no_such_memory("recall_memory", memory_id.strip()) from None
         result = formatting.id_fetch_result(record)
+        unused = [name for name, value in args.items() if name not in ("memory_id", "format") and _present(value)
+                  and value is not False and not (name == "offset" and value == 0)]
+        if unused:
+            result["warnings"] = [f"memory_id fetches that one memory; not used: {', '.join(unused)}"]
     elif args.get("exhaustive") is True:
         result = _enumerate(get_store, args)
     else:

@@ -182,6 +182,9 @@ def delete_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
         raise ToolError("delete_memory: pass either `memory_id` (single) or `tags` (bulk-by-tag), not both")
     if not tags and not memory_id:
         raise ToolError("delete_memory: `memory_id` or `tags` is required")
+    if tags and notes:  # a delete does not guess: "project alpha" would delete 'project' and 'alpha'
+        raise ToolError(f"delete_memory: {notes[0]}; nothing was deleted: give each tag as it is stored, "
+                        "one list item each")
     store = get_store()
     if memory_id:
         try:

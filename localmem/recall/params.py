@@ -16,7 +16,7 @@ from ..config import BOOLEAN_WORDS, Config, parse_bool
 from ..errors import ValidationError
 from ..tags import canonical_prefix_filter, parse_tags, prepare_tag_filters
 from ..timeparse import TimeWindow, parse_timestamp, time_window
-from ..validation import check_text, validate_embedding
+from ..validation import check_text, validate_embedding, validate_uuid
 
 SORT_MODES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 STATE_MODES = ("current", "history")
@@ -203,6 +203,14 @@ def _choice(value: Any, name: str, choices: tuple[str, ...], default: str) -> st
     return text
 
 
+def _memory_id(value: str) -> str:
+    """A priority id as ids are stored (lower case, hyphens), so ``A1B2…`` matches ``a1b2-…``."""
+    try:
+        return validate_uuid(value, "priority_ids")
+    except ValidationError:
+        raise ValidationError(f"'priority_ids' must hold memory ids; {value[:60]!r} is not one") from None
+
+
 def _bool(value: Any, name: str, default: bool) -> bool:
     """AutoMem's yes/no words; anything else is an error, not the default."""
     if _blank(value):
@@ -224,14 +232,18 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     ``default_now`` is the reference time when the caller gives no ``now``.
     """
     values: dict[str, Any] = {}
+    given: dict[str, str] = {}  # the name each value came under (a parameter or its alias)
     for key, value in raw.items():
         name = ALIASES.get(key, key)
         if name not in PARAMETERS:
             raise ValidationError(f"Unknown recall parameter '{key}'")
         if value is None or name in values and values[name] is not None:
+            if value is not None and values[name] != value:
+                raise ValidationError(f"'{given[name]}' and '{key}' are one parameter, given two values "
+                                      f"({values[name]!r} and {value!r}): give one")
             values.setdefault(name, value)
             continue
-        values[name] = value
+        values[name], given[name] = value, key
 
     p = RecallParams()
     now = values.get("now")
@@ -275,7 +287,7 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.active_path = _text(values.get("active_path"), "active_path") or None
     p.context_tags = [t.lower() for t in split_multi(values.get("context_tags"), "context_tags")]
     p.context_types = [t.title() for t in split_multi(values.get("context_types"), "context_types")]
-    p.priority_ids = list(dict.fromkeys(split_multi(values.get("priority_ids"), "priority_ids")))
+    p.priority_ids = list(dict.fromkeys(_memory_id(v) for v in split_multi(values.get("priority_ids"), "priority_ids")))
     p.expand_relations = _bool(values.get("expand_relations"), "expand_relations", False)
     p.expand_entities = _bool(values.get("expand_entities"), "expand_entities", False)
     p.relation_limit = _int(values.get("relation_limit"), "relation_limit", config.relation_limit, 1, 200,

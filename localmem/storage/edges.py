@@ -220,8 +220,9 @@ def related(conn: apsw.Connection, sql: Statements, memory_id: Any, relationship
     """``related``'s answer: memories within ``max_depth`` (1–3) undirected hops, most important first."""
     memory_id = validate_uuid(memory_id)
     types = validate_relation_types(relationship_types)
-    depth = validate_int(max_depth, "max_depth", default=1, minimum=1, maximum=3)
-    limit = validate_int(limit, "limit", default=default_limit, minimum=1, maximum=200)
+    notes: list[str] = []
+    depth = validate_int(max_depth, "max_depth", default=1, minimum=1, maximum=3, notes=notes)
+    limit = validate_int(limit, "limit", default=default_limit, minimum=1, maximum=200, notes=notes)
     start, _ = record_by_id(conn, sql, memory_id)  # NotFoundError when there is no such memory
     reached = walk(conn, sql, [start], types, directions=("out", "in"), max_depth=depth)
     nearest = {str(pk): hops for pk, hops in reached.depth.items() if pk != start}
@@ -233,7 +234,9 @@ def related(conn: apsw.Connection, sql: Statements, memory_id: Any, relationship
                               "max_depth": depth, "limit": limit}
     if reached.truncated:
         result["truncated"] = True
-        result["warnings"] = [f"not every memory within {depth} hops was looked at: {reached.truncated}"]
+        notes.append(f"not every memory within {depth} hops was looked at: {reached.truncated}")
+    if notes:
+        result["warnings"] = notes
     return result
 
 

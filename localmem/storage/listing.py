@@ -176,7 +176,8 @@ def by_tag_page(conn: apsw.Connection, sql: Statements, tags: Any, *, limit: int
         wanted = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in wanted) if t))
     if not wanted:
         raise ValidationError("'tags' query parameter is required")
-    limit = validate_int(limit, "limit", default=20, minimum=1, maximum=BY_TAG_MAX_LIMIT)
+    notes = list(parsed.notes)
+    limit = validate_int(limit, "limit", default=20, minimum=1, maximum=BY_TAG_MAX_LIMIT, notes=notes)
     offset = validate_int(offset, "offset", default=0, minimum=-1, maximum=2**62)
     if offset < 0:
         raise ValidationError("'offset' must be a non-negative integer")
@@ -193,6 +194,6 @@ def by_tag_page(conn: apsw.Connection, sql: Statements, tags: Any, *, limit: int
         result["next_offset"] = offset + limit
     if prefix:
         result["tag_match"] = "prefix"
-    if parsed.notes:
-        result["warnings"] = parsed.notes
+    if notes:
+        result["warnings"] = notes
     return result

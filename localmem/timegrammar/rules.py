@@ -247,7 +247,7 @@ def _part_of_month(clock: Clock, t: list[Token]) -> Period:
     first, last = _PART_DAYS[t[0].text]
     span = _month_span(clock, year, month)
     start = clock.midnight(date(year, month, first)) if year >= 1 else span.start
-    end = span.end if last == 31 else clock.midnight(date(year, month, last), 1)
+    end = span.end if last == 31 or year < 1 else clock.midnight(date(year, month, last), 1)
     return Period(start, end)
 
 
