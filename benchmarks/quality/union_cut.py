@@ -7,11 +7,13 @@ sit at ranks 14 to 200 of their pools, so a deeper cut (``45``) might bring some
 branch top6). A union cut scores, besides the best ``top`` by weighted score, the ``k`` best
 by each named feature column of the pool (``vector_rank``, ``keyword_rank``, ``cosine``,
 ``max_sim``, ``token_residual``, ...), and with ``thread`` each thread's best by weighted
-score (its ``thread_gap`` 0; a memory without a thread is its own): a candidate one channel
-finds is scored even when its weighted score ranks it lower.
+score (its ``thread_gap`` 0; a memory without a thread is its own), and with ``threadtop:T``
+every pool member of the ``T`` best threads (threads ranked by their best weighted score: the
+sessions the question most likely concerns): a candidate one channel finds is scored even when
+its weighted score ranks it lower.
 
-A cut is written ``TOP[+FEATURE:K]...``, e.g. ``45``, ``30+cosine:10+keyword_rank:5`` or
-``30+thread``; the first cut is the base the others are paired against, pool by pool,
+A cut is written ``TOP[+FEATURE:K]...``, e.g. ``45``, ``30+cosine:10+keyword_rank:5``,
+``30+thread`` or ``30+threadtop:2``; the first cut is the base the others are paired against, pool by pool,
 with the same trees (trained as train_rank_two_shapes.py trains them, on every candidate
 of every pool, unless ``--train-on-cut``: each cut's trees trained on the candidates it
 scores). Reported beside BM25 and the weighted score alone of the same pools: held out by
@@ -48,7 +50,8 @@ SIGNALS = ("final", "vector", "keyword", "cosine", "max_sim", "best_token", "tok
 
 
 def read_cut(text: str) -> tuple[int, tuple[tuple[str, int], ...]]:
-    """``TOP[+FEATURE:K]...`` as (top, ((feature, k), ...)); ``thread`` has k 0 (every thread)."""
+    """``TOP[+FEATURE:K]...`` as (top, ((feature, k), ...)); ``thread`` has k 0 (every thread),
+    ``threadtop:T`` k ``T`` (every member of the T best threads)."""
     head, *parts = text.split("+")
     try:
         top = int(head)
@@ -62,7 +65,7 @@ def read_cut(text: str) -> tuple[int, tuple[tuple[str, int], ...]]:
         if name == "thread" and not count:
             reach.append(("thread", 0))
             continue
-        if name not in FEATURES:
+        if name not in FEATURES and name != "threadtop":
             raise argparse.ArgumentTypeError(f"{name!r} is no feature column (cut {text!r})")
         if not count.isdigit() or int(count) < 1:
             raise argparse.ArgumentTypeError(f"{part!r}: FEATURE:K with K at least 1 (cut {text!r})")
@@ -90,8 +93,27 @@ def scored_positions(pool: dict, cut: str) -> np.ndarray:
         if name == "thread":  # each thread's best by weighted score (a memory without a thread is its own)
             chosen |= rows[:, FEATURES.index("thread_gap")] >= 0
             continue
+        if name == "threadtop":  # every member of the ``count`` best threads by their best weighted score
+            chosen |= thread_places(pool["final"], pool["threads"])[0] <= count
+            continue
         chosen[np.argsort(-rows[:, FEATURES.index(name)], kind="stable")[:count]] = True
     return order[chosen[order]]
+
+
+def thread_places(final: np.ndarray, threads: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per candidate: its thread's place among the pool's threads by each thread's best weighted
+    score, its place inside its thread by weighted score (both 1 = best; ties in pool order) and
+    its thread's member count in the pool."""
+    thread_place: dict = {}
+    seen: dict = {}
+    inside = np.zeros(len(final))
+    for position in np.argsort(-np.asarray(final), kind="stable").tolist():
+        thread = threads[position]
+        thread_place.setdefault(thread, len(thread_place) + 1)
+        seen[thread] = seen.get(thread, 0) + 1
+        inside[position] = seen[thread]
+    return (np.array([float(thread_place[t]) for t in threads]), inside,
+            np.array([float(seen[t]) for t in threads]))
 
 
 def union_scores(predict, pool: dict, weight: float, cut: str) -> np.ndarray:

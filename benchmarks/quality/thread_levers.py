@@ -1,0 +1,254 @@
+"""What the learned ranking's trees see of threads, compared held out: a thread cut and thread features.
+
+A thread is a conversation session (LongMemEval: a session; LoCoMo: a conversation's session);
+recall knows each candidate's (recall/thread_spread.py). LongMemEval's held-out misses sit at
+weighted-score ranks past the LEARNED_TOP (30) the trees score. Three levers, all computed from
+the recorded pools (train_rank_two_shapes.py's, ``--pools``), so nothing is recorded again:
+
+- ``--threads``: where each held-out miss of the base variant (first seed) sits by thread: its
+  thread's place among the pool's threads (threads ranked by their best weighted score), its
+  place inside its thread, its thread's pool members, and its place by weighted score;
+- a thread-member cut, ``30+threadtop:T`` (union_cut.py's part): besides the 30 best by weighted
+  score, the trees also score every pool member of the ``T`` best threads;
+- thread features (THREAD_COLUMNS) the trees lack, added as extra columns after the pool's
+  FEATURES row at training time: the candidate's thread's place, its place inside its thread, its
+  thread's pool members, its thread's members among the pool's 10 best by weighted score, and its
+  thread's second-best weighted score less the pool's best. Each reads the pool only (scores and
+  thread ids), so it means the same on any store.
+
+A variant is written ``CUT[/threads][/oncut]``: a union cut (union_cut.py's syntax), with the
+thread features (``/threads``), with its trees trained on the candidates it scores (``/oncut``;
+otherwise on every candidate of every pool). The first variant is the base the others are paired
+against, seed by seed. Each variant's trees are trained per seed (``--members K``: each "seed" s
+is the group of K seeds s*K .. s*K+K-1, their raw scores averaged, as seed_ensemble.py's groups)
+and judged held out by fold (fold i: LoCoMo conversation i and every fifth LongMemEval instance;
+trees on both sets without it) and across (trees on one set only, scoring the other), in recall's
+order (weighted score plus the learned component on the cut's positions, a gathering question
+spread across threads). Reported per set: R@1, R@2 (rank_recipes.py's: LongMemEval in distinct
+turns), MRR, R@10, and LongMemEval's turn R@5 and session any@5; the LongMemEval misses brought in
+and pushed out against the base, and LoCoMo questions whose R@10 rose or fell.
+
+    python benchmarks/quality/thread_levers.py --pools DIR [--variants 30,30+threadtop:2,30/threads,...]
+        [--seeds 0,1,2] [--members K] [--threads]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.common.number_options import joined, whole_number  # noqa: E402
+from benchmarks.quality import rank_recipes, union_cut  # noqa: E402
+from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
+from localmem import Config  # noqa: E402
+
+THREAD_COLUMNS = ("thread_place", "place_in_thread", "thread_members", "thread_in_top10", "thread_second_gap")
+TOP_SHARE = 10
+LOCOMO_KEYS = ("R@1", "R@2", "MRR", "R@10")
+LME_KEYS = ("R@1", "R@2", "R@5", "R@10", "MRR", "any@5")
+FLAGS = ("threads", "oncut")
+
+
+def thread_columns(final: np.ndarray, threads: list) -> np.ndarray:
+    """THREAD_COLUMNS per candidate, from the pool's weighted scores and thread ids only."""
+    final = np.asarray(final, dtype=float)
+    n = len(final)
+    if n == 0:
+        return np.zeros((0, len(THREAD_COLUMNS)))
+    place, inside, members = union_cut.thread_places(final, threads)
+    top = set(np.argsort(-final, kind="stable")[:TOP_SHARE].tolist())
+    in_top: dict = {}
+    second: dict = {}
+    for position in np.argsort(-final, kind="stable").tolist():
+        thread = threads[position]
+        in_top[thread] = in_top.get(thread, 0) + (position in top)
+        if inside[position] == 2:
+            second[thread] = final[position]
+    lowest, best = final.min(), final.max()
+    return np.column_stack([place, inside, members, [float(in_top[t]) for t in threads],
+                            [second.get(t, lowest) - best for t in threads]])
+
+
+def read_variant(text: str) -> tuple[str, frozenset[str]]:
+    """``CUT[/threads][/oncut]`` as (cut, flags); refused in words when bad."""
+    cut, *flags = text.split("/")
+    union_cut.read_cut(cut)
+    unknown = [f for f in flags if f not in FLAGS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{'/'.join(unknown)!r} is no variant flag (known: {', '.join(FLAGS)}; "
+                                         f"variant {text!r})")
+    return cut, frozenset(flags)
+
+
+def variant_list(text: str) -> list[str]:
+    variants = [part.strip() for part in text.split(",") if part.strip()]
+    if not variants:
+        raise argparse.ArgumentTypeError("at least one variant")
+    for variant in variants:
+        read_variant(variant)
+    return variants
+
+
+def widened(pools: list[dict]) -> list[dict]:
+    """The pools with THREAD_COLUMNS after each FEATURES row."""
+    return [{**p, "rows": np.column_stack([p["rows"], thread_columns(p["final"], p["threads"])])} for p in pools]
+
+
+def figures(pool: dict, scores: np.ndarray) -> dict[str, float]:
+    """rank_recipes' first places and the runner's metrics of one pool's ranking in recall's order."""
+    ranked = two_shapes.ranked_keys(pool, scores)
+    return {**two_shapes.pool_metrics(pool, ranked), **rank_recipes.first_places(pool, ranked)}
+
+
+def summary(pools: list[dict], rows: list[dict]) -> list[float]:
+    locomo = [r for r, p in zip(rows, pools) if p["shape"] == "locomo"]
+    lme = [r for r, p in zip(rows, pools) if p["shape"] == "lme"]
+    return two_shapes.means(locomo, LOCOMO_KEYS) + two_shapes.means(lme, LME_KEYS)
+
+
+class Runs:
+    """Trees per (features, training cut, seed group, subset), each trained once in a run."""
+
+    def __init__(self, pools: list[dict], settings: argparse.Namespace) -> None:
+        self.plain, self.wide = pools, widened(pools)
+        self.settings = settings
+        self.trained: dict[tuple, Callable] = {}
+
+    def pools(self, flags: frozenset[str]) -> list[dict]:
+        return self.wide if "threads" in flags else self.plain
+
+    def predictor(self, cut: str, flags: frozenset[str], seeds: tuple[int, ...], subset: tuple) -> Callable:
+        key = ("threads" in flags, cut if "oncut" in flags else None, seeds, subset)
+        if key not in self.trained:
+            kind, value = subset
+            chosen = [p for p in self.pools(flags) if (p["fold"] != value if kind == "fold" else p["shape"] == value)]
+            if "oncut" in flags:
+                chosen = [union_cut.subset(p, cut) for p in chosen]
+            members = [two_shapes.fit(chosen, argparse.Namespace(**{**vars(self.settings), "seed": seed}))
+                       for seed in seeds]
+            self.trained[key] = lambda rows: np.mean([member(rows) for member in members], axis=0)
+        return self.trained[key]
+
+    def judged(self, variant: str, seeds: tuple[int, ...], weight: float) -> tuple[dict[str, list[dict]], set]:
+        """Every pool's figures held out by fold and across (trees on the other set only), and the
+        held-out LongMemEval misses (pool index, turn)."""
+        cut, flags = read_variant(variant)
+        out: dict[str, list[dict]] = {"held out": [], "across": []}
+        misses = set()
+        for index, pool in enumerate(self.pools(flags)):
+            held = self.predictor(cut, flags, seeds, ("fold", pool["fold"]))
+            other = self.predictor(cut, flags, seeds, ("shape", "lme" if pool["shape"] == "locomo" else "locomo"))
+            scores = union_cut.union_scores(held, pool, weight, cut)
+            out["held out"].append(figures(pool, scores))
+            out["across"].append(figures(pool, union_cut.union_scores(other, pool, weight, cut)))
+            if pool["shape"] == "lme":
+                misses |= {(index, turn) for turn in union_cut.missed_turns(pool, scores)}
+        return out, misses
+
+
+def thread_lines(pools: list[dict], misses: set[tuple[int, str]]) -> list[str]:
+    """Each miss's best part: its place by weighted score, its thread's place, its place inside the
+    thread and the thread's pool members, with the pool's size and thread count."""
+    lines = ["| question | turn | place by weighted score | thread's place | place in thread | thread's members | "
+             "pool | threads |", "|---|---|" + "---:|" * 6]
+    places = []
+    for index, turn in sorted(misses, key=lambda m: (pools[m[0]]["id"], m[1])):
+        pool = pools[index]
+        parts = [i for i, key in enumerate(pool["keys"]) if key == turn]
+        if not parts:
+            lines.append(f"| {pool['id']} | {turn} | not in the pool | | | | {len(pool['keys'])} | |")
+            continue
+        order = np.argsort(-pool["final"], kind="stable").tolist()
+        best = min(parts, key=order.index)
+        place, inside, members = union_cut.thread_places(pool["final"], pool["threads"])
+        places.append(int(place[best]))
+        lines.append(f"| {pool['id']} | {turn} | {order.index(best) + 1} | {place[best]:.0f} | {inside[best]:.0f} | "
+                     f"{members[best]:.0f} | {len(pool['keys'])} | {len(set(pool['threads']))} |")
+    lines += ["", "Misses whose thread is among the pool's T best threads: " + ", ".join(
+        f"T={t}: {sum(p <= t for p in places)}" for t in (1, 2, 3, 5)) + f" (of {len(places)} in their pools)."]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    two_shapes.add_pool_arguments(parser)
+    two_shapes.add_seed_arguments(parser)
+    parser.add_argument("--variants", default="30,30+threadtop:1,30+threadtop:2,30/threads", type=variant_list,
+                        help="comma-separated CUT[/threads][/oncut]; the first is the base")
+    parser.add_argument("--members", type=whole_number(1), default=1,
+                        help="trees averaged per seed group: seed s trains seeds s*K .. s*K+K-1")
+    parser.add_argument("--threads", action="store_true",
+                        help="where each held-out miss of the base (first seed) sits by thread")
+    parser.add_argument("--lme-weight", type=whole_number(1), default=1)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+
+    def log(line: str) -> None:
+        print(f"[{time.perf_counter() - started:.0f} s] {line}", file=sys.stderr, flush=True)
+
+    pools, instances = two_shapes.record_all(args, log)[:2]
+    weight = Config().weight_learned
+    runs = Runs(pools, args)
+    groups = [tuple(range(s * args.members, (s + 1) * args.members)) for s in args.seeds]
+    base = args.variants[0]
+    held: dict[str, list[tuple]] = {v: [] for v in args.variants}
+    across: dict[str, list[list[float]]] = {v: [] for v in args.variants}
+    report: list[str] = []
+    for seeds in groups:
+        first_rows, first_misses = None, set()
+        for variant in args.variants:
+            rows, misses = runs.judged(variant, seeds, weight)
+            if variant == base:
+                first_rows, first_misses = rows["held out"], misses
+                if args.threads and seeds == groups[0]:
+                    report = thread_lines(pools, misses)
+            pairs = [(r["R@10"], f["R@10"]) for r, f, p in zip(rows["held out"], first_rows, pools)
+                     if p["shape"] == "locomo"]
+            held[variant].append((seeds, summary(pools, rows["held out"]), len(misses), len(first_misses - misses),
+                                  len(misses - first_misses), sum(a > b for a, b in pairs),
+                                  sum(a < b for a, b in pairs)))
+            across[variant].append(summary(pools, rows["across"]))
+            log(f"seeds {joined(list(seeds))}: {variant} judged")
+
+    head = ("| variant | seeds | " + " | ".join(f"LoCoMo {k}" for k in LOCOMO_KEYS) + " | "
+            + " | ".join(f"LME {k}" for k in LME_KEYS))
+    lines = [f"Held out by fold (trees on both sets without the fold); {args.members} member(s) a seed group; "
+             "LME R@5 / R@10 in distinct turns, any@5 by session.", "",
+             head + f" | LME misses | of {base}'s brought in | of its hits pushed out | LoCoMo R@10 up | down |",
+             "|---|---|" + "---:|" * (len(LOCOMO_KEYS) + len(LME_KEYS) + 5)]
+    for variant in args.variants:
+        for seeds, values, *counts in held[variant]:
+            lines.append(f"| {variant} | {'-'.join(map(str, seeds))} | " + " | ".join(f"{v:.4f}" for v in values)
+                         + " | " + " | ".join(map(str, counts)) + " |")
+        mean = np.mean([row[1] for row in held[variant]], axis=0)
+        counts = np.mean([row[2:] for row in held[variant]], axis=0)
+        lme_r10 = " / ".join(f"{row[1][len(LOCOMO_KEYS) + 3]:.4f}" for row in held[variant])
+        lines.append(f"| **{variant} mean** | {lme_r10} | " + " | ".join(f"{v:.4f}" for v in mean) + " | "
+                     + " | ".join(f"{c:.1f}" for c in counts) + " |")
+    lines += ["", "Leave one dataset out (LoCoMo's columns: trees trained on LongMemEval only; LongMemEval's: on "
+              "LoCoMo only), the seed groups' mean and LME R@10 per group:", "",
+              head + " | LME R@10 per group |", "|---|---|" + "---:|" * (len(LOCOMO_KEYS) + len(LME_KEYS)) + "---|"]
+    for variant in args.variants:
+        mean = np.mean(across[variant], axis=0)
+        per = " / ".join(f"{row[len(LOCOMO_KEYS) + 3]:.4f}" for row in across[variant])
+        lines.append(f"| {variant} | mean | " + " | ".join(f"{v:.4f}" for v in mean) + f" | {per} |")
+    if report:
+        lines += ["", f"The held-out misses of {base} (seeds {'-'.join(map(str, groups[0]))}) by thread (places: "
+                  "1 = best):", "", *report]
+    n_lme = sum(p["shape"] == "lme" for p in pools)
+    lines += ["", f"{len(pools) - n_lme} LoCoMo questions, {n_lme} LongMemEval questions ({len(instances)} "
+              f"instances, abstentions left out); seed groups {', '.join('-'.join(map(str, g)) for g in groups)}; "
+              f"{time.perf_counter() - started:.0f} s."]
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
