@@ -89,6 +89,8 @@ def test_the_comparison_reports_each_variant_held_out_and_across_and_the_misses_
     base = [line for line in printed if line.startswith("| 5 | 0 |")][0].split("|")
     assert [c.strip() for c in base[-5:-1]] == ["0"] * 4  # the base moves nothing against itself
     assert any(line.startswith("Misses whose thread is among the pool's T best threads") for line in printed)
+    header = [line for line in printed if line.startswith("| question | turn |")][0]
+    assert header.rstrip(" |").endswith("held-out place")
     assert printed[-1].startswith("30 LoCoMo questions, 6 LongMemEval questions (6 instances")
 
 

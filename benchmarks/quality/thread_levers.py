@@ -45,7 +45,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.common.number_options import joined, whole_number  # noqa: E402
-from benchmarks.quality import rank_recipes, union_cut  # noqa: E402
+from benchmarks.quality import longmemeval, rank_recipes, union_cut  # noqa: E402
 from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
 from localmem import Config  # noqa: E402
 
@@ -136,12 +136,12 @@ class Runs:
             self.trained[key] = lambda rows: np.mean([member(rows) for member in members], axis=0)
         return self.trained[key]
 
-    def judged(self, variant: str, seeds: tuple[int, ...], weight: float) -> tuple[dict[str, list[dict]], set]:
+    def judged(self, variant: str, seeds: tuple[int, ...], weight: float) -> tuple[dict[str, list[dict]], dict]:
         """Every pool's figures held out by fold and across (trees on the other set only), and the
-        held-out LongMemEval misses (pool index, turn)."""
+        held-out LongMemEval misses: (pool index, turn) to the turn's held-out place (distinct turns)."""
         cut, flags = read_variant(variant)
         out: dict[str, list[dict]] = {"held out": [], "across": []}
-        misses = set()
+        misses: dict[tuple[int, str], int] = {}
         for index, pool in enumerate(self.pools(flags)):
             held = self.predictor(cut, flags, seeds, ("fold", pool["fold"]))
             other = self.predictor(cut, flags, seeds, ("shape", "lme" if pool["shape"] == "locomo" else "locomo"))
@@ -149,28 +149,31 @@ class Runs:
             out["held out"].append(figures(pool, scores))
             out["across"].append(figures(pool, union_cut.union_scores(other, pool, weight, cut)))
             if pool["shape"] == "lme":
-                misses |= {(index, turn) for turn in union_cut.missed_turns(pool, scores)}
+                ranked = longmemeval.distinct(two_shapes.ranked_keys(pool, scores))
+                misses.update({(index, turn): ranked.index(turn) + 1 if turn in ranked else 0
+                               for turn in union_cut.missed_turns(pool, scores)})
         return out, misses
 
 
-def thread_lines(pools: list[dict], misses: set[tuple[int, str]]) -> list[str]:
+def thread_lines(pools: list[dict], misses: dict[tuple[int, str], int]) -> list[str]:
     """Each miss's best part: its place by weighted score, its thread's place, its place inside the
-    thread and the thread's pool members, with the pool's size and thread count."""
+    thread and the thread's pool members, the pool's size and thread count, and the turn's held-out place."""
     lines = ["| question | turn | place by weighted score | thread's place | place in thread | thread's members | "
-             "pool | threads |", "|---|---|" + "---:|" * 6]
+             "pool | threads | held-out place |", "|---|---|" + "---:|" * 7]
     places = []
     for index, turn in sorted(misses, key=lambda m: (pools[m[0]]["id"], m[1])):
         pool = pools[index]
         parts = [i for i, key in enumerate(pool["keys"]) if key == turn]
         if not parts:
-            lines.append(f"| {pool['id']} | {turn} | not in the pool | | | | {len(pool['keys'])} | |")
+            lines.append(f"| {pool['id']} | {turn} | not in the pool | | | | {len(pool['keys'])} | | |")
             continue
         order = np.argsort(-pool["final"], kind="stable").tolist()
         best = min(parts, key=order.index)
         place, inside, members = union_cut.thread_places(pool["final"], pool["threads"])
         places.append(int(place[best]))
         lines.append(f"| {pool['id']} | {turn} | {order.index(best) + 1} | {place[best]:.0f} | {inside[best]:.0f} | "
-                     f"{members[best]:.0f} | {len(pool['keys'])} | {len(set(pool['threads']))} |")
+                     f"{members[best]:.0f} | {len(pool['keys'])} | {len(set(pool['threads']))} | "
+                     f"{misses[(index, turn)]} |")
     lines += ["", "Misses whose thread is among the pool's T best threads: " + ", ".join(
         f"T={t}: {sum(p <= t for p in places)}" for t in (1, 2, 3, 5)) + f" (of {len(places)} in their pools)."]
     return lines
@@ -204,11 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     for seeds in groups:
         first_rows, first_misses = None, set()
         for variant in args.variants:
-            rows, misses = runs.judged(variant, seeds, weight)
+            rows, places = runs.judged(variant, seeds, weight)
+            misses = set(places)
             if variant == base:
                 first_rows, first_misses = rows["held out"], misses
                 if args.threads and seeds == groups[0]:
-                    report = thread_lines(pools, misses)
+                    report = thread_lines(pools, places)
             pairs = [(r["R@10"], f["R@10"]) for r, f, p in zip(rows["held out"], first_rows, pools)
                      if p["shape"] == "locomo"]
             held[variant].append((seeds, summary(pools, rows["held out"]), len(misses), len(first_misses - misses),
