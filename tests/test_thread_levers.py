@@ -62,6 +62,21 @@ def test_the_thread_columns_count_only_the_ten_best_by_weighted_score():
     assert in_top.tolist() == [9] * 9 + [1] * 3
 
 
+def test_the_session_columns_are_each_signal_less_its_best_in_the_candidate_s_thread():
+    rows = np.zeros((4, len(FEATURES)))
+    rows[:, FEATURES.index("cosine")] = [0.5, 0.9, 0.2, 0.4]
+    rows[:, FEATURES.index("max_sim")] = [0.1, 0.3, 0.7, 0.7]
+    columns = thread_levers.session_columns(rows, ["a", "b", "a", "b"])
+    by_name = dict(zip(thread_levers.SESSION_SIGNALS, columns.T))
+    assert by_name["cosine"].round(6).tolist() == [0.0, 0.0, -0.3, -0.5]
+    assert by_name["max_sim"].round(6).tolist() == [-0.6, -0.4, 0.0, 0.0]
+    assert by_name["keyword"].tolist() == [0.0] * 4  # a signal all alike is 0 everywhere
+    wide = thread_levers.widened([{"rows": rows, "final": rows[:, 3], "threads": ["a", "b", "a", "b"]}],
+                                 frozenset({"threads", "insession"}))[0]["rows"]
+    assert wide.shape == (4, len(FEATURES) + len(thread_levers.THREAD_COLUMNS) + len(thread_levers.SESSION_SIGNALS))
+    assert np.array_equal(wide[:, -len(thread_levers.SESSION_SIGNALS):], columns)
+
+
 @pytest.mark.parametrize("text", ["30/nothing", "x/threads", "30+threadtop:0/oncut"])
 def test_a_bad_variant_is_refused_naming_what_is_wrong(text):
     with pytest.raises(argparse.ArgumentTypeError):
@@ -79,10 +94,10 @@ def test_the_script_refuses_bad_options_by_name(argv, said, capsys):
 @pytest.mark.skipif(not LOCOMO.exists(), reason="the shared LoCoMo dev file is not here")
 def test_the_comparison_reports_each_variant_held_out_and_across_and_the_misses_by_thread(tmp_path, capsys):
     pytest.importorskip("lightgbm")
-    assert thread_levers.main([*small_data(tmp_path, 30, 6), "--variants", "5,5+threadtop:1/oncut,5/threads",
+    assert thread_levers.main([*small_data(tmp_path, 30, 6), "--variants", "5,5+threadtop:1/oncut,5/threads/insession",
                                "--seeds", "0,1", "--rounds", "3", "--threads"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    for variant in ("5", "5+threadtop:1/oncut", "5/threads"):
+    for variant in ("5", "5+threadtop:1/oncut", "5/threads/insession"):
         # two seeds and their mean held out, and one leave-one-dataset-out row
         assert sum(line.startswith(f"| {variant} |") for line in printed) == 2 + 1
         assert sum(line.startswith(f"| **{variant} mean** |") for line in printed) == 1

@@ -14,13 +14,16 @@ the recorded pools (train_rank_two_shapes.py's, ``--pools``), so nothing is reco
   FEATURES row at training time: the candidate's thread's place, its place inside its thread, its
   thread's pool members, its thread's members among the pool's 10 best by weighted score, and its
   thread's second-best weighted score less the pool's best. Each reads the pool only (scores and
-  thread ids), so it means the same on any store.
+  thread ids), so it means the same on any store;
+- session features (``/insession``): each of SESSION_SIGNALS less its best among the candidate's
+  thread's pool members: the turn against its own session rather than against the pool.
 
-A variant is written ``CUT[/threads][/oncut]``: a union cut (union_cut.py's syntax), with the
-thread features (``/threads``), with its trees trained on the candidates it scores (``/oncut``;
-otherwise on every candidate of every pool). The first variant is the base the others are paired
-against, seed by seed. Each variant's trees are trained per seed (``--members K``: each "seed" s
-is the group of K seeds s*K .. s*K+K-1, their raw scores averaged, as seed_ensemble.py's groups)
+A variant is written ``CUT[/threads][/insession][/oncut]``: a union cut (union_cut.py's syntax),
+with the thread features (``/threads``), the session features (``/insession``), with its trees
+trained on the candidates it scores (``/oncut``; otherwise on every candidate of every pool). The
+first variant is the base the others are paired against, seed by seed. Each variant's trees are
+trained per seed (``--members K``: each "seed" s is the group of K seeds s*K .. s*K+K-1, their
+raw scores averaged, as seed_ensemble.py's groups)
 and judged held out by fold (fold i: LoCoMo conversation i and every fifth LongMemEval instance;
 trees on both sets without it) and across (trees on one set only, scoring the other), in recall's
 order (weighted score plus the learned component on the cut's positions, a gathering question
@@ -48,12 +51,15 @@ from benchmarks.common.number_options import joined, whole_number  # noqa: E402
 from benchmarks.quality import longmemeval, rank_recipes, union_cut  # noqa: E402
 from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
 from localmem import Config  # noqa: E402
+from localmem.recall.learned_rank import FEATURES  # noqa: E402
 
 THREAD_COLUMNS = ("thread_place", "place_in_thread", "thread_members", "thread_in_top10", "thread_second_gap")
 TOP_SHARE = 10
 LOCOMO_KEYS = ("R@1", "R@2", "MRR", "R@10")
 LME_KEYS = ("R@1", "R@2", "R@5", "R@10", "MRR", "any@5")
-FLAGS = ("threads", "oncut")
+# /insession: each signal less its best over the candidate's thread (the turn against its own session)
+SESSION_SIGNALS = ("cosine", "max_sim", "best_token", "keyword", "token_residual")
+FLAGS = ("threads", "insession", "oncut")
 
 
 def thread_columns(final: np.ndarray, threads: list) -> np.ndarray:
@@ -96,9 +102,27 @@ def variant_list(text: str) -> list[str]:
     return variants
 
 
-def widened(pools: list[dict]) -> list[dict]:
-    """The pools with THREAD_COLUMNS after each FEATURES row."""
-    return [{**p, "rows": np.column_stack([p["rows"], thread_columns(p["final"], p["threads"])])} for p in pools]
+def session_columns(rows: np.ndarray, threads: list) -> np.ndarray:
+    """Each SESSION_SIGNALS column less its largest value among the candidate's thread's pool members."""
+    values = np.nan_to_num(rows[:, [FEATURES.index(name) for name in SESSION_SIGNALS]])
+    best: dict = {}
+    for thread, row in zip(threads, values):
+        best[thread] = np.maximum(best[thread], row) if thread in best else row
+    return values - np.array([best[t] for t in threads]).reshape(values.shape)
+
+
+def widened(pools: list[dict], flags: frozenset[str]) -> list[dict]:
+    """The pools with THREAD_COLUMNS (``threads``) and the session columns (``insession``) after each
+    FEATURES row."""
+    out = []
+    for pool in pools:
+        extra = [pool["rows"]]
+        if "threads" in flags:
+            extra.append(thread_columns(pool["final"], pool["threads"]))
+        if "insession" in flags:
+            extra.append(session_columns(pool["rows"], pool["threads"]))
+        out.append({**pool, "rows": np.column_stack(extra)})
+    return out
 
 
 def figures(pool: dict, scores: np.ndarray) -> dict[str, float]:
@@ -117,15 +141,21 @@ class Runs:
     """Trees per (features, training cut, seed group, subset), each trained once in a run."""
 
     def __init__(self, pools: list[dict], settings: argparse.Namespace) -> None:
-        self.plain, self.wide = pools, widened(pools)
+        self.plain = pools
+        self.wide: dict[frozenset[str], list[dict]] = {}
         self.settings = settings
         self.trained: dict[tuple, Callable] = {}
 
     def pools(self, flags: frozenset[str]) -> list[dict]:
-        return self.wide if "threads" in flags else self.plain
+        columns = flags - {"oncut"}
+        if not columns:
+            return self.plain
+        if columns not in self.wide:
+            self.wide[columns] = widened(self.plain, columns)
+        return self.wide[columns]
 
     def predictor(self, cut: str, flags: frozenset[str], seeds: tuple[int, ...], subset: tuple) -> Callable:
-        key = ("threads" in flags, cut if "oncut" in flags else None, seeds, subset)
+        key = (flags - {"oncut"}, cut if "oncut" in flags else None, seeds, subset)
         if key not in self.trained:
             kind, value = subset
             chosen = [p for p in self.pools(flags) if (p["fold"] != value if kind == "fold" else p["shape"] == value)]
@@ -184,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     two_shapes.add_pool_arguments(parser)
     two_shapes.add_seed_arguments(parser)
     parser.add_argument("--variants", default="30,30+threadtop:1,30+threadtop:2,30/threads", type=variant_list,
-                        help="comma-separated CUT[/threads][/oncut]; the first is the base")
+                        help="comma-separated CUT[/threads][/insession][/oncut]; the first is the base")
     parser.add_argument("--members", type=whole_number(1), default=1,
                         help="trees averaged per seed group: seed s trains seeds s*K .. s*K+K-1")
     parser.add_argument("--threads", action="store_true",
