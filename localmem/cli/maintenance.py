@@ -18,7 +18,6 @@ from .shown import field_lines, human_time
 
 if TYPE_CHECKING:
     from ..maintenance.importer import KindCounts
-    from ..store import MemoryStore
 
 
 def register(command: AddCommand) -> None:
@@ -95,9 +94,9 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
 
 def _discard_empty(path: Path) -> bool:
     """Remove a database file (and its -wal/-shm) that holds no memory and no edge; whether it did."""
-    from ..store import MemoryStore as Store  # the name above is for annotations only
+    from ..store import MemoryStore
 
-    with Store(path, embedder="none") as store:
+    with MemoryStore(path, embedder="none") as store:
         health = store.health()
         if health["memory_count"] or health["edge_count"]:
             return False
