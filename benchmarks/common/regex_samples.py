@@ -2,7 +2,8 @@
 
 ``sample(pattern, rng)`` walks the pattern's parse tree (``re._parser``) choosing a branch, a
 repeat count and a character of each class at random; zero-width items (``\\b``, lookarounds) are
-not enforced, so a sample may not match: callers search it (``pattern.search``) and use what is
+not enforced (a lookahead's groups are sampled, so a backreference to one repeats it: the atomic-group idiom
+``(?=(?P<x>…))(?P=x)``), so a sample may not match: callers search it (``pattern.search``) and use what is
 found. ``mangle_case`` swaps letters for other cases and for the non-ASCII characters a
 case-ignoring pattern takes for them (İ ı ſ K). Used by tests/test_redact_prefilter.py (every
 match holds a rule's prefilter strings) and benchmarks/speed/redaction_cost.py (strings built to
@@ -88,6 +89,9 @@ def _item(op: Any, value: Any, rng: random.Random, groups: dict[int, str]) -> st
         return "".join(_sequence(list(inner), rng, groups) for _ in range(rng.randint(low, high)))
     if op is _C.GROUPREF:
         return groups.get(value, "")
+    if op is _C.ASSERT and value[0] == 1:  # a lookahead: its groups sampled (``(?=(?P<x>…))(?P=x)``), nothing written
+        _sequence(list(value[1]), rng, groups)
+        return ""
     if op in _ZERO_WIDTH:
         return ""
     raise ValueError(f"no sample for the regex item {op}")

@@ -89,8 +89,10 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     ("facebook-access-token", r"\bEAA[BC][0-9A-Za-z]{80,}"),
     # Only the first token start ("eyJ" after a word boundary) of a run of token characters is tried: a later one in
     # the same run shares its end, so it fails where the first failed, and trying each ("eyJ-eyJ-…") was quadratic.
-    ("jwt", r"(?<![0-9A-Za-z_\-])(?>[0-9A-Za-z_\-]*?\b(?=eyJ))"
-            r"(?P<secret>eyJ[0-9A-Za-z_\-]{8,}+\.eyJ[0-9A-Za-z_\-]{8,}+\.[0-9A-Za-z_\-]{8,})"),
+    # "(?=(?P<x>…))(?P=x)" is an atomic group (a lookahead is never re-entered) that Python 3.10's re also reads.
+    ("jwt", r"(?<![0-9A-Za-z_\-])(?=(?P<lead>[0-9A-Za-z_\-]*?\b(?=eyJ)))(?P=lead)(?P<secret>"
+            r"eyJ(?=(?P<head>[0-9A-Za-z_\-]{8,}))(?P=head)\.eyJ(?=(?P<body>[0-9A-Za-z_\-]{8,}))(?P=body)\."
+            r"[0-9A-Za-z_\-]{8,})"),
 )
 
 # Words that make the value next to them a secret. Kept to credential words: "key" alone
@@ -113,9 +115,10 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
     # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
     # The secret word is a whole part of the name: DB_PASSWORD, stripe.secret, not "tokenizer".
-    # Bounded and possessive, so a hostile run of name characters costs linear time.
+    # Bounded and possessive (an atomic lookahead, as the jwt rule's), so a hostile run of name characters costs
+    # linear time.
     ("secret-assignment", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){0,8}" + _SECRET_WORD
-                          + r"s?(?:[_.\-][0-9A-Za-z_.\-]{0,60}+)?(?![0-9A-Za-z_.\-])"
+                          + r"s?(?:[_.\-](?=(?P<tail>[0-9A-Za-z_.\-]{0,60}))(?P=tail))?(?![0-9A-Za-z_.\-])"
                           r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
     # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
     ("secret-like-value", r"(?i)(?<![a-z])" + _SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
