@@ -83,12 +83,18 @@ def query_value(request: Request, name: str) -> str | None:
     return values[0] if values else None
 
 
+def _unknown_names(request: Request, known: Iterable[str]) -> list[str]:
+    """The query parameters ``request`` gives that a route does not know, once each in order
+    (``api_key`` is the server's own, known to every route)."""
+    allowed = {*known, "api_key"}
+    return [k for k in dict.fromkeys(request.query_params.keys()) if k not in allowed]
+
+
 def unknown_parameters(request: Request, known: Iterable[str]) -> list[str]:
     """A warning naming the query parameters a GET route does not know (at most 10 of them, so
     the answer stays small), or nothing. They are ignored, as AutoMem ignores them, but said:
     a misspelt filter would otherwise widen the answer unseen."""
-    allowed = set(known) | {"api_key"}
-    unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in allowed]
+    unknown = _unknown_names(request, known)
     if not unknown:
         return []
     shown = ", ".join(repr(k[:40]) for k in unknown[:10]) + (f" and {len(unknown) - 10} more"
@@ -99,7 +105,7 @@ def unknown_parameters(request: Request, known: Iterable[str]) -> list[str]:
 def refuse_unknown_parameters(request: Request, known: Iterable[str]) -> None:
     """On a route that deletes, a query parameter it does not know is a 400 before anything goes
     (``limit=1`` or ``dry_run=true`` would not be obeyed; a warning after the delete is too late)."""
-    unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in {*known, "api_key"}]
+    unknown = _unknown_names(request, known)
     if unknown:
         shown = ", ".join(repr(k[:40]) for k in unknown[:10])
         raise ValidationError(f"query parameter{'s' if len(unknown) > 1 else ''} {shown} not known to this "
