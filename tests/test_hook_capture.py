@@ -315,6 +315,34 @@ def test_a_long_backlog_is_stored_in_bounded_batches_over_several_runs(tmp_path,
     assert sorted(m["metadata"]["message_uuid"] for m in memories(db)) == sorted(KEPT)
 
 
+def test_a_run_labels_only_the_turns_it_can_store(tmp_path, monkeypatch):
+    """A long transcript's turns are read and labelled (shape, redaction: most of a run's work)
+    only as far as one run stores; the rest waits for the next run. Labelling all of a 32 MiB
+    window first took a 73 MB transcript's Stop hook past its 20 s deadline on every run."""
+    from localmem.hooks import capture as capture_module
+
+    monkeypatch.setattr(capture_module, "BATCH_MESSAGES", 1)
+    monkeypatch.setattr(capture_module, "MAX_MESSAGES", 2)
+    labelled = []
+    real_turn_of = capture_module.turn_of
+    monkeypatch.setattr(capture_module, "turn_of",
+                        lambda entry, *rest: labelled.append(entry) or real_turn_of(entry, *rest))
+    db, transcript = tmp_path / "m.db", tmp_path / "long.jsonl"
+    uuids = [f"e5000000-0000-4000-8000-{i:012d}" for i in range(40)]
+    append(transcript, *(user_line(u, f"Statement {i}: the staging host is box-{i}.") for i, u in enumerate(uuids)))
+    store = MemoryStore(db, embedder="hash")
+    runs = []
+    for _ in range(21):
+        labelled.clear()
+        report = answer_hook_with_report(store, "Stop", payload("stop", tmp_path, transcript), HookSettings()).report
+        runs.append((report["stored_messages"], report["more_to_read"], len(labelled)))
+    store.close()
+    assert runs[0] == (2, True, 3)  # two stored, a third read to know there is more
+    assert all(labelled <= 3 for _, _, labelled in runs)
+    assert runs[-1][:2] == (0, False)
+    assert sorted(m["metadata"]["message_uuid"] for m in memories(db)) == uuids
+
+
 def test_the_next_session_starts_with_the_last_ones_turns_and_never_stores_its_own_blocks(tmp_path):
     """A whole round: capture session A, start session B (A's turns injected), prompt in B, and
     B's transcript carrying the hook's real blocks (as context and pasted into a turn) captured."""

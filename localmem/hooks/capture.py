@@ -227,20 +227,28 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
                           max_line_bytes=settings.max_line_bytes, max_lines=settings.max_lines)
     ordered: list[tuple[Turn, int]] = []  # each turn with the offset just past its line
     seen: set[str] = set()
-    for entry, end in read:
-        turn = turn_of(entry, rules, skipped)
-        if turn is not None and turn.uuid not in seen:
-            seen.add(turn.uuid)
-            ordered.append((turn, end))
+    stop_at = time.monotonic() + CAPTURE_SECONDS
+    entries = iter(read)
+    cut_short = False  # labelling a turn is most of a run's work: only as many as this run can store
+    try:
+        for entry, end in entries:
+            turn = turn_of(entry, rules, skipped)
+            if turn is not None and turn.uuid not in seen:
+                seen.add(turn.uuid)
+                ordered.append((turn, end))
+            if len(ordered) > MAX_MESSAGES or time.monotonic() > stop_at:
+                cut_short = True
+                break
+    finally:
+        entries.close()
     skipped.update(read.skipped)
     with store.lock:
         known = ledger.captured_among(store, [t.uuid for t, _ in ordered])
     pending = [(t, end) for t, end in ordered if t.uuid not in known]
     stored_messages = stored_memories = deduped = retracted = dumps_cut = 0
     not_linked: list[str] = []  # retraction links the store refused, and why
-    stop_at = time.monotonic() + CAPTURE_SECONDS
     done_to = read.end_offset
-    more = read.more
+    more = read.more or (cut_short and read.end_offset < read.size)
     batches = [pending[i:i + BATCH_MESSAGES] for i in range(0, len(pending), BATCH_MESSAGES)] or [[]]
     for index, batch in enumerate(batches):
         if index and (time.monotonic() > stop_at or index * BATCH_MESSAGES >= MAX_MESSAGES):

@@ -17,7 +17,7 @@ import json
 import os
 import stat
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any, Generator, Iterator
 
 from ..errors import ValidationError
 
@@ -76,7 +76,7 @@ class TranscriptRead:
             return 0
         return offset
 
-    def __iter__(self) -> Iterator[tuple[dict[str, Any], int]]:
+    def __iter__(self) -> Generator[tuple[dict[str, Any], int], None, None]:
         try:
             yield from self._entries()
         finally:
