@@ -71,6 +71,23 @@ def test_a_credential_stored_before_redaction_is_never_injected(tmp_path):
     assert DB_PASSWORD not in block and "[redacted: url-password]" in block
 
 
+def test_a_stored_credential_is_not_shown_by_the_hooks_v_lines_either(tmp_path):
+    """`hook -v` previews each candidate (stderr, and the report's candidates over HTTP): the
+    preview is redacted as the block is, at SessionStart and at a prompt."""
+    db, token = tmp_path / "m.db", "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    with MemoryStore(db, embedder="hash") as store:  # stored verbatim (no redaction asked)
+        store.store(f"The orchid database password is {DB_PASSWORD}, the deploy bot token {token}",
+                    tags=["project:orchid"])
+    project_dir_path(tmp_path)
+    for event, kind, extra in (("UserPromptSubmit", "user_prompt_submit", {"prompt": "orchid database password?"}),
+                               ("SessionStart", "session_start", {})):
+        out, err = run_hook(db, event, payload(kind, tmp_path, session_id=event, **extra),
+                            LOCALMEM_HOOK_RELEVANCE_FLOOR="0", LOCALMEM_HOOK_VERBOSE="1")
+        assert out is not None and "The orchid database password is" in err, err
+        assert DB_PASSWORD[:8] not in err and token[:12] not in err, err
+        assert "[redacted: " in err
+
+
 def test_a_project_file_turns_capture_off_and_a_bad_one_stops_capture_by_name(tmp_path):
     db, transcript = tmp_path / "m.db", transcript_copy(tmp_path)
     settings = project_dir_path(tmp_path) / ".localmem.json"

@@ -156,7 +156,7 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
             if candidate.memory_id not in ids:
                 candidate.reason = OVER_BUDGET
         report["candidates"] = [c.explain() for c in candidates]
-        explain += [_candidate_line(c, event) for c in candidates]
+        explain += [_candidate_line(c, event, e["preview"]) for c, e in zip(candidates, report["candidates"])]
         report["explain"] = explain
         if block is None:
             reason = ("nothing stands out above the floor" if event == "UserPromptSubmit"
@@ -261,8 +261,7 @@ def _thresholds_line(thresholds: Mapping[str, float], rule: StandOut) -> str:
     return line
 
 
-def _candidate_line(candidate: Candidate, event: str) -> str:
-    preview = candidate.explain()["preview"]
+def _candidate_line(candidate: Candidate, event: str, preview: str) -> str:
     if event == "SessionStart":
         kind = candidate.memory.get("type", "?")
         return f"  {candidate.reason:<32} {kind} importance {candidate.relevance:.2f}  {candidate.memory_id[:8]}  {preview}"

@@ -32,9 +32,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..privacy import redact
 from ..recall.relevance_model import relevance_floor
 from ..text import visible
 
+PREVIEW_WINDOW = 400  # characters of a note redacted for its 80-character preview
 KEPT = "kept"
 BELOW_FLOOR = "below the floor"
 BELOW_NOTE_FLOOR = "below the note floor"
@@ -96,7 +98,10 @@ class Candidate:
     score: float | None = None  # recall's score, for the margin of its second over its first
 
     def explain(self) -> dict[str, Any]:
-        content = visible(" ".join(str(self.memory.get("content", "")).split()))  # shown by hook -v
+        # Shown by hook -v and in the report: redacted as the injected block is, in a window (a credential
+        # starting in the preview and over 300 characters long is cut, but the unclosed key-block rule holds).
+        window = str(self.memory.get("content", ""))[:PREVIEW_WINDOW]
+        content = visible(" ".join(redact(window).text.split()))
         explained = {"id": self.memory_id, "relevance": round(self.relevance, 4), "decision": self.reason,
                      "preview": content[:80] + ("…" if len(content) > 80 else "")}
         if self.inputs:
