@@ -99,8 +99,11 @@ def _check_json_value(value: Any, depth: int, path: str) -> None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise ValidationError(f"'metadata' numbers must be finite (at {path})")
-    elif value is None or isinstance(value, (bool, int)):
+    elif value is None or isinstance(value, bool):
         return
+    elif isinstance(value, int):
+        if not INT_MIN <= value <= INT_MAX:  # as every JSON reader here (import, HTTP, CLI) refuses it
+            raise ValidationError(f"'metadata' integers must fit in 64 bits (at {path})")
     else:
         raise ValidationError(
             f"'metadata' values must be JSON types, got {type(value).__name__} at {path}"

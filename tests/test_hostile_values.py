@@ -556,3 +556,26 @@ def test_mcp_answers_requests_sent_before_the_client_closes_stdin(tmp_path):
     replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert set(replies) == {1, 2, 3, 4}, done.stderr.decode()[-2000:]
     assert replies[3]["result"]["isError"] and not replies[4]["result"]["isError"]
+
+
+@pytest.mark.parametrize("value", [2**63, -2**63 - 1, 10**30, [1, {"deep": 2**64}]])
+def test_metadata_integers_past_64_bits_are_refused_as_every_json_reader_here_refuses_them(store, value):
+    """The Python API (and the MCP tools, whose arguments the SDK parses) took an integer past 64 bits
+    that every JSON reader of localmem refuses: the store's export then failed to import anywhere."""
+    with pytest.raises(ValidationError, match=r"'metadata' integers must fit in 64 bits \(at metadata\.n"):
+        store.store("a note", metadata={"n": value})
+    memory_id = store.store("a note")
+    with pytest.raises(ValidationError, match="64 bits"):
+        store.update(memory_id, metadata={"n": value})
+    assert store.get(memory_id)["metadata"] == {}
+
+
+def test_metadata_integers_at_the_64_bit_bounds_export_and_import_back(tmp_path):
+    db, exported, copy = tmp_path / "a.db", tmp_path / "a.jsonl", tmp_path / "b.db"
+    with MemoryStore(db, embedder="hash") as s:
+        memory_id = s.store("bounds", metadata={"max": 2**63 - 1, "min": -2**63})
+    assert run_cli("--db", str(db), "--embedder", "hash", "export", str(exported)).returncode == 0
+    run = run_cli("--db", str(copy), "--embedder", "hash", "import", str(exported))
+    assert run.returncode == 0, run.stderr[-2000:]
+    with MemoryStore(copy, embedder="hash") as s:
+        assert s.get(memory_id)["metadata"] == {"max": 2**63 - 1, "min": -2**63}
