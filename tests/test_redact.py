@@ -49,6 +49,30 @@ def test_ordinary_text_and_code_are_kept(text):
     assert redact(text).text == text
 
 
+@pytest.mark.parametrize("text", [
+    'export PGPASSWORD=Xk9mP2vL8qRzT4wQ psql -h db',
+    '"accessToken": "Xk9mP2vL8qRzT4wQ"',
+    "refreshToken: Xk9mP2vL8qRzT4wQ",
+    "adminPassword: Xk9mP2vL8qRzT4wQ",
+    "jwtSecret=Xk9mP2vL8qRzT4wQ",
+    'authToken = "Xk9mP2vL8qRzT4wQ"',
+])
+def test_a_credential_word_glued_to_the_end_of_a_name_is_a_secret_name(text):
+    """The name holds a credential word as its last part without a separator: an env name
+    (PGPASSWORD) or a camelCase key (accessToken, adminPassword), as configs write them."""
+    result = redact(text)
+    assert "Xk9mP2vL8qRzT4wQ" not in result.text and result.findings == {"secret-assignment": 1}
+
+
+@pytest.mark.parametrize("text", [
+    "tokenizer: BertTokenizerFast",
+    "Subtokens: Words are split into pieces",
+    "passwordless: enabled for the staging login",
+])
+def test_a_credential_word_inside_a_longer_word_is_not_a_secret_name(text):
+    assert redact(text).text == text
+
+
 def test_private_regions_are_cut_and_an_unclosed_one_drops_the_rest():
     assert strip_private("a <private>x</private> b <PRIVATE>y") == ("a  b ", 2)
     result = redact("keep <private>secret stuff</private> this")

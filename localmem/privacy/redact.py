@@ -114,10 +114,11 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
     # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
-    # The secret word is a whole part of the name: DB_PASSWORD, stripe.secret, not "tokenizer".
-    # Bounded and possessive (an atomic lookahead, as the jwt rule's), so a hostile run of name characters costs
-    # linear time.
-    ("secret-assignment", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){0,8}" + _SECRET_WORD
+    # The secret word ends a part of the name: DB_PASSWORD, stripe.secret, PGPASSWORD, accessToken; not
+    # "tokenizer". Bounded and possessive (an atomic lookahead, as the jwt rule's), so a hostile run of name
+    # characters costs linear time.
+    ("secret-assignment", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){0,8}[0-9A-Za-z]{0,20}?"
+                          + _SECRET_WORD
                           + r"s?(?:[_.\-](?=(?P<tail>[0-9A-Za-z_.\-]{0,60}))(?P=tail))?(?![0-9A-Za-z_.\-])"
                           r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
     # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
