@@ -69,7 +69,7 @@ def format_note(memory: Mapping[str, Any]) -> str:
     label = f"{_one_line_date(memory.get('timestamp'))}, id {str(memory.get('id', ''))[:8]}"
     if role in ("user", "assistant"):
         label += f", {role} said"
-    body = content.replace("\r\n", "\n").replace("\n", "\n  ")
+    body = "\n  ".join(content.splitlines())  # every break a reader may take as one (CR, U+2028, NEL...)
     return f"- [{label}] {body}"
 
 
