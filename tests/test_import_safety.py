@@ -291,3 +291,20 @@ def test_a_conflict_that_appears_while_importing_rolls_everything_back(tmp_path:
         with pytest.raises(NotFoundError):
             store.get(C)
         assert store.get(D)["content"] == "stored by another process meanwhile"
+
+
+@pytest.mark.parametrize("mode", [(), ("--skip-existing",), ("--update",)])
+def test_an_import_does_not_bring_back_a_memory_forget_purged(tmp_path: Path, mode: tuple[str, ...]) -> None:
+    """An export made before `localmem forget` still holds the text (forget says so); importing it
+    again refused nothing and stored the forgotten memory anew (and sync then carried it to peers)."""
+    db = tmp_path / "m.db"
+    seed(db)
+    lines = exported(db)
+    old = jsonl(tmp_path / "old.jsonl", *lines)
+    assert localmem(db, "forget", A).returncode == 0
+    result = localmem(db, "import", str(old), *mode)
+    line = 1 + next(i for i, item in enumerate(lines) if item.get("id") == A)
+    failed(result, line, f"memory {A} was forgotten ('localmem forget', ")
+    assert memory_ids(db) == {B}
+    with MemoryStore(db, embedder="hash") as store, pytest.raises(ValidationError, match="was forgotten"):
+        import_jsonl(store, [json.dumps(memory(A, "alpha is the chosen queue"))])

@@ -397,9 +397,14 @@ class Importer:
             self._advance(shown + len(chunk) - self.progress.done)
 
     def _plan_memories(self, chunk: list[_Memory]) -> list[_Action]:
-        store = self.store
-        current = {row["id"]: row for row in rows_as_dicts(store.conn.execute(
-            store.sql["import_existing_memories"], {"ids": json.dumps([m.row.id for m in chunk])}))}
+        store, ids = self.store, {"ids": json.dumps([m.row.id for m in chunk])}
+        current = {row["id"]: row for row in rows_as_dicts(store.conn.execute(store.sql["import_existing_memories"],
+                                                                              ids))}
+        forgotten = dict(store.conn.execute(store.sql["import_forgotten_memories"], ids).fetchall())
+        for m in (m for m in chunk if m.row.id in forgotten and m.row.id not in current):
+            raise ImportLineError(m.line, f"memory {m.row.id} was forgotten ('localmem forget', "
+                                  f"{forgotten[m.row.id][:10]}); remove its line to import the rest, or its id "
+                                  "to store the text as a new memory")
         return [self._plan_memory(m, current.get(m.row.id)) for m in chunk]
 
     def _plan_memory(self, memory: _Memory, current: dict[str, Any] | None) -> _Action:
