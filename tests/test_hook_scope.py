@@ -178,3 +178,18 @@ def test_a_captured_session_and_a_readme_style_note_lead_the_next_session(tmp_pa
     assert block.index("second approver") < block.index("Understood, I'll add"), block  # a decision leads
     assert "thanks!" not in block and "run the tests again" not in block and "3 passed" not in block
     assert "project:billing (" in err and "project:billing-api (" in err, err
+
+
+@pytest.mark.parametrize("cwd, reason", [
+    ("src/orchid", "an absolute path"), (7, "a string"), ("/tmp/or\x00chid", "without NUL"),
+    ("/" + "a/" * 2100, "at most 4096 characters"),
+])
+def test_a_bad_cwd_is_refused_with_what_is_wrong_with_it(tmp_path, cwd, reason):
+    """A 4,201-character absolute path was refused as "must be an absolute path": the reason given
+    was not the one that applied."""
+    from localmem.hooks.events import answer_hook
+    from localmem.hooks.settings import HookSettings
+
+    with MemoryStore(tmp_path / "m.db", embedder="hash") as store:
+        with pytest.raises(ValidationError, match=f"'cwd' must be {reason}"):
+            answer_hook(store, "UserPromptSubmit", {"session_id": "s1", "cwd": cwd, "prompt": "x"}, HookSettings())

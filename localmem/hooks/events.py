@@ -108,8 +108,12 @@ def _cwd(payload: Mapping[str, Any]) -> str | None:
     value = payload.get("cwd")
     if value is None:
         return None
-    if not isinstance(value, str) or "\x00" in value or len(value) > MAX_CWD or not value.startswith("/"):
-        raise ValidationError("'cwd' must be an absolute path")
+    problem = ("a string" if not isinstance(value, str) else "without NUL" if "\x00" in value
+               else f"at most {MAX_CWD} characters" if len(value) > MAX_CWD
+               else "an absolute path" if not value.startswith("/") else None)
+    if problem is not None:
+        shown = f", got {value[:80]!r}" if problem == "an absolute path" else ""
+        raise ValidationError(f"'cwd' must be {problem}{shown}")
     return value
 
 
