@@ -127,6 +127,27 @@ def test_backups_and_exports_made_before_are_listed(tmp_path):
     assert "still hold the text" in human.stdout and str(tmp_path / "e.jsonl") in human.stdout
 
 
+def test_an_export_killed_before_its_rename_is_listed_by_what_it_left(tmp_path):
+    """An export killed mid-write (SIGKILL, SIGTERM) leaves its hidden temporary file beside the
+    target, holding the text written so far; forget did not know of it."""
+    db = tmp_path / "m.db"
+    with MemoryStore(db, embedder="hash") as store:
+        store.store(f"the vault passphrase is {SECRET}")
+    killed = subprocess.run([sys.executable, "-c", (
+        "import os, sys; sys.path.insert(0, sys.argv[1]);"
+        "from localmem import MemoryStore; import localmem.storage.files as files;"
+        "from localmem.maintenance.export import export_file;"
+        "files.place = lambda *a, **k: os._exit(9);"  # killed between the write and the rename
+        "export_file(MemoryStore(sys.argv[2], embedder='hash'), sys.argv[3])"), str(REPO), str(db),
+        str(tmp_path / "out" / "e.jsonl")], capture_output=True, text=True, timeout=60, check=False)
+    assert killed.returncode == 9, killed.stderr
+    left = [p for p in (tmp_path / "out").iterdir()]
+    assert len(left) == 1 and left[0].name.startswith(".e.jsonl.") and SECRET in left[0].read_text()
+    copies = json.loads(run(db, "--json", "forget", "--matching", SECRET).stdout)["copies"]
+    assert [(c["kind"], c["path"], c["exists"]) for c in copies if c["exists"]] == [
+        ("export, unfinished", str(left[0]), True)]
+
+
 def test_audit_counts_by_source_and_redact_purges_the_credentials(tmp_path):
     db = tmp_path / "m.db"
     stripe = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dcQx"

@@ -93,11 +93,11 @@ def export_file(store: MemoryStore, target: str | os.PathLike[str], *, overwrite
     if not overwrite and path.is_file() and not _earlier_export(path):
         raise ValidationError(f"{target} already exists and is not a localmem export (use --force to "
                               "overwrite it)")
+    if not store.read_only and store.path != MEMORY_PATH:
+        with store.lock:  # listed by forget: it holds the text (recorded first: so is what a killed one left)
+            record_copy(store.conn, "export", str(path))
     with replacing_file(path) as stream:
         counts = export_jsonl(store, stream)
-    if not store.read_only and store.path != MEMORY_PATH:
-        with store.lock:
-            record_copy(store.conn, "export", str(path))  # listed by forget: it holds the text
     return counts
 
 
