@@ -18,9 +18,11 @@ the recorded pools (train_rank_two_shapes.py's, ``--pools``), so nothing is reco
 - session features (``/insession``): each of SESSION_SIGNALS less its best among the candidate's
   thread's pool members: the turn against its own session rather than against the pool.
 
-A variant is written ``CUT[/threads][/insession][/oncut]``: a union cut (union_cut.py's syntax),
-with the thread features (``/threads``), the session features (``/insession``), with its trees
-trained on the candidates it scores (``/oncut``; otherwise on every candidate of every pool). The
+A variant is written ``CUT[/threads][/insession][/oncut][/ff=X][/leaf=N]``: a union cut (union_cut.py's
+syntax), with the thread features (``/threads``), the session features (``/insession``), with its trees
+trained on the candidates it scores (``/oncut``; otherwise on every candidate of every pool), and with a
+regularisation over the recipe's LightGBM settings: ``ff`` the share of columns each tree sees
+(feature_fraction, the recipe's 0.8), ``leaf`` the fewest rows a leaf holds (min_data_in_leaf, 50). The
 first variant is the base the others are paired against, seed by seed. Each variant's trees are
 trained per seed (``--members K``: each "seed" s is the group of K seeds s*K .. s*K+K-1, their
 raw scores averaged, as seed_ensemble.py's groups)
@@ -60,6 +62,11 @@ LME_KEYS = ("R@1", "R@2", "R@5", "R@10", "MRR", "any@5")
 # /insession: each signal less its best over the candidate's thread (the turn against its own session)
 SESSION_SIGNALS = ("cosine", "max_sim", "best_token", "keyword", "token_residual")
 FLAGS = ("threads", "insession", "oncut")
+COLUMN_FLAGS = frozenset({"threads", "insession"})
+# ``/NAME=VALUE``: a LightGBM setting over the recipe's (train_learned_rank.PARAMS), for the trees whose
+# columns grow: ``ff`` the share of columns a tree sees (feature_fraction), ``leaf`` the fewest rows a
+# leaf holds (min_data_in_leaf)
+PARAM_FLAGS = {"ff": ("colsample_bytree", float), "leaf": ("min_child_samples", int)}
 
 
 def thread_columns(final: np.ndarray, threads: list) -> np.ndarray:
@@ -82,15 +89,38 @@ def thread_columns(final: np.ndarray, threads: list) -> np.ndarray:
                             [second.get(t, lowest) - best for t in threads]])
 
 
+def read_param(flag: str, variant: str) -> tuple[str, float | int]:
+    """A ``NAME=VALUE`` flag as (LightGBM setting, value): ``ff`` in (0, 1], ``leaf`` a whole number ≥ 1."""
+    name, _, text = flag.partition("=")
+    setting, kind = PARAM_FLAGS[name]
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or (name == "ff" and not 0 < value <= 1) or (name == "leaf" and value < 1):
+        bound = "a share in (0, 1]" if name == "ff" else "a whole number of rows ≥ 1"
+        raise argparse.ArgumentTypeError(f"{name}={text!r} is not {bound} (variant {variant!r})")
+    return setting, value
+
+
 def read_variant(text: str) -> tuple[str, frozenset[str]]:
-    """``CUT[/threads][/oncut]`` as (cut, flags); refused in words when bad."""
+    """``CUT[/threads][/insession][/oncut][/ff=X][/leaf=N]`` as (cut, flags); refused in words when bad."""
     cut, *flags = text.split("/")
     union_cut.read_cut(cut)
-    unknown = [f for f in flags if f not in FLAGS]
+    unknown = [f for f in flags if f not in FLAGS and f.partition("=")[0] not in PARAM_FLAGS]
     if unknown:
-        raise argparse.ArgumentTypeError(f"{'/'.join(unknown)!r} is no variant flag (known: {', '.join(FLAGS)}; "
+        known = ", ".join([*FLAGS, *(f"{name}=VALUE" for name in PARAM_FLAGS)])
+        raise argparse.ArgumentTypeError(f"{'/'.join(unknown)!r} is no variant flag (known: {known}; "
                                          f"variant {text!r})")
+    params = [read_param(f, text)[0] for f in flags if "=" in f]
+    if len(set(params)) < len(params):
+        raise argparse.ArgumentTypeError(f"a LightGBM setting given twice in variant {text!r}")
     return cut, frozenset(flags)
+
+
+def tree_params(flags: frozenset[str]) -> dict:
+    """The LightGBM settings a variant's ``NAME=VALUE`` flags put over the recipe's."""
+    return dict(read_param(f, "/".join(sorted(flags))) for f in flags if "=" in f)
 
 
 def variant_list(text: str) -> list[str]:
@@ -147,7 +177,7 @@ class Runs:
         self.trained: dict[tuple, Callable] = {}
 
     def pools(self, flags: frozenset[str]) -> list[dict]:
-        columns = flags - {"oncut"}
+        columns = flags & COLUMN_FLAGS
         if not columns:
             return self.plain
         if columns not in self.wide:
@@ -161,7 +191,9 @@ class Runs:
             chosen = [p for p in self.pools(flags) if (p["fold"] != value if kind == "fold" else p["shape"] == value)]
             if "oncut" in flags:
                 chosen = [union_cut.subset(p, cut) for p in chosen]
-            members = [two_shapes.fit(chosen, argparse.Namespace(**{**vars(self.settings), "seed": seed}))
+            params = {**(getattr(self.settings, "params", None) or {}), **tree_params(flags)}
+            members = [two_shapes.fit(chosen, argparse.Namespace(**{**vars(self.settings), "seed": seed,
+                                                                     "params": params or None}))
                        for seed in seeds]
             self.trained[key] = lambda rows: np.mean([member(rows) for member in members], axis=0)
         return self.trained[key]
@@ -214,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     two_shapes.add_pool_arguments(parser)
     two_shapes.add_seed_arguments(parser)
     parser.add_argument("--variants", default="30,30+threadtop:1,30+threadtop:2,30/threads", type=variant_list,
-                        help="comma-separated CUT[/threads][/insession][/oncut]; the first is the base")
+                        help="comma-separated CUT[/threads][/insession][/oncut][/ff=X][/leaf=N]; the first is the base")
     parser.add_argument("--members", type=whole_number(1), default=1,
                         help="trees averaged per seed group: seed s trains seeds s*K .. s*K+K-1")
     parser.add_argument("--threads", action="store_true",
