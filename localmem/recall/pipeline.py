@@ -45,7 +45,8 @@ from .ranking import apply_recency_bias, dedupe, sort_results
 from .prompt_signals import prompt_inputs
 from .relevance import Evidence, attach_relevance, recall_confidence, with_relevance
 from .scope import passes_scope
-from .scoring import CandidateScorer, parse_epoch, usable_cosine
+from .scoring import (CandidateScorer, lowered_tags_of_text, metadata_terms_of_text, parse_epoch,
+                      usable_cosine)
 from .state import SupersessionHeads, apply_state_filter, state_reason
 from .thread_spread import gathers, spread_threads
 
@@ -216,11 +217,19 @@ class Recall:
                 tokens = self.query_tokens[query] = extract_keywords(query.lower())
             scorer = self.candidate_scorers[query] = CandidateScorer(query, tokens, self.now, self.config,
                                                                      self.profile(query))
+        meta_terms = lowered_tags = None
+        texts = result.get("_texts")
+        if texts is not None:
+            tags_text, metadata_text = texts
+            if isinstance(metadata_text, str) or metadata_text is None:
+                meta_terms = metadata_terms_of_text(metadata_text or "")
+            if isinstance(tags_text, str) or tags_text is None:
+                lowered_tags = lowered_tags_of_text(tags_text or "")
         final, components = scorer.score(
             result["match_type"], float(result.get("match_score") or 0.0), result.get("_similarity"),
             result.get("relation_score"), result.get("_metadata_score", 0.0), result["memory"],
             result.get("_keyword", 0.0), result.get("_centred"), result.get("_token"),
-            texts=result.get("_texts"))
+            meta_terms, lowered_tags)
         bonus = result.get("_entity_bonus")
         if bonus:
             final += bonus

@@ -200,61 +200,23 @@ class CandidateScorer:
                         config.weight_relation, config.weight_tag, config.weight_importance,
                         config.weight_confidence, config.weight_recency, config.weight_exact,
                         config.weight_relevance)  # in COMPONENT_KEYS order
-        # What a memory's stored tags and metadata texts give (its terms, lowercased tags, exact
-        # match and tag score), and each timestamp's recency: the same memories share texts and
-        # stamps, and a recall scores a hundred or more of them against one query and clock.
-        self._by_texts: dict[tuple[Any, Any], tuple[Set[str], Set[str], float, float]] = {}
-        self._recency: dict[str, float] = {}
-
-    def _text_terms(self, texts: tuple[Any, Any], memory: dict[str, Any]
-                    ) -> tuple[Set[str], Set[str], float, float]:
-        """(metadata terms, lowercased tags, exact, tag score) of a memory whose stored (tags,
-        metadata) texts are ``texts``: read from the texts when they are text, else from the record."""
-        known = self._by_texts.get(texts)
-        if known is not None:
-            return known
-        tags_text, metadata_text = texts
-        meta_terms = lowered_tags = None
-        if isinstance(metadata_text, str) or metadata_text is None:
-            meta_terms = metadata_terms_of_text(metadata_text or "")
-        if isinstance(tags_text, str) or tags_text is None:
-            lowered_tags = lowered_tags_of_text(tags_text or "")
-        from_texts = meta_terms is not None and lowered_tags is not None
-        if meta_terms is None:
-            meta_terms = metadata_terms(memory.get("metadata") or {})
-        if lowered_tags is None:
-            lowered_tags = {t.lower() for t in memory.get("tags") or []}
-        exact = 1.0 if self.query_text and self.query_text in meta_terms else 0.0
-        found = (meta_terms, lowered_tags, exact, lowered_tag_score(self.tokens, lowered_tags, meta_terms,
-                                                                   self.token_cap))
-        if from_texts:  # else they came from this record, not from the texts alone
-            self._by_texts[texts] = found
-        return found
 
     def score(self, match_type: str, match_score: float, similarity: float | None,
               relation_score: float | None, metadata_score: float, memory: dict[str, Any],
               keyword: float = 0.0, centred: float | None = None,
               token: float | None = None, meta_terms: Set[str] | None = None,
-              lowered_tags: Set[str] | None = None,
-              texts: tuple[Any, Any] | None = None) -> tuple[float, dict[str, Any]]:
+              lowered_tags: Set[str] | None = None) -> tuple[float, dict[str, Any]]:
         """Final score and the score_components block for one candidate (the fields of ScoreInputs).
 
         ``meta_terms`` and ``lowered_tags``: the memory's metadata_terms and lowercased tags,
         when the caller has them (metadata_terms_of_text, lowered_tags_of_text); else they
-        are worked out from ``memory``. ``texts``: instead of those two, the memory's stored
-        (tags, metadata) texts, read through caches keyed by the texts (the same values).
+        are worked out from ``memory``.
         """
         config = self.config
-        if texts is not None:
-            meta_terms, lowered_tags, exact, tag = self._text_terms(texts, memory)
-        else:
-            if meta_terms is None:
-                meta_terms = metadata_terms(memory.get("metadata") or {})
-            if lowered_tags is None:
-                lowered_tags = {t.lower() for t in memory.get("tags") or []}
-            # 1.0 when the whole query equals a metadata string or token.
-            exact = 1.0 if self.query_text and self.query_text in meta_terms else 0.0
-            tag = lowered_tag_score(self.tokens, lowered_tags, meta_terms, self.token_cap)
+        if meta_terms is None:
+            meta_terms = metadata_terms(memory.get("metadata") or {})
+        if lowered_tags is None:
+            lowered_tags = {t.lower() for t in memory.get("tags") or []}
         bonus = context_bonus(self.profile, memory, meta_terms) if self.profile is not None else 0.0
         # Token evidence, when the memory has codes, stands in for its cosine; the
         # centred cosine, when there is one, for the plain one.
@@ -271,8 +233,11 @@ class CandidateScorer:
             # (a float in (0, 1] is what keyword_component's clamp gives back unchanged)
             keyword = keyword_component(match_type, match_score, keyword)
         metadata = _number(metadata_score)
+        # 1.0 when the whole query equals a metadata string or token.
+        exact = 1.0 if self.query_text and self.query_text in meta_terms else 0.0
         evidence = max(vector, keyword, metadata, exact)
         relation = 0.0 if relation_score is None else _number(relation_score)
+        tag = lowered_tag_score(self.tokens, lowered_tags, meta_terms, self.token_cap)
         # _number's usual case inline (a finite float as it is: x - x is 0.0 only for those);
         # it is five calls per candidate otherwise.
         importance, confidence, relevance = (memory.get("importance"), memory.get("confidence"),
@@ -283,13 +248,8 @@ class CandidateScorer:
             confidence = _number(confidence)
         if not (type(relevance) is float and relevance - relevance == 0.0):
             relevance = _number(relevance)
-        stamp = memory.get("timestamp")
-        recency = self._recency.get(stamp) if type(stamp) is str else None
-        if recency is None:
-            recency = _recency(parse_epoch(stamp), self.now_epoch, config.recency_window_days,
-                               config.recency_curve)
-            if type(stamp) is str:
-                self._recency[stamp] = recency
+        recency = _recency(parse_epoch(memory.get("timestamp")), self.now_epoch, config.recency_window_days,
+                           config.recency_curve)
         gated = self.gate is not None and evidence < self.gate
         if gated:
             factor = evidence / self.gate  # type: ignore[operator]
