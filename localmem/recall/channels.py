@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..storage.backend import remembered
-from ..storage.records import RowColumns, rows_and_columns, rows_as_dicts, to_record
+from ..storage.records import rows_as_dicts, to_record
 from ..timeparse import format_timestamp
 from .keywords import KeywordScorer, bm25_weights_sql
 from .keyword_tables import hits_from_tables, term_tables
@@ -118,26 +118,6 @@ def _candidate(row: dict[str, Any], match_type: str, match_score: float, source:
     return candidate
 
 
-def _found(columns: RowColumns, row: tuple[Any, ...], match_type: str, match_score: float,
-           similarity: float | None) -> dict[str, Any]:
-    """``_candidate`` of a row read as a tuple (a vector or keyword find): the same dict."""
-    at = columns.at
-    candidate = {
-        "id": row[at["id"]],
-        "memory": columns.record(row),
-        "match_type": match_type,
-        "match_score": match_score,
-        "source": match_type,
-        "_similarity": similarity,
-        "_pk": row[at["pk"]],
-        "_texts": (row[at["tags"]], row[at["metadata"]]),
-    }
-    centre = at.get("centre_cosine")
-    if centre is not None and row[centre] is not None:
-        candidate["_centre_cosine"] = row[centre]
-    return candidate
-
-
 # Restrict the code scan to the memories in scope when the scope holds at most
 # this many memories; beyond that listing them costs more than widening the
 # code kNN.
@@ -156,7 +136,7 @@ UNCHECKED_MARGIN = 8
 
 
 def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int,
-                 centre: bytes | None = None) -> tuple[list[tuple[Any, ...]], RowColumns | None]:
+                 centre: bytes | None = None) -> list[dict[str, Any]]:
     """Pick the cheapest exact-enough plan for the scope.
 
     The time window is applied inside the code scan. Without tags: the code
@@ -184,16 +164,15 @@ def _vector_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int,
     if tags_alone:
         among = backend.conn.execute(backend.sql["recall_scope_tag_pks"], scope.bindings).fetchone()[0]
         k_wanted = k + UNCHECKED_MARGIN
-        found = _knn_rows(backend, scope, query_vector, k, k_wanted, among or "", centre)
-        if len(found[0]) >= k or tagged <= k_wanted:  # the top k in scope, or all there is
-            return found
+        rows = _knn_rows(backend, scope, query_vector, k, k_wanted, among or "", centre)
+        if len(rows) >= k or tagged <= k_wanted:  # the top k in scope, or all there is
+            return rows
     among = backend.conn.execute(scope.statement(backend, "recall_scope_pks"), scope.bindings).fetchone()[0]
     return _knn_rows(backend, scope, query_vector, k, k, among or "", centre)
 
 
 def _knn_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int, k_wanted: int,
-              among: str | None, centre: bytes | None = None
-              ) -> tuple[list[tuple[Any, ...]], RowColumns | None]:
+              among: str | None, centre: bytes | None = None) -> list[dict[str, Any]]:
     knn = backend.vector_knn(query_vector, k_wanted, scope.epoch_window, among)
     if knn is None:
         cursor = backend.conn.execute(scope.statement(backend, "recall_vector_exact"),
@@ -201,7 +180,7 @@ def _knn_rows(backend: "Backend", scope: Scope, query_vector: bytes, k: int, k_w
     else:
         cursor = backend.conn.execute(scope.statement(backend, "recall_vector", driving=False),
                                       {**scope.bindings, **knn, "centre": centre})
-    return rows_and_columns(cursor)
+    return list(rows_as_dicts(cursor))
 
 
 def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
@@ -209,16 +188,12 @@ def vector_candidates(backend: "Backend", scope: Scope, query_vector: bytes,
     """The ``k`` nearest memories in scope. With ``centre`` (the store's mean vector as
     float32 bytes) each also gets its cosine to it (``_centre_cosine``), read from the
     embedding row the search reads anyway, for centred cosines (recall/centering.py)."""
-    out: list[dict[str, Any]] = []
-    rows, columns = _vector_rows(backend, scope, query_vector, k, centre)
-    if columns is None:
-        return out
-    at_similarity = columns.at["similarity"]
-    for row in rows:
-        similarity = usable_cosine(row[at_similarity])
+    out = []
+    for row in _vector_rows(backend, scope, query_vector, k, centre):
+        similarity = usable_cosine(row["similarity"])
         if similarity is None:  # a zero, NaN or underflowing vector: nothing to rank by
             continue
-        out.append(_found(columns, row, "vector", similarity, similarity))
+        out.append(_candidate(row, "vector", similarity, "vector", similarity))
         if len(out) >= k:
             break
     return out
@@ -362,20 +337,18 @@ def keyword_candidates(backend: "Backend", scope: Scope, scorer: KeywordScorer,
     # A narrowed scope was applied while ranking; the broad one's checks are applied here.
     clause = "1" if scope.narrowed else scope_clause(backend.sql, scope.params, driving=False)
     statement = backend.sql.compose("recall_keyword_rows", scope=clause)
-    read, columns = rows_and_columns(backend.conn.execute(statement, {
+    rows = {row["pk"]: row for row in rows_as_dicts(backend.conn.execute(statement, {
         **scope.bindings, "pks": json.dumps([pk for pk, _ in hits if pk not in found]),
-        "query_vector": query_vector, "centre": centre}))
-    at_pk, at_similarity = (columns.at["pk"], columns.at["similarity"]) if columns is not None else (0, 0)
-    rows = {row[at_pk]: row for row in read}
+        "query_vector": query_vector, "centre": centre}))}
     out = []
     for pk, bm25 in hits:
         if pk in found:
             out.append({"id": found[pk]})
             continue
         row = rows.get(pk)
-        if row is None or columns is None:
+        if row is None:
             continue
-        candidate = _found(columns, row, "keyword", 0.0, usable_cosine(row[at_similarity]))
+        candidate = _candidate(row, "keyword", 0.0, "keyword", usable_cosine(row["similarity"]))
         candidate["_bm25"] = bm25  # the same terms and weights as the keyword score
         out.append(candidate)
     return out

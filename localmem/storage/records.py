@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import operator
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -120,18 +119,15 @@ def _metadata(text: Any) -> Any:
     return json.loads(text)
 
 
-def _tags_and_prefixes(text: Any) -> tuple[list[str], list[str]]:
-    # The record's own lists (copies of the cached tuples: a caller may change them).
-    parsed = _parsed_tags(text) if text and isinstance(text, str) else None
-    if parsed is not None:
-        return list(parsed[0]), list(parsed[1])
-    tags = json.loads(text) if text else []
-    return tags, compute_tag_prefixes(tags)
-
-
 def to_record(row: dict[str, Any]) -> dict[str, Any]:
     """The public memory record from a ``memories`` row (extra columns ignored)."""
-    tags, prefixes = _tags_and_prefixes(row.get("tags"))
+    text = row.get("tags")
+    parsed = _parsed_tags(text) if text and isinstance(text, str) else None
+    if parsed is not None:
+        tags, prefixes = list(parsed[0]), list(parsed[1])
+    else:
+        tags = json.loads(text) if text else []
+        prefixes = compute_tag_prefixes(tags)
     return {
         "id": row["id"],
         "content": row["content"],
@@ -151,47 +147,3 @@ def to_record(row: dict[str, Any]) -> dict[str, Any]:
         "context": row["context"],
         "relevance_score": row["relevance_score"],
     }
-
-
-# The stored columns a record is made of, in the order RowColumns reads them.
-_STORED_COLUMNS = ("id", "content", "summary", "type", "confidence", "importance", "tags", "timestamp",
-                   "updated_at", "last_accessed", "t_valid", "t_invalid", "archived", "metadata", "context",
-                   "relevance_score")
-
-
-class RowColumns:
-    """Where a statement's columns are, by name: recall reads a hundred rows or more per query,
-    and a row read as a tuple needs no dict of its own before its record is made."""
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
-        self.at = {name: index for index, name in enumerate(names)}
-        self._stored = operator.itemgetter(*(self.at[name] for name in _STORED_COLUMNS))
-
-    def record(self, row: tuple[Any, ...]) -> dict[str, Any]:
-        """``to_record`` of the row as a column-name dict: the same record, key for key."""
-        (memory_id, content, summary, kind, confidence, importance, tags_text, timestamp, updated_at,
-         last_accessed, t_valid, t_invalid, archived, metadata_text, context, relevance) = self._stored(row)
-        tags, prefixes = _tags_and_prefixes(tags_text)
-        return {
-            "id": memory_id, "content": content, "summary": summary, "type": kind,
-            "confidence": confidence, "importance": importance, "tags": tags, "tag_prefixes": prefixes,
-            "timestamp": timestamp, "updated_at": updated_at, "last_accessed": last_accessed,
-            "t_valid": t_valid, "t_invalid": t_invalid, "archived": bool(archived),
-            "metadata": _metadata(metadata_text), "context": context, "relevance_score": relevance,
-        }
-
-
-@functools.lru_cache(maxsize=64)
-def row_columns(names: tuple[str, ...]) -> RowColumns:
-    """The RowColumns of a statement's column names (a handful of statements: made once each)."""
-    return RowColumns(names)
-
-
-def rows_and_columns(cursor: apsw.Cursor) -> tuple[list[tuple[Any, ...]], RowColumns | None]:
-    """Every row of an executed cursor as a tuple, and where its columns are (None: no rows)."""
-    first = next(cursor, None)  # the description is there while the statement runs
-    if first is None:
-        return [], None
-    columns = row_columns(tuple(d[0] for d in cursor.getdescription()))
-    return [first, *cursor], columns
