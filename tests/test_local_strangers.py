@@ -1,0 +1,71 @@
+"""What another user of the same machine can read or change of a localmem user's store: the
+folders localmem makes for an assistant's hook settings, and the loopback HTTP server (any
+local user can connect to 127.0.0.1). Real subprocesses; the second-user checks need root
+(they switch a child process to another uid) and skip otherwise."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from serving import stop, wait_until_healthy
+from test_serve_start import env, free_port, start
+
+REPO = Path(__file__).resolve().parents[1]
+STRANGER = 65534  # nobody
+
+
+def hooks_cli(home: Path, *args: str, umask: int) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("LOCALMEM_", "XDG_"))}
+    environ.update(PYTHONPATH=str(REPO), HOME=str(home))
+    return subprocess.run([sys.executable, "-m", "localmem", *args], env=environ, capture_output=True, text=True,
+                          timeout=60, cwd=home, preexec_fn=lambda: os.umask(umask))
+
+
+def test_hooks_install_under_umask_002_makes_no_folder_others_can_write(tmp_path: Path) -> None:
+    # The settings file holds commands the assistant runs as this user: a folder of it that a
+    # group can write lets a member of the group swap the file (rename) and run code as the user.
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    project = tmp_path / "project"
+    project.mkdir(mode=0o755)
+    for args in (["--user"], ["--project", str(project)]):
+        result = hooks_cli(home, "hooks", "install", "claude-code", *args, "--write", umask=0o002)
+        assert result.returncode == 0, result.stderr
+    for folder in (home / ".claude", project / ".claude"):
+        for path in (folder, folder / "settings.json"):
+            mode = stat.S_IMODE(path.stat().st_mode)
+            assert not mode & 0o022, f"{path} is {mode:o}"
+
+
+STRANGER_CLIENT = textwrap.dedent("""
+    import os, socket, sys
+    os.setgid({uid}); os.setuid({uid})
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.connect(("127.0.0.1", {port}))
+    s.sendall(b"GET /recall?query=pin HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n")
+    print(s.recv(64).split(b"\\r\\n")[0].decode())
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="switching to another uid needs root")
+def test_another_local_user_is_kept_out_by_the_token_and_only_by_it(tmp_path: Path) -> None:
+    # What the start-up line says, seen from a second uid: without a token it reads the store.
+    for token in ("", "a-token-for-the-test"):
+        port = free_port()
+        extra = {"LOCALMEM_API_TOKEN": token} if token else {}
+        process = start(tmp_path / "m.db", "serve", "--port", str(port), "--log-level", "warning", **extra)
+        try:
+            wait_until_healthy(process, f"http://127.0.0.1:{port}")
+            seen = subprocess.run([sys.executable, "-c", STRANGER_CLIENT.format(uid=STRANGER, port=port)],
+                                  capture_output=True, text=True, timeout=30, env=env())
+        finally:
+            stop(process)
+        assert seen.returncode == 0, seen.stderr
+        assert seen.stdout.strip() == ("HTTP/1.1 401 Unauthorized" if token else "HTTP/1.1 200 OK"), seen.stdout
