@@ -101,3 +101,24 @@ def test_another_local_user_is_kept_out_by_the_token_and_only_by_it(tmp_path: Pa
             stop(process)
         assert seen.returncode == 0, seen.stderr
         assert seen.stdout.strip() == ("HTTP/1.1 401 Unauthorized" if token else "HTTP/1.1 200 OK"), seen.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another uid needs root")
+@pytest.mark.parametrize("planted", ["shared.db", "shared.db-wal", "shared.db-journal"])
+def test_a_database_file_of_another_user_is_not_written_to(tmp_path: Path, planted: str) -> None:
+    # A store kept in a shared folder (LOCALMEM_DB=/tmp/…/shared.db, a sticky /tmp): another user
+    # creates the file (or its -wal or -journal, where SQLite writes pages before they reach the
+    # file) first, open to everyone, and would read every memory written there.
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o1777)
+    os.chmod(folder, 0o1777)
+    trap = folder / planted
+    trap.touch()
+    os.chmod(trap, 0o666)
+    os.chown(trap, STRANGER, STRANGER)
+    result = subprocess.run([sys.executable, "-m", "localmem", "--db", str(folder / "shared.db"), "--embedder",
+                             "hash", "store", "the key under the mat"], env={**env(), "LOCALMEM_DAEMON": "0"},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+    assert f"{trap} belongs to uid {STRANGER}" in result.stderr, result.stderr
+    assert trap.stat().st_uid == STRANGER and b"under the mat" not in trap.read_bytes()
