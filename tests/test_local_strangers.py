@@ -122,3 +122,35 @@ def test_a_database_file_of_another_user_is_not_written_to(tmp_path: Path, plant
     assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
     assert f"{trap} belongs to uid {STRANGER}" in result.stderr, result.stderr
     assert trap.stat().st_uid == STRANGER and b"under the mat" not in trap.read_bytes()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another uid needs root")
+def test_a_backup_into_a_shared_folder_does_not_write_into_a_temporary_file_another_user_planted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The backup's temporary name (.NAME.PID.tmp) can be guessed. Another user who creates it
+    # between the backup's unlink and its create (a sticky /tmp: the unlink of that user's file
+    # fails for anyone but root, so here the race is played by the unlink itself) got the copy.
+    from localmem import MemoryStore
+    from localmem.maintenance import backup
+
+    with MemoryStore(str(tmp_path / "mine.db"), embedder="hash") as store:
+        store.store("the key under the mat")
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chmod(folder, 0o1777)
+
+    def planted_after_unlink(path: Path) -> None:
+        real_remove(path)
+        if path.name.endswith(".tmp") and not path.exists() and not planted:
+            path.touch()
+            os.chmod(path, 0o666)
+            os.chown(path, STRANGER, STRANGER)
+            planted.append(path)
+
+    real_remove, planted = backup.remove_database_files, []
+    monkeypatch.setattr(backup, "remove_database_files", planted_after_unlink)
+    with pytest.raises(Exception, match=f"belongs to uid {STRANGER}"):
+        backup.backup_database(str(tmp_path / "mine.db"), str(folder / "copy.db"))
+    assert planted and not (folder / "copy.db").exists()
+    for path in planted:
+        assert not path.exists() or b"under the mat" not in path.read_bytes()

@@ -218,12 +218,12 @@ def connect(path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> aps
         file_path = Path(target).expanduser()
         _refuse_companion(file_path)
         refuse_special_database(file_path)
-        refuse_foreign_files(file_path)
         fresh = not file_path.exists() or file_path.stat().st_size == 0
         try:
             create_private_file(file_path)
         except OSError as exc:
             raise ConfigError(f"Cannot create database file {file_path}: {exc}{_open_hint(file_path)}") from exc
+        refuse_foreign_files(file_path)  # after the create: a file planted before it is not ours
         target = str(file_path)
     try:
         conn = apsw.Connection(target)
