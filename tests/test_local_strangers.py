@@ -154,3 +154,28 @@ def test_a_backup_into_a_shared_folder_does_not_write_into_a_temporary_file_anot
     assert planted and not (folder / "copy.db").exists()
     for path in planted:
         assert not path.exists() or b"under the mat" not in path.read_bytes()
+
+
+def test_cache_folders_made_under_umask_002_are_not_group_writable(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # A server's discovery note falls back to ~/.cache/localmem/run (no $XDG_RUNTIME_DIR), the ONNX
+    # export to ~/.cache/localmem/onnx: a ~/.cache made 0775 let the group swap the model.
+    from localmem.embedders.onnx_cache import file_lock, onnx_root
+    from localmem.hooks.discovery import remove_note, write_note
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "LOCALMEM_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    old = os.umask(0o002)
+    try:
+        note = write_note(str(tmp_path / "m.db"), host="127.0.0.1", port=8001, secret="0" * 32)
+        with file_lock(onnx_root() / "some-model.lock", wait=True):
+            pass
+    finally:
+        os.umask(old)
+    remove_note(str(tmp_path / "m.db"), "0" * 32)
+    made = [home / ".cache", home / ".cache" / "localmem", Path(note).parent, onnx_root()]
+    assert {stat.S_IMODE(p.stat().st_mode) & 0o022 for p in made} == {0}, \
+        {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in made}

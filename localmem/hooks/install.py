@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
+from ..paths import make_folders
 from .discovery import replace_file
 
 __all__ = ["CLAUDE_CODE_EVENTS", "Change", "fast_hook_program", "hook_command", "install", "is_fast_program",
@@ -229,26 +230,11 @@ def plan(path: Path, commands: dict[str, str] | None) -> Change:
     return Change(path, before, after, after_settings)
 
 
-def _make_folders(folder: Path) -> None:
-    """Make ``folder`` and its missing parents with mode 0755 (less what the umask takes), never writable
-    by group or others under umask 002: the settings file holds commands run as this user, and a folder
-    a group could write would let one of its members swap the file."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir(mode=0o755)
-        except FileExistsError:
-            continue
-
-
 def write(change: Change) -> Path | None:
     """Write the change (through a symlink to its target), keeping a dated copy of the old file;
     returns the copy's path (None when there was no file before)."""
     target = Path(os.path.realpath(change.path))
-    _make_folders(target.parent)
+    make_folders(target.parent)  # 0755 less the umask: never group-writable, even under umask 002
     backup = None
     mode = 0o644
     if target.exists():
