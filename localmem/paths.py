@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["default_db_path"]
+__all__ = ["default_db_path", "make_folders"]
 
 
 def default_db_path(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
@@ -33,3 +33,22 @@ def private_folder_problem(folder: str) -> tuple[str, bool] | None:
     if info.st_mode & 0o077:
         return f"{folder} is open to other users (mode {stat.S_IMODE(info.st_mode):o})", True
     return None
+
+
+def make_folders(folder: str | os.PathLike[str], mode: int = 0o755) -> None:
+    """Make ``folder`` and its missing parents with ``mode`` (less what the umask takes away: never
+    more). ``os.makedirs`` and ``Path.mkdir(parents=True)`` give the parents 0777 less the umask, so
+    under umask 002 a ``~/.cache`` made for localmem let the user's group rename what is inside."""
+    missing = []
+    path = os.fspath(folder)
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, mode)
+        except FileExistsError:
+            continue  # made meanwhile by another process (or a file: the caller's next step says so)

@@ -59,6 +59,11 @@ def starting(host: str, port: int) -> Iterator[None]:
         raise LocalMemError(f"the server could not start on {host}:{port} (the reason is above)") from None
 
 
+# Any local user can connect to a loopback port: said wherever a server starts without a token.
+NO_TOKEN = ("without a token: every user of this machine can read and change this store through this port "
+            "(set LOCALMEM_API_TOKEN to keep them out; docs/security.md)")
+
+
 def register(command: AddCommand) -> None:
     """serve, mcp."""
     p = command("serve", cmd_serve, "serve the AutoMem-compatible HTTP API (needs the 'server' extra)",
@@ -88,7 +93,8 @@ def cmd_serve(args: argparse.Namespace, out: Output) -> int:
     token = resolve_token(None)
     # Refuse a non-loopback bind without any token (single or scoped), or a malformed
     # host or origin list, before opening anything.
-    check_bind(args.host, next(iter(resolve_tokens(token)), None))
+    any_token = next(iter(resolve_tokens(token)), None)
+    check_bind(args.host, any_token)
     request_policy(args.allowed_host, args.allowed_origin, bind_host=args.host)
     from ..http.server import serve
 
@@ -100,6 +106,8 @@ def cmd_serve(args: argparse.Namespace, out: Output) -> int:
         print(f"localmem serve: database {store.path} (embedder {embedder})\n"
               f"localmem serve: the HTTP API at {base}/ (GET /health, /recall, POST /memory, ...), "
               f"the memory browser at {base}/ui/", file=sys.stderr, flush=True)
+        if any_token is None:
+            print(f"localmem serve: {NO_TOKEN}", file=sys.stderr, flush=True)
         with starting(args.host, args.port):
             serve(store, host=args.host, port=args.port, token=token, log_level=args.log_level,
                   allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)

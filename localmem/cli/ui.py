@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
-from .servers import check_port, check_port_number, starting
+from .servers import NO_TOKEN, check_port, check_port_number, starting
 
 if TYPE_CHECKING:
     from ..ui.auth import Sessions
@@ -85,6 +85,8 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
             out.line(f"localmem memory browser: {url}")
             if app.state.auth_required:
                 out.line("(a one-time sign-in link; later visits to /ui/ ask for the API token)")
+            if not app.state.auth_required:
+                out.line(NO_TOKEN)
             out.line("press Ctrl+C to stop")
         sys.stdout.flush()
         opened = None

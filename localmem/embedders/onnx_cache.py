@@ -26,6 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..paths import make_folders
 from .base import EmbedderUnavailable
 from .model_files import installed, read_json
 from .st_pipeline import model_folder, read_pipeline
@@ -162,7 +163,7 @@ def weights_digest(path: Path, *, environ: Mapping[str, str] | None = None) -> s
     value = sha.hexdigest()
     known[identity] = value
     with contextlib.suppress(OSError):  # a cache: failing to remember only costs a re-hash
-        book.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(book.parent)
         temp = book.with_name(f".{book.name}.{os.getpid()}.tmp")
         temp.write_text(json.dumps(known, indent=0), encoding="utf-8")
         os.replace(temp, book)
@@ -228,7 +229,7 @@ def file_lock(path: Path, *, wait: bool) -> Iterator[bool]:
     except ImportError:  # pragma: no cover - not POSIX
         yield True
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

@@ -26,6 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..paths import make_folders
 from .base import EmbedderUnavailable, OnnxExportError
 from .model_files import DEFAULT_MODEL, installed
 from .onnx_cache import (
@@ -282,7 +283,7 @@ def export_model(
             f"exporting to ONNX needs {', '.join(missing)} "
             "(pip install 'localmem[embeddings,onnx]')"
         )
-    root.mkdir(parents=True, exist_ok=True)
+    make_folders(root)
     lock_path = root / f"{target.name}.lock"
     acquired = _process_lock.acquire(blocking=wait)
     if not acquired:
@@ -386,7 +387,7 @@ def auto_export(model: str, st_model: Any) -> dict[str, Any] | None:
     except Exception as ex:
         log.warning("ONNX export of %r failed, sentence-transformers stays in use: %s", model, ex)
         with contextlib.suppress(OSError):
-            root.mkdir(parents=True, exist_ok=True)
+            make_folders(root)
             (root / f"{target.name}.failed").write_text(
                 json.dumps({"model": model, "key": key, "error": f"{type(ex).__name__}: {ex}"}) + "\n",
                 encoding="utf-8",

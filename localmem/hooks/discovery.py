@@ -26,7 +26,7 @@ import os
 import re
 import stat
 
-from ..paths import private_folder_problem
+from ..paths import make_folders, private_folder_problem
 
 __all__ = ["MAX_NOTE_BYTES", "Note", "NoteRefused", "StaleNote", "listener_owner", "loopback_literal", "note_path", "read_note",
            "remove_note", "runtime_dir", "store_key", "supported", "write_note"]
@@ -130,6 +130,7 @@ def write_note(store_path: str, *, host: str, port: int, secret: str) -> str:
         raise NoteRefused(f"a note names only a loopback address, not {host!r}")
     path = note_path(store_path)
     folder = os.path.dirname(path)
+    make_folders(os.path.dirname(folder))  # ~/.cache, say: not group-writable under umask 002
     os.makedirs(folder, mode=0o700, exist_ok=True)
     _check_folder(folder, fix=True)
     body = json.dumps({"version": NOTE_VERSION, "pid": os.getpid(), "host": host, "port": int(port),

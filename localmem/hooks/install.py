@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
+from ..paths import make_folders
 from .discovery import replace_file
 
 __all__ = ["CLAUDE_CODE_EVENTS", "Change", "fast_hook_program", "hook_command", "install", "is_fast_program",
@@ -233,7 +234,7 @@ def write(change: Change) -> Path | None:
     """Write the change (through a symlink to its target), keeping a dated copy of the old file;
     returns the copy's path (None when there was no file before)."""
     target = Path(os.path.realpath(change.path))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(target.parent)  # 0755 less the umask: never group-writable, even under umask 002
     backup = None
     mode = 0o644
     if target.exists():

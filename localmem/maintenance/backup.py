@@ -55,6 +55,7 @@ from ..storage.files import (
     fsync_path,
     place,
     refuse_database_file,
+    refuse_foreign_files,
     refuse_special_output,
     remove_database_files,
 )
@@ -148,6 +149,7 @@ def _write_copy(src: apsw.Connection, dest_path: Path, *, overwrite: bool) -> di
     remove_database_files(temp)
     try:
         create_private_file(temp)  # 0600, and 0700 for any directory it creates
+        refuse_foreign_files(temp)  # made by another user since the unlink: refused, never written
         copy = apsw.Connection(str(temp))
         try:
             set_lock_wait(copy, BUSY_TIMEOUT_MS)

@@ -57,7 +57,8 @@ import sqlite_vec
 
 from ..errors import ConfigError, StorageError
 from .hybrid_clock import register_wall_clock
-from .files import companion_of, create_private_file, read_only_media, refuse_special_database, writable
+from .files import (companion_of, create_private_file, read_only_media, refuse_foreign_files,
+                    refuse_special_database, writable)
 
 MEMORY_PATH = ":memory:"
 BUSY_TIMEOUT_MS = 10_000
@@ -206,8 +207,8 @@ def connect(path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> aps
     """Open (creating if needed) a database with WAL, busy timeout, FKs and sqlite-vec.
 
     ``synchronous`` is NORMAL (the default) or FULL. A file that is another
-    database's -wal/-shm/-journal, or a SQLite file of another application,
-    is refused before anything is written to it.
+    database's -wal/-shm/-journal, a SQLite file of another application, or a
+    file (or companion) of another user is refused before anything is written to it.
     """
     target = str(path)
     mode = _synchronous(synchronous)
@@ -222,6 +223,7 @@ def connect(path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> aps
             create_private_file(file_path)
         except OSError as exc:
             raise ConfigError(f"Cannot create database file {file_path}: {exc}{_open_hint(file_path)}") from exc
+        refuse_foreign_files(file_path)  # after the create: a file planted before it is not ours
         target = str(file_path)
     try:
         conn = apsw.Connection(target)

@@ -133,6 +133,23 @@ def create_private_directories(directory: Path) -> None:
         os.chmod(folder, DIRECTORY_MODE)
 
 
+def refuse_foreign_files(path: Path) -> None:
+    """Raise ``ConfigError`` when the database file or one of its companions exists and belongs to
+    another user: what is written to it (the -wal and -journal hold pages of memory text before the
+    file does) would be that user's to read. Files that do not exist yet are made by this user."""
+    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in COMPANION_SUFFIXES)):
+        try:
+            owners = {os.lstat(candidate).st_uid, os.stat(candidate).st_uid}  # a symlink and what it names
+        except OSError:
+            continue  # missing (or dangling: SQLite creates the file as this user)
+        foreign = sorted(owners - {os.geteuid()})
+        if foreign:
+            owner = foreign[0]
+            raise ConfigError(f"{candidate} belongs to uid {owner}, not to this user (uid {os.geteuid()}): "
+                              f"that user could read what is written to it; not opened (move the store "
+                              f"to a folder of your own, or have its owner remove the file)")
+
+
 def create_private_file(path: Path) -> None:
     """Create the database file (and any missing directories) readable by the owner only.
 
