@@ -111,6 +111,21 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
     ("connection-string-secret", r"(?i)(?:^|[;\s\"'])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret)"
                                  r"=(?!=)(?P<secret>[^;\s\"']{1,512})"),
+    # A password given as a command's argument (issue 40), where the tool's manual puts it: mysql's glued
+    # "-p<password>" (a space after "-p" makes it prompt), "--password=…"/"--password …", "sshpass -p …",
+    # "curl -u user:…", "htpasswd -b [file] user …". Up to 12 arguments may come between the command and the flag.
+    ("command-line-password", r"\b(?:mysql|mariadb)[a-z\-]{0,12}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"(?<![0-9A-Za-z_\-])--(?:password|passwd|pass)(?:=|[ \t]+)[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bsshpass(?:[ \t]+-[A-Za-oq-z][^\s]{0,256}){0,4}?[ \t]+-p[ \t]*[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bcurl(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))[\"']?"
+                              r"[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})"),
+    # htpasswd: with "-n" (print, no file) the user and password follow the flags, else a file comes first.
+    ("command-line-password", r"\bhtpasswd[ \t]+-(?:[A-Za-mo-z]{0,6}b[A-Za-mo-z]{0,6}[ \t]+[^\s]{1,256}"
+                              r"|[A-Za-z]{0,6}(?:n[A-Za-z]{0,6}b|b[A-Za-z]{0,6}n)[A-Za-z]{0,6})"
+                              r"[ \t]+[^\s]{1,256}[ \t]+[\"']?(?P<secret>[^\s\"']{1,256})"),
     ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
     # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
@@ -186,6 +201,14 @@ def _assigned_value(match: re.Match[str]) -> bool:
     return len(value) >= 6
 
 
+def _argument_value(match: re.Match[str]) -> bool:
+    """A command's password argument is one unless it is a placeholder, a variable or code, or looks like the
+    next flag (``--password -u root`` prompts for it)."""
+    value = _value(match)
+    return not (value.startswith("-") or _PLACEHOLDER_VALUES.match(value) or _NOT_A_VALUE.match(value)
+                or len(value) < 4)
+
+
 def _high_entropy(match: re.Match[str]) -> bool:
     stripped = _value(match).strip(".=-_/")
     return (len(stripped) >= 12 and not _NOT_A_VALUE.match(stripped) and _entropy(stripped) >= MIN_ENTROPY
@@ -241,7 +264,8 @@ def _compile() -> tuple[_Rule, ...]:
     rules = [_rule(kind, re.compile(pattern, re.DOTALL if kind == "private-key" else 0), _always)
              for kind, pattern in _PROVIDER_RULES]
     accept = {"secret-assignment": _assigned_value, "secret-like-value": _high_entropy,
-              "authorization-header": _high_entropy, "connection-string-secret": _assigned_value}
+              "authorization-header": _high_entropy, "connection-string-secret": _assigned_value,
+              "command-line-password": _argument_value}
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
               for kind, pattern in _GENERIC_RULES]
     return tuple(rules)
