@@ -96,14 +96,15 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
 )
 
 # Words that make the value next to them a secret. Kept to credential words: "key" alone
-# ("the key to success") and "auth" alone are too common in ordinary text.
-_SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd|passphrase|token|api[_\- ]?key|apikey|access[_\- ]?key"
+# ("the key to success") and "auth" alone are too common in ordinary text; "pw" and "pwd" are
+# ("wifi pw: …", issue 40), "pass" is not ("pass: 3 of 4").
+_SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd?|passphrase|token|api[_\- ]?key|apikey|access[_\- ]?key"
                 r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?key"
                 r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
 _VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
 # What a _SECRET_WORD match holds, spelt out: "client secret" holds "secret", "credentials" "credential", and each
 # "<word>[_\- ]?key" is one of its four spellings (the words alone, "api", "access", "account", are common).
-_SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pwd", "passphrase", "token", "credential", "dsn") + tuple(
+_SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pw", "passphrase", "token", "credential", "dsn") + tuple(
     f"{word}{separator}key" for word in ("api", "access", "private", "signing", "encryption", "master", "auth",
                                          "account", "sas") for separator in ("_", "-", " ", ""))
 
