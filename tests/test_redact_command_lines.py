@@ -72,3 +72,13 @@ def test_hostile_command_lines_finish_and_are_kept(text):
     """1 MB of a command rule's pieces repeated: each start looks at most 12 arguments ahead, so the work is
     linear (a quadratic rule would take minutes here)."""
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    "gcloud sql users create alice --instance=main [--password=PASSWORD] [--host=HOST]",
+    "smbclient --pass=FILE //server/share", "gpg --passwd user-id",
+])
+def test_a_manual_s_stand_in_for_the_password_is_kept(text):
+    """Usage lines of the manual pages (benchmarks/safety/redaction_heldout.py): a stand-in in capitals, in
+    brackets, or a flag that is not a password's (gpg's --passwd takes a user id)."""
+    assert redact(text).findings == {}

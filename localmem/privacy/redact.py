@@ -117,7 +117,7 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # "curl -u user:…", "htpasswd -b [file] user …". Up to 12 arguments may come between the command and the flag.
     ("command-line-password", r"\b(?:mysql|mariadb)[a-z\-]{0,12}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[\"']?"
                               r"(?P<secret>[^\s\"']{1,256})"),
-    ("command-line-password", r"(?<![0-9A-Za-z_\-])--(?:password|passwd|pass)(?:=|[ \t]+)[\"']?"
+    ("command-line-password", r"(?<![0-9A-Za-z_\-])--pass(?:word)?(?:=|[ \t]+)[\"']?"
                               r"(?P<secret>[^\s\"']{1,256})"),
     ("command-line-password", r"\bsshpass(?:[ \t]+-[A-Za-oq-z][^\s]{0,256}){0,4}?[ \t]+-p[ \t]*[\"']?"
                               r"(?P<secret>[^\s\"']{1,256})"),
@@ -202,12 +202,17 @@ def _assigned_value(match: re.Match[str]) -> bool:
     return len(value) >= 6
 
 
+_METAVARIABLE = re.compile(r"[A-Z][A-Z_\-]*")  # a manual's stand-in: --password=PASSWORD, --pass=FILE
+
+
 def _argument_value(match: re.Match[str]) -> bool:
-    """A command's password argument is one unless it is a placeholder, a variable or code, or looks like the
-    next flag (``--password -u root`` prompts for it)."""
+    """A command's password argument is one unless it is a placeholder, a manual's stand-in, a variable or
+    code, or looks like the next flag (``--password -u root`` prompts for it); closing brackets and
+    punctuation after it (``[--password=PASSWORD]``) are not looked at."""
     value = _value(match)
-    return not (value.startswith("-") or _PLACEHOLDER_VALUES.match(value) or _NOT_A_VALUE.match(value)
-                or len(value) < 4)
+    bare = value.rstrip("])}>,;.")
+    return not (value.startswith("-") or _PLACEHOLDER_VALUES.match(value) or _PLACEHOLDER_VALUES.match(bare)
+                or _NOT_A_VALUE.match(bare) or _METAVARIABLE.fullmatch(bare) or len(bare) < 4)
 
 
 def _high_entropy(match: re.Match[str]) -> bool:
