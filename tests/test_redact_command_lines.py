@@ -32,7 +32,8 @@ def test_a_look_alike_without_a_password_is_kept_as_written(text):
 
 @pytest.mark.parametrize("text, kept", [
     ("mysql -uroot -pS3cret!x9 shop", "mysql -uroot -p[redacted: command-line-password] shop"),
-    ("mysql -u root --password='Tr0ub4dor&3' shop", "mysql -u root --password='[redacted: command-line-password]' shop"),
+    ("mysql -u root --password='Tr0ub4dor&3' shop",
+     "mysql -u root --password='[redacted: command-line-password]' shop"),
     ("sshpass -p 'hunter2hunter2' ssh deploy@host", "sshpass -p '[redacted: command-line-password]' ssh deploy@host"),
     ("curl -u alice:Zx9pQ2mW7k https://x.example", "curl -u alice:[redacted: command-line-password] https://x.example"),
     ("htpasswd -b .htpasswd alice Pa55word9", "htpasswd -b .htpasswd alice [redacted: command-line-password]"),

@@ -9,8 +9,9 @@ the text per rule. ``<private>…</private>`` regions go first: an unclosed one
 drops the rest of the text. The rules follow the providers' documented token
 formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
 rules for what has no fixed shape: private key blocks, passwords in URLs,
-connection strings, ``KEY=value`` with a secret-like name, JWTs, bearer
-headers, and high-entropy values next to a key-like word.
+connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
+``KEY=value`` with a secret-like name, JWTs, bearer headers, and high-entropy values
+next to a key-like word.
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
