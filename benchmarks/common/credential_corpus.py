@@ -152,3 +152,76 @@ def corpus(per_format: int = 20, seed: int = 43) -> Iterator[tuple[str, str, str
             made = make(rng)
             value, secret = made if isinstance(made, tuple) else (made, made)
             yield kind, secret, CONTEXTS[index % len(CONTEXTS)](name, value)
+
+
+# Shapes a password takes on a command line or in a short note (issue 40), each written by hand from the tools'
+# manuals (mysql(1) ``-p<password>``/``--password=``, sshpass(1) ``-p``, curl(1) ``-u user:password``,
+# htpasswd(1) ``-b``): (kind, text with ``{user}`` and ``{pw}``). The password is the secret.
+COMMAND_LINES: tuple[tuple[str, str], ...] = (
+    ("mysql-p-glued", "mysql -u{user} -p{pw} -h db.internal shop"),
+    ("mysql-p-glued", "mysqldump --single-transaction -u {user} -p'{pw}' shop > shop.sql"),
+    ("mysql-password-flag", "mysql --user={user} --password={pw} shop"),
+    ("mysql-password-flag", "mysqladmin -u {user} --password {pw} status"),
+    ("sshpass-p", "sshpass -p '{pw}' ssh {user}@10.0.0.5"),
+    ("sshpass-p", "sshpass -p {pw} scp backup.tar {user}@backup.internal:/srv"),
+    ("curl-u", "curl -u {user}:{pw} https://api.example.com/v1/items"),
+    ("curl-u", "curl -s -X POST --user '{user}:{pw}' https://ci.example.org/job/build"),
+    ("htpasswd-b", "htpasswd -b /etc/nginx/.htpasswd {user} {pw}"),
+    ("htpasswd-b", "htpasswd -nbB {user} {pw}"),
+    ("pw-spelling", "the wifi pw: {pw}"),
+    ("pw-spelling", "router_pw={pw}"),
+    ("pw-spelling", "pwd: {pw}"),
+    ("pw-spelling", "passwd={pw}"),
+    ("url-in-command", 'psql "postgresql://{user}:{pw}@db.internal:5432/app"'),
+    ("url-in-command", "git clone https://{user}:{pw}@github.com/acme/app.git"),
+    ("env-before-command", "PGPASSWORD={pw} psql -h db.internal -U {user} app"),
+)
+
+# Texts shaped like COMMAND_LINES that hold no credential (ports, paths, prompts, variables, prose): a rule for the
+# shapes above must leave every one as it is.
+LOOKALIKES: tuple[str, ...] = (
+    "ssh -p 2222 deploy@10.0.0.5",
+    "scp -P 2222 -p notes.txt deploy@host:/tmp",
+    "mkdir -p build/output/logs",
+    "pip install -p no-cache requests",
+    "python -m pytest -p no:cacheprovider tests/",
+    "docker run -p 8080:80 nginx",
+    "git log -p -2 --stat",
+    "ps -p 1234 -o comm=",
+    "nc -l -p 9000",
+    "mysql -u root -p shop",
+    "mysql -u root -p -h db.internal shop",
+    "mysql --user=root --password -h db.internal shop",
+    "mysql -u root -p$MYSQL_PWD shop",
+    "mysqldump -u root -p\"${DB_PASSWORD}\" shop > shop.sql",
+    "mysql --defaults-extra-file=~/.my.cnf --port=3306 shop",
+    "sshpass -f ~/.ssh/pass.txt ssh deploy@host",
+    "sshpass -e ssh deploy@host",
+    "sshpass -p \"$SSHPASS\" ssh deploy@host",
+    "curl -u $API_USER:$API_PASS https://api.example.com/v1",
+    "curl -u \"${CI_USER}:${CI_TOKEN}\" https://ci.example.org/job",
+    "curl -u alice https://api.example.com/v1",
+    "curl --upload-file report.csv https://files.example.com/upload",
+    "htpasswd -c /etc/nginx/.htpasswd alice",
+    "htpasswd -b /etc/nginx/.htpasswd alice \"$PASSWORD\"",
+    "Type your password in the password field and press enter.",
+    "The pw field is required and the form keeps clearing it.",
+    "Run pwd to see which folder you are in, then cd ..",
+    "echo $PWD",
+    "pwd=/home/alice/projects",
+    "I forgot my password again, can you remind me how to reset it?",
+    "the passwd file lists users: cat /etc/passwd",
+    "She won 3 pw races in a row",
+)
+
+_USERS = ("root", "admin", "deploy", "alice", "svc_backup", "ci-bot")
+
+
+def command_corpus(per_shape: int = 4, seed: int = 44) -> Iterator[tuple[str, str, str]]:
+    """(kind, password, text holding it): ``per_shape`` samples of each of COMMAND_LINES, passwords drawn from
+    letters, digits and the punctuation a shell passes unquoted or in quotes."""
+    rng = random.Random(seed)
+    for kind, template in COMMAND_LINES:
+        for _ in range(per_shape):
+            password = _pick(rng, ALNUM, 1) + _pick(rng, ALNUM + "!#%*+-_", rng.randrange(8, 17))
+            yield kind, password, template.format(user=rng.choice(_USERS), pw=password)

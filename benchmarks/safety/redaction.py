@@ -4,7 +4,9 @@
   no credentials) is redacted; a turn with any finding is a false positive. Each is printed so
   it can be read.
 - Recall: the synthetic corpus of benchmarks/common/credential_corpus.py (formats from the providers'
-  documentation); a credential is caught when no 12-character piece of it survives.
+  documentation); a credential is caught when no 12-character piece of it survives. Apart: passwords on
+  command lines and in short notes (its COMMAND_LINES, caught when no 8-character piece survives), and its
+  LOOKALIKES (innocent texts of the same shapes: each one touched is a false positive, printed).
 - Cost: seconds per turn of ``redact`` over the dev-set turns (a captured turn's work), on a
   loaded shared machine: compare the ratio to detect-secrets' scan of the same lines, run in
   the same process, when detect-secrets is installed (``--detect-secrets``).
@@ -24,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common.credential_corpus import FORMATS, corpus  # noqa: E402
+from benchmarks.common.credential_corpus import FORMATS, LOOKALIKES, command_corpus, corpus  # noqa: E402
 
 from localmem.privacy import redact  # noqa: E402
 
@@ -53,8 +55,8 @@ def lme_turns(path: Path) -> list[str]:
     return turns
 
 
-def caught(secret: str, out: str) -> bool:
-    return not any(secret[i:i + 12] in out for i in range(max(1, len(secret) - 11)))
+def caught(secret: str, out: str, piece: int = 12) -> bool:
+    return not any(secret[i:i + piece] in out for i in range(max(1, len(secret) - piece + 1)))
 
 
 def false_positives(name: str, turns: list[str]) -> dict:
@@ -81,6 +83,26 @@ def recall() -> dict:
             missed[kind] += 1
     return {"samples": total, "formats": len(FORMATS), "caught": total - sum(missed.values()),
             "recall": 1 - sum(missed.values()) / total, "missed": dict(missed)}
+
+
+def command_lines() -> dict:
+    """Passwords on command lines and in short notes (COMMAND_LINES), and their innocent look-alikes (LOOKALIKES):
+    which shapes are caught, and which look-alikes are touched (each printed)."""
+    missed: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    for kind, secret, text in command_corpus():
+        total[kind] += 1
+        if not caught(secret, redact(text).text, piece=8):
+            missed[kind] += 1
+    touched = []
+    for text in LOOKALIKES:
+        result = redact(text)
+        if result.findings:
+            touched.append(text)
+            print(f"  LOOKALIKE TOUCHED {result.findings}: {text!r} -> {result.text!r}")
+    return {"samples": sum(total.values()), "caught": sum(total.values()) - sum(missed.values()),
+            "caught_by_kind": {kind: total[kind] - missed[kind] for kind in total}, "total_by_kind": dict(total),
+            "lookalikes": len(LOOKALIKES), "lookalikes_touched": len(touched)}
 
 
 def detect_secrets_compare(turns: list[str]) -> dict:
@@ -141,6 +163,7 @@ def main() -> None:
     sets = {"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
     report = {name: false_positives(name, turns) for name, turns in sets.items()}
     report["corpus"] = recall()
+    report["command lines"] = command_lines()
     if args.detect_secrets:
         for name, turns in sets.items():
             report[f"detect-secrets {name}"] = detect_secrets_compare(turns[:args.limit] if args.limit else turns)

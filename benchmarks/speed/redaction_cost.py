@@ -8,7 +8,9 @@
   and prose mixed with a dump), each as it is and with a credential from
   benchmarks/common/credential_corpus.py set into every text at a seeded place; and the short
   strings capture redacts beside each message (its tags and metadata values, ``capture-values``).
-  Each set's mean length turns the figures into microseconds per call.
+  Each set's mean length turns the figures into microseconds per call. ``--against TREE``: TREE's
+  redact.py (before) against this tree's (after) instead, on the same sets (``answers_differ``: texts
+  the two answer differently).
 - ``--adversarial``: each rule's pattern alone on strings built to stress its quantifiers (its own
   sample match repeated, cut short, its prefix before a long run of one of its characters, …; see
   ``adversarial``), at each of ``--sizes`` characters: all its strings' seconds per size, how that
@@ -23,7 +25,7 @@
 
 Timings are from a loaded shared machine: read the paired ratios, not the absolute times.
 
-    python benchmarks/speed/redaction_cost.py [--rounds 9] [--lme-turns 4000]
+    python benchmarks/speed/redaction_cost.py [--rounds 9] [--lme-turns 4000] [--against /work/main]
     python benchmarks/speed/redaction_cost.py --adversarial [--sizes 131072,1048576] [--tree /work/main]
     python benchmarks/speed/redaction_cost.py --capture /work/main . [--rounds 9]
     python benchmarks/speed/redaction_cost.py --hook-notes 150
@@ -93,15 +95,32 @@ def per_thousand(redactor: Callable[[str], object], texts: list[str], chars: int
     return (time.perf_counter() - started) / chars * 1e9
 
 
-def cost(rounds: int, lme_count: int) -> dict:
-    from localmem.privacy.redact import RULES, redact_with_rules, without_prefilter
+def redact_of_tree(tree: Path) -> Callable[[str], object]:
+    """``redact`` of ``tree``'s localmem/privacy/redact.py, loaded beside this tree's (the modules it imports,
+    ``errors`` and ``regex_literals``, are this tree's: compare trees that differ in redact.py only)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("localmem.privacy._redact_of_tree",
+                                                  tree / "localmem" / "privacy" / "redact.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module.redact
+
+
+def cost(rounds: int, lme_count: int, against: Path | None = None) -> dict:
+    from localmem.privacy.redact import RULES, redact, redact_with_rules, without_prefilter
 
     every = without_prefilter(RULES)
-    settings = {"before (every rule)": lambda t: redact_with_rules(t, every),
-                "after (prefilter)": lambda t: redact_with_rules(t, RULES)}
+    if against is None:
+        settings = {"before (every rule)": lambda t: redact_with_rules(t, every),
+                    "after (prefilter)": lambda t: redact_with_rules(t, RULES)}
+    else:
+        settings = {f"before ({against})": redact_of_tree(against), "after (this tree)": redact}
+    first, second = settings.values()
     report = {}
     for name, texts in text_sets(lme_count).items():
-        differ = sum(1 for t in texts if redact_with_rules(t, every) != redact_with_rules(t, RULES))
+        differ = sum(1 for t in texts if (first(t).text, first(t).findings) != (second(t).text, second(t).findings))
         chars = sum(map(len, texts))
         times: dict[str, list[float]] = {key: [] for key in settings}
         for round_ in range(rounds):
@@ -110,7 +129,7 @@ def cost(rounds: int, lme_count: int) -> dict:
                 times[key].append(per_thousand(settings[key], texts, chars))
         before, after = (statistics.median(times[k]) for k in settings)
         report[name] = {"texts": len(texts), "mean_chars": round(chars / len(texts)), "answers_differ": differ,
-                        "with_findings": sum(1 for t in texts if redact_with_rules(t, RULES).findings),
+                        "with_findings": sum(1 for t in texts if redact(t).findings),
                         "us_per_1000_chars_before": round(before, 1), "us_per_1000_chars_after": round(after, 1),
                         "before_over_after": round(before / after, 2)}
         print(name, report[name], flush=True)
@@ -314,6 +333,8 @@ def main() -> None:
     parser.add_argument("--capture", nargs=2, metavar=("BEFORE", "AFTER"), type=Path,
                         help="the Stop hook capturing a long transcript in two trees, taking turns")
     parser.add_argument("--messages", type=int, default=600, help="messages of the captured transcript (default 600)")
+    parser.add_argument("--against", type=Path, metavar="TREE",
+                        help="cost per call of TREE's redact.py (before) against this tree's (after), taking turns")
     parser.add_argument("--hook-notes", type=int, metavar="PROMPTS",
                         help="the text the prompt hook redacts on daemon_answer_paired.py's first PROMPTS prompts")
     args = parser.parse_args()
@@ -332,7 +353,7 @@ def main() -> None:
     elif args.capture:
         report = capture_paired(args.capture[0].resolve(), args.capture[1].resolve(), args.rounds, args.messages)
     else:
-        report = cost(args.rounds, args.lme_turns)
+        report = cost(args.rounds, args.lme_turns, args.against.resolve() if args.against else None)
     print(json.dumps(report, indent=2))
 
 

@@ -9,8 +9,9 @@ the text per rule. ``<private>…</private>`` regions go first: an unclosed one
 drops the rest of the text. The rules follow the providers' documented token
 formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
 rules for what has no fixed shape: private key blocks, passwords in URLs,
-connection strings, ``KEY=value`` with a secret-like name, JWTs, bearer
-headers, and high-entropy values next to a key-like word.
+connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
+``KEY=value`` with a secret-like name, JWTs, bearer headers, and high-entropy values
+next to a key-like word.
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
@@ -96,14 +97,15 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
 )
 
 # Words that make the value next to them a secret. Kept to credential words: "key" alone
-# ("the key to success") and "auth" alone are too common in ordinary text.
-_SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd|passphrase|token|api[_\- ]?key|apikey|access[_\- ]?key"
+# ("the key to success") and "auth" alone are too common in ordinary text; "pw" and "pwd" are
+# ("wifi pw: …", issue 40), "pass" is not ("pass: 3 of 4").
+_SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd?|passphrase|token|api[_\- ]?key|apikey|access[_\- ]?key"
                 r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?key"
                 r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
 _VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
 # What a _SECRET_WORD match holds, spelt out: "client secret" holds "secret", "credentials" "credential", and each
 # "<word>[_\- ]?key" is one of its four spellings (the words alone, "api", "access", "account", are common).
-_SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pwd", "passphrase", "token", "credential", "dsn") + tuple(
+_SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pw", "passphrase", "token", "credential", "dsn") + tuple(
     f"{word}{separator}key" for word in ("api", "access", "private", "signing", "encryption", "master", "auth",
                                          "account", "sas") for separator in ("_", "-", " ", ""))
 
@@ -111,6 +113,21 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
     ("connection-string-secret", r"(?i)(?:^|[;\s\"'])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret)"
                                  r"=(?!=)(?P<secret>[^;\s\"']{1,512})"),
+    # A password given as a command's argument (issue 40), where the tool's manual puts it: mysql's glued
+    # "-p<password>" (a space after "-p" makes it prompt), "--password=…"/"--password …", "sshpass -p …",
+    # "curl -u user:…", "htpasswd -b [file] user …". Up to 12 arguments may come between the command and the flag.
+    ("command-line-password", r"\b(?:mysql|mariadb)[a-z\-]{0,12}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"(?<![0-9A-Za-z_\-])--pass(?:word)?(?:=|[ \t]+)[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bsshpass(?:[ \t]+-[A-Za-oq-z][^\s]{0,256}){0,4}?[ \t]+-p[ \t]*[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bcurl(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))[\"']?"
+                              r"[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})"),
+    # htpasswd: with "-n" (print, no file) the user and password follow the flags, else a file comes first.
+    ("command-line-password", r"\bhtpasswd[ \t]+-(?:[A-Za-mo-z]{0,6}b[A-Za-mo-z]{0,6}[ \t]+[^\s]{1,256}"
+                              r"|[A-Za-z]{0,6}(?:n[A-Za-z]{0,6}b|b[A-Za-z]{0,6}n)[A-Za-z]{0,6})"
+                              r"[ \t]+[^\s]{1,256}[ \t]+[\"']?(?P<secret>[^\s\"']{1,256})"),
     ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
     # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
@@ -186,6 +203,19 @@ def _assigned_value(match: re.Match[str]) -> bool:
     return len(value) >= 6
 
 
+_METAVARIABLE = re.compile(r"[A-Z][A-Z_\-]*")  # a manual's stand-in: --password=PASSWORD, --pass=FILE
+
+
+def _argument_value(match: re.Match[str]) -> bool:
+    """A command's password argument is one unless it is a placeholder, a manual's stand-in, a variable or
+    code, or looks like the next flag (``--password -u root`` prompts for it); closing brackets and
+    punctuation after it (``[--password=PASSWORD]``) are not looked at."""
+    value = _value(match)
+    bare = value.rstrip("])}>,;.")
+    return not (value.startswith("-") or _PLACEHOLDER_VALUES.match(value) or _PLACEHOLDER_VALUES.match(bare)
+                or _NOT_A_VALUE.match(bare) or _METAVARIABLE.fullmatch(bare) or len(bare) < 4)
+
+
 def _high_entropy(match: re.Match[str]) -> bool:
     stripped = _value(match).strip(".=-_/")
     return (len(stripped) >= 12 and not _NOT_A_VALUE.match(stripped) and _entropy(stripped) >= MIN_ENTROPY
@@ -241,7 +271,8 @@ def _compile() -> tuple[_Rule, ...]:
     rules = [_rule(kind, re.compile(pattern, re.DOTALL if kind == "private-key" else 0), _always)
              for kind, pattern in _PROVIDER_RULES]
     accept = {"secret-assignment": _assigned_value, "secret-like-value": _high_entropy,
-              "authorization-header": _high_entropy, "connection-string-secret": _assigned_value}
+              "authorization-header": _high_entropy, "connection-string-secret": _assigned_value,
+              "command-line-password": _argument_value}
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
               for kind, pattern in _GENERIC_RULES]
     return tuple(rules)
