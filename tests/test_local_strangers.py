@@ -65,17 +65,6 @@ def test_a_server_without_a_token_says_that_every_local_user_can_use_it(tmp_path
     assert "every user of this machine" not in (process.stderr.read().decode() if process.stderr else "")
 
 
-def test_the_browser_without_a_token_says_that_every_local_user_can_use_it(tmp_path: Path) -> None:
-    port = free_port()
-    process = start(tmp_path / "m.db", "ui", "--port", str(port), "--log-level", "warning")
-    try:
-        wait_until_healthy(process, f"http://127.0.0.1:{port}")
-    finally:
-        stop(process)
-    stdout = process.stdout.read().decode() if process.stdout else ""
-    assert "without a token: every user of this machine can read and change this store" in stdout, stdout
-
-
 STRANGER_CLIENT = textwrap.dedent("""
     import os, socket, sys
     os.setgid({uid}); os.setuid({uid})

@@ -285,22 +285,26 @@ def test_localmem_ui_prints_the_url_and_serves_the_page(tmp_path):
 FAKE_BROWSER = """#!{python}
 import json, sys
 with open({record!r}, "a") as handle:
-    handle.write(json.dumps({{"argv": sys.argv, "cmdline": open("/proc/self/cmdline", "rb").read().decode()}}) + "\\n")
+    handle.write(json.dumps({{"argv": sys.argv, "cmdline": open("/proc/self/cmdline", "rb").read().decode(),
+                             "environ": open("/proc/self/environ", "rb").read().decode()}}) + "\\n")
 """
 
 
-def test_localmem_ui_open_keeps_the_sign_in_code_off_the_browsers_command_line(tmp_path):
+@pytest.mark.parametrize("token", [ADMIN, None], ids=["token", "per-run-secret"])
+def test_localmem_ui_open_keeps_the_sign_in_code_off_the_browsers_command_line(tmp_path, token):
     """Issue 33 item 5: ``--open`` passed the one-time code on the browser's command line,
-    which another local user read from /proc and redeemed first."""
+    which another local user read from /proc and redeemed first. Without a token the browser
+    signs in the same way (``localmem ui`` makes a secret of its own, in no child's environment)."""
     import stat
 
     record = tmp_path / "browser.jsonl"
     browser = tmp_path / "fake-browser"
     browser.write_text(FAKE_BROWSER.format(python=sys.executable, record=str(record)))
     browser.chmod(0o700)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
-           "LOCALMEM_API_TOKEN": ADMIN, "BROWSER": str(browser)}
-    env.pop("LOCALMEM_API_TOKENS", None)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LOCALMEM_API_TOKEN", "AUTOMEM_API_TOKEN", "LOCALMEM_API_TOKENS")}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parent.parent), BROWSER=str(browser),
+               **({"LOCALMEM_API_TOKEN": token} if token else {}))
     command = [sys.executable, "-m", "localmem", "--db", str(tmp_path / "ui.db"), "--embedder", "hash"]
     subprocess.run([*command, "store", "A memory to see in the browser"], env=env, check=True, capture_output=True)
     process = subprocess.Popen([*command, "ui", "--open"], env=env, stdout=subprocess.PIPE,
@@ -314,6 +318,9 @@ def test_localmem_ui_open_keeps_the_sign_in_code_off_the_browsers_command_line(t
         started = json.loads(record.read_text().splitlines()[0])
         everything = " ".join(started["argv"]) + started["cmdline"]
         assert "code=" not in everything and printed.split("code=")[1] not in everything, started
+        given = dict(entry.split("=", 1) for entry in started["environ"].split("\0") if "=" in entry)
+        added = {k: v for k, v in given.items() if env.get(k) != v}
+        assert set(added) <= {"LC_CTYPE"}, added  # Python's locale coercion at most: no secret handed on
         page = Path(started["argv"][-1].removeprefix("file://"))
         assert started["argv"][-1].startswith("file:///") and page.is_file(), started
         assert stat.S_IMODE(page.stat().st_mode) == 0o600 and stat.S_IMODE(page.parent.stat().st_mode) == 0o700

@@ -27,7 +27,7 @@ webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
 
 from localmem import MemoryStore  # noqa: E402
-from localmem.http.app import create_app  # noqa: E402
+from localmem.cli.ui import browser_app  # noqa: E402
 from tests.serving import in_thread  # noqa: E402
 from tests.test_ui_browser import CHROMEDRIVER, CHROMIUM, go, wait  # noqa: E402
 
@@ -75,7 +75,11 @@ def browser(seeded) -> Iterator[Any]:
     from localmem.http.server import uvicorn_config
 
     store, _ = seeded
-    app = create_app(store, tokens={})
+    with pytest.MonkeyPatch.context() as patch:  # localmem ui's own app, without a token: a secret of its own
+        for name in ("LOCALMEM_API_TOKEN", "AUTOMEM_API_TOKEN", "LOCALMEM_API_TOKENS"):
+            patch.delenv(name, raising=False)
+        app, per_run = browser_app(store, hook_secret="0" * 64)
+    assert per_run
     profile = tempfile.mkdtemp(prefix="localmem-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -88,7 +92,9 @@ def browser(seeded) -> Iterator[Any]:
         driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
         driver.set_page_load_timeout(20)
         try:
-            driver.get(f"{url}/ui/")
+            driver.get(f"{url}/ui/")  # not signed in: sent to the sign-in page
+            wait(driver, lambda d: d.current_url.endswith("/ui/login"))
+            driver.get(f"{url}/ui/login?code={app.state.ui_sessions.login_code()}")  # the printed link
             wait(driver, lambda d: d.execute_script("return document.body.dataset.ready !== undefined"))
             yield driver
         finally:

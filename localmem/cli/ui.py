@@ -6,6 +6,7 @@ import argparse
 import functools
 import html
 import os
+import secrets
 import shutil
 import socket
 import sys
@@ -17,9 +18,12 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
-from .servers import NO_TOKEN, check_port, check_port_number, starting
+from .servers import check_port, check_port_number, starting
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from ..store import MemoryStore
     from ..ui.auth import Sessions
 
 HOST = "127.0.0.1"  # the browser is for the person at this machine: loopback only
@@ -28,7 +32,10 @@ HOST = "127.0.0.1"  # the browser is for the person at this machine: loopback on
 def register(command: AddCommand) -> None:
     """ui."""
     p = command("ui", cmd_ui, "open the memory browser: a local web page to search, browse, edit and "
-                              "graph the store (needs the 'server' extra)")
+                              "graph the store (needs the 'server' extra)",
+                epilog="It prints a one-time sign-in link (--open uses one of its own). Without "
+                       "$LOCALMEM_API_TOKEN it makes a secret of its own for the run, never shown, so other "
+                       "users of this machine get 401; a second browser needs a new run. docs/browser.md.")
     p.add_argument("--port", type=int, default=0,
                    help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
@@ -60,14 +67,27 @@ def open_signed_in(sessions: Sessions, base: str) -> Path:
     return folder
 
 
+def browser_app(store: MemoryStore, hook_secret: str) -> tuple[Starlette, bool]:
+    """The browser's app, and whether its admin token is a secret of this run's own.
+
+    Any user of this machine can connect to a loopback port: without an API token configured,
+    the app runs as if a new random secret were the admin token. It is never printed, put in
+    the environment (which a child such as the web browser inherits) or written anywhere, so
+    the browser signs in only through a one-time link (``ui.auth``)."""
+    from ..http.app import create_app
+    from ..http.security import resolve_token
+
+    configured = resolve_token(None)
+    token = configured if configured is not None else secrets.token_urlsafe(32)
+    return create_app(store, token=token, hook_secret=hook_secret), configured is None
+
+
 def cmd_ui(args: argparse.Namespace, out: Output) -> int:
     check_port_number(args.port)
     try:
         import uvicorn  # noqa: F401  (the 'server' extra, named in the error below)
 
-        from ..http.app import create_app
         from ..http.routes_hooks import advertising_server, new_hook_secret
-        from ..http.security import resolve_token
         from ..http.server import uvicorn_config
     except ImportError as exc:
         raise ConfigError("The memory browser needs the 'server' extra: pip install 'localmem[server]'") from exc
@@ -75,26 +95,26 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
     port = args.port or free_port()
     with open_store(args) as store:
         hook_secret = new_hook_secret()  # hooks for this store are forwarded here too
-        app = create_app(store, token=resolve_token(None), hook_secret=hook_secret)
+        app, per_run = browser_app(store, hook_secret)
         base = f"http://{HOST}:{port}/ui/"
-        # With a token, the browser signs in through a one-time link (it sets an HttpOnly cookie).
-        url = f"{base}login?code={app.state.ui_sessions.login_code()}" if app.state.auth_required else base
+        # The browser signs in through a one-time link (it sets an HttpOnly cookie).
+        url = f"{base}login?code={app.state.ui_sessions.login_code()}"
         if out.as_json:
-            out.json({"status": "success", "url": url, "host": HOST, "port": port})
+            out.json({"status": "success", "url": url, "host": HOST, "port": port, "per_run_secret": per_run})
         else:
             out.line(f"localmem memory browser: {url}")
-            if app.state.auth_required:
+            if per_run:
+                out.line("(a one-time sign-in link. No API token is set, so this run made a secret of its own "
+                         "that keeps other users of this machine out; another browser needs a new run of "
+                         "localmem ui, or LOCALMEM_API_TOKEN set)")
+            else:
                 out.line("(a one-time sign-in link; later visits to /ui/ ask for the API token)")
-            if not app.state.auth_required:
-                out.line(NO_TOKEN)
             out.line("press Ctrl+C to stop")
         sys.stdout.flush()
         opened = None
         try:
-            if args.open and app.state.auth_required:  # the printed link stays usable too
+            if args.open:  # the printed link stays usable too
                 opened = open_signed_in(app.state.ui_sessions, base)
-            elif args.open:
-                webbrowser.open(base)
             with starting(HOST, port):
                 advertising_server(uvicorn_config(app, host=HOST, port=port, log_level=args.log_level),
                                    store, hook_secret).run()
