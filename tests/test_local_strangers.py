@@ -114,6 +114,26 @@ def test_a_database_file_of_another_user_is_not_written_to(tmp_path: Path, plant
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another uid needs root")
+def test_root_still_opens_a_user_s_store_in_that_user_s_own_folder(tmp_path: Path) -> None:
+    # Root opening a user's store (an admin's backup, a container's root on a mounted volume): the
+    # files are another uid's, but only that uid writes in the folder, so no stranger planted them.
+    from localmem import MemoryStore
+
+    folder = tmp_path / "alice"
+    folder.mkdir(mode=0o700)
+    with MemoryStore(str(folder / "m.db"), embedder="hash") as store:
+        store.store("alice's note")
+    for path in (folder, *folder.iterdir()):
+        os.chown(path, STRANGER, STRANGER)
+    result = subprocess.run([sys.executable, "-m", "localmem", "--db", str(folder / "m.db"), "--embedder",
+                             "hash", "store", "root's note"], env={**env(), "LOCALMEM_DAEMON": "0"},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    with MemoryStore(str(folder / "m.db"), embedder="hash") as store:
+        assert store.health()["memory_count"] == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another uid needs root")
 def test_a_backup_into_a_shared_folder_does_not_write_into_a_temporary_file_another_user_planted(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The backup's temporary name (.NAME.PID.tmp) can be guessed. Another user who creates it

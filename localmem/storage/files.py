@@ -134,9 +134,18 @@ def create_private_directories(directory: Path) -> None:
 
 
 def refuse_foreign_files(path: Path) -> None:
-    """Raise ``ConfigError`` when the database file or one of its companions exists and belongs to
-    another user: what is written to it (the -wal and -journal hold pages of memory text before the
-    file does) would be that user's to read. Files that do not exist yet are made by this user."""
+    """Raise ``ConfigError`` when the database file or one of its companions exists, belongs to
+    another user, and sits in a folder others can write to (a sticky /tmp, a group folder): that
+    user may have planted it, and what is written to it (the -wal and -journal hold pages of memory
+    text before the file does) would be theirs to read. In a folder only its owner writes, a file of
+    another user was put there by that owner or root (root opening a user's store, a container's
+    root on a mounted volume): opened as before. Files that do not exist yet are made by this user."""
+    try:
+        shared = bool(os.stat(path.parent).st_mode & 0o022)
+    except OSError:
+        return  # no folder: nothing in it yet, and the create that follows says why it fails
+    if not shared:
+        return
     for candidate in (path, *(path.with_name(path.name + suffix) for suffix in COMPANION_SUFFIXES)):
         try:
             owners = {os.lstat(candidate).st_uid, os.stat(candidate).st_uid}  # a symlink and what it names
