@@ -210,11 +210,13 @@ class _Captured(io.StringIO):
 
 
 def run_forwarded(argv: list[str], store: Any, *, width: int, ttys: tuple[bool, bool],
-                  environ: dict[str, str], commands: tuple[str, ...]) -> tuple[int, str, str]:
+                  environ: dict[str, str], commands: tuple[str, ...],
+                  stdin: str | None = None) -> tuple[int, str, str]:
     """Run ``argv`` for another process on ``store`` (a warm process's): the exit code and what was
     printed on stdout and stderr, as ``main`` in that process would have printed it. ``width``:
     the client's terminal width (0: not a terminal); ``ttys``: whether its stdout and stderr are
-    terminals; ``environ``: its NO_COLOR and TERM. Only ``commands`` are run. Not thread-safe
+    terminals; ``environ``: its NO_COLOR and TERM; ``stdin``: what the client read for a ``-``
+    argument. Only ``commands`` are run. Not thread-safe
     (argparse writes to ``sys.stdout``/``sys.stderr``, which are redirected): one at a time."""
     from .common import EXIT_USAGE
     from .output import DEFAULT_TERMINAL_WIDTH, MIN_TERMINAL_WIDTH, Output
@@ -231,7 +233,7 @@ def run_forwarded(argv: list[str], store: Any, *, width: int, ttys: tuple[bool, 
                 stderr.write(f"error: a warm process runs only {', '.join(commands)}\n")
                 code = EXIT_USAGE
             else:
-                args.raw_argv, args.warm_store = list(argv), store
+                args.raw_argv, args.warm_store, args.stdin_text = list(argv), store, stdin
                 out = Output(bool(getattr(args, "json", False)), stdout, stderr,
                              color=getattr(args, "color", "auto"), environ=environ,
                              width=max(MIN_TERMINAL_WIDTH, width) if width else DEFAULT_TERMINAL_WIDTH)

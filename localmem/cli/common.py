@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -83,6 +84,27 @@ def token_argument(args: argparse.Namespace, env: str, out: Output) -> str | Non
     out.note(f"warning: --token can be read by every user of this machine while localmem runs "
              f"(ps, /proc/<pid>/cmdline); set ${env} instead")
     return args.token
+
+
+# Said in the help of every argument that takes memory text or a query: what is typed on a command
+# line is readable by every user of this machine while the command runs (ps, /proc/PID/cmdline).
+SEEN_BY_OTHERS = "visible to other local users while the command runs; '-' reads it from stdin instead"
+
+
+def text_argument(value: str | None, args: argparse.Namespace, *, one_line: bool = False) -> str | None:
+    """``value``, or for ``-`` the text on stdin: this process's, or the one a warm process was sent
+    with the command (``args.stdin_text``). ``one_line`` (a query, a search string): the final line
+    ending ``echo`` adds is dropped, so ``echo cat | localmem recall -`` asks what ``recall cat`` asks."""
+    if value != "-":
+        return value
+    given = getattr(args, "stdin_text", None)
+    if given is None and getattr(args, "warm_store", None) is not None:
+        raise ValidationError("'-' reads stdin, and this command came to the warm process without it")
+    text = sys.stdin.read() if given is None else given
+    if one_line:
+        text = text[:-1] if text.endswith("\n") else text
+        text = text[:-1] if text.endswith("\r") else text
+    return text
 
 
 def split_list(values: Sequence[str] | None) -> list[str] | None:

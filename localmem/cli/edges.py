@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalMemError, ValidationError
 from ..relations import AUTHORABLE_TYPES, SUPERSESSION_TYPES, supersession_meaning
 from ..text import plural
-from .common import EXIT_OK, AddCommand, json_object, open_store, resolve_id, split_list, time_option
+from .common import (
+    EXIT_OK, SEEN_BY_OTHERS, AddCommand, json_object, open_store, resolve_id, split_list, text_argument, time_option,
+)
 from .output import Output, short
 from .shown import human_time, wrapped
 
@@ -50,7 +51,7 @@ def register(command: AddCommand) -> None:
                        "OLD -[RELATION]-> NEW (strength 0.9).")
     p.add_argument("old", metavar="OLD", help="the memory being replaced (id or unique prefix)")
     p.add_argument("content", nargs="?", metavar="NEW_CONTENT",
-                   help="text of the replacing memory ('-' reads it from stdin)")
+                   help=f"text of the replacing memory ({SEEN_BY_OTHERS})")
     p.add_argument("--id", dest="new_id", metavar="NEW", help="an existing memory that replaces OLD")
     p.add_argument("--relation", default="INVALIDATED_BY", type=str.upper, choices=SUPERSESSION_TYPES,
                    help="INVALIDATED_BY (default: a correction) or EVOLVED_INTO (a newer version)")
@@ -148,7 +149,7 @@ def cmd_supersede(args: argparse.Namespace, out: Output) -> int:
     elif args.content is None:
         raise ValidationError("give the replacing memory: NEW_CONTENT, or --id NEW for an existing one")
     else:
-        new = sys.stdin.read() if args.content == "-" else args.content
+        new = text_argument(args.content, args)
         # A field makes supersede() store the text even when it looks like a memory id.
         fields.setdefault("tags", [])
     with open_store(args, must_exist=True) as store:

@@ -8,13 +8,15 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import sys
 from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ValidationError
 from . import edges
-from .common import EXIT_OK, AddCommand, add_verbose, json_object, naming, open_store, resolve_id, split_list, time_option
+from .common import (
+    EXIT_OK, SEEN_BY_OTHERS, AddCommand, add_verbose, json_object, naming, open_store, resolve_id, split_list,
+    text_argument, time_option,
+)
 from .output import Output
 from .shown import field_lines, human_time, wrapped
 
@@ -22,7 +24,7 @@ from .shown import field_lines, human_time, wrapped
 def register(command: AddCommand) -> None:
     """store, get, update, delete."""
     p = command("store", cmd_store, "store a memory and print its id")
-    p.add_argument("content", help="the memory text ('-' reads it from stdin)")
+    p.add_argument("content", help=f"the memory text ({SEEN_BY_OTHERS})")
     p.add_argument("--tags", action="append", metavar="A,B", help="tags, comma-separated or repeated")
     p.add_argument("--importance", metavar="X", help="importance in [0, 1] (default 0.5)")
     p.add_argument("--confidence", metavar="X",
@@ -51,7 +53,7 @@ def register(command: AddCommand) -> None:
 
     p = command("update", cmd_update, "change fields of a memory (the others keep their values)")
     p.add_argument("id", help="memory id, or a unique prefix of it (4+ hex digits)")
-    p.add_argument("--content", metavar="TEXT", help="new text, re-embedded ('-' reads it from stdin)")
+    p.add_argument("--content", metavar="TEXT", help=f"new text, re-embedded ({SEEN_BY_OTHERS})")
     p.add_argument("--tags", action="append", metavar="A,B", help="replace the tags ('' clears them)")
     p.add_argument("--importance", metavar="X", help="new importance in [0, 1]")
     p.add_argument("--confidence", metavar="X", help="new confidence in the type, in [0, 1]")
@@ -119,7 +121,7 @@ def record_lines(record: dict[str, Any], width: int = 80, now: datetime | None =
 
 
 def cmd_store(args: argparse.Namespace, out: Output) -> int:
-    content = sys.stdin.read() if args.content == "-" else args.content
+    content = text_argument(args.content, args)
     fields = _store_fields(args, out)
     if args.context is not None:
         fields["context"] = args.context
@@ -168,7 +170,7 @@ def cmd_update(args: argparse.Namespace, out: Output) -> int:
     if args.t_invalid is not None and not args.t_invalid.strip():
         fields["t_invalid"] = None  # clears it (say, after dissociating a supersession)
     if args.content is not None:
-        fields["content"] = sys.stdin.read() if args.content == "-" else args.content
+        fields["content"] = text_argument(args.content, args)
     if not fields:
         raise ValidationError("nothing to update: give --content, --tags, --importance, --confidence, "
                               "--type, --timestamp, --t-valid, --t-invalid or --metadata")

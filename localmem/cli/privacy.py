@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..privacy import KINDS
-from .common import EXIT_OK, AddCommand, open_store, resolve_id, split_list
+from .common import EXIT_OK, SEEN_BY_OTHERS, AddCommand, open_store, resolve_id, split_list, text_argument
 from .output import Output
 
 
@@ -20,7 +20,8 @@ def register(command: AddCommand) -> None:
                        "before are listed: they still hold the text.")
     p.add_argument("ids", nargs="*", metavar="ID", help="memory ids (or unique prefixes, 4+ hex digits)")
     p.add_argument("--matching", metavar="TEXT",
-                   help="every memory whose content or metadata contains TEXT (case-insensitive)")
+                   help=f"every memory whose content or metadata contains TEXT (case-insensitive; TEXT is "
+                        f"{SEEN_BY_OTHERS})")
     p.add_argument("--secrets", action="store_true",
                    help="every memory in which the credential detector finds something")
     p.add_argument("--kind", action="append", metavar="KIND",
@@ -48,7 +49,8 @@ def cmd_forget(args: argparse.Namespace, out: Output) -> int:
         raise ValidationError(f"--kind: unknown kind(s) {', '.join(unknown)} (known: {', '.join(KINDS)})")
     with open_store(args, must_exist=True) as store:
         ids = [resolve_id(store, given) for given in args.ids]
-        targets = select_targets(store, ids=ids, matching=args.matching, secrets=args.secrets, kinds=kinds)
+        matching = text_argument(args.matching, args, one_line=True)
+        targets = select_targets(store, ids=ids, matching=matching, secrets=args.secrets, kinds=kinds)
         report = forget(store, [t["id"] for t in targets], dry_run=args.dry_run)
     if out.as_json:
         out.json({"status": "success", **report, "memories": targets})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_OK, AddCommand, add_verbose, key_values, open_store, split_list
+from .common import EXIT_OK, SEEN_BY_OTHERS, AddCommand, add_verbose, key_values, open_store, split_list, text_argument
 from ..recall.relevance import evidence_text
 from ..text import plural
 from .output import Column, Output, display_tags, one_line
@@ -17,7 +17,8 @@ SORT_CHOICES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 def register(command: AddCommand) -> None:
     """recall."""
     p = command("recall", cmd_recall, "hybrid recall: rank memories for a query")
-    p.add_argument("query", nargs="?", help="what to look for (omit for the most important memories)")
+    p.add_argument("query", nargs="?",
+                   help=f"what to look for (omit for the most important memories; {SEEN_BY_OTHERS})")
     p.add_argument("--limit", type=int, metavar="N", help="how many results (default 5)")
     p.add_argument("--tags", action="append", metavar="A,B", help="only memories with these tags")
     p.add_argument("--tag-mode", choices=("any", "all"), help="any (default) or all of --tags")
@@ -44,7 +45,7 @@ def register(command: AddCommand) -> None:
 def recall_params(args: argparse.Namespace) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if args.query is not None:
-        params["query"] = args.query
+        params["query"] = text_argument(args.query, args, one_line=True)
     simple = ("limit", "tag_mode", "tag_match", "time_query", "start", "end", "sort", "context",
               "expand_relations", "state_mode", "strict_time")
     for name in simple:
@@ -158,7 +159,7 @@ def query_after_tags(args: argparse.Namespace) -> str | None:
     """The warning for ``recall --tags health important``: one word right after a tag option's value
     reads as the query, though it was likely meant as a second tag."""
     query, typed = args.query, getattr(args, "raw_argv", [])
-    if not query or any(ch.isspace() for ch in query) or query not in typed:
+    if not query or query == "-" or any(ch.isspace() for ch in query) or query not in typed:
         return None
     at = typed.index(query)
     before = typed[at - 2] if at >= 2 else ""

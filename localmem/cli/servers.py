@@ -59,6 +59,19 @@ def starting(host: str, port: int) -> Iterator[None]:
         raise LocalMemError(f"the server could not start on {host}:{port} (the reason is above)") from None
 
 
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
+# Said as a server starts at --log-level debug or trace, the levels whose access log shows query strings.
+QUERIES_LOGGED = ("the access log shows each request's whole URL, query string included (recall queries, "
+                  "?api_key= tokens, sign-in codes); below debug it shows the path and status only")
+
+
+def log_level_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--log-level``, one of uvicorn's levels in any case (another is a usage error naming them)."""
+    parser.add_argument("--log-level", default=default, type=str.lower, choices=LOG_LEVELS, metavar="LEVEL",
+                        help=f"uvicorn log level: {', '.join(LOG_LEVELS)} (default {default}); the access "
+                             "log shows query strings only at debug and trace")
+
+
 # Any local user can connect to a loopback port: said wherever a server starts without a token.
 NO_TOKEN = ("without a token: every user of this machine can read and change this store through this port "
             "(set LOCALMEM_API_TOKEN to keep them out; docs/security.md)")
@@ -74,8 +87,7 @@ def register(command: AddCommand) -> None:
                        "docs/mcp-http.md). A port in use exits 1.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8001, metavar="N", help="port (default 8001)")
-    p.add_argument("--log-level", default="info", metavar="LEVEL",
-                   help="uvicorn log level: critical, error, warning, info (default) or debug")
+    log_level_option(p, "info")
     p.add_argument("--allowed-host", action="append", metavar="NAME",
                    help="a Host name to answer besides loopback ones (repeatable; '*': any; "
                         "default $LOCALMEM_ALLOWED_HOSTS)")
@@ -108,6 +120,8 @@ def cmd_serve(args: argparse.Namespace, out: Output) -> int:
               f"the memory browser at {base}/ui/", file=sys.stderr, flush=True)
         if any_token is None:
             print(f"localmem serve: {NO_TOKEN}", file=sys.stderr, flush=True)
+        if args.log_level in ("debug", "trace"):
+            print(f"localmem serve: --log-level {args.log_level}: {QUERIES_LOGGED}", file=sys.stderr, flush=True)
         with starting(args.host, args.port):
             serve(store, host=args.host, port=args.port, token=token, log_level=args.log_level,
                   allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)

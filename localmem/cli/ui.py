@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from .common import EXIT_OK, AddCommand, open_store
 from .output import Output
-from .servers import check_port, check_port_number, starting
+from .servers import QUERIES_LOGGED, check_port, check_port_number, log_level_option, starting
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -39,7 +39,7 @@ def register(command: AddCommand) -> None:
     p.add_argument("--port", type=int, default=0,
                    help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
-    p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    log_level_option(p, "warning")
 
 
 def free_port() -> int:
@@ -110,6 +110,8 @@ def cmd_ui(args: argparse.Namespace, out: Output) -> int:
             else:
                 out.line("(a one-time sign-in link; later visits to /ui/ ask for the API token)")
             out.line("press Ctrl+C to stop")
+        if args.log_level in ("debug", "trace"):
+            out.note(f"localmem ui: --log-level {args.log_level}: {QUERIES_LOGGED}")
         sys.stdout.flush()
         opened = None
         try:

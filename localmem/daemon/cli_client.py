@@ -11,6 +11,7 @@ embedder asked for, or a command it does not run. With ``-v`` it says which.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -21,6 +22,7 @@ from . import client, rundir
 __all__ = ["CLI_DEADLINE", "forward", "start_after"]
 
 COMMANDS = ("recall", "store", "list")
+WITH_STDIN = ("recall",)  # '-' (the query on stdin) is read here and sent with the command
 STARTS = ("recall",)  # the command that starts a warm process when none runs
 CLI_DEADLINE = 120.0  # a recall over a large store with expansion may take seconds
 _WITH_VALUE = ("--db", "--embedder", "--color")
@@ -73,12 +75,28 @@ def _isatty(stream: object) -> bool:
 
 
 def forward(arguments: list[str]) -> int | None:
-    """The exit code when the warm process answered; None to run the command in this process."""
+    """The exit code when the warm process answered; None to run the command in this process.
+
+    A ``recall -`` reads its query from stdin here and sends it with the command (over the
+    private socket, never on a command line); when it is run in this process after all, the text
+    read is put back as ``sys.stdin``. ``store -`` (and ``-`` on a terminal) is left to this process."""
+    command, _, _, verbose = _scan(arguments)
+    if command not in COMMANDS or not rundir.enabled() or "-" not in arguments:
+        return _forward(arguments, None)
+    if command not in WITH_STDIN or _isatty(sys.stdin):
+        _say(verbose, "answering in-process: '-' reads this process's stdin")
+        return None
+    text = sys.stdin.read()
+    answered = _forward(arguments, text)
+    if answered is None:
+        sys.stdin = io.StringIO(text)
+    return answered
+
+
+def _forward(arguments: list[str], stdin: str | None) -> int | None:
     command, db, embedder, verbose = _scan(arguments)
     if command not in COMMANDS or not rundir.enabled():
         return None
-    if command == "store" and "-" in arguments:
-        return None  # the content comes on this process's stdin
     db = db or default_db_path()
     if db == ":memory:":
         return None
@@ -86,6 +104,8 @@ def forward(arguments: list[str]) -> int | None:
     started = time.monotonic()
     body = {"argv": arguments, "width": _width(), "ttys": [_isatty(sys.stdout), _isatty(sys.stderr)],
             "environ": {k: os.environ[k] for k in ("NO_COLOR", "TERM") if k in os.environ}}
+    if stdin is not None:
+        body["stdin"] = stdin
     timing: dict[str, float] = {}
     try:
         result = client.ask(db, "cli", body, deadline=started + CLI_DEADLINE, embedder=choice, timing=timing)
@@ -98,6 +118,10 @@ def forward(arguments: list[str]) -> int | None:
     if not (isinstance(result, dict) and type(result.get("code")) is int
             and isinstance(result.get("stdout"), str) and isinstance(result.get("stderr"), str)):
         _say(verbose, "answering in-process: the warm process's answer was malformed")
+        return None
+    if stdin is not None and result.get("stdin") is not True:  # one started by an older localmem
+        _say(verbose, "answering in-process: the warm process does not take a query on stdin "
+                      "('localmem daemon stop' ends it; the next recall starts a new one)")
         return None
     sys.stdout.write(result["stdout"])
     sys.stdout.flush()

@@ -97,7 +97,7 @@ def _mcp(store: MemoryStore, message: dict[str, Any]) -> dict[str, Any]:
 def _cli(store: MemoryStore, message: dict[str, Any]) -> dict[str, Any]:
     from ..cli import run_forwarded
 
-    argv, width = message.get("argv"), message.get("width")
+    argv, width, stdin = message.get("argv"), message.get("width"), message.get("stdin")
     ttys, environ = message.get("ttys"), message.get("environ")
     if (not isinstance(argv, list) or len(argv) > MAX_ARGV or not all(isinstance(a, str) for a in argv)):
         raise ValidationError(f"'argv' must be at most {MAX_ARGV} strings")
@@ -108,6 +108,9 @@ def _cli(store: MemoryStore, message: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(environ, dict) or not all(k in ("NO_COLOR", "TERM") and isinstance(v, str)
                                                 for k, v in environ.items()):
         raise ValidationError("'environ' may hold only NO_COLOR and TERM, as strings")
+    if stdin is not None and not isinstance(stdin, str):
+        raise ValidationError("'stdin' must be the text the client read for '-'")
     code, stdout, stderr = run_forwarded(argv, store, width=width, ttys=(ttys[0], ttys[1]), environ=environ,
-                                         commands=CLI_COMMANDS)
-    return {"code": code, "stdout": stdout, "stderr": stderr}
+                                         commands=CLI_COMMANDS, stdin=stdin)
+    # "stdin": said so a client can tell this from an older warm process, which would not read it
+    return {"code": code, "stdout": stdout, "stderr": stderr, **({"stdin": True} if stdin is not None else {})}

@@ -27,17 +27,20 @@ def uvicorn_config(app: Any, *, host: str = "127.0.0.1", port: int = 8001,
                    body_timeout: float | None = None, **options: Any) -> uvicorn.Config:
     """The uvicorn configuration ``serve`` uses: h11 with read deadlines (see ``protocol``).
 
-    ``header_timeout`` / ``body_timeout`` default to ``protocol``'s; other
+    ``header_timeout`` / ``body_timeout`` default to ``protocol``'s; the access log shows no
+    query strings unless ``log_level`` is debug or trace (``access_log``); other
     ``options`` go to ``uvicorn.Config`` as they are.
     """
     import uvicorn
 
+    from .access_log import log_config
     from .protocol import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, guarded_protocol
 
     http = guarded_protocol(DEFAULT_HEADER_TIMEOUT if header_timeout is None else header_timeout,
                             DEFAULT_BODY_TIMEOUT if body_timeout is None else body_timeout)
-    # The lifespan runs /mcp's session manager (mcp_mount); it starts nothing else.
-    settings: dict[str, Any] = {"lifespan": "on", "server_header": False,
+    # The lifespan runs /mcp's session manager (mcp_mount); it starts nothing else. The access
+    # log leaves query strings out below the debug level (access_log).
+    settings: dict[str, Any] = {"lifespan": "on", "server_header": False, "log_config": log_config(log_level),
                                 "timeout_keep_alive": KEEP_ALIVE_TIMEOUT,
                                 "h11_max_incomplete_event_size": MAX_HEADER_BYTES, **options}
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, http=http, **settings)

@@ -17,6 +17,7 @@ duplicates), and sends the rest again.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -70,7 +71,13 @@ def push_lock(store: MemoryStore, what: str = "push") -> Iterator[None]:
         yield
         return
     path = store.path + ".push-lock"
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:  # never through a symlink: in a shared folder another user could point it anywhere
+        fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LocalMemError(f"the {what} lock {path} is a symbolic link; refusing to follow it "
+                                "(remove it: localmem makes the file itself)") from None
+        raise
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
