@@ -98,3 +98,19 @@ def test_a_cue_and_its_answer_in_one_run_are_paired_too(tmp_path):
     out, err = run_hook(db, "Stop", payload("stop", tmp_path, transcript))
     assert any(m["content"] == "my db password is" for m in memories(db)), err
     assert SECRET.encode() not in raw_bytes(db)
+
+
+# Consecutive manual-page lines the first version of the rule took (benchmarks/safety/redaction_heldout.py): names.
+@pytest.mark.parametrize("previous, text", [
+    ("The user will only be required to enter their password.", "security-key"),
+    ("caching behavior is only available for user credentials.", "--browser"),
+    ("passwd,", "pkcs12,"),
+    ("AUTH must be one of: none, gce-vm, access-token,", "scram-sha-256."),
+    ("Failure involving user credentials.", "PAM_NEW_AUTHTOK_REQD"),
+    ("password,", "open_session"),
+    ("Retrieve and store user credentials.", "git-credential-cache(1)"),
+    ("NIS RPC is used for setting new passwords.", "remember=n"),
+    ("Remove all secrets.", "--set-secrets=[KEY=VALUE,...]"),
+])
+def test_a_name_after_a_cue_is_kept(previous, text):
+    assert redact_after(previous, text).text == text

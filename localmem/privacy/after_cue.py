@@ -5,7 +5,7 @@ being a secret, and a lone-token rule without context would take commit hashes a
 ``redact_after(previous_tail, text)`` looks at the end of the previous message: when it ends in a credential cue
 (a credential word of ``redact``'s own list, then nothing but ``is``, ``:``, ``=``, "here it is", ``?`` and the
 like) and ``text`` is one token-like value (letters with a digit or a symbol, 6 to 200 characters, not a
-placeholder, a path or a dotted name), maybe after filler ("sure, it's …"), that value is replaced by
+placeholder, a path, a dotted name, a flag or a snake- or kebab-case name), maybe after filler ("sure, it's …"), that value is replaced by
 ``[redacted: credential-after-cue]``. Everything else is ``redact(text, private=False)``.
 """
 
@@ -34,10 +34,15 @@ def ends_in_cue(previous_tail: str | None) -> bool:
     return bool(previous_tail) and _CUE.search(previous_tail[-TAIL_CHARS:].rstrip()) is not None
 
 
+# A name, not a value: a flag (``--browser``), a list item (``pkcs12,``), ``name=value`` or ``name(1)``/``[…]``,
+# a constant (PAM_NEW_AUTHTOK_REQD), a snake_case or kebab-case name (open_session, scram-sha-256).
+_A_NAME = re.compile(r"-.*|.*,|.*[(\[{].*|.*=.*[^=]|[A-Z][A-Z0-9_\-]*|[a-z][a-z0-9]*(?:[_\-][a-z0-9]+)+")
+
+
 def _token_like(value: str) -> bool:
     if not 6 <= len(value) <= 200 or "://" in value or _PLACEHOLDER_FOUND.search(value):
         return False
-    if _PLACEHOLDER_VALUES.match(value) or _NOT_A_VALUE.match(value):
+    if _PLACEHOLDER_VALUES.match(value) or _NOT_A_VALUE.match(value) or _A_NAME.fullmatch(value):
         return False
     return any(c.isalpha() for c in value) and (any(c.isdigit() for c in value) or bool(_SYMBOL.search(value)))
 
