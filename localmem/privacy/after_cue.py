@@ -5,8 +5,8 @@ being a secret, and a lone-token rule without context would take commit hashes a
 ``redact_after(previous_tail, text)`` looks at the end of the previous message: when it ends in a credential cue
 (a credential word of ``redact``'s own list, then nothing but ``is``, ``:``, ``=``, "here it is", ``?`` and the
 like) and ``text`` is one token-like value (letters with a digit or a symbol, 6 to 200 characters, not a
-placeholder, a path, a dotted name, a flag or a snake- or kebab-case name), maybe after filler ("sure, it's …"), that value is replaced by
-``[redacted: credential-after-cue]``. Everything else is ``redact(text, private=False)``.
+placeholder, a path, a dotted name, a flag or a snake- or kebab-case name), maybe after filler ("sure, it's …"),
+that value is replaced by ``[redacted: credential-after-cue]``. Everything else is ``redact(text, private=False)``.
 """
 
 from __future__ import annotations
