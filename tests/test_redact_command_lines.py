@@ -68,6 +68,8 @@ def test_a_command_line_password_pasted_in_a_question_is_stored_redacted_by_the_
     "mysql " * 170_000, "mysql -u root " * 70_000 + "-p", ("mysql " + "a" * 300 + " ") * 3_000,
     "curl -u " * 125_000, "curl " + "-u a " * 200_000, ("curl " + "x" * 255 + " ") * 3_800 + "-u a:",
     "sshpass -x " * 90_000, "--pass " * 140_000, "htpasswd -bn " * 75_000, "htpasswd -b a " * 70_000 + "b",
+    "docker login " * 80_000, "docker login -u a " * 60_000 + "-p", "mongo -p " * 110_000, "mongosh -u a " * 75_000,
+    "redis-cli -x " * 80_000, "redis-cli " + "-h a " * 200_000, "mongo -p abc " * 80_000,
 ])
 def test_hostile_command_lines_finish_and_are_kept(text):
     """1 MB of a command rule's pieces repeated: each start looks at most 12 arguments ahead, so the work is
@@ -83,3 +85,30 @@ def test_a_manual_s_stand_in_for_the_password_is_kept(text):
     """Usage lines of the manual pages (benchmarks/safety/redaction_heldout.py): a stand-in in capitals, in
     brackets, or a flag that is not a password's (gpg's --passwd takes a user id)."""
     assert redact(text).findings == {}
+
+
+# docker login, the mongo shells and redis-cli (issue 40, redact11): their password flags, space-separated.
+@pytest.mark.parametrize("text, kept", [
+    ("docker login -u deploy -p Zq8!vT2mLx registry.example.com", "docker login -u deploy -p "),
+    ("docker login registry.gitlab.com -u ci -p 'Zq8!vT2mLx'", "docker login registry.gitlab.com -u ci -p "),
+    ("docker login --username ci --password Zq8!vT2mLx ghcr.io", "docker login --username ci --password "),
+    ("mongo -u admin -p Zq8!vT2mLx --authenticationDatabase admin", "mongo -u admin -p "),
+    ("mongosh mongodb://db:27017/app -u app -p Zq8!vT2mLx", "mongosh mongodb://db:27017/app -u app -p "),
+    ("redis-cli -h cache.internal -a Zq8!vT2mLx ping", "redis-cli -h cache.internal -a "),
+    ("redis-cli -a Zq8!vT2mLx --no-auth-warning info", "redis-cli -a "),
+])
+def test_docker_mongo_and_redis_passwords_go(text, kept):
+    out = redact(text).text
+    assert "Zq8!vT2mLx" not in out
+    assert out.startswith(kept) and out[len(kept):].lstrip("'").startswith("[redacted: command-line-password]")
+
+
+@pytest.mark.parametrize("text", [
+    "docker run -p 8080:80 nginx", "docker login -p", "docker login -u ci --password-stdin ghcr.io",
+    "docker compose -p myproject up", "docker login -u ci -p $CI_JOB_TOKEN registry.gitlab.com",
+    "mongo -u admin -p --authenticationDatabase admin", "mongosh -p", "mongod --port 27017 --dbpath /data",
+    "redis-cli -a $REDIS_PASSWORD ping", "redis-cli --askpass", "redis-cli -h host -p 6380 ping",
+    "redis-cli -a <password>", "the mongo -p flag prompts when given no value",
+])
+def test_docker_mongo_and_redis_look_alikes_are_kept(text):
+    assert redact(text).text == text

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import ValidationError
-from ..privacy import placeholder_counts, redact, redaction_note, strip_private
+from ..privacy import placeholder_counts, redact_after, redaction_note, strip_private
 from ..storage.database import transaction
 from ..validation import CONTENT_HARD_LIMIT, validate_timestamp
 from . import ledger
@@ -86,8 +86,10 @@ def _message_text(content: Any, skipped: Counter[str]) -> str | None:
     return "\n\n".join(texts) if texts else None
 
 
-def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) -> Turn | None:
-    """The turn a transcript entry holds, or None (the reason counted in ``skipped``)."""
+def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str],
+            previous: str | None = None) -> Turn | None:
+    """The turn a transcript entry holds, or None (the reason counted in ``skipped``). ``previous``: the end of
+    the session's previous captured message, whose credential cue makes a lone value after it one (privacy.md)."""
     kind = entry.get("type")
     if kind not in ("user", "assistant"):
         skipped["not_a_message"] += 1
@@ -131,7 +133,7 @@ def turn_of(entry: Mapping[str, Any], rules: NoiseRules, skipped: Counter[str]) 
     if rule is not None:
         skipped[rule] += 1
         return None
-    text = redact(text, private=False).text  # whole, before any split: a secret never straddles parts
+    text = redact_after(previous, text).text  # whole, before any split: a secret never straddles parts
     timestamp = entry.get("timestamp")
     try:
         timestamp = validate_timestamp(timestamp, "timestamp") if isinstance(timestamp, str) else None
@@ -211,6 +213,13 @@ def memory_items(turn: Turn, session_id: str, project: str | None, project_path:
     return items
 
 
+def _last_captured(store: "MemoryStore", session_id: str) -> str | None:
+    """The text of the session's newest captured memory (an earlier run's last message), or None."""
+    with store.lock:
+        page = store.list_memories(tags=[f"session:{session_id}"], tag_match="exact", sort="time_desc", limit=1)
+    return page["memories"][0]["content"] if page["memories"] else None
+
+
 def capture(store: "MemoryStore", session_id: str, transcript_path: str, project: str | None,
             project_path: str | None, settings: "HookSettings", rules: NoiseRules) -> dict[str, Any]:
     """Store the session's new turns; returns what was read, stored and skipped (by reason).
@@ -230,12 +239,14 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
     stop_at = time.monotonic() + CAPTURE_SECONDS
     entries = iter(read)
     cut_short = False  # labelling a turn is most of a run's work: only as many as this run can store
+    previous = _last_captured(store, session_id)
     try:
         for entry, end in entries:
-            turn = turn_of(entry, rules, skipped)
+            turn = turn_of(entry, rules, skipped, previous)
             if turn is not None and turn.uuid not in seen:
                 seen.add(turn.uuid)
                 ordered.append((turn, end))
+                previous = turn.text
             if len(ordered) > MAX_MESSAGES or time.monotonic() > stop_at:
                 cut_short = True
                 break

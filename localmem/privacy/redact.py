@@ -103,6 +103,7 @@ _SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd?|passphrase|token|api[_\- ]
                 r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?key"
                 r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
 _VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
+_NOT_A_WORD = r"(?![a-z]+(?![^\s\"']))"  # the value after it is not a lower-case word alone
 # What a _SECRET_WORD match holds, spelt out: "client secret" holds "secret", "credentials" "credential", and each
 # "<word>[_\- ]?key" is one of its four spellings (the words alone, "api", "access", "account", are common).
 _SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pw", "passphrase", "token", "credential", "dsn") + tuple(
@@ -115,7 +116,8 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
                                  r"=(?!=)(?P<secret>[^;\s\"']{1,512})"),
     # A password given as a command's argument (issue 40), where the tool's manual puts it: mysql's glued
     # "-p<password>" (a space after "-p" makes it prompt), "--password=…"/"--password …", "sshpass -p …",
-    # "curl -u user:…", "htpasswd -b [file] user …". Up to 12 arguments may come between the command and the flag.
+    # "curl -u user:…", "htpasswd -b [file] user …", "docker login -p …", "mongo -p …", "redis-cli -a …". Up to 12
+    # arguments may come between the command and the flag.
     ("command-line-password", r"\b(?:mysql|mariadb)[a-z\-]{0,12}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[\"']?"
                               r"(?P<secret>[^\s\"']{1,256})"),
     ("command-line-password", r"(?<![0-9A-Za-z_\-])--pass(?:word)?(?:=|[ \t]+)[\"']?"
@@ -128,6 +130,14 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("command-line-password", r"\bhtpasswd[ \t]+-(?:[A-Za-mo-z]{0,6}b[A-Za-mo-z]{0,6}[ \t]+[^\s]{1,256}"
                               r"|[A-Za-z]{0,6}(?:n[A-Za-z]{0,6}b|b[A-Za-z]{0,6}n)[A-Za-z]{0,6})"
                               r"[ \t]+[^\s]{1,256}[ \t]+[\"']?(?P<secret>[^\s\"']{1,256})"),
+    # docker login's, the mongo shells' "-p …" and redis-cli's "-a …" take the password as the next argument;
+    # a lower-case word there is prose ("the mongo -p flag prompts"), kept.
+    ("command-line-password", r"\bdocker[ \t]+login(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[ \t]+[\"']?"
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bmongo(?:sh)?(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[ \t]+[\"']?"
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bredis-cli(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-a[ \t]+[\"']?"
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
     ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
     # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
