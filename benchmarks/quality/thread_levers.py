@@ -16,10 +16,14 @@ the recorded pools (train_rank_two_shapes.py's, ``--pools``), so nothing is reco
   thread's second-best weighted score less the pool's best. Each reads the pool only (scores and
   thread ids), so it means the same on any store;
 - session features (``/insession``): each of SESSION_SIGNALS less its best among the candidate's
-  thread's pool members: the turn against its own session rather than against the pool.
+  thread's pool members: the turn against its own session rather than against the pool;
+- session features below the leader (``/belowleader``): the same columns, but the thread's leader (its
+  member with the best weighted score, ties by pool order) gets a lone member's value (0) in each, so the
+  trees see a leader as a candidate of a one-member thread and the columns describe only members below it.
 
-A variant is written ``CUT[/threads][/insession][/oncut][/ff=X][/leaf=N]``: a union cut (union_cut.py's
-syntax), with the thread features (``/threads``), the session features (``/insession``), with its trees
+A variant is written ``CUT[/threads][/insession][/belowleader][/oncut][/ff=X][/leaf=N]``: a union cut
+(union_cut.py's syntax), with the thread features (``/threads``), the session features (``/insession``; below
+the leader: ``/belowleader``), with its trees
 trained on the candidates it scores (``/oncut``; otherwise on every candidate of every pool), and with a
 regularisation over the recipe's LightGBM settings: ``ff`` the share of columns each tree sees
 (feature_fraction, the recipe's 0.8), ``leaf`` the fewest rows a leaf holds (min_data_in_leaf, 50). The
@@ -61,8 +65,8 @@ LOCOMO_KEYS = ("R@1", "R@2", "MRR", "R@10")
 LME_KEYS = ("R@1", "R@2", "R@5", "R@10", "MRR", "any@5")
 # /insession: each signal less its best over the candidate's thread (the turn against its own session)
 SESSION_SIGNALS = ("cosine", "max_sim", "best_token", "keyword", "token_residual")
-FLAGS = ("threads", "insession", "oncut")
-COLUMN_FLAGS = frozenset({"threads", "insession"})
+FLAGS = ("threads", "insession", "belowleader", "oncut")
+COLUMN_FLAGS = frozenset({"threads", "insession", "belowleader"})
 # ``/NAME=VALUE``: a LightGBM setting over the recipe's (train_learned_rank.PARAMS), for the trees whose
 # columns grow: ``ff`` the share of columns a tree sees (feature_fraction), ``leaf`` the fewest rows a
 # leaf holds (min_data_in_leaf)
@@ -104,7 +108,8 @@ def read_param(flag: str, variant: str) -> tuple[str, float | int]:
 
 
 def read_variant(text: str) -> tuple[str, frozenset[str]]:
-    """``CUT[/threads][/insession][/oncut][/ff=X][/leaf=N]`` as (cut, flags); refused in words when bad."""
+    """``CUT[/threads][/insession][/belowleader][/oncut][/ff=X][/leaf=N]`` as (cut, flags); refused in words
+    when bad."""
     cut, *flags = text.split("/")
     union_cut.read_cut(cut)
     unknown = [f for f in flags if f not in FLAGS and f.partition("=")[0] not in PARAM_FLAGS]
@@ -141,9 +146,28 @@ def session_columns(rows: np.ndarray, threads: list) -> np.ndarray:
     return values - np.array([best[t] for t in threads]).reshape(values.shape)
 
 
+def thread_leaders(final: np.ndarray, threads: list) -> np.ndarray:
+    """True for each thread's leader: its member with the best weighted score, the first in pool order on a tie."""
+    scores = np.asarray(final, dtype=float)
+    leader: dict = {}
+    for position, thread in enumerate(threads):
+        if thread not in leader or scores[position] > scores[leader[thread]]:
+            leader[thread] = position
+    marked = np.zeros(len(threads), dtype=bool)
+    marked[list(leader.values())] = True
+    return marked
+
+
+def below_leader_columns(rows: np.ndarray, final: np.ndarray, threads: list) -> np.ndarray:
+    """session_columns with the thread's leader set to a lone member's value (0) in every column."""
+    columns = session_columns(rows, threads)
+    columns[thread_leaders(final, threads)] = 0.0
+    return columns
+
+
 def widened(pools: list[dict], flags: frozenset[str]) -> list[dict]:
-    """The pools with THREAD_COLUMNS (``threads``) and the session columns (``insession``) after each
-    FEATURES row."""
+    """The pools with THREAD_COLUMNS (``threads``), the session columns (``insession``) and those below the
+    leader (``belowleader``) after each FEATURES row."""
     out = []
     for pool in pools:
         extra = [pool["rows"]]
@@ -151,6 +175,8 @@ def widened(pools: list[dict], flags: frozenset[str]) -> list[dict]:
             extra.append(thread_columns(pool["final"], pool["threads"]))
         if "insession" in flags:
             extra.append(session_columns(pool["rows"], pool["threads"]))
+        if "belowleader" in flags:
+            extra.append(below_leader_columns(pool["rows"], pool["final"], pool["threads"]))
         out.append({**pool, "rows": np.column_stack(extra)})
     return out
 
@@ -246,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     two_shapes.add_pool_arguments(parser)
     two_shapes.add_seed_arguments(parser)
     parser.add_argument("--variants", default="30,30+threadtop:1,30+threadtop:2,30/threads", type=variant_list,
-                        help="comma-separated CUT[/threads][/insession][/oncut][/ff=X][/leaf=N]; the first is the base")
+                        help="comma-separated CUT[/threads][/insession][/belowleader][/oncut][/ff=X][/leaf=N]; "
+                             "the first is the base")
     parser.add_argument("--members", type=whole_number(1), default=1,
                         help="trees averaged per seed group: seed s trains seeds s*K .. s*K+K-1")
     parser.add_argument("--threads", action="store_true",
