@@ -85,7 +85,8 @@ def test_every_secret_word_holds_one_of_its_spelt_strings():
     """The generic rules' credential words are a finite set: all of them, drawn until no new one comes."""
     rng = random.Random(5)
     words = {sample(re.compile(_SECRET_WORD), rng) for _ in range(5000)}
-    assert len(words) == 50  # 10 single words (passwd, password, pw, credential(s)…), 4 spellings of 10 pairs (api key…)
+    # 10 single words (passwd, password, pw, credential(s)…), 4 spellings of 10 pairs (api key…)
+    assert len(words) == 50
     for word in words:
         assert any(part in word for part in _SECRET_WORD_STRINGS), word
 

@@ -116,8 +116,8 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
                                  r"=(?!=)(?P<secret>[^;\s\"']{1,512})"),
     # A password given as a command's argument (issue 40), where the tool's manual puts it: mysql's glued
     # "-p<password>" (a space after "-p" makes it prompt), "--password=…"/"--password …", "sshpass -p …",
-    # "curl -u user:…", "htpasswd -b [file] user …", "docker login -p …", "mongo -p …", "redis-cli -a …". Up to 12
-    # arguments may come between the command and the flag.
+    # "curl -u user:…", "htpasswd -b [file] user …", "docker login -p …", "mongo -p …", "redis-cli -a …".
+    # Up to 12 arguments may come between the command and the flag.
     ("command-line-password", r"\b(?:mysql|mariadb)[a-z\-]{0,12}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[\"']?"
                               r"(?P<secret>[^\s\"']{1,256})"),
     ("command-line-password", r"(?<![0-9A-Za-z_\-])--pass(?:word)?(?:=|[ \t]+)[\"']?"
