@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.quality import thread_levers, union_cut
 from localmem.recall.learned_rank import FEATURES
-from tests.two_shape_data import LOCOMO, small_data
+from tests.two_shape_data import LOCOMO, random_pools, small_data
 
 # pool positions 0..6: threads a, b, a, c, b, c, a; weighted scores unsorted
 FINAL = np.array([0.5, 0.9, 0.7, 0.2, 0.3, 0.6, 0.1])
@@ -121,14 +121,7 @@ def test_a_seed_group_averages_its_members(tmp_path, capsys):
 
 def test_a_seed_group_s_trees_are_its_members_raw_scores_averaged():
     pytest.importorskip("lightgbm")
-    rng = np.random.default_rng(3)
-    pools = []
-    for index in range(40):
-        rows = rng.normal(size=(12, len(FEATURES)))
-        labels = (rows[:, 0] + rng.normal(scale=0.5, size=12) > 1.0).astype(float)
-        labels[0] = 1.0
-        pools.append({"rows": rows, "labels": labels, "final": rows[:, 3], "threads": ["t"] * 12,
-                      "fold": index % 5, "shape": "locomo" if index % 2 else "lme"})
+    pools = random_pools(3, ["t"] * 12)
     runs = thread_levers.Runs(pools, argparse.Namespace(rounds=5, learning_rate=0.3, lme_weight=1))
     rows = pools[0]["rows"]
     one, two = (runs.predictor("30", frozenset(), (seed,), ("fold", 0))(rows) for seed in (0, 1))

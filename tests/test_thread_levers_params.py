@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks.quality import thread_levers
 from localmem.recall.learned_rank import FEATURES
+from tests.two_shape_data import random_pools
 
 
 def test_a_variant_s_settings_are_read_into_lightgbm_s_names():
@@ -36,15 +37,7 @@ def test_the_script_refuses_a_bad_setting_by_its_option(capsys):
 
 
 def _pools() -> list[dict]:
-    rng = np.random.default_rng(5)
-    pools = []
-    for index in range(40):
-        rows = rng.normal(size=(12, len(FEATURES)))
-        labels = (rows[:, 0] + rng.normal(scale=0.5, size=12) > 1.0).astype(float)
-        labels[0] = 1.0
-        pools.append({"rows": rows, "labels": labels, "final": rows[:, 3], "threads": ["a", "b"] * 6,
-                      "fold": index % 5, "shape": "locomo" if index % 2 else "lme"})
-    return pools
+    return random_pools(5, ["a", "b"] * 6)
 
 
 def test_the_settings_reach_that_variant_s_trees_only(monkeypatch):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
 ANSWER = "Here is a long and generic answer about gardening and the weather. " * 40
 
@@ -39,3 +41,20 @@ def small_data(folder: Path, questions: int, instances: int) -> list[str]:
     lme_path = folder / "lme.json"
     lme_path.write_text(json.dumps({"instances": [lme_instance(n) for n in range(instances)]}))
     return ["--embedder", "hash", "--no-cache", "--locomo", str(locomo_path), "--lme", str(lme_path)]
+
+
+def random_pools(seed: int, threads: list[str], count: int = 40) -> list[dict]:
+    """``count`` recorded-pool stand-ins of 12 candidates with random FEATURES rows, a label led by the
+    first column (the first candidate always evidence), ``threads`` as the candidates' thread ids, folds
+    0-4 in turn and the two shapes alternating: what thread_levers.py's trees train and judge on."""
+    from localmem.recall.learned_rank import FEATURES
+
+    rng = np.random.default_rng(seed)
+    pools = []
+    for index in range(count):
+        rows = rng.normal(size=(12, len(FEATURES)))
+        labels = (rows[:, 0] + rng.normal(scale=0.5, size=12) > 1.0).astype(float)
+        labels[0] = 1.0
+        pools.append({"rows": rows, "labels": labels, "final": rows[:, 3], "threads": list(threads),
+                      "fold": index % 5, "shape": "locomo" if index % 2 else "lme"})
+    return pools
