@@ -80,23 +80,23 @@ def forward(arguments: list[str]) -> int | None:
     A ``recall -`` reads its query from stdin here and sends it with the command (over the
     private socket, never on a command line); when it is run in this process after all, the text
     read is put back as ``sys.stdin``. ``store -`` (and ``-`` on a terminal) is left to this process."""
-    command, _, _, verbose = _scan(arguments)
-    if command not in COMMANDS or not rundir.enabled() or "-" not in arguments:
-        return _forward(arguments, None)
+    command, db, embedder, verbose = _scan(arguments)
+    if command not in COMMANDS or not rundir.enabled():
+        return None
+    if "-" not in arguments:
+        return _forward(arguments, None, db, embedder, verbose)
     if command not in WITH_STDIN or _isatty(sys.stdin):
         _say(verbose, "answering in-process: '-' reads this process's stdin")
         return None
     text = sys.stdin.read()
-    answered = _forward(arguments, text)
+    answered = _forward(arguments, text, db, embedder, verbose)
     if answered is None:
         sys.stdin = io.StringIO(text)
     return answered
 
 
-def _forward(arguments: list[str], stdin: str | None) -> int | None:
-    command, db, embedder, verbose = _scan(arguments)
-    if command not in COMMANDS or not rundir.enabled():
-        return None
+def _forward(arguments: list[str], stdin: str | None, db: str | None, embedder: str | None,
+             verbose: bool) -> int | None:
     db = db or default_db_path()
     if db == ":memory:":
         return None
