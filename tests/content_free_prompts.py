@@ -1,0 +1,110 @@
+"""The probe set of issue 40's "injection that holds on any kind of conversation": prompts a person types to a coding
+assistant, written from knowledge of such sessions (not drawn from either dev set), before the hook's rule was
+written (branch inject11, 2026-12-06).
+
+``CONTENT_FREE``: prompts with nothing to look up; what they refer to is the assistant's last turn, already in its
+context (assent, refusal, thanks, a menu choice, "go on"). Labelled by what the person means, not by what any rule
+catches: some of them ("fix it", "try again", "why?") carry a word no rule here reads as content-free, and are kept
+so the figure says how far the rule reaches.
+
+``CONTENT``: ordinary prompts with something to look up (a decision, a preference, a name, a port), among them the
+short ones that open like an assent ("no, use postgres instead", "ok, and also update the README", "2, but with a
+feature flag"): the rule must leave every one of them to recall.
+
+Used by tests/test_hook_content_free.py and benchmarks/hooks/content_free.py.
+"""
+
+CONTENT_FREE = (
+    "y",
+    "n",
+    "yes",
+    "no",
+    "ok",
+    "k",
+    "1",
+    "2",
+    "3)",
+    "a",
+    "b)",
+    "(b)",
+    "#3",
+    "go on",
+    "continue",
+    "do it",
+    "ok do it",
+    "yes please",
+    "sure, go ahead",
+    "go ahead",
+    "lgtm",
+    "looks good, thanks!",
+    "perfect",
+    "thanks",
+    "great, thank you",
+    "sounds good",
+    "yep",
+    "nope",
+    "no.",
+    "ok!",
+    "cool",
+    "hmm",
+    "proceed",
+    "ok, continue",
+    "yes, do it",
+    "2 please",
+    "1 and 3",
+    "?",
+    "...",
+    "\U0001f44d",
+    "fix it",
+    "try again",
+    "keep going",
+    "next",
+    "why?",
+    "option 2",
+    "the first one",
+    "both",
+    "do that",
+    "same",
+    "wait",
+    "stop",
+)
+
+CONTENT = (
+    "which database does the orders service use?",
+    "add tests for the parser using unittest",
+    "run the tests",
+    "no, use postgres instead of sqlite",
+    "how should I format code here?",
+    "why is the connection to the db refused?",
+    "add a refunds endpoint to the orders API",
+    "bump the version and tag a release",
+    "set up CI for python 3.13 too",
+    "the migration fails with a foreign key error, can you look?",
+    "rename fetch_order to get_order everywhere",
+    "write a docstring for connect()",
+    "what did we decide about the message queue?",
+    "refactor the settings module to use pydantic",
+    "add type hints to db.py",
+    "lint the repo and fix what ruff reports",
+    "explain what this regex does: ^\\d{4}-\\d{2}$",
+    "make the pool size configurable",
+    "yes, but keep the old endpoint for a week",
+    "ok, and also update the README",
+    "2, but with a feature flag",
+    "use pytest fixtures instead of setUp",
+    "where do we publish releases?",
+    "can you add logging to the refund handler",
+    "commit this with a good message",
+    "the build is failing on main, check the CI logs",
+    "remove the MongoDB driver from requirements",
+    "write a SQL migration adding an index on orders.created_at",
+    "why did you pick asyncpg over psycopg?",
+    "go with option 2 and add a test for the empty cart case",
+    "no black, just ruff",
+    "undo the last change to pyproject.toml",
+    "deploy to staging",
+    "what port does the local postgres listen on?",
+    "when do releases go out?",
+    "remind me what we agreed on for error handling",
+    "is there a note about the staging database?",
+)
