@@ -20,7 +20,8 @@ from ..timeparse import format_timestamp
 from . import ledger
 from .capture import capture, clean_text
 from .inject import build_block, estimate_tokens, excluded_reason, relevance_of
-from .noise_rules import load_rules
+from .content_free import note_skipped, nothing_to_look_up
+from .noise_rules import NoiseRules, load_rules
 from .project import ProjectNames, project_names
 from .scope import ProjectScope, resolve, some_project_tags
 from .message_shape import is_bare_question, is_courtesy
@@ -119,6 +120,15 @@ def _cwd(payload: Mapping[str, Any]) -> str | None:
 
 def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], session_id: str,
             names: ProjectNames, settings: HookSettings) -> HookAnswer:
+    rules = load_rules(settings.rules_path)
+    if event == "UserPromptSubmit":
+        prompt = payload.get("prompt")
+        if not isinstance(prompt, str):
+            raise ValidationError("'prompt' must be a string for UserPromptSubmit")
+        query, _ = clean_text(prompt.strip()[:MAX_QUERY_CHARS])  # a NUL or lone surrogate would be refused
+        skip = "empty prompt" if not query else nothing_to_look_up(query, rules)
+        if skip:  # decided before recall or the scope is asked: the cheapest answer
+            return HookAnswer(None, {"event": event, "project": names.primary, "injected": 0, "reason": skip})
     scope = resolve(store, names)
     report: dict[str, Any] = {"event": event, "project": names.primary, "scope": scope.describe()}
     explain = [_scope_line(store, scope)]
@@ -126,21 +136,15 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         if payload.get("source") == "compact" and not store.read_only:
             with store.lock:
                 ledger.forget_injected(store, session_id)  # the compacted context lost the old blocks
-        candidates = _session_start_candidates(store, scope, session_id, settings)
+        candidates = _session_start_candidates(store, scope, session_id, settings, rules)
         heading = f"Notes from earlier sessions in project {names.primary}, most important first:"
         max_notes = settings.session_start_max
     else:
-        prompt = payload.get("prompt")
-        if not isinstance(prompt, str):
-            raise ValidationError("'prompt' must be a string for UserPromptSubmit")
-        query, _ = clean_text(prompt.strip()[:MAX_QUERY_CHARS])  # a NUL or lone surrogate would be refused
-        if not query:
-            return HookAnswer(None, {**report, "injected": 0, "reason": "empty prompt", "explain": explain})
         floor = injection_floor(settings.relevance_floor, store.config)
         rule = StandOut(floor, settings.standout_lead, settings.standout_close, settings.max_memories,
                         settings.standout_order, settings.note_floor, settings.standout_margin)
         limit = min(MAX_RECALL, max(CANDIDATES, 2 * settings.max_memories))
-        candidates = _prompt_candidates(store, query, scope, session_id, limit)
+        candidates = _prompt_candidates(store, query, scope, session_id, limit, rules)
         thresholds = choose([c for c in candidates if not c.reason], rule)  # the never-eligible are out
         candidates.sort(key=lambda c: -c.relevance)
         report.update(relevance_floor=floor, thresholds=thresholds,
@@ -180,11 +184,12 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
 
 
 def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, session_id: str,
-                       limit: int) -> list[Candidate]:
+                       limit: int, rules: NoiseRules) -> list[Candidate]:
     """Recall's answer over the project's tags and over memories tied to no project, merged.
 
     This session's own turns are asked too (so the pool is what recall sees) and marked
-    ``OWN_TURN``: they are already in the context.
+    ``OWN_TURN``: they are already in the context. Chit-chat notes (``content_free.note_skipped``:
+    an acknowledgement) are marked too: never injected, whatever their relevance.
     """
     scopes: list[dict[str, Any]] = [{"tags": scope.tags, "tag_match": "exact"}] if scope.tags else []
     with store.lock:
@@ -199,20 +204,20 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
             memory = result["memory"]
             inputs = (result.get("score_components") or {}).get("relevance_inputs")
             score = result.get("score")
-            found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "",
+            reason = excluded_reason(memory, session_id) or note_skipped(str(memory.get("content", "")), rules) or ""
+            found[result["id"]] = Candidate(result["id"], relevance, memory, reason,
                                             inputs if isinstance(inputs, dict) else None, rank,
                                             float(score) if isinstance(score, (int, float)) else None)
     return list(found.values())
 
 
 def _session_start_candidates(store: "MemoryStore", scope: ProjectScope, session_id: str,
-                              settings: HookSettings) -> list[Candidate]:
+                              settings: HookSettings, rules: NoiseRules) -> list[Candidate]:
     """The project's current notes, decisions, preferences and facts first (then importance,
     recency); courtesies and bare questions (capture's own rules, the user's rules file) are
     marked chit-chat; the first ``session_start_max`` others are kept."""
     if not scope.tags:
         return []
-    rules = load_rules(settings.rules_path)
     rows = store.conn.execute(store.sql["hook_session_start_notes"], {
         "tags": json.dumps(scope.tags), "session_tag": f"session:{session_id}".lower(),
         "now": format_timestamp(store.now()), "limit": SESSION_START_POOL})

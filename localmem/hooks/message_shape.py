@@ -183,10 +183,10 @@ def shape_of(text: str, rules: "NoiseRules") -> Shape:
     return Shape(kept, cut_regions, cut_chars)
 
 
-def is_courtesy(text: str, rules: "NoiseRules") -> bool:
+def is_courtesy(text: str, rules: "NoiseRules", allow_name: bool = True) -> bool:
     """The whole message is acknowledgement, assent, thanks or goodbye: every word is one of
     ``courtesy_words`` (at most ``courtesy_max_words`` words), allowing one capitalised word
-    (the name of the one addressed: "Thanks, Dana!")."""
+    (the name of the one addressed: "Thanks, Dana!") unless ``allow_name`` is false."""
     tokens = [t.lower().strip("'") for t in _TOKEN.findall(text)]
     if not tokens or len(tokens) > rules.courtesy_max_words:
         return False
@@ -195,6 +195,8 @@ def is_courtesy(text: str, rules: "NoiseRules") -> bool:
     others = [t for t in tokens if t not in rules.courtesy_words]
     if not others:
         return True
+    if not allow_name:
+        return False
     names = [w for w in _TOKEN.findall(text) if w.lower().strip("'") in others]
     return len(others) == 1 and len(tokens) > 1 and names[0][:1].isupper() and names[0][1:].islower()
 
