@@ -56,6 +56,25 @@ def load_saved(paths: str) -> dict[str, list[dict]]:
     return sets
 
 
+def skip_shapes(sets: dict[str, list[dict]], shapes: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Drop from every prompt's candidates the notes of ``shapes`` (localmem.hooks.content_free.note_shape: capture's
+    own tests, the built-in rules), as the prompt hook does with the notes it never injects; the evidence stays as
+    it was, so an evidence note dropped is an evidence note lost. Per set: (notes dropped, of them evidence)."""
+    from localmem.hooks.content_free import note_shape
+    from localmem.hooks.noise_rules import compile_rules
+
+    rules, dropped = compile_rules({}), {}
+    for name, prompts in sets.items():
+        gone = evidence = 0
+        for p in prompts:
+            kept = [c for c in p["candidates"] if not note_shape(str(p["memories"][c[0]]["content"]), rules, shapes)]
+            gone += len(p["candidates"]) - len(kept)
+            evidence += len(({c[0] for c in p["candidates"]} - {c[0] for c in kept}) & p["evidence"])
+            p["candidates"] = kept
+        dropped[name] = (gone, evidence)
+    return dropped
+
+
 def features_of(inputs: dict[str, float], features: Sequence[str] = FEATURES) -> list[float]:
     return [float(inputs.get(name, 0.0)) for name in features]
 

@@ -12,7 +12,7 @@ over prompts of after ÷ before. Every file is in a temporary folder. ``--after-
 setting changed (the same tree given twice).
 
     python benchmarks/hooks/daemon_answer_paired.py BEFORE_TREE AFTER_TREE [--runs 40] [--gap 0.05]
-        [--after-env KEY=VALUE ...]
+        [--prompts workload|content-free] [--after-env KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40, help="prompts asked of both (default 40)")
     parser.add_argument("--gap", type=float, default=0.05, help="seconds of quiet before each ask")
     parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "localmem-bench-cache"))
+    parser.add_argument("--prompts", choices=("workload", "content-free"), default="workload",
+                        help="what is asked: scale.py's workload queries (default), or the content-free prompts of "
+                             "tests/content_free_prompts.py in turn (the hook answers those without recall)")
     parser.add_argument("--after-env", action="append", default=[], metavar="KEY=VALUE",
                         help="an environment variable for AFTER's warm process only (repeatable)")
     args = parser.parse_args()
@@ -92,6 +95,10 @@ def main() -> None:
             relabel(dbs[name], MODEL)
         with MemoryStore(str(dbs["before"]), embedder="hash", config=Config(track_access=False)) as store:
             texts = [kwargs["query"] for _mode, kwargs, _vector in scale.workload(store, args.runs + 10)]
+        if args.prompts == "content-free":
+            from tests.content_free_prompts import CONTENT_FREE
+
+            texts = [CONTENT_FREE[i % len(CONTENT_FREE)] for i in range(args.runs + 10)]
         envs = {name: dict(env, PYTHONPATH=str(tree)) for name, tree in trees.items()}
         envs["after"].update(extra)
         try:
@@ -115,7 +122,8 @@ def main() -> None:
                 daemon(tree, envs[name], dbs[name], "stop")
     print(f"{args.runs} prompt hooks asked of both warm processes, 10k memories, real model, "
           f"{args.gap} s before each; load average {os.getloadavg()[0]:.1f}"
-          + (f"; after with {' '.join(args.after_env)}" if args.after_env else ""))
+          + (f"; after with {' '.join(args.after_env)}" if args.after_env else "")
+          + ("; the content-free probe prompts" if args.prompts == "content-free" else ""))
     print("| measure | before p50 | after p50 | before mean | after mean | median after ÷ before |")
     print("|---|---:|---:|---:|---:|---:|")
     for label, values in (("the warm process's own time (took_ms)", took), ("round trip from here", trip)):

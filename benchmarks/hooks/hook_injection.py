@@ -78,7 +78,8 @@ from localmem import Config, MemoryStore  # noqa: E402
 from localmem.hooks.capture import clean_text, split_parts  # noqa: E402
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
-from localmem.hooks.selection import KEPT, Candidate, StandOut, choose, injection_floor  # noqa: E402
+from localmem.hooks.content_free import NOTE_REASONS  # noqa: E402
+from localmem.hooks.selection import KEPT, OWN_TURN, Candidate, StandOut, choose, injection_floor  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
 from localmem.recall.relevance_model import FEATURES, relevance_features, relevance_of  # noqa: E402
 from benchmarks.common import injection_folds, prompt_terms  # noqa: E402
@@ -91,6 +92,7 @@ FOLDS = 5
 # All 80 (the shared embedding cache holds every turn of each since 2026-12-05); --lme takes fewer.
 LME_POSITIONS = tuple(range(80))
 HEADING = "Notes that may bear on this prompt (project p):"
+NEVER_ELIGIBLE = (OWN_TURN, *NOTE_REASONS.values())  # the hook's candidates it never weighs: not saved
 
 
 def memories_of(store: MemoryStore) -> dict[str, dict[str, Any]]:
@@ -106,7 +108,7 @@ def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str
     payload = {"session_id": session, "cwd": str(cwd), "prompt": prompt, "hook_event_name": "UserPromptSubmit"}
     report = answer_hook_with_report(store, "UserPromptSubmit", payload, settings).report
     candidates = [(c["id"], c["relevance"], c.get("inputs") or {}, c.get("rank")) for c in report.get("candidates", [])
-                  if c["decision"] != "this session's own turn"]
+                  if c["decision"] not in NEVER_ELIGIBLE]
     return {"candidates": candidates, "memories": {m: memories[m] for m, *_ in candidates},
             "floor": report.get("relevance_floor", 0.0), "shipped_ids": report.get("memory_ids", []),
             "shipped_tokens": report.get("tokens", 0), "terms": prompt_terms.term_stats(store.conn, prompt, scope),
@@ -565,6 +567,8 @@ def main() -> None:
     parser.add_argument("--rescore", action="store_true",
                         help="with --load: read each candidate's relevance anew from its saved inputs with the "
                              "packaged model (localmem/models/relevance.json) and the hook's floor, as a hook would now")
+    parser.add_argument("--skip-shapes", default="", help="with --load --rescore: drop the candidates of these shapes "
+                        f"(comma-separated, of {', '.join(NOTE_REASONS)}) as the hook drops the notes it never injects")
     parser.add_argument("--sets", default="locomo,lme", help="which sets to ask (comma-separated)")
     parser.add_argument("--save", type=Path, help="also write the asked prompts' candidates here (JSON)")
     parser.add_argument("--load", help="replay saved candidates instead of asking (no store built): "
@@ -582,14 +586,19 @@ def main() -> None:
         parser.error(f"--inputs takes some of {', '.join(FEATURES + prompt_terms.VARIANTS)}, got {args.inputs!r}")
     if not set(gate_features) <= set(injection_folds.GATE_INPUTS) | set(prompt_terms.VARIANTS):
         parser.error(f"--gate-inputs takes some of {', '.join(injection_folds.GATE_INPUTS)}, got {args.gate_inputs!r}")
-    if args.rescore and not args.load:
-        parser.error("--rescore reads saved candidates: give --load FILE")
+    if (args.rescore or args.skip_shapes) and not (args.load and args.rescore):
+        parser.error("--rescore and --skip-shapes replay saved candidates: give --load FILE --rescore")
+    if not set(filter(None, args.skip_shapes.split(","))) <= set(NOTE_REASONS):
+        parser.error(f"--skip-shapes takes some of {', '.join(NOTE_REASONS)}, got {args.skip_shapes!r}")
     if not set(args.sets.split(",")) <= {"locomo", "lme"}:
         parser.error(f"--sets takes locomo and/or lme, got {args.sets!r}")
     settings = HookSettings()
     started = time.perf_counter()
     if args.load:
         sets = injection_folds.load_saved(args.load)
+        if args.skip_shapes:
+            print(f"notes dropped as {args.skip_shapes} (of them evidence), per set: "
+                  f"{injection_folds.skip_shapes(sets, args.skip_shapes.split(','))}")
         for prompts in sets.values():
             for p in prompts:
                 if args.rescore:
