@@ -78,7 +78,8 @@ from localmem import Config, MemoryStore  # noqa: E402
 from localmem.hooks.capture import clean_text, split_parts  # noqa: E402
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
-from localmem.hooks.content_free import NOTE_REASONS  # noqa: E402
+from localmem.hooks.content_free import NOTE_REASONS, note_skipped  # noqa: E402
+from localmem.hooks.noise_rules import compile_rules  # noqa: E402
 from localmem.hooks.selection import KEPT, OWN_TURN, Candidate, StandOut, choose, injection_floor  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
 from localmem.recall.relevance_model import FEATURES, relevance_features, relevance_of  # noqa: E402
@@ -92,7 +93,10 @@ FOLDS = 5
 # All 80 (the shared embedding cache holds every turn of each since 2026-12-05); --lme takes fewer.
 LME_POSITIONS = tuple(range(80))
 HEADING = "Notes that may bear on this prompt (project p):"
-NEVER_ELIGIBLE = (OWN_TURN, *NOTE_REASONS.values())  # the hook's candidates it never weighs: not saved
+# The hook's candidates it never injects, not saved: this session's own turns, and notes of content_free.NOTE_SHAPES
+# (the hook reads their shapes only when a candidate clears its floor; a replay at a lower floor must not see them).
+NEVER_ELIGIBLE = (OWN_TURN, *NOTE_REASONS.values())
+RULES = compile_rules({})  # the built-in noise rules (a frozen dataclass)
 
 
 def memories_of(store: MemoryStore) -> dict[str, dict[str, Any]]:
@@ -108,7 +112,7 @@ def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str
     payload = {"session_id": session, "cwd": str(cwd), "prompt": prompt, "hook_event_name": "UserPromptSubmit"}
     report = answer_hook_with_report(store, "UserPromptSubmit", payload, settings).report
     candidates = [(c["id"], c["relevance"], c.get("inputs") or {}, c.get("rank")) for c in report.get("candidates", [])
-                  if c["decision"] not in NEVER_ELIGIBLE]
+                  if c["decision"] not in NEVER_ELIGIBLE and not note_skipped(memories[c["id"]]["content"], RULES)]
     return {"candidates": candidates, "memories": {m: memories[m] for m, *_ in candidates},
             "floor": report.get("relevance_floor", 0.0), "shipped_ids": report.get("memory_ids", []),
             "shipped_tokens": report.get("tokens", 0), "terms": prompt_terms.term_stats(store.conn, prompt, scope),

@@ -144,7 +144,8 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         rule = StandOut(floor, settings.standout_lead, settings.standout_close, settings.max_memories,
                         settings.standout_order, settings.note_floor, settings.standout_margin)
         limit = min(MAX_RECALL, max(CANDIDATES, 2 * settings.max_memories))
-        candidates = _prompt_candidates(store, query, scope, session_id, limit, rules)
+        candidates = _prompt_candidates(store, query, scope, session_id, limit)
+        _mark_never_injected(candidates, floor, rules)
         thresholds = choose([c for c in candidates if not c.reason], rule)  # the never-eligible are out
         candidates.sort(key=lambda c: -c.relevance)
         report.update(relevance_floor=floor, thresholds=thresholds,
@@ -184,12 +185,11 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
 
 
 def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, session_id: str,
-                       limit: int, rules: NoiseRules) -> list[Candidate]:
+                       limit: int) -> list[Candidate]:
     """Recall's answer over the project's tags and over memories tied to no project, merged.
 
     This session's own turns are asked too (so the pool is what recall sees) and marked
-    ``OWN_TURN``: they are already in the context. Chit-chat notes (``content_free.note_skipped``:
-    an acknowledgement) are marked too: never injected, whatever their relevance.
+    ``OWN_TURN``: they are already in the context.
     """
     scopes: list[dict[str, Any]] = [{"tags": scope.tags, "tag_match": "exact"}] if scope.tags else []
     with store.lock:
@@ -204,11 +204,19 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
             memory = result["memory"]
             inputs = (result.get("score_components") or {}).get("relevance_inputs")
             score = result.get("score")
-            reason = excluded_reason(memory, session_id) or note_skipped(str(memory.get("content", "")), rules) or ""
-            found[result["id"]] = Candidate(result["id"], relevance, memory, reason,
+            found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "",
                                             inputs if isinstance(inputs, dict) else None, rank,
                                             float(score) if isinstance(score, (int, float)) else None)
     return list(found.values())
+
+
+def _mark_never_injected(candidates: list[Candidate], floor: float, rules: NoiseRules) -> None:
+    """Chit-chat and code/log-shaped notes (``content_free.note_skipped``) are never injected on a prompt. Their
+    shapes are read only when some candidate clears the floor: else nothing is injected whatever is left out."""
+    if any(not c.reason and c.relevance >= floor for c in candidates):
+        for candidate in candidates:
+            if not candidate.reason:
+                candidate.reason = note_skipped(str(candidate.memory.get("content", "")), rules) or ""
 
 
 def _session_start_candidates(store: "MemoryStore", scope: ProjectScope, session_id: str,
