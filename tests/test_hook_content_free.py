@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from localmem import MemoryStore
 from localmem.hooks.content_free import CHOICE, COURTESY, NOTE_REASONS, SHORT, nothing_to_look_up
 from localmem.hooks.noise_rules import DEFAULT_RULES, compile_rules
+from localmem.hooks.selection import KEPT, Candidate, StandOut, choose, choose_injectable
 from tests.content_free_prompts import CONTENT, CONTENT_FREE
 from tests.hook_helpers import hook_env, payload, run_hook
 
@@ -116,6 +118,29 @@ def test_the_rule_reads_the_probe_set():
         assert prompt in CONTENT_FREE and nothing_to_look_up(prompt, rules), prompt
     for prompt in ("no, Postgres", "it's 3.12", "no, use postgres", "2, but with a feature flag"):
         assert nothing_to_look_up(prompt, rules) is None, prompt  # a name, a version, words of its own
+
+
+def test_shapes_read_where_they_decide_keep_what_reading_every_shape_keeps():
+    """``choose_injectable`` asks for a note's shape only where it can change the choice; what it keeps must be what
+    ``choose`` keeps once every refused note is out, for any rule (random pools, rules and refusals)."""
+    rng = random.Random(40)
+    for _ in range(4000):
+        n = rng.randint(0, 10)
+        ranks = rng.sample(range(1, n + 1), n)
+        spec = [(f"m{i}", rng.choice([rng.random(), 0.85 + 0.1 * rng.random()]),
+                 None if rng.random() < 0.1 else ranks[i], None if rng.random() < 0.1 else 0.1 + rng.random())
+                for i in range(n)]
+        refused = {m for m, *_ in spec if rng.random() < 0.35}
+        rule = StandOut(rng.choice([0.5, 0.9]), rng.choice([0.0, 0.05]), rng.choice([1.0, 0.1]), rng.choice([1, 2, 3]),
+                        rng.choice(["recall", "relevance"]), rng.choice([0.0, None, 0.95]), rng.choice([0.0, 0.7]))
+        every = [Candidate(m, r, {}, rank=k, score=sc) for m, r, k, sc in spec]
+        for candidate in every:
+            candidate.reason = "refused" if candidate.memory_id in refused else ""
+        choose([c for c in every if not c.reason], rule)
+        where = [Candidate(m, r, {}, rank=k, score=sc) for m, r, k, sc in spec]
+        choose_injectable(where, rule, lambda c: "refused" if c.memory_id in refused else None)
+        assert ({c.memory_id for c in where if c.reason == KEPT} == {c.memory_id for c in every if c.reason == KEPT}), \
+            (spec, refused, rule)
 
 
 @pytest.mark.model

@@ -26,7 +26,7 @@ from .project import ProjectNames, project_names
 from .scope import ProjectScope, resolve, some_project_tags
 from .message_shape import is_bare_question, is_courtesy
 from .selection import (ALREADY_INJECTED, CHIT_CHAT, KEPT, OVER_BUDGET, OVER_SESSION_START, Candidate, StandOut,
-                        choose, injection_floor)
+                        choose_injectable, injection_floor)
 from .project import PROJECT_FILE, capture_allowed
 from .settings import HookSettings
 from .transcript import check_transcript_path
@@ -145,8 +145,9 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
                         settings.standout_order, settings.note_floor, settings.standout_margin)
         limit = min(MAX_RECALL, max(CANDIDATES, 2 * settings.max_memories))
         candidates = _prompt_candidates(store, query, scope, session_id, limit)
-        _mark_never_injected(candidates, floor, rules)
-        thresholds = choose([c for c in candidates if not c.reason], rule)  # the never-eligible are out
+        # This session's own turns are out; chit-chat and code/log-shaped notes too, read where they decide.
+        thresholds = choose_injectable(candidates, rule,
+                                       lambda c: note_skipped(str(c.memory.get("content", "")), rules))
         candidates.sort(key=lambda c: -c.relevance)
         report.update(relevance_floor=floor, thresholds=thresholds,
                       relevance={c.memory_id: round(c.relevance, 4) for c in candidates})
@@ -208,15 +209,6 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
                                             inputs if isinstance(inputs, dict) else None, rank,
                                             float(score) if isinstance(score, (int, float)) else None)
     return list(found.values())
-
-
-def _mark_never_injected(candidates: list[Candidate], floor: float, rules: NoiseRules) -> None:
-    """Chit-chat and code/log-shaped notes (``content_free.note_skipped``) are never injected on a prompt. Their
-    shapes are read only when some candidate clears the floor: else nothing is injected whatever is left out."""
-    if any(not c.reason and c.relevance >= floor for c in candidates):
-        for candidate in candidates:
-            if not candidate.reason:
-                candidate.reason = note_skipped(str(candidate.memory.get("content", "")), rules) or ""
 
 
 def _session_start_candidates(store: "MemoryStore", scope: ProjectScope, session_id: str,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError
 from ..privacy import redact
@@ -194,3 +194,33 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
             candidate.reason = KEPT
             kept += 1
     return thresholds
+
+
+def choose_injectable(candidates: list[Candidate], rule: StandOut,
+                      never: Callable[[Candidate], str | None]) -> dict[str, float]:
+    """``choose`` over the candidates ``never`` finds no reason against (its reason becomes theirs), asking it
+    only where the answer can change the choice: the notes ``choose`` keeps, the most relevant, and the first two
+    in recall's order (the margin); every one when the best must lead the rest (a lead over 0); none when nothing
+    is kept with no lead (nothing left out can then make a note kept). What is kept is what ``choose`` keeps after
+    every candidate ``never`` refuses is out (tests/test_hook_content_free.py checks it on random pools)."""
+    eligible = [c for c in candidates if not c.reason]
+    asked: set[int] = set()
+    while True:
+        thresholds = choose(eligible, rule)  # sorts ``eligible`` by relevance, best first
+        kept = [c for c in eligible if c.reason == KEPT]
+        if not kept and rule.lead == 0:
+            return thresholds
+        deciding = eligible if rule.lead > 0 else kept + eligible[:1]
+        if rule.order == "recall" and rule.lead == 0:
+            deciding += sorted(eligible, key=lambda c: c.rank if c.rank is not None else math.inf)[:2]
+        refused = []
+        for candidate in deciding:
+            if id(candidate) not in asked:
+                asked.add(id(candidate))
+                reason = never(candidate)
+                if reason:
+                    candidate.reason = reason
+                    refused.append(id(candidate))
+        if not refused:
+            return thresholds
+        eligible = [c for c in eligible if id(c) not in refused]
