@@ -202,7 +202,8 @@ def choose_injectable(candidates: list[Candidate], rule: StandOut,
     only where the answer can change the choice: the notes ``choose`` keeps, the most relevant, and the first two
     in recall's order (the margin); every one when the best must lead the rest (a lead over 0); none when nothing
     is kept with no lead (nothing left out can then make a note kept). What is kept is what ``choose`` keeps after
-    every candidate ``never`` refuses is out (tests/test_hook_content_free.py checks it on random pools)."""
+    every candidate ``never`` refuses is out (tests/test_hook_content_free.py checks it on random pools); the rest's
+    median it reports may still count a refused candidate the choice never reached."""
     eligible = [c for c in candidates if not c.reason]
     asked: set[int] = set()
     while True:
