@@ -65,7 +65,7 @@ def test_a_content_free_prompt_injects_nothing_and_recall_is_not_asked(store, pr
 
 
 @pytest.mark.parametrize("prompt", ["which database does the orders service use?", "no, use postgres instead",
-                                    "go ahead and tag the release", "option 2 of the migration plan"])
+                                    "go ahead and tag the release", "option 2 of the migration plan", "数据"])
 def test_a_content_prompt_is_looked_up_and_injects(store, prompt):
     out, err = ask(store, prompt, f"content-{prompt}")
     assert out is not None, err
@@ -161,3 +161,9 @@ def test_the_issues_prompts_with_the_real_model(tmp_path):
             assert proc.stdout.strip() == "" and "nothing to look up" in proc.stderr, (prompt, proc.stderr)
         else:
             assert wanted in proc.stdout, (prompt, proc.stderr)
+
+
+@pytest.mark.parametrize("prompt", ["数据", "数", "1 数", "キー"])
+def test_a_word_of_one_or_two_characters_in_another_script_is_looked_up(prompt):
+    # "data", "number": in Chinese or Japanese one or two characters are a word, not a "y" or a menu's "b)".
+    assert nothing_to_look_up(prompt, compile_rules({})) is None

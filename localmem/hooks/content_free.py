@@ -26,9 +26,11 @@ from .message_shape import is_bare_question, is_courtesy, shape_of
 if TYPE_CHECKING:
     from .noise_rules import NoiseRules
 
-SHORT_PROMPT_CHARS = 2  # "y", "n", "ok", "?": too short to hold anything to look up
+SHORT_PROMPT_CHARS = 2  # "y", "n", "ok", "?": too short to hold anything to look up, in Latin letters
 _TOKEN = re.compile(r"[\w']+")
-_CHOICE = re.compile(r"\d+|[^\W\d_]")  # a number, or one letter: a menu's "2", "b)"
+# A number, or one Latin letter: a menu's "2", "b)". Not one letter of any script: "数" (number) or "数据" (data)
+# is a word in Chinese or Japanese, and is looked up.
+_CHOICE = re.compile(r"\d+|[A-Za-z]")
 _JOINED = re.compile(r"\d[.:/-]\d")  # a version, a decimal, a time or a date ("3.12", "10:30"): an answer with content
 
 SHORT = "nothing to look up: a prompt of one or two characters"
@@ -48,14 +50,14 @@ NOTE_SHAPES = ("courtesy", "code_or_log")
 def nothing_to_look_up(prompt: str, rules: "NoiseRules") -> str | None:
     """Why ``prompt`` holds nothing for recall to look up (the reason the hook reports), or None when it may.
 
-    Content-free: at most two characters; no letter or digit at all ("...", an emoji); an acknowledgement or
+    Content-free: at most two ASCII characters; no letter or digit at all ("...", an emoji); an acknowledgement or
     assent, every word one of ``courtesy_words`` ("no", "go on", "ok do it", "looks good, thanks!"); a number or
     menu choice, every word a number, a single letter or one of ``courtesy_words`` ("1", "2)", "(b)", "2
     please", "1 and 3"; not a version, decimal or time: "it's 3.12"). "no, use postgres" has words of its own
     and is looked up.
     """
     text = prompt.strip()
-    if len(text) <= SHORT_PROMPT_CHARS:
+    if len(text) <= SHORT_PROMPT_CHARS and text.isascii():
         return SHORT
     if not any(ch.isalnum() for ch in text):
         return NO_WORD
