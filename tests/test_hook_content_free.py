@@ -30,6 +30,7 @@ NOTES = (
     "Option 2 of the migration plan: copy the tables first, then switch the reads, 1 then 2 then 3.",
 )
 ACKNOWLEDGEMENTS = ("ok, thanks", "Sure, go ahead.", "yes please")
+BARE_QUESTION = "Should the nightly billing export run before or after the invoice batch?"
 TRACEBACK = """Traceback (most recent call last):
   File "/srv/orders/app/db.py", line 41, in connect
     pool = await asyncpg.create_pool(dsn=settings.database_url, min_size=2)
@@ -42,7 +43,7 @@ def store(tmp_path_factory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("content-free")
     db = tmp / "m.db"
     with MemoryStore(db, embedder="hash") as memories:
-        for text in NOTES + ACKNOWLEDGEMENTS + (TRACEBACK,):
+        for text in NOTES + ACKNOWLEDGEMENTS + (TRACEBACK, BARE_QUESTION):
             memories.store(text, tags=["project:orchid"])
     return db, tmp
 
@@ -88,6 +89,18 @@ def test_a_code_or_log_note_is_never_injected_on_a_prompt(store):
                    "traceback", LOCALMEM_HOOK_MAX_MEMORIES="8", LOCALMEM_HOOK_STANDOUT_MARGIN="0")
     assert NOTE_REASONS["code_or_log"] in err  # recalled, and marked as code or log
     assert out is None or "Traceback" not in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_bare_question_note_is_injected_only_where_capture_would_keep_it(store, tmp_path):
+    prompt = "when does the nightly billing export run, before the invoice batch?"
+    out, err = ask(store, prompt, "bare", LOCALMEM_HOOK_MAX_MEMORIES="8", LOCALMEM_HOOK_STANDOUT_MARGIN="0")
+    assert NOTE_REASONS["bare_question"] in err  # recalled, and marked as a bare question
+    assert out is None or BARE_QUESTION not in out["hookSpecificOutput"]["additionalContext"]
+    keeping = tmp_path / "keep-questions.json"
+    keeping.write_text(json.dumps({"skip_bare_questions": False}))
+    out, err = ask(store, prompt, "bare-kept", LOCALMEM_HOOK_MAX_MEMORIES="8", LOCALMEM_HOOK_STANDOUT_MARGIN="0",
+                   LOCALMEM_HOOK_RULES_PATH=str(keeping))
+    assert out is not None and BARE_QUESTION in out["hookSpecificOutput"]["additionalContext"], err
 
 
 def test_the_rules_files_courtesy_list_decides(store, tmp_path):
