@@ -15,6 +15,20 @@ syncs every replica must hold the same memories (every synced field) and the sam
 * **no delete undone** unless causally re-edited: a memory deleted on a replica is back only
   if some replica edited it without having seen that delete.
 
+Between syncs the replicas also run what users run (docs/sync.md, "Forget, the trash, imports
+and the same note twice"): ``store_many`` (with and without dedup), the same note stored with
+dedup on two replicas before they sync, and again on one that holds it, tag / importance /
+metadata updates, removing a link, ``forget`` (of a memory held, or only in the trash, perhaps
+right after an export), ``trash restore`` (of a memory a sync deleted), and ``import`` of an
+export taken earlier (``skip_existing`` or ``update``; a refused line removed and the import
+run again, as its message says). Checked besides:
+
+* **a forgotten memory never comes back**, on any replica, through a sync or an import, from
+  the step a replica knew it purged (at every step), and nowhere after the final syncs (nor in a trash);
+* **a restore reaches every replica**, unless a replica that had seen it deleted the memory again;
+* **the same note stored on two replicas stays two memories** (sync folds nothing by dedup key),
+  neither lost without a delete; a store with dedup returns a memory the replica holds.
+
 What a replica "has seen" is tracked through syncs, as a most and a least (a killed sync may
 have carried anything, a write racing a sync may wait for the next one), each check using the
 bound that cannot make it fail wrongly. Bounded here: 30 derandomized examples
@@ -38,9 +52,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from localmem import MemoryStore
+from localmem.maintenance.export import dump_line, iter_export
+from localmem.maintenance.forget import forget
+from localmem.maintenance.importer import ImportLineError, import_jsonl
 from localmem.replication.sync import sync_stores
 from localmem.replication.sync_rules import digest
 from localmem.replication.sync_side import StoreSide
+from localmem.trash import restore
 
 REPLICAS = 3
 SKEWS = st.sampled_from([timedelta(0), timedelta(hours=3), -timedelta(hours=2), timedelta(minutes=1),
@@ -84,8 +102,15 @@ class Replicas(RuleBasedStateMachine):
         self.seen: list[set[str]] = [set() for _ in range(REPLICAS)]
         self.seen_surely: list[set[str]] = [set() for _ in range(REPLICAS)]
         self.excused: set[str] = set()  # texts causally overwritten or deleted
-        self.deletes: list[tuple[str, frozenset[str]]] = []  # (id, what the deleting replica had seen)
+        self.deletes: list[tuple[str, frozenset[str], frozenset[str]]] = []  # (id, what the deleter had
+        # seen surely, at most)
         self.serial = 0
+        self.forgotten: set[str] = set()  # ids `forget` purged on some replica
+        self.forgot_texts: set[str] = set()  # what they held (or their trash entries did) anywhere, when forgotten
+        self.purges_known: list[set[str]] = [set() for _ in range(REPLICAS)]  # ids each replica knew purged
+        self.exports: list[list[str]] = []  # export files taken (the last few), for a later import
+        self.restores: list[tuple[str, str]] = []  # (id, the change a restore made)
+        self.same_notes: list[tuple[str, str]] = []  # one note stored on two replicas: the two ids
 
     def _clock(self, n: int):
         def now() -> datetime:
@@ -102,10 +127,10 @@ class Replicas(RuleBasedStateMachine):
     def ids(self, n: int) -> list[str]:
         return sorted(row[0] for row in self.stores[n].conn.execute("SELECT id FROM memories"))
 
-    def text(self, n: int, memory_id: str, words: str) -> str:
-        """Write a new, unique text to ``memory_id`` on replica ``n`` (new or edited)."""
+    def text(self, n: int, memory_id: str, words: str, exact: str | None = None) -> str:
+        """Write a new, unique text to ``memory_id`` on replica ``n`` (new or edited): ``exact``, or of ``words``."""
         self.serial += 1
-        text = f"t{self.serial} {words}".strip()  # as the store keeps it
+        text = exact or f"t{self.serial} {words}".strip()  # as the store keeps it
         self.texts[text] = self.changes[text] = memory_id
         held = {row[0] for row in self.stores[n].conn.execute("SELECT content FROM memories WHERE id = ?", (memory_id,))}
         # Overwritten having been seen: each text of this memory, or the one it holds (a conflict copy's).
@@ -137,7 +162,7 @@ class Replicas(RuleBasedStateMachine):
             self.deleted.add(memory_id)
             # Deleted having seen these: each text of this memory (or held by it, a conflict copy).
             self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == content}
-            self.deletes.append((memory_id, frozenset(self.seen_surely[n])))
+            self.deletes.append((memory_id, frozenset(self.seen_surely[n]), frozenset(self.seen[n])))
 
     @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
           words=st.text("xyz", min_size=1, max_size=6))
@@ -167,6 +192,165 @@ class Replicas(RuleBasedStateMachine):
                 self.changes[f"s{self.serial}"] = memory_id
                 self.seen[n].add(f"s{self.serial}")
                 self.seen_surely[n].add(f"s{self.serial}")
+
+    def change(self, n: int, memory_id: str, kind: str) -> str:
+        """Note a change to ``memory_id`` on replica ``n`` other than a new text (seen there)."""
+        self.serial += 1
+        token = f"{kind}{self.serial}"
+        self.changes[token] = memory_id
+        self.seen[n].add(token)
+        self.seen_surely[n].add(token)
+        return token
+
+    def stored(self, n: int, text: str, memory_id: str, got: str) -> None:
+        """``text`` was stored on replica ``n`` as ``memory_id``, with dedup: ``got`` is the id returned."""
+        if got == memory_id:
+            self.written.add(memory_id)
+            return
+        assert got in self.ids(n), f"{text!r} deduped to {got}, which replica {n} does not hold"
+        del self.texts[text], self.changes[text]  # nothing was written: the memory there is unchanged
+        self.seen[n].discard(text)
+        self.seen_surely[n].discard(text)
+
+    @rule(n=st.integers(0, REPLICAS - 1), words=st.text("abcdefgh ", min_size=1, max_size=12),
+          count=st.integers(1, 3), dedup=st.booleans())
+    def store_many(self, n, words, count, dedup):
+        ids = [str(uuid.uuid4()) for _ in range(count)]
+        texts = [self.text(n, memory_id, words) for memory_id in ids]
+        got = self.stores[n].store_many([{"content": t, "id": i} for t, i in zip(texts, ids)], dedup=dedup)
+        for text, memory_id, given in zip(texts, ids, got):
+            self.stored(n, text, memory_id, given)
+
+    @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), words=st.text("abcdefgh ", min_size=1,
+                                                                                         max_size=12))
+    def same_note_on_two(self, a, b, words):
+        """The same note stored (with dedup) on two replicas before they sync: by its dedup key (once
+        in capitals, with a full stop), so the model still tells the two texts apart."""
+        if a != b:
+            first, second = str(uuid.uuid4()), str(uuid.uuid4())
+            text = self.text(a, first, words)
+            self.stored(a, text, first, self.stores[a].store(text, id=first, dedup=True))
+            variant = self.text(b, second, "", exact=text.upper() + ".")
+            self.stored(b, variant, second, self.stores[b].store(variant, id=second, dedup=True))
+            self.same_notes.append((first, second))
+
+    @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6), mask=st.integers(0, 2 ** 16))
+    def store_again(self, n, pick, mask):
+        """Store (with dedup) a note replica ``n`` holds again, in other letter cases: one memory,
+        unless the one held is not current (a conflict copy: superseded)."""
+        held = sorted(row[0] for row in self.stores[n].conn.execute("SELECT content FROM memories"))
+        if held:
+            chosen = held[pick % len(held)]
+            variant = "".join(c.upper() if mask >> (i % 16) & 1 else c.lower() for i, c in enumerate(chosen))
+            if variant not in self.texts:
+                memory_id = str(uuid.uuid4())
+                self.text(n, memory_id, "", exact=variant)
+                self.stored(n, variant, memory_id, self.stores[n].store(variant, id=memory_id, dedup=True))
+
+    @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
+          field=st.sampled_from(["tags", "importance", "metadata"]), value=st.integers(0, 3))
+    def update_fields(self, n, pick, field, value):
+        ids = self.ids(n)
+        if ids:
+            memory_id = ids[pick % len(ids)]
+            given = {"tags": [f"tag{value}"], "importance": 0.1 + value / 4, "metadata": {"k": value}}[field]
+            before = digest(self.stores[n].get(memory_id))
+            self.stores[n].update(memory_id, **{field: given})
+            if digest(self.stores[n].get(memory_id)) != before:
+                self.change(n, memory_id, "u")
+
+    @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6))
+    def unlink(self, n, pick):
+        links = sorted(self.stores[n].conn.execute(
+            "SELECT a.id, b.id FROM edges e JOIN memories a ON a.pk = e.src JOIN memories b ON b.pk = e.dst "
+            "WHERE e.type = 'RELATES_TO'"))
+        if links:
+            first, second = links[pick % len(links)]
+            assert self.stores[n].dissociate(first, second, "RELATES_TO")["removed"] == 1
+
+    def trashed_ids(self, n: int) -> list[str]:
+        return sorted(row[0] for row in self.stores[n].conn.execute("SELECT id FROM trash"))
+
+    @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6), in_trash=st.booleans(),
+          exported=st.booleans())
+    def forget_one(self, n, pick, in_trash, exported):
+        """`localmem forget` of a memory replica ``n`` holds, or of one only in its trash; perhaps
+        right after an export there (an older export, for a later import, holding the memory)."""
+        ids = self.trashed_ids(n) if in_trash else self.ids(n)
+        if ids:
+            memory_id = ids[pick % len(ids)]
+            if exported:
+                self.export(n)
+            for store in self.stores:  # whatever the replicas hold of it now goes, on each, with the purge
+                self.forgot_texts |= {row[0] for row in store.conn.execute(
+                    "SELECT content FROM memories WHERE id = ?", (memory_id,))}
+                self.forgot_texts |= {json.loads(row[0]).get("content") for row in store.conn.execute(
+                    "SELECT record FROM trash WHERE id = ?", (memory_id,))}
+            assert forget(self.stores[n], [memory_id])["forgotten"] == 1
+            self.forgotten.add(memory_id)
+            self.deleted.add(memory_id)
+
+    @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
+          then_restore=st.booleans())
+    def delete_and_sync(self, a, b, pick, then_restore):
+        """Replica ``a`` deletes a memory both hold and syncs with ``b``: ``b``'s copy goes to its trash,
+        and perhaps ``b``'s user restores it from there at once."""
+        shared = sorted(set(self.ids(a)) & set(self.ids(b)))
+        if a != b and shared:
+            memory_id = shared[pick % len(shared)]
+            self.delete(a, self.ids(a).index(memory_id))
+            self.sync(a, b)
+            if then_restore and memory_id in self.trashed_ids(b):
+                self.restore_one(b, memory_id)
+
+    @precondition(lambda self: any(set(self.trashed_ids(n)) - set(self.ids(n)) for n in range(REPLICAS)))
+    @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6))
+    def restore_from_trash(self, n, pick):
+        """`localmem trash restore` of a memory a sync deleted here (an edit made now)."""
+        ids = sorted(set(self.trashed_ids(n)) - set(self.ids(n)))  # not stored again meanwhile (an import)
+        if ids:
+            self.restore_one(n, ids[pick % len(ids)])
+
+    def restore_one(self, n: int, memory_id: str) -> None:
+        restore(self.stores[n], memory_id)
+        self.restores.append((memory_id, self.change(n, memory_id, "r")))
+
+    @rule(n=st.integers(0, REPLICAS - 1))
+    def export(self, n):
+        self.exports = (self.exports + [[dump_line(value) for value in iter_export(self.stores[n])]])[-3:]
+
+    @precondition(lambda self: self.exports)
+    @rule(n=st.integers(0, REPLICAS - 1), which=st.integers(0, 2), update=st.booleans())
+    def import_an_export(self, n, which, update):
+        """`localmem import --skip-existing` (or `--update`) of an export taken earlier, on any replica.
+        A refused line (a forgotten memory, or an edge to one) is removed, as its message says, and the
+        import run again."""
+        if not self.exports:
+            return
+        lines = list(self.exports[which % len(self.exports)])
+        store = self.stores[n]
+        before = {memory_id: store.get(memory_id) for memory_id in self.ids(n)}
+        while True:
+            try:
+                import_jsonl(store, lines, skip_existing=not update, update=update)
+                break
+            except ImportLineError as error:
+                refused = json.loads(lines[error.line - 1])
+                if "was forgotten" in str(error):
+                    assert refused["id"] in self.forgotten, str(error)
+                else:
+                    assert "edge endpoint not found" in str(error), str(error)
+                del lines[error.line - 1]
+                header = json.loads(lines[0])
+                header["memories" if refused["kind"] == "memory" else "edges"] -= 1
+                lines[0] = dump_line(header)
+        for memory_id in self.ids(n):
+            record, old = store.get(memory_id), before.get(memory_id)
+            if old is None or digest(record) != digest(old):
+                self.change(n, memory_id, "i")  # a new version, made after seeing what replica n held
+                if old is not None and record["content"] != old["content"]:
+                    self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == old["content"]}
+
 
     @rule(n=st.integers(0, REPLICAS - 1), skew=SKEWS)
     def clock_jumps(self, n, skew):
@@ -268,6 +452,17 @@ class Replicas(RuleBasedStateMachine):
         present = set().union(*(self.ids(n) for n in range(REPLICAS)))
         assert self.written - present <= self.deleted
 
+    @precondition(lambda self: hasattr(self, "stores"))
+    @invariant()
+    def a_forgotten_memory_stays_gone(self):
+        """A replica that knew a memory purged (forgotten here, or the purge a sync brought) never holds
+        it again: not through a sync, not through an import of an export taken before."""
+        for n in range(REPLICAS):
+            self.purges_known[n] |= {row[0] for row in self.stores[n].conn.execute(
+                "SELECT id FROM forget_purges UNION SELECT id FROM sync_tombstones WHERE purged = 1")}
+            back = self.purges_known[n] & set(self.ids(n))
+            assert not back, f"forgotten memories back on replica {n}: {sorted(back)}"
+
     def check_converged(self):
         for _ in range(2):
             for a, b in ((0, 1), (1, 2), (0, 2)):
@@ -285,17 +480,32 @@ class Replicas(RuleBasedStateMachine):
         trashed: set[str] = set()
         for store in self.stores:
             trashed |= {json.loads(row[0]).get("content") for row in store.conn.execute("SELECT record FROM trash")}
-        lost = set(self.texts) - self.excused - held - trashed
+        # Forgotten: every text of the memory, wherever it was, whenever written (a purge wins over all).
+        forgotten = self.forgot_texts | {t for t, i in self.texts.items() if i in self.forgotten}
+        lost = set(self.texts) - self.excused - forgotten - held - trashed
         assert not lost, f"writes lost: {sorted(lost)}"
         # An edit no deleter had seen survives every delete, whatever the clocks: it is held as a
         # memory (or a conflict copy), not only in a trash.
-        binned = set(self.texts) - self.excused - held
+        binned = set(self.texts) - self.excused - forgotten - held
         assert not binned, f"edits made without seeing a delete lost to it (only in a trash): {sorted(binned)}"
         present = set(first[0])
-        for memory_id, seen in self.deletes:
+        for memory_id, seen, _ in self.deletes:
             if memory_id in present:
                 again = [t for t, i in self.changes.items() if i == memory_id and t not in seen]
                 assert again, f"{memory_id} was deleted and came back, edited by no one who had not seen the delete"
+        back = self.forgotten & present
+        assert not back, f"forgotten memories back: {sorted(back)}"
+        in_trash = self.forgotten & {i for n in range(REPLICAS) for i in self.trashed_ids(n)}
+        assert not in_trash, f"forgotten memories kept in a trash: {sorted(in_trash)}"
+        # A restore is an edit made now: it reaches every replica, unless deleted by one that had seen it.
+        for memory_id, token in self.restores:
+            if memory_id not in present and memory_id not in self.forgotten:
+                assert any(i == memory_id and token in most for i, _, most in self.deletes), \
+                    f"{memory_id} was restored from a trash and is gone, deleted by no one who had seen the restore"
+        # The same note stored on two replicas before they synced: two memories, neither lost to the other.
+        for pair in self.same_notes:
+            gone = set(pair) - present - self.deleted
+            assert not gone, f"one note stored on two replicas: {sorted(gone)} lost without a delete"
 
 
 class Converging(Replicas):
