@@ -312,7 +312,10 @@ class Replicas(RuleBasedStateMachine):
             self.restore_one(n, ids[pick % len(ids)])
 
     def restore_one(self, n: int, memory_id: str) -> None:
-        restore(self.stores[n], memory_id)
+        content = restore(self.stores[n], memory_id)["content"]
+        if content in self.texts:
+            self.seen[n].add(content)
+            self.seen_surely[n].add(content)
         self.restores.append((memory_id, self.change(n, memory_id, "r")))
 
     @rule(n=st.integers(0, REPLICAS - 1))
@@ -350,6 +353,9 @@ class Replicas(RuleBasedStateMachine):
                 self.change(n, memory_id, "i")  # a new version, made after seeing what replica n held
                 if old is not None and record["content"] != old["content"]:
                     self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == old["content"]}
+                if record["content"] in self.texts:  # held here now: seen, as a sync would have carried it
+                    self.seen[n].add(record["content"])
+                    self.seen_surely[n].add(record["content"])
 
 
     @rule(n=st.integers(0, REPLICAS - 1), skew=SKEWS)
