@@ -27,7 +27,13 @@ run again, as its message says). Checked besides:
   the step a replica knew it purged (at every step), and nowhere after the final syncs (nor in a trash);
 * **a restore reaches every replica**, unless a replica that had seen it deleted the memory again;
 * **the same note stored on two replicas stays two memories** (sync folds nothing by dedup key),
-  neither lost without a delete; a store with dedup returns a memory the replica holds.
+  neither lost without a delete; a store with dedup returns a memory the replica holds;
+* **a removed link stays removed** while both ends are held, when the replica that removed it
+  had seen every write of it (and every import, restore, edit kept over a delete or killed sync,
+  which may write links too) and none came after.
+
+Memory ids are made from a counter, not at random, so that an example replays the same states
+(the rules pick memories in id order, and the preconditions read the stores).
 
 What a replica "has seen" is tracked through syncs, as a most and a least (a killed sync may
 have carried anything, a write racing a sync may wait for the next one), each check using the
@@ -111,6 +117,12 @@ class Replicas(RuleBasedStateMachine):
         self.exports: list[list[str]] = []  # export files taken (the last few), for a later import
         self.restores: list[tuple[str, str]] = []  # (id, the change a restore made)
         self.same_notes: list[tuple[str, str]] = []  # one note stored on two replicas: the two ids
+        # Links (RELATES_TO, by ids): when each was made and removed, in the order the steps ran, and
+        # what may have written edges besides (imports, restores, edits kept over deletes, killed syncs).
+        self.tick = 0
+        self.links: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (src, dst) -> [(tick, change)]
+        self.rewrites: list[tuple[int, str]] = []
+        self.unlinks: list[tuple[tuple[str, str], int, frozenset[str]]] = []  # (src, dst), tick, seen surely
 
     def _clock(self, n: int):
         def now() -> datetime:
@@ -127,6 +139,12 @@ class Replicas(RuleBasedStateMachine):
     def ids(self, n: int) -> list[str]:
         return sorted(row[0] for row in self.stores[n].conn.execute("SELECT id FROM memories"))
 
+    def new_id(self) -> str:
+        """A new memory id, the same in every run of an example (the rules pick memories in id
+        order, and Hypothesis replays an example expecting the same states)."""
+        self.serial += 1
+        return str(uuid.UUID(int=self.serial << 64 | self.serial, version=4))
+
     def text(self, n: int, memory_id: str, words: str, exact: str | None = None) -> str:
         """Write a new, unique text to ``memory_id`` on replica ``n`` (new or edited): ``exact``, or of ``words``."""
         self.serial += 1
@@ -141,7 +159,7 @@ class Replicas(RuleBasedStateMachine):
 
     @rule(n=st.integers(0, REPLICAS - 1), words=st.text("abcdefgh ", min_size=1, max_size=12))
     def store(self, n, words):
-        memory_id = str(uuid.uuid4())
+        memory_id = self.new_id()
         self.stores[n].store(self.text(n, memory_id, words), id=memory_id)
         self.written.add(memory_id)
 
@@ -181,6 +199,15 @@ class Replicas(RuleBasedStateMachine):
         ids = self.ids(n)
         if len(ids) >= 2 and ids[a % len(ids)] != ids[b % len(ids)]:
             self.stores[n].associate(ids[a % len(ids)], ids[b % len(ids)], "RELATES_TO", 0.5)
+            self.links.setdefault((ids[a % len(ids)], ids[b % len(ids)]), []).append(self.edge_change(n))
+
+    def edge_change(self, *replicas: int) -> tuple[int, str]:
+        """A write of links on ``replicas`` (seen there): when, and its name."""
+        self.tick += 1
+        for n in replicas:
+            self.seen[n].add(f"e{self.tick}")
+            self.seen_surely[n].add(f"e{self.tick}")
+        return self.tick, f"e{self.tick}"
 
     @rule(n=st.integers(0, REPLICAS - 1), a=st.integers(0, 10 ** 6), b=st.integers(0, 10 ** 6))
     def supersede(self, n, a, b):
@@ -215,7 +242,7 @@ class Replicas(RuleBasedStateMachine):
     @rule(n=st.integers(0, REPLICAS - 1), words=st.text("abcdefgh ", min_size=1, max_size=12),
           count=st.integers(1, 3), dedup=st.booleans())
     def store_many(self, n, words, count, dedup):
-        ids = [str(uuid.uuid4()) for _ in range(count)]
+        ids = [self.new_id() for _ in range(count)]
         texts = [self.text(n, memory_id, words) for memory_id in ids]
         got = self.stores[n].store_many([{"content": t, "id": i} for t, i in zip(texts, ids)], dedup=dedup)
         for text, memory_id, given in zip(texts, ids, got):
@@ -227,7 +254,7 @@ class Replicas(RuleBasedStateMachine):
         """The same note stored (with dedup) on two replicas before they sync: by its dedup key (once
         in capitals, with a full stop), so the model still tells the two texts apart."""
         if a != b:
-            first, second = str(uuid.uuid4()), str(uuid.uuid4())
+            first, second = self.new_id(), self.new_id()
             text = self.text(a, first, words)
             self.stored(a, text, first, self.stores[a].store(text, id=first, dedup=True))
             variant = self.text(b, second, "", exact=text.upper() + ".")
@@ -243,7 +270,7 @@ class Replicas(RuleBasedStateMachine):
             chosen = held[pick % len(held)]
             variant = "".join(c.upper() if mask >> (i % 16) & 1 else c.lower() for i, c in enumerate(chosen))
             if variant not in self.texts:
-                memory_id = str(uuid.uuid4())
+                memory_id = self.new_id()
                 self.text(n, memory_id, "", exact=variant)
                 self.stored(n, variant, memory_id, self.stores[n].store(variant, id=memory_id, dedup=True))
 
@@ -259,14 +286,22 @@ class Replicas(RuleBasedStateMachine):
             if digest(self.stores[n].get(memory_id)) != before:
                 self.change(n, memory_id, "u")
 
-    @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6))
-    def unlink(self, n, pick):
-        links = sorted(self.stores[n].conn.execute(
+    def held_links(self, n: int) -> list[tuple[str, str]]:
+        return sorted(self.stores[n].conn.execute(
             "SELECT a.id, b.id FROM edges e JOIN memories a ON a.pk = e.src JOIN memories b ON b.pk = e.dst "
             "WHERE e.type = 'RELATES_TO'"))
+
+    @precondition(lambda self: any(self.held_links(n) for n in range(REPLICAS)))
+    @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6))
+    def unlink(self, n, pick):
+        holding = [r for r in range(REPLICAS) if self.held_links(r)]
+        n = holding[n % len(holding)]
+        links = self.held_links(n)
         if links:
             first, second = links[pick % len(links)]
             assert self.stores[n].dissociate(first, second, "RELATES_TO")["removed"] == 1
+            self.tick += 1
+            self.unlinks.append(((first, second), self.tick, frozenset(self.seen_surely[n])))
 
     def trashed_ids(self, n: int) -> list[str]:
         return sorted(row[0] for row in self.stores[n].conn.execute("SELECT id FROM trash"))
@@ -307,12 +342,15 @@ class Replicas(RuleBasedStateMachine):
     @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6))
     def restore_from_trash(self, n, pick):
         """`localmem trash restore` of a memory a sync deleted here (an edit made now)."""
+        holding = [r for r in range(REPLICAS) if set(self.trashed_ids(r)) - set(self.ids(r))]
+        n = holding[n % len(holding)]
         ids = sorted(set(self.trashed_ids(n)) - set(self.ids(n)))  # not stored again meanwhile (an import)
         if ids:
             self.restore_one(n, ids[pick % len(ids)])
 
     def restore_one(self, n: int, memory_id: str) -> None:
         content = restore(self.stores[n], memory_id)["content"]
+        self.rewrites.append(self.edge_change(n))  # with its edges
         if content in self.texts:
             self.seen[n].add(content)
             self.seen_surely[n].add(content)
@@ -347,6 +385,7 @@ class Replicas(RuleBasedStateMachine):
                 header = json.loads(lines[0])
                 header["memories" if refused["kind"] == "memory" else "edges"] -= 1
                 lines[0] = dump_line(header)
+        self.rewrites.append(self.edge_change(n))  # the file's edges
         for memory_id in self.ids(n):
             record, old = store.get(memory_id), before.get(memory_id)
             if old is None or digest(record) != digest(old):
@@ -367,9 +406,11 @@ class Replicas(RuleBasedStateMachine):
         try:
             summary = sync_stores(local, peer, allow_deletes=10 ** 6, progress=progress)
         except Killed:
-            pass
+            self.rewrites.append(self.edge_change(a, b))  # it may have brought a memory back, with its edges
         else:
             assert summary.refused == [], summary.refused
+            if summary.edits_kept_over_deletes:
+                self.rewrites.append(self.edge_change(a, b))
             self.seen_surely[a] |= surely  # not a raced write: made after the sync's read, it may wait
             self.seen_surely[b] |= surely
         union = self.seen[a] | self.seen[b]
@@ -508,6 +549,13 @@ class Replicas(RuleBasedStateMachine):
             if memory_id not in present and memory_id not in self.forgotten:
                 assert any(i == memory_id and token in most for i, _, most in self.deletes), \
                     f"{memory_id} was restored from a trash and is gone, deleted by no one who had seen the restore"
+        # A link removed by a replica that had seen every write of it (and of edges at all: an import,
+        # a restore, an edit kept over a delete), none made after, stays removed while both ends are held.
+        links = {(src, dst) for src, kind, dst, _ in first[1] if kind == "RELATES_TO"}
+        for key, tick, surely in self.unlinks:
+            writes = self.links.get(key, []) + self.rewrites
+            if set(key) <= present and all(t < tick and change in surely for t, change in writes):
+                assert key not in links, f"the link {key} is back, written again by no one who had not seen its removal"
         # The same note stored on two replicas before they synced: two memories, neither lost to the other.
         for pair in self.same_notes:
             gone = set(pair) - present - self.deleted
