@@ -71,6 +71,11 @@ SKEWS = st.sampled_from([timedelta(0), timedelta(hours=3), -timedelta(hours=2), 
                          timedelta(hours=7)])
 
 
+def folded(text: str) -> str:
+    """A text as dedup compares it (docs/dedup.md), for the texts this model writes."""
+    return " ".join(text.casefold().rstrip(".!…").split())
+
+
 class Killed(Exception):
     """Raised from a sync's progress callback: the sync stops there, as a killed process would."""
 
@@ -235,6 +240,8 @@ class Replicas(RuleBasedStateMachine):
             self.written.add(memory_id)
             return
         assert got in self.ids(n), f"{text!r} deduped to {got}, which replica {n} does not hold"
+        held = self.stores[n].get(got)["content"]
+        assert folded(held) == folded(text), f"{text!r} deduped to {got}, which holds {held!r}"
         del self.texts[text], self.changes[text]  # nothing was written: the memory there is unchanged
         self.seen[n].discard(text)
         self.seen_surely[n].discard(text)
