@@ -115,3 +115,30 @@ def test_an_older_export_imported_on_a_peer_the_forget_reached_by_sync_brings_no
         rest[0] = rest[0].replace('"memories":2', '"memories":1')  # the header counts the lines
         assert import_jsonl(peer, rest, skip_existing=True).as_dict()["skipped"] == 1
         assert [row[0] for row in peer.conn.execute("SELECT content FROM memories")] == ["the wifi is called Garden-5G"]
+
+
+def test_forgetting_a_memory_only_in_the_trash_purges_the_peers_trash_copy_at_the_next_sync(tmp_path):
+    """A memory a delete on A removed is in B's and C's trash (a sync put it there). `forget` of it on
+    B, where it is only in the trash, marks B's deletion purged; the next sync must carry the mark
+    to C, which then drops its trash copy, full text and all. The mark did not travel: it changed
+    the deletion without giving it a new change number, so a sync reading changes since the last
+    one never saw it, and C kept the text for 30 days."""
+    a, b, c = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "abc")
+    try:
+        secret = a.store(f"the vault passphrase is {SECRET}")
+        a.store("the wifi is called Garden-5G")
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        sync_stores(StoreSide(b, "b"), StoreSide(c, "c"))
+        a.delete(secret)
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        sync_stores(StoreSide(b, "b"), StoreSide(c, "c"))
+        assert [e["id"] for e in trash_entries(c)] == [secret]
+        assert forget(b, [secret])["forgotten"] == 1
+        sync_stores(StoreSide(b, "b"), StoreSide(c, "c"))
+        assert trash_entries(c) == []
+        assert c.conn.execute("SELECT purged FROM sync_tombstones WHERE id = ?", (secret,)).fetchone() == (1,)
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))  # and on to A, whose own delete kept no trash copy
+        assert a.conn.execute("SELECT purged FROM sync_tombstones WHERE id = ?", (secret,)).fetchone() == (1,)
+    finally:
+        for store in (a, b, c):
+            store.close()
