@@ -533,7 +533,8 @@ class Replicas(RuleBasedStateMachine):
         # removes an edge but a delete of either end), unless an import stored the winner again: it
         # comes back as the export holds it, without the links made since (docs/sync.md).
         unlinked = [row for row in self.stores[0].conn.execute(
-            "SELECT c.id, w.id FROM memories AS c JOIN memories AS w ON w.id = c.metadata ->> '$.sync_conflict.memory_id' "
+            "SELECT c.id, w.id FROM memories AS c "
+            "JOIN memories AS w ON w.id = c.metadata ->> '$.sync_conflict.memory_id' "
             "WHERE NOT EXISTS (SELECT 1 FROM edges AS e "
             "WHERE e.src = c.pk AND e.dst = w.pk AND e.type = 'INVALIDATED_BY')") if row[1] not in self.imported_back]
         assert not unlinked, f"conflict copies without their link to the winner: {unlinked}"
