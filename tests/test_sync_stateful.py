@@ -32,8 +32,8 @@ run again, as its message says). Checked besides:
   had seen every write of it (and every import, restore, edit kept over a delete or killed sync,
   which may write links too) and none came after.
 
-Memory ids are made from a counter, not at random, so that an example replays the same states
-(the rules pick memories in id order, and the preconditions read the stores).
+Memory ids come from a counter and store identities from the example, so an example replays the
+same states (rules pick memories in id order, preconditions read the stores, stamps tie-break by store).
 
 What a replica "has seen" is tracked through syncs, as a most and a least (a killed sync may
 have carried anything, a write racing a sync may wait for the next one), each check using the
@@ -95,13 +95,16 @@ class RacingSide(StoreSide):
 
 
 class Replicas(RuleBasedStateMachine):
-    @initialize(skews=st.lists(SKEWS, min_size=REPLICAS, max_size=REPLICAS))
-    def open_stores(self, skews):
+    @initialize(skews=st.lists(SKEWS, min_size=REPLICAS, max_size=REPLICAS),
+                order=st.permutations(range(REPLICAS)))
+    def open_stores(self, skews, order):
         self.folder = tempfile.TemporaryDirectory(prefix="localmem-stateful-")
         self.offsets = list(skews)
         self.ticks = [0]
         self.stores = [MemoryStore(Path(self.folder.name) / f"r{n}.db", embedder="hash",
                                    clock=self._clock(n)) for n in range(REPLICAS)]
+        for n, store in enumerate(self.stores):  # identities from the example: replays order stamps alike
+            store.conn.execute("UPDATE meta SET value = ? WHERE key = 'store_id'", (f"{order[n] + 1:032x}",))
         self.written: set[str] = set()  # every id ever stored
         self.deleted: set[str] = set()  # ids some replica deleted at some point
         self.texts: dict[str, str] = {}  # every text written -> the id it was written to
@@ -124,11 +127,12 @@ class Replicas(RuleBasedStateMachine):
         self.same_notes: list[tuple[str, str]] = []  # one note stored on two replicas: the two ids
         self.imported_back: set[str] = set()  # ids an import stored where they were absent (deleted, or never held)
         self.imported: set[str] = set()  # ids an import wrote (stored, or changed)
+        self.restored: set[str] = set()  # ids a trash restore put back
         # Links (RELATES_TO, by ids): when each was made and removed, in the order the steps ran, and
         # what may have written edges besides (imports, restores, edits kept over deletes, killed syncs).
         self.tick = 0
         self.links: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (src, dst) -> [(tick, change)]
-        self.rewrites: list[tuple[int, str]] = []
+        self.rewrites: list[tuple[int, str]] = []  # (tick, change)
         self.unlinks: list[tuple[tuple[str, str], int, frozenset[str]]] = []  # (src, dst), tick, seen surely
 
     def _clock(self, n: int):
@@ -272,8 +276,7 @@ class Replicas(RuleBasedStateMachine):
 
     @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6), mask=st.integers(0, 2 ** 16))
     def store_again(self, n, pick, mask):
-        """Store (with dedup) a note replica ``n`` holds again, in other letter cases: one memory,
-        unless the one held is not current (a conflict copy: superseded)."""
+        """Store (with dedup) a note replica ``n`` holds again, in other cases: one memory if that one is current."""
         held = sorted(row[0] for row in self.stores[n].conn.execute("SELECT content FROM memories"))
         if held:
             chosen = held[pick % len(held)]
@@ -337,8 +340,7 @@ class Replicas(RuleBasedStateMachine):
     @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
           then_restore=st.booleans())
     def delete_and_sync(self, a, b, pick, then_restore):
-        """Replica ``a`` deletes a memory both hold and syncs with ``b``: ``b``'s copy goes to its trash,
-        and perhaps ``b``'s user restores it from there at once."""
+        """``a`` deletes a memory both hold and syncs with ``b`` (into ``b``'s trash); perhaps ``b`` restores it."""
         shared = sorted(set(self.ids(a)) & set(self.ids(b)))
         if a != b and shared:
             memory_id = shared[pick % len(shared)]
@@ -350,7 +352,7 @@ class Replicas(RuleBasedStateMachine):
     @precondition(lambda self: any(set(self.trashed_ids(n)) - set(self.ids(n)) for n in range(REPLICAS)))
     @rule(n=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6))
     def restore_from_trash(self, n, pick):
-        """`localmem trash restore` of a memory a sync deleted here (an edit made now)."""
+        """`localmem trash restore` of a memory a sync deleted (an edit made now)."""
         holding = [r for r in range(REPLICAS) if set(self.trashed_ids(r)) - set(self.ids(r))]
         n = holding[n % len(holding)]
         ids = sorted(set(self.trashed_ids(n)) - set(self.ids(n)))  # not stored again meanwhile (an import)
@@ -360,13 +362,14 @@ class Replicas(RuleBasedStateMachine):
     def restore_one(self, n: int, memory_id: str) -> None:
         content = restore(self.stores[n], memory_id)["content"]
         self.rewrites.append(self.edge_change(n))  # with its edges
-        if content in self.texts:
-            self.seen[n].add(content)
-            self.seen_surely[n].add(content)
+        if content in self.texts:  # held here now: seen
+            self.seen[n] |= {content}
+            self.seen_surely[n] |= {content}
         self.restores.append((memory_id, self.change(n, memory_id, "r")))
+        self.restored.add(memory_id)
 
     @rule(n=st.integers(0, REPLICAS - 1))
-    def export(self, n):
+    def export(self, n):  # the last few are kept
         self.exports = (self.exports + [[dump_line(value) for value in iter_export(self.stores[n])]])[-3:]
 
     @precondition(lambda self: self.exports)
@@ -375,8 +378,6 @@ class Replicas(RuleBasedStateMachine):
         """`localmem import --skip-existing` (or `--update`) of an export taken earlier, on any replica.
         A refused line (a forgotten memory, or an edge to one) is removed, as its message says, and the
         import run again."""
-        if not self.exports:
-            return
         lines = list(self.exports[which % len(self.exports)])
         store = self.stores[n]
         before = {memory_id: store.get(memory_id) for memory_id in self.ids(n)}
@@ -530,13 +531,14 @@ class Replicas(RuleBasedStateMachine):
         for n in range(1, REPLICAS):
             assert self.snapshot(n) == first, f"replica {n} differs from replica 0"
         # Every conflict copy is linked to the memory that won, while both are held (no rule here
-        # removes an edge but a delete of either end), unless an import stored the winner again: it
-        # comes back as the export holds it, without the links made since (docs/sync.md).
+        # removes an edge but a delete of either end), unless an import or a restore stored the winner again:
+        # it comes back with the links its file or trash entry holds, not one its delete removed first elsewhere.
         unlinked = [row for row in self.stores[0].conn.execute(
             "SELECT c.id, w.id FROM memories AS c "
             "JOIN memories AS w ON w.id = c.metadata ->> '$.sync_conflict.memory_id' "
             "WHERE NOT EXISTS (SELECT 1 FROM edges AS e "
-            "WHERE e.src = c.pk AND e.dst = w.pk AND e.type = 'INVALIDATED_BY')") if row[1] not in self.imported_back]
+            "WHERE e.src = c.pk AND e.dst = w.pk AND e.type = 'INVALIDATED_BY')")
+            if row[1] not in self.imported_back | self.restored]
         assert not unlinked, f"conflict copies without their link to the winner: {unlinked}"
         held = {row[0] for row in self.stores[0].conn.execute("SELECT content FROM memories")}
         trashed: set[str] = set()
