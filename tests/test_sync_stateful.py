@@ -37,7 +37,7 @@ same states (rules pick memories in id order, preconditions read the stores, sta
 
 What a replica "has seen" is tracked through syncs, as a most and a least (a killed sync may
 have carried anything, a write racing a sync may wait for the next one), each check using the
-bound that cannot make it fail wrongly. Bounded here: 30 derandomized examples
+bound that cannot make it fail wrongly. Bounded here: 45 derandomized examples
 (the same ones every run, a few seconds). ``python benchmarks/replication/sync_stateful.py
 --examples 500`` runs fresh random ones (``LOCALMEM_STATEFUL_EXAMPLES``, ``_STEPS``, ``_SEED``).
 Shrinking is off (it took over five minutes per failure here).
@@ -589,7 +589,7 @@ class Converging(Replicas):
             super().teardown()
 
 
-examples = int(os.environ.get("LOCALMEM_STATEFUL_EXAMPLES") or 30)
+examples = int(os.environ.get("LOCALMEM_STATEFUL_EXAMPLES") or 45)
 steps = int(os.environ.get("LOCALMEM_STATEFUL_STEPS") or 25)
 seed = os.environ.get("LOCALMEM_STATEFUL_SEED")  # set: fresh random examples from that seed (the benchmark)
 Converging.TestCase.settings = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
