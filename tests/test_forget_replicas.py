@@ -11,9 +11,14 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import apsw
+import pytest
 
 from localmem import MemoryStore
+from localmem.maintenance.export import dump_line, iter_export
 from localmem.maintenance.forget import forget, select_targets
+from localmem.maintenance.importer import ImportLineError, import_jsonl
+from localmem.replication.sync import sync_stores
+from localmem.replication.sync_side import StoreSide
 from localmem.trash import move_to_trash, trash_entries
 from test_forget import OTHER, SECRET, run, traces
 from test_pull import Hostile, local_memories
@@ -89,3 +94,51 @@ def test_forget_drops_what_a_pull_kept_of_the_memory_and_the_next_pull_does_not_
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_an_older_export_imported_on_a_peer_the_forget_reached_by_sync_brings_nothing_back(tmp_path):
+    """A memory forgotten on one store and purged on its peer by the next sync is refused by
+    the peer's import of an export taken before (naming its id), as on the store that forgot it;
+    the rest of the file imports once its line is removed."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as here, \
+            MemoryStore(tmp_path / "b.db", embedder="hash") as peer:
+        secret = here.store(f"the vault passphrase is {SECRET}")
+        here.store("the wifi is called Garden-5G")
+        sync_stores(StoreSide(here, "a"), StoreSide(peer, "b"))
+        older = [dump_line(value) for value in iter_export(peer)]
+        assert forget(here, [secret])["forgotten"] == 1
+        assert sync_stores(StoreSide(here, "a"), StoreSide(peer, "b")).deleted_on_peer == 1
+        with pytest.raises(ImportLineError, match=f"memory {secret} was forgotten"):
+            import_jsonl(peer, older, skip_existing=True)
+        assert peer.conn.execute("SELECT count(*) FROM memories WHERE id = ?", (secret,)).fetchone() == (0,)
+        rest = [line for line in older if secret not in line]
+        rest[0] = rest[0].replace('"memories":2', '"memories":1')  # the header counts the lines
+        assert import_jsonl(peer, rest, skip_existing=True).as_dict()["skipped"] == 1
+        assert [row[0] for row in peer.conn.execute("SELECT content FROM memories")] == ["the wifi is called Garden-5G"]
+
+
+def test_forgetting_a_memory_only_in_the_trash_purges_the_peers_trash_copy_at_the_next_sync(tmp_path):
+    """A memory a delete on A removed is in B's and C's trash (a sync put it there). `forget` of it on
+    B, where it is only in the trash, marks B's deletion purged; the next sync must carry the mark
+    to C, which then drops its trash copy, full text and all. The mark did not travel: it changed
+    the deletion without giving it a new change number, so a sync reading changes since the last
+    one never saw it, and C kept the text for 30 days."""
+    a, b, c = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "abc")
+    try:
+        secret = a.store(f"the vault passphrase is {SECRET}")
+        a.store("the wifi is called Garden-5G")
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        sync_stores(StoreSide(b, "b"), StoreSide(c, "c"))
+        a.delete(secret)
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        sync_stores(StoreSide(b, "b"), StoreSide(c, "c"))
+        assert [e["id"] for e in trash_entries(c)] == [secret]
+        assert forget(b, [secret])["forgotten"] == 1
+        sync_stores(StoreSide(b, "b"), StoreSide(c, "c"))
+        assert trash_entries(c) == []
+        assert c.conn.execute("SELECT purged FROM sync_tombstones WHERE id = ?", (secret,)).fetchone() == (1,)
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))  # and on to A, whose own delete kept no trash copy
+        assert a.conn.execute("SELECT purged FROM sync_tombstones WHERE id = ?", (secret,)).fetchone() == (1,)
+    finally:
+        for store in (a, b, c):
+            store.close()

@@ -308,3 +308,20 @@ def test_an_import_does_not_bring_back_a_memory_forget_purged(tmp_path: Path, mo
     assert memory_ids(db) == {B}
     with MemoryStore(db, embedder="hash") as store, pytest.raises(ValidationError, match="was forgotten"):
         import_jsonl(store, [json.dumps(memory(A, "alpha is the chosen queue"))])
+
+
+def test_the_advice_on_a_forgotten_memorys_line_is_enough_to_import_the_rest(tmp_path: Path) -> None:
+    """The refusal said "remove its line to import the rest"; a file with a header then failed on
+    its counts (and on the forgotten memory's edges). Doing what the message says now imports."""
+    db = tmp_path / "m.db"
+    seed(db)
+    lines = exported(db)
+    old = jsonl(tmp_path / "old.jsonl", *lines)
+    assert localmem(db, "forget", A).returncode == 0
+    refused = localmem(db, "import", str(old), "--skip-existing")
+    assert refused.returncode == 2 and "its edges' lines" in refused.stderr and "header's counts" in refused.stderr
+    kept = [item for item in lines if A not in (item.get("id"), item.get("memory1_id"), item.get("memory2_id"))]
+    kept[0] = {**kept[0], "memories": kept[0]["memories"] - 1, "edges": kept[0]["edges"] - 1}
+    done = localmem(db, "import", str(jsonl(tmp_path / "edited.jsonl", *kept)), "--skip-existing")
+    assert done.returncode == 0, done.stderr
+    assert memory_ids(db) == {B}

@@ -15,6 +15,8 @@ import pytest
 
 from localmem import MemoryStore
 from localmem.errors import ValidationError
+from localmem.maintenance.export import dump_line, iter_export
+from localmem.maintenance.importer import import_jsonl
 from localmem.replication.push_client import PushClient
 from localmem.replication.seen import MAX_REPLICAS, Seen, join
 from localmem.replication.sync import sync_stores
@@ -269,3 +271,27 @@ def test_a_conflict_copy_copied_to_a_store_whose_delete_removed_its_link_is_link
     finally:
         for store in (a, b, c):
             store.close()
+
+
+def test_a_memory_the_deleting_store_imports_again_from_an_older_export_comes_back_everywhere(tmp_path):
+    """An import writes the exported ``updated_at``, so a memory A deleted and then imported again
+    from an export taken before holds the very version A deleted. A sync decided it "seen by the
+    deleter" by that ``updated_at`` and deleted it again, on A too (into the trash): the import was
+    undone by the next sync. A version the deleting store made after its delete (its stamp says
+    so) cannot have been seen by that delete: the memory comes back on both stores."""
+    a, b = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "ab")
+    try:
+        kept = a.store("the boiler is serviced every October")
+        sync(a, b)
+        older = [dump_line(value) for value in iter_export(a)]
+        a.delete(kept)
+        sync(a, b)
+        assert in_trash(b, kept)
+        import_jsonl(a, older, skip_existing=True)
+        assert content(a, kept) == "the boiler is serviced every October"
+        sync(a, b)
+        for store in (a, b):
+            assert content(store, kept) == "the boiler is serviced every October"
+    finally:
+        a.close()
+        b.close()

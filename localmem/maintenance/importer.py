@@ -400,11 +400,11 @@ class Importer:
         store, ids = self.store, {"ids": json.dumps([m.row.id for m in chunk])}
         current = {row["id"]: row for row in rows_as_dicts(store.conn.execute(store.sql["import_existing_memories"],
                                                                               ids))}
-        forgotten = dict(store.conn.execute(store.sql["import_forgotten_memories"], ids).fetchall())
+        forgotten = {i: when[:10] for i, when in store.conn.execute(store.sql["import_forgotten_memories"], ids)}
         for m in (m for m in chunk if m.row.id in forgotten and m.row.id not in current):
-            raise ImportLineError(m.line, f"memory {m.row.id} was forgotten ('localmem forget', "
-                                  f"{forgotten[m.row.id][:10]}); remove its line to import the rest, or its id "
-                                  "to store the text as a new memory")
+            raise ImportLineError(m.line, f"memory {m.row.id} was forgotten ('localmem forget', {forgotten[m.row.id]}"
+                                  "); to import the rest, remove its line and its edges' lines (and lower the header's "
+                                  "counts), or remove its id to store the text as a new memory")
         return [self._plan_memory(m, current.get(m.row.id)) for m in chunk]
 
     def _plan_memory(self, memory: _Memory, current: dict[str, Any] | None) -> _Action:
