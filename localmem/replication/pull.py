@@ -473,6 +473,9 @@ class Puller(ProgressSteps):
         for local_id, memory in taken.items():
             row = rows.get(local_id)
             if row is None:
+                if created:  # deleted here since this pull wrote it: mapped, so the next push deletes it there
+                    entries.append({"local_id": local_id, "remote_id": memory.remote_id, "pushed_seq": 0,
+                                    "push_fields": {}, "pulled": memory.hashes()})
                 continue
             payload, complete = memory_payload(row, AUTOMEM, remote_ids, with_embedding=False)
             hashes = field_hashes(payload, AUTOMEM, complete=complete)
