@@ -198,7 +198,10 @@ class PushPull(RuleBasedStateMachine):
 
     def overwritten(self, site: int, key: str, held: str, copy: bool) -> None:
         """A change or delete at ``site`` of the memory ``key`` holding ``held``: what that site
-        had seen of it is causally overwritten (of a conflict copy, only the text it holds)."""
+        had seen of it is causally overwritten (of a conflict copy, only the text it holds), and so is
+        the text it holds, which the writer read (a writer racing a pull reads what the pull wrote)."""
+        self.seen[site].add(held)
+        self.seen_surely[site].add(held)
         self.excused |= {t for t in self.seen[site] if t == held or (not copy and self.texts.get(t) == key)}
 
     def pick(self, n: int, pick: int) -> dict[str, Any] | None:
