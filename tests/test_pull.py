@@ -245,6 +245,38 @@ def test_kill_mid_pull_then_rerun_gives_the_full_set_once(server, tmp_path):
     assert counts(again) == {"unchanged": 12}
 
 
+def test_a_push_after_a_pull_killed_before_recording_sends_nothing_back(server, tmp_path):
+    """Found by tests/test_pull_stateful.py: a pull killed between writing a batch and recording
+    it left memories the id map did not know, and a push run before the next pull created them
+    on the server again (each there twice)."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    for text in ("The staging database is pg-staging-2", "Releases are cut on Thursdays"):
+        create(server, text, tags=["ops"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt  # the process dies after the batch's write, before its record
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    assert len(local_memories(db)) == 2
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["created"] == 0, pushed
+    server.wait_idle()
+    assert server.client.get("/graph/snapshot", params={"limit": 0}).json()["stats"]["total_nodes"] == 2
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["resumed"] == 2, pulled
+    code, pushed = push(db, server)
+    assert code == 0 and counts(pushed) == {}, pushed
+    assert len(local_memories(db)) == 2
+
+
 def test_dry_run_writes_nothing_and_json_summary_shape(server, tmp_path):
     db = tmp_path / "local.db"
     with MemoryStore(db, embedder="hash") as store:

@@ -420,6 +420,8 @@ class Puller(ProgressSteps):
             there = self.state.existing(list(items))  # stored by a pull stopped before recording them
             self.summary.resumed += len(there)
             new = [item for local_id, (_, item) in items.items() if local_id not in there]
+            # Noted before the write: a push run after a pull stopped here does not send them back.
+            self.state.record_seen([(items[item["id"]][0].remote_id, {}) for item in new])
             stored = self._store(new)
             if self.store.dimensions is not None:
                 self.summary.embeddings["reembedded"] += len(stored)

@@ -84,6 +84,10 @@ class PushMap(RemoteRecords):
     def deleted(self) -> list[dict[str, Any]]:
         return self._read("push_deleted")
 
+    def pulled_unrecorded(self) -> list[str]:
+        """Remote ids of memories a pull began to write and did not record (it was stopped)."""
+        return [row["remote_id"] for row in self._read("push_pulled_unrecorded")]
+
     def remote_ids(self, local_ids: list[str]) -> dict[str, str]:
         if not local_ids:
             return {}
