@@ -277,6 +277,23 @@ def test_a_push_after_a_pull_killed_before_recording_sends_nothing_back(server, 
     assert len(local_memories(db)) == 2
 
 
+def test_a_pulled_memory_changed_here_and_deleted_there_is_created_again_by_the_next_push(server, tmp_path):
+    """A push that finds a memory gone from the server (its PATCH answers 404) creates it again,
+    pulled or not (found by tests/test_pull_stateful.py while the fix above skipped it)."""
+    db = tmp_path / "local.db"
+    remote = create(server, "The on-call rota changes on Mondays", tags=["team"])
+    server.wait_idle()
+    assert pull(db, server)[1]["memories"]["created"] == 1
+    with MemoryStore(db, embedder="hash") as store:
+        store.update(local_memories(db)[0]["id"], content="The on-call rota changes on Tuesdays")
+    assert server.client.delete(f"/memory/{remote}").status_code == 200
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["created"] == 1 and pushed["skipped"] == [], pushed
+    server.wait_idle()
+    listed = server.client.get("/graph/snapshot", params={"limit": 0}).json()["nodes"]
+    assert [n["content"] for n in listed] == ["The on-call rota changes on Tuesdays"]
+
+
 def test_dry_run_writes_nothing_and_json_summary_shape(server, tmp_path):
     db = tmp_path / "local.db"
     with MemoryStore(db, embedder="hash") as store:

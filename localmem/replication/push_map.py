@@ -135,6 +135,7 @@ class PushMap(RemoteRecords):
     def forget(self, local_ids: list[str], *, with_edges: bool = False) -> None:
         statements: list[tuple[str, dict[str, Any]]] = []
         for local in local_ids:
+            statements.append(("push_forget_pulled", {"local_id": local}))
             statements.append(("push_forget", {"local_id": local}))
             if with_edges:
                 statements.append(("push_forget_edges", {"local_id": local}))
