@@ -277,6 +277,34 @@ def test_a_push_after_a_pull_killed_before_recording_sends_nothing_back(server, 
     assert len(local_memories(db)) == 2
 
 
+def test_a_memory_deleted_here_after_a_pull_was_killed_before_recording_it_is_not_pulled_again(server, tmp_path):
+    """Found by tests/test_pull_stateful.py: the next pull took a memory a killed pull had written
+    and the user then deleted for a new one, and brought it back."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    remote = create(server, "The VPN certificate expires in March", tags=["ops"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    with MemoryStore(db, embedder="hash") as store:
+        store.delete(local_memories(db)[0]["id"])
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["memories"]["created"] == 0, pulled
+    assert local_memories(db) == []
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["deleted"] == 1, pushed
+    assert server.client.get(f"/memory/{remote}").status_code == 404
+
+
 def test_a_pulled_memory_changed_here_and_deleted_there_is_created_again_by_the_next_push(server, tmp_path):
     """A push that finds a memory gone from the server (its PATCH answers 404) creates it again,
     pulled or not (found by tests/test_pull_stateful.py while the fix above skipped it)."""

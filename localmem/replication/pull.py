@@ -419,6 +419,7 @@ class Puller(ProgressSteps):
                 items[item["id"]] = (memory, item)
             there = self.state.existing(list(items))  # stored by a pull stopped before recording them
             self.summary.resumed += len(there)
+            self._deleted_since_stopped(items, there)
             new = [item for local_id, (_, item) in items.items() if local_id not in there]
             # Noted before the write: a push run after a pull stopped here does not send them back.
             self.state.record_seen([(items[item["id"]][0].remote_id, {}) for item in new])
@@ -434,6 +435,17 @@ class Puller(ProgressSteps):
                          resumed=there)
             self.summary.memories.created += len(stored)
             self.advance(len(part))
+
+    def _deleted_since_stopped(self, items: dict[str, tuple[RemoteMemory, dict[str, Any]]], there: set[str]) -> None:
+        """Memories a stopped pull wrote (noted with no hashes) and that were deleted here since: recorded
+        as deleted here (the next push deletes them there), not pulled again; taken out of ``items``."""
+        noted = [lid for lid, (memory, _) in items.items()
+                 if lid not in there and self._seen.get(memory.remote_id) == {}]
+        gone = self.state.deleted_here(noted)
+        if gone:
+            self._record({lid: items.pop(lid)[0] for lid in gone}, created=True)
+            self.summary.warnings.append(f"{len(gone)} memories an interrupted pull wrote were deleted here since: "
+                                         "not pulled again (the next push deletes them on the server)")
 
     def _store(self, items: list[dict[str, Any]]) -> set[str]:
         if not items:

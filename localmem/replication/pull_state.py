@@ -69,6 +69,12 @@ class PullState(RemoteRecords):
             return set()
         return {row["id"] for row in self._read("memory_ids_existing", ids=json.dumps(local_ids))}
 
+    def deleted_here(self, local_ids: list[str]) -> set[str]:
+        """Which of ``local_ids`` were deleted in this file (a delete leaves a tombstone)."""
+        if not local_ids:
+            return set()
+        return {row["id"] for row in self._read("pull_deleted_here", ids=json.dumps(local_ids))}
+
     def known_edges(self) -> dict[tuple[str, str, str], dict[str, Any]]:
         return {(row["src_id"], row["type"], row["dst_id"]): row for row in self._read("pull_edges_known")}
 
