@@ -53,9 +53,18 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis import event as hypothesis_event
+from hypothesis.errors import InvalidArgument
 from hypothesis import seed as seed_test
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from localmem import MemoryStore
 from localmem.maintenance.forget import forget
@@ -96,6 +105,14 @@ class KillingClient(PushClient):
         return answer
 
 
+def event(what: str) -> None:
+    """Counted in ``--hypothesis-show-statistics`` (and nowhere when replayed outside a test)."""
+    try:
+        hypothesis_event(what)
+    except InvalidArgument:
+        pass
+
+
 def own_tags(tags: Any) -> tuple[str, ...]:
     return tuple(sorted({t.lower() for t in tags or [] if not t.lower().startswith("entity:")}))
 
@@ -130,7 +147,6 @@ class PushPull(RuleBasedStateMachine):
         self.deleted_at: list[set[str]] = [set() for _ in range(STORES + 1)]  # keys deleted at each site
         self.server_lost: set[str] = set()  # keys deleted on the server (by its client or a push)
         self.held: list[set[str]] = [set() for _ in range(STORES)]  # keys each store has held
-        self.push_losses = 0  # texts lost to push's documented overwrite or delete
 
     def empty_server(self):
         self.server.wait_idle()
@@ -299,7 +315,7 @@ class PushPull(RuleBasedStateMachine):
         self.stores[n].close()
         self.stores[n] = MemoryStore(self.paths[n], embedder="hash")
 
-    def _run(self, n: int, job, client: PushClient, commit_at: int = 0) -> Any:
+    def _run(self, what: str, n: int, job, client: PushClient, commit_at: int = 0) -> Any:
         commits = [0]
 
         def hook() -> bool:
@@ -314,6 +330,7 @@ class PushPull(RuleBasedStateMachine):
             with client:
                 return job(client)
         except Killed:
+            event(f"{what} killed")
             self.reopen(n)
             return None
         finally:
@@ -323,7 +340,7 @@ class PushPull(RuleBasedStateMachine):
         client = client or PushClient(self.server.url, token=self.server.token)
         before = {self.lost_mark(row): row for row in self.server_rows()}
         surely = self.seen_surely[n]
-        summary = self._run(n, lambda c: Pusher(self.stores[n], c, batch_size=2).run(), client, commit_at)
+        summary = self._run("push", n, lambda c: Pusher(self.stores[n], c, batch_size=2).run(), client, commit_at)
         self.server.wait_idle()
         after = {self.lost_mark(row): row for row in self.server_rows()}
         # docs/push.md: push sends what changed here over the server's value, and deletes there
@@ -331,12 +348,16 @@ class PushPull(RuleBasedStateMachine):
         for mark, row in before.items():
             if (mark not in after or after[mark]["content"] != row["content"]) and row["content"] not in self.seen[n]:
                 self.excused.add(row["content"])
-                self.push_losses += 1
+                event("push: a server change it had not seen overwritten or deleted (documented)")
             if mark not in after:
                 self.server_lost.add(mark)
         self.seen[SERVER] |= self.seen[n]
         if summary is not None:
             assert summary.ok, summary.as_dict()
+            for name, count in (("created", summary.memories.created), ("updated", summary.memories.updated),
+                                ("deleted", summary.memories.deleted), ("skipped", len(summary.skipped))):
+                if count:
+                    event(f"push: {name}")
             self.seen_surely[SERVER] |= surely
             self.check_pushed(n, after)
 
@@ -366,10 +387,14 @@ class PushPull(RuleBasedStateMachine):
             puller.before_write = before_write
             return puller.run()
 
-        summary = self._run(n, job, PushClient(self.server.url, token=self.server.token), commit_at)
+        summary = self._run("pull", n, job, PushClient(self.server.url, token=self.server.token), commit_at)
         self.seen[n] |= self.seen[SERVER]
         if summary is not None:
             assert summary.ok, summary.as_dict()
+            for name, count in (("conflict copies", len(summary.conflict_copies)), ("resumed", summary.resumed),
+                                ("deleted", summary.memories.deleted), ("updated", summary.memories.updated)):
+                if count:
+                    event(f"pull: {name}")
             if not summary.skipped:
                 self.seen_surely[n] |= surely
         self.held[n] |= self.keys(n)
