@@ -47,14 +47,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis import event as hypothesis_event
-from hypothesis.errors import InvalidArgument
 from hypothesis import seed as seed_test
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -105,14 +104,6 @@ class KillingClient(PushClient):
         return answer
 
 
-def event(what: str) -> None:
-    """Counted in ``--hypothesis-show-statistics`` (and nowhere when replayed outside a test)."""
-    try:
-        hypothesis_event(what)
-    except InvalidArgument:
-        pass
-
-
 def own_tags(tags: Any) -> tuple[str, ...]:
     return tuple(sorted({t.lower() for t in tags or [] if not t.lower().startswith("entity:")}))
 
@@ -128,6 +119,10 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 class PushPull(RuleBasedStateMachine):
     server: Server  # set on the class by the test below
+    events: Counter[str]  # what the examples did (kills, conflict copies ...), printed by the test
+
+    def event(self, what: str) -> None:
+        self.events[what] += 1
 
     @initialize()
     def open_stores(self):
@@ -330,7 +325,7 @@ class PushPull(RuleBasedStateMachine):
             with client:
                 return job(client)
         except Killed:
-            event(f"{what} killed")
+            self.event(f"{what} killed")
             self.reopen(n)
             return None
         finally:
@@ -348,7 +343,7 @@ class PushPull(RuleBasedStateMachine):
         for mark, row in before.items():
             if (mark not in after or after[mark]["content"] != row["content"]) and row["content"] not in self.seen[n]:
                 self.excused.add(row["content"])
-                event("push: a server change it had not seen overwritten or deleted (documented)")
+                self.event("push: a server change it had not seen overwritten or deleted (documented)")
             if mark not in after:
                 self.server_lost.add(mark)
         self.seen[SERVER] |= self.seen[n]
@@ -357,7 +352,7 @@ class PushPull(RuleBasedStateMachine):
             for name, count in (("created", summary.memories.created), ("updated", summary.memories.updated),
                                 ("deleted", summary.memories.deleted), ("skipped", len(summary.skipped))):
                 if count:
-                    event(f"push: {name}")
+                    self.event(f"push: {name}")
             self.seen_surely[SERVER] |= surely
             self.check_pushed(n, after)
 
@@ -394,7 +389,7 @@ class PushPull(RuleBasedStateMachine):
             for name, count in (("conflict copies", len(summary.conflict_copies)), ("resumed", summary.resumed),
                                 ("deleted", summary.memories.deleted), ("updated", summary.memories.updated)):
                 if count:
-                    event(f"pull: {name}")
+                    self.event(f"pull: {name}")
             if not summary.skipped:
                 self.seen_surely[n] |= surely
         self.held[n] |= self.keys(n)
@@ -540,10 +535,13 @@ def server(tmp_path_factory):
 
 
 def test_push_and_pull_lose_and_resurrect_nothing(server):
-    machine = type("Machine", (Converging,), {"server": server})
+    events: Counter[str] = Counter()
+    machine = type("Machine", (Converging,), {"server": server, "events": events})
     if seed is not None:
         seed_test(int(seed))(machine)
     run_state_machine_as_test(machine, settings=settings(
         max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
         suppress_health_check=list(HealthCheck), derandomize=seed is None,
         phases=[Phase.explicit, Phase.generate]))
+    print(f"\npull_stateful: {examples} examples of {steps} steps; what they did: "
+          + ", ".join(f"{what} {count}" for what, count in sorted(events.items())))
