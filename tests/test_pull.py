@@ -305,6 +305,43 @@ def test_a_memory_deleted_here_after_a_pull_was_killed_before_recording_it_is_no
     assert server.client.get(f"/memory/{remote}").status_code == 404
 
 
+def test_an_edit_made_here_after_a_pull_was_killed_before_recording_is_not_lost(server, tmp_path):
+    """Found by tests/test_pull_stateful.py: the pull that resumed a killed one recorded the edited
+    memory as the server's version, so no push sent the edit and the next pull overwrote it."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    edited = create(server, "The design doc lives in the wiki", tags=["docs"])
+    moved = create(server, "Standups are at nine", tags=["team"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    ids = {m["content"]: m["id"] for m in local_memories(db)}
+    with MemoryStore(db, embedder="hash") as store:  # edited here before the next pull
+        store.update(ids["The design doc lives in the wiki"], content="The design doc lives in the repository")
+    assert server.client.patch(f"/memory/{moved}", json={"content": "Standups are at ten"}).status_code == 200
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["resumed"] == 2, pulled
+    code, pushed = push(db, server)  # sends the edit made here, and nothing older over the server's change
+    assert code == 0 and pushed["memories"]["updated"] == 1, pushed
+    server.wait_idle()
+    there = server.client.get(f"/memory/{edited}").json()["memory"]["content"]
+    assert there == "The design doc lives in the repository"
+    code, again = pull(db, server)  # takes the server's change, keeps the edit
+    assert code == 0 and again["memories"]["updated"] == 1 and again["conflict_copies"] == [], again
+    assert sorted(m["content"] for m in local_memories(db)) == ["Standups are at ten",
+                                                               "The design doc lives in the repository"]
+
+
 def test_a_pulled_memory_changed_here_and_deleted_there_is_created_again_by_the_next_push(server, tmp_path):
     """A push that finds a memory gone from the server (its PATCH answers 404) creates it again,
     pulled or not (found by tests/test_pull_stateful.py while the fix above skipped it)."""

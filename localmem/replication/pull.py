@@ -44,7 +44,7 @@ from ..storage.memory_fields import build_row
 from ..storage.records import to_record
 from ..timeparse import format_timestamp
 from .deletion_guard import check_deletions
-from .pull_deletes import delete_memories
+from .pull_deletes import delete_memories, deleted_since_stopped
 from .pull_edges import pull_edges
 from .pull_merge import (
     AUTOMEM,
@@ -59,7 +59,7 @@ from .pull_merge import (
     same_instant,
     store_conflict_copy,
 )
-from .pull_state import PullState, local_id_for
+from .pull_state import PENDING, PullState, local_id_for
 from .pull_wire import FIELDS, BadRecord, RemoteMemory, read_memory
 from .push import push_lock
 from .push_client import PushClient, RemoteError
@@ -419,10 +419,12 @@ class Puller(ProgressSteps):
                 items[item["id"]] = (memory, item)
             there = self.state.existing(list(items))  # stored by a pull stopped before recording them
             self.summary.resumed += len(there)
-            self._deleted_since_stopped(items, there)
+            deleted_since_stopped(self, items, there)
             new = [item for local_id, (_, item) in items.items() if local_id not in there]
-            # Noted before the write: a push run after a pull stopped here does not send them back.
-            self.state.record_seen([(items[item["id"]][0].remote_id, {}) for item in new])
+            # Noted before the write, with the version written: a push run after a pull stopped here does
+            # not send them back, and the pull that resumes it tells an edit made here since from the server's.
+            self.state.record_seen([(memory.remote_id, {**memory.hashes(), PENDING: "1"})
+                                    for memory in (items[item["id"]][0] for item in new)])
             stored = self._store(new)
             if self.store.dimensions is not None:
                 self.summary.embeddings["reembedded"] += len(stored)
@@ -435,17 +437,6 @@ class Puller(ProgressSteps):
                          resumed=there)
             self.summary.memories.created += len(stored)
             self.advance(len(part))
-
-    def _deleted_since_stopped(self, items: dict[str, tuple[RemoteMemory, dict[str, Any]]], there: set[str]) -> None:
-        """Memories a stopped pull wrote (noted with no hashes) and that were deleted here since: recorded
-        as deleted here (the next push deletes them there), not pulled again; taken out of ``items``."""
-        noted = [lid for lid, (memory, _) in items.items()
-                 if lid not in there and self._seen.get(memory.remote_id) == {}]
-        gone = self.state.deleted_here(noted)
-        if gone:
-            self._record({lid: items.pop(lid)[0] for lid in gone}, created=True)
-            self.summary.warnings.append(f"{len(gone)} memories an interrupted pull wrote were deleted here since: "
-                                         "not pulled again (the next push deletes them on the server)")
 
     def _store(self, items: list[dict[str, Any]]) -> set[str]:
         if not items:
@@ -495,7 +486,14 @@ class Puller(ProgressSteps):
             hashes = field_hashes(payload, AUTOMEM, complete=complete)
             entry = self.map.get(memory.remote_id)
             pushed_seq = row["change_seq"]
-            if created and not (resumed and local_id in resumed) and self._differs(memory, row):
+            pulled_hashes = memory.hashes()
+            if resumed and local_id in resumed:  # written by a stopped pull: this is what it wrote
+                written = {k: v for k, v in self._seen.get(memory.remote_id, {}).items() if k != PENDING}
+                edited = [name for name in self._differs(memory, row) if written.get(name) == pulled_hashes[name]]
+                if edited:  # the server's field is as written, the local one is not: edited here since
+                    pushed_seq, hashes = 0, {**hashes, **{name: "" for name in edited}}
+                pulled_hashes = written
+            elif created and self._differs(memory, row):
                 pushed_seq, hashes = 0, {}  # edited here since this pull wrote it: the next push sends it
             if entry is not None and not created:
                 old = json.loads(entry["fields"] or "{}")
@@ -504,8 +502,7 @@ class Puller(ProgressSteps):
                     hashes = {**old, **{name: hashes[name] for name in (pulled or {}).get(local_id, [])
                                         if name in hashes}}
             entries.append({"local_id": local_id, "remote_id": memory.remote_id, "pushed_seq": pushed_seq,
-                            "push_fields": hashes,
-                            "pulled": {} if resumed and local_id in resumed else memory.hashes()})
+                            "push_fields": hashes, "pulled": pulled_hashes})
         self.state.record(entries)
 
     def update_memories(self, updates: list[Update]) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from ..storage.database import transaction
 from ..trash import move_to_trash
 from .pull_merge import ChangedMeanwhile, expect_version
+from .pull_state import PENDING
 
 # The pull (``pull.Puller``) these run for; not imported, since pull imports this module.
 Puller = Any
@@ -73,3 +74,15 @@ def _still_there(self: Puller, remote_id: str) -> bool | None:
     self.summary.fail("memory", remote_id, f"not deleted here: GET /memory answered {response.status}: "
                                            f"{response.message()}")
     return None
+
+
+def deleted_since_stopped(self: Puller, items: dict[str, tuple[Any, dict[str, Any]]], there: set[str]) -> None:
+    """Memories a stopped pull wrote (noted ``PENDING``) and that were deleted here since: recorded
+    as deleted here (the next push deletes them there), not pulled again; taken out of ``items``."""
+    noted = [lid for lid, (memory, _) in items.items()
+             if lid not in there and PENDING in self._seen.get(memory.remote_id, {})]
+    gone = self.state.deleted_here(noted)
+    if gone:
+        self._record({lid: items.pop(lid)[0] for lid in gone}, created=True)
+        self.summary.warnings.append(f"{len(gone)} memories an interrupted pull wrote were deleted here since: "
+                                     "not pulled again (the next push deletes them on the server)")

@@ -21,6 +21,9 @@ from .remote_records import RemoteRecords
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
+# In ``pull_seen``: a memory noted before a pull writes it (with the hashes of the version written),
+# until the pull records it; a push leaves such memories alone, the next pull resumes them.
+PENDING = "pending"
 # Local ids of pulled memories: uuid5 of the remote URL and the remote id, so a
 # rerun after a kill gives a memory the id it already has.
 PULL_NAMESPACE = uuid.UUID("6b1f4d2e-3c1a-5e8f-9a47-0c2d5b7e91aa")
