@@ -342,6 +342,25 @@ def test_an_edit_made_here_after_a_pull_was_killed_before_recording_is_not_lost(
                                                                "The design doc lives in the repository"]
 
 
+def test_a_pull_between_a_killed_push_and_the_next_takes_no_copy_of_what_it_created(server, tmp_path):
+    """Found by tests/test_pull_stateful.py: a pull run after a push was killed between a create
+    and its record pulled that memory back as a second local memory, and the next push, finding
+    its create on the server, stopped on the id map's unique key."""
+    db = tmp_path / "local.db"
+    with MemoryStore(db, embedder="hash") as store:
+        store.store("The backup job runs at two", tags=["ops"])
+    code, crashed = run(db, "push", server.url, server.token, LOCALMEM_PUSH_TEST_CRASH_AFTER="1")
+    assert code == 70, crashed  # the create answered, its id never recorded
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["memories"]["created"] == 0, pulled
+    assert len(local_memories(db)) == 1
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["recovered"] == 1 and pushed["memories"]["created"] == 0, pushed
+    code, again = pull(db, server)
+    assert code == 0 and again["memories"]["created"] == 0 and len(local_memories(db)) == 1, again
+
+
 def test_a_pulled_memory_changed_here_and_deleted_there_is_created_again_by_the_next_push(server, tmp_path):
     """A push that finds a memory gone from the server (its PATCH answers 404) creates it again,
     pulled or not (found by tests/test_pull_stateful.py while the fix above skipped it)."""

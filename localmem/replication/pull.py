@@ -283,11 +283,16 @@ class Puller(ProgressSteps):
         local = self.state.local_rows([self.map[m.remote_id]["local_id"] for m in moved])
         creates, updates, seen_only = [], [], []
         gone_here = 0
+        sent = self.state.pushes_unrecorded()  # created there by a stopped push: the next push records them
         for rid, memory in self.listing.items():
             hashes = memory.hashes()
             entry = self.map.get(rid)
             if entry is None:
-                creates.append(memory)
+                if memory.marker in sent:
+                    self.summary.skip("memory", rid, "created by a push stopped before recording it: the next "
+                                                     "push records it (not pulled as a second copy)")
+                else:
+                    creates.append(memory)
                 continue
             if not entry["present"]:
                 gone_here += 1  # deleted here: the next push deletes it there
@@ -378,8 +383,6 @@ class Puller(ProgressSteps):
         if self.summary.complete:
             self.summary.memories.deleted = len(self._deleted_there())
         self.summary.warnings.append("dry run: nothing was written and nothing recorded; edges are not planned")
-
-    # -- the test pause ---------------------------------------------------------
 
     def _maybe_pause(self) -> None:
         self._batches += 1

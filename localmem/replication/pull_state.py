@@ -52,6 +52,10 @@ class PullState(RemoteRecords):
         rows = self._read("pull_map_entry", remote_id=remote_id)
         return rows[0] if rows else None
 
+    def pushes_unrecorded(self) -> set[str]:
+        """Local ids a push sent and has not recorded (it was stopped): the next push looks for them."""
+        return {row["local_id"] for row in self._read("push_pending")}
+
     def seen(self) -> dict[str, dict[str, str]]:
         out = {}
         for row in self._read("pull_seen_all"):
