@@ -32,6 +32,7 @@ copies too), but for those documented exceptions, and:
 * **no delete undone** unless edited: a memory deleted somewhere is back only if some site
   changed it without having seen that delete (pull keeps a memory changed here that the server
   deleted, and the next push creates it there again);
+* no memory is held twice in the same version anywhere (nothing sent or pulled twice);
 * every conflict copy is linked (``INVALIDATED_BY``) to the memory that won, in every copy.
 
 Left out: edges and supersessions (push cannot delete an edge on AutoMem; sync's model covers
@@ -519,9 +520,11 @@ class PushPull(RuleBasedStateMachine):
         def shape(rows):
             return sorted((r["key"] or "", r["copy"], r["content"], r["tags"], r["importance"]) for r in rows)
 
+        # Nothing sent or pulled twice. (Two memories of one key with different texts are allowed: two
+        # stores that each changed a memory the server deleted each create theirs there again.)
         for where, rows in [("the server", server)] + [(f"store {n}", self.rows(n)) for n in range(STORES)]:
-            keys = [r["key"] for r in rows if not r["copy"]]
-            assert len(keys) == len(set(keys)), f"{where} holds a memory twice: {sorted(keys)}"
+            versions = [(r["key"], r["content"]) for r in rows if not r["copy"]]
+            assert len(versions) == len(set(versions)), f"{where} holds a memory twice: {sorted(versions)}"
         on_server = {(r["key"], r["copy"], r["content"]) for r in server}
         for n in range(STORES):
             rows = self.rows(n)
