@@ -520,10 +520,10 @@ class PushPull(RuleBasedStateMachine):
         def shape(rows):
             return sorted((r["key"] or "", r["copy"], r["content"], r["tags"], r["importance"]) for r in rows)
 
-        # Nothing sent or pulled twice. (Two memories of one key with different texts are allowed: two
-        # stores that each changed a memory the server deleted each create theirs there again.)
+        # Nothing sent or pulled twice. (Two versions of one key are allowed: two stores that each
+        # changed a memory the server deleted each create theirs there again, docs/pull.md.)
         for where, rows in [("the server", server)] + [(f"store {n}", self.rows(n)) for n in range(STORES)]:
-            versions = [(r["key"], r["content"]) for r in rows if not r["copy"]]
+            versions = [(r["key"], r["content"], r["tags"], r["importance"]) for r in rows if not r["copy"]]
             assert len(versions) == len(set(versions)), f"{where} holds a memory twice: {sorted(versions)}"
         on_server = {(r["key"], r["copy"], r["content"]) for r in server}
         for n in range(STORES):
