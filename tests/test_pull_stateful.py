@@ -42,7 +42,7 @@ Left out: edges and supersessions (push cannot delete an edge on AutoMem; sync's
 them), ``--limit``, ``--tags`` and dry runs, several pushes or pulls at once (one lock refuses
 the second), and clocks (push and pull compare hashes, not times).
 
-CI runs a few derandomized examples (``LOCALMEM_STATEFUL_EXAMPLES``, ``_STEPS``, ``_SEED``);
+CI runs 8 derandomized examples of 15 steps (27 s here; ``LOCALMEM_STATEFUL_EXAMPLES``, ``_STEPS``, ``_SEED``);
 ``python benchmarks/replication/pull_stateful.py --examples 200`` runs fresh random ones.
 Shrinking is off (each step talks to the server).
 """
@@ -581,8 +581,8 @@ class Converging(PushPull):
             super().teardown()
 
 
-examples = int(os.environ.get("LOCALMEM_STATEFUL_EXAMPLES") or 4)
-steps = int(os.environ.get("LOCALMEM_STATEFUL_STEPS") or 12)
+examples = int(os.environ.get("LOCALMEM_STATEFUL_EXAMPLES") or 8)
+steps = int(os.environ.get("LOCALMEM_STATEFUL_STEPS") or 15)
 seed = os.environ.get("LOCALMEM_STATEFUL_SEED")  # set: fresh random examples from that seed (the benchmark)
 
 
