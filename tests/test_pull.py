@@ -361,6 +361,48 @@ def test_a_pull_between_a_killed_push_and_the_next_takes_no_copy_of_what_it_crea
     assert code == 0 and again["memories"]["created"] == 0 and len(local_memories(db)) == 1, again
 
 
+@pytest.mark.parametrize("edited_here", [False, True])
+def test_a_memory_a_killed_pull_wrote_and_the_server_deleted_since_is_deleted_here_unless_edited(
+        server, tmp_path, edited_here):
+    """Found by tests/test_pull_stateful.py: a memory a killed pull wrote and never recorded, then
+    deleted on the server, was never deleted here (pull deletes only what its map knows) nor sent
+    again (push leaves a stopped pull's memories alone): a stale copy for good. Unchanged here it
+    goes to the trash; changed here it is kept, and the next push creates it there again."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    remote = create(server, "The release freeze starts on the 20th", tags=["release"])
+    create(server, "A memory that stays", tags=["x"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    if edited_here:
+        with MemoryStore(db, embedder="hash") as store:
+            doomed = next(m for m in local_memories(db) if m["content"].startswith("The release freeze"))
+            store.update(doomed["id"], importance=0.9)
+    assert server.client.delete(f"/memory/{remote}").status_code == 200
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0, pulled
+    contents = sorted(m["content"] for m in local_memories(db))
+    code, pushed = push(db, server)
+    assert code == 0, pushed
+    if edited_here:
+        assert contents == ["A memory that stays", "The release freeze starts on the 20th"], pulled
+        assert pushed["memories"]["created"] == 1, pushed
+    else:
+        assert contents == ["A memory that stays"] and pulled["memories"]["deleted"] == 1, pulled
+        assert counts(pushed) == {}, pushed
+
+
 def test_a_pulled_memory_changed_here_and_deleted_there_is_created_again_by_the_next_push(server, tmp_path):
     """A push that finds a memory gone from the server (its PATCH answers 404) creates it again,
     pulled or not (found by tests/test_pull_stateful.py while the fix above skipped it)."""

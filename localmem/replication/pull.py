@@ -426,8 +426,8 @@ class Puller(ProgressSteps):
             new = [item for local_id, (_, item) in items.items() if local_id not in there]
             # Noted before the write, with the version written: a push run after a pull stopped here does
             # not send them back, and the pull that resumes it tells an edit made here since from the server's.
-            self.state.record_seen([(memory.remote_id, {**memory.hashes(), PENDING: "1"})
-                                    for memory in (items[item["id"]][0] for item in new)])
+            self.state.record_seen([(memory.remote_id, {**memory.hashes(), PENDING: written.get("updated_at") or ""})
+                                    for memory, written in (items[item["id"]] for item in new)])
             stored = self._store(new)
             if self.store.dimensions is not None:
                 self.summary.embeddings["reembedded"] += len(stored)
