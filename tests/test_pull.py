@@ -277,6 +277,36 @@ def test_a_push_after_a_pull_killed_before_recording_sends_nothing_back(server, 
     assert len(local_memories(db)) == 2
 
 
+def test_the_same_field_changed_here_and_there_after_a_killed_pull_keeps_both_versions(server, tmp_path):
+    """Found by tests/test_pull_stateful.py (seed 5): after a pull killed before recording, the
+    content changed here and on the server; the pull that resumed took only the server's change
+    (the field had moved there) and the next pull overwrote the local edit with no copy."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    remote = create(server, "The team offsite is in May", tags=["team"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    with MemoryStore(db, embedder="hash") as store:
+        store.update(local_memories(db)[0]["id"], content="The team offsite is in June")
+    assert server.client.patch(f"/memory/{remote}", json={"content": "The team offsite is in July"}).status_code == 200
+    server.wait_idle()
+    for _ in range(2):
+        code, pulled = pull(db, server)
+        assert code == 0, pulled
+    contents = sorted(m["content"] for m in local_memories(db))
+    assert contents == ["The team offsite is in July", "The team offsite is in June"], contents
+
+
 def test_a_memory_deleted_here_after_a_pull_was_killed_before_recording_it_is_not_pulled_again(server, tmp_path):
     """Found by tests/test_pull_stateful.py: the next pull took a memory a killed pull had written
     and the user then deleted for a new one, and brought it back."""

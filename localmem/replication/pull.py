@@ -15,16 +15,14 @@ What AutoMem's API lets a client see, and so what this does:
   and that ``GET /memory/<id>`` answers 404 for, was deleted there, and is
   deleted here unless it changed here since it was last in step (then it is
   kept, and the next push sends it back).
-* Vectors: the listing has none, and AutoMem does not say which model made
-  its vectors, so every memory pulled is embedded by the store's own model
-  through the store's normal write path.
+* Vectors: the listing has none, and AutoMem does not name the model that made
+  its vectors: every memory pulled is embedded by the store's own model.
 
-Ids are mapped both ways in push's id map (``push_ids``, ``push_edges``): a
-memory pulled is recorded as one the server has, in the version stored, so a
-push after a pull sends nothing back, and a pull after a push takes nothing
-of what it sent. A pulled memory gets a local id derived from the server's
-(``pull_state.local_id_for``), so a pull killed between writing a batch and
-recording it finds that batch on its next run instead of storing it twice.
+Ids are mapped both ways in push's id map (``push_ids``, ``push_edges``): a memory
+pulled is recorded as one the server has, in the version stored, so a push after a
+pull sends nothing back, and a pull after a push takes nothing of what it sent. A
+pulled memory's local id derives from the server's (``pull_state.local_id_for``): a
+pull killed between writing a batch and recording it finds that batch next time.
 """
 
 from __future__ import annotations
@@ -492,8 +490,11 @@ class Puller(ProgressSteps):
             pulled_hashes = memory.hashes()
             if resumed and local_id in resumed:  # written by a stopped pull: this is what it wrote
                 written = {k: v for k, v in self._seen.get(memory.remote_id, {}).items() if k != PENDING}
-                edited = [name for name in self._differs(memory, row) if written.get(name) == pulled_hashes[name]]
-                if edited:  # the server's field is as written, the local one is not: edited here since
+                # Edited here: a field the server has as written differs here, or (updated_at moved) any field.
+                moved_here = not same_instant(row["updated_at"], self._seen.get(memory.remote_id, {}).get(PENDING))
+                edited = [name for name in self._differs(memory, row)
+                          if written.get(name) == pulled_hashes[name] or moved_here]
+                if edited:
                     pushed_seq, hashes = 0, {**hashes, **{name: "" for name in edited}}
                 pulled_hashes = written
             elif created and self._differs(memory, row):
