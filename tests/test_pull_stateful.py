@@ -229,12 +229,14 @@ class PushPull(RuleBasedStateMachine):
         self.seen[site].add(token)
         self.seen_surely[site].add(token)
 
-    def overwritten(self, site: int, key: str, held: str, copy: bool) -> None:
-        """A change or delete at ``site`` of the memory ``key`` holding ``held``: what that site
+    def overwritten(self, site: int, key: str, held: str, copy: bool, content: bool = True) -> None:
+        """A change of the content, or a delete, at ``site`` of the memory ``key`` holding ``held``: what that site
         had seen of it is causally overwritten (of a conflict copy, only the text it holds), and so is
         the text it holds, which the writer read (a writer racing a pull reads what the pull wrote)."""
         self.seen[site].add(held)
         self.seen_surely[site].add(held)
+        if not content:
+            return  # tags or importance changed: no text overwritten
         self.excused |= {t for t in self.seen[site] if t == held or (not copy and self.texts.get(t) == key)}
 
     def pick(self, n: int, pick: int) -> dict[str, Any] | None:
@@ -252,7 +254,7 @@ class PushPull(RuleBasedStateMachine):
 
     def edit_row(self, n: int, row: dict[str, Any], field: str, words: str, tags: list[str], importance: float,
                  store: MemoryStore | None = None) -> None:
-        self.overwritten(n, row["key"], row["content"], row["copy"])
+        self.overwritten(n, row["key"], row["content"], row["copy"], field == "content")
         if field == "content":
             change: dict[str, Any] = {"content": self.new_text(n, row["key"], words)}
         else:
@@ -303,7 +305,7 @@ class PushPull(RuleBasedStateMachine):
         if not rows:
             return
         row = rows[pick % len(rows)]
-        self.overwritten(SERVER, row["key"], row["content"], row["copy"])
+        self.overwritten(SERVER, row["key"], row["content"], row["copy"], field == "content")
         if field == "content":
             body: dict[str, Any] = {"content": self.new_text(SERVER, row["key"], words)}
         else:
@@ -312,6 +314,27 @@ class PushPull(RuleBasedStateMachine):
         answer = self.server.client.patch(f"/memory/{row['id']}", json=body)
         assert answer.status_code == 200, answer.text
         self.server.wait_idle()
+
+    @rule(n=st.integers(0, STORES - 1), pick=st.integers(0, 10 ** 6), here=FIELDS, there=FIELDS, words=WORDS,
+          tags=TAGS, importance=IMPORTANCE, delete_there=st.booleans())
+    def edit_on_both_sides(self, n, pick, here, there, words, tags, importance, delete_there):
+        """A memory store n and the server both hold is changed in both (the same field or not), or
+        changed here and deleted there, before either side hears of the other: pull's conflicts."""
+        server = {row["key"]: row for row in self.server_rows() if not row["copy"]}
+        shared = sorted(self.keys(n) & set(server))
+        if not shared:
+            return
+        key = shared[pick % len(shared)]
+        row = next(r for r in self.rows(n) if r["key"] == key and not r["copy"])
+
+        def on_server() -> int:  # its place in the listing, as server_edit and server_delete pick
+            return next(i for i, r in enumerate(self.server_rows()) if r["key"] == key and not r["copy"])
+
+        self.edit_row(n, row, here, words, tags, importance)
+        if delete_there:
+            self.server_delete(on_server())
+        else:
+            self.server_edit(on_server(), there, words + "s", tags, importance)
 
     @rule(pick=st.integers(0, 10 ** 6))
     def server_delete(self, pick):
@@ -387,16 +410,16 @@ class PushPull(RuleBasedStateMachine):
                 if count:
                     self.event(f"push: {name}")
             self.seen_surely[SERVER] |= surely
-            self.check_pushed(n, after)
+            self.check_pushed(n, after, summary.as_dict())
 
-    def check_pushed(self, n: int, on_server: dict[str, dict[str, Any]]) -> None:
+    def check_pushed(self, n: int, on_server: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
         """After a push that ran to its end: every memory of store n is on the server (a conflict
         copy by its text), but one the server lost, which the next pull deletes here or, written or
         changed here, keeps (docs/pull.md)."""
         for row in self.rows(n):
             there = self.lost_mark(row) in on_server
             assert there or self.lost_mark(row) in self.server_lost, (
-                f"store {n} holds {row} and a finished push left it off the server")
+                f"store {n} holds {row} and a finished push left it off the server: {summary}")
 
     def written_here(self, n: int, row: dict[str, Any]) -> bool:
         """Whether store ``n`` wrote this memory (a conflict copy: whether it was made here, not
