@@ -433,6 +433,27 @@ def test_a_memory_a_killed_pull_wrote_and_the_server_deleted_since_is_deleted_he
         assert counts(pushed) == {}, pushed
 
 
+def test_a_field_the_server_sets_back_after_a_push_is_pulled(server, tmp_path):
+    """Found by tests/test_pull_stateful.py (seed 5): what a pull last took stayed the reference
+    after a push changed the server, so a server value set back to it was taken for no change and
+    the store kept its own for good."""
+    db = tmp_path / "local.db"
+    remote = create(server, "The coffee machine is on floor 2", tags=["office"], importance=0.5)
+    server.wait_idle()
+    assert pull(db, server)[1]["memories"]["created"] == 1
+    with MemoryStore(db, embedder="hash") as store:
+        store.update(local_memories(db)[0]["id"], importance=0.9)
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["updated"] == 1, pushed
+    server.wait_idle()
+    assert server.client.patch(f"/memory/{remote}", json={"importance": 0.5}).status_code == 200  # another client
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["memories"]["updated"] == 1, pulled
+    with MemoryStore(db, embedder="hash") as store:
+        assert store.get(local_memories(db)[0]["id"])["importance"] == 0.5
+
+
 def test_a_pulled_memory_changed_here_and_deleted_there_is_created_again_by_the_next_push(server, tmp_path):
     """A push that finds a memory gone from the server (its PATCH answers 404) creates it again,
     pulled or not (found by tests/test_pull_stateful.py while the fix above skipped it)."""

@@ -437,6 +437,7 @@ class Pusher(ProgressSteps):
         response = self.client.request("PATCH", path, body=body)
         if response.ok:
             self.summary.memories.updated += 1
+            self.map.changed_there([row["remote_id"]])
             return row["id"], row["remote_id"], seq, hashes
         if response.status == 404:
             return self._lost(row)

@@ -132,6 +132,12 @@ class PushMap(RemoteRecords):
                                           "fields": json.dumps(fields, sort_keys=True)})
                          for local, remote_id, seq, fields in entries])
 
+    def changed_there(self, remote_ids: list[str]) -> None:
+        """The server's version of these memories is what this push sent: what pulls last took of
+        them is no reference any more (the next pull compares them field by field)."""
+        if remote_ids:
+            self._write([("pull_seen_forget", {"remote_id": remote_id}) for remote_id in remote_ids])
+
     def forget(self, local_ids: list[str], *, with_edges: bool = False) -> None:
         statements: list[tuple[str, dict[str, Any]]] = []
         for local in local_ids:
