@@ -497,8 +497,8 @@ class Puller(ProgressSteps):
                 if edited:
                     pushed_seq, hashes = 0, {**hashes, **{name: "" for name in edited}}
                 pulled_hashes = written
-            elif created and self._differs(memory, row):
-                pushed_seq, hashes = 0, {}  # edited here since this pull wrote it: the next push sends it
+            elif created and (edited := self._differs(memory, row)):  # edited here since this pull wrote it:
+                pushed_seq, hashes = 0, {**hashes, **{name: "" for name in edited}}  # the next push sends those
             if entry is not None and not created:
                 old = json.loads(entry["fields"] or "{}")
                 if (entry["change_seq"] or 0) > entry["pushed_seq"]:  # changed here too: push still sends it
