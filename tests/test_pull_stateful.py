@@ -566,15 +566,13 @@ class PushPull(RuleBasedStateMachine):
                 assert self.written_here(n, row) and self.lost_mark(row) in self.server_lost, (
                     f"store {n} holds {row}, which is not on the server after the last round")
             assert shape(r for r in rows if r not in extra) == shape(server), f"store {n} differs from the server"
-        # Conflict copies are linked to the memory that won, in each store.
+        # Conflict copies are linked to the memory that won (its superseded_by, translated to each
+        # store's ids), in each store, while both are held.
         for n in range(STORES):
             unlinked = list(self.stores[n].conn.execute(
-                "SELECT c.id FROM memories AS c WHERE c.metadata ->> '$.sync_conflict' IS NOT NULL AND NOT EXISTS "
-                "(SELECT 1 FROM edges AS e JOIN memories AS w ON w.pk = e.dst WHERE e.src = c.pk "
-                "AND e.type = 'INVALIDATED_BY' AND w.metadata ->> '$.case_key' = c.metadata ->> '$.case_key')"))
-            winners = self.keys(n)
-            unlinked = [row[0] for row in unlinked
-                        if next(r for r in self.rows(n) if r["id"] == row[0])["key"] in winners]
+                "SELECT c.id FROM memories AS c JOIN memories AS w ON w.id = c.metadata ->> '$.superseded_by' "
+                "WHERE c.metadata ->> '$.sync_conflict' IS NOT NULL AND NOT EXISTS (SELECT 1 FROM edges AS e "
+                "WHERE e.src = c.pk AND e.dst = w.pk AND e.type = 'INVALIDATED_BY')"))
             assert not unlinked, f"store {n}: conflict copies without their link to the winner: {unlinked}"
         held = {r["content"] for r in server}
         for n in range(STORES):
