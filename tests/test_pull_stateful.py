@@ -1,58 +1,38 @@
 """Two local stores, ``localmem push`` and ``localmem pull``, and the real AutoMem server, driven at
-random (issue 42's standard: a protocol gets a stateful randomized test).
+random (issue 42's standard: a protocol gets a stateful randomized test); docs/pull.md, "How it is
+tested", says what it covers and checks, in words.
 
-A Hypothesis state machine over one real AutoMem server (started once for the module, emptied
-through its own API before each example) and two local stores A and B: stores, edits (content,
-tags or importance) and deletes (some by ``forget``) in either store; another AutoMem client's
-stores, edits and deletes straight on the server's HTTP API; pushes and pulls in either
-direction; pushes killed right before a request, right after one (its answer lost) or before a
-commit; pulls killed before a commit or right before a memory's write; and a second writer that
-edits or deletes, through its own connection, the memory a pull is about to write. Each memory
-carries its name in ``metadata.case_key`` (the model's handle on it across the three copies;
-push and pull carry metadata as it is).
+One real AutoMem server (started once for the module, emptied through its own API before each
+example) and two local stores: stores, edits (content, tags or importance), deletes and ``forget``s
+in either store; another client's stores, edits and deletes on the server's HTTP API; one memory
+changed on both sides; pushes and pulls either way; pushes killed before a request, after one (its
+answer lost) or before a commit; pulls killed before a commit or a memory's write; a second process
+writing what a pull is about to write, or writing while a push runs. Each memory carries its name in
+``metadata.case_key`` (the model's handle on it across the three copies).
 
-Checked after every step:
+Checked after every step: a memory a store held is still there unless a delete reached it (one made
+there; for a memory that came from the server, one made anywhere); after a push that ran to its
+end, every memory of the store is on the server, but one the server lost. After a last round (a
+memory written on the server, then pull and push of each store twice) the three copies hold the
+same memories (content, own tags, importance, conflict copies) but the documented exceptions, and:
+no text is lost unless a site that had seen it changed or deleted that memory (causally, as in
+tests/test_sync_stateful.py), or push sent a change over it (docs/push.md, "What push does not look
+at"); no deleted memory is back unless some site changed it without having seen the delete, or a
+stopped push's pending create was deleted there before the next push looked (docs/push.md); no
+memory is held twice in one version; every conflict copy is linked to its winner.
 
-* **nothing lost without a delete**: a memory a store held is still there unless a delete
-  reached it (one made there; or, for a memory that came from the server, one made anywhere:
-  pull deletes only those, docs/pull.md);
-* after a push that ran to its end, every memory of that store is on the server, except one
-  written in that store that the server lost (docs/pull.md: it stays here, with a warning).
-
-After a final round (a memory written on the server, then pull and push of each store twice)
-the two stores and the server hold the same memories (content, own tags, importance; conflict
-copies too), but for those documented exceptions, and:
-
-* **no write lost** unless causally overwritten or deleted, as in tests/test_sync_stateful.py:
-  every text ever written is still held as a memory somewhere unless a site that had seen it
-  (through pushes and pulls) changed or deleted that memory; except the two losses push
-  documents (docs/push.md, "What push does not look at": a field changed here is sent over the
-  server's newer value, and a delete made here deletes the server's newer version), which the
-  model records when it sees them;
-* **no delete undone** unless edited: a memory deleted somewhere is back only if some site
-  changed it without having seen that delete (pull keeps a memory changed here that the server
-  deleted, and the next push creates it there again), or a stopped push left its create pending
-  and another client deleted it on the server before the next push looked for it (docs/push.md:
-  AutoMem keeps no record of deletions, so that push cannot tell it from a create that never
-  landed, and sends it again);
-* no memory is held twice in the same version anywhere (nothing sent or pulled twice);
-* every conflict copy is linked (``INVALIDATED_BY``) to the memory that won, in every copy.
-
-Left out: edges and supersessions (push cannot delete an edge on AutoMem; sync's model covers
-them), ``--limit``, ``--tags`` and dry runs, several pushes or pulls at once (one lock refuses
-the second), and clocks (push and pull compare hashes, not times).
-
-CI runs 8 derandomized examples of 15 steps (27 s here; ``LOCALMEM_STATEFUL_EXAMPLES``, ``_STEPS``, ``_SEED``);
-``python benchmarks/replication/pull_stateful.py --examples 200`` runs fresh random ones.
-Shrinking is off (each step talks to the server).
+Left out: edges and supersessions (sync's model covers them), ``--limit``, ``--tags``, dry runs,
+two runs at once (one lock refuses the second), clocks (push and pull compare hashes). CI runs 8
+derandomized examples of 15 steps (27 s here; ``LOCALMEM_STATEFUL_EXAMPLES``, ``_STEPS``, ``_SEED``);
+``python benchmarks/replication/pull_stateful.py --examples 200`` runs fresh ones. Shrinking is off.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
