@@ -245,6 +245,232 @@ def test_kill_mid_pull_then_rerun_gives_the_full_set_once(server, tmp_path):
     assert counts(again) == {"unchanged": 12}
 
 
+def test_a_push_after_a_pull_killed_before_recording_sends_nothing_back(server, tmp_path):
+    """Found by tests/test_pull_stateful.py: a pull killed between writing a batch and recording
+    it left memories the id map did not know, and a push run before the next pull created them
+    on the server again (each there twice)."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    for text in ("The staging database is pg-staging-2", "Releases are cut on Thursdays"):
+        create(server, text, tags=["ops"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt  # the process dies after the batch's write, before its record
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    assert len(local_memories(db)) == 2
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["created"] == 0, pushed
+    server.wait_idle()
+    assert server.client.get("/graph/snapshot", params={"limit": 0}).json()["stats"]["total_nodes"] == 2
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["resumed"] == 2, pulled
+    code, pushed = push(db, server)
+    assert code == 0 and counts(pushed) == {}, pushed
+    assert len(local_memories(db)) == 2
+
+
+def test_the_same_field_changed_here_and_there_after_a_killed_pull_keeps_both_versions(server, tmp_path):
+    """Found by tests/test_pull_stateful.py (seed 5): after a pull killed before recording, the
+    content changed here and on the server; the pull that resumed took only the server's change
+    (the field had moved there) and the next pull overwrote the local edit with no copy."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    remote = create(server, "The team offsite is in May", tags=["team"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    with MemoryStore(db, embedder="hash") as store:
+        store.update(local_memories(db)[0]["id"], content="The team offsite is in June")
+    assert server.client.patch(f"/memory/{remote}", json={"content": "The team offsite is in July"}).status_code == 200
+    server.wait_idle()
+    for _ in range(2):
+        code, pulled = pull(db, server)
+        assert code == 0, pulled
+    contents = sorted(m["content"] for m in local_memories(db))
+    assert contents == ["The team offsite is in July", "The team offsite is in June"], contents
+
+
+def test_a_memory_deleted_here_after_a_pull_was_killed_before_recording_it_is_not_pulled_again(server, tmp_path):
+    """Found by tests/test_pull_stateful.py: the next pull took a memory a killed pull had written
+    and the user then deleted for a new one, and brought it back."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    remote = create(server, "The VPN certificate expires in March", tags=["ops"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    with MemoryStore(db, embedder="hash") as store:
+        store.delete(local_memories(db)[0]["id"])
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["memories"]["created"] == 0, pulled
+    assert local_memories(db) == []
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["deleted"] == 1, pushed
+    assert server.client.get(f"/memory/{remote}").status_code == 404
+
+
+def test_an_edit_made_here_after_a_pull_was_killed_before_recording_is_not_lost(server, tmp_path):
+    """Found by tests/test_pull_stateful.py: the pull that resumed a killed one recorded the edited
+    memory as the server's version, so no push sent the edit and the next pull overwrote it."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    edited = create(server, "The design doc lives in the wiki", tags=["docs"])
+    moved = create(server, "Standups are at nine", tags=["team"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    ids = {m["content"]: m["id"] for m in local_memories(db)}
+    with MemoryStore(db, embedder="hash") as store:  # edited here before the next pull
+        store.update(ids["The design doc lives in the wiki"], content="The design doc lives in the repository")
+    assert server.client.patch(f"/memory/{moved}", json={"content": "Standups are at ten"}).status_code == 200
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["resumed"] == 2, pulled
+    code, pushed = push(db, server)  # sends the edit made here, and nothing older over the server's change
+    assert code == 0 and pushed["memories"]["updated"] == 1, pushed
+    server.wait_idle()
+    there = server.client.get(f"/memory/{edited}").json()["memory"]["content"]
+    assert there == "The design doc lives in the repository"
+    code, again = pull(db, server)  # takes the server's change, keeps the edit
+    assert code == 0 and again["memories"]["updated"] == 1 and again["conflict_copies"] == [], again
+    assert sorted(m["content"] for m in local_memories(db)) == ["Standups are at ten",
+                                                               "The design doc lives in the repository"]
+
+
+def test_a_pull_between_a_killed_push_and_the_next_takes_no_copy_of_what_it_created(server, tmp_path):
+    """Found by tests/test_pull_stateful.py: a pull run after a push was killed between a create
+    and its record pulled that memory back as a second local memory, and the next push, finding
+    its create on the server, stopped on the id map's unique key."""
+    db = tmp_path / "local.db"
+    with MemoryStore(db, embedder="hash") as store:
+        store.store("The backup job runs at two", tags=["ops"])
+    code, crashed = run(db, "push", server.url, server.token, LOCALMEM_PUSH_TEST_CRASH_AFTER="1")
+    assert code == 70, crashed  # the create answered, its id never recorded
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["memories"]["created"] == 0, pulled
+    assert len(local_memories(db)) == 1
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["recovered"] == 1 and pushed["memories"]["created"] == 0, pushed
+    code, again = pull(db, server)
+    assert code == 0 and again["memories"]["created"] == 0 and len(local_memories(db)) == 1, again
+
+
+@pytest.mark.parametrize("edited_here", [False, True])
+def test_a_memory_a_killed_pull_wrote_and_the_server_deleted_since_is_deleted_here_unless_edited(
+        server, tmp_path, edited_here):
+    """Found by tests/test_pull_stateful.py: a memory a killed pull wrote and never recorded, then
+    deleted on the server, was never deleted here (pull deletes only what its map knows) nor sent
+    again (push leaves a stopped pull's memories alone): a stale copy for good. Unchanged here it
+    goes to the trash; changed here it is kept, and the next push creates it there again."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    db = tmp_path / "local.db"
+    remote = create(server, "The release freeze starts on the 20th", tags=["release"])
+    create(server, "A memory that stays", tags=["x"])
+    server.wait_idle()
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+    if edited_here:
+        with MemoryStore(db, embedder="hash") as store:
+            doomed = next(m for m in local_memories(db) if m["content"].startswith("The release freeze"))
+            store.update(doomed["id"], importance=0.9)
+    assert server.client.delete(f"/memory/{remote}").status_code == 200
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0, pulled
+    contents = sorted(m["content"] for m in local_memories(db))
+    code, pushed = push(db, server)
+    assert code == 0, pushed
+    if edited_here:
+        assert contents == ["A memory that stays", "The release freeze starts on the 20th"], pulled
+        assert pushed["memories"]["created"] == 1, pushed
+    else:
+        assert contents == ["A memory that stays"] and pulled["memories"]["deleted"] == 1, pulled
+        assert counts(pushed) == {}, pushed
+
+
+def test_a_field_the_server_sets_back_after_a_push_is_pulled(server, tmp_path):
+    """Found by tests/test_pull_stateful.py (seed 5): what a pull last took stayed the reference
+    after a push changed the server, so a server value set back to it was taken for no change and
+    the store kept its own for good."""
+    db = tmp_path / "local.db"
+    remote = create(server, "The coffee machine is on floor 2", tags=["office"], importance=0.5)
+    server.wait_idle()
+    assert pull(db, server)[1]["memories"]["created"] == 1
+    with MemoryStore(db, embedder="hash") as store:
+        store.update(local_memories(db)[0]["id"], importance=0.9)
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["updated"] == 1, pushed
+    server.wait_idle()
+    assert server.client.patch(f"/memory/{remote}", json={"importance": 0.5}).status_code == 200  # another client
+    server.wait_idle()
+    code, pulled = pull(db, server)
+    assert code == 0 and pulled["memories"]["updated"] == 1, pulled
+    with MemoryStore(db, embedder="hash") as store:
+        assert store.get(local_memories(db)[0]["id"])["importance"] == 0.5
+
+
+def test_a_pulled_memory_changed_here_and_deleted_there_is_created_again_by_the_next_push(server, tmp_path):
+    """A push that finds a memory gone from the server (its PATCH answers 404) creates it again,
+    pulled or not (found by tests/test_pull_stateful.py while the fix above skipped it)."""
+    db = tmp_path / "local.db"
+    remote = create(server, "The on-call rota changes on Mondays", tags=["team"])
+    server.wait_idle()
+    assert pull(db, server)[1]["memories"]["created"] == 1
+    with MemoryStore(db, embedder="hash") as store:
+        store.update(local_memories(db)[0]["id"], content="The on-call rota changes on Tuesdays")
+    assert server.client.delete(f"/memory/{remote}").status_code == 200
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["created"] == 1 and pushed["skipped"] == [], pushed
+    server.wait_idle()
+    listed = server.client.get("/graph/snapshot", params={"limit": 0}).json()["nodes"]
+    assert [n["content"] for n in listed] == ["The on-call rota changes on Tuesdays"]
+
+
 def test_dry_run_writes_nothing_and_json_summary_shape(server, tmp_path):
     db = tmp_path / "local.db"
     with MemoryStore(db, embedder="hash") as store:

@@ -208,3 +208,55 @@ def test_an_edit_made_to_a_pulled_memory_before_the_pull_records_it_is_pushed_no
     assert there == "The design review is on Tuesday"
     code, again = pull(db, server)
     assert code == 0 and again["memories"]["updated"] == 0 and again["conflict_copies"] == [], again
+
+
+def test_a_memory_deleted_here_before_the_pull_records_it_stays_deleted_and_the_push_deletes_it_there(
+        server, tmp_path):
+    """Found by tests/test_pull_stateful.py: a memory a pull has just created and another process
+    deletes before the pull records it was left out of the id map, so the next pull created it
+    again (a delete undone) and no push ever deleted it on the server."""
+    db = tmp_path / "local.db"
+    remote = create(server, "The old build server is jenkins1", tags=["ops"])
+    server.wait_idle()
+    deleted: list[str] = []
+
+    def writer(local_id: str) -> None:
+        if not deleted:
+            deleted.append(local_id)
+            with MemoryStore(db, embedder="hash") as other:
+                other.delete(local_id)
+
+    summary = pull_in_process(db, server, writer)
+    assert summary["status"] == "success" and deleted, summary
+    assert local_memories(db) == []
+    code, again = pull(db, server)
+    assert code == 0 and again["memories"]["created"] == 0, again
+    assert local_memories(db) == []
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["deleted"] == 1, pushed
+    assert server.client.get(f"/memory/{remote}").status_code == 404
+
+
+def test_a_field_edited_here_before_the_pull_records_a_new_memory_is_all_the_next_push_sends(server, tmp_path):
+    """Found by tests/test_pull_stateful.py (seed 5): a memory edited here between a pull's write
+    and its record was recorded with no field as the server's, so the next push sent every field
+    and overwrote another client's change to a field not edited here."""
+    db = tmp_path / "local.db"
+    remote = create(server, "Expense reports are due on Fridays", tags=["finance"], importance=0.5)
+    server.wait_idle()
+    edited: list[str] = []
+
+    def writer(local_id: str) -> None:
+        if not edited:
+            edited.append(local_id)
+            with MemoryStore(db, embedder="hash") as other:
+                other.update(local_id, tags=["finance", "deadline"])
+            patch(server, remote, importance=0.8)  # another client, meanwhile, another field
+
+    pull_in_process(db, server, writer)
+    server.wait_idle()
+    code, pushed = push(db, server)
+    assert code == 0 and pushed["memories"]["updated"] == 1, pushed
+    server.wait_idle()
+    there = server.client.get(f"/memory/{remote}").json()["memory"]
+    assert there["importance"] == 0.8 and {"finance", "deadline"} <= set(there["tags"]), there

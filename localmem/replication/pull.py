@@ -15,16 +15,14 @@ What AutoMem's API lets a client see, and so what this does:
   and that ``GET /memory/<id>`` answers 404 for, was deleted there, and is
   deleted here unless it changed here since it was last in step (then it is
   kept, and the next push sends it back).
-* Vectors: the listing has none, and AutoMem does not say which model made
-  its vectors, so every memory pulled is embedded by the store's own model
-  through the store's normal write path.
+* Vectors: the listing has none, and AutoMem does not name the model that made
+  its vectors: every memory pulled is embedded by the store's own model.
 
-Ids are mapped both ways in push's id map (``push_ids``, ``push_edges``): a
-memory pulled is recorded as one the server has, in the version stored, so a
-push after a pull sends nothing back, and a pull after a push takes nothing
-of what it sent. A pulled memory gets a local id derived from the server's
-(``pull_state.local_id_for``), so a pull killed between writing a batch and
-recording it finds that batch on its next run instead of storing it twice.
+Ids are mapped both ways in push's id map (``push_ids``, ``push_edges``): a memory
+pulled is recorded as one the server has, in the version stored, so a push after a
+pull sends nothing back, and a pull after a push takes nothing of what it sent. A
+pulled memory's local id derives from the server's (``pull_state.local_id_for``): a
+pull killed between writing a batch and recording it finds that batch next time.
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ from ..storage.memory_fields import build_row
 from ..storage.records import to_record
 from ..timeparse import format_timestamp
 from .deletion_guard import check_deletions
-from .pull_deletes import delete_memories
+from .pull_deletes import delete_memories, deleted_since_stopped
 from .pull_edges import pull_edges
 from .pull_merge import (
     AUTOMEM,
@@ -59,7 +57,7 @@ from .pull_merge import (
     same_instant,
     store_conflict_copy,
 )
-from .pull_state import PullState, local_id_for
+from .pull_state import PENDING, PullState, local_id_for
 from .pull_wire import FIELDS, BadRecord, RemoteMemory, read_memory
 from .push import push_lock
 from .push_client import PushClient, RemoteError
@@ -283,11 +281,16 @@ class Puller(ProgressSteps):
         local = self.state.local_rows([self.map[m.remote_id]["local_id"] for m in moved])
         creates, updates, seen_only = [], [], []
         gone_here = 0
+        sent = self.state.pushes_unrecorded()  # created there by a stopped push: the next push records them
         for rid, memory in self.listing.items():
             hashes = memory.hashes()
             entry = self.map.get(rid)
             if entry is None:
-                creates.append(memory)
+                if memory.marker in sent:
+                    self.summary.skip("memory", rid, "created by a push stopped before recording it: the next "
+                                                     "push records it (not pulled as a second copy)")
+                else:
+                    creates.append(memory)
                 continue
             if not entry["present"]:
                 gone_here += 1  # deleted here: the next push deletes it there
@@ -379,8 +382,6 @@ class Puller(ProgressSteps):
             self.summary.memories.deleted = len(self._deleted_there())
         self.summary.warnings.append("dry run: nothing was written and nothing recorded; edges are not planned")
 
-    # -- the test pause ---------------------------------------------------------
-
     def _maybe_pause(self) -> None:
         self._batches += 1
         if self._pause_after and self._batches == self._pause_after:
@@ -419,7 +420,12 @@ class Puller(ProgressSteps):
                 items[item["id"]] = (memory, item)
             there = self.state.existing(list(items))  # stored by a pull stopped before recording them
             self.summary.resumed += len(there)
+            deleted_since_stopped(self, items, there)
             new = [item for local_id, (_, item) in items.items() if local_id not in there]
+            # Noted before the write, with the version written: a push run after a pull stopped here does
+            # not send them back, and the pull that resumes it tells an edit made here since from the server's.
+            self.state.record_seen([(memory.remote_id, {**memory.hashes(), PENDING: written.get("updated_at") or ""})
+                                    for memory, written in (items[item["id"]] for item in new)])
             stored = self._store(new)
             if self.store.dimensions is not None:
                 self.summary.embeddings["reembedded"] += len(stored)
@@ -473,13 +479,26 @@ class Puller(ProgressSteps):
         for local_id, memory in taken.items():
             row = rows.get(local_id)
             if row is None:
+                if created:  # deleted here since this pull wrote it: mapped, so the next push deletes it there
+                    entries.append({"local_id": local_id, "remote_id": memory.remote_id, "pushed_seq": 0,
+                                    "push_fields": {}, "pulled": memory.hashes()})
                 continue
             payload, complete = memory_payload(row, AUTOMEM, remote_ids, with_embedding=False)
             hashes = field_hashes(payload, AUTOMEM, complete=complete)
             entry = self.map.get(memory.remote_id)
             pushed_seq = row["change_seq"]
-            if created and not (resumed and local_id in resumed) and self._differs(memory, row):
-                pushed_seq, hashes = 0, {}  # edited here since this pull wrote it: the next push sends it
+            pulled_hashes = memory.hashes()
+            if resumed and local_id in resumed:  # written by a stopped pull: this is what it wrote
+                written = {k: v for k, v in self._seen.get(memory.remote_id, {}).items() if k != PENDING}
+                # Edited here: a field the server has as written differs here, or (updated_at moved) any field.
+                moved_here = not same_instant(row["updated_at"], self._seen.get(memory.remote_id, {}).get(PENDING))
+                edited = [name for name in self._differs(memory, row)
+                          if written.get(name) == pulled_hashes[name] or moved_here]
+                if edited:
+                    pushed_seq, hashes = 0, {**hashes, **{name: "" for name in edited}}
+                pulled_hashes = written
+            elif created and (edited := self._differs(memory, row)):  # edited here since this pull wrote it:
+                pushed_seq, hashes = 0, {**hashes, **{name: "" for name in edited}}  # the next push sends those
             if entry is not None and not created:
                 old = json.loads(entry["fields"] or "{}")
                 if (entry["change_seq"] or 0) > entry["pushed_seq"]:  # changed here too: push still sends it
@@ -487,8 +506,7 @@ class Puller(ProgressSteps):
                     hashes = {**old, **{name: hashes[name] for name in (pulled or {}).get(local_id, [])
                                         if name in hashes}}
             entries.append({"local_id": local_id, "remote_id": memory.remote_id, "pushed_seq": pushed_seq,
-                            "push_fields": hashes,
-                            "pulled": {} if resumed and local_id in resumed else memory.hashes()})
+                            "push_fields": hashes, "pulled": pulled_hashes})
         self.state.record(entries)
 
     def update_memories(self, updates: list[Update]) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..storage.database import transaction
 from ..trash import move_to_trash
-from .pull_merge import ChangedMeanwhile, expect_version
+from .pull_merge import ChangedMeanwhile, expect_version, same_instant
+from .pull_state import PENDING, local_id_for
 
 # The pull (``pull.Puller``) these run for; not imported, since pull imports this module.
 Puller = Any
@@ -42,9 +43,32 @@ def delete_memories(self: Puller) -> None:
             forget.append((local_id, rid))
         self.advance()
     self.state.forget(forget)
+    _stopped_writes_deleted_there(self)
     if listed_after_all:
         self.summary.warnings.append(f"{listed_after_all} memories missing from the listing are still on the "
                                      "server (GET /memory answered): not deleted here")
+
+
+def _stopped_writes_deleted_there(self: Puller) -> None:
+    """Memories a stopped pull wrote and never recorded (noted ``PENDING`` with the ``updated_at``
+    written), gone from the server since: to the trash when unchanged here (its ``updated_at`` as
+    written), else kept, and the next push creates them there again."""
+    stale = [(rid, seen[PENDING]) for rid, seen in self._seen.items() if PENDING in seen
+             and rid not in self.listing and rid not in self.unreadable and rid not in self.map]
+    done = []
+    for rid, written_at in stale:
+        there = _still_there(self, rid)
+        if there is None or there:
+            continue
+        local_id = local_id_for(self.client.url, rid)
+        row = self.state.local_rows([local_id]).get(local_id)
+        if row is not None and not (written_at and same_instant(row["updated_at"], written_at)
+                                    and _trash_if_unchanged(self, {"local_id": local_id,
+                                                                   "change_seq": row["change_seq"]})):
+            self.summary.conflicts += 1
+            self._kept.append(local_id)
+        done.append((local_id, rid))
+    self.state.forget(done)
 
 
 def _trash_if_unchanged(self: Puller, entry: dict[str, Any]) -> bool:
@@ -73,3 +97,15 @@ def _still_there(self: Puller, remote_id: str) -> bool | None:
     self.summary.fail("memory", remote_id, f"not deleted here: GET /memory answered {response.status}: "
                                            f"{response.message()}")
     return None
+
+
+def deleted_since_stopped(self: Puller, items: dict[str, tuple[Any, dict[str, Any]]], there: set[str]) -> None:
+    """Memories a stopped pull wrote (noted ``PENDING``) and that were deleted here since: recorded
+    as deleted here (the next push deletes them there), not pulled again; taken out of ``items``."""
+    noted = [lid for lid, (memory, _) in items.items()
+             if lid not in there and PENDING in self._seen.get(memory.remote_id, {})]
+    gone = self.state.deleted_here(noted)
+    if gone:
+        self._record({lid: items.pop(lid)[0] for lid in gone}, created=True)
+        self.summary.warnings.append(f"{len(gone)} memories an interrupted pull wrote were deleted here since: "
+                                     "not pulled again (the next push deletes them on the server)")

@@ -21,6 +21,9 @@ from .remote_records import RemoteRecords
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
+# In ``pull_seen``: a memory noted before a pull writes it (with the hashes of the version written),
+# until the pull records it; a push leaves such memories alone, the next pull resumes them.
+PENDING = "pending"
 # Local ids of pulled memories: uuid5 of the remote URL and the remote id, so a
 # rerun after a kill gives a memory the id it already has.
 PULL_NAMESPACE = uuid.UUID("6b1f4d2e-3c1a-5e8f-9a47-0c2d5b7e91aa")
@@ -49,6 +52,10 @@ class PullState(RemoteRecords):
         rows = self._read("pull_map_entry", remote_id=remote_id)
         return rows[0] if rows else None
 
+    def pushes_unrecorded(self) -> set[str]:
+        """Local ids a push sent and has not recorded (it was stopped): the next push looks for them."""
+        return {row["local_id"] for row in self._read("push_pending")}
+
     def seen(self) -> dict[str, dict[str, str]]:
         out = {}
         for row in self._read("pull_seen_all"):
@@ -68,6 +75,12 @@ class PullState(RemoteRecords):
         if not local_ids:
             return set()
         return {row["id"] for row in self._read("memory_ids_existing", ids=json.dumps(local_ids))}
+
+    def deleted_here(self, local_ids: list[str]) -> set[str]:
+        """Which of ``local_ids`` were deleted in this file (a delete leaves a tombstone)."""
+        if not local_ids:
+            return set()
+        return {row["id"] for row in self._read("pull_deleted_here", ids=json.dumps(local_ids))}
 
     def known_edges(self) -> dict[tuple[str, str, str], dict[str, Any]]:
         return {(row["src_id"], row["type"], row["dst_id"]): row for row in self._read("pull_edges_known")}

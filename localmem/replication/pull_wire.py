@@ -48,6 +48,7 @@ class RemoteMemory:
     remote_id: str
     fields: dict[str, Any]  # FIELDS, checked; metadata.superseded_by still a remote id
     updated_at: str | None
+    marker: str | None = None  # the local id a push left in metadata.localmem_id
 
     def hashes(self) -> dict[str, str]:
         return {name: fingerprint(self.fields.get(name)) for name in FIELDS}
@@ -203,7 +204,10 @@ def read_memory(node: Any) -> RemoteMemory:
         "timestamp": _timestamp(node.get("timestamp"), "timestamp"),
         "metadata": _metadata(node.get("metadata")),
     }
-    return RemoteMemory(ident, fields, _timestamp(node.get("updated_at"), "updated_at"))
+    raw = node.get("metadata")
+    raw = json.loads(raw) if isinstance(raw, str) else raw  # read by _metadata above: JSON
+    marker = raw.get(MARKER) if isinstance(raw, dict) and isinstance(raw.get(MARKER), str) else None
+    return RemoteMemory(ident, fields, _timestamp(node.get("updated_at"), "updated_at"), marker)
 
 
 def read_edge(item: Any) -> RemoteEdge:

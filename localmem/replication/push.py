@@ -30,6 +30,7 @@ from ..errors import LocalMemError
 from ..progress import ProgressBar, ProgressSteps
 from ..storage.database import MEMORY_PATH
 from ..timeparse import format_timestamp, parse_timestamp, shifted
+from .pull_state import local_id_for
 from .push_client import PushClient, RemoteError, Uncertain
 from .push_edges import delete_edges, push_edges
 from .push_map import PushMap
@@ -107,6 +108,7 @@ class Pusher(ProgressSteps):
         self._answers = 0
         self._crash_after = int(os.environ.get(CRASH_ENV) or 0)
         self._no_edge_delete = False
+        self._pulled: set[str] = set()  # local ids of memories a stopped pull wrote and did not record
 
     # -- the whole push -------------------------------------------------------
 
@@ -261,6 +263,8 @@ class Pusher(ProgressSteps):
         self.phase("creating", self.map.counts()["to_create"])
         whole_only = True
         attempted: set[str] = set()  # a create that failed is not tried again by a later pass
+        # Written by a pull stopped before it recorded them: the server has them (the next pull records them).
+        self._pulled = {local_id_for(self.client.url, rid) for rid in self.map.pulled_unrecorded()}
         while True:
             created = self.summary.memories.created
             deferred = self._create_pass(whole_only=whole_only, attempted=attempted)
@@ -274,6 +278,12 @@ class Pusher(ProgressSteps):
         held_back = 0
         for page in self.map.pages("push_to_create"):
             page = [row for row in page if row["id"] not in attempted]
+            for row in page:
+                if row["id"] in self._pulled:
+                    attempted.add(row["id"])
+                    self.summary.skip("memory", row["id"], "written by a pull that was stopped before recording "
+                                                           "it: the server has it; the next pull records it")
+            page = [row for row in page if row["id"] not in self._pulled]
             for part in chunks(page, self.batch_size):
                 ids = self._references(part)
                 items = [(row, *memory_payload(row, self.profile, ids, with_embedding=self.carry))
@@ -427,6 +437,7 @@ class Pusher(ProgressSteps):
         response = self.client.request("PATCH", path, body=body)
         if response.ok:
             self.summary.memories.updated += 1
+            self.map.changed_there([row["remote_id"]])
             return row["id"], row["remote_id"], seq, hashes
         if response.status == 404:
             return self._lost(row)

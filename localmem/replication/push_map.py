@@ -84,6 +84,10 @@ class PushMap(RemoteRecords):
     def deleted(self) -> list[dict[str, Any]]:
         return self._read("push_deleted")
 
+    def pulled_unrecorded(self) -> list[str]:
+        """Remote ids of memories a pull began to write and did not record (it was stopped)."""
+        return [row["remote_id"] for row in self._read("push_pulled_unrecorded")]
+
     def remote_ids(self, local_ids: list[str]) -> dict[str, str]:
         if not local_ids:
             return {}
@@ -128,9 +132,16 @@ class PushMap(RemoteRecords):
                                           "fields": json.dumps(fields, sort_keys=True)})
                          for local, remote_id, seq, fields in entries])
 
+    def changed_there(self, remote_ids: list[str]) -> None:
+        """The server's version of these memories is what this push sent: what pulls last took of
+        them is no reference any more (the next pull compares them field by field)."""
+        if remote_ids:
+            self._write([("pull_seen_forget", {"remote_id": remote_id}) for remote_id in remote_ids])
+
     def forget(self, local_ids: list[str], *, with_edges: bool = False) -> None:
         statements: list[tuple[str, dict[str, Any]]] = []
         for local in local_ids:
+            statements.append(("push_forget_pulled", {"local_id": local}))
             statements.append(("push_forget", {"local_id": local}))
             if with_edges:
                 statements.append(("push_forget_edges", {"local_id": local}))
