@@ -92,6 +92,22 @@ def counts(summary: dict[str, Any], kind: str = "memories") -> dict[str, int]:
     return {k: v for k, v in summary[kind].items() if v}
 
 
+
+def pull_killed_before_its_record(db: Path, server: Server) -> None:
+    """A pull into ``db`` that dies after its batch's write, before the batch is recorded."""
+    from localmem.replication.pull import Puller
+    from localmem.replication.push_client import PushClient
+
+    def killed(local_id: str) -> None:
+        raise KeyboardInterrupt
+
+    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
+        puller = Puller(store, client)
+        puller.before_write = killed
+        with pytest.raises(KeyboardInterrupt):
+            puller.run()
+
+
 def test_push_then_pull_is_a_noop_and_push_after_sends_nothing(server, tmp_path):
     db = tmp_path / "local.db"
     with MemoryStore(db, embedder="hash") as store:
@@ -249,22 +265,12 @@ def test_a_push_after_a_pull_killed_before_recording_sends_nothing_back(server, 
     """Found by tests/test_pull_stateful.py: a pull killed between writing a batch and recording
     it left memories the id map did not know, and a push run before the next pull created them
     on the server again (each there twice)."""
-    from localmem.replication.pull import Puller
-    from localmem.replication.push_client import PushClient
-
     db = tmp_path / "local.db"
     for text in ("The staging database is pg-staging-2", "Releases are cut on Thursdays"):
         create(server, text, tags=["ops"])
     server.wait_idle()
 
-    def killed(local_id: str) -> None:
-        raise KeyboardInterrupt  # the process dies after the batch's write, before its record
-
-    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
-        puller = Puller(store, client)
-        puller.before_write = killed
-        with pytest.raises(KeyboardInterrupt):
-            puller.run()
+    pull_killed_before_its_record(db, server)
     assert len(local_memories(db)) == 2
     code, pushed = push(db, server)
     assert code == 0 and pushed["memories"]["created"] == 0, pushed
@@ -281,21 +287,11 @@ def test_the_same_field_changed_here_and_there_after_a_killed_pull_keeps_both_ve
     """Found by tests/test_pull_stateful.py (seed 5): after a pull killed before recording, the
     content changed here and on the server; the pull that resumed took only the server's change
     (the field had moved there) and the next pull overwrote the local edit with no copy."""
-    from localmem.replication.pull import Puller
-    from localmem.replication.push_client import PushClient
-
     db = tmp_path / "local.db"
     remote = create(server, "The team offsite is in May", tags=["team"])
     server.wait_idle()
 
-    def killed(local_id: str) -> None:
-        raise KeyboardInterrupt
-
-    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
-        puller = Puller(store, client)
-        puller.before_write = killed
-        with pytest.raises(KeyboardInterrupt):
-            puller.run()
+    pull_killed_before_its_record(db, server)
     with MemoryStore(db, embedder="hash") as store:
         store.update(local_memories(db)[0]["id"], content="The team offsite is in June")
     assert server.client.patch(f"/memory/{remote}", json={"content": "The team offsite is in July"}).status_code == 200
@@ -310,21 +306,11 @@ def test_the_same_field_changed_here_and_there_after_a_killed_pull_keeps_both_ve
 def test_a_memory_deleted_here_after_a_pull_was_killed_before_recording_it_is_not_pulled_again(server, tmp_path):
     """Found by tests/test_pull_stateful.py: the next pull took a memory a killed pull had written
     and the user then deleted for a new one, and brought it back."""
-    from localmem.replication.pull import Puller
-    from localmem.replication.push_client import PushClient
-
     db = tmp_path / "local.db"
     remote = create(server, "The VPN certificate expires in March", tags=["ops"])
     server.wait_idle()
 
-    def killed(local_id: str) -> None:
-        raise KeyboardInterrupt
-
-    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
-        puller = Puller(store, client)
-        puller.before_write = killed
-        with pytest.raises(KeyboardInterrupt):
-            puller.run()
+    pull_killed_before_its_record(db, server)
     with MemoryStore(db, embedder="hash") as store:
         store.delete(local_memories(db)[0]["id"])
     code, pulled = pull(db, server)
@@ -338,22 +324,12 @@ def test_a_memory_deleted_here_after_a_pull_was_killed_before_recording_it_is_no
 def test_an_edit_made_here_after_a_pull_was_killed_before_recording_is_not_lost(server, tmp_path):
     """Found by tests/test_pull_stateful.py: the pull that resumed a killed one recorded the edited
     memory as the server's version, so no push sent the edit and the next pull overwrote it."""
-    from localmem.replication.pull import Puller
-    from localmem.replication.push_client import PushClient
-
     db = tmp_path / "local.db"
     edited = create(server, "The design doc lives in the wiki", tags=["docs"])
     moved = create(server, "Standups are at nine", tags=["team"])
     server.wait_idle()
 
-    def killed(local_id: str) -> None:
-        raise KeyboardInterrupt
-
-    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
-        puller = Puller(store, client)
-        puller.before_write = killed
-        with pytest.raises(KeyboardInterrupt):
-            puller.run()
+    pull_killed_before_its_record(db, server)
     ids = {m["content"]: m["id"] for m in local_memories(db)}
     with MemoryStore(db, embedder="hash") as store:  # edited here before the next pull
         store.update(ids["The design doc lives in the wiki"], content="The design doc lives in the repository")
@@ -398,22 +374,12 @@ def test_a_memory_a_killed_pull_wrote_and_the_server_deleted_since_is_deleted_he
     deleted on the server, was never deleted here (pull deletes only what its map knows) nor sent
     again (push leaves a stopped pull's memories alone): a stale copy for good. Unchanged here it
     goes to the trash; changed here it is kept, and the next push creates it there again."""
-    from localmem.replication.pull import Puller
-    from localmem.replication.push_client import PushClient
-
     db = tmp_path / "local.db"
     remote = create(server, "The release freeze starts on the 20th", tags=["release"])
     create(server, "A memory that stays", tags=["x"])
     server.wait_idle()
 
-    def killed(local_id: str) -> None:
-        raise KeyboardInterrupt
-
-    with PushClient(server.url, token=server.token) as client, MemoryStore(db, embedder="hash") as store:
-        puller = Puller(store, client)
-        puller.before_write = killed
-        with pytest.raises(KeyboardInterrupt):
-            puller.run()
+    pull_killed_before_its_record(db, server)
     if edited_here:
         with MemoryStore(db, embedder="hash") as store:
             doomed = next(m for m in local_memories(db) if m["content"].startswith("The release freeze"))
