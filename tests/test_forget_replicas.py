@@ -142,3 +142,51 @@ def test_forgetting_a_memory_only_in_the_trash_purges_the_peers_trash_copy_at_th
     finally:
         for store in (a, b, c):
             store.close()
+
+
+def test_forget_on_the_store_that_deleted_a_memory_purges_the_peers_trash_copy(tmp_path):
+    """`localmem delete` on A keeps no trash copy there, but the next sync puts the memory, full text and
+    all, in B's trash. `forget ID` on A said "Memory not found"; it now marks A's deletion purged, and the
+    next sync drops B's copy."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        secret = a.store(f"the vault passphrase is {SECRET}")
+        a.store("the wifi is called Garden-5G")
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        a.delete(secret)
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        assert [e["id"] for e in trash_entries(b)] == [secret]
+    done = run(tmp_path / "a.db", "forget", secret)
+    assert done.returncode == 0, done.stderr
+    assert "deleted here; the next syncs drop the peers' copies" in done.stdout and "forgot 1 memory" in done.stdout
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        assert trash_entries(b) == []
+        assert b.conn.execute("SELECT purged FROM sync_tombstones WHERE id = ?", (secret,)).fetchone() == (1,)
+    unknown = run(tmp_path / "a.db", "forget", "00000000-0000-4000-8000-000000000000")
+    assert unknown.returncode != 0 and "not found" in unknown.stderr.lower()  # an id never seen is still refused
+
+
+def test_forgetting_a_memory_forgets_its_conflict_copies_here_and_on_the_peer(tmp_path):
+    """A memory changed on both stores keeps its losing version as a conflict copy (a memory of its own,
+    with its own id). `forget ID` forgot the memory and left the copy, with the text of the earlier version,
+    to be shown by recall; every version now goes, here and, by the next sync, on the peer."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        memory = a.store("the vault passphrase is in the blue notebook")
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        a.update(memory, content=f"the vault passphrase is {SECRET}")
+        b.update(memory, content=f"the vault passphrase is {OTHER}")
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        texts = [row[0] for row in a.conn.execute("SELECT content FROM memories")]
+        assert len(texts) == 2 and any(SECRET in t for t in texts) and any(OTHER in t for t in texts), texts
+    done = run(tmp_path / "a.db", "--json", "forget", memory)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["forgotten"] == 2, report
+    assert [m["reason"] for m in report["memories"]] == ["id", f"conflict copy of {memory[:8]}"]
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        for store in (a, b):
+            assert store.conn.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+            assert trash_entries(store) == []
+    for secret in (SECRET, OTHER):  # scrubbed here; a peer purges without a scrub (docs/sync.md, Purge)
+        assert not any(traces(data, secret) for data in files_of_existing(tmp_path / "a.db").values()), secret

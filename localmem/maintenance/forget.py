@@ -83,10 +83,9 @@ def select_targets(store: "MemoryStore", *, ids: Iterable[str] = (), matching: s
     found: dict[str, dict[str, Any]] = {}
     for memory_id in ids:
         memory_id = validate_uuid(memory_id, "memory_id")
-        with store.lock:
-            trashed = store.conn.execute(store.sql["trash_get"], {"id": memory_id}).fetchone()
-            content = _trashed(trashed[1])[0] if trashed else store.get(memory_id)["content"]  # names a missing id
-        found[memory_id] = {"id": memory_id, "reason": "id", "preview": _preview(content)}
+        found[memory_id] = _by_id(store, memory_id)
+    for memory_id in [t["id"] for t in found.values()]:
+        _add_conflict_copies(store, memory_id, found)
     if matching is not None:
         if not isinstance(matching, str) or not matching.strip() or len(matching) > MAX_NEEDLE or "\x00" in matching:
             raise ValidationError(f"forget: --matching must be 1 to {MAX_NEEDLE} characters of text")
@@ -111,6 +110,41 @@ def select_targets(store: "MemoryStore", *, ids: Iterable[str] = (), matching: s
                                              "kinds": kinds_here})
                 _check_size(found)
     return list(found.values())
+
+
+def _by_id(store: "MemoryStore", memory_id: str) -> dict[str, Any]:
+    """The target an id names: held here, in the trash, or deleted here while a peer's trash may
+    still hold it (its sync tombstone, not yet purged: forgetting it marks the tombstone purged,
+    and the next syncs drop the peers' copies). Raises ``NotFoundError`` for none of these."""
+    with store.lock:
+        trashed = store.conn.execute(store.sql["trash_get"], {"id": memory_id}).fetchone()
+        if trashed:
+            return {"id": memory_id, "reason": "id (in the trash)", "preview": _preview(_trashed(trashed[1])[0])}
+        try:
+            content = store.get(memory_id)["content"]
+        except NotFoundError:
+            if not _deleted_here(store, memory_id):
+                raise
+            return {"id": memory_id, "reason": "id (deleted here; the next syncs drop the peers' copies)",
+                    "preview": ""}
+    return {"id": memory_id, "reason": "id", "preview": _preview(content)}
+
+
+def _deleted_here(store: "MemoryStore", memory_id: str) -> bool:
+    return store.conn.execute(store.sql["forget_tombstone_unpurged"], {"id": memory_id}).fetchone() is not None
+
+
+def _add_conflict_copies(store: "MemoryStore", memory_id: str, found: dict[str, dict[str, Any]]) -> None:
+    """Add the conflict copies of ``memory_id`` (its earlier versions a sync or a pull kept as
+    memories of their own), held or in the trash: forgetting a memory forgets every version of it."""
+    reason = f"conflict copy of {memory_id[:8]}"
+    for _, copy_id, content in scan_memories(store, "forget_conflict_copies", id=memory_id):
+        found.setdefault(copy_id, {"id": copy_id, "reason": reason, "preview": _preview(content)})
+        _check_size(found)
+    for copy_id, text in scan_memories(store, "forget_trash_conflict_copies", id=memory_id):
+        found.setdefault(copy_id, {"id": copy_id, "reason": reason + " (in the trash)",
+                                   "preview": _preview(_trashed(text)[0])})
+        _check_size(found)
 
 
 def trash_rows(store: "MemoryStore") -> Iterator[tuple[str, str, str]]:
@@ -165,9 +199,10 @@ def forget(store: "MemoryStore", ids: list[str], *, dry_run: bool = False) -> di
                 try:
                     store.delete(memory_id)
                 except NotFoundError:
-                    if not store.conn.execute(store.sql["trash_get"], {"id": memory_id}).fetchone():
+                    trashed = store.conn.execute(store.sql["trash_get"], {"id": memory_id}).fetchone()
+                    if not (trashed or _deleted_here(store, memory_id)):
                         continue  # gone meanwhile: nothing of it to forget
-                done.append(memory_id)  # deleted, or only in the trash: its entry goes below
+                done.append(memory_id)  # deleted, only in the trash, or deleted here: marked purged below
             with transaction(store.conn):
                 record_purged(store.conn, store.sql, done, format_timestamp(store.now()))
                 for memory_id in done:  # the tombstone's purge mark travels with sync; no trash copy stays
