@@ -93,3 +93,17 @@ def test_an_import_that_brings_a_deleted_winner_back_links_its_conflict_copy_aga
         shown = [r["memory"]["id"] for r in b.recall("team offsite", limit=10)["results"]]
         assert memory in shown and copy not in shown
         assert_settled(a, b, copy, memory)
+
+
+def test_an_import_whose_file_holds_the_link_writes_it_once_and_is_not_refused(tmp_path):
+    """The relink comes after the file's edges: a default import (an existing edge is an error) of
+    the winner and its link still succeeds, and the link is the file's."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        memory = a.store("The team offsite is in May")
+        sync(a, b)
+        copy = conflict(a, b, memory)
+        lines = [line for line in iter_export(b) if line.get("kind") == "edge" or line.get("id") == memory]
+        assert [line["kind"] for line in lines] == ["memory", "edge"]
+        b.delete(memory)
+        result = import_jsonl(b, [json.dumps(line) for line in lines])
+        assert (result.memories, result.edges) == (1, 1) and linked(b, copy, memory)
