@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .errors import NotFoundError, ValidationError
+from .replication.conflict_copy import relink_conflict_copies
 from .storage import edges as edge_store
 from .storage.database import read_transaction, transaction
 from .storage.records import rows_as_dicts
@@ -90,6 +91,8 @@ def restore(store: MemoryStore, memory_id: str) -> dict[str, Any]:
                 continue  # its other end is gone (deleted, or still in the trash)
             edge_store.upsert_edge(store.conn, store.sql, src, dst, relation, float(strength),
                                    updated_at or format_timestamp(store.now()), json.loads(properties or "{}"))
+        # A peer's delete may have removed a conflict copy's link before this store trashed it.
+        relink_conflict_copies(store, [memory_id])
         store.conn.execute(store.sql["trash_remove"], {"id": memory_id})
         return store.get(memory_id)
 

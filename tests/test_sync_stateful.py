@@ -125,9 +125,7 @@ class Replicas(RuleBasedStateMachine):
         self.exports: list[list[str]] = []  # export files taken (the last few), for a later import
         self.restores: list[tuple[str, str]] = []  # (id, the change a restore made)
         self.same_notes: list[tuple[str, str]] = []  # one note stored on two replicas: the two ids
-        self.imported_back: set[str] = set()  # ids an import stored where they were absent (deleted, or never held)
         self.imported: set[str] = set()  # ids an import wrote (stored, or changed)
-        self.restored: set[str] = set()  # ids a trash restore put back
         # Links (RELATES_TO, by ids): when each was made and removed, in the order the steps ran, and
         # what may have written edges besides (imports, restores, edits kept over deletes, killed syncs).
         self.tick = 0
@@ -366,7 +364,6 @@ class Replicas(RuleBasedStateMachine):
             self.seen[n] |= {content}
             self.seen_surely[n] |= {content}
         self.restores.append((memory_id, self.change(n, memory_id, "r")))
-        self.restored.add(memory_id)
 
     @rule(n=st.integers(0, REPLICAS - 1))
     def export(self, n):  # the last few are kept
@@ -401,8 +398,6 @@ class Replicas(RuleBasedStateMachine):
             if old is None or digest(record) != digest(old):
                 self.change(n, memory_id, "i")  # a new version, made after seeing what replica n held
                 self.imported.add(memory_id)
-                if old is None:
-                    self.imported_back.add(memory_id)
                 if old is not None and record["content"] != old["content"]:
                     self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == old["content"]}
                 if record["content"] in self.texts:  # held here now: seen, as a sync would have carried it
@@ -531,14 +526,13 @@ class Replicas(RuleBasedStateMachine):
         for n in range(1, REPLICAS):
             assert self.snapshot(n) == first, f"replica {n} differs from replica 0"
         # Every conflict copy is linked to the memory that won, while both are held (no rule here
-        # removes an edge but a delete of either end), unless an import or a restore stored the winner again:
-        # it comes back with the links its file or trash entry holds, not one its delete removed first elsewhere.
-        unlinked = [row for row in self.stores[0].conn.execute(
+        # removes an edge but a delete of either end): an import or a restore that stores the winner
+        # again links its conflict copies again (localmem/replication/conflict_copy.py).
+        unlinked = list(self.stores[0].conn.execute(
             "SELECT c.id, w.id FROM memories AS c "
             "JOIN memories AS w ON w.id = c.metadata ->> '$.sync_conflict.memory_id' "
             "WHERE NOT EXISTS (SELECT 1 FROM edges AS e "
-            "WHERE e.src = c.pk AND e.dst = w.pk AND e.type = 'INVALIDATED_BY')")
-            if row[1] not in self.imported_back | self.restored]
+            "WHERE e.src = c.pk AND e.dst = w.pk AND e.type = 'INVALIDATED_BY')"))
         assert not unlinked, f"conflict copies without their link to the winner: {unlinked}"
         held = {row[0] for row in self.stores[0].conn.execute("SELECT content FROM memories")}
         trashed: set[str] = set()

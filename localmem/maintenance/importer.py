@@ -65,6 +65,7 @@ from ..errors import ValidationError
 from ..progress import ProgressBar, in_steps
 from ..storage.records import MemoryRow, rows_as_dicts, to_record
 from ..relations import RELATION_TYPES
+from ..replication.conflict_copy import relink_conflict_copies
 from ..timeparse import format_timestamp
 from .export_header import check_header
 from .export_tokens import CodesPolicy, read_codes_field
@@ -256,6 +257,7 @@ class Importer:
         self._edge_lines: dict[tuple[str, str, str], int] = {}
         self._pending: list[_Memory] = []
         self._pending_edges: list[_Edge] = []
+        self._brought_back: list[str] = []  # ids stored where they were absent: their conflict copies are relinked
         self._memories = _Spool(store.path)  # checked memory chunks (all-or-nothing mode)
         self._edges = _Spool(store.path)  # checked edge chunks, written after every memory
 
@@ -480,6 +482,7 @@ class Importer:
                                      vector, vector_changed, store.has_vector_index, token_codes)
         if rows:  # their ids are free: the plan, made in this transaction, found none of them stored
             writes.insert_memories(store.conn, store.sql, rows, vectors, store.has_vector_index, codes)
+            self._brought_back += [row.id for row in rows]
         for action in actions:
             self.result.memory.count(action.kind)
 
@@ -559,6 +562,8 @@ class Importer:
                 with store.lock, transaction(store.conn):
                     self._write_edges(chunk)
                 self._advance(len(chunk))
+            with store.lock, transaction(store.conn):  # after the file's edges, which may hold the links
+                relink_conflict_copies(store, self._brought_back)
             self._check_counts()  # the chunks are written: this can only tell
             return self.result
         for chunk in self._edges:  # every edge checked before anything is written
@@ -575,6 +580,7 @@ class Importer:
                 for chunk in self._edges:
                     self._write_edges(chunk)
                     self._advance(len(chunk))
+                relink_conflict_copies(store, self._brought_back)  # after the file's edges (see above)
         except BaseException:
             self.result = ImportResult(chunked=False)  # rolled back: nothing was imported
             raise

@@ -5,9 +5,14 @@ so recall, the UI and a later sync treat a copy the same whichever made it."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..storage import edges as edge_store
+from ..storage.records import rows_as_dicts
 from .sync_rules import CONFLICT_RELATION, EdgeState, MemoryState, conflict_copy_id, memory_version
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 CONFLICT_KEY = "sync_conflict"  # the metadata key that marks a conflict copy (and names its memory)
 CONFLICT_LINK = {"reason": "sync conflict"}  # the properties that mark a sync's link from a copy to its winner
@@ -50,3 +55,22 @@ def is_conflict_link(edge: EdgeState) -> bool:
         return json.loads(edge.properties) == CONFLICT_LINK
     except ValueError:
         return False
+
+
+def relink_conflict_copies(store: MemoryStore, memory_ids: list[str]) -> int:
+    """Link every conflict copy held here that names one of ``memory_ids`` (memories a ``trash
+    restore`` or an import has just put back) to it, with the sync's ``conflict_link`` stamped
+    now: the delete of the winner removed the link (and logged the removal), and a link written
+    after it is what the next sync keeps and carries to the peer. Inside the caller's
+    transaction; returns how many links were written."""
+    if not memory_ids:
+        return 0
+    rows = list(rows_as_dicts(store.conn.execute(store.sql["conflict_copies_naming"],
+                                                 {"ids": json.dumps(memory_ids)})))
+    for row in rows:
+        record = {"metadata": json.loads(row["metadata"]), "t_invalid": row["t_invalid"]}
+        link = conflict_link(MemoryState(row["id"], record=record))
+        assert link.strength is not None and link.updated_at is not None
+        edge_store.upsert_edge(store.conn, store.sql, row["copy_pk"], row["winner_pk"], CONFLICT_RELATION,
+                               link.strength, link.updated_at, json.loads(link.properties or "{}"))
+    return len(rows)

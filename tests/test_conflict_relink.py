@@ -1,0 +1,109 @@
+"""A memory brought back by ``trash restore`` or ``import`` gets its conflict copies' links back.
+
+A conflict copy (the losing version of a memory changed on two stores) is hidden from recall
+by the sync's link to the memory that won. A delete of the winner removes that link (and logs
+the removal); a restore or an import that puts the winner back links every conflict copy held
+here that names it again, stamped now, so recall shows the winner, not the copy, and the next
+sync carries the link to the peer instead of applying the earlier removal again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from localmem import MemoryStore
+from localmem.maintenance.export import iter_export
+from localmem.maintenance.importer import import_jsonl
+from localmem.replication.sync import sync_stores
+from localmem.replication.sync_side import StoreSide
+from test_sync_hostile_remote import cli
+
+LINK = ("SELECT count(*) FROM edges e JOIN memories c ON c.pk = e.src JOIN memories w ON w.pk = e.dst "
+        "WHERE c.id = ? AND w.id = ? AND e.type = 'INVALIDATED_BY'")
+
+
+def sync(a: MemoryStore, b: MemoryStore):
+    return sync_stores(StoreSide(a, "a"), StoreSide(b, "b"), allow_deletes=100)
+
+
+def linked(store: MemoryStore, copy: str, winner: str) -> bool:
+    return store.conn.execute(LINK, (copy, winner)).fetchone()[0] == 1
+
+
+def conflict(a: MemoryStore, b: MemoryStore, memory: str) -> str:
+    """Change ``memory`` on both stores and sync: the id of the conflict copy (linked on both)."""
+    a.update(memory, content="The team offsite is in Lisbon in May")
+    time.sleep(0.002)
+    b.update(memory, content="The team offsite is in Porto in May")
+    sync(a, b)
+    [copy] = [row[0] for row in a.conn.execute(
+        "SELECT id FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' = ?", (memory,))]
+    assert linked(a, copy, memory) and linked(b, copy, memory)
+    return copy
+
+
+def assert_settled(a: MemoryStore, b: MemoryStore, copy: str, winner: str) -> None:
+    """The copy is linked to the winner on both stores, recall shows the winner and not the copy,
+    and a further sync removes nothing."""
+    for _ in range(2):
+        summary = sync(a, b)
+    assert summary.deleted_on_local == summary.deleted_on_peer == 0
+    for store in (a, b):
+        assert store.get(winner) is not None and store.get(copy) is not None
+        assert linked(store, copy, winner)
+        shown = [r["memory"]["id"] for r in store.recall("team offsite", limit=10)["results"]]
+        assert winner in shown and copy not in shown
+
+
+def test_a_restore_of_a_winner_a_peer_deleted_links_its_conflict_copy_again(tmp_path):
+    local, peer = tmp_path / "a.db", tmp_path / "b.db"
+    with MemoryStore(local, embedder="hash") as a, MemoryStore(peer, embedder="hash") as b:
+        memory = a.store("The team offsite is in May")
+        sync(a, b)
+        copy = conflict(a, b, memory)
+        time.sleep(0.002)
+        b.delete(memory)  # the peer's delete removes the link there and logs the removal
+        sync(a, b)
+        assert a.conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory,)).fetchone() is None
+        # The order the stateful model found (its link removal reached this store before the delete,
+        # so the trash entry holds no link to put back), made here directly: the entry without edges.
+        a.conn.execute("UPDATE trash SET edges = '[]' WHERE id = ?", (memory,))
+    run = cli(local, "trash", "restore", memory, "--json")
+    assert run.returncode == 0 and json.loads(run.stdout)["restored"] == [memory], run.stderr
+    with MemoryStore(local, embedder="hash") as a, MemoryStore(peer, embedder="hash") as b:
+        assert linked(a, copy, memory)
+        shown = [r["memory"]["id"] for r in a.recall("team offsite", limit=10)["results"]]
+        assert memory in shown and copy not in shown
+        assert_settled(a, b, copy, memory)
+
+
+def test_an_import_that_brings_a_deleted_winner_back_links_its_conflict_copy_again(tmp_path):
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        memory = a.store("The team offsite is in May")
+        sync(a, b)
+        export = [json.dumps(line) for line in iter_export(b)]  # taken before the conflict and the delete
+        copy = conflict(a, b, memory)
+        time.sleep(0.002)
+        b.delete(memory)  # the link goes with it
+        assert not linked(b, copy, memory)
+        result = import_jsonl(b, export, skip_existing=True)
+        assert result.memories == 1
+        assert linked(b, copy, memory)
+        shown = [r["memory"]["id"] for r in b.recall("team offsite", limit=10)["results"]]
+        assert memory in shown and copy not in shown
+        assert_settled(a, b, copy, memory)
+
+
+def test_an_import_whose_file_holds_the_link_writes_it_once_and_is_not_refused(tmp_path):
+    """The relink comes after the file's edges: a default import (an existing edge is an error) of
+    the winner and its link still succeeds, and the link is the file's."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        memory = a.store("The team offsite is in May")
+        sync(a, b)
+        copy = conflict(a, b, memory)
+        lines = [line for line in iter_export(b) if line.get("kind") == "edge" or line.get("id") == memory]
+        assert [line["kind"] for line in lines] == ["memory", "edge"]
+        b.delete(memory)
+        result = import_jsonl(b, [json.dumps(line) for line in lines])
+        assert (result.memories, result.edges) == (1, 1) and linked(b, copy, memory)
