@@ -467,6 +467,14 @@ class PushPull(RuleBasedStateMachine):
 
         self.pull(n, before_write=stop)
 
+    def another_process_changes(self, n, row, action, words, tags, importance) -> None:
+        """A second connection to store ``n``'s file edits (or deletes) ``row``, as another process would."""
+        with MemoryStore(self.paths[n], embedder="hash") as other:
+            if action == "delete":
+                self.delete_row(n, row, "delete", other)
+            else:
+                self.edit_row(n, row, action, words, tags, importance, other)
+
     @rule(n=st.integers(0, STORES - 1), at=st.integers(1, 4), action=st.sampled_from(["content", "tags",
                                                                                        "importance", "delete"]),
           words=WORDS, tags=TAGS, importance=IMPORTANCE)
@@ -479,13 +487,8 @@ class PushPull(RuleBasedStateMachine):
             if calls[0] != at:
                 return
             row = next((r for r in self.rows(n) if r["id"] == local_id), None)
-            if row is None:
-                return
-            with MemoryStore(self.paths[n], embedder="hash") as other:
-                if action == "delete":
-                    self.delete_row(n, row, "delete", other)
-                else:
-                    self.edit_row(n, row, action, words, tags, importance, other)
+            if row is not None:
+                self.another_process_changes(n, row, action, words, tags, importance)
 
         self.pull(n, before_write=writer)
 
@@ -496,13 +499,8 @@ class PushPull(RuleBasedStateMachine):
         """Another process edits (or deletes) a memory of the store while a push runs."""
         def race() -> None:
             row = self.pick(n, pick)
-            if row is None:
-                return
-            with MemoryStore(self.paths[n], embedder="hash") as other:
-                if action == "delete":
-                    self.delete_row(n, row, "delete", other)
-                else:
-                    self.edit_row(n, row, action, words, tags, importance, other)
+            if row is not None:
+                self.another_process_changes(n, row, action, words, tags, importance)
 
         self.push(n, RacedClient(self.server.url, self.server.token, at, race))
 

@@ -9,34 +9,15 @@ prints the outcome, the seed and the time taken. Exit status: pytest's.
 
 from __future__ import annotations
 
-import argparse
-import os
-import random
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.common.stateful_runs import run_long  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", type=int, default=500, help="Hypothesis examples (default 500)")
-    parser.add_argument("--seed", type=int, default=None, help="replay one run (default: a new seed)")
-    parser.add_argument("--steps", type=int, default=25, help="rules per example (default 25)")
-    args = parser.parse_args()
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 32)
-    env = dict(os.environ, LOCALMEM_STATEFUL_EXAMPLES=str(args.examples), LOCALMEM_STATEFUL_SEED=str(seed),
-               LOCALMEM_STATEFUL_STEPS=str(args.steps))
-    print(f"sync_stateful: {args.examples} examples of {args.steps} steps, seed {seed}", flush=True)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", str(HERE / "tests" / "test_sync_stateful.py"),
-                           "-q", "-x", "-p", "no:cacheprovider"], cwd=HERE, env=env, check=False)
-    seconds = time.perf_counter() - started
-    print(f"sync_stateful: {'passed' if done.returncode == 0 else 'FAILED'} in {seconds:.0f} s "
-          f"(seed {seed}; replay with --seed {seed} --examples {args.examples})")
-    return done.returncode
+    return run_long("sync_stateful", __doc__.splitlines()[0], "test_sync_stateful.py", 500, 25)
 
 
 if __name__ == "__main__":
