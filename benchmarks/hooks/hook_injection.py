@@ -113,12 +113,18 @@ def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str
     report = answer_hook_with_report(store, "UserPromptSubmit", payload, settings).report
     candidates = [(c["id"], c["relevance"], c.get("inputs") or {}, c.get("rank")) for c in report.get("candidates", [])
                   if c["decision"] not in NEVER_ELIGIBLE and not note_skipped(memories[c["id"]]["content"], RULES)]
-    return {"candidates": candidates, "memories": {m: memories[m] for m, *_ in candidates},
+    return {"prompt": prompt, "candidates": candidates, "memories": {m: memories[m] for m, *_ in candidates},
             "floor": report.get("relevance_floor", 0.0), "shipped_ids": report.get("memory_ids", []),
             "shipped_tokens": report.get("tokens", 0), "terms": prompt_terms.term_stats(store.conn, prompt, scope),
             "rows": len(scope) if scope is not None else len(memories),
-            "scores": {r["id"]: r["score"] for r in store.recall(prompt, tags=[f"project:{cwd.name}"], tag_match="exact",
-                                                                  limit=20)["results"]}}
+            **recall_scores(store.recall(prompt, tags=[f"project:{cwd.name}"], tag_match="exact", limit=20)["results"])}
+
+
+def recall_scores(results: list[dict]) -> dict[str, dict[str, float]]:
+    """Recall's score of each result (``scores``) and its learned, vector and keyword components (``components``)."""
+    return {"scores": {r["id"]: r["score"] for r in results},
+            "components": {r["id"]: {k: (r.get("score_components") or {}).get(k) for k in ("learned", "vector", "keyword")}
+                           for r in results}}
 
 
 def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path, settings: HookSettings) -> list[dict]:
