@@ -127,13 +127,16 @@ def recall_scores(results: list[dict]) -> dict[str, dict[str, float]]:
                            for r in results}}
 
 
-def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path, settings: HookSettings) -> list[dict]:
+def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path, settings: HookSettings,
+                   first_turns: int = 0) -> list[dict]:
+    """LoCoMo's prompts (module docstring); ``first_turns`` over 0: each conversation's first that many turns only
+    (small project stores), its questions those with evidence among them."""
     data = json.loads(path.read_text("utf-8"))
     store = MemoryStore(":memory:", embedder=locomo.cached_embedder(embedder))
     asked: list[tuple[int, str, set[str]]] = []
     scopes: list[set[int]] = []  # each conversation's memories (pks): its project's scope
     for index, sample in enumerate(data):
-        turns = locomo.turns_of(sample)
+        turns = locomo.turns_of(sample)[:first_turns or None]
         items = [locomo.memory_item(t, index) for t in turns]
         for item in items:
             item["tags"] = item["tags"] + [f"project:{sample['sample_id']}"]
@@ -236,9 +239,10 @@ def replay(prompt: dict, lead: float, close: float, floor: float | None = None, 
            margin: float = 0.0) -> tuple[list[str], int]:
     """The ids the hook would inject with these parameters (floor None: recall's; ``order``, ``note_floor`` and
     ``margin``: selection.StandOut's, the margin read on the saved recall ``scores``), and the block's tokens."""
-    scores = prompt.get("scores", {})
+    scores, components = prompt.get("scores", {}), prompt.get("components", {})
     candidates = [Candidate(c[0], c[1], prompt["memories"][c[0]], rank=c[3] if len(c) > 3 else None,
-                            score=scores.get(c[0])) for c in prompt["candidates"]]
+                            score=scores.get(c[0]), learned=(components.get(c[0]) or {}).get("learned"))
+                  for c in prompt["candidates"]]
     choose(candidates, StandOut(prompt["floor"] if floor is None else floor, lead, close, cap, order, note_floor,
                                 margin))
     kept = [c.memory for c in candidates if c.reason == KEPT]
@@ -573,6 +577,8 @@ def main() -> None:
                         help="LongMemEval instances: positions (comma-separated) in the set ordered by "
                              "(answerable, sha256 of the question id); 0-5 are the six _abs ones")
     parser.add_argument("--per-conversation", type=int, default=40)
+    parser.add_argument("--locomo-turns", type=int, default=0,
+                        help="each LoCoMo conversation's first this many turns only (small stores; 0: all)")
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--rescore", action="store_true",
                         help="with --load: read each candidate's relevance anew from its saved inputs with the "
@@ -600,6 +606,8 @@ def main() -> None:
         parser.error("--rescore and --skip-shapes replay saved candidates: give --load FILE --rescore")
     if not set(filter(None, args.skip_shapes.split(","))) <= set(NOTE_REASONS):
         parser.error(f"--skip-shapes takes some of {', '.join(NOTE_REASONS)}, got {args.skip_shapes!r}")
+    if args.locomo_turns < 0:
+        parser.error(f"--locomo-turns takes 0 (all) or more, got {args.locomo_turns}")
     if not set(args.sets.split(",")) <= {"locomo", "lme"}:
         parser.error(f"--sets takes locomo and/or lme, got {args.sets!r}")
     settings = HookSettings()
@@ -621,7 +629,8 @@ def main() -> None:
         sets = {}
         try:
             if "locomo" in wanted:
-                sets["locomo"] = locomo_prompts(args.locomo, args.embedder, args.per_conversation, work, settings)
+                sets["locomo"] = locomo_prompts(args.locomo, args.embedder, args.per_conversation, work, settings,
+                                                args.locomo_turns)
                 print(f"locomo asked in {time.perf_counter() - started:.0f} s", flush=True)
             if "lme" in wanted:
                 positions = [int(p) for p in args.lme.split(",") if p.strip()]
