@@ -205,9 +205,11 @@ def _prompt_candidates(store: "MemoryStore", query: str, scope: ProjectScope, se
             memory = result["memory"]
             inputs = (result.get("score_components") or {}).get("relevance_inputs")
             score = result.get("score")
+            learned = (result.get("score_components") or {}).get("learned")  # the learned ranking's, for the gate
             found[result["id"]] = Candidate(result["id"], relevance, memory, excluded_reason(memory, session_id) or "",
                                             inputs if isinstance(inputs, dict) else None, rank,
-                                            float(score) if isinstance(score, (int, float)) else None)
+                                            float(score) if isinstance(score, (int, float)) else None,
+                                            float(learned) if isinstance(learned, (int, float)) else None)
     return list(found.values())
 
 
@@ -258,7 +260,14 @@ def _scope_line(store: "MemoryStore", scope: ProjectScope) -> str:
 def _thresholds_line(thresholds: Mapping[str, float], rule: StandOut) -> str:
     if "best" not in thresholds:
         return f"no candidates (floor {rule.floor:.2f})"
-    line = (f"floor {rule.floor:.2f}; best {thresholds['best']:.3f}, the rest's median {thresholds['background']:.3f}"
+    gate = ""
+    if "gate" in thresholds:
+        gate = (f" (whether: {1 - rule.blend:.2f} x the best relevance + {rule.blend:.2f} x the learned ranking's score"
+                f" of recall's first, {thresholds['first_learned']:.3f}, = {thresholds['gate']:.3f} against "
+                f"{thresholds['gate_floor']:.2f}: " + ("clears" if thresholds["gate"] >= thresholds["gate_floor"]
+                                                       else "under") + ")")
+    line = (f"floor {rule.floor:.2f}{gate}; best {thresholds['best']:.3f}, the rest's median "
+            f"{thresholds['background']:.3f}"
             f" (the best must lead it by {rule.lead:.2f}); kept: relevance >= {thresholds['stand_out']:.3f}"
             f" (within {rule.close:.2f} of the best), at most {rule.cap}, "
             + ("recall's first" if rule.order == "recall" else "highest relevance first"))

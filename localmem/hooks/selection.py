@@ -16,7 +16,11 @@ answer (``StandOut``):
   ranking decides which notes.
 
 Relevance decides *whether* a prompt gets notes and which are eligible; with
-``order="recall"`` the ranking decides *which* of them fill the cap.
+``order="recall"`` the ranking decides *which* of them fill the cap. When recall's
+learned ranking scored the answer, *whether* also reads that ranking's own score of
+recall's first (``gate_of``: ``blend`` of it with the best relevance, against the
+floor less ``blend_drop``): a related prompt's first is scored high by the ranking
+even when its relevance falls short.
 
 Every candidate gets a ``reason`` (``KEPT`` or why not), decided here, where
 the choice is made, so ``hook -v`` prints the decision itself rather than a
@@ -74,6 +78,14 @@ DEFAULT_ORDER = "recall"
 # 0.7-0.8 and cap 2; the median of their floors is the floor above.
 DEFAULT_MARGIN = 0.7
 DEFAULT_NOTE_FLOOR = 0.0
+# Since branch gate12 (issue 40): when recall's learned ranking scored its answer, the inject-or-not decision reads
+# (1 - blend) x the best relevance + blend x the learned ranking's own score of recall's first (its ``learned``
+# component, in [0, 1]) against the floor less ``blend_drop``. Chosen on held-out folds of both sets with the rule
+# (benchmarks/hooks/gate_levers.py, lever "blend"; docs/results/history.md, 2026-12-06, branch gate12): the folds chose
+# blend 0.4-0.6 (median 0.5) and floors 0.82-0.84 (median 0.84: the floor 0.90 less 0.06). Without a learned score
+# (another embedder, the trees not applied) the best relevance alone is read against the floor, as before.
+DEFAULT_BLEND = 0.5
+DEFAULT_BLEND_DROP = 0.06
 
 
 def injection_floor(hook_floor: float | None, config: Any) -> float:
@@ -96,6 +108,7 @@ class Candidate:
     inputs: Mapping[str, float] | None = None  # recall's relevance_inputs, shown by ``hook -v``
     rank: int | None = None  # its place in recall's answer (1: recall's first), shown by ``hook -v``
     score: float | None = None  # recall's score, for the margin of its second over its first
+    learned: float | None = None  # the learned ranking's own score of it (recall's ``learned`` component), or None
 
     def explain(self) -> dict[str, Any]:
         # Shown by hook -v and in the report: redacted as the injected block is, in a window (a credential
@@ -110,6 +123,8 @@ class Candidate:
             explained["rank"] = self.rank
         if self.score is not None:
             explained["score"] = round(self.score, 4)
+        if self.learned is not None:
+            explained["learned"] = round(self.learned, 4)
         return explained
 
 
@@ -125,11 +140,13 @@ class StandOut:
     order: str = DEFAULT_ORDER
     note_floor: float | None = DEFAULT_NOTE_FLOOR
     margin: float = DEFAULT_MARGIN
+    blend: float = DEFAULT_BLEND
+    blend_drop: float = DEFAULT_BLEND_DROP
 
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
             raise ConfigError(f"stand-out setting 'order' must be one of {', '.join(ORDERS)}, got {self.order!r}")
-        for name in ("floor", "lead", "close", "note_floor", "margin"):
+        for name in ("floor", "lead", "close", "note_floor", "margin", "blend", "blend_drop"):
             value = getattr(self, name)
             if name == "note_floor" and value is None:
                 continue
@@ -153,6 +170,21 @@ def second_over_first(in_order: list[Candidate]) -> float | None:
     return in_order[1].score / in_order[0].score
 
 
+def in_recall_order(candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates by their place in recall's answer (unplaced last, in their present order)."""
+    return sorted(candidates, key=lambda c: c.rank if c.rank is not None else math.inf)
+
+
+def gate_of(best: float, first: Candidate | None, rule: StandOut) -> tuple[float, float, float | None]:
+    """The inject-or-not decision's (value, floor, learned score read): with a learned score of recall's first and a
+    blend over 0, ``(1 - blend) x best + blend x learned`` against the floor less ``blend_drop``; else the best
+    relevance against the floor."""
+    learned = first.learned if first is not None else None
+    if rule.blend <= 0 or learned is None or not math.isfinite(learned):
+        return best, rule.floor, None
+    return (1.0 - rule.blend) * best + rule.blend * learned, max(0.0, rule.floor - rule.blend_drop), learned
+
+
 def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
     """Mark each candidate kept or not (``reason``), best first; returns the thresholds used.
 
@@ -164,8 +196,9 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
         return {"floor": rule.floor}
     eligible, note_floor, cap_after_first = candidates, rule.floor, rule.cap
     thresholds: dict[str, float] = {}
+    ranked = in_recall_order(candidates)
     if rule.order == "recall":  # the cap is filled in recall's order (unplaced last, by relevance)
-        eligible = sorted(candidates, key=lambda c: c.rank if c.rank is not None else math.inf)
+        eligible = ranked
         note_floor = rule.floor if rule.note_floor is None else rule.note_floor
         ratio = second_over_first(eligible)
         if ratio is not None:
@@ -175,13 +208,17 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
     best = candidates[0].relevance
     background = background_of([c.relevance for c in candidates])
     keep_from = max(note_floor, best - rule.close)
+    gate, gate_floor, learned = gate_of(best, ranked[0], rule)
     thresholds.update({"floor": rule.floor, "best": round(best, 4), "background": round(background, 4),
                        "lead": rule.lead, "stand_out": round(keep_from, 4)})
-    stands_out = best >= rule.floor and best - background >= rule.lead
+    if learned is not None:
+        thresholds.update({"first_learned": round(learned, 4), "gate": round(gate, 4), "gate_floor": round(gate_floor, 4)})
+    stands_out = gate >= gate_floor and best - background >= rule.lead
     kept = 0
     for candidate in eligible:
         if not stands_out:
-            candidate.reason = BELOW_FLOOR if candidate.relevance < rule.floor else NOT_STANDING_OUT
+            candidate.reason = BELOW_FLOOR if gate < gate_floor or candidate.relevance < rule.floor \
+                else NOT_STANDING_OUT
         elif candidate.relevance < note_floor:
             candidate.reason = BELOW_FLOOR if note_floor == rule.floor else BELOW_NOTE_FLOOR
         elif candidate.relevance < keep_from:
@@ -201,7 +238,8 @@ def choose_injectable(candidates: list[Candidate], rule: StandOut,
     """``choose`` over the candidates ``never`` finds no reason against (its reason becomes theirs), asking it
     only where the answer can change the choice: the notes ``choose`` keeps, the most relevant, and the first two
     in recall's order (the margin); every one when the best must lead the rest (a lead over 0); none when nothing
-    is kept with no lead (nothing left out can then make a note kept). What is kept is what ``choose`` keeps after
+    is kept with no lead (nothing left out can then make a note kept), but recall's first when the gate may read a
+    learned score (``gate_of``: another first may clear it). What is kept is what ``choose`` keeps after
     every candidate ``never`` refuses is out (tests/test_hook_content_free.py checks it on random pools); the rest's
     median it reports may still count a refused candidate the choice never reached."""
     eligible = [c for c in candidates if not c.reason]
@@ -209,11 +247,17 @@ def choose_injectable(candidates: list[Candidate], rule: StandOut,
     while True:
         thresholds = choose(eligible, rule)  # sorts ``eligible`` by relevance, best first
         kept = [c for c in eligible if c.reason == KEPT]
+        # When the gate may read a learned score, it reads recall's first's: a refused first hands the gate to the next.
+        learned = rule.blend > 0 and any(c.learned is not None for c in eligible)
+        first = in_recall_order(eligible)[:1] if learned else []
         if not kept and rule.lead == 0:
-            return thresholds
-        deciding = eligible if rule.lead > 0 else kept + eligible[:1]
-        if rule.order == "recall" and rule.lead == 0:
-            deciding += sorted(eligible, key=lambda c: c.rank if c.rank is not None else math.inf)[:2]
+            if not first or id(first[0]) in asked:
+                return thresholds
+            deciding = first
+        else:
+            deciding = eligible if rule.lead > 0 else kept + eligible[:1] + first
+            if rule.order == "recall" and rule.lead == 0:
+                deciding += in_recall_order(eligible)[:2]
         refused = []
         for candidate in deciding:
             if id(candidate) not in asked:
