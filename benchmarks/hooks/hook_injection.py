@@ -123,8 +123,8 @@ def ask(store: MemoryStore, memories: dict, cwd: Path, prompt: str, session: str
 def recall_scores(results: list[dict]) -> dict[str, dict[str, float]]:
     """Recall's score of each result (``scores``) and its learned, vector and keyword components (``components``)."""
     return {"scores": {r["id"]: r["score"] for r in results},
-            "components": {r["id"]: {k: (r.get("score_components") or {}).get(k) for k in ("learned", "vector", "keyword")}
-                           for r in results}}
+            "components": {r["id"]: {k: (r.get("score_components") or {}).get(k)
+                                     for k in ("learned", "vector", "keyword")} for r in results}}
 
 
 def locomo_prompts(path: Path, embedder: str, per_conversation: int, work: Path, settings: HookSettings,

@@ -212,7 +212,8 @@ def choose(candidates: list[Candidate], rule: StandOut) -> dict[str, float]:
     thresholds.update({"floor": rule.floor, "best": round(best, 4), "background": round(background, 4),
                        "lead": rule.lead, "stand_out": round(keep_from, 4)})
     if learned is not None:
-        thresholds.update({"first_learned": round(learned, 4), "gate": round(gate, 4), "gate_floor": round(gate_floor, 4)})
+        thresholds.update({"first_learned": round(learned, 4), "gate": round(gate, 4),
+                           "gate_floor": round(gate_floor, 4)})
     stands_out = gate >= gate_floor and best - background >= rule.lead
     kept = 0
     for candidate in eligible:
