@@ -312,5 +312,8 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     sort = _choice(values.get("sort"), "sort", SORT_MODES, "score")
     if sort == "score" and not p.query and not p.queries and p.embedding is None and p.has_window:
         sort = "time_desc"
+        if not _blank(values.get("sort")):  # the spec's switch, said when score was asked for
+            p.warnings.append("'sort' score was not used: a time window without a query or an embedding is "
+                              "listed newest first (time_desc); give a query to rank by score")
     p.sort = sort
     return p

