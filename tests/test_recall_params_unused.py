@@ -51,3 +51,19 @@ def test_an_explicit_score_sort_switched_to_time_order_says_so(store):
 def test_the_default_sort_switching_says_nothing(store):
     assert not warnings_of(store, time_query="last year")
     assert not warnings_of(store, query="atlas", sort="score", time_query="last year")
+
+
+# -- state_mode, current_only, state_debug ---------------------------------------------------------------
+
+
+def test_current_only_winning_over_a_different_state_mode_says_so(store):
+    response = store.recall(query="atlas", state_mode="history", current_only=True, now=NOW)
+    assert response["state_mode"] == "current"  # the spec: current_only wins
+    assert any("'state_mode'" in w and "'current_only'" in w for w in response.get("warnings") or [])
+    assert said(store, "'state_mode'", query="atlas", state_mode="current", current_only=False)
+
+
+def test_agreeing_state_mode_and_current_only_say_nothing(store):
+    assert not warnings_of(store, query="atlas", state_mode="history", current_only=False)
+    assert not warnings_of(store, query="atlas", current_only=False)
+

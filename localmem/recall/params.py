@@ -300,8 +300,12 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
 
     p.state_mode = _choice(values.get("state_mode"), "state_mode", STATE_MODES, "current")
     if values.get("current_only") is not None:
+        asked = p.state_mode
         current = _bool(values["current_only"], "current_only", True)
         p.state_mode = "current" if current else "history"
+        if not _blank(values.get("state_mode")) and asked != p.state_mode:
+            p.warnings.append(f"'state_mode' {asked} was not used: 'current_only' {str(current).lower()} wins when "
+                              f"both are given (as in AutoMem), so the state mode is {p.state_mode}")
     p.state_debug = _bool(values.get("state_debug"), "state_debug", False)
     p.recency_bias = _choice(values.get("recency_bias"), "recency_bias", RECENCY_MODES, config.recency_bias)
     p.scope_fallback = _bool(values.get("scope_fallback"), "scope_fallback", False)
