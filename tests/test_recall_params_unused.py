@@ -67,3 +67,9 @@ def test_agreeing_state_mode_and_current_only_say_nothing(store):
     assert not warnings_of(store, query="atlas", state_mode="history", current_only=False)
     assert not warnings_of(store, query="atlas", current_only=False)
 
+
+def test_state_debug_in_history_mode_says_it_has_nothing_to_report(store):
+    response = store.recall(query="atlas", state_mode="history", state_debug=True, now=NOW)
+    assert "state_filter" not in response  # the spec: a history answer has no state_filter
+    assert any("'state_debug'" in w for w in response.get("warnings") or [])
+    assert not warnings_of(store, query="atlas", state_debug=True)

@@ -307,6 +307,9 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
             p.warnings.append(f"'state_mode' {asked} was not used: 'current_only' {str(current).lower()} wins when "
                               f"both are given (as in AutoMem), so the state mode is {p.state_mode}")
     p.state_debug = _bool(values.get("state_debug"), "state_debug", False)
+    if p.state_debug and p.state_mode == "history":
+        p.warnings.append("'state_debug' has nothing to report in state_mode history: the current-state filter "
+                          "does not run, so nothing is hidden or replaced")
     p.recency_bias = _choice(values.get("recency_bias"), "recency_bias", RECENCY_MODES, config.recency_bias)
     p.scope_fallback = _bool(values.get("scope_fallback"), "scope_fallback", False)
     p.min_score = _unit_float(values.get("min_score"), "min_score", config.min_score) or 0.0
