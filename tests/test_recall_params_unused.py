@@ -73,3 +73,32 @@ def test_state_debug_in_history_mode_says_it_has_nothing_to_report(store):
     assert "state_filter" not in response  # the spec: a history answer has no state_filter
     assert any("'state_debug'" in w for w in response.get("warnings") or [])
     assert not warnings_of(store, query="atlas", state_debug=True)
+
+
+# -- the expansion options without the expansion they shape ---------------------------------------------
+
+
+@pytest.mark.parametrize("name, value", [
+    ("relation_limit", 2), ("expand_min_strength", 0.5), ("expand_min_importance", 0.3),
+    ("expansion_limit", 3), ("expand_respect_tags", True),
+])
+def test_an_expansion_option_without_expansion_says_it_was_not_used(store, name, value):
+    assert said(store, f"'{name}'", query="atlas", **{name: value})
+
+
+@pytest.mark.parametrize("name, value", [("relation_limit", 2), ("expand_min_strength", 0.5),
+                                         ("expand_min_importance", 0.3)])
+def test_a_relation_option_with_only_entity_expansion_says_it_was_not_used(store, name, value):
+    assert said(store, f"'{name}'", query="atlas", expand_entities=True, **{name: value})
+
+
+def test_expansion_options_with_their_expansion_say_nothing(store):
+    assert not warnings_of(store, query="atlas", expand_relations=True, relation_limit=2, expansion_limit=3,
+                           expand_min_strength=0.5, expand_min_importance=0.3, tags=["project"],
+                           expand_respect_tags=True)
+    assert not warnings_of(store, query="atlas", expand_entities=True, expansion_limit=3)
+    assert not warnings_of(store, query="atlas", expand_respect_tags=False)
+
+
+def test_respecting_tags_without_tags_says_there_are_none(store):
+    assert said(store, "'expand_respect_tags'", query="atlas", expand_relations=True, expand_respect_tags=True)

@@ -323,4 +323,24 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
             p.warnings.append("'sort' score was not used: a time window without a query or an embedding is "
                               "listed newest first (time_desc); give a query to rank by score")
     p.sort = sort
+    p.warnings.extend(_expansion_notes(values, p))
     return p
+
+
+def _expansion_notes(values: Mapping[str, Any], p: RecallParams) -> list[str]:
+    """The expansion options given without the expansion they shape (AutoMem ignores them silently):
+    ``relation_limit`` and the two minimums shape relation expansion only, ``expansion_limit`` and
+    ``expand_respect_tags`` both expansions; respecting tags needs ``tags``."""
+    notes = []
+    for name in ("relation_limit", "expand_min_strength", "expand_min_importance"):
+        if not _blank(values.get(name)) and not p.expand_relations:
+            notes.append(f"'{name}' was not used: it shapes relation expansion only, and expand_relations "
+                         "is not on")
+    expanding = p.expand_relations or p.expand_entities
+    if not _blank(values.get("expansion_limit")) and not expanding:
+        notes.append("'expansion_limit' was not used: neither expand_relations nor expand_entities is on")
+    if p.expand_respect_tags and not expanding:
+        notes.append("'expand_respect_tags' was not used: neither expand_relations nor expand_entities is on")
+    elif p.expand_respect_tags and not p.tags:
+        notes.append("'expand_respect_tags' was not used: the recall has no 'tags' to keep the expansion in")
+    return notes
