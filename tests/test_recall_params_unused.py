@@ -102,3 +102,13 @@ def test_expansion_options_with_their_expansion_say_nothing(store):
 
 def test_respecting_tags_without_tags_says_there_are_none(store):
     assert said(store, "'expand_respect_tags'", query="atlas", expand_relations=True, expand_respect_tags=True)
+
+
+# -- query beside queries, per_query_limit, auto_decompose -----------------------------------------------
+
+
+def test_a_query_beside_queries_says_it_was_not_searched(store):
+    response = store.recall(query="friday", queries=["atlas", "redis"], now=NOW)
+    assert response["queries"] == ["atlas", "redis"]  # the spec: queries run, the query does not
+    assert any("'query'" in w and "'queries'" in w for w in response.get("warnings") or [])
+

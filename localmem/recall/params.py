@@ -254,6 +254,9 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     for q in p.queries:
         _text(q, "queries")
     check_recall_work(p.queries)
+    if p.query and p.queries:  # the spec runs the queries alone
+        p.warnings.append("'query' was not searched: 'queries' was given, and only its queries run (as in "
+                          "AutoMem); add the query to 'queries' to search it too")
     if values.get("embedding") is not None:
         if dimensions is None:
             raise ValidationError("This store has no vector index; 'embedding' cannot be used")
