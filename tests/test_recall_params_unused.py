@@ -112,3 +112,9 @@ def test_a_query_beside_queries_says_it_was_not_searched(store):
     assert response["queries"] == ["atlas", "redis"]  # the spec: queries run, the query does not
     assert any("'query'" in w and "'queries'" in w for w in response.get("warnings") or [])
 
+
+def test_per_query_limit_without_queries_says_it_was_not_used(store):
+    assert said(store, "'per_query_limit'", query="atlas", per_query_limit=2)
+    assert not warnings_of(store, queries=["atlas", "redis"], per_query_limit=2)
+    assert not warnings_of(store, query="atlas deploys Fridays", auto_decompose=True, per_query_limit=2)
+

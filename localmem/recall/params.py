@@ -318,6 +318,9 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.min_score = _unit_float(values.get("min_score"), "min_score", config.min_score) or 0.0
     p.adaptive_floor = _bool(values.get("adaptive_floor"), "adaptive_floor", config.adaptive_floor)
     p.auto_decompose = _bool(values.get("auto_decompose"), "auto_decompose", False)
+    if not _blank(values.get("per_query_limit")) and not p.queries and not (p.auto_decompose and p.query):
+        p.warnings.append("'per_query_limit' was not used: it cuts each of several 'queries' (or of "
+                          "auto_decompose's searches); one query is cut at 'limit'")
 
     sort = _choice(values.get("sort"), "sort", SORT_MODES, "score")
     if sort == "score" and not p.query and not p.queries and p.embedding is None and p.has_window:
