@@ -118,3 +118,8 @@ def test_per_query_limit_without_queries_says_it_was_not_used(store):
     assert not warnings_of(store, queries=["atlas", "redis"], per_query_limit=2)
     assert not warnings_of(store, query="atlas deploys Fridays", auto_decompose=True, per_query_limit=2)
 
+
+def test_auto_decompose_beside_queries_or_without_a_query_says_it_was_not_used(store):
+    assert said(store, "'auto_decompose'", queries=["atlas", "redis"], auto_decompose=True)
+    assert said(store, "'auto_decompose'", auto_decompose=True)
+    assert not warnings_of(store, query="atlas deploys Fridays", auto_decompose=True)

@@ -321,6 +321,9 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     if not _blank(values.get("per_query_limit")) and not p.queries and not (p.auto_decompose and p.query):
         p.warnings.append("'per_query_limit' was not used: it cuts each of several 'queries' (or of "
                           "auto_decompose's searches); one query is cut at 'limit'")
+    if p.auto_decompose and (p.queries or not p.query):
+        p.warnings.append("'auto_decompose' was not used: " + ("'queries' was given, and they run as given (as "
+                          "in AutoMem)" if p.queries else "there is no 'query' to decompose"))
 
     sort = _choice(values.get("sort"), "sort", SORT_MODES, "score")
     if sort == "score" and not p.query and not p.queries and p.embedding is None and p.has_window:
