@@ -123,3 +123,21 @@ def test_auto_decompose_beside_queries_or_without_a_query_says_it_was_not_used(s
     assert said(store, "'auto_decompose'", queries=["atlas", "redis"], auto_decompose=True)
     assert said(store, "'auto_decompose'", auto_decompose=True)
     assert not warnings_of(store, query="atlas deploys Fridays", auto_decompose=True)
+
+
+# -- scope_fallback -------------------------------------------------------------------------------------
+
+
+def test_scope_fallback_without_tags_or_a_query_says_it_was_not_used(store):
+    assert said(store, "'scope_fallback'", query="atlas", scope_fallback=True)
+    assert said(store, "'scope_fallback'", tags=["project:beta"], scope_fallback=True)
+    assert not warnings_of(store, query="redis", tags=["project:beta"], scope_fallback=True)
+
+
+def test_scope_fallback_without_a_vector_channel_says_it_was_not_used():
+    with MemoryStore(":memory:", embedder="none") as plain:
+        plain.store("The beta service uses Redis", tags=["project:beta"])
+        plain.store("Atlas uses PostgreSQL", tags=["project:atlas"])
+        response = plain.recall("redis", tags=["project:beta"], scope_fallback=True, limit=5)
+        assert "scope_fallback" not in response
+        assert any("'scope_fallback'" in w for w in response.get("warnings") or [])

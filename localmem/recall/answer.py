@@ -103,6 +103,9 @@ def recall_response(recall: Any, results, queries, dedup_removed, state_filter, 
     if profile is not None:
         response["context_priority"] = context_priority_block(profile, recall.context_injected)
     warnings = list(params.warnings)
+    if params.scope_fallback and params.tags and not recall.vectors.available:
+        warnings.append("'scope_fallback' was not used: it searches the vector channel, which this store "
+                        "does not have (degraded)")
     if left_out:  # said where every interface shows warnings (CLI stderr, MCP text), too
         warnings.append(f"keyword score left out {', '.join(repr(t) for t in left_out)}: each is in more "
                         f"than {COMMON_TERM_ROWS:,} memories, too common to rank by")

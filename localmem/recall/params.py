@@ -315,6 +315,10 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
                           "does not run, so nothing is hidden or replaced")
     p.recency_bias = _choice(values.get("recency_bias"), "recency_bias", RECENCY_MODES, config.recency_bias)
     p.scope_fallback = _bool(values.get("scope_fallback"), "scope_fallback", False)
+    if p.scope_fallback and not (p.tags and (p.query or p.queries or p.embedding is not None)):
+        p.warnings.append("'scope_fallback' was not used: it fills a short answer of a tag-scoped recall "
+                          "('tags') with a query or an embedding from an unscoped vector search; this recall "
+                          + ("has no 'tags'" if not p.tags else "has no query"))
     p.min_score = _unit_float(values.get("min_score"), "min_score", config.min_score) or 0.0
     p.adaptive_floor = _bool(values.get("adaptive_floor"), "adaptive_floor", config.adaptive_floor)
     p.auto_decompose = _bool(values.get("auto_decompose"), "auto_decompose", False)
