@@ -103,7 +103,7 @@ def recall_response(recall: Any, results, queries, dedup_removed, state_filter, 
     if profile is not None:
         response["context_priority"] = context_priority_block(profile, recall.context_injected)
     warnings = list(params.warnings)
-    if params.scope_fallback and params.tags and not recall.vectors.available:
+    if params.scope_fallback and params.tags and (params.query or params.queries) and not recall.vectors.available:
         warnings.append("'scope_fallback' was not used: it searches the vector channel, which this store "
                         "does not have (degraded)")
     if left_out:  # said where every interface shows warnings (CLI stderr, MCP text), too
