@@ -141,3 +141,19 @@ def test_scope_fallback_without_a_vector_channel_says_it_was_not_used():
         response = plain.recall("redis", tags=["project:beta"], scope_fallback=True, limit=5)
         assert "scope_fallback" not in response
         assert any("'scope_fallback'" in w for w in response.get("warnings") or [])
+
+
+# -- score-only options on a time-ordered answer ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("sort", ["time_desc", "updated_asc"])
+def test_recency_bias_on_a_time_sort_says_it_was_not_used(store, sort):
+    response = store.recall(query="atlas", recency_bias="on", sort=sort, now=NOW)
+    assert "recency_bias" not in response
+    assert any("'recency_bias'" in w for w in response.get("warnings") or [])
+
+
+def test_recency_bias_off_or_on_a_score_sort_says_nothing(store):
+    assert not warnings_of(store, query="atlas", recency_bias="off", sort="time_desc")
+    assert not warnings_of(store, query="atlas", recency_bias="on")
+

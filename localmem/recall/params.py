@@ -336,6 +336,9 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
             p.warnings.append("'sort' score was not used: a time window without a query or an embedding is "
                               "listed newest first (time_desc); give a query to rank by score")
     p.sort = sort
+    if sort != "score" and not _blank(values.get("recency_bias")) and p.recency_bias != "off":
+        p.warnings.append(f"'recency_bias' {p.recency_bias} was not used: it re-ranks a score-sorted answer, and "
+                          f"this one is in {sort} order")
     p.warnings.extend(_expansion_notes(values, p))
     return p
 
