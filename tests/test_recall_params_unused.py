@@ -157,3 +157,8 @@ def test_recency_bias_off_or_on_a_score_sort_says_nothing(store):
     assert not warnings_of(store, query="atlas", recency_bias="off", sort="time_desc")
     assert not warnings_of(store, query="atlas", recency_bias="on")
 
+
+def test_an_adaptive_floor_asked_for_on_a_time_sort_says_it_was_not_used(store):
+    assert said(store, "'adaptive_floor'", query="atlas", adaptive_floor=True, sort="time_asc")
+    assert not warnings_of(store, query="atlas", sort="time_asc")  # the default floor: nothing to say
+    assert not warnings_of(store, query="atlas", adaptive_floor=False, sort="time_asc")

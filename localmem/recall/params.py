@@ -339,6 +339,9 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     if sort != "score" and not _blank(values.get("recency_bias")) and p.recency_bias != "off":
         p.warnings.append(f"'recency_bias' {p.recency_bias} was not used: it re-ranks a score-sorted answer, and "
                           f"this one is in {sort} order")
+    if sort != "score" and p.adaptive_floor and not _blank(values.get("adaptive_floor")):
+        p.warnings.append(f"'adaptive_floor' was not used: it cuts weak results of a score-sorted answer, and "
+                          f"this one is in {sort} order (min_score still applies)")
     p.warnings.extend(_expansion_notes(values, p))
     return p
 
