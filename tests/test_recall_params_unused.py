@@ -162,3 +162,13 @@ def test_an_adaptive_floor_asked_for_on_a_time_sort_says_it_was_not_used(store):
     assert said(store, "'adaptive_floor'", query="atlas", adaptive_floor=True, sort="time_asc")
     assert not warnings_of(store, query="atlas", sort="time_asc")  # the default floor: nothing to say
     assert not warnings_of(store, query="atlas", adaptive_floor=False, sort="time_asc")
+
+
+# -- context hints that name nothing recall knows ----------------------------------------------------------
+
+
+def test_context_types_read_as_memory_types_and_an_unknown_one_is_said(store):
+    response = store.recall(query="atlas", context_types=["meeting_notes", "decision"], now=NOW)
+    assert set(response["context_priority"]["priority_types"]) == {"Context", "Decision"}
+    assert not response.get("warnings")
+    assert said(store, "'context_types'", query="atlas", context_types=["Bogus"])

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
+from ..classify import MEMORY_TYPES, TYPE_ALIASES
 from ..config import BOOLEAN_WORDS, Config, parse_bool
 from ..errors import ValidationError
 from ..tags import canonical_prefix_filter, parse_tags, prepare_tag_filters
@@ -289,7 +290,7 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.language = _text(values.get("language"), "language").lower() or None
     p.active_path = _text(values.get("active_path"), "active_path") or None
     p.context_tags = [t.lower() for t in split_multi(values.get("context_tags"), "context_tags")]
-    p.context_types = [t.title() for t in split_multi(values.get("context_types"), "context_types")]
+    p.context_types = _memory_types(split_multi(values.get("context_types"), "context_types"), p.warnings)
     p.priority_ids = list(dict.fromkeys(_memory_id(v) for v in split_multi(values.get("priority_ids"), "priority_ids")))
     p.expand_relations = _bool(values.get("expand_relations"), "expand_relations", False)
     p.expand_entities = _bool(values.get("expand_entities"), "expand_entities", False)
@@ -344,6 +345,19 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
                           f"this one is in {sort} order (min_score still applies)")
     p.warnings.extend(_expansion_notes(values, p))
     return p
+
+
+def _memory_types(names: list[str], warnings: list[str]) -> list[str]:
+    """``context_types`` as stored types (an alias as the type ``store`` files it under, as AutoMem's
+    types are read on store); a name that is no type is kept, title-cased as AutoMem does, and said."""
+    out = []
+    for name in names:
+        canonical = TYPE_ALIASES.get(name.strip().lower().replace(" ", "_").replace("-", "_"))
+        if canonical is None:
+            warnings.append(f"'context_types' {name!r} is not a memory type ({', '.join(MEMORY_TYPES)}): it "
+                            "boosts nothing")
+        out.append(canonical or name.title())
+    return list(dict.fromkeys(out))
 
 
 def _expansion_notes(values: Mapping[str, Any], p: RecallParams) -> list[str]:
