@@ -167,6 +167,21 @@ def test_an_adaptive_floor_asked_for_on_a_time_sort_says_it_was_not_used(store):
 # -- context hints that name nothing recall knows ----------------------------------------------------------
 
 
+def test_a_language_recall_does_not_know_says_it_boosts_nothing(store):
+    assert said(store, "'language'", query="atlas", language="klingon")
+    assert not warnings_of(store, query="atlas", language="Py")
+
+
+def test_an_active_path_without_a_known_extension_says_it_boosts_nothing(store):
+    assert said(store, "'active_path'", query="atlas", active_path="notes/todo.xyz")
+    assert not warnings_of(store, query="atlas", active_path="src/auth.ts")
+
+
+def test_an_active_path_overruled_by_language_says_so(store):
+    assert said(store, "'active_path'", query="atlas", language="python", active_path="src/auth.ts")
+    assert not warnings_of(store, query="atlas", language="typescript", active_path="src/auth.ts")
+
+
 def test_context_types_read_as_memory_types_and_an_unknown_one_is_said(store):
     response = store.recall(query="atlas", context_types=["meeting_notes", "decision"], now=NOW)
     assert set(response["context_priority"]["priority_types"]) == {"Context", "Decision"}

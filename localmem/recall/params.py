@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import PurePath
 from typing import Any, Mapping
 
 from ..classify import MEMORY_TYPES, TYPE_ALIASES
@@ -18,6 +19,7 @@ from ..errors import ValidationError
 from ..tags import canonical_prefix_filter, parse_tags, prepare_tag_filters
 from ..timeparse import TimeWindow, parse_timestamp, time_window
 from ..validation import check_text, validate_embedding, validate_uuid
+from .context import EXTENSION_LANGUAGE_MAP, LANGUAGE_ALIASES
 
 SORT_MODES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 STATE_MODES = ("current", "history")
@@ -291,6 +293,7 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.active_path = _text(values.get("active_path"), "active_path") or None
     p.context_tags = [t.lower() for t in split_multi(values.get("context_tags"), "context_tags")]
     p.context_types = _memory_types(split_multi(values.get("context_types"), "context_types"), p.warnings)
+    p.warnings.extend(_language_notes(p.language, p.active_path))
     p.priority_ids = list(dict.fromkeys(_memory_id(v) for v in split_multi(values.get("priority_ids"), "priority_ids")))
     p.expand_relations = _bool(values.get("expand_relations"), "expand_relations", False)
     p.expand_entities = _bool(values.get("expand_entities"), "expand_entities", False)
@@ -358,6 +361,24 @@ def _memory_types(names: list[str], warnings: list[str]) -> list[str]:
                             "boosts nothing")
         out.append(canonical or name.title())
     return list(dict.fromkeys(out))
+
+
+def _language_notes(language: str | None, active_path: str | None) -> list[str]:
+    """A ``language`` or ``active_path`` that names no language recall knows, or a path ``language`` overrules."""
+    notes = []
+    named = next((key for key, aliases in LANGUAGE_ALIASES.items()
+                  if (language or "").strip().lower() in aliases | {key}), None)
+    if language and named is None:
+        notes.append(f"'language' {language!r} is not a language recall knows ({', '.join(LANGUAGE_ALIASES)}): "
+                     "it boosts nothing")
+    if active_path:
+        from_path = EXTENSION_LANGUAGE_MAP.get(PurePath(active_path.strip()).suffix.lower())
+        if from_path is None:
+            notes.append(f"'active_path' names no language recall knows by its extension "
+                         f"({' '.join(EXTENSION_LANGUAGE_MAP)}): it boosts nothing")
+        elif named is not None and named != from_path:
+            notes.append(f"'active_path' ({from_path}) was not used: 'language' {named} wins")
+    return notes
 
 
 def _expansion_notes(values: Mapping[str, Any], p: RecallParams) -> list[str]:
