@@ -187,3 +187,19 @@ def test_context_types_read_as_memory_types_and_an_unknown_one_is_said(store):
     assert set(response["context_priority"]["priority_types"]) == {"Context", "Decision"}
     assert not response.get("warnings")
     assert said(store, "'context_types'", query="atlas", context_types=["Bogus"])
+
+
+# -- tag_mode and tag_match without tags -----------------------------------------------------------------
+
+
+def test_tag_mode_all_without_tags_says_it_was_not_used(store):
+    assert said(store, "'tag_mode'", query="atlas", tag_mode="all")
+    assert not warnings_of(store, query="atlas", tag_mode="any")
+    assert not warnings_of(store, query="atlas", tags=["project", "db"], tag_mode="all")
+
+
+def test_exact_tag_match_beside_exclude_tags_alone_says_exclusion_stays_by_prefix(store):
+    response = store.recall(query="atlas", exclude_tags=["project"], tag_match="exact", now=NOW)
+    assert response["count"] == 0  # the spec: exclude_tags match by prefix whatever tag_match says
+    assert any("'tag_match'" in w and "exclude_tags" in w for w in response.get("warnings") or [])
+    assert not warnings_of(store, query="atlas", tags=["db"], tag_match="exact")

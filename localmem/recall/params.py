@@ -275,6 +275,11 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.tags = tags
     excluded = prepare_tag_filters(_read_tags(values.get("exclude_tags"), "exclude_tags", p.warnings))
     p.exclude_tags = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in excluded) if t))
+    for name, default in (("tag_mode", "any"), ("tag_match", "prefix")):
+        if not p.tags and getattr(p, name) != default:
+            p.warnings.append(f"'{name}' {getattr(p, name)} was not used: it applies to 'tags', and there are none"
+                              + ("; exclude_tags always match whole tags and their prefixes" if p.exclude_tags
+                                 else ""))
     time_query = values.get("time_query")
     if time_query is not None and not isinstance(time_query, str):
         raise ValidationError("'time_query' must be a string")
