@@ -9,7 +9,11 @@ and the CLI as a subprocess for the surfaces.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +21,14 @@ import pytest
 from localmem import MemoryStore
 
 NOW = "2025-06-01T00:00:00+00:00"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(REPO), "NO_COLOR": "1", "LOCALMEM_DAEMON": "0"}
+    env.pop("LOCALMEM_DB", None)
+    return subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), "--embedder", "hash", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +215,25 @@ def test_exact_tag_match_beside_exclude_tags_alone_says_exclusion_stays_by_prefi
     assert response["count"] == 0  # the spec: exclude_tags match by prefix whatever tag_match says
     assert any("'tag_match'" in w and "exclude_tags" in w for w in response.get("warnings") or [])
     assert not warnings_of(store, query="atlas", tags=["db"], tag_match="exact")
+
+
+# -- context: a ranking hint, though it can look like the name of a context (namespace) --------------------
+
+
+def test_a_context_hint_that_names_a_stored_context_says_it_does_not_filter(store):
+    response = store.recall(query="atlas", context="work", now=NOW)
+    contexts = {r["memory"]["context"] for r in response["results"]}
+    assert contexts == {"work", "default"}  # memories of every context: the spec's hint, not a filter
+    assert any("'context'" in w and "not a filter" in w for w in response.get("warnings") or [])
+    assert not warnings_of(store, query="atlas", context="programming task")
+
+
+def test_the_cli_recall_context_option_is_described_as_the_hint_it_is(tmp_path):
+    db = tmp_path / "m.db"
+    assert cli(db, "store", "--context", "work", "The atlas database runs on PostgreSQL").returncode == 0
+    assert cli(db, "store", "--context", "home", "Atlas the cat eats at six").returncode == 0
+    done = cli(db, "recall", "atlas", "--context", "work")
+    assert done.returncode == 0 and "eats at six" in done.stdout
+    assert "warning: 'context'" in done.stderr and "not a filter" in done.stderr
+    help_text = " ".join(cli(db, "recall", "--help").stdout.split())
+    assert "namespace" not in help_text.split("--context NAME", 1)[1].split("--", 1)[0]

@@ -32,7 +32,9 @@ def register(command: AddCommand) -> None:
     p.add_argument("--start", metavar="TS", help="window start, ISO 8601")
     p.add_argument("--end", metavar="TS", help="window end, ISO 8601")
     p.add_argument("--sort", choices=SORT_CHOICES, help="score (default) or a time order")
-    p.add_argument("--context", metavar="NAME", help="context (namespace) name")
+    p.add_argument("--context", metavar="NAME",
+                   help="a hint for ranking, e.g. 'coding style' or 'python' (memories tagged with it rank "
+                        "higher); not a filter: recall searches every context")
     p.add_argument("--expand-relations", action="store_true", default=None,
                    help="follow edges from the results to related memories")
     p.add_argument("--state-mode", choices=("current", "history"),

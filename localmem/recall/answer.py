@@ -106,6 +106,11 @@ def recall_response(recall: Any, results, queries, dedup_removed, state_filter, 
     if params.scope_fallback and params.tags and (params.query or params.queries) and not recall.vectors.available:
         warnings.append("'scope_fallback' was not used: it searches the vector channel, which this store "
                         "does not have (degraded)")
+    if params.context and recall.backend.conn.execute(recall.backend.sql["kagura_context_exists"],
+                                                      {"context": params.context}).fetchone()[0]:
+        warnings.append(f"'context' is a ranking hint (memories tagged {params.context!r} rank higher), not a "
+                        f"filter: recall searched every context, though {params.context!r} names one; "
+                        "recall_v1's filters.context_id and `localmem list --context` keep to one context")
     if left_out:  # said where every interface shows warnings (CLI stderr, MCP text), too
         warnings.append(f"keyword score left out {', '.join(repr(t) for t in left_out)}: each is in more "
                         f"than {COMMON_TERM_ROWS:,} memories, too common to rank by")
