@@ -237,3 +237,45 @@ def test_the_cli_recall_context_option_is_described_as_the_hint_it_is(tmp_path):
     assert "warning: 'context'" in done.stderr and "not a filter" in done.stderr
     help_text = " ".join(cli(db, "recall", "--help").stdout.split())
     assert "namespace" not in help_text.split("--context NAME", 1)[1].split("--", 1)[0]
+
+
+# -- every surface says them -----------------------------------------------------------------------------
+
+
+def test_http_get_recall_carries_the_notes(store):
+    httpx = pytest.importorskip("httpx")
+    pytest.importorskip("starlette")
+    from localmem.http.app import create_app
+    from tests.test_http import running
+
+    with running(create_app(store)) as url, httpx.Client(base_url=url) as client:
+        response = client.get("/recall?query=atlas&relation_limit=2&state_mode=history&current_only=true")
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["state_mode"] == "current"
+        notes = body.get("warnings") or []
+        assert any("'relation_limit'" in w for w in notes) and any("'state_mode'" in w for w in notes)
+
+
+def test_the_mcp_tool_says_them_in_its_text_and_structured_content(tmp_path):
+    pytest.importorskip("mcp")
+    from tests.test_mcp import StdioServer
+
+    server = StdioServer(tmp_path / "memory.db")
+    try:
+        assert not server.call("store_memory", {"content": "Atlas deploys happen on Fridays"}).is_error
+        result = server.call("recall_memory", {"query": "atlas", "tag_mode": "all", "per_query_limit": 2})
+        assert not result.is_error, result.content[0].text
+        text = result.content[0].text
+        assert "Warning: 'tag_mode'" in text and "Warning: 'per_query_limit'" in text
+        assert any("'tag_mode'" in w for w in result.structured_content["warnings"])
+    finally:
+        server.close()
+
+
+def test_the_cli_says_them_on_stderr(tmp_path):
+    db = tmp_path / "m.db"
+    assert cli(db, "store", "Atlas deploys happen on Fridays").returncode == 0
+    done = cli(db, "recall", "atlas", "--state-mode", "history", "--param", "state_debug=true")
+    assert done.returncode == 0 and "Fridays" in done.stdout
+    assert "warning: 'state_debug'" in done.stderr
