@@ -279,3 +279,14 @@ def test_the_cli_says_them_on_stderr(tmp_path):
     done = cli(db, "recall", "atlas", "--state-mode", "history", "--param", "state_debug=true")
     assert done.returncode == 0 and "Fridays" in done.stdout
     assert "warning: 'state_debug'" in done.stderr
+
+
+# -- priority_ids naming no memory -------------------------------------------------------------------------
+
+
+def test_a_priority_id_that_names_no_memory_is_said(store):
+    missing = "00000000-0000-4000-8000-000000000000"
+    notes = warnings_of(store, query="atlas", priority_ids=[missing])
+    assert any("'priority_ids'" in w and missing in w for w in notes)
+    known = store.recall("redis", limit=1, now=NOW)["results"][0]["id"]
+    assert not warnings_of(store, query="atlas", priority_ids=[known])
