@@ -290,3 +290,16 @@ def test_a_priority_id_that_names_no_memory_is_said(store):
     assert any("'priority_ids'" in w and missing in w for w in notes)
     known = store.recall("redis", limit=1, now=NOW)["results"][0]["id"]
     assert not warnings_of(store, query="atlas", priority_ids=[known])
+
+
+# -- time_query beside start and end ----------------------------------------------------------------------
+
+
+def test_start_and_end_beside_a_time_query_say_which_bounds_they_replaced(store):
+    both = warnings_of(store, query="atlas", time_query="last year", start="2024-06-01T00:00:00Z",
+                       end="2024-07-01T00:00:00Z")
+    assert any("'time_query'" in w and "was not used" in w for w in both)
+    one = warnings_of(store, query="atlas", time_query="last year", start="2024-06-01T00:00:00Z")
+    assert any("'start'" in w and "'time_query'" in w for w in one)
+    assert not warnings_of(store, query="atlas", time_query="last year")
+    assert not warnings_of(store, query="atlas", start="2024-06-01T00:00:00Z", end="2024-07-01T00:00:00Z")

@@ -292,6 +292,8 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
             raise ValidationError(f"Invalid time_query: {p.time.error} (strict_time)")
         p.warnings.append(p.time.warning)
     p.warnings.extend(p.time.notes)
+    if p.time.expression is not None and p.time.warning is None:
+        p.warnings.extend(_replaced_bounds(time_query, values.get("start"), values.get("end"), p.now))
     p.window_start, p.window_end = p.time.start, p.time.end
     p.context = _text(values.get("context"), "context").lower()
     p.language = _text(values.get("language"), "language").lower() or None
@@ -353,6 +355,21 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
                           f"this one is in {sort} order (min_score still applies)")
     p.warnings.extend(_expansion_notes(values, p))
     return p
+
+
+def _replaced_bounds(time_query: Any, start: Any, end: Any, now: datetime) -> list[str]:
+    """Which bounds of an understood ``time_query`` the explicit ``start``/``end`` replaced (the spec: explicit
+    timestamps win), said; AutoMem answers with the expression's window silently overruled."""
+    given = [name for name, value in (("start", start), ("end", end)) if not _blank(value)]
+    if not given:
+        return []
+    own = time_window(time_query, None, None, now)
+    replaced = [name for name in given if getattr(own, name) is not None]
+    if len(replaced) == 2:
+        return [f"'time_query' {own.expression!r} was not used: 'start' and 'end' set both bounds (explicit "
+                "timestamps win)"]
+    return [f"'{name}' replaced the {name} of 'time_query' {own.expression!r} (explicit timestamps win)"
+            for name in replaced]
 
 
 def _memory_types(names: list[str], warnings: list[str]) -> list[str]:
