@@ -303,3 +303,14 @@ def test_start_and_end_beside_a_time_query_say_which_bounds_they_replaced(store)
     assert any("'start'" in w and "'time_query'" in w for w in one)
     assert not warnings_of(store, query="atlas", time_query="last year")
     assert not warnings_of(store, query="atlas", start="2024-06-01T00:00:00Z", end="2024-07-01T00:00:00Z")
+
+
+# -- Kagura's recall: filters.tag_mode without filters.tags -----------------------------------------------
+
+
+def test_recall_v1_tag_mode_without_tags_says_it_was_not_used(store):
+    answer = store.recall_v1("atlas", filters={"tag_mode": "all"})
+    assert answer["results"]
+    assert any("filters.tag_mode" in w for w in answer.get("warnings") or [])
+    assert "warnings" not in store.recall_v1("atlas", filters={"tag_mode": "all", "tags": ["project"]})
+    assert "warnings" not in store.recall_v1("atlas")
