@@ -314,3 +314,17 @@ def test_recall_v1_tag_mode_without_tags_says_it_was_not_used(store):
     assert any("filters.tag_mode" in w for w in answer.get("warnings") or [])
     assert "warnings" not in store.recall_v1("atlas", filters={"tag_mode": "all", "tags": ["project"]})
     assert "warnings" not in store.recall_v1("atlas")
+
+
+# -- tags that exclude_tags rule out ----------------------------------------------------------------------
+
+
+def test_tags_every_one_of_which_is_excluded_say_nothing_can_match(store):
+    response = store.recall(query="atlas", tags=["project:atlas"], exclude_tags=["project"], now=NOW)
+    assert response["count"] == 0
+    assert any("'exclude_tags'" in w and "'tags'" in w for w in response.get("warnings") or [])
+    assert said(store, "'exclude_tags'", query="atlas", tags=["db"], tag_match="exact", exclude_tags=["DB"])
+    assert not warnings_of(store, query="atlas", tags=["project"], exclude_tags=["project:beta"])
+    assert not warnings_of(store, query="atlas", tags=["project:atlas", "db"], exclude_tags=["db"])
+    assert said(store, "tag_mode is all", query="atlas", tags=["project:atlas", "db"], tag_mode="all",
+                exclude_tags=["db"])

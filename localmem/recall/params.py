@@ -275,6 +275,11 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.tags = tags
     excluded = prepare_tag_filters(_read_tags(values.get("exclude_tags"), "exclude_tags", p.warnings))
     p.exclude_tags = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in excluded) if t))
+    ruled_out = [_excluded(canonical_prefix_filter(t), p.exclude_tags) for t in p.tags]
+    if ruled_out and (all(ruled_out) or (p.tag_mode == "all" and any(ruled_out))):
+        p.warnings.append(f"'exclude_tags' rule out {'every' if all(ruled_out) else 'one'} tag of 'tags' (a tag is "
+                          f"excluded with the tags under it){' and tag_mode is all' if not all(ruled_out) else ''}: "
+                          "nothing can match")
     for name, default in (("tag_mode", "any"), ("tag_match", "prefix")):
         if not p.tags and getattr(p, name) != default:
             p.warnings.append(f"'{name}' {getattr(p, name)} was not used: it applies to 'tags', and there are none"
@@ -355,6 +360,11 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
                           f"this one is in {sort} order (min_score still applies)")
     p.warnings.extend(_expansion_notes(values, p))
     return p
+
+
+def _excluded(tag: str | None, excluded: list[str]) -> bool:
+    """Whether every memory with ``tag`` is left out by ``excluded`` (whole-segment prefixes)."""
+    return bool(tag) and any(tag == e or tag.startswith(e + ":") for e in excluded)
 
 
 def _replaced_bounds(time_query: Any, start: Any, end: Any, now: datetime) -> list[str]:
