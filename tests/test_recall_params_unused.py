@@ -328,3 +328,17 @@ def test_tags_every_one_of_which_is_excluded_say_nothing_can_match(store):
     assert not warnings_of(store, query="atlas", tags=["project:atlas", "db"], exclude_tags=["db"])
     assert said(store, "tag_mode is all", query="atlas", tags=["project:atlas", "db"], tag_mode="all",
                 exclude_tags=["db"])
+
+
+# -- the CLI: an option and a --param for one parameter ------------------------------------------------------
+
+
+def test_the_cli_refuses_an_option_and_a_param_naming_one_parameter(tmp_path):
+    db = tmp_path / "m.db"
+    assert cli(db, "store", "Atlas deploys happen on Fridays", "--tags", "project:atlas").returncode == 0
+    for args in (("--tags", "project", "--param", "tags=db"), ("--limit", "3", "--param", "limit=1"),
+                 ("--sort", "score", "--param", "order_by=time_asc"), ("--param", "query=redis")):
+        done = cli(db, "recall", "atlas", *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "--param" in done.stderr, done.stderr
+    assert cli(db, "recall", "atlas", "--param", "min_score=0.1").returncode == 0
