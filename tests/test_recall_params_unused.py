@@ -257,20 +257,25 @@ def test_http_get_recall_carries_the_notes(store):
         assert any("'relation_limit'" in w for w in notes) and any("'state_mode'" in w for w in notes)
 
 
-def test_the_mcp_tool_says_them_in_its_text_and_structured_content(tmp_path):
+@pytest.fixture(scope="module")
+def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     pytest.importorskip("mcp")
     from tests.test_mcp import StdioServer
 
-    server = StdioServer(tmp_path / "memory.db")
+    server = StdioServer(tmp_path_factory.mktemp("mcp") / "memory.db")
     try:
-        assert not server.call("store_memory", {"content": "Atlas deploys happen on Fridays"}).is_error
-        result = server.call("recall_memory", {"query": "atlas", "tag_mode": "all", "per_query_limit": 2})
-        assert not result.is_error, result.content[0].text
-        text = result.content[0].text
-        assert "Warning: 'tag_mode'" in text and "Warning: 'per_query_limit'" in text
-        assert any("'tag_mode'" in w for w in result.structured_content["warnings"])
+        yield server
     finally:
         server.close()
+
+
+def test_the_mcp_tool_says_them_in_its_text_and_structured_content(mcp_server):
+    assert not mcp_server.call("store_memory", {"content": "Atlas deploys happen on Fridays"}).is_error
+    result = mcp_server.call("recall_memory", {"query": "atlas", "tag_mode": "all", "per_query_limit": 2})
+    assert not result.is_error, result.content[0].text
+    text = result.content[0].text
+    assert "Warning: 'tag_mode'" in text and "Warning: 'per_query_limit'" in text
+    assert any("'tag_mode'" in w for w in result.structured_content["warnings"])
 
 
 def test_the_cli_says_them_on_stderr(tmp_path):
@@ -342,3 +347,16 @@ def test_the_cli_refuses_an_option_and_a_param_naming_one_parameter(tmp_path):
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "--param" in done.stderr, done.stderr
     assert cli(db, "recall", "atlas", "--param", "min_score=0.1").returncode == 0
+
+
+# -- the MCP tool's enumeration mode reads tags as ranked mode does, and says so ---------------------------------
+
+
+def test_mcp_enumeration_says_how_it_read_a_tag_with_a_space(mcp_server):
+    assert not mcp_server.call("store_memory", {"content": "Ranked and listed alike",
+                                                "tags": ["enum-a", "enum-b"]}).is_error
+    listed = mcp_server.call("recall_memory", {"tags": ["enum-a enum-b"], "exhaustive": True})
+    assert not listed.is_error, listed.content[0].text
+    assert listed.structured_content["count"] == 1
+    assert "Warning: 'tags'" in listed.content[0].text
+    assert any("'enum-a', 'enum-b'" in w for w in listed.structured_content["warnings"])
