@@ -360,3 +360,13 @@ def test_mcp_enumeration_says_how_it_read_a_tag_with_a_space(mcp_server):
     assert listed.structured_content["count"] == 1
     assert "Warning: 'tags'" in listed.content[0].text
     assert any("'enum-a', 'enum-b'" in w for w in listed.structured_content["warnings"])
+
+
+# -- strict_time without a time_query ----------------------------------------------------------------------
+
+
+def test_strict_time_without_a_time_query_says_it_was_not_used(store):
+    assert said(store, "'strict_time'", query="atlas", strict_time=True)
+    assert said(store, "'strict_time'", query="atlas", strict_time=True, start="2024-01-01T00:00:00Z")
+    assert not warnings_of(store, query="atlas", strict_time=True, time_query="last year")
+    assert not warnings_of(store, query="atlas", strict_time=False)

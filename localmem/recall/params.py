@@ -291,6 +291,9 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     if time_query is not None:
         check_text(time_query, "time_query")
     p.strict_time = _bool(values.get("strict_time"), "strict_time", False)
+    if p.strict_time and _blank(time_query):
+        p.warnings.append("'strict_time' was not used: it refuses a time_query that is not understood, and there "
+                          "is no time_query")
     p.time = time_window(time_query, values.get("start"), values.get("end"), p.now)
     if p.time.warning is not None:
         if p.strict_time:
