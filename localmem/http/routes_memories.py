@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse
 from ..errors import NotFoundError, ValidationError
 from ..store import CLEARABLE_FIELDS, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..tags import parse_tags, read_tag_field
-from ..validation import validate_uuid
+from ..validation import not_current_note, validate_uuid
 from ..request_body import read_json_object
 from .endpoints import (
     MAX_BATCH,
@@ -99,6 +99,8 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
                 return checked, record, "skipped", "embedder_unavailable" if store.embedder_error else "unconfigured"
 
         checked, record, embedding_status, vector_status = await call(work)
+        hidden = None if checked["deduped"] else not_current_note(record, store.now())
+        notes += [hidden] if hidden else []
         return JSONResponse({
             "deduped": checked["deduped"],
             **({"similar_existing": checked["similar_existing"]} if dedup else {}),
@@ -184,6 +186,8 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         redact = fields.pop("redact", False)  # off unless asked, as for POST /memory (docs/privacy.md)
         notes = read_tag_field(fields) + unchanged_fields(fields)
         record = await call(functools.partial(store.update, memory_id, redact=redact, **fields))
+        hidden = not_current_note(record, store.now())
+        notes += [hidden] if hidden else []
         return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record,
                              **({"warnings": notes} if notes else {})})
 
