@@ -445,3 +445,13 @@ def not_current_note(record: dict[str, Any], now: datetime) -> str | None:
     if t_invalid is not None and t_invalid <= now:
         return f"the memory expired at {format_timestamp(t_invalid)} (t_invalid): {shows}"
     return None
+
+
+HIDING_FIELDS = ("timestamp", "t_valid", "t_invalid", "archived")
+
+
+def batch_not_current(records: list[tuple[str, dict[str, Any]]], now: datetime, most: int = 10) -> list[str]:
+    """``not_current_note`` for the items of a batch, each prefixed with where it was (``"Memory at index 3: "``);
+    at most ``most`` lines, then how many more."""
+    notes = [where + note for where, record in records if (note := not_current_note(record, now))]
+    return notes[:most] + ([f"and {len(notes) - most} more memories recall hides"] if len(notes) > most else [])

@@ -106,3 +106,25 @@ def test_the_cli_says_it_on_stderr(tmp_path):
     assert done.returncode == 0 and "never" in done.stderr
     quiet = cli(db, "store", "Oslo has good coffee")
     assert quiet.returncode == 0 and "warning" not in quiet.stderr
+
+
+def test_batches_say_which_items_recall_hides(http, tmp_path):
+    client, _ = http
+    answer = client.post("/memory/batch", json={"memories": [
+        {"content": "Concert tickets for next year", "timestamp": FUTURE},
+        {"content": "The concert hall is downtown"}]})
+    assert answer.status_code == 201, answer.text
+    notes = answer.json().get("warnings") or []
+    assert len(notes) == 1 and notes[0].startswith("Memory at index 0:") and "2031-01-01" in notes[0]
+
+    pytest.importorskip("mcp")
+    from tests.test_mcp import StdioServer
+
+    server = StdioServer(tmp_path / "memory.db")
+    try:
+        stored = server.call("store_memory", {"memories": [{"content": "Lisbon is sunny"},
+                                                           {"content": "Lisbon trip next year", "timestamp": FUTURE}]})
+        assert not stored.is_error, stored.content[0].text
+        assert [w[:13] for w in stored.structured_content["warnings"]] == ["memories[1]: "]
+    finally:
+        server.close()

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..privacy import redact_item, redact_update
 from ..tags import read_tag_field
-from ..validation import not_current_note
+from ..validation import HIDING_FIELDS, batch_not_current, not_current_note
 from . import formatting, store_answers
 from .tool_arguments import _clean_tags, _present
 from .tool_output import StoreGetter, ToolError, ToolOutput, _content_too_large, _no_such_memory, _with_warnings
@@ -144,8 +144,12 @@ def _store_batch(get_store: StoreGetter, args: Mapping[str, Any], dedup: bool, r
             raise error
         items.append({k: v for k, v in item.items() if v is not None})
         notes.extend(read_tag_field(items[-1], where=f"memories[{index}]: "))
-    text, out = store_answers.batch_answer(get_store().store_many_checked(items, dedup=dedup, redact=redacting),
-                                           dedup)
+    store = get_store()
+    results = store.store_many_checked(items, dedup=dedup, redact=redacting)
+    text, out = store_answers.batch_answer(results, dedup)
+    notes.extend(batch_not_current([(f"memories[{i}]: ", store.get(r["id"])) for i, r in enumerate(results)
+                                    if not r["deduped"] and any(k in items[i] for k in HIDING_FIELDS)],
+                                   store.now()))
     return _with_warnings(ToolOutput([text], out), notes)
 
 
