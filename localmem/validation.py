@@ -423,3 +423,35 @@ def validate_int(value: Any, field: str, *, default: int, minimum: int, maximum:
 
 def now_iso(now: datetime) -> str:
     return format_timestamp(now)
+
+
+def not_current_note(record: dict[str, Any], now: datetime) -> str | None:
+    """Why recall's current-state filter hides a memory just written, or None when it shows it.
+
+    The write stands (AutoMem's rules: ``t_valid`` defaults to the timestamp, so a future timestamp
+    makes a memory not yet valid); the answer says so instead of AutoMem's silence.
+    """
+    shows = "recall hides it (state_mode history shows it)"
+    if record.get("archived"):
+        return "the memory is archived: recall never returns it (get and list do)"
+    t_valid = parse_timestamp(record["t_valid"], field="t_valid") if record.get("t_valid") else None
+    t_invalid = parse_timestamp(record["t_invalid"], field="t_invalid") if record.get("t_invalid") else None
+    if t_valid is not None and t_invalid is not None and t_valid >= t_invalid:
+        return (f"the memory is never current: t_valid {format_timestamp(t_valid)} is not before t_invalid "
+                f"{format_timestamp(t_invalid)}; {shows}")
+    if t_valid is not None and t_valid > now:
+        return (f"the memory is not current until {format_timestamp(t_valid)} (t_valid, which defaults to the "
+                "timestamp): recall hides it until then (state_mode history shows it)")
+    if t_invalid is not None and t_invalid <= now:
+        return f"the memory expired at {format_timestamp(t_invalid)} (t_invalid): {shows}"
+    return None
+
+
+HIDING_FIELDS = ("timestamp", "t_valid", "t_invalid", "archived")
+
+
+def batch_not_current(records: list[tuple[str, dict[str, Any]]], now: datetime, most: int = 10) -> list[str]:
+    """``not_current_note`` for the items of a batch, each prefixed with where it was (``"Memory at index 3: "``);
+    at most ``most`` lines, then how many more."""
+    notes = [where + note for where, record in records if (note := not_current_note(record, now))]
+    return notes[:most] + ([f"and {len(notes) - most} more memories recall hides"] if len(notes) > most else [])

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ValidationError
+from ..validation import not_current_note
 from . import edges
 from .common import (
     EXIT_OK, SEEN_BY_OTHERS, AddCommand, add_verbose, json_object, naming, open_store, resolve_id, split_list,
@@ -129,7 +130,10 @@ def cmd_store(args: argparse.Namespace, out: Output) -> int:
         checked = store.store_checked(content, dedup=args.dedup, redact=args.redact, **fields)
         memory_id = checked["id"]
         redacted = store.get(memory_id)["metadata"].get("redacted") if args.redact else None
+        hidden = None if checked["deduped"] else not_current_note(store.get(memory_id), store.now())
         if out.as_json:
+            if hidden:
+                out.note(f"warning: {hidden}")
             extra = {"similar_existing": checked["similar_existing"]} if args.dedup else {}
             if checked.get("not_applied"):
                 extra["not_applied"] = checked["not_applied"]
@@ -147,6 +151,8 @@ def cmd_store(args: argparse.Namespace, out: Output) -> int:
                      "(use 'localmem update')")
     for similar in checked["similar_existing"]:
         out.note(f"similar existing memory: {similar['id']} (cosine {similar['score']:.3f})")
+    if hidden:
+        out.note(f"warning: {hidden}")
     return EXIT_OK
 
 
@@ -178,6 +184,9 @@ def cmd_update(args: argparse.Namespace, out: Output) -> int:
         memory_id = resolve_id(store, args.id)
         with naming(memory_id):
             record = store.update(memory_id, redact=args.redact, **fields)
+        hidden = not_current_note(record, store.now())
+    if hidden:
+        out.note(f"warning: {hidden}")
     if out.as_json:
         out.json({"status": "success", "memory_id": record["id"], "memory": record})
     else:

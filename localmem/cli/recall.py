@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 from .common import EXIT_OK, SEEN_BY_OTHERS, AddCommand, add_verbose, key_values, open_store, split_list, text_argument
+from ..errors import ValidationError
+from ..recall.params import ALIASES
 from ..recall.relevance import evidence_text
 from ..text import plural
 from .output import Column, Output, display_tags, one_line
@@ -32,7 +34,9 @@ def register(command: AddCommand) -> None:
     p.add_argument("--start", metavar="TS", help="window start, ISO 8601")
     p.add_argument("--end", metavar="TS", help="window end, ISO 8601")
     p.add_argument("--sort", choices=SORT_CHOICES, help="score (default) or a time order")
-    p.add_argument("--context", metavar="NAME", help="context (namespace) name")
+    p.add_argument("--context", metavar="NAME",
+                   help="a hint for ranking, e.g. 'coding style' or 'python' (memories tagged with it rank "
+                        "higher); not a filter: recall searches every context")
     p.add_argument("--expand-relations", action="store_true", default=None,
                    help="follow edges from the results to related memories")
     p.add_argument("--state-mode", choices=("current", "history"),
@@ -58,7 +62,14 @@ def recall_params(args: argparse.Namespace) -> dict[str, Any]:
     excluded = split_list(args.exclude_tags)
     if excluded is not None:
         params["exclude_tags"] = excluded
-    params.update(key_values(args.param, "--param"))
+    extra = key_values(args.param, "--param")
+    for key in extra:  # a --param beside the option (or the query) for the same parameter would win silently
+        name = ALIASES.get(key, key)
+        given = next((k for k in params if ALIASES.get(k, k) == name), None)
+        if given is not None:
+            shown = "the query argument" if given == "query" else f"--{given.replace('_', '-')}"
+            raise ValidationError(f"--param {key}=... and {shown} give one parameter twice; give it once")
+    params.update(extra)
     return params
 
 

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse
 from ..errors import NotFoundError, ValidationError
 from ..store import CLEARABLE_FIELDS, STORE_FIELDS, UPDATE_FIELDS, MemoryStore
 from ..tags import parse_tags, read_tag_field
-from ..validation import validate_uuid
+from ..validation import HIDING_FIELDS, batch_not_current, not_current_note, validate_uuid
 from ..request_body import read_json_object
 from .endpoints import (
     MAX_BATCH,
@@ -99,6 +99,8 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
                 return checked, record, "skipped", "embedder_unavailable" if store.embedder_error else "unconfigured"
 
         checked, record, embedding_status, vector_status = await call(work)
+        hidden = None if checked["deduped"] else not_current_note(record, store.now())
+        notes += [hidden] if hidden else []
         return JSONResponse({
             "deduped": checked["deduped"],
             **({"similar_existing": checked["similar_existing"]} if dedup else {}),
@@ -138,12 +140,15 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
             notes.extend(read_tag_field(cleaned[-1], where=f"Memory at index {index}: "))
         provided = sum(1 for item in cleaned if item.get("embedding") is not None)
 
-        def work() -> tuple[list[dict[str, Any]], bool]:
+        def work() -> tuple[list[dict[str, Any]], bool, list[str]]:
             with locked(store):
                 results = store.store_many_checked(cleaned, dedup=dedup, redact=payload.get("redact", False))
-                return results, vector_channel(store)
+                written = [(f"Memory at index {i}: ", store.get(r["id"])) for i, r in enumerate(results)
+                           if not r["deduped"] and any(k in cleaned[i] for k in HIDING_FIELDS)]
+                return results, vector_channel(store), batch_not_current(written, store.now())
 
-        results, vectors_ok = await call(work)
+        results, vectors_ok, hidden = await call(work)
+        notes += hidden
         ids = [r["id"] for r in results]
         deduped = sum(1 for r in results if r["deduped"])
         stored_vectors = len(ids) - deduped if vectors_ok else provided
@@ -184,6 +189,8 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         redact = fields.pop("redact", False)  # off unless asked, as for POST /memory (docs/privacy.md)
         notes = read_tag_field(fields) + unchanged_fields(fields)
         record = await call(functools.partial(store.update, memory_id, redact=redact, **fields))
+        hidden = not_current_note(record, store.now())
+        notes += [hidden] if hidden else []
         return JSONResponse({"status": "success", "memory_id": record["id"], "memory": record,
                              **({"warnings": notes} if notes else {})})
 

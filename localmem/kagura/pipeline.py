@@ -199,6 +199,8 @@ def run_recall_v1(backend: "Backend", raw: Mapping[str, Any],
     response["rerank"] = rerank_report
     response["learned_rank"] = learned_report
     response["search_mode"] = request.search_mode
+    if request.filters.notes:
+        response["warnings"] = list(request.filters.notes)
     response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
     backend.touch([r["memory_id"] for r in results if not r["folded"]], now)
     return response

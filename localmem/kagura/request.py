@@ -59,6 +59,7 @@ class Filters:
     tags: list[str] = field(default_factory=list)       # canonical prefix filters
     requested_tags: dict[str, str] = field(default_factory=dict)  # canonical -> as given
     tag_mode: str = "any"
+    notes: list[str] = field(default_factory=list)  # what was given and not used, said as ``warnings``
 
 
 @dataclass
@@ -221,6 +222,9 @@ def _filters(value: Any, errors: _Collector) -> Filters:
         else:
             errors.add(("filters", "tag_mode"), "Input should be 'any' or 'all'", "literal_error",
                        mode if isinstance(mode, str) else None)
+        if not filters.tags and filters.tag_mode != "any":
+            filters.notes.append(f"filters.tag_mode {filters.tag_mode} was not used: it applies to filters.tags, "
+                                 "and there are none")
     return filters
 
 

@@ -56,7 +56,8 @@ def recall_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
 
 
 def _enumerate(get_store: StoreGetter, args: Mapping[str, Any]) -> dict[str, Any]:
-    tags = _clean_tags(args.get("tags"))
+    notes: list[str] = []  # how the tags were read, said as ranked mode says it
+    tags = _clean_tags(args.get("tags"), notes)
     if not tags:
         raise ToolError("recall_memory: `exhaustive: true` requires non-empty `tags`")
     if args.get("tag_match") not in (None, "exact"):
@@ -74,7 +75,10 @@ def _enumerate(get_store: StoreGetter, args: Mapping[str, Any]) -> dict[str, Any
     limit = 20 if limit is None else min(int(limit), ENUMERATION_MAX_LIMIT)
     offset = int(args.get("offset") or 0)
     page = get_store().by_tag(tags, limit=limit, offset=offset)
-    return formatting.enumeration_result(page)
+    result = formatting.enumeration_result(page)
+    if notes:
+        result["warnings"] = notes
+    return result
 
 
 def _ranked(get_store: StoreGetter, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import LocalMemError, NotFoundError, ValidationError
 from ..privacy import redact_item, redact_update
 from ..tags import read_tag_field
+from ..validation import HIDING_FIELDS, batch_not_current, not_current_note
 from . import formatting, store_answers
 from .tool_arguments import _clean_tags, _present
 from .tool_output import StoreGetter, ToolError, ToolOutput, _content_too_large, _no_such_memory, _with_warnings
@@ -84,6 +85,8 @@ def store_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput:
         record = store.get(memory_id)
         out["type"] = record.get("type")
         out["confidence"] = record.get("confidence")
+        hidden = None if out.get("deduped") else not_current_note(record, store.now())
+        notes += [hidden] if hidden else []
     except LocalMemError:  # pragma: no cover - just stored
         pass
     if out.get("deduped"):
@@ -141,8 +144,12 @@ def _store_batch(get_store: StoreGetter, args: Mapping[str, Any], dedup: bool, r
             raise error
         items.append({k: v for k, v in item.items() if v is not None})
         notes.extend(read_tag_field(items[-1], where=f"memories[{index}]: "))
-    text, out = store_answers.batch_answer(get_store().store_many_checked(items, dedup=dedup, redact=redacting),
-                                           dedup)
+    store = get_store()
+    results = store.store_many_checked(items, dedup=dedup, redact=redacting)
+    text, out = store_answers.batch_answer(results, dedup)
+    notes.extend(batch_not_current([(f"memories[{i}]: ", store.get(r["id"])) for i, r in enumerate(results)
+                                    if not r["deduped"] and any(k in items[i] for k in HIDING_FIELDS)],
+                                   store.now()))
     return _with_warnings(ToolOutput([text], out), notes)
 
 
@@ -168,6 +175,8 @@ def update_memory(get_store: StoreGetter, args: Mapping[str, Any]) -> ToolOutput
         record = get_store().update(memory_id, **fields)
     except NotFoundError:
         raise _no_such_memory("update_memory", memory_id) from None
+    hidden = not_current_note(record, get_store().now())
+    notes += [hidden] if hidden else []
     message = f"Memory {record['id']} updated successfully!"
     return _with_warnings(ToolOutput([message], {"memory_id": record["id"], "updated_fields": sorted(fields),
                                                  "message": message}), notes)

@@ -4,6 +4,7 @@ keyword notes, scopes, warnings)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..text import extract_keywords
@@ -103,12 +104,35 @@ def recall_response(recall: Any, results, queries, dedup_removed, state_filter, 
     if profile is not None:
         response["context_priority"] = context_priority_block(profile, recall.context_injected)
     warnings = list(params.warnings)
+    if params.scope_fallback and params.tags and (params.query or params.queries) and not recall.vectors.available:
+        warnings.append("'scope_fallback' was not used: it searches the vector channel, which this store "
+                        "does not have (degraded)")
+    if params.context and recall.backend.conn.execute(recall.backend.sql["kagura_context_exists"],
+                                                      {"context": params.context}).fetchone()[0]:
+        warnings.append(f"'context' is a ranking hint (memories tagged {params.context!r} rank higher), not a "
+                        f"filter: recall searched every context, though {params.context!r} names one; "
+                        "recall_v1's filters.context_id and `localmem list --context` keep to one context")
+    missing = _missing_ids(recall.backend, params.priority_ids, results)
+    if missing:
+        warnings.append(f"'priority_ids' {', '.join(missing)} name{'s' if len(missing) == 1 else ''} no stored "
+                        "memory: nothing to boost or fetch")
     if left_out:  # said where every interface shows warnings (CLI stderr, MCP text), too
         warnings.append(f"keyword score left out {', '.join(repr(t) for t in left_out)}: each is in more "
                         f"than {COMMON_TERM_ROWS:,} memories, too common to rank by")
     if warnings:
         response["warnings"] = warnings
     return response
+
+
+def _missing_ids(backend: Any, memory_ids: list[str], results: list[dict[str, Any]]) -> list[str]:
+    """The listed ids not in the answer that no stored memory has (those filtered out are not said: the
+    spec's priority_ids never bypass filters)."""
+    shown = {r["id"] for r in results}
+    asked = [i for i in memory_ids if i not in shown]
+    if not asked:
+        return []
+    found = {row[0] for row in backend.conn.execute(backend.sql["memory_ids_existing"], {"ids": json.dumps(asked)})}
+    return [i for i in asked if i not in found]
 
 
 def public_result(result: dict[str, Any]) -> dict[str, Any]:

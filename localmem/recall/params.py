@@ -10,13 +10,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import PurePath
 from typing import Any, Mapping
 
+from ..classify import MEMORY_TYPES, TYPE_ALIASES
 from ..config import BOOLEAN_WORDS, Config, parse_bool
 from ..errors import ValidationError
 from ..tags import canonical_prefix_filter, parse_tags, prepare_tag_filters
 from ..timeparse import TimeWindow, parse_timestamp, time_window
 from ..validation import check_text, validate_embedding, validate_uuid
+from .context import EXTENSION_LANGUAGE_MAP, LANGUAGE_ALIASES
 
 SORT_MODES = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 STATE_MODES = ("current", "history")
@@ -254,6 +257,9 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     for q in p.queries:
         _text(q, "queries")
     check_recall_work(p.queries)
+    if p.query and p.queries:  # the spec runs the queries alone
+        p.warnings.append("'query' was not searched: 'queries' was given, and only its queries run (as in "
+                          "AutoMem); add the query to 'queries' to search it too")
     if values.get("embedding") is not None:
         if dimensions is None:
             raise ValidationError("This store has no vector index; 'embedding' cannot be used")
@@ -269,24 +275,40 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
     p.tags = tags
     excluded = prepare_tag_filters(_read_tags(values.get("exclude_tags"), "exclude_tags", p.warnings))
     p.exclude_tags = list(dict.fromkeys(t for t in (canonical_prefix_filter(t) for t in excluded) if t))
+    ruled_out = [_excluded(canonical_prefix_filter(t), p.exclude_tags) for t in p.tags]
+    if ruled_out and (all(ruled_out) or (p.tag_mode == "all" and any(ruled_out))):
+        p.warnings.append(f"'exclude_tags' rule out {'every' if all(ruled_out) else 'one'} tag of 'tags' (a tag is "
+                          f"excluded with the tags under it){' and tag_mode is all' if not all(ruled_out) else ''}: "
+                          "nothing can match")
+    for name, default in (("tag_mode", "any"), ("tag_match", "prefix")):
+        if not p.tags and getattr(p, name) != default:
+            p.warnings.append(f"'{name}' {getattr(p, name)} was not used: it applies to 'tags', and there are none"
+                              + ("; exclude_tags always match whole tags and their prefixes" if p.exclude_tags
+                                 else ""))
     time_query = values.get("time_query")
     if time_query is not None and not isinstance(time_query, str):
         raise ValidationError("'time_query' must be a string")
     if time_query is not None:
         check_text(time_query, "time_query")
     p.strict_time = _bool(values.get("strict_time"), "strict_time", False)
+    if p.strict_time and _blank(time_query):
+        p.warnings.append("'strict_time' was not used: it refuses a time_query that is not understood, and there "
+                          "is no time_query")
     p.time = time_window(time_query, values.get("start"), values.get("end"), p.now)
     if p.time.warning is not None:
         if p.strict_time:
             raise ValidationError(f"Invalid time_query: {p.time.error} (strict_time)")
         p.warnings.append(p.time.warning)
     p.warnings.extend(p.time.notes)
+    if p.time.expression is not None and p.time.warning is None:
+        p.warnings.extend(_replaced_bounds(time_query, values.get("start"), values.get("end"), p.now))
     p.window_start, p.window_end = p.time.start, p.time.end
     p.context = _text(values.get("context"), "context").lower()
     p.language = _text(values.get("language"), "language").lower() or None
     p.active_path = _text(values.get("active_path"), "active_path") or None
     p.context_tags = [t.lower() for t in split_multi(values.get("context_tags"), "context_tags")]
-    p.context_types = [t.title() for t in split_multi(values.get("context_types"), "context_types")]
+    p.context_types = _memory_types(split_multi(values.get("context_types"), "context_types"), p.warnings)
+    p.warnings.extend(_language_notes(p.language, p.active_path))
     p.priority_ids = list(dict.fromkeys(_memory_id(v) for v in split_multi(values.get("priority_ids"), "priority_ids")))
     p.expand_relations = _bool(values.get("expand_relations"), "expand_relations", False)
     p.expand_entities = _bool(values.get("expand_entities"), "expand_entities", False)
@@ -300,17 +322,114 @@ def parse_recall_params(raw: Mapping[str, Any], config: Config, dimensions: int 
 
     p.state_mode = _choice(values.get("state_mode"), "state_mode", STATE_MODES, "current")
     if values.get("current_only") is not None:
+        asked = p.state_mode
         current = _bool(values["current_only"], "current_only", True)
         p.state_mode = "current" if current else "history"
+        if not _blank(values.get("state_mode")) and asked != p.state_mode:
+            p.warnings.append(f"'state_mode' {asked} was not used: 'current_only' {str(current).lower()} wins when "
+                              f"both are given (as in AutoMem), so the state mode is {p.state_mode}")
     p.state_debug = _bool(values.get("state_debug"), "state_debug", False)
+    if p.state_debug and p.state_mode == "history":
+        p.warnings.append("'state_debug' has nothing to report in state_mode history: the current-state filter "
+                          "does not run, so nothing is hidden or replaced")
     p.recency_bias = _choice(values.get("recency_bias"), "recency_bias", RECENCY_MODES, config.recency_bias)
     p.scope_fallback = _bool(values.get("scope_fallback"), "scope_fallback", False)
+    if p.scope_fallback and not (p.tags and (p.query or p.queries or p.embedding is not None)):
+        p.warnings.append("'scope_fallback' was not used: it fills a short answer of a tag-scoped recall "
+                          "('tags') with a query or an embedding from an unscoped vector search; this recall "
+                          + ("has no 'tags'" if not p.tags else "has no query"))
     p.min_score = _unit_float(values.get("min_score"), "min_score", config.min_score) or 0.0
     p.adaptive_floor = _bool(values.get("adaptive_floor"), "adaptive_floor", config.adaptive_floor)
     p.auto_decompose = _bool(values.get("auto_decompose"), "auto_decompose", False)
+    if not _blank(values.get("per_query_limit")) and not p.queries and not (p.auto_decompose and p.query):
+        p.warnings.append("'per_query_limit' was not used: it cuts each of several 'queries' (or of "
+                          "auto_decompose's searches); one query is cut at 'limit'")
+    if p.auto_decompose and (p.queries or not p.query):
+        p.warnings.append("'auto_decompose' was not used: " + ("'queries' was given, and they run as given (as "
+                          "in AutoMem)" if p.queries else "there is no 'query' to decompose"))
 
     sort = _choice(values.get("sort"), "sort", SORT_MODES, "score")
     if sort == "score" and not p.query and not p.queries and p.embedding is None and p.has_window:
         sort = "time_desc"
+        if not _blank(values.get("sort")):  # the spec's switch, said when score was asked for
+            p.warnings.append("'sort' score was not used: a time window without a query or an embedding is "
+                              "listed newest first (time_desc); give a query to rank by score")
     p.sort = sort
+    if sort != "score" and not _blank(values.get("recency_bias")) and p.recency_bias != "off":
+        p.warnings.append(f"'recency_bias' {p.recency_bias} was not used: it re-ranks a score-sorted answer, and "
+                          f"this one is in {sort} order")
+    if sort != "score" and p.adaptive_floor and not _blank(values.get("adaptive_floor")):
+        p.warnings.append(f"'adaptive_floor' was not used: it cuts weak results of a score-sorted answer, and "
+                          f"this one is in {sort} order (min_score still applies)")
+    p.warnings.extend(_expansion_notes(values, p))
     return p
+
+
+def _excluded(tag: str | None, excluded: list[str]) -> bool:
+    """Whether every memory with ``tag`` is left out by ``excluded`` (whole-segment prefixes)."""
+    return bool(tag) and any(tag == e or tag.startswith(e + ":") for e in excluded)
+
+
+def _replaced_bounds(time_query: Any, start: Any, end: Any, now: datetime) -> list[str]:
+    """Which bounds of an understood ``time_query`` the explicit ``start``/``end`` replaced (the spec: explicit
+    timestamps win), said; AutoMem answers with the expression's window silently overruled."""
+    given = [name for name, value in (("start", start), ("end", end)) if not _blank(value)]
+    if not given:
+        return []
+    own = time_window(time_query, None, None, now)
+    replaced = [name for name in given if getattr(own, name) is not None]
+    if len(replaced) == 2:
+        return [f"'time_query' {own.expression!r} was not used: 'start' and 'end' set both bounds (explicit "
+                "timestamps win)"]
+    return [f"'{name}' replaced the {name} of 'time_query' {own.expression!r} (explicit timestamps win)"
+            for name in replaced]
+
+
+def _memory_types(names: list[str], warnings: list[str]) -> list[str]:
+    """``context_types`` as stored types (an alias as the type ``store`` files it under, as AutoMem's
+    types are read on store); a name that is no type is kept, title-cased as AutoMem does, and said."""
+    out = []
+    for name in names:
+        canonical = TYPE_ALIASES.get(name.strip().lower().replace(" ", "_").replace("-", "_"))
+        if canonical is None:
+            warnings.append(f"'context_types' {name!r} is not a memory type ({', '.join(MEMORY_TYPES)}): it "
+                            "boosts nothing")
+        out.append(canonical or name.title())
+    return list(dict.fromkeys(out))
+
+
+def _language_notes(language: str | None, active_path: str | None) -> list[str]:
+    """A ``language`` or ``active_path`` that names no language recall knows, or a path ``language`` overrules."""
+    notes = []
+    named = next((key for key, aliases in LANGUAGE_ALIASES.items()
+                  if (language or "").strip().lower() in aliases | {key}), None)
+    if language and named is None:
+        notes.append(f"'language' {language!r} is not a language recall knows ({', '.join(LANGUAGE_ALIASES)}): "
+                     "it boosts nothing")
+    if active_path:
+        from_path = EXTENSION_LANGUAGE_MAP.get(PurePath(active_path.strip()).suffix.lower())
+        if from_path is None:
+            notes.append(f"'active_path' names no language recall knows by its extension "
+                         f"({' '.join(EXTENSION_LANGUAGE_MAP)}): it boosts nothing")
+        elif named is not None and named != from_path:
+            notes.append(f"'active_path' ({from_path}) was not used: 'language' {named} wins")
+    return notes
+
+
+def _expansion_notes(values: Mapping[str, Any], p: RecallParams) -> list[str]:
+    """The expansion options given without the expansion they shape (AutoMem ignores them silently):
+    ``relation_limit`` and the two minimums shape relation expansion only, ``expansion_limit`` and
+    ``expand_respect_tags`` both expansions; respecting tags needs ``tags``."""
+    notes = []
+    for name in ("relation_limit", "expand_min_strength", "expand_min_importance"):
+        if not _blank(values.get(name)) and not p.expand_relations:
+            notes.append(f"'{name}' was not used: it shapes relation expansion only, and expand_relations "
+                         "is not on")
+    expanding = p.expand_relations or p.expand_entities
+    if not _blank(values.get("expansion_limit")) and not expanding:
+        notes.append("'expansion_limit' was not used: neither expand_relations nor expand_entities is on")
+    if p.expand_respect_tags and not expanding:
+        notes.append("'expand_respect_tags' was not used: neither expand_relations nor expand_entities is on")
+    elif p.expand_respect_tags and not p.tags:
+        notes.append("'expand_respect_tags' was not used: the recall has no 'tags' to keep the expansion in")
+    return notes
