@@ -166,6 +166,19 @@ def test_a_refused_filter_is_shown_not_swallowed(browser):
     assert browser.find_elements(By.CSS_SELECTOR, "#results article")
 
 
+def test_the_search_pages_context_is_offered_and_answered_as_a_ranking_hint(browser, seeded):
+    # recall's context ranks a context's memories first; it is not a filter, and the page must not offer it as one.
+    store, ids = seeded
+    go(browser, "#/search?query=coffee&context=work")
+    wait(browser, lambda d: d.find_elements(By.ID, "result-count"))
+    label = browser.find_element(By.CSS_SELECTOR, 'label[for="f-context"]').text
+    assert label == "Rank a context first"
+    assert Select(browser.find_element(By.ID, "f-context")).first_selected_option.text == "work"
+    assert "ranking hint" in browser.find_element(By.ID, "result-count").text
+    shown = [c.get_attribute("data-memory-id") for c in browser.find_elements(By.CSS_SELECTOR, "#results article")]
+    assert ids["coffee"] in shown  # a memory of no context "work" is still found
+
+
 def test_open_a_memory_and_follow_an_edge(browser, seeded):
     store, ids = seeded
     go(browser, "#/search?query=deploy%20releases")

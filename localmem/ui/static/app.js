@@ -177,7 +177,9 @@ async function showSearch(params) {
     field("Time window", h("input", {name: "time_query", id: "f-time", placeholder: "last week, yesterday…",
                                       value: params.get("time_query") || ""})),
     field("Type", select("type", vocabulary.memory_types, params.get("type"), "any type")),
-    field("Context", select("context", contexts.contexts.map((c) => c.context), params.get("context"), "any context")),
+    // recall's context is the spec's ranking hint, not a filter (the browse page filters by context)
+    field("Rank a context first", select("context", contexts.contexts.map((c) => c.context), params.get("context"),
+                                         "no preference")),
     field("State", select("state_mode", vocabulary.state_modes, params.get("state_mode") || "current")),
     field("Follow relations", select("expand_relations", ["false", "true"], params.get("expand_relations") || "false")),
     field("Limit", h("input", {name: "limit", id: "f-limit", type: "number", min: 1, max: 50,
@@ -185,7 +187,7 @@ async function showSearch(params) {
     h("div", {}, h("button", {type: "submit", id: "search-go"}, "Search")));
   const results = h("section", {id: "results", "aria-live": "polite"});
   setView("search", h("h1", {}, "Search"), form, results);
-  if (![...params.keys()].length) { q.focus(); results.append(h("p", {class: "muted"}, "Type a query, or filter by tags, time, type or context.")); return; }
+  if (![...params.keys()].length) { q.focus(); results.append(h("p", {class: "muted"}, "Type a query, or filter by tags, time or type. A context ranks its memories first; Browse keeps to one.")); return; }
   const answer = await api("search?" + params.toString());
   const legend = h("div", {class: "legend"}, Object.entries(COMPONENTS).map(([n, c]) => h("span", {}, h("i", {style: `background:${c}`}), n)));
   results.replaceChildren(h("div", {},
