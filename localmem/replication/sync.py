@@ -241,7 +241,9 @@ class Sync:
         expected: dict[int, dict[str, str]] = {id(source): {}, id(target): {}}
         for state in merged:
             other = theirs.get(state.id, MemoryState(state.id))
-            both = join([state.seen, other.seen], [state.stamp, other.stamp])
+            # A deletion's own stamp too: a store that took the delete in has seen it, so what it
+            # writes after (an import of the version deleted) is new to that delete (sync_rules.py).
+            both = join([state.seen, other.seen], [state.stamp, other.stamp, *_deletion_stamps(state, other)])
             for side, held, taken in ((source, state, writes[0]), (target, other, writes[1])):
                 now = taken[state.id].stamp if state.id in taken else held.stamp
                 if join([held.seen], [now, held.hlc if held.exists else None]) != both:
@@ -383,6 +385,11 @@ class Sync:
                     self.summary.refused.append({"id": " ".join(key), "side": side.label, "reason": why})
             if waiting:
                 self.other(side).requeue_edges(waiting)
+
+
+def _deletion_stamps(*states: MemoryState) -> list[str]:
+    """The stamps of those ``states`` that are deletions (the deletes themselves, not what they deleted)."""
+    return [s.hlc for s in states if s.record is None and s.hlc]
 
 
 def _version_text(state: MemoryState) -> str:
