@@ -125,7 +125,6 @@ class Replicas(RuleBasedStateMachine):
         self.exports: list[list[str]] = []  # export files taken (the last few), for a later import
         self.restores: list[tuple[str, str]] = []  # (id, the change a restore made)
         self.same_notes: list[tuple[str, str]] = []  # one note stored on two replicas: the two ids
-        self.imported: set[str] = set()  # ids an import wrote (stored, or changed)
         self.imported_as: dict[str, set[str]] = {}  # a text an import wrote -> the updated_at it wrote it with
         # Links (RELATES_TO, by ids): when each was made and removed, in the order the steps ran, and
         # what may have written edges besides (imports, restores, edits kept over deletes, killed syncs).
@@ -191,10 +190,8 @@ class Replicas(RuleBasedStateMachine):
             self.deleted.add(memory_id)
             # Deleted having seen these: each text of this memory (or held by it, a conflict copy).
             self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == content}
-            # A text seen only through an import is, to the sync, another store's version that
-            # this one never took in (an export carries no stamps): the delete covers it only while
-            # it deletes that very version (by updated_at, docs/sync.md). Counted as not seen
-            # otherwise, so a memory it brings back is no resurrection here (seed 1147).
+            # A text seen only through an import (no stamps: another store's version, to the sync) is
+            # covered only by a delete of that very version (its updated_at, docs/sync.md; seed 1147).
             surely = {t for t in self.seen_surely[n] if self.texts.get(t) != memory_id
                       or record["updated_at"] in self.imported_as.get(t, {record["updated_at"]})}
             self.deletes.append((memory_id, frozenset(surely), frozenset(self.seen[n])))
@@ -405,7 +402,6 @@ class Replicas(RuleBasedStateMachine):
             record, old = store.get(memory_id), before.get(memory_id)
             if old is None or digest(record) != digest(old):
                 self.change(n, memory_id, "i")  # a new version, made after seeing what replica n held
-                self.imported.add(memory_id)
                 if old is not None and record["content"] != old["content"]:
                     self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == old["content"]}
                 if record["content"] in self.texts:  # held here now: seen, as a sync would have carried it
