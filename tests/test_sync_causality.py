@@ -347,3 +347,19 @@ def test_an_import_on_a_store_that_never_saw_the_delete_is_still_the_version_del
     finally:
         for store in (a, b, c):
             store.close()
+
+
+def test_a_memory_imported_and_deleted_unedited_stays_deleted_on_the_exporting_store(tmp_path):
+    """An export carries no stamps, so B's import is a version of B's own; unedited, it has A's
+    ``updated_at`` and is the version A holds: B's delete of it covers A's (docs/sync.md)."""
+    a, b = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "ab")
+    try:
+        gone = a.store("the wifi name is marlowe")
+        import_jsonl(b, [dump_line(value) for value in iter_export(a)], skip_existing=True)
+        b.delete(gone)
+        summary = sync(a, b)
+        assert summary.edits_kept_over_deletes == [], summary
+        assert content(a, gone) is None and content(b, gone) is None and in_trash(a, gone)
+    finally:
+        a.close()
+        b.close()
