@@ -9,8 +9,11 @@ from __future__ import annotations
 import time
 
 from localmem import MemoryStore
+from localmem.replication.push_client import PushClient
 from localmem.replication.sync import sync_stores
+from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
+from test_sync_http import TOKEN, remote_store, server  # noqa: F401 (a fixture)
 
 
 class EditsAfterReading(StoreSide):
@@ -168,3 +171,42 @@ def test_a_delete_made_during_a_sync_has_not_seen_what_that_sync_merged(tmp_path
         kept = sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
         assert kept.edits_kept_over_deletes == [memory], kept
         assert a.get(memory)["content"] == b.get(memory)["content"] == "The standup moved to 9:45"
+
+
+class ServerDeletesBeforeItsWrites(RemoteSide):
+    """A server peer on which another client deletes one memory right before the sync's first
+    write there."""
+
+    def __init__(self, client: PushClient, local_id: str, url: str, memory_id: str):
+        super().__init__(client, local_id)
+        self.url, self.memory_id = url, memory_id
+
+    def put_memories(self, states, peer, expect=None):
+        if self.memory_id is not None:
+            with remote_store(self.url) as http:
+                assert http.delete(f"/memory/{self.memory_id}").status_code == 200
+            self.memory_id = None
+        return super().put_memories(states, peer, expect)
+
+
+def test_the_same_on_a_server_peer(tmp_path, server):  # noqa: F811
+    url, _ = server
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "c.db", embedder="hash") as c, \
+            PushClient(url, token=TOKEN) as client:
+        memory = a.store("The standup moved to 9:30")
+        for store in (a, c):
+            here = StoreSide(store, "here")
+            sync_stores(here, RemoteSide(client, here.store_id))
+        a.update(memory, content="The standup moved to 9:45")
+        sync_stores(StoreSide(a, "a"), StoreSide(c, "c"))  # c holds a's edit, which the server never sees
+        time.sleep(0.005)
+        with remote_store(url) as http:  # later: wins over a's on c
+            assert http.patch(f"/memory/{memory}", json={"content": "The standup moved to 10:00"}).status_code == 200
+        here = StoreSide(c, "c")
+        summary = sync_stores(here, ServerDeletesBeforeItsWrites(client, here.store_id, url, memory))
+        assert summary.refused == [], summary.refused
+        here = StoreSide(a, "a")
+        kept = sync_stores(here, RemoteSide(client, here.store_id))
+        assert kept.edits_kept_over_deletes == [memory], kept
+        with remote_store(url) as http:
+            assert http.get(f"/memory/{memory}").json()["memory"]["content"] == "The standup moved to 9:45"
