@@ -23,6 +23,7 @@ from localmem.replication.sync import sync_stores
 from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
 from localmem.replication.sync_wire import memory_from_json
+from localmem.trash import restore
 from test_sync_http import TOKEN, remote_store, server  # noqa: F401 (a fixture)
 
 
@@ -292,6 +293,73 @@ def test_a_memory_the_deleting_store_imports_again_from_an_older_export_comes_ba
         sync(a, b)
         for store in (a, b):
             assert content(store, kept) == "the boiler is serviced every October"
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("restored_first", [False, True])
+@pytest.mark.parametrize("ahead", [timedelta(0), timedelta(hours=3)])
+def test_an_import_on_a_store_that_took_the_delete_in_brings_the_memory_back_everywhere(tmp_path, restored_first,
+                                                                                       ahead):
+    """B takes A's delete in (the memory goes to B's trash), then imports an export taken before
+    it (or restores it from the trash and imports the export with ``update``): the version written
+    is the one A deleted, ``updated_at`` and all, but B made it after taking the delete in. It was
+    counted as seen by the delete, so the next sync put it in the trash again (the gap syncops11
+    wrote down). B's summary now holds the deletion's own stamp: a version B stamped after it is
+    new, and comes back on both stores, whichever store's clock is ahead."""
+    a, b = skewed(tmp_path / "a.db", ahead), MemoryStore(tmp_path / "b.db", embedder="hash")
+    try:
+        kept = a.store("the spare key is under the blue pot")
+        sync(a, b)
+        older = [dump_line(value) for value in iter_export(b)]
+        a.delete(kept)
+        sync(a, b)
+        assert in_trash(b, kept) and content(b, kept) is None
+        if restored_first:
+            restore(b, kept)
+        import_jsonl(b, older, skip_existing=not restored_first, update=restored_first)
+        assert content(b, kept) == "the spare key is under the blue pot"
+        summary = sync(a, b)
+        assert summary.edits_kept_over_deletes == [kept], summary
+        for store in (a, b):
+            assert content(store, kept) == "the spare key is under the blue pot"
+        sync(a, b)
+        assert content(a, kept) == content(b, kept) == "the spare key is under the blue pot"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_an_import_on_a_store_that_never_saw_the_delete_is_still_the_version_deleted(tmp_path):
+    """The other side of the rule above: a store that had not taken the delete in writes, by an
+    import, the very version the deleter deleted: that version counts as seen by the delete, and
+    the next sync deletes it (into the trash)."""
+    a, b, c = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "abc")
+    try:
+        gone = a.store("the old router password is hunter2")
+        sync(a, b)
+        older = [dump_line(value) for value in iter_export(b)]
+        a.delete(gone)
+        import_jsonl(c, older, skip_existing=True)  # c never held it, nor saw the delete
+        sync_stores(StoreSide(a, "a"), StoreSide(c, "c"), allow_deletes=100)
+        assert content(a, gone) is None and content(c, gone) is None and in_trash(c, gone)
+    finally:
+        for store in (a, b, c):
+            store.close()
+
+
+def test_a_memory_imported_and_deleted_unedited_stays_deleted_on_the_exporting_store(tmp_path):
+    """An export carries no stamps, so B's import is a version of B's own; unedited, it has A's
+    ``updated_at`` and is the version A holds: B's delete of it covers A's (docs/sync.md)."""
+    a, b = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "ab")
+    try:
+        gone = a.store("the wifi name is marlowe")
+        import_jsonl(b, [dump_line(value) for value in iter_export(a)], skip_existing=True)
+        b.delete(gone)
+        summary = sync(a, b)
+        assert summary.edits_kept_over_deletes == [], summary
+        assert content(a, gone) is None and content(b, gone) is None and in_trash(a, gone)
     finally:
         a.close()
         b.close()

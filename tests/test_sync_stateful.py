@@ -125,7 +125,7 @@ class Replicas(RuleBasedStateMachine):
         self.exports: list[list[str]] = []  # export files taken (the last few), for a later import
         self.restores: list[tuple[str, str]] = []  # (id, the change a restore made)
         self.same_notes: list[tuple[str, str]] = []  # one note stored on two replicas: the two ids
-        self.imported: set[str] = set()  # ids an import wrote (stored, or changed)
+        self.imported_as: dict[str, set[str]] = {}  # a text an import wrote -> the updated_at it wrote it with
         # Links (RELATES_TO, by ids): when each was made and removed, in the order the steps ran, and
         # what may have written edges besides (imports, restores, edits kept over deletes, killed syncs).
         self.tick = 0
@@ -184,12 +184,17 @@ class Replicas(RuleBasedStateMachine):
         ids = self.ids(n)
         if ids:
             memory_id = ids[pick % len(ids)]
-            content = self.stores[n].get(memory_id)["content"]
+            record = self.stores[n].get(memory_id)
+            content = record["content"]
             self.stores[n].delete(memory_id)
             self.deleted.add(memory_id)
             # Deleted having seen these: each text of this memory (or held by it, a conflict copy).
             self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == content}
-            self.deletes.append((memory_id, frozenset(self.seen_surely[n]), frozenset(self.seen[n])))
+            # A text seen only through an import (no stamps: another store's version, to the sync) is
+            # covered only by a delete of that very version (its updated_at, docs/sync.md; seed 1147).
+            surely = {t for t in self.seen_surely[n] if self.texts.get(t) != memory_id
+                      or record["updated_at"] in self.imported_as.get(t, {record["updated_at"]})}
+            self.deletes.append((memory_id, frozenset(surely), frozenset(self.seen[n])))
 
     @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
           words=st.text("xyz", min_size=1, max_size=6))
@@ -397,12 +402,12 @@ class Replicas(RuleBasedStateMachine):
             record, old = store.get(memory_id), before.get(memory_id)
             if old is None or digest(record) != digest(old):
                 self.change(n, memory_id, "i")  # a new version, made after seeing what replica n held
-                self.imported.add(memory_id)
                 if old is not None and record["content"] != old["content"]:
                     self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == old["content"]}
                 if record["content"] in self.texts:  # held here now: seen, as a sync would have carried it
                     self.seen[n].add(record["content"])
                     self.seen_surely[n].add(record["content"])
+                    self.imported_as.setdefault(record["content"], set()).add(record["updated_at"])
 
 
     @rule(n=st.integers(0, REPLICAS - 1), skew=SKEWS)
@@ -555,10 +560,9 @@ class Replicas(RuleBasedStateMachine):
         assert not back, f"forgotten memories back: {sorted(back)}"
         in_trash = self.forgotten & {i for n in range(REPLICAS) for i in self.trashed_ids(n)}
         assert not in_trash, f"forgotten memories kept in a trash: {sorted(in_trash)}"
-        # A restore is an edit made now: it reaches every replica, unless deleted by one that had seen it
-        # (or an import wrote the memory: the version it writes may be the one a delete deleted, docs/sync.md).
+        # A restore is an edit made now: it reaches every replica, unless deleted by one that had seen it.
         for memory_id, token in self.restores:
-            if memory_id not in present and memory_id not in self.forgotten | self.imported:
+            if memory_id not in present and memory_id not in self.forgotten:
                 assert any(i == memory_id and token in most for i, _, most in self.deletes), \
                     f"{memory_id} was restored from a trash and is gone, deleted by no one who had seen the restore"
         # A link removed by a replica that had seen every write of it (and of edges at all: an import,

@@ -9,8 +9,11 @@ from __future__ import annotations
 import time
 
 from localmem import MemoryStore
+from localmem.replication.push_client import PushClient
 from localmem.replication.sync import sync_stores
+from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
+from test_sync_http import TOKEN, remote_store, server  # noqa: F401 (a fixture)
 
 
 class EditsAfterReading(StoreSide):
@@ -127,3 +130,83 @@ def test_a_conflict_met_again_never_writes_over_its_edited_copy(tmp_path):
         for store in (b, c):
             assert store.get(memory)["content"] == "Lunch is at 13:00"
             assert store.get(copy)["content"] == "Lunch was at 12:30 until May"
+
+
+class DeletesBeforeItsWrites(StoreSide):
+    """A store side on which another process deletes one memory right before the sync's first
+    write here (after the sync read it), whatever that write is."""
+
+    def __init__(self, store: MemoryStore, label: str, writer: MemoryStore, memory_id: str):
+        super().__init__(store, label)
+        self.writer, self.memory_id = writer, memory_id
+
+    def put_memories(self, states, peer, expect=None):
+        if self.memory_id is not None:
+            self.writer.delete(self.memory_id)
+            self.memory_id = None
+        return super().put_memories(states, peer, expect)
+
+
+def test_a_delete_made_during_a_sync_has_not_seen_what_that_sync_merged(tmp_path):
+    """Found by the stateful model (seed 1145, 50 steps): a sync that wrote nothing to a memory
+    on one store still joined what it had merged of it into that store's summary, though another
+    process had deleted it there since the sync's read. The delete then counted as having seen a
+    version it never held, and an edit made concurrently with it went to the trash."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b, \
+            MemoryStore(tmp_path / "c.db", embedder="hash") as c, \
+            MemoryStore(tmp_path / "b.db", embedder="hash") as other_process:
+        memory = a.store("The standup moved to 9:30")
+        for pair in ((a, b), (a, c)):
+            sync_stores(StoreSide(pair[0], "x"), StoreSide(pair[1], "y"))
+        a.update(memory, content="The standup moved to 9:45")
+        sync_stores(StoreSide(a, "a"), StoreSide(c, "c"))  # c holds a's edit, which b never sees
+        time.sleep(0.002)
+        b.update(memory, content="The standup moved to 10:00")  # later: wins over a's on c
+        racing = DeletesBeforeItsWrites(b, "b", other_process, memory)
+        summary = sync_stores(racing, StoreSide(c, "c"))  # b writes only the conflict copy
+        assert summary.refused == [], summary.refused
+        assert b.conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory,)).fetchone() is None
+        # b deleted the memory before taking a's edit in: that edit was made concurrently with the
+        # delete and survives it (docs/sync.md), where a still holds it.
+        kept = sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        assert kept.edits_kept_over_deletes == [memory], kept
+        assert a.get(memory)["content"] == b.get(memory)["content"] == "The standup moved to 9:45"
+
+
+class ServerDeletesBeforeItsWrites(RemoteSide):
+    """A server peer on which another client deletes one memory right before the sync's first
+    write there."""
+
+    def __init__(self, client: PushClient, local_id: str, url: str, memory_id: str):
+        super().__init__(client, local_id)
+        self.url, self.memory_id = url, memory_id
+
+    def put_memories(self, states, peer, expect=None):
+        if self.memory_id is not None:
+            with remote_store(self.url) as http:
+                assert http.delete(f"/memory/{self.memory_id}").status_code == 200
+            self.memory_id = None
+        return super().put_memories(states, peer, expect)
+
+
+def test_the_same_on_a_server_peer(tmp_path, server):  # noqa: F811
+    url, _ = server
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "c.db", embedder="hash") as c, \
+            PushClient(url, token=TOKEN) as client:
+        memory = a.store("The standup moved to 9:30")
+        for store in (a, c):
+            here = StoreSide(store, "here")
+            sync_stores(here, RemoteSide(client, here.store_id))
+        a.update(memory, content="The standup moved to 9:45")
+        sync_stores(StoreSide(a, "a"), StoreSide(c, "c"))  # c holds a's edit, which the server never sees
+        time.sleep(0.005)
+        with remote_store(url) as http:  # later: wins over a's on c
+            assert http.patch(f"/memory/{memory}", json={"content": "The standup moved to 10:00"}).status_code == 200
+        here = StoreSide(c, "c")
+        summary = sync_stores(here, ServerDeletesBeforeItsWrites(client, here.store_id, url, memory))
+        assert summary.refused == [], summary.refused
+        here = StoreSide(a, "a")
+        kept = sync_stores(here, RemoteSide(client, here.store_id))
+        assert kept.edits_kept_over_deletes == [memory], kept
+        with remote_store(url) as http:
+            assert http.get(f"/memory/{memory}").json()["memory"]["content"] == "The standup moved to 9:45"

@@ -200,7 +200,8 @@ class Sync:
             failed = {memory_id for memory_id, _ in refused}
             unmerged |= failed
             agreed = {k: v for k, v in agreed.items() if k not in failed}
-        self.join_seen(source, target, [s for s in page if s.id not in unmerged], theirs, (to_source, to_target))
+        self.join_seen(source, target, [s for s in page if s.id not in unmerged], theirs, (to_source, to_target),
+                       read)
         self.count(source, [s for s in to_source.values() if s.id not in changed],
                    [s for s in to_target.values() if s.id not in changed])
         # The conflict copies this merge wrote, and those it met without writing (one a killed
@@ -226,23 +227,32 @@ class Sync:
             self.merge_memories(holder, self.other(holder), [state], attempt)
 
     def join_seen(self, source: Side, target: Side, merged: list[MemoryState], theirs: dict[str, MemoryState],
-                  writes: tuple[dict[str, MemoryState], dict[str, MemoryState]]) -> None:
+                  writes: tuple[dict[str, MemoryState], dict[str, MemoryState]],
+                  read: dict[int, dict[str, str]]) -> None:
         """Both sides of each merged memory have now seen what either had seen of it, and both
         versions (``seen.py``): a later deletion on either side then covers all of that. Written
         only where a side does not already know as much: its summary, its version now, and the
         record it held, which the triggers noted when the write replaced or deleted it (a plain
-        copy, or an edit copied over the version it replaced, needs no row)."""
+        copy, or an edit copied over the version it replaced, needs no row). And only where the
+        side still holds the version this sync left there (the one it wrote, or the one it read):
+        a memory another process changed meanwhile (a delete made before this side took the other
+        version in) has not seen it; the next sync merges it again."""
         updates: dict[int, dict[str, Seen]] = {id(source): {}, id(target): {}}
+        expected: dict[int, dict[str, str]] = {id(source): {}, id(target): {}}
         for state in merged:
             other = theirs.get(state.id, MemoryState(state.id))
-            both = join([state.seen, other.seen], [state.stamp, other.stamp])
+            # A deletion's own stamp too: a store that took the delete in has seen it, so what it
+            # writes after (an import of the version deleted) is new to that delete (sync_rules.py).
+            both = join([state.seen, other.seen], [state.stamp, other.stamp, *_deletion_stamps(state, other)])
             for side, held, taken in ((source, state, writes[0]), (target, other, writes[1])):
                 now = taken[state.id].stamp if state.id in taken else held.stamp
                 if join([held.seen], [now, held.hlc if held.exists else None]) != both:
                     updates[id(side)][state.id] = both
+                    expected[id(side)][state.id] = (_version_text(taken[state.id]) if state.id in taken
+                                                    else read[id(side)][state.id])
         for side in (source, target):
             if updates[id(side)]:
-                side.record_seen(updates[id(side)])
+                side.record_seen(updates[id(side)], expected[id(side)])
 
     def place_conflict_copies(self, source: Side, target: Side, copies: dict[str, MemoryState],
                               writes: tuple[dict[str, MemoryState], dict[str, MemoryState]],
@@ -375,6 +385,11 @@ class Sync:
                     self.summary.refused.append({"id": " ".join(key), "side": side.label, "reason": why})
             if waiting:
                 self.other(side).requeue_edges(waiting)
+
+
+def _deletion_stamps(*states: MemoryState) -> list[str]:
+    """The stamps of those ``states`` that are deletions (the deletes themselves, not what they deleted)."""
+    return [s.hlc for s in states if s.record is None and s.hlc]
 
 
 def _version_text(state: MemoryState) -> str:

@@ -8,7 +8,7 @@ from ..errors import LocalMemError
 from . import sync_wire as wire
 from .push_client import PushClient
 from .seen import Seen
-from .sync_rules import EdgeState, MemoryState
+from .sync_rules import ABSENT, EdgeState, MemoryState
 from .sync_side import PAGE
 
 
@@ -117,7 +117,11 @@ class RemoteSide:
                     refused.append((wire.edge_key(item[0], f"refused[{n}]"), str(item[1])[:500]))
         return refused
 
-    def record_seen(self, seen: dict[str, Seen]) -> None:
+    def record_seen(self, seen: dict[str, Seen], expect: dict[str, str] | None = None) -> None:
+        if expect is not None:  # read again just before (the route takes no expected version)
+            held = self.memory_states(list(seen))
+            seen = {i: s for i, s in seen.items()
+                    if (held[i].version.text() if i in held and held[i].version else ABSENT) == expect.get(i)}
         pairs = [[memory_id, [list(row) for row in summary.rows()]] for memory_id, summary in seen.items()]
         for start in range(0, len(pairs), wire.MAX_ITEMS):
             self._call("seen", seen=pairs[start:start + wire.MAX_ITEMS])

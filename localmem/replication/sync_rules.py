@@ -216,8 +216,11 @@ def _seen_by_deleter(record: MemoryState, deletion: MemoryState) -> bool:
     seen otherwise (its own earlier versions, and what syncs merged into them). Not the clock:
     an edit made without seeing the delete survives it whichever stamp is later."""
     assert record.record is not None and record.hlc is not None and deletion.deleted_hlc is not None
-    if deletion.hlc is not None and replica(record.hlc) == replica(deletion.hlc) and record.hlc > deletion.hlc:
-        return False  # made by the deleting store after its delete (an import of the version it deleted, say)
+    if deletion.hlc is not None and record.hlc > deletion.hlc and record.hlc != deletion.deleted_hlc and (
+            replica(record.hlc) == replica(deletion.hlc) or record.seen.covers(deletion.hlc)):
+        # Made after the delete, by the deleting store or by one that had taken the delete in (its
+        # summary holds the deletion's stamp): an import there of the version deleted, say.
+        return False
     if record.record.get("updated_at") == deletion.deleted_updated_at or record.hlc == deletion.deleted_hlc:
         return True
     if replica(record.hlc) == replica(deletion.deleted_hlc) and record.hlc < deletion.deleted_hlc:

@@ -353,12 +353,15 @@ class StoreSide:
                 store.conn.execute(store.sql["sync_edge_requeue"], {"src_id": src_id, "type": relation,
                                                                     "dst_id": dst_id})
 
-    def record_seen(self, seen: dict[str, Seen]) -> None:
-        """Join what a sync merged of these memories into what this store has seen of them."""
-        rows = [[memory_id, name, stamp] for memory_id, summary in seen.items() for name, stamp in summary.rows()]
-        if rows:
-            store = self.store
-            with store.lock, transaction(store.conn):
+    def record_seen(self, seen: dict[str, Seen], expect: dict[str, str] | None = None) -> None:
+        """Join what a sync merged of these memories into what this store has seen of them; with
+        ``expect``, only for those still at the version given there (checked in the transaction)."""
+        store = self.store
+        with store.lock, transaction(store.conn):
+            rows = [[memory_id, name, stamp] for memory_id, summary in seen.items()
+                    if expect is None or self._version_now(memory_id) == expect.get(memory_id)
+                    for name, stamp in summary.rows()]
+            if rows:
                 store.conn.execute(store.sql["sync_seen_join"], {"rows": json.dumps(rows)})
 
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
