@@ -166,6 +166,29 @@ def test_forget_on_the_store_that_deleted_a_memory_purges_the_peers_trash_copy(t
     assert unknown.returncode != 0 and "not found" in unknown.stderr.lower()  # an id never seen is still refused
 
 
+def test_forgetting_several_ids_forgets_each_ones_conflict_copies_held_or_in_the_trash(tmp_path):
+    """One scan finds the conflict copies of every id named (not one scan of the store per id); each copy
+    is named for its own memory, whether it is held or in the trash."""
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        memories = [a.store(f"note {n} about the garden shed") for n in range(3)]
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        for n, memory in enumerate(memories):
+            a.update(memory, content=f"note {n} says the shed key is under the pot")
+            b.update(memory, content=f"note {n} says the shed key is with the neighbour")
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"))
+        copies = {json.loads(m)["sync_conflict"]["memory_id"]: i for i, m in a.conn.execute(
+            "SELECT id, metadata FROM memories WHERE metadata LIKE '%sync_conflict%'")}
+        assert sorted(copies) == sorted(memories), copies
+        move_to_trash(a, copies[memories[1]], "a user's delete")  # one copy in the trash, the others held
+        named = [memories[2], memories[0]]
+        found = {t["id"]: t["reason"] for t in select_targets(a, ids=named)}
+        assert found == {memories[2]: "id", memories[0]: "id",
+                         copies[memories[2]]: f"conflict copy of {memories[2][:8]}",
+                         copies[memories[0]]: f"conflict copy of {memories[0][:8]}"}, found
+        found = {t["id"]: t["reason"] for t in select_targets(a, ids=[memories[1]])}
+        assert found == {memories[1]: "id", copies[memories[1]]: f"conflict copy of {memories[1][:8]} (in the trash)"}
+
+
 def test_forgetting_a_memory_forgets_its_conflict_copies_here_and_on_the_peer(tmp_path):
     """A memory changed on both stores keeps its losing version as a conflict copy (a memory of its own,
     with its own id). `forget ID` forgot the memory and left the copy, with the text of the earlier version,

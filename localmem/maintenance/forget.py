@@ -84,8 +84,8 @@ def select_targets(store: "MemoryStore", *, ids: Iterable[str] = (), matching: s
     for memory_id in ids:
         memory_id = validate_uuid(memory_id, "memory_id")
         found[memory_id] = _by_id(store, memory_id)
-    for memory_id in [t["id"] for t in found.values()]:
-        _add_conflict_copies(store, memory_id, found)
+    if found:
+        _add_conflict_copies(store, [t["id"] for t in found.values()], found)
     if matching is not None:
         if not isinstance(matching, str) or not matching.strip() or len(matching) > MAX_NEEDLE or "\x00" in matching:
             raise ValidationError(f"forget: --matching must be 1 to {MAX_NEEDLE} characters of text")
@@ -134,15 +134,16 @@ def _deleted_here(store: "MemoryStore", memory_id: str) -> bool:
     return store.conn.execute(store.sql["forget_tombstone_unpurged"], {"id": memory_id}).fetchone() is not None
 
 
-def _add_conflict_copies(store: "MemoryStore", memory_id: str, found: dict[str, dict[str, Any]]) -> None:
-    """Add the conflict copies of ``memory_id`` (its earlier versions a sync or a pull kept as
-    memories of their own), held or in the trash: forgetting a memory forgets every version of it."""
-    reason = f"conflict copy of {memory_id[:8]}"
-    for _, copy_id, content in scan_memories(store, "forget_conflict_copies", id=memory_id):
-        found.setdefault(copy_id, {"id": copy_id, "reason": reason, "preview": _preview(content)})
+def _add_conflict_copies(store: "MemoryStore", memory_ids: list[str], found: dict[str, dict[str, Any]]) -> None:
+    """Add the conflict copies of ``memory_ids`` (their earlier versions a sync or a pull kept as
+    memories of their own), held or in the trash, in one scan of each: forgetting a memory forgets
+    every version of it."""
+    ids = json.dumps(memory_ids)
+    for _, copy_id, content, of in scan_memories(store, "forget_conflict_copies", ids=ids):
+        found.setdefault(copy_id, {"id": copy_id, "reason": f"conflict copy of {of[:8]}", "preview": _preview(content)})
         _check_size(found)
-    for copy_id, text in scan_memories(store, "forget_trash_conflict_copies", id=memory_id):
-        found.setdefault(copy_id, {"id": copy_id, "reason": reason + " (in the trash)",
+    for copy_id, text, of in scan_memories(store, "forget_trash_conflict_copies", ids=ids):
+        found.setdefault(copy_id, {"id": copy_id, "reason": f"conflict copy of {of[:8]} (in the trash)",
                                    "preview": _preview(_trashed(text)[0])})
         _check_size(found)
 
