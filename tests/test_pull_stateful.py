@@ -144,6 +144,7 @@ class PushPull(RuleBasedStateMachine):
         self.held: list[set[str]] = [set() for _ in range(STORES)]  # keys each store has held
         self.deleted_marks: list[set[str]] = [set() for _ in range(STORES)]  # lost_mark of each local delete
         self.uncertain: set[str] = set()  # keys a stopped push left pending (created there or not: unknown)
+        self.listed_ids: set[str] = set()  # every server id listed when a pull started
 
     def empty_server(self):
         self.server.wait_idle()
@@ -402,22 +403,14 @@ class PushPull(RuleBasedStateMachine):
                 f"store {n} holds {row} and a finished push left it off the server: {summary}")
 
     def written_here(self, n: int, row: dict[str, Any]) -> bool:
-        """Whether store ``n`` counts this memory as written here: it was written here, or its id is
-        not the one pull derives from the server's id it is mapped to (a conflict copy made here; or,
-        a known limit (docs/pull.md), a pulled memory changed here after the server deleted it, which
-        a push created there again under a new id)."""
-        if not row["copy"] and self.origin.get(row["key"]) == n:
-            return True
-        mapped = self.stores[n].conn.execute("SELECT remote_id FROM push_ids WHERE local_id = ?",
-                                             (row["id"],)).fetchall()
-        if any(row["id"] == local_id_for(self.server.url, r[0]) for r in mapped if r[0]):
-            return False
-        if not row["copy"]:
-            self.event("a pulled memory created there again by a push counts as written here (known limit)")
-        return True
+        """Whether this memory of store ``n`` was written there (or is a conflict copy made there), by
+        the model's own record: its id is none that pull derives from a server id some pull saw. A
+        pulled memory a push created there again under a new id is still pulled (docs/pull.md)."""
+        return row["id"] not in {local_id_for(self.server.url, rid) for rid in self.listed_ids}
 
     def pull(self, n: int, before_write=None, commit_at: int = 0) -> None:
         surely = set(self.seen_surely[SERVER])
+        self.listed_ids |= {node["id"] for node in self.server_nodes()}  # the server is not written during a pull
 
         def job(client: PushClient) -> Any:
             puller = Puller(self.stores[n], client, batch_size=2, allow_deletes=10 ** 6)
