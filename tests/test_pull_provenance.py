@@ -129,4 +129,13 @@ def test_the_migration_tells_pulled_from_pushed_per_server_and_leaves_pending_cr
     found = conn.execute("SELECT remote, local_id, remote_id, origin FROM remote_origins ORDER BY remote, remote_id")
     assert found.fetchall() == [(a, rows[0][1], "ra-1", "pulled"), (a, rows[1][1], "ra-2", "pushed"),
                                 (b, rows[2][1], "rb-1", "pushed")]
+    # Run again on the file set back a version: what was recorded since stays (here: the memory pulled
+    # from a, as if a push had created it there again as ra-9, which the id map alone cannot tell).
+    with conn:
+        conn.execute("UPDATE push_ids SET remote_id = 'ra-9' WHERE remote = ? AND remote_id = 'ra-1'", (a,))
+        conn.execute("UPDATE remote_origins SET remote_id = 'ra-9' WHERE remote = ? AND remote_id = 'ra-1'", (a,))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(BEFORE),))
+    assert migrate(conn, Statements()) == LATEST_VERSION
+    assert conn.execute("SELECT origin FROM remote_origins WHERE remote_id = 'ra-9'").fetchall() == [("pulled",)]
+    assert conn.execute("SELECT count(*) FROM remote_origins").fetchone()[0] == 3
     conn.close()

@@ -408,9 +408,18 @@ class PushPull(RuleBasedStateMachine):
         pulled memory a push created there again under a new id is still pulled (docs/pull.md)."""
         return row["id"] not in {local_id_for(self.server.url, rid) for rid in self.listed_ids}
 
+    def created_again(self, n: int) -> set[str]:
+        """Pulled memories of store ``n`` that a push created on the server again, under a new id."""
+        mapped = self.stores[n].conn.execute("SELECT local_id, remote_id FROM push_ids WHERE remote_id IS NOT NULL")
+        return {local_id for local_id, remote_id in mapped
+                if not self.written_here(n, {"id": local_id}) and local_id != local_id_for(self.server.url, remote_id)}
+
     def pull(self, n: int, before_write=None, commit_at: int = 0) -> None:
         surely = set(self.seen_surely[SERVER])
         self.listed_ids |= {node["id"] for node in self.server_nodes()}  # the server is not written during a pull
+        again = self.created_again(n)
+        if again:
+            self.event("pull: pulled memories a push created there again, held")
 
         def job(client: PushClient) -> Any:
             puller = Puller(self.stores[n], client, batch_size=2, allow_deletes=10 ** 6)
@@ -427,6 +436,9 @@ class PushPull(RuleBasedStateMachine):
                     self.event(f"pull: {name}")
             if not summary.skipped:
                 self.seen_surely[n] |= surely
+            trashed = {row[0] for row in self.stores[n].conn.execute("SELECT id FROM trash WHERE reason LIKE 'pull%'")}
+            if (again - {row["id"] for row in self.rows(n)}) & trashed:
+                self.event("pull: a pulled memory a push created there again, deleted by the server's next delete")
         self.held[n] |= self.keys(n)
 
     @rule(n=st.integers(0, STORES - 1))

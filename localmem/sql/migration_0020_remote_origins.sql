@@ -7,7 +7,7 @@
 -- local id. The row outlives its map row (a memory gone from the server and kept here), so the
 -- next push that creates it there again keeps its origin, under the new id.
 
-CREATE TABLE remote_origins (
+CREATE TABLE IF NOT EXISTS remote_origins (
     remote    TEXT NOT NULL REFERENCES push_remotes (remote) ON DELETE CASCADE,
     local_id  TEXT NOT NULL,
     remote_id TEXT NOT NULL,
@@ -17,8 +17,10 @@ CREATE TABLE remote_origins (
 
 -- What the id map already knows: a pulled memory's local id derives from the server's id it was
 -- pulled under (localmem_pulled_id, registered by the migration); any other mapped one was pushed.
+-- An origin already recorded (the step run again on a file set back a version) is kept.
 INSERT INTO remote_origins (remote, local_id, remote_id, origin)
 SELECT remote, local_id, remote_id,
        CASE WHEN local_id = localmem_pulled_id(remote, remote_id) THEN 'pulled' ELSE 'pushed' END
 FROM push_ids
-WHERE remote_id IS NOT NULL;
+WHERE remote_id IS NOT NULL
+ON CONFLICT (remote, local_id) DO NOTHING;
