@@ -330,6 +330,36 @@ class PushPull(RuleBasedStateMachine):
             self.deleted_at[SERVER].add(row["key"])
         assert self.server.client.delete(f"/memory/{row['id']}").status_code == 200
 
+    def server_place(self, n: int, local_id: str) -> int | None:
+        """Where the server lists the memory store ``n`` maps ``local_id`` to (None: not there)."""
+        mapped = {r[0] for r in self.stores[n].conn.execute(
+            "SELECT remote_id FROM push_ids WHERE local_id = ? AND remote_id IS NOT NULL", (local_id,))}
+        return next((i for i, row in enumerate(self.server_rows()) if row["id"] in mapped), None)
+
+    @rule(n=st.integers(0, STORES - 1), pick=st.integers(0, 10 ** 6), field=FIELDS, words=WORDS, tags=TAGS,
+          importance=IMPORTANCE)
+    def pulled_memory_deleted_twice(self, n, pick, field, words, tags, importance):
+        """A memory store n pulled is changed here and deleted on the server, kept by the next pull and
+        created there again by a push; the next time this runs, the server deletes it again (docs/pull.md,
+        Deletions: the second delete reaches it by the same rules as the first)."""
+        again = sorted(self.created_again(n))
+        places = [p for p in (self.server_place(n, local_id) for local_id in again) if p is not None]
+        if places:
+            self.event("the server deletes a pulled memory a push created there again")
+            self.server_delete(places[pick % len(places)])
+            return
+        pulled = [r for r in self.rows(n) if not r["copy"] and not self.written_here(n, r)
+                  and self.server_place(n, r["id"]) is not None]
+        if not pulled:
+            return
+        row = pulled[pick % len(pulled)]
+        self.edit_row(n, row, field, words, tags, importance)
+        place = self.server_place(n, row["id"])
+        assert place is not None
+        self.server_delete(place)
+        self.pull(n)
+        self.push(n)
+
     # -- push and pull ------------------------------------------------------------------
 
     def reopen(self, n: int) -> None:
