@@ -5,7 +5,8 @@ tested", says what it covers and checks, in words.
 One real AutoMem server (started once for the module, emptied through its own API before each
 example) and two local stores: stores, edits (content, tags or importance), deletes and ``forget``s
 in either store; another client's stores, edits and deletes on the server's HTTP API; one memory
-changed on both sides; pushes and pulls either way; pushes killed before a request, after one (its
+changed on both sides; a pulled memory changed here and deleted there, created there again by a push,
+then deleted there a second time; pushes and pulls either way; pushes killed before a request, after one (its
 answer lost) or before a commit; pulls killed before a commit or a memory's write; a second process
 writing what a pull is about to write, or writing while a push runs. Each memory carries its name in
 ``metadata.case_key`` (the model's handle on it across the three copies).
@@ -337,28 +338,40 @@ class PushPull(RuleBasedStateMachine):
         return next((i for i, row in enumerate(self.server_rows()) if row["id"] in mapped), None)
 
     @rule(n=st.integers(0, STORES - 1), pick=st.integers(0, 10 ** 6), field=FIELDS, words=WORDS, tags=TAGS,
-          importance=IMPORTANCE)
-    def pulled_memory_deleted_twice(self, n, pick, field, words, tags, importance):
-        """A memory store n pulled is changed here and deleted on the server, kept by the next pull and
-        created there again by a push; the next time this runs, the server deletes it again (docs/pull.md,
-        Deletions: the second delete reaches it by the same rules as the first)."""
+          importance=IMPORTANCE, now=st.booleans())
+    def pulled_memory_deleted_twice(self, n, pick, field, words, tags, importance, now):
+        """A memory store n pulled (one the server gets first, if n holds none) is changed here and deleted on
+        the server, kept by the next pull and created there again by a push; the server deletes it again, at
+        once (``now``) or the next time this runs, after whatever steps come between (docs/pull.md, Deletions:
+        the second delete reaches it by the same rules as the first)."""
         again = sorted(self.created_again(n))
         places = [p for p in (self.server_place(n, local_id) for local_id in again) if p is not None]
         if places:
-            self.event("the server deletes a pulled memory a push created there again")
+            self.event("the server deletes a pulled memory a push created there again, steps later")
             self.server_delete(places[pick % len(places)])
             return
-        pulled = [r for r in self.rows(n) if not r["copy"] and not self.written_here(n, r)
-                  and self.server_place(n, r["id"]) is not None]
-        if not pulled:
-            return
-        row = pulled[pick % len(pulled)]
+
+        def pulled() -> list[dict[str, Any]]:
+            return [r for r in self.rows(n) if not r["copy"] and not self.written_here(n, r)
+                    and self.server_place(n, r["id"]) is not None]
+
+        if not pulled():
+            self.server_store(words, tags, importance)
+            self.pull(n)
+        candidates = pulled()
+        if not candidates:
+            return  # the pull was refused or found nothing new
+        row = candidates[pick % len(candidates)]
         self.edit_row(n, row, field, words, tags, importance)
         place = self.server_place(n, row["id"])
         assert place is not None
         self.server_delete(place)
         self.pull(n)
         self.push(n)
+        place = self.server_place(n, row["id"])
+        if now and place is not None:
+            self.event("the server deletes a pulled memory a push created there again, at once")
+            self.server_delete(place)
 
     # -- push and pull ------------------------------------------------------------------
 
