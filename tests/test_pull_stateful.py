@@ -5,7 +5,8 @@ tested", says what it covers and checks, in words.
 One real AutoMem server (started once for the module, emptied through its own API before each
 example) and two local stores: stores, edits (content, tags or importance), deletes and ``forget``s
 in either store; another client's stores, edits and deletes on the server's HTTP API; one memory
-changed on both sides; pushes and pulls either way; pushes killed before a request, after one (its
+changed on both sides; a pulled memory changed here and deleted there, created there again by a push,
+then deleted there a second time; pushes and pulls either way; pushes killed before a request, after one (its
 answer lost) or before a commit; pulls killed before a commit or a memory's write; a second process
 writing what a pull is about to write, or writing while a push runs. Each memory carries its name in
 ``metadata.case_key`` (the model's handle on it across the three copies).
@@ -144,6 +145,7 @@ class PushPull(RuleBasedStateMachine):
         self.held: list[set[str]] = [set() for _ in range(STORES)]  # keys each store has held
         self.deleted_marks: list[set[str]] = [set() for _ in range(STORES)]  # lost_mark of each local delete
         self.uncertain: set[str] = set()  # keys a stopped push left pending (created there or not: unknown)
+        self.listed_ids: set[str] = set()  # every server id listed when a pull started
 
     def empty_server(self):
         self.server.wait_idle()
@@ -329,6 +331,48 @@ class PushPull(RuleBasedStateMachine):
             self.deleted_at[SERVER].add(row["key"])
         assert self.server.client.delete(f"/memory/{row['id']}").status_code == 200
 
+    def server_place(self, n: int, local_id: str) -> int | None:
+        """Where the server lists the memory store ``n`` maps ``local_id`` to (None: not there)."""
+        mapped = {r[0] for r in self.stores[n].conn.execute(
+            "SELECT remote_id FROM push_ids WHERE local_id = ? AND remote_id IS NOT NULL", (local_id,))}
+        return next((i for i, row in enumerate(self.server_rows()) if row["id"] in mapped), None)
+
+    @rule(n=st.integers(0, STORES - 1), pick=st.integers(0, 10 ** 6), field=FIELDS, words=WORDS, tags=TAGS,
+          importance=IMPORTANCE, now=st.booleans())
+    def pulled_memory_deleted_twice(self, n, pick, field, words, tags, importance, now):
+        """A memory store n pulled (one the server gets first, if n holds none) is changed here and deleted on
+        the server, kept by the next pull and created there again by a push; the server deletes it again, at
+        once (``now``) or the next time this runs, after whatever steps come between (docs/pull.md, Deletions:
+        the second delete reaches it by the same rules as the first)."""
+        again = sorted(self.created_again(n))
+        places = [p for p in (self.server_place(n, local_id) for local_id in again) if p is not None]
+        if places:
+            self.event("the server deletes a pulled memory a push created there again, steps later")
+            self.server_delete(places[pick % len(places)])
+            return
+
+        def pulled() -> list[dict[str, Any]]:
+            return [r for r in self.rows(n) if not r["copy"] and not self.written_here(n, r)
+                    and self.server_place(n, r["id"]) is not None]
+
+        if not pulled():
+            self.server_store(words, tags, importance)
+            self.pull(n)
+        candidates = pulled()
+        if not candidates:
+            return  # the pull was refused or found nothing new
+        row = candidates[pick % len(candidates)]
+        self.edit_row(n, row, field, words, tags, importance)
+        place = self.server_place(n, row["id"])
+        assert place is not None
+        self.server_delete(place)
+        self.pull(n)
+        self.push(n)
+        place = self.server_place(n, row["id"])
+        if now and place is not None:
+            self.event("the server deletes a pulled memory a push created there again, at once")
+            self.server_delete(place)
+
     # -- push and pull ------------------------------------------------------------------
 
     def reopen(self, n: int) -> None:
@@ -402,22 +446,23 @@ class PushPull(RuleBasedStateMachine):
                 f"store {n} holds {row} and a finished push left it off the server: {summary}")
 
     def written_here(self, n: int, row: dict[str, Any]) -> bool:
-        """Whether store ``n`` counts this memory as written here: it was written here, or its id is
-        not the one pull derives from the server's id it is mapped to (a conflict copy made here; or,
-        a known limit (docs/pull.md), a pulled memory changed here after the server deleted it, which
-        a push created there again under a new id)."""
-        if not row["copy"] and self.origin.get(row["key"]) == n:
-            return True
-        mapped = self.stores[n].conn.execute("SELECT remote_id FROM push_ids WHERE local_id = ?",
-                                             (row["id"],)).fetchall()
-        if any(row["id"] == local_id_for(self.server.url, r[0]) for r in mapped if r[0]):
-            return False
-        if not row["copy"]:
-            self.event("a pulled memory created there again by a push counts as written here (known limit)")
-        return True
+        """Whether this memory of store ``n`` was written there (or is a conflict copy made there), by
+        the model's own record: its id is none that pull derives from a server id some pull saw. A
+        pulled memory a push created there again under a new id is still pulled (docs/pull.md)."""
+        return row["id"] not in {local_id_for(self.server.url, rid) for rid in self.listed_ids}
+
+    def created_again(self, n: int) -> set[str]:
+        """Pulled memories of store ``n`` that a push created on the server again, under a new id."""
+        mapped = self.stores[n].conn.execute("SELECT local_id, remote_id FROM push_ids WHERE remote_id IS NOT NULL")
+        return {local_id for local_id, remote_id in mapped
+                if not self.written_here(n, {"id": local_id}) and local_id != local_id_for(self.server.url, remote_id)}
 
     def pull(self, n: int, before_write=None, commit_at: int = 0) -> None:
         surely = set(self.seen_surely[SERVER])
+        self.listed_ids |= {node["id"] for node in self.server_nodes()}  # the server is not written during a pull
+        again = self.created_again(n)
+        if again:
+            self.event("pull: pulled memories a push created there again, held")
 
         def job(client: PushClient) -> Any:
             puller = Puller(self.stores[n], client, batch_size=2, allow_deletes=10 ** 6)
@@ -434,6 +479,9 @@ class PushPull(RuleBasedStateMachine):
                     self.event(f"pull: {name}")
             if not summary.skipped:
                 self.seen_surely[n] |= surely
+            trashed = {row[0] for row in self.stores[n].conn.execute("SELECT id FROM trash WHERE reason LIKE 'pull%'")}
+            if (again - {row["id"] for row in self.rows(n)}) & trashed:
+                self.event("pull: a pulled memory a push created there again, deleted by the server's next delete")
         self.held[n] |= self.keys(n)
 
     @rule(n=st.integers(0, STORES - 1))

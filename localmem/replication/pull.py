@@ -57,7 +57,7 @@ from .pull_merge import (
     same_instant,
     store_conflict_copy,
 )
-from .pull_state import PENDING, PullState, local_id_for
+from .pull_state import PENDING, PULLED, PullState, local_id_for
 from .pull_wire import FIELDS, BadRecord, RemoteMemory, read_memory
 from .push import push_lock
 from .push_client import PushClient, RemoteError
@@ -481,7 +481,7 @@ class Puller(ProgressSteps):
             if row is None:
                 if created:  # deleted here since this pull wrote it: mapped, so the next push deletes it there
                     entries.append({"local_id": local_id, "remote_id": memory.remote_id, "pushed_seq": 0,
-                                    "push_fields": {}, "pulled": memory.hashes()})
+                                    "push_fields": {}, "pulled": memory.hashes(), "created": True})
                 continue
             payload, complete = memory_payload(row, AUTOMEM, remote_ids, with_embedding=False)
             hashes = field_hashes(payload, AUTOMEM, complete=complete)
@@ -506,7 +506,7 @@ class Puller(ProgressSteps):
                     hashes = {**old, **{name: hashes[name] for name in (pulled or {}).get(local_id, [])
                                         if name in hashes}}
             entries.append({"local_id": local_id, "remote_id": memory.remote_id, "pushed_seq": pushed_seq,
-                            "push_fields": hashes, "pulled": pulled_hashes})
+                            "push_fields": hashes, "pulled": pulled_hashes, "created": created})
         self.state.record(entries)
 
     def update_memories(self, updates: list[Update]) -> None:
@@ -582,9 +582,9 @@ class Puller(ProgressSteps):
                 if rid not in self.listing and rid not in self.unreadable]
 
     def _came_from_here(self, remote_id: str, entry: dict[str, Any]) -> bool:
-        """Whether the local memory was pulled from this server (its id is derived from the
-        server's), not written here and pushed: only those are deleted when the server drops them."""
-        return entry["local_id"] == local_id_for(self.client.url, remote_id)
+        """Whether the local memory was pulled from this server, under this id or one before it
+        (``remote_origins``), not written here and pushed: only those go when the server drops them."""
+        return entry["origin"] == PULLED
 
     def _would_delete(self, remote_id: str, entry: dict[str, Any]) -> bool:
         return (bool(entry["present"]) and self._came_from_here(remote_id, entry)

@@ -10,10 +10,10 @@ id, see ``local_id_for``), so it records them instead of storing them twice.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..storage.database import read_transaction
+from ..storage.migrations import pulled_local_id
 from ..storage.records import rows_as_dicts
 from ..timeparse import format_timestamp
 from .remote_records import RemoteRecords
@@ -24,13 +24,15 @@ if TYPE_CHECKING:
 # In ``pull_seen``: a memory noted before a pull writes it (with the hashes of the version written),
 # until the pull records it; a push leaves such memories alone, the next pull resumes them.
 PENDING = "pending"
-# Local ids of pulled memories: uuid5 of the remote URL and the remote id, so a
-# rerun after a kill gives a memory the id it already has.
-PULL_NAMESPACE = uuid.UUID("6b1f4d2e-3c1a-5e8f-9a47-0c2d5b7e91aa")
+# Where a memory the server has came from (remote_origins): only a pulled one is deleted here
+# when the server drops it.
+PULLED, PUSHED = "pulled", "pushed"
 
 
 def local_id_for(remote: str, remote_id: str) -> str:
-    return str(uuid.uuid5(PULL_NAMESPACE, f"{remote}\n{remote_id}"))
+    """A pulled memory's local id: uuid5 of the remote URL and the remote id, so a rerun after a
+    kill gives a memory the id it already has."""
+    return pulled_local_id(remote, remote_id)
 
 
 class PullState(RemoteRecords):
@@ -44,7 +46,7 @@ class PullState(RemoteRecords):
     # -- reads ----------------------------------------------------------------
 
     def id_map(self) -> dict[str, dict[str, Any]]:
-        """remote id -> {local_id, pushed_seq, fields, change_seq, present}."""
+        """remote id -> {local_id, pushed_seq, fields, change_seq, present, origin}."""
         return {row["remote_id"]: row for row in self._read("pull_map")}
 
     def map_entry(self, remote_id: str) -> dict[str, Any] | None:
@@ -99,12 +101,16 @@ class PullState(RemoteRecords):
 
     def record(self, entries: list[dict[str, Any]]) -> None:
         """Per memory: the push map's row (local id, remote id, version, hashes) and the
-        hashes of the remote fields taken, in one transaction."""
+        hashes of the remote fields taken, in one transaction; an entry marked ``created`` (this
+        pull stored it) is recorded as pulled from the server (``remote_origins``)."""
         statements: list[tuple[str, dict[str, Any]]] = []
         for entry in entries:
             statements.append(("push_record", {
                 "local_id": entry["local_id"], "remote_id": entry["remote_id"],
                 "pushed_seq": entry["pushed_seq"], "fields": json.dumps(entry["push_fields"], sort_keys=True)}))
+            if entry.get("created"):
+                statements.append(("remote_origin_record", {"local_id": entry["local_id"],
+                                                            "remote_id": entry["remote_id"], "origin": PULLED}))
             statements.append(("pull_seen_record", {"remote_id": entry["remote_id"],
                                                     "fields": json.dumps(entry["pulled"], sort_keys=True)}))
         if statements:

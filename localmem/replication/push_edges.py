@@ -67,11 +67,23 @@ def _send_edges(self: Pusher, part: list[tuple[dict[str, Any], dict[str, Any]]])
             done.append(edge)
             counter = "updated" if edge["known"] else "created"
             setattr(self.summary.edges, counter, getattr(self.summary.edges, counter) + 1)
+        elif (gone := _end_gone(self, edge)) is not None:
+            self.summary.skip("edge", _edge_name(edge), f"its memory {gone} is gone from the server (deleted there "
+                                                        "since; the next pull finds out): not sent")
         else:
             reason = reasons.get(index) or f"POST /associate answered {response.status}: {response.message()}"
             self.summary.fail("edge", _edge_name(edge), str(reason))
     self.map.record_edges(done)
     self.advance(len(part))
+
+
+def _end_gone(self: Pusher, edge: dict[str, Any]) -> str | None:
+    """The local id of an end of ``edge`` the server answers 404 for (None: both are there, or it
+    did not say): an edge the server refused because another client deleted that memory."""
+    for local_id, remote_id in ((edge["src_id"], edge["src_remote"]), (edge["dst_id"], edge["dst_remote"])):
+        if self.client.get(f"/memory/{self.client.quoted(remote_id)}").status == 404:
+            return local_id
+    return None
 
 def delete_edges(self: Pusher) -> None:
     rows = self.map.edges_deleted()

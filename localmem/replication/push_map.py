@@ -19,6 +19,7 @@ from ..storage.database import read_transaction
 from ..storage.records import rows_as_dicts
 from ..tags import compute_tag_prefixes
 from ..timeparse import format_timestamp
+from .pull_state import PUSHED
 from .remote_records import RemoteRecords
 
 if TYPE_CHECKING:
@@ -126,11 +127,16 @@ class PushMap(RemoteRecords):
             self._write([("push_mark_pending", {"ids": json.dumps(local_ids), "now": self._now()})])
 
     def record(self, entries: list[tuple[str, str, int, dict[str, str]]]) -> None:
-        """(local id, remote id, change counter sent, field hashes) for each memory the server has."""
-        if entries:
-            self._write([("push_record", {"local_id": local, "remote_id": remote_id, "pushed_seq": seq,
-                                          "fields": json.dumps(fields, sort_keys=True)})
-                         for local, remote_id, seq, fields in entries])
+        """(local id, remote id, change counter sent, field hashes) for each memory the server has;
+        one not known there before is recorded as pushed (``remote_origins``), one known keeps its
+        origin under this id (a pulled memory the server lost, created there again, stays pulled)."""
+        statements: list[tuple[str, dict[str, Any]]] = []
+        for local, remote_id, seq, fields in entries:
+            statements += [("push_record", {"local_id": local, "remote_id": remote_id, "pushed_seq": seq,
+                                            "fields": json.dumps(fields, sort_keys=True)}),
+                           ("remote_origin_record", {"local_id": local, "remote_id": remote_id, "origin": PUSHED})]
+        if statements:
+            self._write(statements)
 
     def changed_there(self, remote_ids: list[str]) -> None:
         """The server's version of these memories is what this push sent: what pulls last took of

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from typing import Callable
 
 import apsw
@@ -19,6 +20,17 @@ from .statements import Statements
 from .threads import thread_key, write_text_rows
 from .hybrid_clock import register_wall_clock
 from .identity import claim_home
+
+
+# A memory pulled from a server gets the local id uuid5(PULL_NAMESPACE, "<server URL>\n<server id>"), so a
+# pull stopped and run again gives it the same one (replication/pull_state.py). Kept here, below both,
+# since migration 20 tells the memories a file's id map holds apart by it: it can never change.
+PULL_NAMESPACE = uuid.UUID("6b1f4d2e-3c1a-5e8f-9a47-0c2d5b7e91aa")
+
+
+def pulled_local_id(remote: str, remote_id: str) -> str:
+    """The local id of the memory pulled from ``remote`` (its URL) under the server's ``remote_id``."""
+    return str(uuid.uuid5(PULL_NAMESPACE, f"{remote}\n{remote_id}"))
 
 
 def _run_script(conn: apsw.Connection, sql: str) -> None:
@@ -182,6 +194,13 @@ def migration_0019_edge_stamps_in_row(conn: apsw.Connection, sql: Statements) ->
     _run_script(conn, sql["migration_0019_edge_stamps_in_row"])
 
 
+def migration_0020_remote_origins(conn: apsw.Connection, sql: Statements) -> None:
+    """Where each memory a push or pull server has came from (pulled from it, or pushed there),
+    filled from the id map: a memory whose local id derives from its server id was pulled."""
+    conn.create_scalar_function("localmem_pulled_id", pulled_local_id, 2, deterministic=True)
+    _run_script(conn, sql["migration_0020_remote_origins"])
+
+
 MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0001_initial,
     migration_0002_fulltext,
@@ -202,6 +221,7 @@ MIGRATIONS: tuple[Callable[[apsw.Connection, Statements], None], ...] = (
     migration_0017_sync_seen,
     migration_0018_sync_owed_edges,
     migration_0019_edge_stamps_in_row,
+    migration_0020_remote_origins,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
