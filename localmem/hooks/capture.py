@@ -266,7 +266,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
             done_to, more = batches[index - 1][-1][1], True  # the next run starts after the last stored turn
             break
         last = index == len(batches) - 1
-        batch_to = read.end_offset if last else batch[-1][1]
+        batch_to = read.resume_at if last else batch[-1][1]
         if not batch and batch_to == offset and not read.restarted:
             break  # nothing new, and the offset stands
         with store.lock, transaction(store.conn):  # claims, memories and offset commit together
