@@ -92,6 +92,11 @@ def _answer(store: "MemoryStore", event: str, payload: Mapping[str, Any], settin
     if cwd and not capture_allowed(cwd):
         return HookAnswer(None, {"event": event, "captured": 0,
                                  "reason": f"capture is turned off for this project ({PROJECT_FILE})"})
+    if project is None:  # untagged turns would be memories tied to no project: recalled in every project
+        where = f"the folder {names.root} has no name to use" if names.root else "the payload has no 'cwd'"
+        return HookAnswer(None, {"event": event, "captured": 0, "reason": (
+            f"not captured: no project ({where}), and turns stored without one would be recalled in every "
+            "project; name one with LOCALMEM_HOOK_PROJECT or a .localmem.json file")})
     path = check_transcript_path(payload.get("transcript_path"))
     rules = load_rules(settings.rules_path)
     report = capture(store, session_id, path, project, names.root, settings, rules)
@@ -131,7 +136,7 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
             return HookAnswer(None, {"event": event, "project": names.primary, "injected": 0, "reason": skip})
     scope = resolve(store, names)
     report: dict[str, Any] = {"event": event, "project": names.primary, "scope": scope.describe()}
-    explain = [_scope_line(store, scope)]
+    explain = [_scope_line(store, scope, names.root)]
     if event == "SessionStart":
         if payload.get("source") == "compact" and not store.read_only:
             with store.lock:
@@ -245,9 +250,10 @@ def _json_object(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _scope_line(store: "MemoryStore", scope: ProjectScope) -> str:
+def _scope_line(store: "MemoryStore", scope: ProjectScope, root: str | None) -> str:
     if scope.primary is None:
-        return "project: none (no 'cwd' and no LOCALMEM_HOOK_PROJECT): only notes tied to no project are asked"
+        why = f"the folder {root} has no name to use" if root else "no 'cwd' and no LOCALMEM_HOOK_PROJECT"
+        return f"project: none ({why}): only notes tied to no project are asked"
     if not scope.matches:
         known = some_project_tags(store)
         return (f"project {scope.primary}: no current memory carries a matching project tag (tried project:{scope.primary} "
