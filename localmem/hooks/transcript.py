@@ -1,8 +1,8 @@
 """Reading a Claude Code transcript (JSONL) bounded in bytes, line length and line count.
 
-Only a regular file is read (opened without following a final symlink and
-without blocking, so a FIFO or device named as the transcript is refused,
-not waited on). Reading resumes at the offset the last capture stopped at;
+Only a regular file of this user is read (opened without following a final
+symlink and without blocking, so a FIFO or device named as the transcript is
+refused, not waited on; another user's file is refused, however readable). Reading resumes at the offset the last capture stopped at;
 a file now shorter than that, or whose byte before it is not a newline, was
 replaced, and is read from the start (capture's message ids keep that
 harmless). A line longer than ``max_line_bytes`` is skipped without being
@@ -67,6 +67,9 @@ class TranscriptRead:
             info = os.fstat(self._fd)
             if not stat.S_ISREG(info.st_mode):
                 raise ValidationError(f"'transcript_path' is not a regular file ({path})")
+            if hasattr(os, "geteuid") and info.st_uid != os.geteuid():  # another user's words are not ours to keep
+                raise ValidationError(f"'transcript_path' belongs to another user (uid {info.st_uid}), "
+                                      f"not read ({path})")
             self.size = info.st_size
             self.start = self._usable_offset(offset)
         except BaseException:
