@@ -38,7 +38,8 @@ def test_a_session_at_the_filesystem_root_is_not_captured_into_every_project(tmp
 def test_a_payload_without_cwd_is_not_captured_and_says_why(tmp_path):
     db = tmp_path / "m.db"
     transcript = _transcript(tmp_path, "/somewhere")
-    _, err = run_hook(db, "Stop", {"session_id": SESSION, "transcript_path": str(transcript)}, LOCALMEM_HOOK_VERBOSE="1")
+    _, err = run_hook(db, "Stop", {"session_id": SESSION, "transcript_path": str(transcript)},
+                      LOCALMEM_HOOK_VERBOSE="1")
     assert memories(db) == [] and "no project" in err
 
 

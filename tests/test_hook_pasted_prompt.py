@@ -9,8 +9,9 @@ from __future__ import annotations
 from tests.hook_helpers import payload, run_hook
 from tests.test_hook_inject import STAGING, STAGING_PROMPT, context_of, seeded
 
-LOG = "".join(f"2026-12-06T09:{n // 60 % 60:02d}:{n % 60:02d}Z INFO worker-{n % 8} GET /api/v2/items/{n * 7919 % 99991} "
-              f"200 {n % 97} ms trace={n * 2654435761 % 2**32:08x}\n" for n in range(400))
+LOG = "".join(f"2026-12-06T09:{n // 60 % 60:02d}:{n % 60:02d}Z INFO worker-{n % 8} "
+              f"GET /api/v2/items/{n * 7919 % 99991} 200 {n % 97} ms trace={n * 2654435761 % 2**32:08x}\n"
+              for n in range(400))
 
 
 def _ask(tmp_path, text):

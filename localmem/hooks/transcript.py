@@ -2,16 +2,17 @@
 
 Only a regular file of this user is read (opened without following a final
 symlink and without blocking, so a FIFO or device named as the transcript is
-refused, not waited on; another user's file is refused, however readable). Reading resumes at the offset the last capture stopped at;
-a file now shorter than that, or whose byte before it is not a newline, was
-replaced, and is read from the start (capture's message ids keep that
-harmless). A line longer than ``max_line_bytes`` is skipped without being
-held in memory, over as many runs as it takes: a run that stops inside such a
-line says where, as a negative offset (``resume_at``), and the next run goes
-on skipping from there (a line longer than one run's ``max_bytes`` is not read
-again from its start at every run). A line that is not JSON, nests too deep, or
-is not an object is skipped; each skip is counted by reason. An unfinished last
-line (the client still writing it) is left for the next run.
+refused, not waited on; another user's file is refused, however readable).
+Reading resumes at the offset the last capture stopped at; a file now shorter
+than that, or whose byte before it is not a newline, was replaced, and is read
+from the start (capture's message ids keep that harmless). A line longer than
+``max_line_bytes`` is skipped without being held in memory, over as many runs
+as it takes: a run that stops inside such a line says where, as a negative
+offset (``resume_at``), and the next run goes on skipping from there (a line
+longer than one run's ``max_bytes`` is not read again from its start at every
+run). A line that is not JSON, nests too deep, or is not an object is skipped;
+each skip is counted by reason. An unfinished last line (the client still
+writing it) is left for the next run.
 """
 
 from __future__ import annotations
