@@ -66,7 +66,7 @@ def test_capture_events_run_through_the_installed_command(warm: Warm, tmp_path: 
     lines = [{"type": "user", "uuid": "u1", "message": {"role": "user", "content": "We decided to ship the orchid release on "
                                                                       "Thursdays after the staging soak test."}}]
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    answer, said = through_shell(installed(warm, "Stop"), {"session_id": "s2", "cwd": "/",
+    answer, said = through_shell(installed(warm, "Stop"), {"session_id": "s2", "cwd": str(tmp_path),
                                                            "transcript_path": str(transcript)},
                                  {**warm.env, "LOCALMEM_DAEMON": "0"}, "-v")
     assert answer is None and "1 message(s) stored" in said, said

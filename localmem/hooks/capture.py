@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .settings import HookSettings
 
 CAPTURED_IMPORTANCE = 0.4  # below a deliberately stored note's default 0.5
-BATCH_MESSAGES = 32  # messages per write transaction: the lock waits on one batch's embedding
+BATCH_MESSAGES = 8  # messages per write transaction: a prompt waits on the lock for one batch's embedding
 MAX_MESSAGES = 1024  # per run (a first capture of a long transcript goes on at the next run)
 CAPTURE_SECONDS = 8.0  # no new batch is started after this long (the hook's deadline is longer)
 SOURCE_TAG = "source:claude-code"
@@ -266,7 +266,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
             done_to, more = batches[index - 1][-1][1], True  # the next run starts after the last stored turn
             break
         last = index == len(batches) - 1
-        batch_to = read.end_offset if last else batch[-1][1]
+        batch_to = read.resume_at if last else batch[-1][1]
         if not batch and batch_to == offset and not read.restarted:
             break  # nothing new, and the offset stands
         with store.lock, transaction(store.conn):  # claims, memories and offset commit together

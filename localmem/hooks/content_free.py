@@ -26,6 +26,8 @@ from .message_shape import is_bare_question, is_courtesy, shape_of
 if TYPE_CHECKING:
     from .noise_rules import NoiseRules
 
+MAX_QUERY_CHARS = 1000  # recall is asked at most this much of a prompt
+MAX_SHAPE_CHARS = 100_000  # a pasted log's question is looked for in this much of the prompt (bounded work)
 SHORT_PROMPT_CHARS = 2  # "y", "n", "ok", "?": too short to hold anything to look up, in Latin letters
 _TOKEN = re.compile(r"[\w']+")
 # A number, or one Latin letter: a menu's "2", "b)". Not one letter of any script: "数" (number) or "数据" (data)
@@ -71,6 +73,19 @@ def nothing_to_look_up(prompt: str, rules: "NoiseRules") -> str | None:
             and all(t in rules.courtesy_words for t in tokens if not _CHOICE.fullmatch(t))):
         return CHOICE
     return None
+
+
+def prompt_prose(prompt: str, rules: "NoiseRules") -> tuple[str, str | None]:
+    """What recall is asked for ``prompt``: when it pastes a log, traceback, diff or file around its question (the
+    capture rules' shape test cuts a dump from its first ``MAX_SHAPE_CHARS``, and at least ``prose_min_chars`` of
+    prose is left), that prose, else the prompt as typed; each cut to ``MAX_QUERY_CHARS``. The second value says
+    what was cut (for ``-v``), or None."""
+    text = prompt.strip()
+    shape = shape_of(text[:MAX_SHAPE_CHARS], rules)
+    if shape.cut_regions and len(shape.text) >= rules.prose_min_chars:
+        return shape.text[:MAX_QUERY_CHARS], (f"recall asked the prompt's prose: {shape.cut_regions} code/log-shaped "
+                                              f"region(s), {shape.cut_chars} characters, cut")
+    return text[:MAX_QUERY_CHARS], None
 
 
 def note_shape(content: str, rules: "NoiseRules", shapes: tuple[str, ...] = NOTE_SHAPES) -> str | None:

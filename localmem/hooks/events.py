@@ -20,7 +20,7 @@ from ..timeparse import format_timestamp
 from . import ledger
 from .capture import capture, clean_text
 from .inject import build_block, estimate_tokens, excluded_reason, relevance_of
-from .content_free import note_skipped, nothing_to_look_up
+from .content_free import note_skipped, nothing_to_look_up, prompt_prose
 from .noise_rules import NoiseRules, load_rules
 from .project import ProjectNames, project_names
 from .scope import ProjectScope, resolve, some_project_tags
@@ -39,7 +39,6 @@ __all__ = ["answer_hook", "answer_hook_with_report", "HookAnswer", "HookSettings
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 CAPTURE_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
 EVENTS = INJECT_EVENTS + CAPTURE_EVENTS
-MAX_QUERY_CHARS = 1000  # a pasted file as the prompt: its start is what recall is asked
 CANDIDATES = 20  # recall's answer a prompt's notes are chosen from: this many, or twice the cap
 MAX_RECALL = 50
 SESSION_START_POOL = 200  # rows session start looks through for notes that are not chit-chat
@@ -92,6 +91,11 @@ def _answer(store: "MemoryStore", event: str, payload: Mapping[str, Any], settin
     if cwd and not capture_allowed(cwd):
         return HookAnswer(None, {"event": event, "captured": 0,
                                  "reason": f"capture is turned off for this project ({PROJECT_FILE})"})
+    if project is None:  # untagged turns would be memories tied to no project: recalled in every project
+        where = f"the folder {names.root} has no name to use" if names.root else "the payload has no 'cwd'"
+        return HookAnswer(None, {"event": event, "captured": 0, "reason": (
+            f"not captured: no project ({where}), and turns stored without one would be recalled in every "
+            "project; name one with LOCALMEM_HOOK_PROJECT or a .localmem.json file")})
     path = check_transcript_path(payload.get("transcript_path"))
     rules = load_rules(settings.rules_path)
     report = capture(store, session_id, path, project, names.root, settings, rules)
@@ -121,17 +125,21 @@ def _cwd(payload: Mapping[str, Any]) -> str | None:
 def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], session_id: str,
             names: ProjectNames, settings: HookSettings) -> HookAnswer:
     rules = load_rules(settings.rules_path)
+    prose = None  # what was cut from a prompt that pastes a log around its question
     if event == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             raise ValidationError("'prompt' must be a string for UserPromptSubmit")
-        query, _ = clean_text(prompt.strip()[:MAX_QUERY_CHARS])  # a NUL or lone surrogate would be refused
+        query, prose = prompt_prose(prompt, rules)  # a pasted log's question, not the log's start
+        query, _ = clean_text(query)  # a NUL or lone surrogate would be refused
         skip = "empty prompt" if not query else nothing_to_look_up(query, rules)
         if skip:  # decided before recall or the scope is asked: the cheapest answer
             return HookAnswer(None, {"event": event, "project": names.primary, "injected": 0, "reason": skip})
     scope = resolve(store, names)
     report: dict[str, Any] = {"event": event, "project": names.primary, "scope": scope.describe()}
-    explain = [_scope_line(store, scope)]
+    explain = [_scope_line(store, scope, names.root)]
+    if prose:
+        explain.append(prose)
     if event == "SessionStart":
         if payload.get("source") == "compact" and not store.read_only:
             with store.lock:
@@ -245,9 +253,10 @@ def _json_object(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _scope_line(store: "MemoryStore", scope: ProjectScope) -> str:
+def _scope_line(store: "MemoryStore", scope: ProjectScope, root: str | None) -> str:
     if scope.primary is None:
-        return "project: none (no 'cwd' and no LOCALMEM_HOOK_PROJECT): only notes tied to no project are asked"
+        why = f"the folder {root} has no name to use" if root else "no 'cwd' and no LOCALMEM_HOOK_PROJECT"
+        return f"project: none ({why}): only notes tied to no project are asked"
     if not scope.matches:
         known = some_project_tags(store)
         return (f"project {scope.primary}: no current memory carries a matching project tag (tried project:{scope.primary} "

@@ -63,7 +63,8 @@ def captured_count(store: "MemoryStore", session_id: str) -> int:
 
 
 def transcript_offset(store: "MemoryStore", session_id: str, path: str) -> int:
-    """Where the last capture of this session stopped reading ``path`` (0: from the start)."""
+    """Where the last capture of this session stopped reading ``path`` (0: from the start; negative:
+    inside a line too long to keep, ``transcript.TranscriptRead``)."""
     row = store.conn.execute(store.sql["hook_transcript_get"], {"session_id": session_id}).fetchone()
     return int(row[1]) if row and row[0] == path else 0
 

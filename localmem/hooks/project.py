@@ -12,8 +12,8 @@ itself. Its names, in the order they are tried:
 4. the repository name of the git remote (``origin`` first), read from
    ``.git/config`` without running git.
 
-A name is lowercased, with characters other than letters, digits, ``.``, ``_``
-and ``-`` made ``-``; the primary name (the first found) is the one capture
+A name is put in NFC form and lowercased, with characters other than letters and
+digits (of any script), ``.``, ``_`` and ``-`` made ``-``; the primary name (the first found) is the one capture
 tags new memories with. Which stored ``project:`` tags a name matches (its
 forms: ``billing`` for ``billing-api``) is ``scope``'s job. Every read is
 bounded: at most ``MAX_WALK_UP`` directories, ``MAX_FILE_BYTES`` per file.
@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ..errors import ValidationError
 
 MAX_WALK_UP = 64  # directory levels looked at for .git: bounded by construction
-_UNSAFE = re.compile(r"[^a-z0-9._-]+")
+_UNSAFE = re.compile(r"[^\w.-]+")  # letters and digits of any script stay: "проект-1" is not "1"
 MAX_NAME = 100
 PROJECT_FILE = ".localmem.json"
 MAX_FILE_BYTES = 64 * 1024
@@ -71,7 +72,8 @@ def project_root(cwd: str) -> str:
 
 
 def normalise(raw: str) -> str | None:
-    name = _UNSAFE.sub("-", raw.strip().lower()).strip("-")[:MAX_NAME]
+    # NFC first: macOS writes "café" in a folder name as "cafe" and a combining accent.
+    name = _UNSAFE.sub("-", unicodedata.normalize("NFC", raw).strip().lower()).strip("-")[:MAX_NAME]
     return name or None
 
 

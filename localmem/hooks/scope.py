@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ MIN_PREFIX_CHARS = 3  # "db" alone is too common a leading word to scope by
 SEPARATORS = ("-", "_", "", ".", " ")
 SAMPLE_TAGS = 8
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_RUNS = re.compile(r"[^\W_]+")  # letters and digits of any script, between separators
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,11 @@ class ProjectScope:
 
 
 def words_of(name: str) -> list[str]:
-    """A name's words: split at separators and at case changes (``BillingAPI`` → billing, api)."""
-    return [w.lower() for w in _WORDS.findall(name)][:MAX_WORDS]
+    """A name's words: split at separators and, in ASCII, at case changes (``BillingAPI`` → billing, api); a run
+    with other letters is one word ("数据分析", "café")."""
+    runs = _RUNS.findall(unicodedata.normalize("NFC", name))
+    words = [w for run in runs for w in (_WORDS.findall(run) if run.isascii() else [run])]
+    return [w.lower() for w in words][:MAX_WORDS]
 
 
 def forms_of(name: str, original: str | None = None) -> dict[str, str]:

@@ -1,14 +1,18 @@
 """Reading a Claude Code transcript (JSONL) bounded in bytes, line length and line count.
 
-Only a regular file is read (opened without following a final symlink and
-without blocking, so a FIFO or device named as the transcript is refused,
-not waited on). Reading resumes at the offset the last capture stopped at;
-a file now shorter than that, or whose byte before it is not a newline, was
-replaced, and is read from the start (capture's message ids keep that
-harmless). A line longer than ``max_line_bytes`` is skipped without being
-held in memory; a line that is not JSON, nests too deep, or is not an
-object is skipped; each skip is counted by reason. An unfinished last line
-(the client still writing it) is left for the next run.
+Only a regular file of this user is read (opened without following a final
+symlink and without blocking, so a FIFO or device named as the transcript is
+refused, not waited on; another user's file is refused, however readable).
+Reading resumes at the offset the last capture stopped at; a file now shorter
+than that, or whose byte before it is not a newline, was replaced, and is read
+from the start (capture's message ids keep that harmless). A line longer than
+``max_line_bytes`` is skipped without being held in memory, over as many runs
+as it takes: a run that stops inside such a line says where, as a negative
+offset (``resume_at``), and the next run goes on skipping from there (a line
+longer than one run's ``max_bytes`` is not read again from its start at every
+run). A line that is not JSON, nests too deep, or is not an object is skipped;
+each skip is counted by reason. An unfinished last line (the client still
+writing it) is left for the next run.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ def check_transcript_path(path: Any) -> str:
 class TranscriptRead:
     """One bounded pass over a transcript from ``offset``; iterate for ``(entry, end_offset)``.
 
-    After iterating: ``end_offset`` is where the next run should start,
+    ``offset``: where the last run stopped; negative, inside an overlong line at ``-offset``.
+    After iterating: ``end_offset`` is the byte the next run should start at, ``resume_at``
+    the offset to save for it (``-end_offset`` when that is inside an overlong line),
     ``restarted`` whether the saved offset was dropped, ``skipped`` counts
     lines skipped by reason, ``lines`` the lines read, ``more`` whether a bound
     stopped the pass before the end of the file.
@@ -52,6 +58,7 @@ class TranscriptRead:
         self.lines = 0
         self.more = False
         self.restarted = False
+        self.inside_overlong = offset < 0  # the last run stopped inside a line too long to keep
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
         try:
             self._fd = os.open(path, flags)
@@ -61,6 +68,9 @@ class TranscriptRead:
             info = os.fstat(self._fd)
             if not stat.S_ISREG(info.st_mode):
                 raise ValidationError(f"'transcript_path' is not a regular file ({path})")
+            if hasattr(os, "geteuid") and info.st_uid != os.geteuid():  # another user's words are not ours to keep
+                raise ValidationError(f"'transcript_path' belongs to another user (uid {info.st_uid}), "
+                                      f"not read ({path})")
             self.size = info.st_size
             self.start = self._usable_offset(offset)
         except BaseException:
@@ -68,8 +78,17 @@ class TranscriptRead:
             raise
         self.end_offset = self.start
 
+    @property
+    def resume_at(self) -> int:
+        return -self.end_offset if self.inside_overlong else self.end_offset
+
     def _usable_offset(self, offset: int) -> int:
-        if offset <= 0:
+        if offset < 0:  # inside an overlong line: no newline before it to check
+            if -offset > self.size:
+                self.restarted, self.inside_overlong = True, False
+                return 0
+            return -offset
+        if offset == 0:
             return 0
         if offset > self.size or os.pread(self._fd, 1, offset - 1) != b"\n":
             self.restarted = True
@@ -85,7 +104,7 @@ class TranscriptRead:
     def _entries(self) -> Iterator[tuple[dict[str, Any], int]]:
         position = self.start  # file offset of the first byte of `pending`
         pending = b""
-        overlong = False  # inside a line being skipped for its length
+        overlong = self.inside_overlong  # inside a line being skipped for its length
         read_total = 0
         while True:
             if read_total >= self.max_bytes or self.lines >= self.max_lines:
@@ -108,7 +127,7 @@ class TranscriptRead:
                 line, pending = pending[:newline], pending[newline + 1:]
                 position += newline + 1
                 if overlong or len(line) > self.max_line_bytes:
-                    overlong = False
+                    overlong = self.inside_overlong = False
                     self.skipped["line_too_long"] += 1
                     self.lines += 1
                     self.end_offset = position
@@ -120,8 +139,10 @@ class TranscriptRead:
                     yield entry, position
                 if self.lines >= self.max_lines:
                     break
-        if overlong:
-            return  # the overlong line is unfinished: the next run skips it from its start
+        if overlong:  # unfinished here: the next run goes on skipping it from where this one stopped
+            self.end_offset, self.inside_overlong = position + len(pending), True
+            self.skipped["line_too_long_unfinished"] += 1
+            return
         if pending and not self.more:
             # A last line without its newline: taken only if it is already a whole object.
             entry = self._parse(pending, count=False)
