@@ -2,7 +2,7 @@
 
 The checkout is the nearest directory at or above ``cwd`` that holds ``.git``
 (so a session that moved into ``src/`` keeps its project), else ``cwd``
-itself. Its names, in the order they are tried:
+itself; a checkout at the home folder (``~/.git``, dotfiles) counts for home alone. Its names, in the order they are tried:
 
 1. ``LOCALMEM_HOOK_PROJECT`` (``HookSettings.project``), when set: that name alone;
 2. the project file ``.localmem.json`` at the checkout's root, ``{"project": "billing"}``:
@@ -55,12 +55,14 @@ class ProjectNames:
 
 
 def project_root(cwd: str) -> str:
-    """The nearest directory at or above ``cwd`` holding ``.git``, else ``cwd`` (normalised)."""
+    """The nearest directory at or above ``cwd`` holding ``.git``, else ``cwd`` (normalised). A checkout
+    at the home folder (dotfiles: ``~/.git``) is the project of home alone, not of every folder below it."""
     start = os.path.normpath(cwd)
+    home = os.path.normpath(os.path.expanduser("~"))
     current = start
     for _ in range(MAX_WALK_UP):
         try:
-            if os.path.lexists(os.path.join(current, ".git")):
+            if os.path.lexists(os.path.join(current, ".git")) and (current != home or current == start):
                 return current
         except (OSError, ValueError):
             return start
@@ -158,9 +160,15 @@ def read_project_file(root: str) -> str | None:
 def capture_allowed(cwd: str) -> bool:
     """Whether the project at ``cwd`` lets the hook capture: False when its root's
     ``.localmem.json`` says ``"capture": false`` (docs/privacy.md). A broken file is an error
-    naming it, so capture stops: a privacy switch is never guessed."""
-    data = _project_file(project_root(cwd))
-    return True if data is None else data.get("capture", True)
+    naming it, so capture stops: a privacy switch is never guessed. A home checkout's file
+    (``~/.git`` beside ``~/.localmem.json``) that turns capture off still does, for every folder
+    below home: it did while that checkout named their project (``project_root``)."""
+    root = project_root(cwd)
+    home = os.path.normpath(os.path.expanduser("~"))
+    folders = [root]
+    if root != home and os.path.normpath(cwd).startswith(home + os.sep) and os.path.lexists(os.path.join(home, ".git")):
+        folders.append(home)
+    return all((_project_file(folder) or {}).get("capture", True) for folder in folders)
 
 
 def git_remote_repository(root: str) -> tuple[str, str] | None:
