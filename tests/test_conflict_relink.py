@@ -1,10 +1,13 @@
-"""A memory brought back by ``trash restore`` or ``import`` gets its conflict copies' links back.
+"""A memory brought back by ``trash restore``, ``import`` or a sync that keeps an edit over its
+delete gets its conflict copies' links back.
 
 A conflict copy (the losing version of a memory changed on two stores) is hidden from recall
 by the sync's link to the memory that won. A delete of the winner removes that link (and logs
 the removal); a restore or an import that puts the winner back links every conflict copy held
 here that names it again, stamped now, so recall shows the winner, not the copy, and the next
-sync carries the link to the peer instead of applying the earlier removal again.
+sync carries the link to the peer instead of applying the earlier removal again. A sync that
+brings a memory back over this store's delete links again the copies whose link that delete removed
+(not those a peer's removal took away: docs/sync.md).
 """
 
 from __future__ import annotations
@@ -107,3 +110,83 @@ def test_an_import_whose_file_holds_the_link_writes_it_once_and_is_not_refused(t
         b.delete(memory)
         result = import_jsonl(b, [json.dumps(line) for line in lines])
         assert (result.memories, result.edges) == (1, 1) and linked(b, copy, memory)
+
+
+class Stopped(Exception):
+    """Raised from a sync's progress callback: the sync stops there, as a killed process would."""
+
+
+def stop_after_first_page(what: str, n: int) -> None:
+    raise Stopped(what)
+
+
+def held(store: MemoryStore, memory_id: str) -> bool:
+    return store.conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is not None
+
+
+def three_with_a_copy_the_keeper_lacks(tmp_path):
+    """Stores a, b, c all holding one memory; a and c then change it both and sync (the conflict
+    copy, linked, on those two; b holds no copy): (a, b, c, memory, copy)."""
+    a, b, c = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "abc")
+    memory = a.store("The team offsite is in May")
+    sync(a, b)
+    sync(a, c)
+    copy = conflict(a, c, memory)
+    assert not held(b, copy)
+    return a, b, c, memory, copy
+
+
+def settle_three(a: MemoryStore, b: MemoryStore, c: MemoryStore) -> None:
+    """Two rounds of syncs, the store that brought the memory back meeting the third one first."""
+    for _ in range(2):
+        for one, other in ((a, c), (c, b), (a, b)):
+            sync(one, other)
+
+
+def test_a_sync_killed_after_keeping_an_edit_over_a_delete_leaves_the_conflict_copy_linked(tmp_path):
+    """The stateful model's seed 853882431 (100 steps), reduced: b edits a memory that a, not having
+    seen that edit, deletes (its delete removes the link of a conflict copy b does not hold yet).
+    A sync of b and a stopped right after its first page has brought the memory back on a, before
+    a's changes (the copy, the removal) went to b. The copy's link has its own stamp, older than
+    the removal: without a link written again on a, the removal reaches c (which held the link)
+    and then b, and the copy ends unlinked on every store, shown by recall as a current memory."""
+    a, b, c, memory, copy = three_with_a_copy_the_keeper_lacks(tmp_path)
+    with a, b, c:
+        b.update(memory, content="The team offsite is in Faro in May")
+        time.sleep(0.002)
+        a.delete(memory)
+        assert not linked(a, copy, memory)
+        try:
+            sync_stores(StoreSide(b, "b"), StoreSide(a, "a"), allow_deletes=100, progress=stop_after_first_page)
+        except Stopped:
+            pass
+        assert a.get(memory)["content"] == "The team offsite is in Faro in May" and not held(b, copy)
+        settle_three(a, b, c)
+        for store in (a, b, c):
+            assert held(store, memory) and held(store, copy)
+            assert linked(store, copy, memory)
+            shown = [r["memory"]["id"] for r in store.recall("team offsite", limit=10)["results"]]
+            assert memory in shown and copy not in shown
+
+
+def test_a_link_a_peer_removed_stays_removed_when_a_sync_keeps_an_edit_over_a_delete(tmp_path):
+    """Only the links this store's delete removed are written again: c, having seen the link,
+    removes it, and a takes that removal in before its delete; the memory brought back on a (the
+    sync stopped as above) leaves the copy unlinked there, and the removal holds on every store."""
+    a, b, c, memory, copy = three_with_a_copy_the_keeper_lacks(tmp_path)
+    with a, b, c:
+        assert c.dissociate(copy, memory, "INVALIDATED_BY")["removed"] == 1
+        sync(c, a)
+        assert not linked(a, copy, memory)
+        b.update(memory, content="The team offsite is in Faro in May")
+        time.sleep(0.002)
+        a.delete(memory)
+        try:  # stopped as above: a's changes (the copy, which every store links anew) not yet on b
+            sync_stores(StoreSide(b, "b"), StoreSide(a, "a"), allow_deletes=100, progress=stop_after_first_page)
+        except Stopped:
+            pass
+        assert held(a, memory) and not linked(a, copy, memory)
+        settle_three(a, b, c)
+        for store in (a, b, c):
+            assert held(store, memory) and held(store, copy)
+            assert not linked(store, copy, memory)

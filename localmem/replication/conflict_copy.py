@@ -57,16 +57,17 @@ def is_conflict_link(edge: EdgeState) -> bool:
         return False
 
 
-def relink_conflict_copies(store: MemoryStore, memory_ids: list[str]) -> int:
+def relink_conflict_copies(store: MemoryStore, memory_ids: list[str], which: str = "conflict_copies_naming") -> int:
     """Link every conflict copy held here that names one of ``memory_ids`` (memories a ``trash
     restore`` or an import has just put back) to it, with the sync's ``conflict_link`` stamped
     now: the delete of the winner removed the link (and logged the removal), and a link written
-    after it is what the next sync keeps and carries to the peer. Inside the caller's
-    transaction; returns how many links were written."""
+    after it is what the next sync keeps and carries to the peer. ``which`` is the statement
+    that picks the copies (a sync bringing a memory back over its delete picks only those whose
+    link this store removed itself: ``sync_conflict_copies_unlinked_here``). Inside the
+    caller's transaction; returns how many links were written."""
     if not memory_ids:
         return 0
-    rows = list(rows_as_dicts(store.conn.execute(store.sql["conflict_copies_naming"],
-                                                 {"ids": json.dumps(memory_ids)})))
+    rows = list(rows_as_dicts(store.conn.execute(store.sql[which], {"ids": json.dumps(memory_ids)})))
     for row in rows:
         record = {"metadata": json.loads(row["metadata"]), "t_invalid": row["t_invalid"]}
         link = conflict_link(MemoryState(row["id"], record=record))

@@ -20,7 +20,7 @@ from ..storage.records import rows_as_dicts, to_record
 from ..storage.hybrid_clock import wall_ms
 from ..timeparse import format_timestamp
 from ..trash import move_to_trash, purge
-from .conflict_copy import is_conflict_copy, is_conflict_link
+from .conflict_copy import is_conflict_copy, is_conflict_link, relink_conflict_copies
 from .hlc import MAX_SKEW_MS, stamp_key, valid_stamp
 from .seen import Seen, from_rows
 from .sync_rules import ABSENT, SYNCED_FIELDS, EdgeState, MemoryState
@@ -280,6 +280,14 @@ class StoreSide:
         with store.lock, transaction(store.conn):
             store.conn.execute(store.sql["sync_owed_edges_clear"],
                                {"keeper": keeper, "receiver": receiver, "ids": json.dumps(ids)})
+
+    def relink_conflict_copies(self, ids: list[str]) -> int:
+        """Link again the conflict copies held here that name one of ``ids`` (memories a sync has
+        just brought back here over their delete) and whose link this store removed itself (the
+        delete did), stamped now: that removal, stamped after the copy's own link, would
+        otherwise win wherever the two meet (``conflict_copy.relink_conflict_copies``). How many."""
+        with self.store.lock, transaction(self.store.conn):
+            return relink_conflict_copies(self.store, ids, "sync_conflict_copies_unlinked_here")
 
     def _note_echoes(self, states: list[MemoryState], peer: str, refused: set[str]) -> None:
         # A conflict copy is made by the sync for both sides, not received from the peer: a sync
