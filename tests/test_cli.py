@@ -593,7 +593,7 @@ def test_import_stdin_and_json_summary(cli, tmp_path: Path) -> None:
     assert result.json() == {"status": "success", "memories": 6, "edges": 5, "skipped": 0, "not_embedded": 0,
                              "without_token_codes": 1,
                              "why_without_token_codes": "the file carries none for them",
-                             "mode": "all-or-nothing",
+                             "mode": "all-or-nothing", "older_than_stored": {"count": 0, "ids": []},
                              "by_kind": {"memory": {"created": 6, "updated": 0, "unchanged": 0, "skipped": 0},
                                          "edge": {"created": 5, "updated": 0, "unchanged": 0, "skipped": 0}}}
     assert "1 memory came with the file's vectors and no usable token codes" in result.err

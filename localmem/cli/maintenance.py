@@ -152,6 +152,10 @@ def _import(args: argparse.Namespace, out: Output) -> int:
     else:
         out.line(f"imported {plural(result.memories, 'memory', 'memories')} and {plural(result.edges, 'edge')} "
                  f"({_import_counts('memories', result.memory)}; {_import_counts('edges', result.edge)})")
+    if result.older:
+        out.note(f"note: {plural(len(result.older), 'memory', 'memories')} set back to an older version (the file's "
+                 f"updated_at is earlier than the stored one's): {', '.join(result.older[:10])}"
+                 + (f" and {len(result.older) - 10} more (--json lists them)" if len(result.older) > 10 else ""))
     if result.not_embedded:
         out.note(f"warning: {plural(result.not_embedded, 'memory was', 'memories were')} stored without an embedding "
                  f"({embedder_error or 'the embedder is unavailable'}); run 'localmem doctor --repair' "

@@ -38,8 +38,10 @@ then one line per edge::
   exists is an error naming its line (before anything is written);
   ``skip_existing`` leaves it as it is and counts it as skipped; ``update``
   changes it to the fields its line gives, as ``MemoryStore.update`` would
-  (a line identical to what is stored counts as unchanged). Memory lines
-  without an ``id`` are new memories every time.
+  (a line identical to what is stored counts as unchanged; a line whose
+  ``updated_at`` is older than the stored one's sets the memory back to it,
+  counted and named in ``older``). Memory lines without an ``id`` are new
+  memories every time.
 
 An exported ``"embedding": null`` means the memory had no embedding and is
 imported without one (unless ``embed_missing``); a line with no
@@ -66,7 +68,7 @@ from ..progress import ProgressBar, in_steps
 from ..storage.records import MemoryRow, rows_as_dicts, to_record
 from ..relations import RELATION_TYPES
 from ..replication.conflict_copy import relink_conflict_copies
-from ..timeparse import format_timestamp
+from ..timeparse import format_timestamp, parse_timestamp
 from .export_header import check_header
 from .export_tokens import CodesPolicy, read_codes_field
 from ..validation import (
@@ -130,6 +132,7 @@ class ImportResult:
     without_token_codes: int = 0  # stored with the file's vector, so without token codes (reembed adds them)
     token_codes_kept: str = "the file has no header to check its token codes against"  # or why not
     chunked: bool = False
+    older: list[str] = field(default_factory=list)  # --update set these back to the file's older updated_at
 
     @property
     def memories(self) -> int:
@@ -148,6 +151,7 @@ class ImportResult:
                 "not_embedded": self.not_embedded, "without_token_codes": self.without_token_codes,
                 "why_without_token_codes": self.token_codes_kept if self.without_token_codes else None,
                 "mode": "chunked" if self.chunked else "all-or-nothing",
+                "older_than_stored": {"count": len(self.older), "ids": list(self.older)},
                 "by_kind": {"memory": asdict(self.memory), "edge": asdict(self.edge)}}
 
 
@@ -480,6 +484,8 @@ class Importer:
                                                     and token_codes is None)
                 writes.update_memory(store.conn, store.sql, action.pk, action.old, action.new,
                                      vector, vector_changed, store.has_vector_index, token_codes)
+                if parse_timestamp(action.new.updated_at) < parse_timestamp(action.old.updated_at):
+                    self.result.older.append(memory.row.id)  # an older version over a newer one: said
         if rows:  # their ids are free: the plan, made in this transaction, found none of them stored
             writes.insert_memories(store.conn, store.sql, rows, vectors, store.has_vector_index, codes)
             self._brought_back += [row.id for row in rows]
