@@ -124,6 +124,8 @@ class Replicas(RuleBasedStateMachine):
         self.purges_known: list[set[str]] = [set() for _ in range(REPLICAS)]  # ids each replica knew purged
         self.exports: list[list[str]] = []  # export files taken (the last few), for a later import
         self.restores: list[tuple[str, str]] = []  # (id, the change a restore made)
+        self.deleted_versions: list[tuple[str, str, str]] = []  # (id, the updated_at deleted, the delete's token)
+        self.restores_undone: set[str] = set()  # restores an import wrote a deleted version over (below)
         self.same_notes: list[tuple[str, str]] = []  # one note stored on two replicas: the two ids
         self.imported_as: dict[str, set[str]] = {}  # a text an import wrote -> the updated_at it wrote it with
         # Links (RELATES_TO, by ids): when each was made and removed, in the order the steps ran, and
@@ -195,6 +197,10 @@ class Replicas(RuleBasedStateMachine):
             surely = {t for t in self.seen_surely[n] if self.texts.get(t) != memory_id
                       or record["updated_at"] in self.imported_as.get(t, {record["updated_at"]})}
             self.deletes.append((memory_id, frozenset(surely), frozenset(self.seen[n])))
+            token = f"d{len(self.deleted_versions)}"  # the delete, seen (not in changes: "came back" reads those)
+            self.seen[n].add(token)
+            self.seen_surely[n].add(token)
+            self.deleted_versions.append((memory_id, record["updated_at"], token))
 
     @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
           words=st.text("xyz", min_size=1, max_size=6))
@@ -404,6 +410,11 @@ class Replicas(RuleBasedStateMachine):
                 self.change(n, memory_id, "i")  # a new version, made after seeing what replica n held
                 if old is not None and record["content"] != old["content"]:
                     self.excused |= {t for t in self.seen[n] if self.texts.get(t) == memory_id or t == old["content"]}
+                if old is not None and any(i == memory_id and at == record["updated_at"] and token not in
+                                           self.seen_surely[n] for i, at, token in self.deleted_versions):
+                    # --update wrote back the very version a delete not surely seen here deleted, over the
+                    # restores held here: the next sync meeting that delete trashes it (docs/sync.md, seed 742428944)
+                    self.restores_undone |= {t for i, t in self.restores if i == memory_id and t in self.seen[n]}
                 if record["content"] in self.texts:  # held here now: seen, as a sync would have carried it
                     self.seen[n].add(record["content"])
                     self.seen_surely[n].add(record["content"])
@@ -562,7 +573,7 @@ class Replicas(RuleBasedStateMachine):
         assert not in_trash, f"forgotten memories kept in a trash: {sorted(in_trash)}"
         # A restore is an edit made now: it reaches every replica, unless deleted by one that had seen it.
         for memory_id, token in self.restores:
-            if memory_id not in present and memory_id not in self.forgotten:
+            if memory_id not in present and memory_id not in self.forgotten and token not in self.restores_undone:
                 assert any(i == memory_id and token in most for i, _, most in self.deletes), \
                     f"{memory_id} was restored from a trash and is gone, deleted by no one who had seen the restore"
         # A link removed by a replica that had seen every write of it (and of edges at all: an import,
