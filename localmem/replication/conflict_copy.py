@@ -67,7 +67,19 @@ def relink_conflict_copies(store: MemoryStore, memory_ids: list[str], which: str
     caller's transaction; returns how many links were written."""
     if not memory_ids:
         return 0
-    rows = list(rows_as_dicts(store.conn.execute(store.sql[which], {"ids": json.dumps(memory_ids)})))
+    return _link(store, list(rows_as_dicts(store.conn.execute(store.sql[which], {"ids": json.dumps(memory_ids)}))))
+
+
+def link_to_superseding(store: MemoryStore) -> int:
+    """Link every conflict copy held here to the memory its ``metadata.superseded_by`` names, where
+    no ``INVALIDATED_BY`` edge joins them (a pull took the copy from a server that had lost the
+    link with the winner: docs/pull.md), with the sync's ``conflict_link`` stamped as the copy is,
+    so the two marks recall reads agree and the next push sends the link. Inside the caller's
+    transaction; returns how many links were written."""
+    return _link(store, list(rows_as_dicts(store.conn.execute(store.sql["conflict_copies_unlinked_to_superseding"]))))
+
+
+def _link(store: MemoryStore, rows: list[dict[str, Any]]) -> int:
     for row in rows:
         record = {"metadata": json.loads(row["metadata"]), "t_invalid": row["t_invalid"]}
         link = conflict_link(MemoryState(row["id"], record=record))

@@ -18,6 +18,8 @@ from typing import Any
 
 from ..relations import RELATION_TYPES
 from ..errors import LocalMemError, NotFoundError, ValidationError
+from ..storage.database import transaction
+from .conflict_copy import link_to_superseding
 from .pull_wire import BadRecord, authorable, read_edge
 
 # The pull (``pull.Puller``) these run for; not imported, since pull imports this module.
@@ -92,6 +94,20 @@ def pull_edges(self: Puller) -> None:
     self.state.record_edges(done)
     if self.summary.complete:
         _remove_gone(self, known, listed)
+    _link_conflict_copies(self)
+
+
+def _link_conflict_copies(self: Puller) -> None:
+    """Link each conflict copy held here to the memory its ``superseded_by`` names where the
+    server gave no such link (``conflict_copy.link_to_superseding``); said in a warning."""
+    with self.store.lock, transaction(self.store.conn):
+        linked = link_to_superseding(self.store)
+    if linked:
+        self.summary.edges.created += linked
+        self.summary.warnings.append(
+            f"{linked} conflict copies linked here to the memory their metadata names (superseded_by): the "
+            "server had no such link (it went with the winner, deleted there and created again); the next "
+            "push sends it")
 
 
 def _remove_gone(self: Puller, known: dict[tuple[str, str, str], Any],
