@@ -97,6 +97,24 @@ def locomo_store(path: Path, embedder, work: Path) -> tuple[MemoryStore, list[st
     return store, projects
 
 
+def each_probe_store(embedder, locomo_path: Path, lme_path: Path, positions: str, work: Path):
+    """``(store, name, cwd)`` for the orders store, each LoCoMo conversation's project and each LongMemEval
+    instance at ``positions``, a folder under ``work`` as each one's checkout; each store closed after its turn."""
+    store = orders_store(embedder)
+    (work / "orders" / ".git").mkdir(parents=True)
+    yield store, "orders", work / "orders"
+    store.close()
+    store, projects = locomo_store(locomo_path, embedder, work)
+    for project in projects:
+        yield store, f"locomo {project}", work / project
+    store.close()
+    (work / "lme").mkdir()
+    for instance in lme_instances(lme_path, [int(p) for p in positions.split(",") if p.strip()]):
+        store, _ = lme_store(instance, embedder)
+        yield store, f"lme {instance['question_id']}", work / "lme"
+        store.close()
+
+
 def ask_all(store: MemoryStore, name: str, cwd: Path, settings: HookSettings, answers: dict) -> None:
     """Every probe prompt asked of ``store`` from ``cwd``, each in its own session."""
     contents = dict(store.conn.execute("SELECT id, content FROM memories"))
@@ -172,19 +190,8 @@ def main() -> None:
     answers: dict = {}
     work = Path(tempfile.mkdtemp(prefix="content-free-"))
     try:
-        store = orders_store(embedder)
-        (work / "orders" / ".git").mkdir(parents=True)
-        ask_all(store, "orders", work / "orders", settings, answers)
-        store.close()
-        store, projects = locomo_store(args.locomo, embedder, work)
-        for project in projects:
-            ask_all(store, f"locomo {project}", work / project, settings, answers)
-        store.close()
-        (work / "lme").mkdir()
-        for instance in lme_instances(args.lme_data, [int(p) for p in args.lme.split(",") if p.strip()]):
-            store, _ = lme_store(instance, embedder)
-            ask_all(store, f"lme {instance['question_id']}", work / "lme", settings, answers)
-            store.close()
+        for store, name, cwd in each_probe_store(embedder, args.locomo, args.lme_data, args.lme, work):
+            ask_all(store, name, cwd, settings, answers)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.save:

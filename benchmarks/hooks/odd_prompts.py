@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
-from benchmarks.hooks.content_free import DEFAULT_LME, locomo_store, orders_store  # noqa: E402
-from benchmarks.hooks.hook_injection import DATA, lme_instances, lme_store  # noqa: E402
+from benchmarks.hooks.content_free import DEFAULT_LME, each_probe_store  # noqa: E402
+from benchmarks.hooks.hook_injection import DATA  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 
 QUESTION = "which database does the orders service store its data in now?"
@@ -105,19 +105,8 @@ def main() -> None:
     rows: list = []
     work = Path(tempfile.mkdtemp(prefix="odd-prompts-"))
     try:
-        store = orders_store(embedder)
-        (work / "orders" / ".git").mkdir(parents=True)
-        ask(store, "orders", work / "orders", settings, rows)
-        store.close()
-        store, projects = locomo_store(args.locomo, embedder, work)
-        for project in projects:
-            ask(store, f"locomo {project}", work / project, settings, rows)
-        store.close()
-        (work / "lme").mkdir()
-        for instance in lme_instances(args.lme_data, [int(p) for p in args.lme.split(",") if p.strip()]):
-            store, _ = lme_store(instance, embedder)
-            ask(store, f"lme {instance['question_id']}", work / "lme", settings, rows)
-            store.close()
+        for store, name, cwd in each_probe_store(embedder, args.locomo, args.lme_data, args.lme, work):
+            ask(store, name, cwd, settings, rows)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("| prompt | dev-set stores injecting (n) | orders store got | reasons (all stores) | median s |\n"
