@@ -41,7 +41,7 @@ def _metadata(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # the server's text, nested past any sane depth: no metadata
             return {}
     return value if isinstance(value, dict) else {}
 
