@@ -31,14 +31,13 @@ derandomized examples of 15 steps (27 s here; ``LOCALMEM_STATEFUL_EXAMPLES``, ``
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck
 from hypothesis import seed as seed_test
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -57,6 +56,7 @@ from localmem.replication.pull_state import local_id_for
 from localmem.replication.push import Pusher
 from localmem.replication.push_client import PushClient
 from remote_servers import Server, automem
+from stateful_budget import ConvergesAtTeardown, stateful_settings
 
 KEY = "case_key"
 STORES = 2
@@ -625,18 +625,11 @@ class PushPull(RuleBasedStateMachine):
                 assert again, f"{key} was deleted and came back, changed by no one who had not seen the delete"
 
 
-class Converging(PushPull):
-    def teardown(self):
-        try:
-            if hasattr(self, "stores"):
-                self.check_converged()
-        finally:
-            super().teardown()
+class Converging(ConvergesAtTeardown, PushPull):
+    pass
 
 
-examples = int(os.environ.get("LOCALMEM_STATEFUL_EXAMPLES") or 8)
-steps = int(os.environ.get("LOCALMEM_STATEFUL_STEPS") or 15)
-seed = os.environ.get("LOCALMEM_STATEFUL_SEED")  # set: fresh random examples from that seed (the benchmark)
+budget, seed = stateful_settings(examples=8, steps=15, suppress=list(HealthCheck))
 
 
 @pytest.fixture(scope="module")
@@ -650,9 +643,6 @@ def test_push_and_pull_lose_and_resurrect_nothing(server):
     machine = type("Machine", (Converging,), {"server": server, "events": events})
     if seed is not None:
         seed_test(int(seed))(machine)
-    run_state_machine_as_test(machine, settings=settings(
-        max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-        suppress_health_check=list(HealthCheck), derandomize=seed is None,
-        phases=[Phase.explicit, Phase.generate]))
-    print(f"\npull_stateful: {examples} examples of {steps} steps; what they did: "
+    run_state_machine_as_test(machine, settings=budget)
+    print(f"\npull_stateful: {budget.max_examples} examples of {budget.stateful_step_count} steps; what they did: "
           + ", ".join(f"{what} {count}" for what, count in sorted(events.items())))

@@ -46,13 +46,11 @@ Shrinking is off (it took over five minutes per failure here).
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as seed_test
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -65,6 +63,7 @@ from localmem.replication.sync import sync_stores
 from localmem.replication.sync_rules import digest
 from localmem.replication.sync_side import StoreSide
 from localmem.trash import restore
+from stateful_budget import ConvergesAtTeardown, stateful_settings
 
 REPLICAS = 3
 SKEWS = st.sampled_from([timedelta(0), timedelta(hours=3), -timedelta(hours=2), timedelta(minutes=1),
@@ -589,21 +588,11 @@ class Replicas(RuleBasedStateMachine):
             assert not gone, f"one note stored on two replicas: {sorted(gone)} lost without a delete"
 
 
-class Converging(Replicas):
-    def teardown(self):
-        try:
-            if hasattr(self, "stores"):
-                self.check_converged()
-        finally:
-            super().teardown()
+class Converging(ConvergesAtTeardown, Replicas):
+    pass
 
 
-examples = int(os.environ.get("LOCALMEM_STATEFUL_EXAMPLES") or 45)
-steps = int(os.environ.get("LOCALMEM_STATEFUL_STEPS") or 25)
-seed = os.environ.get("LOCALMEM_STATEFUL_SEED")  # set: fresh random examples from that seed (the benchmark)
-Converging.TestCase.settings = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                                        suppress_health_check=[HealthCheck.too_slow], database=None,
-                                        derandomize=seed is None, phases=[Phase.explicit, Phase.generate])
+Converging.TestCase.settings, seed = stateful_settings(examples=45, steps=25)
 if seed is not None:
     seed_test(int(seed))(Converging)  # hypothesis reads the seed from the state machine class
 TestReplicasConverge = Converging.TestCase
