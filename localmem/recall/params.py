@@ -400,9 +400,12 @@ def _memory_types(names: list[str], warnings: list[str]) -> list[str]:
 
 def _language_notes(language: str | None, active_path: str | None) -> list[str]:
     """A ``language`` or ``active_path`` that names no language recall knows, or a path ``language`` overrules."""
+    if not language and not active_path:  # every recall passes here: most name neither
+        return []
     notes = []
-    named = next((key for key, aliases in LANGUAGE_ALIASES.items()
-                  if (language or "").strip().lower() in aliases | {key}), None)
+    wanted = (language or "").strip().lower()
+    named = next((key for key, aliases in LANGUAGE_ALIASES.items() if wanted == key or wanted in aliases),
+                 None) if language else None
     if language and named is None:
         notes.append(f"'language' {language!r} is not a language recall knows ({', '.join(LANGUAGE_ALIASES)}): "
                      "it boosts nothing")
