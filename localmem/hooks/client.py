@@ -26,6 +26,7 @@ import time
 
 from ..daemon import client as warm_client, plain_json, rundir as warm_dir
 from ..paths import default_db_path
+from .event_names import CAPTURE_EVENTS, EVENTS, INJECT_EVENTS
 
 # Imported where needed, not here (each costs the prompt ms when the warm process answers):
 # argparse (only for --help and unusual command lines), threading and the store (in-process),
@@ -41,8 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["CAPTURE_EVENTS", "HOOK_PATH", "MAX_STDIN_BYTES", "PROMPT_EVENTS", "SECRET_HEADER",
            "default_deadline", "run"]
 
-PROMPT_EVENTS = ("SessionStart", "UserPromptSubmit")  # the client waits for these to go on
-CAPTURE_EVENTS = ("PreCompact", "Stop", "SubagentStop", "SessionEnd")
+PROMPT_EVENTS = INJECT_EVENTS  # the client waits for these to go on
 PROMPT_DEADLINE = 2.0  # seconds
 CAPTURE_DEADLINE = 20.0  # reading a transcript and embedding its turns takes longer
 DEADLINE_ENV = "LOCALMEM_HOOK_DEADLINE"
@@ -179,6 +179,9 @@ def _settings(argv: list[str], started: float) -> _Run:
     args: Any = _quick_arguments(argv) or _parser().parse_args(argv)
     if not _is_event_name(args.event):
         raise _Silent(f"localmem hook: {args.event!r} is not an event name (letters, digits, _)")
+    if args.event not in EVENTS:  # refused before the store is opened (0.4 s in-process)
+        raise _Silent(f"localmem hook: {args.event!r} is not an event localmem answers "
+                      f"(known: {', '.join(EVENTS)}); answering nothing")
     seconds = args.deadline
     if seconds is None and os.environ.get(DEADLINE_ENV, "").strip():
         try:

@@ -21,6 +21,7 @@ from . import ledger
 from .capture import capture, clean_text
 from .inject import build_block, estimate_tokens, excluded_reason, relevance_of
 from .content_free import note_skipped, nothing_to_look_up, prompt_prose
+from .event_names import EVENTS, INJECT_EVENTS
 from .noise_rules import NoiseRules, load_rules
 from .project import ProjectNames, project_names
 from .scope import ProjectScope, resolve, some_project_tags
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["answer_hook", "answer_hook_with_report", "HookAnswer", "HookSettings", "EVENTS"]
 
-INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
-CAPTURE_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
-EVENTS = INJECT_EVENTS + CAPTURE_EVENTS
 CANDIDATES = 20  # recall's answer a prompt's notes are chosen from: this many, or twice the cap
 MAX_RECALL = 50
 SESSION_START_POOL = 200  # rows session start looks through for notes that are not chit-chat
