@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +19,7 @@ from .storage.listing import BY_TAG_MAX_LIMIT, by_tag_page, list_page
 from .classify import replacement_type
 from .config import Config
 from .storage.backend import Backend
-from .storage.embedded import Embedded, in_current_space, subset
+from .storage.embedded import Embedded, PreparedWrite, in_current_space, subset
 from .storage.database import MEMORY_PATH, connect, connect_read_only, read_transaction, storage_error, transaction
 from .embedders import resolve_embedder
 from .errors import NotFoundError, ValidationError
@@ -31,7 +30,7 @@ from .storage.health import health_report
 from .recall.learned_rank import TreeModel
 from .recall import duplicates
 from .recall.pipeline import run_recall
-from .recall.warm_up import load_embedder, warm_up
+from .recall.warm_up import load_embedder, read_learned_model, warm_up
 from .recall.state import (memory_state, memory_states, state_counts, still_hidden_warning,
                            without_current_successor)
 from .storage.records import MemoryRow, record_by_id
@@ -196,13 +195,16 @@ class MemoryStore:
         return in_current_space(self._backend, prepared, texts, self._embed_contents)
 
     def _embed_contents(self, texts: list[str]) -> Embedded | None:
-        """Vectors and token codes of texts; None when the embedder cannot run."""
-        space = self._backend.vector_space()
-        found = self._backend.embed_texts_and_tokens(texts)
+        """Vectors and token codes of texts; None when the embedder cannot run. The store's lock
+        is taken for the file's reads and writes around the model, not while it runs (unless held)."""
+        with self._lock:
+            space = self._backend.vector_space()
+        found = self._backend.embed_texts_and_tokens(texts, self._lock)
         if found is None:
             return None
-        vectors, tokens = found
-        return Embedded(list(vectors), self._backend.token_codes(tokens), space, tuple(range(len(texts))))
+        with self._lock:
+            codes = self._backend.token_codes(found[1])
+        return Embedded(list(found[0]), codes, space, tuple(range(len(texts))))
 
     def _embed_one(self, text: str) -> tuple[bytes | None, tuple[int, bytes] | None]:
         """Vector and token codes of one text; (None, None) when the embedder cannot run
@@ -215,7 +217,8 @@ class MemoryStore:
         """Validate items and compute their embeddings and token codes (outside any transaction).
         ``frames``: from here to the public method's caller (where tag warnings point)."""
         now = self.now()
-        space = self._backend.vector_space()  # before any vector is made: what they are made in
+        with self._lock:
+            space = self._backend.vector_space()  # before any vector is made: what they are made in
         # Frames: _prepare (1), [_write,] store*/supersede, _serialized, the caller (4 or 5).
         rows = memory_fields.build_rows(items, now=now, frames=frames)
         ids = [row.id for row in rows]
@@ -273,11 +276,21 @@ class MemoryStore:
     def store_many_checked(self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256,
                            progress: bool = False, dedup: bool = True, redact: bool = False) -> list[dict[str, Any]]:
         """``store_many`` with ``store_checked``'s answer per item, in order; an item repeating
-        an earlier one of the batch is deduped to it."""
+        an earlier one of the batch is deduped to it. ``items`` may be ``prepare_many``'s answer."""
         return self._write_many(items, batch_size, progress, dedup, redact)
+
+    def prepare_many(self, items: Iterable[Mapping[str, Any]], *, redact: bool = False) -> PreparedWrite:
+        """Check, redact and embed items for ``store_many_checked(prepared)``, the store's lock not held while
+        the model runs (other threads' recalls go on); nothing written (a reembed meanwhile is caught there)."""
+        items = redact_items(memory_fields.memory_list(items), redact)
+        return PreparedWrite(items, *self._prepare(items, frames=3), redacted=redact)
 
     def _write_many(self, items: Any, batch_size: int, progress: bool, dedup: bool,
                     redact: bool) -> list[dict[str, Any]]:
+        if isinstance(items, PreparedWrite):
+            if redact and not items.redacted:
+                raise ValidationError("redact: the items were prepared without it (prepare_many(redact=True))")
+            return self._write(items.items, dedup, prepared=items)
         batch_size = validate_int(batch_size, "batch_size", default=256, minimum=1, maximum=10_000)
         items = memory_fields.memory_list(items)
         bar = ProgressBar(len(items), "embedding") if progress else None
@@ -288,12 +301,16 @@ class MemoryStore:
                 bar.close()
 
     def _write(self, items: list[Mapping[str, Any]], dedup: bool, *, batch_size: int = 256,
-               progress: ProgressBar | None = None, frames: int = 5, redact: bool = False) -> list[dict[str, Any]]:
+               progress: ProgressBar | None = None, frames: int = 5, redact: bool = False,
+               prepared: PreparedWrite | None = None) -> list[dict[str, Any]]:
         """Store items, with dedup (docs/dedup.md) when asked: the near-duplicate kNN before
         the write lock, the exact-duplicate lookup and the insert under it, in one transaction.
         Redaction comes first, so every row, index, vector and key is made from the redacted text."""
-        items = redact_items(items, redact)
-        rows, embeddings = self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
+        if prepared is not None:
+            rows, embeddings = prepared.rows, prepared.embedded
+        else:
+            items = redact_items(items, redact)
+            rows, embeddings = self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
         if not dedup:
             with transaction(self.conn):
                 self._insert_rows(rows, embeddings)
@@ -528,13 +545,7 @@ class MemoryStore:
         """The learned-rank model recall uses (recall/learned_rank.py): the packaged one, or
         the file ``Config.learned_rank_model`` names, read on first use; None (recall says
         so) when it cannot be read."""
-        path = self.config.learned_rank_model
-        try:
-            return TreeModel.from_file(path) if path else TreeModel.packaged()
-        except (OSError, ValueError, RecursionError) as exc:  # from_dict turns bad structure into ValueError
-            where = f" ({path})" if path else ""
-            print(f"localmem: learned ranking unavailable{where}: {exc}", file=sys.stderr)
-            return None
+        return read_learned_model(self.config.learned_rank_model)
 
     def _learned_model_now(self) -> TreeModel | None:
         return self.learned_model

@@ -10,6 +10,7 @@ the file.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -20,6 +21,17 @@ if TYPE_CHECKING:
 
 # What the warm-up encodes: any short text opens the same sessions.
 WARM_UP_TEXT = "warm up"
+
+
+def read_learned_model(path: str | None) -> TreeModel | None:
+    """The learned-rank model in ``path``, or the packaged one; None (said on stderr, and by
+    recall) when it cannot be read."""
+    try:
+        return TreeModel.from_file(path) if path else TreeModel.packaged()
+    except (OSError, ValueError, RecursionError) as exc:  # from_dict turns bad structure into ValueError
+        where = f" ({path})" if path else ""
+        print(f"localmem: learned ranking unavailable{where}: {exc}", file=sys.stderr)
+        return None
 
 
 def warm_up(backend: "Backend", learned: Callable[[], TreeModel | None]) -> dict[str, float]:

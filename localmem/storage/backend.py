@@ -12,9 +12,9 @@ import json
 import math
 import warnings
 from collections import OrderedDict
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, NamedTuple
 
 import apsw
 import numpy as np
@@ -295,10 +295,12 @@ class Backend:
         """Whether token codes are written and read: the lever is on and the embedder gives token vectors."""
         return self.config.token_evidence and self.embedder is not None and gives_token_vectors(self.embedder)
 
-    def embed_texts_and_tokens(self, texts: list[str]) -> tuple[list[bytes], list[Any]] | None:
+    def embed_texts_and_tokens(self, texts: list[str], lock: ContextManager[Any] | None = None
+                               ) -> tuple[list[bytes], list[Any]] | None:
         """``embed_texts``, and each text's token vectors (float32 arrays, or None each
-        when there is no token evidence), from one pass of the model."""
-        return self._embed(texts, with_tokens=True)
+        when there is no token evidence), from one pass of the model. ``lock``: held for the
+        file's reads before the model runs, not while it runs (a caller holding it keeps it)."""
+        return self._embed(texts, with_tokens=True, lock=lock)
 
     def embed_query_tokens(self, text: str, delta: QueryDelta) -> np.ndarray:
         """One query's token vectors from the embedder with ``delta`` applied to its layers
@@ -397,17 +399,21 @@ class Backend:
                     f"{self.dimensions}-dimensional token vectors with the query delta")
         return tokens
 
-    def _embed(self, texts: list[str], *, with_tokens: bool) -> tuple[list[bytes], list[Any]] | None:
-        if texts:
-            self.follow_reembed()
-        if self.embedder is None or not self.has_vector_index or not texts:
-            return None
-        try:  # token_evidence asked after follow_reembed, which may switch the embedder
-            vectors, tokens = embed_batch(self.embedder, texts, with_tokens=with_tokens and self.token_evidence)
+    def _embed(self, texts: list[str], *, with_tokens: bool,
+               lock: ContextManager[Any] | None = None) -> tuple[list[bytes], list[Any]] | None:
+        with lock if lock is not None else nullcontext():  # the file's reads; the model runs after
+            if texts:
+                self.follow_reembed()
+            embedder, dimensions = self.embedder, self.dimensions
+            if embedder is None or not self.has_vector_index or not texts:
+                return None
+            with_tokens = with_tokens and self.token_evidence  # asked after follow_reembed may switch the embedder
+        try:
+            vectors, tokens = embed_batch(embedder, texts, with_tokens=with_tokens)
         except EmbedderUnavailable as exc:
             self.embedder_error = str(exc)
             return None
-        return [validate_embedding(v, self.dimensions) for v in vectors], tokens
+        return [validate_embedding(v, dimensions) for v in vectors], tokens
 
     def token_centre(self, *, record: bool) -> np.ndarray | None:
         """The centre of this file's token codes for the current embedder. With ``record``

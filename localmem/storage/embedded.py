@@ -8,10 +8,11 @@ refuses with a raw error) in a file that records the new model.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 from ..errors import ValidationError
 from .backend import Backend
+from .records import MemoryRow
 
 
 class Embedded(NamedTuple):
@@ -59,3 +60,18 @@ def subset(prepared: Embedded, keep: list[int]) -> Embedded:
     here = set(prepared.embedded_here)
     return Embedded([prepared.vectors[i] for i in keep], [prepared.token_codes[i] for i in keep],
                     prepared.space, tuple(p for p, i in enumerate(keep) if i in here))
+
+
+class PreparedWrite(NamedTuple):
+    """Items checked, redacted (when ``redacted``) and embedded ahead of their write
+    (``MemoryStore.prepare_many``): what ``store_many_checked`` then writes without the model."""
+
+    items: list[Mapping[str, Any]]
+    rows: list[MemoryRow]
+    embedded: Embedded
+    redacted: bool
+
+    def subset(self, keep: list[int]) -> "PreparedWrite":
+        """Only the items at ``keep`` (in that order): what a caller still writes after its own checks."""
+        return PreparedWrite([self.items[i] for i in keep], [self.rows[i] for i in keep],
+                             subset(self.embedded, keep), self.redacted)

@@ -1,0 +1,84 @@
+"""prepare_many: a batch embedded without the store's lock, then written by store_many_checked."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from localmem import MemoryStore
+from localmem.embedders.hashing import HashEmbedder
+from localmem.errors import ValidationError
+
+
+class GatedEmbedder:
+    """The hash embedder, except that a text holding ``SLOW`` waits for ``gate`` (a model mid-batch)."""
+
+    name = "gated-hash"
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder(64)
+        self.dimensions = self.inner.dimensions
+        self.gate, self.entered = threading.Event(), threading.Event()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if any("SLOW" in text for text in texts):
+            self.entered.set()
+            assert self.gate.wait(30), "the test never opened the gate"
+        return self.inner.embed(texts)
+
+
+def test_a_recall_is_answered_while_a_prepared_batch_is_being_embedded(tmp_path):
+    embedder = GatedEmbedder()
+    with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
+        store.store("the orchid service deploys nightly", tags=["project:orchid"])
+        prepared: dict = {}
+        worker = threading.Thread(target=lambda: prepared.update(
+            batch=store.prepare_many([{"content": "SLOW: a long assistant answer about orchid"},
+                                      {"content": "orchid uses postgres"}])))
+        worker.start()
+        try:
+            assert embedder.entered.wait(30)
+            answered = {}
+            reader = threading.Thread(target=lambda: answered.update(r=store.recall("orchid deploys", limit=3)))
+            reader.start()
+            reader.join(20)
+            # The model is mid-batch: the store's lock is free, so the recall was answered meanwhile.
+            assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
+        finally:
+            embedder.gate.set()
+            worker.join(30)
+        results = store.store_many_checked(prepared["batch"], dedup=True)
+        assert [r["deduped"] for r in results] == [False, False]
+        stored = store.get(results[1]["id"])
+        assert stored["content"] == "orchid uses postgres"
+        found = store.recall("orchid postgres", limit=5)["results"]
+        assert results[1]["id"] in [r["memory"]["id"] for r in found]
+
+
+def test_a_prepared_batch_is_written_as_store_many_checked_writes_items(tmp_path):
+    with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "b.db", embedder="hash") as b:
+        a.store("orchid uses postgres", id="7a8b5a6e-1d6f-4a55-9d0c-0f1a2b3c4d5e")
+        b.store("orchid uses postgres", id="7a8b5a6e-1d6f-4a55-9d0c-0f1a2b3c4d5e")
+        items = [{"content": "orchid uses postgres"}, {"content": "deploy with password=hunter2hunter2 tonight"},
+                 {"content": "the cache is redis"}]
+        direct = a.store_many_checked(items, dedup=True, redact=True)
+        prepared = b.prepare_many(items, redact=True)
+        through = b.store_many_checked(prepared, dedup=True, redact=True)
+        assert [r["deduped"] for r in through] == [r["deduped"] for r in direct] == [True, False, False]
+        for x, y in zip(direct[1:], through[1:]):
+            got_a, got_b = a.get(x["id"]), b.get(y["id"])
+            assert got_a["content"] == got_b["content"] and "hunter2" not in got_b["content"]
+            assert got_a["metadata"] == got_b["metadata"]
+        # A subset writes only the items kept, in that order.
+        later = b.prepare_many([{"content": "first"}, {"content": "second"}, {"content": "third"}])
+        kept = b.store_many_checked(later.subset([2, 0]), dedup=False)
+        assert [b.get(r["id"])["content"] for r in kept] == ["third", "first"]
+
+
+def test_redact_asked_at_the_write_of_a_batch_prepared_without_it_is_refused(tmp_path):
+    with MemoryStore(tmp_path / "m.db", embedder="hash") as store:
+        prepared = store.prepare_many([{"content": "token=abcdefabcdefabcdef1234"}])
+        with pytest.raises(ValidationError, match="redact"):
+            store.store_many_checked(prepared, redact=True)
+        assert store.list_memories()["total"] == 0  # nothing written
