@@ -224,9 +224,9 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
             project_path: str | None, settings: "HookSettings", rules: NoiseRules) -> dict[str, Any]:
     """Store the session's new turns; returns what was read, stored and skipped (by reason).
 
-    Turns are stored in batches of ``BATCH_MESSAGES``, each batch's claims, memories and
-    read offset in one transaction, so the write lock is held for one batch's embedding at
-    a time; a run stops starting batches after ``CAPTURE_SECONDS`` or ``MAX_MESSAGES``
+    Turns are stored in batches of ``BATCH_MESSAGES``, each batch embedded first (without the
+    store's lock), then its claims, memories and read offset in one transaction; a run stops
+    starting batches after ``CAPTURE_SECONDS`` or ``MAX_MESSAGES``
     messages and the next run goes on from the last stored turn (``more_to_read``).
     """
     skipped: Counter[str] = Counter()
@@ -269,21 +269,26 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
         batch_to = read.resume_at if last else batch[-1][1]
         if not batch and batch_to == offset and not read.restarted:
             break  # nothing new, and the offset stands
+        parts_of = [memory_items(turn, session_id, project, project_path) for turn, _ in batch]
+        # Redacted (docs/privacy.md) and embedded before the store's lock is taken: a prompt the
+        # warm process answers meanwhile waits for this batch's insert, not for the model.
+        prepared = store.prepare_many([p for parts in parts_of for p in parts], redact=True) if batch else None
         with store.lock, transaction(store.conn):  # claims, memories and offset commit together
-            items: list[dict[str, Any]] = []
+            keep: list[int] = []  # the prepared items this run stores, in order
             retractions: list[tuple[Turn, int]] = []  # each with the index of its first item
-            for turn, _ in batch:
-                parts = memory_items(turn, session_id, project, project_path)
+            position = 0  # the turn's first item among the prepared ones
+            for (turn, _), parts in zip(batch, parts_of):
                 if ledger.claim_message(store, turn.uuid, session_id, [p["id"] for p in parts]):
                     if turn.retracts:
-                        retractions.append((turn, len(items)))
-                    items.extend(parts)
+                        retractions.append((turn, len(keep)))
+                    keep.extend(range(position, position + len(parts)))
                     stored_messages += 1
                     dumps_cut += turn.cut is not None
                 else:
                     known.add(turn.uuid)  # another run stored it since it was looked up
-            if items:  # dedup on, as docs/dedup.md says for capture: a repeat returns the stored one
-                results = store.store_many_checked(items, dedup=True, redact=True)  # docs/privacy.md
+                position += len(parts)
+            if keep and prepared is not None:  # dedup on, as docs/dedup.md says: a repeat returns the stored one
+                results = store.store_many_checked(prepared.subset(keep), dedup=True, redact=True)
                 deduped += sum(1 for r in results if r["deduped"])
                 stored_memories += sum(1 for r in results if not r["deduped"])
                 for turn, first in retractions:  # after the batch's turns exist: a retraction may follow its plan
