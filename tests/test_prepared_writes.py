@@ -82,3 +82,33 @@ def test_redact_asked_at_the_write_of_a_batch_prepared_without_it_is_refused(tmp
         with pytest.raises(ValidationError, match="redact"):
             store.store_many_checked(prepared, redact=True)
         assert store.list_memories()["total"] == 0  # nothing written
+
+
+def test_a_server_answers_recall_while_it_embeds_a_batch(tmp_path):
+    """POST /memory/batch (up to 500 texts through the model) no longer holds every recall back."""
+    import httpx
+    import uvicorn
+
+    from localmem.http.app import create_app
+    from tests.serving import in_thread
+
+    embedder = GatedEmbedder()
+    with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
+        store.store("the orchid service deploys nightly")
+        app = create_app(store, token="t0ken-for-this-test")
+        headers = {"Authorization": "Bearer t0ken-for-this-test"}
+        with in_thread(lambda port: uvicorn.Config(app, log_config=None, lifespan="off")) as url:
+            posted: dict = {}
+            batch = {"memories": [{"content": "SLOW: the orchid runbook"}, {"content": "orchid uses postgres"}]}
+            writer = threading.Thread(target=lambda: posted.update(
+                r=httpx.post(f"{url}/memory/batch", json=batch, headers=headers, timeout=60)))
+            writer.start()
+            try:
+                assert embedder.entered.wait(30)
+                answer = httpx.get(f"{url}/recall", params={"query": "orchid deploys"}, headers=headers, timeout=15)
+                assert answer.status_code == 200 and answer.json()["results"]
+                assert "r" not in posted  # the batch is still in the model: the recall did not wait for it
+            finally:
+                embedder.gate.set()
+                writer.join(30)
+            assert posted["r"].status_code == 201 and posted["r"].json()["stored"] == 2

@@ -141,8 +141,10 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         provided = sum(1 for item in cleaned if item.get("embedding") is not None)
 
         def work() -> tuple[list[dict[str, Any]], bool, list[str]]:
+            # Embedded before the lock is taken: recalls go on while the model runs on up to MAX_BATCH texts.
+            prepared = store.prepare_many(cleaned, redact=payload.get("redact", False))
             with locked(store):
-                results = store.store_many_checked(cleaned, dedup=dedup, redact=payload.get("redact", False))
+                results = store.store_many_checked(prepared, dedup=dedup)
                 written = [(f"Memory at index {i}: ", store.get(r["id"])) for i, r in enumerate(results)
                            if not r["deduped"] and any(k in cleaned[i] for k in HIDING_FIELDS)]
                 return results, vector_channel(store), batch_not_current(written, store.now())

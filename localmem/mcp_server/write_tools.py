@@ -145,7 +145,8 @@ def _store_batch(get_store: StoreGetter, args: Mapping[str, Any], dedup: bool, r
         items.append({k: v for k, v in item.items() if v is not None})
         notes.extend(read_tag_field(items[-1], where=f"memories[{index}]: "))
     store = get_store()
-    results = store.store_many_checked(items, dedup=dedup, redact=redacting)
+    # Embedded before the store's lock is taken: other calls' recalls go on while the model runs.
+    results = store.store_many_checked(store.prepare_many(items, redact=redacting), dedup=dedup)
     text, out = store_answers.batch_answer(results, dedup)
     notes.extend(batch_not_current([(f"memories[{i}]: ", store.get(r["id"])) for i, r in enumerate(results)
                                     if not r["deduped"] and any(k in items[i] for k in HIDING_FIELDS)],
