@@ -21,7 +21,8 @@ quiet / related served / notes per related prompt / share of notes that are evid
   the unrelated prompts each lets in;
 - **held out** (``--full S.json``, a full ``hook_injection.py --save``): per fold, relevance fitted and the rule
   chosen on the other four folds of both *full* dev sets (gate_levers.GateGrid: lever ``none`` and ``blend``),
-  measured on the fold's prompts of the cut; and fitted on one full set, measured on the other set's cuts.
+  measured on the fold's prompts of the cut; and fitted on one full set, measured on the other set's cuts. The full
+  sets themselves close the table (gate_levers.py's held-out headline and across-set rows, with the guards).
 
 ``--guards`` adds store-independent guards on the blend (docs/results/history.md, branch gate13, pre-registered),
 each read from the number of results recall returned to the hook for the prompt (``n``; the hook asks for 20):
@@ -74,6 +75,13 @@ def guard_scale(guard: str | None, n: int) -> float:
     if guard == "scaled":
         return min(1.0, n / FULL_LIST)
     return 1.0
+
+
+def blend_of(guard: str | None, p: dict) -> tuple[float, float]:
+    """The (blend, drop) the hook's gate reads for ``p`` under ``guard`` (``"none"``: relevance alone; None: the
+    shipped blend unguarded)."""
+    scale = 0.0 if guard == "none" else guard_scale(guard, results_of(p))
+    return DEFAULT_BLEND * scale, DEFAULT_BLEND_DROP * scale
 
 
 def results_of(p: dict) -> int:
@@ -177,13 +185,9 @@ def answered_rows(cuts: dict[str, dict[str, list[dict]]], guards: list[str]) -> 
     print("\nAs the hook answers (packaged relevance, the hook's floor; the shipped rule replayed):\n" + HEADER)
     for name, sets in cuts.items():
         prompts = [p for ps in sets.values() for p in ps]
-        variants = {"relevance alone": lambda p: (0.0, 0.0), "blend (shipped)": lambda p: (DEFAULT_BLEND,
-                                                                                            DEFAULT_BLEND_DROP)}
-        for guard in guards:
-            variants[f"blend, guard {guard}"] = (lambda g: lambda p: (DEFAULT_BLEND * guard_scale(g, results_of(p)),
-                                                                      DEFAULT_BLEND_DROP * guard_scale(g, results_of(p)))
-                                                 )(guard)
-        answers = {label: {id(p): as_answered(p, *params(p)) for p in prompts} for label, params in variants.items()}
+        variants = {"relevance alone": "none", "blend (shipped)": None, **{f"blend, guard {g}": g for g in guards}}
+        answers = {label: {id(p): as_answered(p, *blend_of(guard, p)) for p in prompts}
+                   for label, guard in variants.items()}
         live = sum(sorted(answers["blend (shipped)"][id(p)][0]) != sorted(p["shipped_ids"]) for p in prompts)
         small = sum(results_of(p) < FULL_LIST for p in prompts)
         print(f"| **{name}** ({small} of {len(prompts)} prompts with under {FULL_LIST} results; "
@@ -305,7 +309,9 @@ def main() -> None:
         gate_levers.attach_learned(full)
         for sets in cuts.values():
             gate_levers.attach_learned(sets)
-        held_out_rows(cuts, full, guards)
+        # The full dev sets themselves last: the held-out headline and the across-set rows, for the guards' rule.
+        whole = {**cuts, "full locomo": {"locomo": full["locomo"]}, "full lme": {"lme": full["lme"]}, "full both": full}
+        held_out_rows(whole, full, guards)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 
