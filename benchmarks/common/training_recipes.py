@@ -1,8 +1,10 @@
 """Named training recipes of the learned ranking's trees (``train_rank_two_shapes.py --recipe``).
 
 A recipe is LightGBM parameters over ``train_learned_rank.PARAMS`` and the rounds, learning rate
-and LongMemEval weight it defaults to; an option given on the command line wins. "shipped" is the
-packaged trees' recipe; the others weigh the first places more (benchmarks/quality/rank_recipes.py
+and LongMemEval weight it defaults to; an option given on the command line wins. "nosample" is the
+packaged trees' recipe since branch lme13 (and ``--recipe``'s default); "shipped" is the one before it,
+LightGBM's row and column sampling at 0.8 (train_learned_rank.PARAMS, which the comparison scripts
+still train with); the others weigh the first places more (benchmarks/quality/rank_recipes.py
 compares them held out, docs/results/history.md, branch rank6). Recipes are not part of the
 recorded pools' cache key (benchmarks/common/ranking_pools.PoolCache): a new one records nothing again.
 """
@@ -14,7 +16,7 @@ from typing import Any
 
 DEFAULTS = {"rounds": 100, "learning_rate": 0.15, "lme_weight": 1}
 RECIPES: dict[str, dict[str, Any]] = {
-    "shipped": {},
+    "shipped": {},  # the packaged trees' recipe until branch lme13 (PARAMS as they are)
     # lambdarank's pairs only where one side is ranked in the first 3 (LightGBM's default: 30)
     "top3": {"params": {"lambdarank_truncation_level": 3}},
     "top2": {"params": {"lambdarank_truncation_level": 2}},
@@ -30,6 +32,9 @@ RECIPES: dict[str, dict[str, Any]] = {
     "300-lme2": {"rounds": 300, "learning_rate": 0.05, "lme_weight": 2},
     "lme2": {"lme_weight": 2},
     "lme3": {"lme_weight": 3},
+    # every row and every column each round (no bagging): the same trees at any seed; the packaged
+    # trees' recipe since branch lme13 (benchmarks/quality/seed_ensemble.py's det-100)
+    "nosample": {"params": {"subsample": 1.0, "colsample_bytree": 1.0}},
 }
 
 
@@ -46,8 +51,9 @@ def apply_recipe(args: argparse.Namespace) -> argparse.Namespace:
 
 def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     """``--recipe`` and the settings a recipe defaults (read them through apply_recipe)."""
-    parser.add_argument("--recipe", choices=sorted(RECIPES), default="shipped",
-                        help="a named training recipe (RECIPES); the options below override its settings")
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="nosample",
+                        help="a named training recipe (RECIPES; default nosample, the packaged trees'); "
+                             "the options below override its settings")
     parser.add_argument("--rounds", type=int, default=None, help=f"boosting rounds (default {DEFAULTS['rounds']})")
     parser.add_argument("--learning-rate", type=float, default=None,
                         help=f"(default {DEFAULTS['learning_rate']})")

@@ -5,7 +5,8 @@ rows and features are sampled per round). This compares ways of taking that vari
 trees themselves, each a VARIANTS entry: ``members`` trees trained with seeds in a row, their raw
 scores averaged (the same as one model whose trees' leaf values are divided by ``members``: the
 packaged format, with ``members * rounds`` trees), with its rounds, learning rate and LightGBM
-parameters over ``train_learned_rank.PARAMS``.
+parameters over ``train_learned_rank.PARAMS``, and ``questions``: the share of the training
+questions each member is trained on (drawn with the member's seed within each set; 1 when absent).
 
 Each variant is judged on ``--groups`` disjoint seed groups: group ``g`` of a variant of ``k``
 members trains with seeds ``g*k .. g*k+k-1`` (one member: seeds 0, 1, 2), on the pools
@@ -48,7 +49,8 @@ from benchmarks.quality import train_rank_two_shapes as two_shapes  # noqa: E402
 from localmem import Config  # noqa: E402
 from localmem.recall import learned_rank  # noqa: E402
 
-# members: trees averaged; rounds and learning_rate per member; params over train_learned_rank.PARAMS
+# members: trees averaged; rounds and learning_rate per member; params over train_learned_rank.PARAMS;
+# questions: each member's share of the training questions
 VARIANTS: dict[str, dict[str, Any]] = {
     "shipped": {"members": 1, "rounds": 100, "learning_rate": 0.15},
     # about today's tree count: k members of 100/k rounds at k times the rate
@@ -63,6 +65,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
                        "params": {"subsample": 0.5, "colsample_bytree": 0.6}},
     "bag06-ff06-100": {"members": 1, "rounds": 100, "learning_rate": 0.15,
                        "params": {"subsample": 0.6, "colsample_bytree": 0.6}},
+    # lme13's three (pre-registered), each at today's tree count:
+    # no sampling at all (every row, every column each round): trees the same at any seed
+    "det-100": {"members": 1, "rounds": 100, "learning_rate": 0.15,
+                "params": {"subsample": 1.0, "colsample_bytree": 1.0}},
+    # the recipe's row sampling drawn by question (a round sees whole questions' pools, 0.8 of them)
+    "qbag08-100": {"members": 1, "rounds": 100, "learning_rate": 0.15, "params": {"bagging_by_query": True}},
+    # bagging the training questions: each of ens5-20's members trained on its own 0.8 of the questions
+    "qsub08-ens5-20": {"members": 5, "rounds": 20, "learning_rate": 0.75, "questions": 0.8},
 }
 LOCOMO_KEYS = ("R@1", "R@2", "MRR", "R@10")
 LME_KEYS = ("R@1", "R@2", "R@5", "R@10", "MRR", "any@5")
@@ -71,6 +81,29 @@ LME_KEYS = ("R@1", "R@2", "R@5", "R@10", "MRR", "any@5")
 def group_seeds(members: int, group: int) -> list[int]:
     """The seeds of a variant's group: ``members`` in a row, the groups disjoint."""
     return list(range(group * members, (group + 1) * members))
+
+
+def check_variant(name: str, variant: dict[str, Any]) -> None:
+    """Refuse a variant whose settings cannot be trained, naming the setting."""
+    if variant["members"] < 1 or variant["rounds"] < 1:
+        raise ValueError(f"variant {name}: members and rounds must be at least 1")
+    share = variant.get("questions", 1.0)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        raise ValueError(f"variant {name}: questions must be a share in (0, 1], not {share!r}")
+
+
+def question_sample(pools: list[dict], share: float, seed: int) -> list[dict]:
+    """``share`` of the pools, drawn with ``seed`` without replacement within each shape (LoCoMo's
+    760 questions do not crowd out LongMemEval's few dozen), in their given order."""
+    if share >= 1:
+        return list(pools)
+    rng = np.random.default_rng(seed)
+    kept: set[int] = set()
+    for shape in sorted({p["shape"] for p in pools}):
+        members = [i for i, p in enumerate(pools) if p["shape"] == shape]
+        count = max(1, round(share * len(members)))
+        kept.update(int(i) for i in rng.choice(members, size=count, replace=False))
+    return [p for i, p in enumerate(pools) if i in kept]
 
 
 def averaged(predictors: list[Callable[[np.ndarray], np.ndarray]]) -> Callable[[np.ndarray], np.ndarray]:
@@ -99,12 +132,13 @@ class Trainer:
         """A LightGBM ranker of ``variant``'s settings and ``seed`` trained without fold ``n``
         (``subset`` ("fold", n)) or on one set only (("shape", name)), as two_shapes.fit trains."""
         params = variant.get("params", {})
-        key = (variant["rounds"], variant["learning_rate"], tuple(sorted(params.items())), seed, subset)
+        share = variant.get("questions", 1.0)
+        key = (variant["rounds"], variant["learning_rate"], tuple(sorted(params.items())), share, seed, subset)
         if key not in self.trained:
             kind, value = subset
             chosen = [p for p in self.pools if (p["fold"] != value if kind == "fold" else p["shape"] == value)]
-            self.trained[key] = trl.fit(two_shapes.weighted(chosen, 1), variant["rounds"], seed,
-                                        variant["learning_rate"], dict(params))
+            chosen = question_sample(two_shapes.weighted(chosen, 1), share, seed)
+            self.trained[key] = trl.fit(chosen, variant["rounds"], seed, variant["learning_rate"], dict(params))
         return self.trained[key]
 
     def predictor(self, variant: dict, seed: int, subset: tuple) -> Callable[[np.ndarray], np.ndarray]:
@@ -204,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         parser.error(f"--variants: unknown {', '.join(unknown)} (known: {', '.join(sorted(VARIANTS))})")
+    for name in names:
+        try:
+            check_variant(name, VARIANTS[name])
+        except ValueError as refused:
+            parser.error(f"--variants: {refused}")
     started = time.perf_counter()
     pools = two_shapes.record_all(args, lambda line: None)[0]
     if args.walk_cost:
