@@ -31,8 +31,6 @@ from .channels import (
 from .context import ContextProfile, build_context_profile, needs_injection
 from .decompose import decompose_query
 from .keywords import KeywordScorer
-from . import candidate_pool
-from .candidate_pool import first_cut, keyword_page
 from .answer import recall_response, state_filter_block
 from .centering import Centre, centred_similarities, usable_centre
 from .late_interaction import QueryAdapter, token_matches_soon
@@ -397,7 +395,6 @@ class Recall:
                     seen.add(candidate["id"])
                     candidates.append(candidate)
 
-        found: list[dict[str, Any]] = []
         if query_vector is not None:
             found = vector_candidates(backend, scope, query_vector, fetch, self.centre_for(query_vector))
             self.vector_found[query] = len(found)  # a second round replaces the first one's count
@@ -405,22 +402,20 @@ class Recall:
         dated = [c for c in self.dated_candidates(query, query_vector) if c["id"] not in seen]
         self.dated_found[query] = len(dated)
         admit(dated, None)
-        hits: list[dict[str, Any]] = []
         if query:
-            asked = keyword_page(fetch, self.config.keyword_fetch, candidate_pool.KEYWORD_PAGE)
+            asked = max(fetch, self.config.keyword_fetch)
             listed = [c["_pk"] for c in candidates if "_pk" in c]
-            # Hits the vector channel found come back as bare ids (admit skips them; their rows are not read again).
-            hits = keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector, asked,
-                                      listed, self.centre_for(query_vector),
-                                      {c["_pk"]: c["id"] for c in candidates if "_pk" in c})
-            admit(hits, asked)
+            # Hits the vector channel found already come back as their ids alone: admit
+            # passes over them either way, and their rows need not be read twice.
+            admit(keyword_candidates(backend, scope, self.keyword_scorer(query), query_vector, asked,
+                                     listed, self.centre_for(query_vector),
+                                     {c["_pk"]: c["id"] for c in candidates if "_pk" in c}), asked)
         if not query and query_vector is None:
             admit(trending_candidates(backend, scope, trending), trending)
         if query and self.config.metadata_search_enabled:
             for candidate in metadata_candidates(backend, scope, query, limit, seen):
                 seen.add(candidate["id"])
                 candidates.append(candidate)  # upgrades of seen ids too; dedup keeps the better copy
-        candidates = first_cut(candidates, found, hits, candidate_pool.FIRST_CUT, dated)
         # Every candidate's supersession head in one walk, read while the token codes are
         # matched: the state filter asks about those that survive dedup, the confidence
         # block about the nearest of all.
