@@ -10,16 +10,19 @@ candidates, the stage's time on the recall thread's CPU clock (``--clock``), its
 the recall and its microseconds per candidate. On a loaded machine read the shares and the
 counts; the microseconds are for scale.
 
-``--pools O1,O2,...`` then asks the same questions again with other channel sizes, each a
+``--pools S1,S2,...`` then asks the same questions again with other pool sizes, each a
 store of its own on the same file, taking turns question by question: ``O`` is
 ``vector_overfetch`` (the vector channel asks for limit × O, the keyword channel for at
-least that and ``keyword_fetch``) or ``O/K`` with ``keyword_fetch`` K too. It reports the
+least that and ``keyword_fetch``), ``O/K`` with ``keyword_fetch`` K too, ``keyword:N`` the
+keyword channel's page N alone, ``first:N`` only the N best channel finds by fused ranks
+going on (recall/candidate_pool.py's constants, set before each recall: that module is in
+branch warm13's commit 80f611e only, measured and reverted). It reports the
 candidate pool's median size and each setting's recall time (the same clock) as the median
 over questions of its time ÷ the first setting's: what a smaller pool saves, before asking
 what it costs in answers (benchmarks/quality/pool_cut.py).
 
     python benchmarks/speed/candidate_work.py --store FILE [--every 2] [--clock cpu|wall|process]
-        [--pools 4,3,2,2/30]
+        [--pools 4,2,keyword:50,first:90]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +43,14 @@ from benchmarks.common.stage_spans import Spans  # noqa: E402
 from benchmarks.speed import small_store  # noqa: E402
 from localmem import Config, MemoryStore, store as store_module  # noqa: E402
 from localmem.recall import learned_rank, pipeline, state  # noqa: E402
+
+try:  # the pool levers' constants: branch warm13's commit 80f611e, reverted (measured, not shipped)
+    from localmem.recall import candidate_pool  # type: ignore[attr-defined]
+except ImportError:
+    candidate_pool = None
+# Where the code of the keyword:N and first:N settings is.
+LEVERS_COMMIT = "80f611e"
+
 from localmem.recall.keywords import KeywordScorer  # noqa: E402
 from localmem.recall.relevance import Evidence  # noqa: E402
 
@@ -141,21 +153,49 @@ def stage_table(store: MemoryStore, work: list[tuple[str, dict]], clock: Callabl
     return rows
 
 
-def read_setting(text: str) -> tuple[int, int | None]:
+@dataclass(frozen=True)
+class PoolSetting:
+    """A candidate pool's size: ``O`` (vector_overfetch), ``O/K`` (and keyword_fetch K),
+    ``keyword:N`` (the keyword channel's page N, recall/candidate_pool.py's KEYWORD_PAGE) or
+    ``first:N`` (the N best channel finds by fused ranks go on, its FIRST_CUT)."""
+
+    name: str
+    config: tuple[tuple[str, int], ...] = ()
+    constants: tuple[tuple[str, int], ...] = ()
+
+    def apply(self) -> None:
+        """Set recall/candidate_pool.py's constants as this setting has them (the others to None)."""
+        if candidate_pool is None:
+            if self.constants:
+                raise SystemExit(f"{self.name}: this tree's recall has no candidate_pool.py (the lever's code is "
+                                 f"branch warm13's commit {LEVERS_COMMIT}: run from a worktree of it)")
+            return
+        for constant in ("KEYWORD_PAGE", "FIRST_CUT"):
+            setattr(candidate_pool, constant, dict(self.constants).get(constant))
+
+
+def read_setting(text: str) -> PoolSetting:
+    kind, colon, count = text.partition(":")
+    if colon:
+        constant = {"keyword": "KEYWORD_PAGE", "first": "FIRST_CUT"}.get(kind)
+        if constant is None or not count.isdigit() or int(count) < 1:
+            raise argparse.ArgumentTypeError(f"keyword:N or first:N, N at least 1 (got {text!r})")
+        return PoolSetting(text, constants=((constant, int(count)),))
     head, _, tail = text.partition("/")
     try:
         overfetch, keyword = int(head), (int(tail) if tail else None)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a pool setting is O or O/K, whole numbers (got {text!r})") from None
+        raise argparse.ArgumentTypeError(f"a pool setting is O, O/K, keyword:N or first:N (got {text!r})") from None
     if overfetch < 1 or (keyword is not None and keyword < 1):
         raise argparse.ArgumentTypeError(f"O and K are at least 1 (got {text!r})")
-    return overfetch, keyword
+    changes = (("vector_overfetch", overfetch),) + ((("keyword_fetch", keyword),) if keyword is not None else ())
+    return PoolSetting(text, config=changes)
 
 
-def setting_list(text: str) -> list[tuple[int, int | None]]:
+def setting_list(text: str) -> list[PoolSetting]:
     settings = [read_setting(part.strip()) for part in text.split(",") if part.strip()]
     if len(settings) < 2:
-        raise argparse.ArgumentTypeError("--pools: at least two settings, the first the base")
+        raise argparse.ArgumentTypeError("at least two pool settings, the first the base")
     return settings
 
 
@@ -178,33 +218,35 @@ def pool_sizes(store: MemoryStore, work: list[tuple[str, dict]]) -> list[int]:
 
 
 def settings_table(path: str, embedder: Any, config: Config, work: list[tuple[str, dict]],
-                   settings: list[tuple[int, int | None]], clock: Callable[[], float]) -> list[str]:
-    stores = []
-    for overfetch, keyword in settings:
-        changes: dict[str, Any] = {"vector_overfetch": overfetch}
-        if keyword is not None:
-            changes["keyword_fetch"] = keyword
-        stores.append(MemoryStore(path, embedder=embedder, config=config.with_changes(**changes),
-                                  clock=lambda: small_store.NOW))
-    for store in stores:  # warm each: statements, caches, the model
+                   settings: list[PoolSetting], clock: Callable[[], float]) -> list[str]:
+    stores = [MemoryStore(path, embedder=embedder, config=config.with_changes(**dict(setting.config)),
+                          clock=lambda: small_store.NOW) for setting in settings]
+    for setting, store in zip(settings, stores):  # warm each: statements, caches, the model
+        setting.apply()
         for query, kwargs in work[:20]:
             store.recall(query, **kwargs)
     times: list[list[float]] = [[] for _ in stores]
-    for index, (query, kwargs) in enumerate(work):
-        order = list(range(len(stores)))
-        if index % 2:
-            order.reverse()
-        for which in order:
-            started = clock()
-            stores[which].recall(query, **kwargs)
-            times[which].append(clock() - started)
-    sizes = [pool_sizes(store, work) for store in stores]
-    rows = ["| vector_overfetch / keyword_fetch | pool, median (min–max) | recall ÷ the first setting, "
-            "median over questions |", "|---|---:|---:|"]
-    for (overfetch, keyword), pool, own in zip(settings, sizes, times):
+    try:
+        for index, (query, kwargs) in enumerate(work):
+            order = list(range(len(stores)))
+            if index % 2:
+                order.reverse()
+            for which in order:
+                settings[which].apply()
+                started = clock()
+                stores[which].recall(query, **kwargs)
+                times[which].append(clock() - started)
+        sizes = []
+        for setting, store in zip(settings, stores):
+            setting.apply()
+            sizes.append(pool_sizes(store, work))
+    finally:
+        PoolSetting("as it is").apply()
+    rows = ["| pool setting | pool, median (min–max) | recall ÷ the first setting, median over questions |",
+            "|---|---:|---:|"]
+    for setting, pool, own in zip(settings, sizes, times):
         ratio = statistics.median(a / b for a, b in zip(own, times[0]))
-        rows.append(f"| {overfetch} / {keyword if keyword is not None else config.keyword_fetch} | "
-                    f"{statistics.median(pool):.0f} ({min(pool)}–{max(pool)}) | {ratio:.3f} |")
+        rows.append(f"| {setting.name} | {statistics.median(pool):.0f} ({min(pool)}–{max(pool)}) | {ratio:.3f} |")
     for store in stores:
         store.close()
     return rows
@@ -216,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=("wall", "cpu", "process"), default="cpu",
                         help="cpu: the recall thread's CPU time (default); process: every thread's")
     parser.add_argument("--pools", type=setting_list, default=None,
-                        help="channel sizes to compare, O or O/K, comma-separated, the first the base")
+                        help="pool settings to compare (O, O/K, keyword:N, first:N), comma-separated, the first the base")
     args = parser.parse_args(argv)
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
     store, work, scratch = small_store.warm_text_requests(args.data, args.embedder, args.store, config,
