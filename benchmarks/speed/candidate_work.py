@@ -258,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=("wall", "cpu", "process"), default="cpu",
                         help="cpu: the recall thread's CPU time (default); process: every thread's")
     parser.add_argument("--pools", type=setting_list, default=None,
-                        help="pool settings to compare (O, O/K, keyword:N, first:N), comma-separated, the first the base")
+                        help="pool settings to compare (O, O/K, keyword:N, first:N), comma-separated, "
+                             "the first the base")
     args = parser.parse_args(argv)
     config = Config.from_env({**os.environ, "LOCALMEM_TRACK_ACCESS": "0"})
     store, work, scratch = small_store.warm_text_requests(args.data, args.embedder, args.store, config,
