@@ -236,8 +236,9 @@ REAL_MEMORIES = [
 
 @pytest.mark.model
 @pytest.mark.xfail(strict=True, reason="recall's calibrated floor rose to 0.92 with the refit on all 80 LongMemEval "
-                   "dev instances and the reciprocal_rank input (docs/relevance.md, 2026-12-05): Jon's question finds "
-                   "its turn first but reads 0.870 (Caroline's 0.993); the prompt hook's own floor is 0.90")
+                   "dev instances and the reciprocal_rank input (docs/relevance.md, 2026-12-05), 0.91 refitted on "
+                   "lme13's trees (2026-12-06, relfit13): Jon's question finds its turn first but reads 0.869 "
+                   "(Caroline's 0.993); the prompt hook's own floor is 0.90")
 def test_real_embeddings_tell_related_from_unrelated(memory_store_factory) -> None:
     store = memory_store_factory(embedder="auto")
     store.store_many([{"content": text, "timestamp": (NOW - timedelta(days=n)).isoformat()}
