@@ -99,11 +99,6 @@ def test_a_unittest_request_gets_the_pytest_preference(store_dir):
     assert block is not None and "always pytest" in block, err
 
 
-@pytest.mark.xfail(strict=True, reason="relevance model: with the reciprocal_rank input the ruff preference reads 0.79 "
-                   "(was 0.57; cosine 0.24, coverage 0.5, token 0.69, keyword 0.72, reciprocal_rank 1: recall ranks it "
-                   "first), every other candidate <= 0.014, but the hook's floor is 0.90 (chosen on held-out folds; "
-                   "docs/results/history.md, 'Injection that reads the ranking', 2026-12-05); with the learned "
-                   "ranking's score of it (0.87) the decision reads 0.831 against 0.84 (branch gate12)")
 def test_a_formatting_question_gets_the_ruff_preference(store_dir):
     db, tmp = store_dir
     block, err = ask(db, tmp, "how should I format code here?", "s-format")

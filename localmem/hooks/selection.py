@@ -58,8 +58,8 @@ OVER_SESSION_START = "past the session-start list"
 # (benchmarks/hooks/hook_injection.py, "Held out together"; docs/results/history.md, "Injection that reads
 # the ranking", 2026-12-05): every fold chose no lead and a cap of 2, three of five a closeness of 0.05, and
 # floors 0.88-0.92 (the median, 0.90, is the default). No lead: a related prompt's other candidates are often
-# high too. The floor is the hook's own: recall's calibrated floor (0.92) keeps 95 % of questions about another
-# conversation silent, where the hook answers a prompt only with what stands out.
+# high too. The floor is the hook's own: recall's calibrated floor (0.92; 0.91 since branch relfit13) keeps
+# 95 % of questions about another conversation silent, where the hook answers a prompt only with what stands out.
 #
 # Since 2026-12-05 (issue 40, branch inject3) the cap is filled in recall's order: with a perfect prompt-level
 # decision, recall's first two hold evidence for 0.82 of related prompts against 0.76 for the two of highest relevance
