@@ -191,7 +191,7 @@ class MemoryStore:
                                prepared.token_codes)
 
     def _in_current_space(self, prepared: Embedded, texts: list[str]) -> Embedded:
-        """``prepared`` as the file's embedder makes it now (inside the write transaction)."""
+        """``prepared`` as the file's embedder makes it now (under the store's lock; again in the write transaction)."""
         return in_current_space(self._backend, prepared, texts, self._embed_contents)
 
     def _embed_contents(self, texts: list[str]) -> Embedded | None:
@@ -306,16 +306,16 @@ class MemoryStore:
         """Store items, with dedup (docs/dedup.md) when asked: the near-duplicate kNN before
         the write lock, the exact-duplicate lookup and the insert under it, in one transaction.
         Redaction comes first, so every row, index, vector and key is made from the redacted text."""
-        if prepared is not None:
-            rows, embeddings = prepared.rows, prepared.embedded
-        else:
-            items = redact_items(items, redact)
-            rows, embeddings = self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
+        items = items if prepared is not None else redact_items(items, redact)
+        rows, embeddings = (self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
+                            if prepared is None else (prepared.rows, prepared.embedded))
         if not dedup:
             with transaction(self.conn):
                 self._insert_rows(rows, embeddings)
             return [{"id": row.id, "deduped": False, "similar_existing": [], "similar_checked": False}
                     for row in rows]
+        # The kNN reads the file's index: vectors made before a reembed swapped it are made again first.
+        embeddings = self._in_current_space(embeddings, [row.content for row in rows])
         now_iso = format_timestamp(self.now())
         similar = [duplicates.similar_existing(self._backend, vector, row.context, now_iso,
                                                limit=duplicates.SIMILAR_LIMIT + 1)
