@@ -473,3 +473,116 @@ def test_the_prompt_hook_reads_the_file_only_under_the_stores_lock(tmp_path):
         assert not run.watch.found, "\n".join(run.watch.found)
     finally:
         run.store.close()
+
+
+# -- the same through the real warm process -------------------------------------------------------------------
+
+DAEMON_ROUNDS = int(os.environ.get("LOCALMEM_CONCURRENCY_DAEMON_ROUNDS") or 4)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the warm process needs Linux")
+def test_the_warm_process_under_hooks_mcp_batches_and_cli_at_once(tmp_path):
+    """``localmem daemon start`` on a temporary store; at once: Stop and prompt hooks (each a client
+    process), the MCP SDK's client storing batches and recalling (through ``localmem mcp``'s front end),
+    CLI stores and recalls; a transcript growing meanwhile. Then the same invariants, in-process."""
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from tests.daemon_helpers import REPO, Warm
+
+    warm = Warm(tmp_path / "memory.db").stocked("the orchid cluster deploys nightly with a blue-green rollout")
+    root = project_dir(tmp_path)
+    transcript = Transcript(tmp_path / f"{SESSION}.jsonl", SESSION, str(root / "src"))
+    transcript.path.touch()
+    messages: list[str] = []
+    written: list[str] = []  # the contents stored through MCP and the CLI
+    said: list[str] = []  # each hook's -v report: from the warm process or in-process, and why
+    failures: list[str] = []
+    done = threading.Event()
+    rng = random.Random("daemon")
+    model = Model()
+
+    def payload(event: str, **extra: Any) -> dict[str, Any]:
+        return {"session_id": SESSION, "transcript_path": str(transcript.path), "cwd": str(root / "src"),
+                "hook_event_name": event, **extra}
+
+    def guarded(name: str, body: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                body()
+            except BaseException:  # noqa: BLE001
+                failures.append(f"{name}: {traceback.format_exc()}")
+        return run
+
+    def grow() -> None:
+        while not done.is_set():
+            messages.append(transcript.user(model.text(rng, "asked").replace("note", "request")))
+            messages.extend(transcript.assistant(model.text(rng, "answered")))
+            time.sleep(0.1)
+
+    def stops() -> None:
+        for _ in range(DAEMON_ROUNDS * 2):
+            said.append(warm.hook("Stop", payload("Stop"))[1])
+
+    def prompts() -> None:
+        for i in range(DAEMON_ROUNDS * 2):
+            said.append(warm.hook("UserPromptSubmit", payload(
+                "UserPromptSubmit", prompt=f"What did we decide about the {WORDS[i % len(WORDS)]} rollout?"))[1])
+
+    def cli() -> None:
+        for i in range(DAEMON_ROUNDS * 2):
+            content = model.text(rng, "cli")
+            stored = warm.localmem("store", content, "-v")
+            assert stored.returncode == 0, stored.stderr
+            written.append(content)
+            found = warm.localmem("recall", WORDS[i % len(WORDS)], "-v")
+            assert found.returncode == 0, found.stderr
+
+    async def mcp_session() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "localmem", "mcp"], cwd=str(REPO),
+                                       env=warm.env)
+        async with Client(params, mode="legacy", read_timeout_seconds=120) as client:
+            for i in range(DAEMON_ROUNDS * 2):
+                batch = [model.text(rng, "mcp") for _ in range(8)]
+                answer = await client.call_tool("store_memory", {"memories": [{"content": c} for c in batch]})
+                assert not answer.is_error, answer
+                written.extend(batch)
+                found = await client.call_tool("recall_memory", {"query": WORDS[i % len(WORDS)], "limit": 5})
+                assert not found.is_error, found
+
+    warm.start()
+    try:
+        warm.wait_running()
+        clients = [threading.Thread(target=guarded(name, body), name=name, daemon=True) for name, body in (
+            ("stops", stops), ("prompts", prompts), ("cli", cli), ("mcp", lambda: anyio.run(mcp_session)))]
+        grower = threading.Thread(target=guarded("grow", grow), daemon=True)
+        grower.start()
+        for thread in clients:
+            thread.start()
+        try:
+            join_all(clients, 600)
+        finally:
+            done.set()
+        join_all([grower], 30)
+        assert not failures, "\n".join(failures)
+        for _ in range(50):
+            answer, note = warm.hook("Stop", payload("Stop"))
+            said.append(note)
+            if "left for the next run" not in note and "capture: 0 message(s) stored" in note:
+                break
+        log = warm.logs()
+        assert warm.status()["running"], log
+        stop = warm.localmem("daemon", "stop")
+        assert stop.returncode == 0, stop.stderr
+    finally:
+        warm.close()
+    in_process = [s for s in said if "from the warm process" not in s]
+    assert not in_process, f"{len(in_process)} hooks answered in-process: {in_process[:2]}"
+    assert "Traceback" not in log and "Error" not in log, log
+    with MemoryStore(warm.db, embedder="hash") as store:
+        check_consistent(store)
+        check_vectors_of_recorded_embedder(store)
+        check_captured_once(store, messages)
+        contents = check_found_by_content(store)
+    assert sorted(c for c in contents.values() if c in set(written)) == sorted(written)
