@@ -586,3 +586,25 @@ def test_the_warm_process_under_hooks_mcp_batches_and_cli_at_once(tmp_path):
         check_captured_once(store, messages)
         contents = check_found_by_content(store)
     assert sorted(c for c in contents.values() if c in set(written)) == sorted(written)
+
+
+def test_a_turn_logged_twice_is_claimed_with_the_memory_that_holds_it(tmp_path):
+    """A turn logged twice (the same words at the same time, another uuid) is stored once: capture writes
+    with dedup on (docs/dedup.md). The ledger's row for the second copy names the memory that holds it."""
+    run = Run(tmp_path, 0)
+    try:
+        said = "Please run the whole test suite again and show me the failures in the billing module."
+        first = run.transcript.user(said)
+        lines = run.transcript.path.read_text("utf-8").splitlines()
+        copy = json.loads(lines[-1])
+        copy["uuid"] = again = "9f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+        run.transcript.write(copy)
+        report = answer_hook_with_report(run.store, "Stop", run.payload("Stop"), run.settings).report
+        assert report["deduped"] == 1 and report["stored_memories"] == 1, report
+        with run.store.lock:
+            rows = dict(run.store.conn.execute("SELECT message_uuid, memory_ids FROM hook_captured").fetchall())
+        assert json.loads(rows[again]) == json.loads(rows[first])
+        assert run.store.get(json.loads(rows[again])[0])["content"] == said
+        check_consistent(run.store)  # every id the ledger names is a memory
+    finally:
+        run.store.close()
