@@ -17,13 +17,15 @@ Checked while the threads run (a checker thread, and ``check`` steps of the work
 
 and at the end only:
 
-* every transcript message is captured exactly once (one ledger row, one memory, the ledger naming it);
+* every transcript message is captured exactly once (one ledger row, one memory, the ledger naming it; a
+  turn logged twice, which capture folds by dedup, one memory both ledger rows name);
 * every vector and token code is what the file's recorded embedder makes of the memory's content now
   (a vector made in the old space before a reembed must have been made again);
 * every memory is found by its own content; every memory a worker stored (and nobody deleted) is there,
   every one deleted or forgotten is gone;
 * every thread joined within its bound (no deadlock), and no exception but ``NotFoundError`` (a memory
-  another thread deleted first) was raised.
+  another thread deleted first) was raised;
+* no statement ran on the connection from a thread not holding the store's lock (``LockWatch``).
 
 Small by default (CI). Longer: ``LOCALMEM_CONCURRENCY_SEEDS`` (how many, default 2),
 ``LOCALMEM_CONCURRENCY_FIRST_SEED`` (default 0), ``LOCALMEM_CONCURRENCY_STEPS`` (each worker's steps,
@@ -149,6 +151,7 @@ class Run:
         self.transcript = Transcript(tmp / f"{SESSION}.jsonl", SESSION, self.cwd)
         self.transcript.path.touch()
         self.messages: list[str] = []  # the uuids of the kept turns appended
+        self.copies: dict[str, str] = {}  # a turn logged twice: the copy's uuid to the first's
         self.model = Model()
         self.failures: list[str] = []
         self.expected = 0  # expected errors seen
@@ -305,23 +308,26 @@ def check_vectors_of_recorded_embedder(store: MemoryStore) -> None:
     assert not wrong_codes, f"{len(wrong_codes)} token codes not of the recorded embedder: {wrong_codes[:3]}"
 
 
-def check_captured_once(store: MemoryStore, messages: list[str]) -> None:
-    """Every message appended to the session's transcript has one ledger row and one memory, the row naming it."""
+def check_captured_once(store: MemoryStore, messages: list[str], copies: dict[str, str] | None = None) -> None:
+    """Every message appended to the session's transcript has one ledger row and one memory, the row naming
+    it; a turn logged twice (``copies``: the copy's uuid to the first's) is one memory both rows name."""
+    first = {m: (copies or {}).get(m, m) for m in messages}
     with store.lock, read_transaction(store.conn):
         ledger = {row[0]: json.loads(row[1]) for row in store.conn.execute(
             "SELECT message_uuid, memory_ids FROM hook_captured WHERE session_id = ?", (SESSION,))}
-        by_message: dict[str, list[str]] = {}
+        held: dict[str, list[str]] = {}  # the memories holding each turn (said once or logged twice)
         for memory_id, message in store.conn.execute(
                 "SELECT id, json_extract(metadata, '$.message_uuid') FROM memories "
                 "WHERE json_extract(metadata, '$.session') = ?", (SESSION,)):
-            by_message.setdefault(message, []).append(memory_id)
+            held.setdefault(first.get(message, message), []).append(memory_id)
     assert set(ledger) == set(messages), (
         f"ledger holds {len(ledger)} messages, {len(messages)} appended; "
         f"missing {sorted(set(messages) - set(ledger))[:3]}, extra {sorted(set(ledger) - set(messages))[:3]}")
-    twice = {m: got for m, got in by_message.items() if len(got) != 1}
+    twice = {m: got for m, got in held.items() if len(got) != 1}
     assert not twice, f"messages not captured exactly once: {list(twice.items())[:3]}"
-    assert set(by_message) == set(messages)
-    assert all(ledger[m] == by_message[m] for m in messages), "the ledger names other memories"
+    assert set(held) == set(first.values())
+    wrong = [m for m in messages if ledger[m] != held[first[m]]]
+    assert not wrong, f"the ledger names other memories for {wrong[:3]}"
 
 
 def check_found_by_content(store: MemoryStore) -> dict[str, str]:
@@ -338,7 +344,7 @@ def check_final(run: Run) -> None:
     store = run.store
     check_consistent(store)
     check_vectors_of_recorded_embedder(store)
-    check_captured_once(store, run.messages)
+    check_captured_once(store, run.messages, run.copies)
     ids = set(check_found_by_content(store))
     model = run.model
     lost = (model.stored - model.removed) - ids
@@ -359,10 +365,16 @@ def worker(run: Run, index: int) -> None:
 
 def transcript_writer(run: Run) -> None:
     """Appends a user turn and an assistant turn (each kept by capture) at random moments, now and then the
-    lines capture skips (a tool round, a snapshot)."""
+    lines capture skips (a tool round, a snapshot) or a user turn logged twice."""
     rng = random.Random(f"{run.seed}:transcript")
     while not run.done.is_set():
         run.messages.append(run.transcript.user(run.model.text(rng, "asked").replace("note", "request")))
+        if rng.random() < 0.1:  # the same turn logged twice (its words and time, another uuid)
+            copy = json.loads(run.transcript.path.read_text("utf-8").splitlines()[-1])
+            copy["uuid"] = f"copy-{run.seed}-{len(run.copies)}-{copy['uuid']}"
+            run.transcript.write(copy)
+            run.copies[copy["uuid"]] = run.messages[-1]
+            run.messages.append(copy["uuid"])
         if rng.random() < 0.3:
             run.transcript.tool_round("Bash", {"command": "ls"}, "src tests docs")
         run.messages.extend(run.transcript.assistant(run.model.text(rng, "answered")))
