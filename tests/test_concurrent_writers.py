@@ -29,7 +29,8 @@ and at the end only:
 
 Small by default (CI). Longer: ``LOCALMEM_CONCURRENCY_SEEDS`` (how many, default 2),
 ``LOCALMEM_CONCURRENCY_FIRST_SEED`` (default 0), ``LOCALMEM_CONCURRENCY_STEPS`` (each worker's steps,
-default 25).
+default 20), ``LOCALMEM_CONCURRENCY_DAEMON_ROUNDS`` (the warm-process test's, default 3);
+``python benchmarks/safety/concurrent_writers.py`` runs fresh seeds for a time budget.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from tests.hook_helpers import project_dir
 
 SEEDS = int(os.environ.get("LOCALMEM_CONCURRENCY_SEEDS") or 2)
 FIRST_SEED = int(os.environ.get("LOCALMEM_CONCURRENCY_FIRST_SEED") or 0)
-STEPS = int(os.environ.get("LOCALMEM_CONCURRENCY_STEPS") or 25)
+STEPS = int(os.environ.get("LOCALMEM_CONCURRENCY_STEPS") or 20)
 WORKERS = 4
 JOIN_SECONDS = 120 + 4 * STEPS  # a loaded machine is slow; a deadlock never ends
 SESSION = "0c7e5b1a-3d2f-4e6a-9b8c-7d6e5f4a3b21"
@@ -489,7 +490,7 @@ def test_the_prompt_hook_reads_the_file_only_under_the_stores_lock(tmp_path):
 
 # -- the same through the real warm process -------------------------------------------------------------------
 
-DAEMON_ROUNDS = int(os.environ.get("LOCALMEM_CONCURRENCY_DAEMON_ROUNDS") or 4)
+DAEMON_ROUNDS = int(os.environ.get("LOCALMEM_CONCURRENCY_DAEMON_ROUNDS") or 3)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the warm process needs Linux")
