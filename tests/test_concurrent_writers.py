@@ -621,3 +621,27 @@ def test_a_turn_logged_twice_is_claimed_with_the_memory_that_holds_it(tmp_path):
         check_consistent(run.store)  # every id the ledger names is a memory
     finally:
         run.store.close()
+
+
+def test_a_reembed_by_another_connection_just_before_the_dedup_check_is_caught(tmp_path, monkeypatch):
+    """As the test above, the reembed committed by another connection (another process) after the write
+    brought its vectors into the file's space and before its near-duplicate kNN read the index."""
+    path = tmp_path / "m.db"
+    with MemoryStore(path, embedder="hash") as store, MemoryStore(path, embedder="hash") as other:
+        store.store("the orchid cluster deploys nightly")
+        prepared = store.prepare_many([{"content": "the orchid cluster deploys nightly"},
+                                       {"content": "billing runs on the queue"}])
+        brought = store._in_current_space
+
+        def then_swapped(*args: Any) -> Any:
+            found = brought(*args)
+            if other.dimensions == 384:
+                reembed(other, HashEmbedder(48))
+            return found
+
+        monkeypatch.setattr(store, "_in_current_space", then_swapped)
+        answers = store.store_many_checked(prepared, dedup=True)
+        assert [a["deduped"] for a in answers] == [True, False]
+        assert store.dimensions == 48 and store.embedder.name == "hash-48"
+        check_consistent(store)
+        check_vectors_of_recorded_embedder(store)
