@@ -145,7 +145,8 @@ class Run:
 
     def __init__(self, tmp: Path, seed: int) -> None:
         self.seed = seed
-        self.store = MemoryStore(tmp / "m.db", embedder=SlowHash(64))
+        self.path = tmp / "m.db"
+        self.store = MemoryStore(self.path, embedder=SlowHash(64))
         self.watch = LockWatch(self.store)
         root = project_dir(tmp)
         self.cwd = str(root / "src")
@@ -279,6 +280,7 @@ def check_consistent(store: MemoryStore) -> None:
     assert health["indexes_agree"], health
     assert health["memories_without_embedding"] == 0, health
     with store.lock, read_transaction(store.conn):
+        store.backend.follow_reembed()  # as the store's next embedding does after another connection's reembed
         dims = int(store.backend.meta("dimensions") or 0)
         assert dims == store.dimensions, (dims, store.dimensions)
         wrong = store.conn.execute("SELECT count(*) FROM memory_embeddings WHERE length(embedding) != ?",
@@ -385,16 +387,23 @@ def transcript_writer(run: Run) -> None:
 
 
 def reembedder(run: Run) -> None:
-    """A reembed part-way (to another dimension, or another embedder name of the same dimension), and in
-    half the examples a second one later, back to the first dimension under a third name."""
+    """A reembed part-way: to another dimension or another embedder name of the same dimension in this
+    store, or to another dimension through a second connection to the file (as another process runs it:
+    this store follows the file); in half the examples a second one later, in this store, under a third name."""
     rng = random.Random(f"{run.seed}:reembed")
-    targets = [SlowHash(48) if rng.random() < 0.5 else SlowHash(64, salt="b")]
-    if rng.random() < 0.5:
-        targets.append(SlowHash(64, salt="c"))
-    for target in targets:
-        time.sleep(0.05 + rng.random() * 1.5)
+    way = rng.choice(["dimension", "name", "other connection"])
+    time.sleep(0.05 + rng.random() * 1.5)
+    if way == "other connection":
+        with MemoryStore(run.path, embedder=SlowHash(64)) as other:
+            run.reembedded = reembed(other, HashEmbedder(48), batch_size=rng.choice([8, 32]))
+    else:
+        target = SlowHash(48) if way == "dimension" else SlowHash(64, salt="b")
         run.reembedded = reembed(run.store, target, batch_size=rng.choice([8, 32]))
-        run.unfinished_reembeds += run.reembedded["status"] == "in_progress"  # a write came after its last batch
+    run.unfinished_reembeds += run.reembedded["status"] == "in_progress"  # a write came after its last batch
+    if rng.random() < 0.5:
+        time.sleep(0.05 + rng.random() * 1.5)
+        run.reembedded = reembed(run.store, SlowHash(64, salt="c"), batch_size=rng.choice([8, 32]))
+        run.unfinished_reembeds += run.reembedded["status"] == "in_progress"
 
 
 def checker(run: Run) -> None:
@@ -642,6 +651,7 @@ def test_a_reembed_by_another_connection_just_before_the_dedup_check_is_caught(t
         monkeypatch.setattr(store, "_in_current_space", then_swapped)
         answers = store.store_many_checked(prepared, dedup=True)
         assert [a["deduped"] for a in answers] == [True, False]
+        assert not any(a["similar_checked"] for a in answers)  # said: no near-duplicate check ran
         assert store.dimensions == 48 and store.embedder.name == "hash-48"
         check_consistent(store)
         check_vectors_of_recorded_embedder(store)
