@@ -71,8 +71,10 @@ def main() -> int:
                 line = (f"seed {seed} ok: {time.monotonic() - started:.1f} s, {len(run.model.stored)} stored by the "
                         f"workers, {len(run.messages)} transcript messages ({len(run.copies)} logged twice), "
                         f"{run.checks} checks, {run.expected} NotFoundError, reembed to {run.reembedded['embedder']}"
-                        f" ({run.unfinished_reembeds} left in_progress by a write after its last batch)")
+                        f" ({run.unfinished_reembeds} left in_progress by a write after its last batch), "
+                        f"{run.recall_v1_mismatches} recall_v1 failed by another connection's reembed (written down)")
                 tally["ok"] += 1
+                tally["recall_v1 failed by another connection's reembed"] += run.recall_v1_mismatches
             except BaseException as exc:  # noqa: BLE001 - every failure is the finding
                 failed = victims(str(exc))
                 line = f"seed {seed} FAIL (failed calls: {', '.join(failed) or 'none'})\n{traceback.format_exc()}"
