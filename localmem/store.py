@@ -191,7 +191,7 @@ class MemoryStore:
                                prepared.token_codes)
 
     def _in_current_space(self, prepared: Embedded, texts: list[str]) -> Embedded:
-        """``prepared`` as the file's embedder makes it now (inside the write transaction)."""
+        """``prepared`` as the file's embedder makes it now (under the store's lock; again in the write transaction)."""
         return in_current_space(self._backend, prepared, texts, self._embed_contents)
 
     def _embed_contents(self, texts: list[str]) -> Embedded | None:
@@ -207,8 +207,7 @@ class MemoryStore:
         return Embedded(list(found[0]), codes, space, tuple(range(len(texts))))
 
     def _embed_one(self, text: str) -> tuple[bytes | None, tuple[int, bytes] | None]:
-        """Vector and token codes of one text; (None, None) when the embedder cannot run
-        (a stale vector is worse than none)."""
+        """Vector and token codes of one text; (None, None) when the embedder cannot run (not a stale vector)."""
         found = self._embed_contents([text])
         return (None, None) if found is None else (found.vectors[0], found.token_codes[0])
 
@@ -303,23 +302,24 @@ class MemoryStore:
     def _write(self, items: list[Mapping[str, Any]], dedup: bool, *, batch_size: int = 256,
                progress: ProgressBar | None = None, frames: int = 5, redact: bool = False,
                prepared: PreparedWrite | None = None) -> list[dict[str, Any]]:
-        """Store items, with dedup (docs/dedup.md) when asked: the near-duplicate kNN before
-        the write lock, the exact-duplicate lookup and the insert under it, in one transaction.
-        Redaction comes first, so every row, index, vector and key is made from the redacted text."""
-        if prepared is not None:
-            rows, embeddings = prepared.rows, prepared.embedded
-        else:
-            items = redact_items(items, redact)
-            rows, embeddings = self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
+        """Store items, with dedup (docs/dedup.md) when asked: the near-duplicate kNN before the write lock,
+        the exact-duplicate lookup and the insert under it, in one transaction. Redaction comes first."""
+        items = items if prepared is not None else redact_items(items, redact)
+        rows, embeddings = (self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
+                            if prepared is None else (prepared.rows, prepared.embedded))
         if not dedup:
             with transaction(self.conn):
                 self._insert_rows(rows, embeddings)
             return [{"id": row.id, "deduped": False, "similar_existing": [], "similar_checked": False}
                     for row in rows]
+        # The kNN reads the file's index: vectors made before a reembed swapped it are made again first,
+        embeddings = self._in_current_space(embeddings, [row.content for row in rows])
         now_iso = format_timestamp(self.now())
-        similar = [duplicates.similar_existing(self._backend, vector, row.context, now_iso,
-                                               limit=duplicates.SIMILAR_LIMIT + 1)
-                   for row, vector in zip(rows, embeddings.vectors)]
+        with read_transaction(self.conn):  # and their space is checked in the snapshot the kNN reads
+            moved = self._backend.vector_space_moved(embeddings.space)  # another process's swap just now
+            similar = [None if moved else duplicates.similar_existing(
+                self._backend, vector, row.context, now_iso, limit=duplicates.SIMILAR_LIMIT + 1)
+                for row, vector in zip(rows, embeddings.vectors)]
         with transaction(self.conn):
             # Now under the lock: a copy committed while this write waited is valid from after `now_iso`.
             keep, results = duplicates.plan_writes(self._backend, items, rows, format_timestamp(self.now()))

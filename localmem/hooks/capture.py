@@ -10,6 +10,7 @@ twice, or two runs at once, store each message once.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -276,11 +277,13 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
         with store.lock, transaction(store.conn):  # claims, memories and offset commit together
             keep: list[int] = []  # the prepared items this run stores, in order
             retractions: list[tuple[Turn, int]] = []  # each with the index of its first item
+            claimed: list[tuple[str, int, int]] = []  # each claimed turn's uuid, first item and number of items
             position = 0  # the turn's first item among the prepared ones
             for (turn, _), parts in zip(batch, parts_of):
                 if ledger.claim_message(store, turn.uuid, session_id, [p["id"] for p in parts]):
                     if turn.retracts:
                         retractions.append((turn, len(keep)))
+                    claimed.append((turn.uuid, len(keep), len(parts)))
                     keep.extend(range(position, position + len(parts)))
                     stored_messages += 1
                     dumps_cut += turn.cut is not None
@@ -291,6 +294,11 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
                 results = store.store_many_checked(prepared.subset(keep), dedup=True, redact=True)
                 deduped += sum(1 for r in results if r["deduped"])
                 stored_memories += sum(1 for r in results if not r["deduped"])
+                for message_uuid, first, count in claimed:  # claimed with the ids made; a deduped part has another
+                    held = results[first:first + count]
+                    if any(r["deduped"] for r in held):
+                        store.conn.execute(store.sql["hook_captured_memory_ids"], {
+                            "message_uuid": message_uuid, "memory_ids": json.dumps([r["id"] for r in held])})
                 for turn, first in retractions:  # after the batch's turns exist: a retraction may follow its plan
                     retracted += link_retraction(store, session_id, turn.uuid, turn.role, results[first]["id"],
                                                  not_linked)
