@@ -575,11 +575,11 @@ class MemoryStore:
                   full: int | None = None, now: Any = None) -> dict[str, Any]:
         """Kagura's POST /api/v1/memory/recall: the RecallResponse body (localmem/kagura/)."""
         from .kagura import run_recall_v1  # here: a process that never asks it does not import it
-
-        return strip_non_finite(run_recall_v1(self._backend, {
-            "query": query, "k": k, "filters": filters, "search_mode": search_mode,
-            "use_rerank": use_rerank, "include_explore_hints": include_explore_hints,
-            "include_superseded": include_superseded, "full": full, "now": now}, self._learned_model_now))
+        with self._backend.recall_snapshot():  # one read snapshot, as recall's: a reembed meanwhile is not half-seen
+            return strip_non_finite(run_recall_v1(self._backend, {
+                "query": query, "k": k, "filters": filters, "search_mode": search_mode,
+                "use_rerank": use_rerank, "include_explore_hints": include_explore_hints,
+                "include_superseded": include_superseded, "full": full, "now": now}, self._learned_model_now))
 
     @_serialized
     def related(self, memory_id: str, relationship_types: Any = None, max_depth: int = 1,

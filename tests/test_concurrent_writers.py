@@ -24,9 +24,8 @@ and at the end only:
 * every memory is found by its own content; every memory a worker stored (and nobody deleted) is there,
   every one deleted or forgotten is gone;
 * every thread joined within its bound (no deadlock), and no exception but ``NotFoundError`` (a memory
-  another thread deleted first) was raised, besides two defects written down (each an xfail test below): the
-  prompt hook's unlocked reads (answered under the lock here) and recall_v1 during another connection's
-  reembed (counted and said);
+  another thread deleted first) was raised (the prompt hook's unlocked scope reads and recall_v1 without one
+  snapshot, found here, are fixed: a test each below);
 * no statement ran on the connection from a thread not holding the store's lock (``LockWatch``).
 
 Small by default (CI). Longer: ``LOCALMEM_CONCURRENCY_SEEDS`` (how many, default 2),
@@ -45,11 +44,9 @@ import sys
 import threading
 import time
 import traceback
-import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-import apsw
 import numpy as np
 import pytest
 
@@ -165,7 +162,6 @@ class Run:
         self.reembedded: dict[str, Any] | None = None
         self.unfinished_reembeds = 0
         self.other_connection_reembed = False  # a reembed ran through a second connection to the file
-        self.recall_v1_mismatches = 0  # recall_v1 calls failed by it (written down)
         self.settings = HookSettings()
         self.done = threading.Event()
 
@@ -249,23 +245,13 @@ def step_recall(run: Run, rng: random.Random) -> None:
     if rng.random() < 0.7:
         assert "results" in run.store.recall(query, limit=5)
     else:
-        try:
-            run.store.recall_v1(query, k=5)
-        except (apsw.SQLError, ValueError) as exc:
-            # Written down, not fixed here (a read path): recall_v1 reads without one snapshot, so another
-            # connection's reembed committed mid-call fails it (test_recall_v1_..._another_connection_reembeds).
-            if not (run.other_connection_reembed and "dimension" in str(exc)):
-                raise
-            run.recall_v1_mismatches += 1
+        assert "results" in run.store.recall_v1(query, k=5)  # one read snapshot, as recall's (since concur13)
 
 
 def step_prompt(run: Run, rng: random.Random) -> None:
     prompt = f"What did we decide about the {rng.choice(WORDS)} and the {rng.choice(WORDS)} rollout?"
-    # Under the store's lock: the prompt hook's project scope reads the file without it (see
-    # test_the_prompt_hook_reads_the_file_only_under_the_stores_lock), which fails other threads' calls.
-    with run.store.lock:
-        answer_hook_with_report(run.store, "UserPromptSubmit", run.payload("UserPromptSubmit", prompt=prompt),
-                                run.settings)
+    answer_hook_with_report(run.store, "UserPromptSubmit", run.payload("UserPromptSubmit", prompt=prompt),
+                            run.settings)
 
 
 def step_capture(run: Run, rng: random.Random) -> None:
@@ -471,9 +457,6 @@ def run_example(tmp: Path, seed: int) -> Run:
 def test_many_writers_on_one_store_keep_it_whole(tmp_path, seed):
     run = run_example(tmp_path, seed)
     assert run.messages and run.checks > 0
-    if run.recall_v1_mismatches:
-        warnings.warn(f"{run.recall_v1_mismatches} recall_v1 call(s) failed by another connection's reembed "
-                      "(written down: recall_v1 reads without one snapshot)", stacklevel=1)
     assert len(run.model.stored) > WORKERS  # the workers did write
 
 
@@ -495,10 +478,6 @@ def test_a_batch_prepared_before_a_reembed_to_another_dimension_is_written_with_
         check_vectors_of_recorded_embedder(store)
 
 
-@pytest.mark.xfail(strict=True, reason="written down, not fixed here (outside the write path): the prompt hook's "
-                   "project scope (hooks/scope.py current_tags, some_project_tags) runs statements without the "
-                   "store's lock; in the warm process a capture or write on another thread then fails with "
-                   "apsw.ThreadingViolationError")
 def test_the_prompt_hook_reads_the_file_only_under_the_stores_lock(tmp_path):
     """Found by seeds 2-5 (4 workers, 25 steps): supersede, health, a reembed's staging failed with
     ThreadingViolationError 'Connection is busy in another thread' while a prompt was answered."""
@@ -569,16 +548,10 @@ def test_the_warm_process_under_hooks_mcp_batches_and_cli_at_once(tmp_path):
             said.append(warm.hook("UserPromptSubmit", payload(
                 "UserPromptSubmit", prompt=f"What did we decide about the {WORDS[i % len(WORDS)]} rollout?"))[1])
 
-    # The one failure known here: the prompt hook's unlocked reads (test_the_prompt_hook_reads_the_file_only_
-    # under_the_stores_lock) fail a request on another thread: a hook's client then answers in-process, and a
-    # CLI command or MCP call fails with this message. Each is counted and said; any other failure fails the test.
-    known = "Connection is busy in another thread"
-    hit: list[str] = []
-
+    # Every request succeeds: before the prompt hook read its project scope under the store's lock (fixed after
+    # branch concur13), a capture or write on another thread failed with "Connection is busy in another thread".
     def succeeded(ok: bool, said_instead: str) -> bool:
-        if not ok:
-            assert known in said_instead, said_instead
-            hit.append(said_instead[-300:])
+        assert ok, said_instead
         return ok
 
     def cli() -> None:
@@ -629,13 +602,9 @@ def test_the_warm_process_under_hooks_mcp_batches_and_cli_at_once(tmp_path):
     finally:
         warm.close()
     failed = [line for line in log.splitlines() if "Error" in line or "Traceback" in line]
-    assert all(known in line for line in failed), log
+    assert not failed, log
     in_process = [s for s in said if "not from the warm process" in s or ", from in-process" in s]
-    assert all(known in s for s in in_process), f"{len(in_process)} hooks answered in-process: {in_process[:2]}"
-    if failed or hit:
-        warnings.warn(f"{len(failed)} warm-process request(s) failed with {known!r} (the prompt hook's unlocked "
-                      f"reads): {len(in_process)} hook(s) answered in-process instead, {len(hit)} CLI command(s) "
-                      f"or MCP call(s) failed", stacklevel=1)
+    assert not in_process, f"{len(in_process)} hooks answered in-process: {in_process[:2]}"
     with MemoryStore(warm.db, embedder="hash") as store:
         check_consistent(store)
         check_vectors_of_recorded_embedder(store)
@@ -691,9 +660,6 @@ def test_a_reembed_by_another_connection_just_before_the_dedup_check_is_caught(t
         check_vectors_of_recorded_embedder(store)
 
 
-@pytest.mark.xfail(strict=True, reason="written down, not fixed here (a read path): recall_v1 (kagura/) reads "
-                   "without one snapshot, so another connection's reembed committed between its query embedding "
-                   "and its vector reads fails it (store.recall runs in recall_snapshot)")
 def test_recall_v1_answers_when_another_connection_reembeds_during_it(tmp_path, monkeypatch):
     """Found by benchmarks/safety/concurrent_writers.py seed 7047 (60 steps): apsw.SQLError 'Vector dimension
     mismatch. First vector has 48 dimensions, while the second has 64' from kagura/pipeline.py's relevance read."""

@@ -133,9 +133,10 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
         skip = "empty prompt" if not query else nothing_to_look_up(query, rules)
         if skip:  # decided before recall or the scope is asked: the cheapest answer
             return HookAnswer(None, {"event": event, "project": names.primary, "injected": 0, "reason": skip})
-    scope = resolve(store, names)
+    with store.lock:  # the scope's reads share the store's one connection with other threads' calls
+        scope = resolve(store, names)
+        explain = [_scope_line(store, scope, names.root)]
     report: dict[str, Any] = {"event": event, "project": names.primary, "scope": scope.describe()}
-    explain = [_scope_line(store, scope, names.root)]
     if prose:
         explain.append(prose)
     if event == "SessionStart":
@@ -226,9 +227,10 @@ def _session_start_candidates(store: "MemoryStore", scope: ProjectScope, session
     marked chit-chat; the first ``session_start_max`` others are kept."""
     if not scope.tags:
         return []
-    rows = store.conn.execute(store.sql["hook_session_start_notes"], {
-        "tags": json.dumps(scope.tags), "session_tag": f"session:{session_id}".lower(),
-        "now": format_timestamp(store.now()), "limit": SESSION_START_POOL})
+    with store.lock:  # read whole under the lock (a cursor left open would run beside other threads' calls)
+        rows = store.conn.execute(store.sql["hook_session_start_notes"], {
+            "tags": json.dumps(scope.tags), "session_tag": f"session:{session_id}".lower(),
+            "now": format_timestamp(store.now()), "limit": SESSION_START_POOL}).fetchall()
     candidates = []
     kept = 0
     for memory_id, content, kind, importance, timestamp, metadata in rows:
