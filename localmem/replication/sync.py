@@ -58,6 +58,7 @@ class SyncSummary:
     refused: list[dict[str, str]] = field(default_factory=list)
     vectors: str = "embedded by each store with its own model"
     full_comparison: str | None = None  # why every change was compared, not only those since the last sync
+    seen_window: str | None = None  # why a delete made during the sync's seen-join may count as seeing its merge
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": "success", **asdict(self)}
@@ -78,6 +79,8 @@ class Sync:
         self.allow_deletes = allow_deletes
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
+        # A file checks the version inside the join's transaction; a server says whether it can (sync_remote).
+        self.summary.seen_window = None if isinstance(peer, StoreSide) else peer.seen_window()
         # Stamps more than the bounded skew ahead of the earlier of the two stores' clocks (a file
         # peer's or a server's, and this one's) order nothing: a store whose clock is broken
         # cannot vouch for it.
