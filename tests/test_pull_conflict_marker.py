@@ -2,9 +2,8 @@
 every store a push and a pull carry it to (issue 42 follow-up; pullsup12 wrote the gap down). The store that
 makes the copy names the winner by its own id; push sent that id to AutoMem as it was, and pull brought it to
 another store as it was, where it names nothing (the winner's id there derives from the server's id). So on
-that store ``localmem forget ID`` of the winner left the copy, an earlier version of its text, behind, and
-``trash restore`` of the winner did not link the copy again. Now push sends the server's id of the winner and
-pull names this store's; a marker an older push sent (a store-local id the server does not know) is read as
+that store ``localmem forget ID`` of the winner left the copy, an earlier version of its text, behind. Now
+push sends the server's id of the winner and pull names this store's; a marker an older push sent (a store-local id the server does not know) is read as
 the memory the copy's ``superseded_by`` names, which a copy's marker names too. Against the real AutoMem, as
 tests/test_pull.py (whose helpers these use)."""
 
