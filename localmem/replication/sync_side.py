@@ -281,11 +281,12 @@ class StoreSide:
             store.conn.execute(store.sql["sync_owed_edges_clear"],
                                {"keeper": keeper, "receiver": receiver, "ids": json.dumps(ids)})
 
-    def relink_conflict_copies(self, ids: list[str]) -> int:
+    def relink_conflict_copies(self, ids: list[str]) -> list[tuple[str, str, str]]:
         """Link again the conflict copies held here that name one of ``ids`` (memories a sync has
         just brought back here over their delete) and whose link this store removed itself (the
         delete did), stamped now: that removal, stamped after the copy's own link, would
-        otherwise win wherever the two meet (``conflict_copy.relink_conflict_copies``). How many."""
+        otherwise win wherever the two meet (``conflict_copy.relink_conflict_copies``). The links
+        written (their keys)."""
         with self.store.lock, transaction(self.store.conn):
             return relink_conflict_copies(self.store, ids, "sync_conflict_copies_unlinked_here")
 
