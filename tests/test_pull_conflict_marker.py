@@ -3,9 +3,9 @@ every store a push and a pull carry it to (issue 42 follow-up; pullsup12 wrote t
 makes the copy names the winner by its own id; push sent that id to AutoMem as it was, and pull brought it to
 another store as it was, where it names nothing (the winner's id there derives from the server's id). So on
 that store ``localmem forget ID`` of the winner left the copy, an earlier version of its text, behind. Now
-push sends the server's id of the winner and pull names this store's; a marker an older push sent (a store-local id the server does not know) is read as
-the memory the copy's ``superseded_by`` names, which a copy's marker names too. Against the real AutoMem, as
-tests/test_pull.py (whose helpers these use)."""
+push sends the server's id of the winner and pull names this store's; a marker an older push sent (a
+store-local id the server does not know) is read as the memory the copy's ``superseded_by`` names, which a
+copy's marker names too. Against the real AutoMem, as tests/test_pull.py (whose helpers these use)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sys
 
 from localmem import MemoryStore
 from localmem.replication.push_verify import compare
-from test_pull import ROOT, cli_env, counts, create, local_memories, pull, push, server  # noqa: F401 (a fixture)
+from test_pull import cli_env, counts, create, local_memories, pull, push, server  # noqa: F401 (a fixture)
 
 FIRST = "the vault passphrase is in the blue notebook"
 THEIRS = "the vault passphrase is kept by Ana"
@@ -26,7 +26,7 @@ def marker(memory: dict) -> str | None:
     return (memory["metadata"].get("sync_conflict") or {}).get("memory_id")
 
 
-def conflict_on_store_zero(server, tmp_path):
+def conflict_on_store_zero(server, tmp_path):  # noqa: F811
     """Store 0 writes a memory and pushes it; store 1 pulls it, changes it and pushes; store 0 changes the same
     field and pulls: the server's version is current there and store 0's is kept as a conflict copy, which
     store 0 pushes. Returns (db0, db1, the memory's id on store 0)."""
@@ -51,7 +51,7 @@ def conflict_on_store_zero(server, tmp_path):
     return db0, db1, memory0
 
 
-def test_a_conflict_copy_pulled_into_another_store_names_that_stores_memory(server, tmp_path):
+def test_a_conflict_copy_pulled_into_another_store_names_that_stores_memory(server, tmp_path):  # noqa: F811
     db0, db1, memory0 = conflict_on_store_zero(server, tmp_path)
     code, pulled = pull(db1, server)
     assert code == 0 and counts(pulled) == {"created": 1, "unchanged": 1}, pulled
@@ -73,7 +73,7 @@ def test_a_conflict_copy_pulled_into_another_store_names_that_stores_memory(serv
     assert code == 0 and counts(again) == {"unchanged": 2}, again
 
 
-def test_the_server_gets_its_own_id_of_the_winner_and_push_verify_finds_no_difference(server, tmp_path):
+def test_the_server_gets_its_own_id_of_the_winner_and_push_verify_finds_no_difference(server, tmp_path):  # noqa: F811
     db0, _, memory0 = conflict_on_store_zero(server, tmp_path)
     listing = {n["content"]: n for n in server.client.get("/graph/snapshot", params={"limit": 0}).json()["nodes"]}
     winner = listing[MINE]["metadata"]["superseded_by"]
@@ -87,7 +87,7 @@ def test_the_server_gets_its_own_id_of_the_winner_and_push_verify_finds_no_diffe
     assert not [d for d in report["verify"].get("differences", []) if d.get("field") == "metadata"], report["verify"]
 
 
-def test_a_marker_an_older_push_sent_is_read_as_the_memory_superseded_by_names(server, tmp_path):
+def test_a_marker_an_older_push_sent_is_read_as_the_memory_superseded_by_names(server, tmp_path):  # noqa: F811
     """The server holds a copy whose marker is another store's own id of the winner (a push before this
     change sent it so): a pull names this store's memory, the one ``superseded_by`` names."""
     db = tmp_path / "local.db"

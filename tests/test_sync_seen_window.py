@@ -61,7 +61,8 @@ def conflict_on_the_server(a: MemoryStore, c: MemoryStore, url: str, client: Pus
     return memory
 
 
-def test_a_delete_on_the_server_between_the_read_and_the_join_has_not_seen_what_the_sync_merged(tmp_path, server):
+def test_a_delete_on_the_server_between_the_read_and_the_join_has_not_seen_what_the_sync_merged(
+        tmp_path, server):  # noqa: F811
     url, _ = server
     with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "c.db", embedder="hash") as c, \
             PushClient(url, token=TOKEN) as client:
@@ -86,7 +87,7 @@ def server_seen(path, memory: str) -> set[str]:
         return {row[0] for row in db.execute("SELECT hlc FROM sync_seen WHERE id = ?", (memory,))}
 
 
-def test_the_server_joins_what_the_sync_merged_when_nothing_changed_meanwhile(tmp_path, server):
+def test_the_server_joins_what_the_sync_merged_when_nothing_changed_meanwhile(tmp_path, server):  # noqa: F811
     url, path = server
     with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "c.db", embedder="hash") as c, \
             PushClient(url, token=TOKEN) as client:
@@ -99,7 +100,7 @@ def test_the_server_joins_what_the_sync_merged_when_nothing_changed_meanwhile(tm
         assert a_edit in server_seen(path, memory)  # joined, inside the server's transaction
 
 
-def test_the_seen_route_takes_expected_versions_and_refuses_bad_ones(server):
+def test_the_seen_route_takes_expected_versions_and_refuses_bad_ones(server):  # noqa: F811
     url, _ = server
     memory = "00000000-0000-4000-8000-0000000000a1"
     stamp = f"{1000:015d}-{0:010d}-{7:032x}"
@@ -117,7 +118,7 @@ def test_the_seen_route_takes_expected_versions_and_refuses_bad_ones(server):
     assert server_seen(server[1], memory) == {stamp}
 
 
-def test_an_older_client_joins_on_a_new_server_as_before(server):
+def test_an_older_client_joins_on_a_new_server_as_before(server):  # noqa: F811
     """A client from before the feature sends ``seen`` alone (it read the memory itself): joined as before."""
     url, path = server
     memory = "00000000-0000-4000-8000-0000000000a2"
@@ -202,7 +203,7 @@ def run_sync(db, peer: str, *flags: str) -> subprocess.CompletedProcess[str]:
                            *flags], env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_sync_v_says_how_the_join_is_checked_on_each_kind_of_peer(tmp_path, server, older_server):
+def test_sync_v_says_how_the_join_is_checked_on_each_kind_of_peer(tmp_path, server, older_server):  # noqa: F811
     with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "f.db", embedder="hash") as f:
         a.store("a note to sync"), f.store("a note on the file peer")
     lines = {}
