@@ -190,3 +190,45 @@ def test_a_link_a_peer_removed_stays_removed_when_a_sync_keeps_an_edit_over_a_de
         for store in (a, b, c):
             assert held(store, memory) and held(store, copy)
             assert not linked(store, copy, memory)
+
+
+class StopsBeforeItsEdges(StoreSide):
+    """A store side whose process is killed right before the sync's first edge write there: after the
+    memories it brought back over their delete are written, before their edges and links."""
+
+    def put_edges(self, states, peer):
+        raise Stopped("killed before the edges")
+
+
+def test_a_sync_killed_before_the_edges_of_a_memory_kept_over_a_delete_leaves_the_conflict_copy_linked(tmp_path):
+    """The stateful model's seed 4009408912 (100 steps), reduced: a, b and c hold a conflict copy linked to
+    its winner; a deletes the winner (the delete removes the link, stamped by a), c edits it, b takes c's
+    edit. A sync of b and a killed after bringing the winner back on a, before its edges: b owes a the
+    winner's edges (noted in b). Before they are settled, c meets a and takes a's removal, which is
+    stamped after the link's own stamp; the settled link then lost to it on every store. Now the link
+    a's delete removed is written again on a stamped now, where the keeper's earlier link would go."""
+    a, b, c = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "abc")
+    with a, b, c:
+        memory = a.store("The team offsite is in May")
+        sync(a, b)
+        copy = conflict(a, b, memory)
+        sync(a, c)
+        assert all(linked(store, copy, memory) for store in (a, b, c))
+        a.delete(memory)
+        time.sleep(0.002)
+        c.update(memory, content="The team offsite is in Faro in May")
+        sync(c, b)
+        try:
+            sync_stores(StoreSide(b, "b"), StopsBeforeItsEdges(a, "a"), allow_deletes=100)
+        except Stopped:
+            pass
+        assert held(a, memory) and not linked(a, copy, memory)
+        sync(c, a)  # a's removal reaches c before b settles what it owes a
+        for _ in range(2):
+            for one, other in ((b, a), (c, b), (a, c)):
+                sync(one, other)
+        for store in (a, b, c):
+            assert held(store, memory) and held(store, copy)
+            assert linked(store, copy, memory), store.path
+            shown = [r["memory"]["id"] for r in store.recall("team offsite", limit=10)["results"]]
+            assert memory in shown and copy not in shown

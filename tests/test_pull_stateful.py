@@ -606,6 +606,12 @@ class PushPull(RuleBasedStateMachine):
                 "WHERE c.metadata ->> '$.sync_conflict' IS NOT NULL AND NOT EXISTS (SELECT 1 FROM edges AS e "
                 "WHERE e.src = c.pk AND e.dst = w.pk AND e.type = 'INVALIDATED_BY')"))
             assert not unlinked, f"store {n}: conflict copies without their link to the winner: {unlinked}"
+            # Its marker names that memory too, by this store's id (what forget and the relinks read).
+            astray = list(self.stores[n].conn.execute(
+                "SELECT id FROM memories WHERE metadata ->> '$.sync_conflict' IS NOT NULL "
+                "AND metadata ->> '$.superseded_by' IS NOT metadata ->> '$.sync_conflict.memory_id' "
+                "AND metadata ->> '$.superseded_by' IS NOT NULL"))
+            assert not astray, f"store {n}: conflict copies whose marker names another memory: {astray}"
         held = {r["content"] for r in server}
         for n in range(STORES):
             held |= {r["content"] for r in self.rows(n)}

@@ -146,3 +146,42 @@ def test_a_sync_stopped_before_any_of_its_commits_converges_to_the_uninterrupted
             failures.append(f"stopped before commit {kill_at} of {commits}: " + "; ".join(wrong))
     assert [os.stat(path).st_ino for path in paths] == inodes
     assert not failures, "\n".join(failures)
+
+
+def build_losers_on_the_first_side(paths: tuple[Path, Path], clock: Clock) -> None:
+    """Two stores that synced once; then a edits three memories and b edits them after: b's edits win, and
+    a's, read on the side whose changes go first, are the ones kept as conflict copies."""
+    with MemoryStore(paths[0], embedder="hash", clock=clock) as a, \
+            MemoryStore(paths[1], embedder="hash", clock=clock) as b:
+        shared = [a.store(f"shared note {n} about the shed") for n in range(3)]
+        sync_stores(StoreSide(a, "a"), StoreSide(b, "b"), allow_deletes=0)
+        for n, memory in enumerate(shared):
+            a.update(memory, content=f"shared note {n}, edited on a")
+        for n, memory in enumerate(shared):
+            b.update(memory, content=f"shared note {n}, edited on b")
+
+
+def test_a_sync_stopped_between_a_conflicts_winner_and_its_copy_loses_neither_version(tmp_path):
+    """The stateful model's seed 890804215 (100 steps), reduced: a sync wrote the winning version over the
+    losing one on the store that held it, and was stopped before the conflict copy was written anywhere; the
+    next sync found the two stores holding the same version, and the losing edit was on neither."""
+    paths = tmp_path / "a.db", tmp_path / "b.db"
+    saved = tmp_path / "a.saved", tmp_path / "b.saved"
+    build_losers_on_the_first_side(paths, Clock())
+    for path, copy in zip(paths, saved):
+        shutil.copyfile(path, copy)
+    commits, stopped = run_sync(paths, Clock())
+    whole = held(paths[0])
+    assert not stopped and held(paths[1]) == whole
+    assert {f"shared note {n}, edited on {side}" for n in range(3) for side in "ab"} <= whole[0]
+    failures: list[str] = []
+    for kill_at in range(1, commits + 1):
+        put_back(paths, saved)
+        clock = Clock()
+        assert run_sync(paths, clock, kill_at) == (kill_at, True)
+        run_sync(paths, clock)
+        stores = held(paths[0]), held(paths[1])
+        wrong = differences("a", stores[0], whole) + differences("b", stores[1], whole)
+        if wrong:
+            failures.append(f"stopped before commit {kill_at} of {commits}: " + "; ".join(wrong))
+    assert not failures, "\n".join(failures)

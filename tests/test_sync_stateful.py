@@ -125,6 +125,7 @@ class Replicas(RuleBasedStateMachine):
         self.restores: list[tuple[str, str]] = []  # (id, the change a restore made)
         self.deleted_versions: list[tuple[str, str, str]] = []  # (id, the updated_at deleted, the delete's token)
         self.restores_undone: set[str] = set()  # restores an import wrote a deleted version over (below)
+        self.restored_at: dict[str, str] = {}  # a restore's change -> the updated_at of the version it wrote
         self.same_notes: list[tuple[str, str]] = []  # one note stored on two replicas: the two ids
         self.imported_as: dict[str, set[str]] = {}  # a text an import wrote -> the updated_at it wrote it with
         # Links (RELATES_TO, by ids): when each was made and removed, in the order the steps ran, and
@@ -373,7 +374,9 @@ class Replicas(RuleBasedStateMachine):
         if content in self.texts:  # held here now: seen
             self.seen[n] |= {content}
             self.seen_surely[n] |= {content}
-        self.restores.append((memory_id, self.change(n, memory_id, "r")))
+        token = self.change(n, memory_id, "r")
+        self.restores.append((memory_id, token))
+        self.restored_at[token] = self.stores[n].get(memory_id)["updated_at"]
 
     @rule(n=st.integers(0, REPLICAS - 1))
     def export(self, n):  # the last few are kept
@@ -570,9 +573,14 @@ class Replicas(RuleBasedStateMachine):
         assert not back, f"forgotten memories back: {sorted(back)}"
         in_trash = self.forgotten & {i for n in range(REPLICAS) for i in self.trashed_ids(n)}
         assert not in_trash, f"forgotten memories kept in a trash: {sorted(in_trash)}"
-        # A restore is an edit made now: it reaches every replica, unless deleted by one that had seen it.
+        # A restore is an edit made now: it reaches every replica, unless deleted by one that had seen it,
+        # or it lost to a later concurrent version and is kept as that memory's conflict copy (seed 3882458015).
+        copies = set(self.stores[0].conn.execute(
+            "SELECT metadata ->> '$.sync_conflict.memory_id', updated_at FROM memories "
+            "WHERE metadata ->> '$.sync_conflict.memory_id' IS NOT NULL"))
         for memory_id, token in self.restores:
-            if memory_id not in present and memory_id not in self.forgotten and token not in self.restores_undone:
+            if memory_id not in present and memory_id not in self.forgotten and token not in self.restores_undone \
+                    and (memory_id, self.restored_at[token]) not in copies:
                 assert any(i == memory_id and token in most for i, _, most in self.deletes), \
                     f"{memory_id} was restored from a trash and is gone, deleted by no one who had seen the restore"
         # A link removed by a replica that had seen every write of it (and of edges at all: an import,

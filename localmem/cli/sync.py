@@ -39,6 +39,8 @@ def register(command: AddCommand) -> None:
                    help="let the sync delete up to N memories in a store; without it, a sync that would "
                         "delete more than a small share (5%%, at least 3) stops before writing")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also say on stderr how each store's join of what it has seen is checked (docs/sync.md)")
 
 
 def cmd_sync(args: argparse.Namespace, out: Output) -> int:
@@ -89,11 +91,11 @@ def cmd_sync(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(report)
     else:
-        _print(out, report)
+        _print(out, report, args.verbose)
     return EXIT_ERROR if report["refused"] else EXIT_OK
 
 
-def _print(out: Output, report: dict[str, Any]) -> None:
+def _print(out: Output, report: dict[str, Any], verbose: bool = False) -> None:
     verb = "would copy" if report["dry_run"] else "copied"
     out.line(f"{report['local']} <-> {report['peer']}")
     out.line(f"memories: {verb} {report['copied_to_peer']} to the peer and {report['copied_to_local']} here; "
@@ -109,4 +111,8 @@ def _print(out: Output, report: dict[str, Any]) -> None:
         out.note(f"refused: {item['id']} on {item['side']}: {item['reason']}")
     if report.get("full_comparison"):
         out.note(f"compared everything: {report['full_comparison']}")
+    if verbose:
+        out.note(f"seen: {report['seen_window']}" if report.get("seen_window") else
+                 "seen: each store joins what a sync merged into what it has seen only where the memory is still "
+                 "the version the sync left there, checked inside the join's transaction on both stores")
     out.line(f"vectors: {report['vectors']}")

@@ -2,7 +2,8 @@
 
 ``POST /sync/hello``, ``/sync/page``, ``/sync/states``, ``/sync/edge-states``, ``/sync/memory-edges``,
 ``/sync/put``, ``/sync/put-edges``, ``/sync/bases``, ``/sync/sent``, ``/sync/seen``: the methods of
-``replication.sync_side.StoreSide``, with JSON bodies (``replication.sync_wire``),
+``replication.sync_side.StoreSide``, with JSON bodies (``replication.sync_wire``; ``/sync/hello`` names the
+``features`` a client may use: ``wire.FEATURES``),
 at most ``sync_wire.MAX_ITEMS`` states per request. Behind the API token like every
 route but /health; a recall-only (scoped) token cannot call them.
 """
@@ -69,7 +70,8 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
             if not store.read_only:
                 here.settle_pins()  # what a sync killed mid-batch left to pin, before any page is read
             return {"status": "success", "store_id": here.store_id, "clock": here.clock(),
-                    "sent_to": here.sent_to(peer), "wall_ms": here.wall_ms(), "pair_token": here.pair_token(peer)}
+                    "sent_to": here.sent_to(peer), "wall_ms": here.wall_ms(), "pair_token": here.pair_token(peer),
+                    "features": list(wire.FEATURES)}
         return JSONResponse(await run_in_threadpool(work))
 
     async def page(request: Request) -> JSONResponse:
@@ -130,9 +132,14 @@ def sync_endpoints(store: MemoryStore) -> SyncEndpoints:
         return JSONResponse({"status": "success"})
 
     async def seen(request: Request) -> JSONResponse:
-        given = wire.items((await body(request, {"seen"})).get("seen"), "seen")
+        payload = await body(request, {"seen", "expect"})
+        given = wire.items(payload.get("seen"), "seen")
         summaries = dict(wire.seen_entry(item, f"seen[{n}]") for n, item in enumerate(given))
-        await run_in_threadpool(side().record_seen, summaries)
+        # With ``expect`` (wire.SEEN_EXPECT), each memory joins only if still at the version the sync left
+        # here, checked in the join's transaction; without it (an older client, which read just before), all do.
+        expect = None if payload.get("expect") is None else wire.seen_expected(payload["expect"], list(summaries),
+                                                                                "expect")
+        await run_in_threadpool(side().record_seen, summaries, expect)
         return JSONResponse({"status": "success"})
 
     return SyncEndpoints(hello, page, states, edge_states, memory_edges, put, put_edges, bases, sent, seen)

@@ -57,16 +57,17 @@ def is_conflict_link(edge: EdgeState) -> bool:
         return False
 
 
-def relink_conflict_copies(store: MemoryStore, memory_ids: list[str], which: str = "conflict_copies_naming") -> int:
+def relink_conflict_copies(store: MemoryStore, memory_ids: list[str],
+                           which: str = "conflict_copies_naming") -> list[tuple[str, str, str]]:
     """Link every conflict copy held here that names one of ``memory_ids`` (memories a ``trash
     restore`` or an import has just put back) to it, with the sync's ``conflict_link`` stamped
     now: the delete of the winner removed the link (and logged the removal), and a link written
     after it is what the next sync keeps and carries to the peer. ``which`` is the statement
     that picks the copies (a sync bringing a memory back over its delete picks only those whose
     link this store removed itself: ``sync_conflict_copies_unlinked_here``). Inside the
-    caller's transaction; returns how many links were written."""
+    caller's transaction; returns the links written (copy id, relation, winner id)."""
     if not memory_ids:
-        return 0
+        return []
     return _link(store, list(rows_as_dicts(store.conn.execute(store.sql[which], {"ids": json.dumps(memory_ids)}))))
 
 
@@ -76,14 +77,17 @@ def link_to_superseding(store: MemoryStore) -> int:
     link with the winner: docs/pull.md), with the sync's ``conflict_link`` stamped as the copy is,
     so the two marks recall reads agree and the next push sends the link. Inside the caller's
     transaction; returns how many links were written."""
-    return _link(store, list(rows_as_dicts(store.conn.execute(store.sql["conflict_copies_unlinked_to_superseding"]))))
+    rows = list(rows_as_dicts(store.conn.execute(store.sql["conflict_copies_unlinked_to_superseding"])))
+    return len(_link(store, rows))
 
 
-def _link(store: MemoryStore, rows: list[dict[str, Any]]) -> int:
+def _link(store: MemoryStore, rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    links = []
     for row in rows:
         record = {"metadata": json.loads(row["metadata"]), "t_invalid": row["t_invalid"]}
         link = conflict_link(MemoryState(row["id"], record=record))
         assert link.strength is not None and link.updated_at is not None
         edge_store.upsert_edge(store.conn, store.sql, row["copy_pk"], row["winner_pk"], CONFLICT_RELATION,
                                link.strength, link.updated_at, json.loads(link.properties or "{}"))
-    return len(rows)
+        links.append(link.key)
+    return links

@@ -58,7 +58,7 @@ from .pull_merge import (
     store_conflict_copy,
 )
 from .pull_state import PENDING, PULLED, PullState, local_id_for
-from .pull_wire import FIELDS, BadRecord, RemoteMemory, read_memory
+from .pull_wire import FIELDS, BadRecord, RemoteMemory, local_metadata, read_memory
 from .push import push_lock
 from .push_client import PushClient, RemoteError
 from .push_summary import Counts, ItemOutcomes
@@ -349,17 +349,7 @@ class Puller(ProgressSteps):
         return None
 
     def _local_metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
-        """Metadata with the server's ids it names (``superseded_by``) as local ids; one naming a
-        memory this pull does not have is dropped."""
-        out = dict(metadata)
-        ref = out.get("superseded_by")
-        if isinstance(ref, str):
-            local = self._local_ref(ref)
-            if local is None:
-                del out["superseded_by"]
-            else:
-                out["superseded_by"] = local
-        return out
+        return local_metadata(metadata, self._local_ref)
 
     def _limited(self, creates: list[RemoteMemory], updates: list[Any]) -> tuple[list[RemoteMemory], list[Any]]:
         if self.limit is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,8 @@ from ..relations import AUTHORABLE_TYPES, RELATION_TYPES
 from ..timeparse import format_timestamp, parse_timestamp
 from ..validation import CONTENT_HARD_LIMIT
 from .push_map import fingerprint
-from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX
+from .conflict_copy import CONFLICT_KEY
+from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX, translate_ids
 
 # A server id: the characters of a UUID or a plain token, nothing that could mean a path.
 REMOTE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -162,6 +164,21 @@ def _metadata(value: Any) -> dict[str, Any]:
     if ref is not None:
         remote_id(ref, "metadata.superseded_by")
     return kept
+
+
+def local_metadata(metadata: dict[str, Any], local_ref: Callable[[str], str | None]) -> dict[str, Any]:
+    """A server memory's metadata with the server's ids it names as this store's (``local_ref``):
+    ``superseded_by`` (dropped when it names a memory this pull does not have), and a conflict copy's
+    marker (``sync_conflict.memory_id``, the memory it lost to). A marker naming no memory the server
+    has (a push before it sent the server's id sent the copy's store's own id, which names nothing
+    here) names the memory ``superseded_by`` names here: a conflict copy's two marks name one memory
+    (``conflict_copy.conflict_copy_record``)."""
+    out, missing = translate_ids(metadata, local_ref)
+    if "superseded_by" in missing:
+        del out["superseded_by"]
+    elif CONFLICT_KEY in missing and isinstance(out.get("superseded_by"), str):
+        out[CONFLICT_KEY] = {**out[CONFLICT_KEY], "memory_id": out["superseded_by"]}
+    return out
 
 
 def _tags(value: Any) -> list[str]:

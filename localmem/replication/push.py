@@ -37,12 +37,12 @@ from .push_map import PushMap
 from .push_summary import PushSummary
 from .push_wire import (
     MARKER,
-    ID_REFERENCES,
     ServerProfile,
     field_hashes,
     memory_payload,
     merge_server_additions,
     read_profile,
+    referenced_ids,
 )
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class Pusher(ProgressSteps):
         refs = []
         for row in rows:
             metadata = json.loads(row["metadata"]) if row.get("metadata") else {}
-            refs += [metadata[key] for key in ID_REFERENCES if isinstance(metadata.get(key), str)]
+            refs += referenced_ids(metadata)
         return self.map.remote_ids(refs)
 
     def create_memories(self) -> None:

@@ -18,7 +18,7 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX, as_floats
+from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX, as_floats, referenced_ids, translate_ids
 
 if TYPE_CHECKING:
     from .push import Pusher
@@ -69,9 +69,7 @@ def compare(row: dict[str, Any], remote: dict[str, Any], remote_ids: dict[str, s
              and not t.lower().startswith(SERVER_TAG_PREFIX)]
     if extra or {t.lower() for t in local_tags} - {t.lower() for t in theirs}:
         differ("tags", local_tags, theirs)
-    local_meta = json.loads(row["metadata"] or "{}")
-    if isinstance(local_meta.get("superseded_by"), str):
-        local_meta["superseded_by"] = remote_ids.get(local_meta["superseded_by"], local_meta["superseded_by"])
+    local_meta, _ = translate_ids(json.loads(row["metadata"] or "{}"), remote_ids.get)
     remote_meta = {k: v for k, v in _metadata(remote.get("metadata")).items()
                    if k != MARKER and not (k in SERVER_METADATA and k not in local_meta)}
     if remote_meta != local_meta:
@@ -92,7 +90,7 @@ def verify(pusher: Pusher, sample: int = DEFAULT_SAMPLE) -> dict[str, Any]:
     }
     rows = push_map.sample(sample)
     remote_ids = push_map.remote_ids([r["id"] for r in rows] + [
-        m for r in rows for m in [json.loads(r["metadata"] or "{}").get("superseded_by")] if isinstance(m, str)])
+        m for r in rows for m in referenced_ids(json.loads(r["metadata"] or "{}"))])
     differences: list[dict[str, Any]] = []
     missing: list[str] = []
     recall_missed: list[str] = []

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..relations import RELATION_TYPES
+from .conflict_copy import CONFLICT_KEY
 from .push_map import fingerprint
 
 MARKER = "localmem_id"
-# Metadata keys that hold memory ids (translated to the server's ids).
+# Metadata keys that hold memory ids (translated to the server's ids), and a conflict copy's marker
+# (``metadata.sync_conflict.memory_id``: the memory it lost to).
 ID_REFERENCES = ("superseded_by",)
 # What AutoMem's enrichment adds to a memory; a PATCH of tags or metadata keeps them.
 SERVER_METADATA = ("entities", "enrichment")
@@ -105,23 +108,53 @@ def as_floats(blob: bytes | None) -> list[float] | None:
     return [float(v) for v in values]
 
 
+def referenced_ids(metadata: dict[str, Any]) -> list[str]:
+    """The memory ids ``metadata`` names: ``ID_REFERENCES`` and a conflict copy's marker."""
+    refs = [metadata[key] for key in ID_REFERENCES if isinstance(metadata.get(key), str)]
+    marker = metadata.get(CONFLICT_KEY)
+    if isinstance(marker, dict) and isinstance(marker.get("memory_id"), str):
+        refs.append(marker["memory_id"])
+    return refs
+
+
+def translate_ids(metadata: dict[str, Any], translate: Callable[[str], str | None]
+                  ) -> tuple[dict[str, Any], list[str]]:
+    """``metadata`` with each memory id it names (``referenced_ids``) as ``translate`` gives it, and the
+    keys (``superseded_by``, ``CONFLICT_KEY``) whose id it gave None for: those are left as they were."""
+    out, missing = dict(metadata), []
+    for key in ID_REFERENCES:
+        ref = out.get(key)
+        if isinstance(ref, str):
+            translated = translate(ref)
+            if translated is None:
+                missing.append(key)
+            else:
+                out[key] = translated
+    marker = out.get(CONFLICT_KEY)
+    if isinstance(marker, dict) and isinstance(marker.get("memory_id"), str):
+        translated = translate(marker["memory_id"])
+        if translated is None:
+            missing.append(CONFLICT_KEY)
+        else:
+            out[CONFLICT_KEY] = {**marker, "memory_id": translated}
+    return out, missing
+
+
 def memory_payload(row: dict[str, Any], profile: ServerProfile, remote_ids: dict[str, str],
                    *, with_embedding: bool) -> tuple[dict[str, Any], bool]:
     """The ``POST /memory`` body of a memory row, and whether every id it names was translated.
 
     An id in ``metadata.superseded_by`` whose memory the server does not have
-    yet is left out (and the memory sent again once it has).
+    yet is left out (and the memory sent again once it has); a conflict copy's
+    marker names the server's id of the memory it lost to (this store's until
+    the server has it, and the copy is sent again then).
     """
-    metadata = json.loads(row["metadata"]) if row.get("metadata") else {}
-    complete = True
+    metadata, missing = translate_ids(json.loads(row["metadata"]) if row.get("metadata") else {}, remote_ids.get)
     for key in ID_REFERENCES:
-        ref = metadata.get(key)
-        if isinstance(ref, str):
-            if ref in remote_ids:
-                metadata[key] = remote_ids[ref]
-            else:
-                del metadata[key]
-                complete = False
+        if key in missing:
+            del metadata[key]
+    # A conflict copy's marker keeps this store's id until the server has the winner: resent then.
+    complete = not missing
     metadata[MARKER] = row["id"]
     payload: dict[str, Any] = {
         "content": row["content"],

@@ -58,6 +58,7 @@ class SyncSummary:
     refused: list[dict[str, str]] = field(default_factory=list)
     vectors: str = "embedded by each store with its own model"
     full_comparison: str | None = None  # why every change was compared, not only those since the last sync
+    seen_window: str | None = None  # why a delete made during the sync's seen-join may count as seeing its merge
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": "success", **asdict(self)}
@@ -78,6 +79,8 @@ class Sync:
         self.allow_deletes = allow_deletes
         self.progress = progress or (lambda what, n: None)
         self.summary = SyncSummary(local.label, peer.label, dry_run=dry_run)
+        # A file checks the version inside the join's transaction; a server says whether it can (sync_remote).
+        self.summary.seen_window = None if isinstance(peer, StoreSide) else peer.seen_window()
         # Stamps more than the bounded skew ahead of the earlier of the two stores' clocks (a file
         # peer's or a server's, and this one's) order nothing: a store whose clock is broken
         # cannot vouch for it.
@@ -287,16 +290,17 @@ class Sync:
         return bases
 
     def bring_edges_back(self, keeper: Side, other: Side, ids: list[str]) -> None:
-        """A memory brought back where it was deleted lost its edges there with it: copy them
-        from the side that kept it (those whose other end is there too), and link again, stamped
-        now, the conflict copies held there that name it (the delete removed their links; the
-        keeper may not hold the copies yet, and their link's own stamp is older than the
-        removal, which would win where the two meet: a file store only, see docs/sync.md)."""
-        edges = keeper.memory_edges(ids)
+        """A memory brought back where it was deleted lost its edges there with it: link again,
+        stamped now, the conflict copies held there that name it (the delete removed their links;
+        the keeper may not hold the copies yet, and their link's own stamp is older than the
+        removal, which would win where the two meet: a file store only, see docs/sync.md), then
+        copy the other edges from the side that kept it (those whose other end is there too)."""
+        # The links first: the keeper's copy of such a link carries its old stamp, and a sync killed
+        # before this leaves the removal free to travel first (settle_owed_edges brings them later).
+        relinked = set(other.relink_conflict_copies(ids)) if isinstance(other, StoreSide) else set()
+        edges = [edge for edge in keeper.memory_edges(ids) if edge.key not in relinked]
         # An edge not written joins a memory the other side does not hold: nothing to bring back.
-        written = len(edges) - len(other.put_edges(edges, keeper.store_id)) if edges else 0
-        if isinstance(other, StoreSide):
-            written += other.relink_conflict_copies(ids)
+        written = len(relinked) + (len(edges) - len(other.put_edges(edges, keeper.store_id)) if edges else 0)
         if other is self.peer:
             self.summary.edges_to_peer += written
         else:

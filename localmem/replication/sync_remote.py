@@ -26,6 +26,18 @@ class RemoteSide:
                                 "server of this version (AutoMem has no sync routes; use pull/push)?")
         self.store_id = store_id
         self.clock_ms = server_wall_ms(hello, client.url)
+        features = hello.get("features")
+        self.seen_checked = isinstance(features, list) and wire.SEEN_EXPECT in features
+
+    def seen_window(self) -> str | None:
+        """Why a delete made on this server during a sync's join can count as having seen what the sync
+        merged (None: the server checks each memory's version inside the join's transaction)."""
+        if self.seen_checked:
+            return None
+        return (f"{self.label} is a server older than this client: its /sync/seen takes no expected version, "
+                "so each memory is read just before the join there, and a delete made on the server between "
+                "that read and the join counts as having seen what this sync merged (the window is open; "
+                "update the server to close it)")
 
     def settle_pins(self) -> None:
         """Nothing to do from here: the server settles its own at every /sync/hello."""
@@ -118,13 +130,22 @@ class RemoteSide:
         return refused
 
     def record_seen(self, seen: dict[str, Seen], expect: dict[str, str] | None = None) -> None:
-        if expect is not None:  # read again just before (the route takes no expected version)
+        """``StoreSide.record_seen`` on the server: the expected versions go with the summaries and are
+        checked in the server's join transaction; a server without the feature (``seen_window``) gets
+        only the memories still at their version when read again just before."""
+        if expect is not None:  # a memory without an expected version joins nowhere (as on a file)
+            seen = {i: s for i, s in seen.items() if i in expect}
+        if expect is not None and not self.seen_checked:
             held = self.memory_states(list(seen))
             seen = {i: s for i, s in seen.items()
                     if (held[i].version.text() if i in held and held[i].version else ABSENT) == expect.get(i)}
         pairs = [[memory_id, [list(row) for row in summary.rows()]] for memory_id, summary in seen.items()]
         for start in range(0, len(pairs), wire.MAX_ITEMS):
-            self._call("seen", seen=pairs[start:start + wire.MAX_ITEMS])
+            chunk = pairs[start:start + wire.MAX_ITEMS]
+            if expect is not None and self.seen_checked:
+                self._call("seen", seen=chunk, expect=[[pair[0], expect[pair[0]]] for pair in chunk])
+            else:
+                self._call("seen", seen=chunk)
 
     def record_bases(self, peer_id: str, versions: dict[str, str]) -> None:
         pairs = list(versions.items())

@@ -200,11 +200,6 @@ class StoreSide:
                     fields = {name: state.record[name] for name in SYNCED_FIELDS if name in state.record}
                     new.append({**_store_fields(fields), "content": fields.get("content"),
                                 "id": state.record["id"]})
-                    continue
-                try:
-                    self.put_memory(state, f"sync with store {peer}", expect.get(state.id))
-                except (ValidationError, NotFoundError, ChangedMeanwhile) as exc:
-                    refused.append((state.id, exc.message))
             new_ids = [item["id"] for item in new]
             if new:
                 # The batch commits on its own (it embeds outside the write lock): its stamps are
@@ -219,11 +214,20 @@ class StoreSide:
                             store.store_many([item])
                         except ValidationError as exc:
                             refused.append((str(item.get("id")), exc.message))
-            stored = set(new_ids) - {memory_id for memory_id, _ in refused}
-            with transaction(store.conn):
-                if new:
+                stored = set(new_ids) - {memory_id for memory_id, _ in refused}
+                with transaction(store.conn):
                     self._pin_memories([s for s in states if s.id in stored])
                     store.conn.execute(store.sql["sync_pins_clear"], {"batch": batch})
+            # The new records (a conflict copy among them) go first: a process killed before the others
+            # keeps the losing version of a conflict where it was, which the next sync meets again; killed
+            # after a winner went over it and before its copy was written, it kept neither.
+            for state in states:
+                if state.id not in set(new_ids):
+                    try:
+                        self.put_memory(state, f"sync with store {peer}", expect.get(state.id))
+                    except (ValidationError, NotFoundError, ChangedMeanwhile) as exc:
+                        refused.append((state.id, exc.message))
+            with transaction(store.conn):
                 self._note_echoes(states, peer, {memory_id for memory_id, _ in refused})
         return refused
 
@@ -281,11 +285,12 @@ class StoreSide:
             store.conn.execute(store.sql["sync_owed_edges_clear"],
                                {"keeper": keeper, "receiver": receiver, "ids": json.dumps(ids)})
 
-    def relink_conflict_copies(self, ids: list[str]) -> int:
+    def relink_conflict_copies(self, ids: list[str]) -> list[tuple[str, str, str]]:
         """Link again the conflict copies held here that name one of ``ids`` (memories a sync has
         just brought back here over their delete) and whose link this store removed itself (the
         delete did), stamped now: that removal, stamped after the copy's own link, would
-        otherwise win wherever the two meet (``conflict_copy.relink_conflict_copies``). How many."""
+        otherwise win wherever the two meet (``conflict_copy.relink_conflict_copies``). The links
+        written (their keys)."""
         with self.store.lock, transaction(self.store.conn):
             return relink_conflict_copies(self.store, ids, "sync_conflict_copies_unlinked_here")
 

@@ -20,6 +20,10 @@ from .sync_rules import ABSENT, EdgeState, MemoryState
 
 MAX_ITEMS = 500  # states per request or answer
 STORE_ID = re.compile(r"[0-9a-f]{32}")  # a store's identity (meta store_id)
+# What a server's /sync/hello names in ``features`` (a server older than one says nothing of it):
+# /sync/seen takes the versions the sync expects there and joins only where they are still held.
+SEEN_EXPECT = "seen-expect"
+FEATURES = (SEEN_EXPECT,)
 
 
 def memory_to_json(state: MemoryState) -> dict[str, Any]:
@@ -159,6 +163,25 @@ def base_entry(value: Any, where: str) -> tuple[str, str]:
     if not isinstance(version, str) or not VERSION_TEXT.fullmatch(version):
         raise ValidationError(f"{where}[1] is not a sync version")
     return validate_uuid(memory_id, f"{where}[0]"), version
+
+
+def seen_expected(value: Any, ids: list[str], where: str) -> dict[str, str]:
+    """A /sync/seen ``expect``: one [memory id, version or 'absent'] pair for each id joined, no other."""
+    given = dict(_expected_pair(item, f"{where}[{n}]") for n, item in enumerate(items(value, where)))
+    missing = [memory_id for memory_id in ids if memory_id not in given]
+    if missing or len(given) != len(ids):
+        raise ValidationError(f"{where} must give one expected version for each memory in 'seen' and no other"
+                              f" ({missing[0] if missing else 'an id not in seen'})")
+    return given
+
+
+def _expected_pair(value: Any, where: str) -> tuple[str, str]:
+    if not (isinstance(value, list) and len(value) == 2):
+        raise ValidationError(f"{where} must be [memory_id, version]")
+    version = value[1]
+    if not isinstance(version, str) or not (version == ABSENT or VERSION_TEXT.fullmatch(version)):
+        raise ValidationError(f"{where}[1] must be a sync version or '{ABSENT}'")
+    return validate_uuid(value[0], f"{where}[0]"), version
 
 
 def seen_entry(value: Any, where: str) -> tuple[str, Seen]:
