@@ -194,6 +194,26 @@ def lme_instances(path: Path, positions: list[int]) -> list[dict]:
     return [instances[p] for p in positions if 0 <= p < len(instances)]
 
 
+def ask_instance(store: Any, memories: Any, work: Path, chosen: list[dict[str, Any]], index: int,
+                 evidence: set[str], settings: HookSettings, *, ask_question: bool) -> list[dict[str, Any]]:
+    """One LongMemEval instance's prompts as the hook answers them: its own question (related, or unrelated
+    when it has no answer; only with ``ask_question``), the next instance's question and off-topic ones."""
+    instance, fold, prompts = chosen[index], index % FOLDS, []
+    unanswerable = instance["question_id"].endswith("_abs")
+    if ask_question:
+        found = ask(store, memories, work, instance["question"], f"q{index}", settings)
+        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated" if unanswerable else "related",
+                        "source": "abstain" if unanswerable else "question",
+                        "evidence": set() if unanswerable else evidence & set(found["memories"])})
+    found = ask(store, memories, work, chosen[(index + 1) % len(chosen)]["question"], f"w{index}", settings)
+    prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "other", "evidence": set()})
+    for n, question in enumerate(OFF_TOPIC[index % 4::4]):
+        found = ask(store, memories, work, question, f"u{index}-{n}", settings)
+        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "offtopic",
+                        "evidence": set()})
+    return prompts
+
+
 def lme_prompts(path: Path, embedder: str, positions: list[int], work: Path, settings: HookSettings) -> list[dict]:
     chosen = lme_instances(path, positions)
     cached = locomo.cached_embedder(embedder)
@@ -203,20 +223,7 @@ def lme_prompts(path: Path, embedder: str, positions: list[int], work: Path, set
         started = time.perf_counter()
         store, evidence = lme_store(instance, cached)
         memories = memories_of(store)
-        fold = index % FOLDS
-        unanswerable = instance["question_id"].endswith("_abs")
-        found = ask(store, memories, work / "lme", instance["question"], f"q{index}", settings)
-        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated" if unanswerable else "related",
-                        "source": "abstain" if unanswerable else "question",
-                        "evidence": set() if unanswerable else evidence & set(found["memories"])})
-        neighbour = chosen[(index + 1) % len(chosen)]["question"]
-        found = ask(store, memories, work / "lme", neighbour, f"w{index}", settings)
-        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "other",
-                        "evidence": set()})
-        for n, question in enumerate(OFF_TOPIC[index % 4::4]):
-            found = ask(store, memories, work / "lme", question, f"u{index}-{n}", settings)
-            prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "offtopic",
-                            "evidence": set()})
+        prompts += ask_instance(store, memories, work / "lme", chosen, index, evidence, settings, ask_question=True)
         store.close()
         print(f"  lme {index + 1}/{len(chosen)} {instance['question_id']}: {len(memories)} turns, "
               f"{time.perf_counter() - started:.0f} s", flush=True)

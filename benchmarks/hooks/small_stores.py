@@ -53,9 +53,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import injection_folds as folds  # noqa: E402
 from benchmarks.hooks import gate_levers  # noqa: E402
 from benchmarks.hooks.hook_injection import (  # noqa: E402
-    DATA, FOLDS, HEADING, LME_POSITIONS, ask, lme_instances, lme_store, locomo_prompts, measure, memories_of)
+    DATA, FOLDS, HEADING, LME_POSITIONS, ask_instance, lme_instances, lme_store, locomo_prompts, measure,
+    memories_of)
 from benchmarks.quality import locomo  # noqa: E402
-from benchmarks.quality.confidence_calibration import OFF_TOPIC  # noqa: E402
 from benchmarks.quality.relevance_calibration import FITTED  # noqa: E402
 from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
 from localmem.hooks.selection import DEFAULT_BLEND, DEFAULT_BLEND_DROP, KEPT, Candidate, StandOut, choose  # noqa: E402
@@ -101,22 +101,10 @@ def lme_cut_prompts(path: Path, embedder: str, sessions: int, work: Path, settin
                "haystack_dates": instance["haystack_dates"][:sessions]}
         store, evidence = lme_store(cut, cached)
         memories = memories_of(store)
-        fold = index % FOLDS
         unanswerable = instance["question_id"].endswith("_abs")
         outside = any(t.get("has_answer") for s in instance["haystack_sessions"][sessions:] for t in s)
-        if unanswerable or (evidence and not outside):
-            found = ask(store, memories, work / "lme", instance["question"], f"q{index}", settings)
-            prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated" if unanswerable else "related",
-                            "source": "abstain" if unanswerable else "question",
-                            "evidence": set() if unanswerable else evidence & set(found["memories"])})
-        neighbour = chosen[(index + 1) % len(chosen)]["question"]
-        found = ask(store, memories, work / "lme", neighbour, f"w{index}", settings)
-        prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "other",
-                        "evidence": set()})
-        for n, question in enumerate(OFF_TOPIC[index % 4::4]):
-            found = ask(store, memories, work / "lme", question, f"u{index}-{n}", settings)
-            prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "offtopic",
-                            "evidence": set()})
+        prompts += ask_instance(store, memories, work / "lme", chosen, index, evidence, settings,
+                                ask_question=unanswerable or bool(evidence and not outside))
         store.close()
     return prompts
 
