@@ -13,19 +13,9 @@ import pytest
 from benchmarks.common import training_recipes
 from benchmarks.quality import train_learned_rank as trl
 from localmem.recall import learned_rank
+from tests.two_shape_data import uniform_pools
 
 pytest.importorskip("lightgbm")
-
-
-def _pools(count: int, seed: int) -> list[dict]:
-    rng = np.random.default_rng(seed)
-    pools = []
-    for _ in range(count):
-        rows = rng.random((20, len(learned_rank.FEATURES)))
-        labels = (rows[:, 0] + 0.3 * rng.random(20) > 0.9).astype(int)
-        labels[0] = 1
-        pools.append({"rows": rows, "labels": labels})
-    return pools
 
 
 def test_the_recipe_samples_nothing_and_keeps_the_rest_of_the_shipped_settings():
@@ -35,7 +25,7 @@ def test_the_recipe_samples_nothing_and_keeps_the_rest_of_the_shipped_settings()
 
 
 def test_its_trees_are_the_same_at_any_seed_where_the_sampling_recipe_s_are_not():
-    pools = _pools(40, 0)
+    pools = uniform_pools(40, 0)
     rows = np.random.default_rng(1).random((30, len(learned_rank.FEATURES)))
     params = {**training_recipes.RECIPES["nosample"]["params"], "min_child_samples": 5}
 

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.quality import seed_ensemble
 from benchmarks.quality import train_learned_rank as trl
 from localmem.recall import learned_rank
-from tests.two_shape_data import LOCOMO, small_data
+from tests.two_shape_data import LOCOMO, small_data, uniform_pools
 
 pytest.importorskip("lightgbm")
 
@@ -24,20 +24,8 @@ def test_seed_groups_are_disjoint_and_one_member_groups_are_seeds_0_1_2():
         assert variant["members"] >= 1 and variant["rounds"] >= 1, name
 
 
-def _pools(count: int, seed: int) -> list[dict]:
-    rng = np.random.default_rng(seed)
-    pools = []
-    for number in range(count):
-        rows = rng.random((20, len(learned_rank.FEATURES)))
-        labels = (rows[:, 0] + 0.3 * rng.random(20) > 0.9).astype(int)
-        labels[0] = 1
-        pools.append({"rows": rows, "labels": labels, "shape": "locomo" if number % 2 else "lme",
-                      "fold": number % 5})
-    return pools
-
-
 def test_the_exported_ensemble_scores_the_members_mean_in_the_packaged_format():
-    trainer = seed_ensemble.Trainer(_pools(60, 0))
+    trainer = seed_ensemble.Trainer(uniform_pools(60, 0))
     variant = {"members": 3, "rounds": 8, "learning_rate": 0.3, "params": {"min_child_samples": 5}}
     seeds = seed_ensemble.group_seeds(3, 1)
     rankers = [trainer.member(variant, seed, ("fold", 0)) for seed in seeds]
@@ -55,7 +43,7 @@ def test_the_exported_ensemble_scores_the_members_mean_in_the_packaged_format():
 
 
 def test_a_member_is_trained_once_and_reused_by_the_groups_holding_its_seed(monkeypatch):
-    trainer = seed_ensemble.Trainer(_pools(40, 1))
+    trainer = seed_ensemble.Trainer(uniform_pools(40, 1))
     calls = []
     real = seed_ensemble.trl.fit
     monkeypatch.setattr(seed_ensemble.trl, "fit", lambda *a, **k: calls.append(a[2]) or real(*a, **k))

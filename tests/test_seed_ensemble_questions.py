@@ -8,24 +8,17 @@ import pytest
 
 from benchmarks.quality import seed_ensemble
 from localmem.recall import learned_rank
+from tests.two_shape_data import uniform_pools
 
 pytest.importorskip("lightgbm")
 
 
-def _pools(count: int, seed: int) -> list[dict]:
-    rng = np.random.default_rng(seed)
-    pools = []
-    for number in range(count):
-        rows = rng.random((20, len(learned_rank.FEATURES)))
-        labels = (rows[:, 0] + 0.3 * rng.random(20) > 0.9).astype(int)
-        labels[0] = 1
-        pools.append({"rows": rows, "labels": labels, "shape": "lme" if number % 4 == 0 else "locomo",
-                      "fold": number % 5, "number": number})
-    return pools
+def _lme4_pools(count: int, seed: int) -> list[dict]:
+    return uniform_pools(count, seed, lme_every=4)  # a quarter LongMemEval's
 
 
 def test_a_question_sample_keeps_each_sets_share_in_order_and_depends_on_the_seed():
-    pools = _pools(100, 0)  # 25 LongMemEval, 75 LoCoMo
+    pools = _lme4_pools(100, 0)  # 25 LongMemEval, 75 LoCoMo
     sample = seed_ensemble.question_sample(pools, 0.8, 7)
     assert sum(p["shape"] == "lme" for p in sample) == 20 and sum(p["shape"] == "locomo" for p in sample) == 60
     numbers = [p["number"] for p in sample]
@@ -42,7 +35,7 @@ def test_a_bad_question_share_is_refused_by_name(share):
         seed_ensemble.check_variant("bad", {"members": 2, "rounds": 5, "learning_rate": 0.3, "questions": share})
 
 
-def test_the_command_refuses_a_variant_with_a_bad_share_before_reading_pools(monkeypatch, capsys):
+def test_the_command_refuses_a_variant_with_a_bad_share_before_reading_lme4_pools(monkeypatch, capsys):
     monkeypatch.setitem(seed_ensemble.VARIANTS, "bad-share", {"members": 2, "rounds": 5, "learning_rate": 0.3,
                                                               "questions": 2})
     monkeypatch.setattr(seed_ensemble.two_shapes, "record_all", lambda *a, **k: pytest.fail("pools were read"))
@@ -57,7 +50,7 @@ def test_every_packaged_variant_passes_the_check():
 
 
 def test_each_member_trains_on_its_own_share_of_the_training_questions(monkeypatch):
-    trainer = seed_ensemble.Trainer(_pools(100, 1))
+    trainer = seed_ensemble.Trainer(_lme4_pools(100, 1))
     seen = []
     real = seed_ensemble.trl.fit
     monkeypatch.setattr(seed_ensemble.trl, "fit",
@@ -74,7 +67,7 @@ def test_each_member_trains_on_its_own_share_of_the_training_questions(monkeypat
 
 
 def test_trees_without_sampling_are_the_same_at_any_seed_and_by_question_sampling_differs():
-    trainer = seed_ensemble.Trainer(_pools(60, 2))
+    trainer = seed_ensemble.Trainer(_lme4_pools(60, 2))
     rows = np.random.default_rng(3).random((30, len(learned_rank.FEATURES)))
 
     def scores(name: str, seed: int) -> np.ndarray:

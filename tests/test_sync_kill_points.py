@@ -116,6 +116,23 @@ def differences(name: str, got: tuple[set[str], set[tuple[str, str, str]]],
     return lines
 
 
+def stopped_at_each_commit(paths: tuple[Path, Path], saved: tuple[Path, Path], commits: int,
+                           whole: tuple[set[str], set[tuple[str, str, str]]]) -> list[str]:
+    """From the saved files each time: a sync stopped before commit 1, 2, ..., ``commits``, then one run to the
+    end; what each store then holds that the uninterrupted sync (``whole``) does not, per kill point."""
+    failures: list[str] = []
+    for kill_at in range(1, commits + 1):
+        put_back(paths, saved)
+        clock = Clock()
+        assert run_sync(paths, clock, kill_at) == (kill_at, True)
+        run_sync(paths, clock)
+        stores = held(paths[0]), held(paths[1])
+        wrong = differences("a", stores[0], whole) + differences("b", stores[1], whole)
+        if wrong:
+            failures.append(f"stopped before commit {kill_at} of {commits}: " + "; ".join(wrong))
+    return failures
+
+
 def test_a_sync_stopped_before_any_of_its_commits_converges_to_the_uninterrupted_outcome(tmp_path):
     paths = tmp_path / "a.db", tmp_path / "b.db"
     saved = tmp_path / "a.saved", tmp_path / "b.saved"
@@ -134,16 +151,7 @@ def test_a_sync_stopped_before_any_of_its_commits_converges_to_the_uninterrupted
     assert ("shared note 0, edited on b", "RELATES_TO", "shared note 24 about the garden") in whole[1]
     assert ("shared note 25 about the garden", "EXEMPLIFIES", "shared note 0, edited on b") in whole[1]
     assert commits >= 20
-    failures: list[str] = []
-    for kill_at in range(1, commits + 1):
-        put_back(paths, saved)
-        clock = Clock()
-        assert run_sync(paths, clock, kill_at) == (kill_at, True)
-        run_sync(paths, clock)
-        stores = held(paths[0]), held(paths[1])
-        wrong = differences("a", stores[0], whole) + differences("b", stores[1], whole)
-        if wrong:
-            failures.append(f"stopped before commit {kill_at} of {commits}: " + "; ".join(wrong))
+    failures = stopped_at_each_commit(paths, saved, commits, whole)
     assert [os.stat(path).st_ino for path in paths] == inodes
     assert not failures, "\n".join(failures)
 
@@ -174,14 +182,5 @@ def test_a_sync_stopped_between_a_conflicts_winner_and_its_copy_loses_neither_ve
     whole = held(paths[0])
     assert not stopped and held(paths[1]) == whole
     assert {f"shared note {n}, edited on {side}" for n in range(3) for side in "ab"} <= whole[0]
-    failures: list[str] = []
-    for kill_at in range(1, commits + 1):
-        put_back(paths, saved)
-        clock = Clock()
-        assert run_sync(paths, clock, kill_at) == (kill_at, True)
-        run_sync(paths, clock)
-        stores = held(paths[0]), held(paths[1])
-        wrong = differences("a", stores[0], whole) + differences("b", stores[1], whole)
-        if wrong:
-            failures.append(f"stopped before commit {kill_at} of {commits}: " + "; ".join(wrong))
+    failures = stopped_at_each_commit(paths, saved, commits, whole)
     assert not failures, "\n".join(failures)

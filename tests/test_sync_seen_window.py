@@ -13,7 +13,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +24,7 @@ from localmem.replication.sync import sync_stores
 from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
 from test_sync_http import REPO, TOKEN, remote_store, server  # noqa: F401 (a fixture)
+from test_sync_writers import conflict_on_the_server
 
 SEEN_EXPECT = "seen-expect"
 
@@ -44,21 +44,6 @@ class ServerDeletesBeforeTheJoin(RemoteSide):
                 assert http.delete(f"/memory/{self.memory_id}").status_code == 200
             self.memory_id = None
         return super()._call(route, **body)
-
-
-def conflict_on_the_server(a: MemoryStore, c: MemoryStore, url: str, client: PushClient) -> str:
-    """A memory a, c and the server share; a edits it and syncs with c only; then the server edits it
-    (later). The next sync c-server merges a's edit into the server's summary (a conflict copy)."""
-    memory = a.store("The standup moved to 9:30")
-    for store in (a, c):
-        here = StoreSide(store, "here")
-        sync_stores(here, RemoteSide(client, here.store_id))
-    a.update(memory, content="The standup moved to 9:45")
-    sync_stores(StoreSide(a, "a"), StoreSide(c, "c"))  # c holds a's edit, which the server never sees
-    time.sleep(0.005)
-    with remote_store(url) as http:  # later: wins over a's on c
-        assert http.patch(f"/memory/{memory}", json={"content": "The standup moved to 10:00"}).status_code == 200
-    return memory
 
 
 def test_a_delete_on_the_server_between_the_read_and_the_join_has_not_seen_what_the_sync_merged(

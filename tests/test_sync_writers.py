@@ -189,19 +189,26 @@ class ServerDeletesBeforeItsWrites(RemoteSide):
         return super().put_memories(states, peer, expect)
 
 
+def conflict_on_the_server(a: MemoryStore, c: MemoryStore, url: str, client: PushClient) -> str:
+    """A memory a, c and the server share; a edits it and syncs with c only; then the server edits it
+    (later). The next sync c-server merges a's edit into the server's summary (a conflict copy)."""
+    memory = a.store("The standup moved to 9:30")
+    for store in (a, c):
+        here = StoreSide(store, "here")
+        sync_stores(here, RemoteSide(client, here.store_id))
+    a.update(memory, content="The standup moved to 9:45")
+    sync_stores(StoreSide(a, "a"), StoreSide(c, "c"))  # c holds a's edit, which the server never sees
+    time.sleep(0.005)
+    with remote_store(url) as http:  # later: wins over a's on c
+        assert http.patch(f"/memory/{memory}", json={"content": "The standup moved to 10:00"}).status_code == 200
+    return memory
+
+
 def test_the_same_on_a_server_peer(tmp_path, server):  # noqa: F811
     url, _ = server
     with MemoryStore(tmp_path / "a.db", embedder="hash") as a, MemoryStore(tmp_path / "c.db", embedder="hash") as c, \
             PushClient(url, token=TOKEN) as client:
-        memory = a.store("The standup moved to 9:30")
-        for store in (a, c):
-            here = StoreSide(store, "here")
-            sync_stores(here, RemoteSide(client, here.store_id))
-        a.update(memory, content="The standup moved to 9:45")
-        sync_stores(StoreSide(a, "a"), StoreSide(c, "c"))  # c holds a's edit, which the server never sees
-        time.sleep(0.005)
-        with remote_store(url) as http:  # later: wins over a's on c
-            assert http.patch(f"/memory/{memory}", json={"content": "The standup moved to 10:00"}).status_code == 200
+        memory = conflict_on_the_server(a, c, url, client)
         here = StoreSide(c, "c")
         summary = sync_stores(here, ServerDeletesBeforeItsWrites(client, here.store_id, url, memory))
         assert summary.refused == [], summary.refused

@@ -58,3 +58,20 @@ def random_pools(seed: int, threads: list[str], count: int = 40) -> list[dict]:
         pools.append({"rows": rows, "labels": labels, "final": rows[:, 3], "threads": list(threads),
                       "fold": index % 5, "shape": "locomo" if index % 2 else "lme"})
     return pools
+
+
+def uniform_pools(count: int, seed: int, lme_every: int = 2) -> list[dict]:
+    """``count`` pool stand-ins of 20 candidates with uniform random FEATURES rows, a label led by the first
+    column (the first candidate always evidence), folds 0-4 in turn, every ``lme_every``-th one (from the
+    first) LongMemEval's: what seed_ensemble.py and the recipes' trees train on."""
+    from localmem.recall.learned_rank import FEATURES
+
+    rng = np.random.default_rng(seed)
+    pools = []
+    for number in range(count):
+        rows = rng.random((20, len(FEATURES)))
+        labels = (rows[:, 0] + 0.3 * rng.random(20) > 0.9).astype(int)
+        labels[0] = 1
+        pools.append({"rows": rows, "labels": labels, "shape": "lme" if number % lme_every == 0 else "locomo",
+                      "fold": number % 5, "number": number})
+    return pools

@@ -10,7 +10,6 @@ twice, or two runs at once, store each message once.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
@@ -297,8 +296,7 @@ def capture(store: "MemoryStore", session_id: str, transcript_path: str, project
                 for message_uuid, first, count in claimed:  # claimed with the ids made; a deduped part has another
                     held = results[first:first + count]
                     if any(r["deduped"] for r in held):
-                        store.conn.execute(store.sql["hook_captured_memory_ids"], {
-                            "message_uuid": message_uuid, "memory_ids": json.dumps([r["id"] for r in held])})
+                        ledger.set_claimed_memories(store, message_uuid, [r["id"] for r in held])
                 for turn, first in retractions:  # after the batch's turns exist: a retraction may follow its plan
                     retracted += link_retraction(store, session_id, turn.uuid, turn.role, results[first]["id"],
                                                  not_linked)

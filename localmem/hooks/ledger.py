@@ -58,6 +58,13 @@ def claim_message(store: "MemoryStore", message_uuid: str, session_id: str, memo
     return store.conn.changes() == 1
 
 
+def set_claimed_memories(store: "MemoryStore", message_uuid: str, memory_ids: list[str]) -> None:
+    """The memories a claimed message is held by, once written (a part deduplicated to a stored memory is
+    held by that one); inside the caller's write transaction."""
+    store.conn.execute(store.sql["hook_captured_memory_ids"], {"message_uuid": message_uuid,
+                                                               "memory_ids": json.dumps(memory_ids)})
+
+
 def captured_count(store: "MemoryStore", session_id: str) -> int:
     return int(store.conn.execute(store.sql["hook_captured_count"], {"session_id": session_id}).fetchone()[0])
 
