@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = PoolTexts(CacheReader(embedder), args.locomo, instances)
     extra = [texts.columns(p) for p in pools]
     log(f"{len(pools)} pools; feedback columns computed ({texts.parted} LongMemEval candidates of turns in parts, "
-        f"{texts.tie_broken} matched by cosine order; {texts.cache.missed} texts not in the cache, embedded)")
+        f"{texts.tie_broken} matched by the nearest cosine; {texts.cache.missed} texts not in the cache, embedded)")
     params = training_recipes.RECIPES[args.recipe].get("params", {})
     weight = Config().weight_learned
     results: dict[str, dict[int, dict[str, list[dict]]]] = {}
