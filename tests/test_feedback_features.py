@@ -49,7 +49,7 @@ def test_rarer_shared_terms_weigh_more_and_nothing_is_shared_below_two_leaders()
 
 def test_a_pool_of_one_has_no_leaders_and_gets_zeros():
     out = ff.feedback_columns(np.ones((1, 4)), [{"x"}], query=set(), final=np.array([1.0]))
-    assert out.shape == (1, len(ff.COLUMNS)) and not out.any()
+    assert out.shape == (1, len(ff.FEEDBACK)) and not out.any()
 
 
 def test_variants_add_their_columns_beside_the_features():

@@ -9,6 +9,14 @@ LEADERS best *other* candidates by recall's weighted score) share, and how much 
   the leaders, not the query's), each weighted by its idf in the pool, and the weighted share of them the
   candidate's text holds (0 when the leaders share none).
 
+And novelty against the leaders (branch novelty14, NOVEL_LEADERS of them): what a candidate says that the
+first results do not, the opposite reading of the same pool:
+
+- ``nov_max``: the candidate's largest cosine to any of its leaders' embeddings;
+- ``nov_margin``: its cosine to the query (the pool's ``cosine`` column) minus ``nov_max`` (maximal marginal
+  relevance, equal weights);
+- ``nov_rank``: 1 / (1 + its rank in the pool by ``nov_margin``).
+
 The columns are computed offline from the pools train_rank_two_shapes.py records (``--pools``): each
 candidate's key gives its stored text (LoCoMo: the turn as locomo.py stores it; LongMemEval: the turn's part,
 matched by token count, ties by the part whose cosine to the question is nearest the recorded ``cosine``), and
@@ -22,6 +30,7 @@ LongMemEval's first three results as recall returns them, parts included), over 
 the hook's related prompts (hook_injection.py: each LoCoMo conversation's first 40, every LongMemEval one).
 
     python benchmarks/quality/feedback_features.py --pools DIR [--variants base,prf-vec,prf-all] [--seeds 0,1,2]
+    python benchmarks/quality/feedback_features.py --pools DIR --variants base,nov-max,nov-margin,nov-rank
 """
 
 from __future__ import annotations
@@ -53,8 +62,13 @@ from localmem.text import extract_keywords  # noqa: E402
 
 LEADERS = 5  # the best other candidates by weighted score a candidate is compared with
 SHARED = 2  # a leaders' term is shared when this many of them hold it
-COLUMNS = ("prf_cosine", "prf_rank", "prf_terms")
-VARIANTS: dict[str, tuple[str, ...]] = {"base": (), "prf-vec": COLUMNS[:2], "prf-all": COLUMNS}
+NOVEL_LEADERS = 3  # novelty is read against this many best others: what the prompt hook injects
+FEEDBACK = ("prf_cosine", "prf_rank", "prf_terms")
+NOVELTY = ("nov_max", "nov_margin", "nov_rank")
+COLUMNS = FEEDBACK + NOVELTY
+VARIANTS: dict[str, tuple[str, ...]] = {"base": (), "prf-vec": FEEDBACK[:2], "prf-all": FEEDBACK,
+                                        "nov-max": ("nov_max",), "nov-margin": ("nov_margin",),
+                                        "nov-rank": ("nov_rank",)}
 HOOK_LOCOMO = 40  # hook_injection.py's --per-conversation: the LoCoMo questions the hook asks
 LOCOMO_KEYS = ("R@1", "R@10", "MRR", "top3", "top3 hook")
 LME_KEYS = ("R@1", "R@10", "MRR", "any@5", "top3", "top3 hook")
@@ -80,10 +94,10 @@ def reciprocal_rank(values: np.ndarray) -> np.ndarray:
 
 
 def feedback_columns(vectors: np.ndarray, terms: list[set[str]], query: set[str], final: np.ndarray) -> np.ndarray:
-    """COLUMNS for one pool: ``vectors`` its candidates' embeddings (rows), ``terms`` their terms_of,
+    """FEEDBACK for one pool: ``vectors`` its candidates' embeddings (rows), ``terms`` their terms_of,
     ``query`` the query's terms, ``final`` their weighted scores."""
     n = len(final)
-    out = np.zeros((n, len(COLUMNS)))
+    out = np.zeros((n, len(FEEDBACK)))
     if n < 2:
         return out
     units = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
@@ -109,6 +123,21 @@ def feedback_columns(vectors: np.ndarray, terms: list[set[str]], query: set[str]
         if total > 0:
             out[i, 2] = sum(w for t, w in shared.items() if t in terms[i]) / total
     out[:, 1] = reciprocal_rank(out[:, 0])
+    return out
+
+
+def novelty_columns(vectors: np.ndarray, cosine: np.ndarray, final: np.ndarray) -> np.ndarray:
+    """NOVELTY for one pool: ``vectors`` its candidates' embeddings (rows), ``cosine`` their cosines to
+    the query, ``final`` their weighted scores."""
+    n = len(final)
+    out = np.zeros((n, len(NOVELTY)))
+    if n < 2:
+        return out
+    units = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    for i, chosen in enumerate(leaders_of(final, NOVEL_LEADERS)):
+        out[i, 0] = float((units[chosen] @ units[i]).max())
+    out[:, 1] = cosine - out[:, 0]
+    out[:, 2] = reciprocal_rank(out[:, 1])
     return out
 
 
@@ -208,8 +237,11 @@ class PoolTexts:
 
     def columns(self, pool: dict) -> np.ndarray:
         texts = self.texts(pool)
-        return feedback_columns(self.cache.vectors(texts), [terms_of(t) for t in texts],
-                                set(query_terms(pool["question"])), pool["final"])
+        vectors = self.cache.vectors(texts)
+        cosine = pool["rows"][:, learned_rank.FEATURES.index("cosine")]
+        return np.column_stack([feedback_columns(vectors, [terms_of(t) for t in texts],
+                                                 set(query_terms(pool["question"])), pool["final"]),
+                                novelty_columns(vectors, cosine, pool["final"])])
 
 
 def with_columns(pools: list[dict], extra: list[np.ndarray], names: tuple[str, ...]) -> list[dict]:
