@@ -9,8 +9,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-import apsw
-
 from .storage import edges as edge_store
 from .storage import memory_fields, writes
 from .storage.memory_fields import CLEARABLE_FIELDS, UPDATE_FIELDS, merged_update
@@ -20,7 +18,7 @@ from .classify import replacement_type
 from .config import Config
 from .storage.backend import Backend
 from .storage.embedded import Embedded, PreparedWrite, in_current_space, subset
-from .storage.database import MEMORY_PATH, connect, connect_read_only, read_transaction, storage_error, transaction
+from .storage.database import MEMORY_PATH, connect, connect_read_only, read_transaction, storage_errors, transaction
 from .embedders import resolve_embedder
 from .errors import NotFoundError, ValidationError
 from .storage.migrations import migrate, require_current_schema
@@ -60,14 +58,8 @@ def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
     """
     @functools.wraps(method)
     def wrapper(self: "MemoryStore", *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            try:
-                return method(self, *args, **kwargs)
-            except apsw.Error as exc:
-                translated = storage_error(exc)
-                if translated is exc:
-                    raise
-                raise translated from exc
+        with self._lock, storage_errors():
+            return method(self, *args, **kwargs)
     return wrapper
 
 
@@ -245,15 +237,13 @@ class MemoryStore:
 
     # -- writes -----------------------------------------------------------
 
-    @_serialized
     def store(self, content: str, *, dedup: bool = False, redact: bool = False, **fields: Any) -> str:
         """Store one memory; returns its id. Validation and defaults follow AutoMem's POST /memory.
         ``dedup=True``: the id of the current exact duplicate when there is one (store_checked).
         ``redact=True``: credentials and ``<private>`` regions go before anything is written
         (docs/privacy.md); ``metadata.redacted`` counts them by kind."""
-        return self._write([{**fields, "content": content}], dedup, redact=redact)[0]["id"]
+        return self._store_one(content, dedup, redact, fields)["id"]
 
-    @_serialized
     def store_checked(self, content: str, *, dedup: bool = True, redact: bool = False,
                       **fields: Any) -> dict[str, Any]:
         """Store one memory unless a current exact duplicate exists in its scope (docs/dedup.md).
@@ -262,7 +252,14 @@ class MemoryStore:
         a deduped write returns the existing memory's id, unchanged, and ``not_applied`` names
         the given fields it does not have. ``dedup=False`` stores as ``store`` does, unchecked.
         """
-        return self._write([{**fields, "content": content}], dedup, redact=redact)[0]
+        return self._store_one(content, dedup, redact, fields)
+
+    def _store_one(self, content: str, dedup: bool, redact: bool, fields: dict[str, Any]) -> dict[str, Any]:
+        # As prepare_many: the model runs before the lock is taken, so one write never holds other threads' recalls.
+        items = redact_items([{**fields, "content": content}], redact)
+        with storage_errors():
+            prepared = PreparedWrite(items, *self._prepare(items, frames=4), redacted=redact)
+        return self.store_many_checked(prepared, dedup=dedup)[0]
 
     @_serialized
     def store_many(self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256,
@@ -282,7 +279,8 @@ class MemoryStore:
         """Check, redact and embed items for ``store_many_checked(prepared)``, the store's lock not held while
         the model runs (other threads' recalls go on); nothing written (a reembed meanwhile is caught there)."""
         items = redact_items(memory_fields.memory_list(items), redact)
-        return PreparedWrite(items, *self._prepare(items, frames=3), redacted=redact)
+        with storage_errors():
+            return PreparedWrite(items, *self._prepare(items, frames=3), redacted=redact)
 
     def _write_many(self, items: Any, batch_size: int, progress: bool, dedup: bool,
                     redact: bool) -> list[dict[str, Any]]:

@@ -112,3 +112,62 @@ def test_a_server_answers_recall_while_it_embeds_a_batch(tmp_path):
                 embedder.gate.set()
                 writer.join(30)
             assert posted["r"].status_code == 201 and posted["r"].json()["stored"] == 2
+
+
+def test_a_recall_is_answered_while_a_single_store_is_being_embedded(tmp_path):
+    """store() and store_checked() run the model before they take the lock, as prepare_many does."""
+    embedder = GatedEmbedder()
+    with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
+        store.store("the orchid service deploys nightly")
+        stored: dict = {}
+        writer = threading.Thread(target=lambda: stored.update(
+            id=store.store("SLOW: orchid moved to postgres 17", tags=["project:orchid"])))
+        writer.start()
+        try:
+            assert embedder.entered.wait(30)
+            answered: dict = {}
+            reader = threading.Thread(target=lambda: answered.update(r=store.recall("orchid deploys", limit=3)))
+            reader.start()
+            reader.join(20)
+            assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
+            assert "id" not in stored  # the write is still in the model
+        finally:
+            embedder.gate.set()
+            writer.join(30)
+        memory = store.get(stored["id"])
+        assert memory["content"] == "SLOW: orchid moved to postgres 17" and memory["tags"] == ["project:orchid"]
+        found = store.recall("orchid postgres", limit=5)["results"]
+        assert stored["id"] in [r["memory"]["id"] for r in found]
+        # The checked form dedups against it as before.
+        again = store.store_checked("SLOW: orchid moved to postgres 17", tags=["project:orchid"])
+        assert again["deduped"] and again["id"] == stored["id"]
+
+
+def test_a_server_answers_recall_while_it_embeds_one_memory(tmp_path):
+    """POST /memory: the route's one embedding no longer holds every recall back."""
+    import httpx
+    import uvicorn
+
+    from localmem.http.app import create_app
+    from tests.serving import in_thread
+
+    embedder = GatedEmbedder()
+    with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
+        store.store("the orchid service deploys nightly")
+        app = create_app(store, token="t0ken-for-this-test")
+        headers = {"Authorization": "Bearer t0ken-for-this-test"}
+        with in_thread(lambda port: uvicorn.Config(app, log_config=None, lifespan="off")) as url:
+            posted: dict = {}
+            writer = threading.Thread(target=lambda: posted.update(r=httpx.post(
+                f"{url}/memory", json={"content": "SLOW: the orchid runbook"}, headers=headers, timeout=60)))
+            writer.start()
+            try:
+                assert embedder.entered.wait(30)
+                answer = httpx.get(f"{url}/recall", params={"query": "orchid deploys"}, headers=headers, timeout=15)
+                assert answer.status_code == 200 and answer.json()["results"]
+                assert "r" not in posted
+            finally:
+                embedder.gate.set()
+                writer.join(30)
+            assert posted["r"].status_code == 201
+            assert store.get(posted["r"].json()["memory_id"])["content"] == "SLOW: the orchid runbook"

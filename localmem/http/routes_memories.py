@@ -87,8 +87,10 @@ def memory_endpoints(store: MemoryStore) -> MemoryEndpoints:
         notes = read_tag_field(fields)  # "a,b", "a;b", "a b", "#a": said in "warnings"
 
         def work() -> tuple[dict[str, Any], dict[str, Any], str, str]:
+            # Embedded before the lock is taken (as the batch route): recalls go on while the model runs.
+            prepared = store.prepare_many([{**fields, "content": payload.get("content")}], redact=redact)
             with locked(store):
-                checked = store.store_checked(payload.get("content"), dedup=dedup, redact=redact, **fields)
+                checked = store.store_many_checked(prepared, dedup=dedup)[0]
                 record = store.get(checked["id"])
                 if checked["deduped"]:
                     return checked, record, "existing", "existing"

@@ -363,6 +363,15 @@ def _raise_translated(exc: BaseException) -> None:
 
 
 @contextmanager
+def storage_errors() -> Iterator[None]:
+    """Resource faults raised inside come out as ``StorageError`` (``storage_error``); others as they are."""
+    try:
+        yield
+    except apsw.Error as exc:
+        _raise_translated(exc)
+
+
+@contextmanager
 def transaction(conn: apsw.Connection, *, busy_timeout_ms: int | None = None) -> Iterator[apsw.Connection]:
     """A write transaction: ``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error.
 
