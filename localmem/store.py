@@ -345,7 +345,6 @@ class MemoryStore:
             return strip_non_finite({**record, "state": state,
                                      "edges": edge_store.memory_edges(self.conn, self.sql, record["id"])})
 
-    @_serialized
     def update(self, memory_id: str, *, redact: bool = False, **fields: Any) -> dict[str, Any]:
         """Change fields of a memory; re-embeds only when the content changed. ``redact=True``:
         as ``store``'s, on the fields given (``privacy.redact_update``)."""
@@ -355,23 +354,25 @@ class MemoryStore:
             raise ValidationError(f"Unknown memory field(s): {', '.join(sorted(unknown))}")
         # None leaves a field as it is, except for the fields where None means "clear it".
         fields = {k: v for k, v in fields.items() if v is not None or k in CLEARABLE_FIELDS}
-        fields = with_tags_read(fields, "", 3)  # frames: update (1), _serialized, the caller (3)
-        pk, current = self._pk_and_record(memory_id)
-        new, content_changed = merged_update(current, fields, now=self.now())
+        fields = with_tags_read(fields, "", 2)  # frames: update (1), the caller (2)
+        with self._lock, storage_errors():
+            pk, current = self._pk_and_record(memory_id)
+            new, content_changed = merged_update(current, fields, now=self.now())
+            space = self._backend.vector_space()  # what the vector below is made in
         embedding: bytes | None = None
         token_codes: tuple[int, bytes] | None = None
         embedding_changed = False
-        space = self._backend.vector_space()  # what the vector below is made in
         if fields.get("embedding") is not None:
             if not self.has_vector_index:
                 raise ValidationError("This store has no vector index (embedder 'none'); drop 'embedding'")
             embedding = validate_embedding(fields["embedding"], self.dimensions)
             embedding_changed = True
         elif content_changed:
-            embedding, token_codes = self._embed_one(new.content)  # outside the write lock
+            with storage_errors():  # the model runs without the store's lock: other threads' recalls go on
+                embedding, token_codes = self._embed_one(new.content)
             embedding_changed = True
         embedded_content = new.content if embedding_changed else None
-        with transaction(self.conn):
+        with self._lock, storage_errors(), transaction(self.conn):
             # Merge onto the memory as it is now, under the write lock: another
             # process may have changed it since it was read above, and its
             # change must not be overwritten with the older values.
@@ -389,7 +390,7 @@ class MemoryStore:
                 embedding, token_codes = moved.vectors[0], moved.token_codes[0]
             writes.update_memory(self.conn, self.sql, pk, MemoryRow.from_record(current), new,
                                  embedding, embedding_changed, self.has_vector_index, token_codes)
-        return self.get(memory_id)
+            return self.get(memory_id)
 
     @_serialized
     def delete(self, memory_id: str) -> None:
@@ -434,7 +435,6 @@ class MemoryStore:
                     result["warnings"] = [warning]
         return result
 
-    @_serialized
     def supersede(self, old_id: str, new_content_or_id: str, *, relation: str = "INVALIDATED_BY",
                   reason: str | None = None, redact: bool = False, **store_fields: Any) -> dict[str, Any]:
         """Replace a memory by a new one (stored now, or an existing id), atomically (``redact``: as store's).
@@ -444,29 +444,34 @@ class MemoryStore:
         adds ``warnings`` when that edge closes a supersession cycle.
         """
         relation = edge_store.validate_supersession(relation, reason)
-        old_pk, old = self._named_record(old_id)
         new_id: str | None = None
         rows: list[MemoryRow] = []
         embeddings = Embedded([], [])
-        if isinstance(new_content_or_id, str) and not store_fields:
-            try:
-                candidate = validate_uuid(new_content_or_id)
-            except ValidationError:
-                candidate = None
-            if candidate is not None:
-                self._named_record(candidate)  # must exist
-                new_id = candidate
-        if new_id is None:
+        with self._lock, storage_errors():
+            old_pk, old = self._named_record(old_id)
+            if isinstance(new_content_or_id, str) and not store_fields:
+                try:
+                    candidate = validate_uuid(new_content_or_id)
+                except ValidationError:
+                    candidate = None
+                if candidate is not None:
+                    self._named_record(candidate)  # must exist
+                    new_id = candidate
+        if new_id is None:  # the new memory is embedded without the store's lock (as store's)
             kept = {} if "type" in store_fields else replacement_type(new_content_or_id, old)
             new = redact_items([{**kept, **store_fields, "content": new_content_or_id}], redact)
-            rows, embeddings = self._prepare(new)
+            with storage_errors():
+                rows, embeddings = self._prepare(new, frames=3)
             new_id = rows[0].id
         if new_id == old["id"]:
             raise ValidationError("A memory cannot supersede itself")
-        now = self.now()
-        with transaction(self.conn):
+        with self._lock, storage_errors(), transaction(self.conn):
+            now = self.now()
             old_pk, old = self._named_record(old_id)  # as it is now, under the write lock
-            self._insert_rows(rows, embeddings)
+            if rows:
+                self._insert_rows(rows, embeddings)
+            else:
+                self._named_record(new_id)  # the existing memory named as the new one, still there
             return edge_store.write_supersession(self.conn, self.sql, old_pk, old, new_id, relation,
                                                  reason, now, self.has_vector_index)
 

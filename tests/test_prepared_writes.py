@@ -171,3 +171,64 @@ def test_a_server_answers_recall_while_it_embeds_one_memory(tmp_path):
                 writer.join(30)
             assert posted["r"].status_code == 201
             assert store.get(posted["r"].json()["memory_id"])["content"] == "SLOW: the orchid runbook"
+
+
+def test_an_update_embeds_without_the_lock_and_keeps_a_change_made_meanwhile(tmp_path):
+    embedder = GatedEmbedder()
+    with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
+        memory_id = store.store("orchid uses mysql", tags=["project:orchid"])
+        done: dict = {}
+        writer = threading.Thread(
+            target=lambda: done.update(r=store.update(memory_id, content="SLOW: orchid uses postgres")))
+        writer.start()
+        try:
+            assert embedder.entered.wait(30)
+            answered: dict = {}
+            reader = threading.Thread(target=lambda: answered.update(r=store.recall("orchid", limit=3)))
+            reader.start()
+            reader.join(20)
+            assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
+            store.update(memory_id, importance=0.9)  # another thread's change while the model runs
+        finally:
+            embedder.gate.set()
+            writer.join(30)
+        memory = store.get(memory_id)
+        assert memory["content"] == "SLOW: orchid uses postgres" and memory["importance"] == 0.9
+        assert done["r"]["importance"] == 0.9  # the update merged onto the memory as it was at its write
+        found = store.recall("orchid postgres", limit=1)["results"]
+        assert found[0]["memory"]["id"] == memory_id
+
+
+def test_a_supersede_embeds_without_the_lock_and_refuses_an_old_memory_deleted_meanwhile(tmp_path):
+    from localmem.errors import NotFoundError
+
+    embedder = GatedEmbedder()
+    with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
+        old_id = store.store("orchid uses mysql")
+        kept_id = store.store("orchid deploys nightly")
+        outcome: dict = {}
+
+        def supersede() -> None:
+            try:
+                outcome["r"] = store.supersede(old_id, "SLOW: orchid uses postgres")
+            except NotFoundError as exc:
+                outcome["error"] = exc
+
+        writer = threading.Thread(target=supersede)
+        writer.start()
+        try:
+            assert embedder.entered.wait(30)
+            answered: dict = {}
+            reader = threading.Thread(target=lambda: answered.update(r=store.recall("orchid", limit=3)))
+            reader.start()
+            reader.join(20)
+            assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
+            store.delete(old_id)
+        finally:
+            embedder.gate.set()
+            writer.join(30)
+        assert "r" not in outcome and old_id in str(outcome["error"])
+        assert [m["id"] for m in store.list_memories()["memories"]] == [kept_id]  # nothing half-written
+        # Uncontended, the same call supersedes as before.
+        again = store.supersede(kept_id, "SLOW: orchid deploys hourly")
+        assert again["superseded_memory_id"] == kept_id and store.get(again["memory_id"])["content"].endswith("hourly")
