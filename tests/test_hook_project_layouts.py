@@ -104,6 +104,9 @@ def test_a_symlinked_project_folder_is_the_same_project_by_either_path(tmp_path)
     by_link, by_real = status(db, home, link), status(db, home, real)
     assert "is project orchid" in by_link and "is project orchid" in by_real
     assert f"{link} is {real} by its real path" in by_link, by_link
+    into_src = home / "orchid-src"  # a link to a folder inside the checkout: the checkout's project too
+    into_src.symlink_to(real / "src", target_is_directory=True)
+    assert "is project orchid" in status(db, home, into_src)
 
 
 def test_a_symlink_inside_a_checkout_to_a_folder_in_none_keeps_the_checkouts_project(tmp_path):

@@ -1,6 +1,6 @@
 """The project scope of a hook: the names a working directory goes by (filesystem only).
 
-``cwd`` is taken by its real path (a symlinked folder is the same project by either path). The checkout
+A symlinked folder is the same project by either path (see ``locate``). The checkout
 is the nearest directory at or above it that holds ``.git`` (so a session that moved into ``src/``
 keeps its project), else ``cwd`` itself; a checkout at the home folder (``~/.git``, dotfiles) counts
 for home alone, and the walk up stops at home. A ``.git`` file (``gitdir: ...``) is a worktree, named
@@ -21,8 +21,9 @@ digits (of any script), ``.``, ``_`` and ``-`` made ``-``; the primary name (the
 tags new memories with. Which stored ``project:`` tags a name matches (its
 forms: ``billing`` for ``billing-api``) is ``scope``'s job. Every read is
 bounded: at most ``MAX_WALK_UP`` directories, ``MAX_FILE_BYTES`` per file. Files opened per lookup: none
-for a folder in no checkout; the project file (when there is one) and the git config for a checkout;
-for a ``.git`` file, that file, the worktree's ``commondir`` (when there is one) and the config.
+for a folder in no checkout; in a checkout one, the project file when there is one, else the git config;
+with a ``.git`` file, that file too (a submodule: 2), and a worktree's ``commondir`` (a worktree: 3).
+Counted in tests/test_hook_project_layouts.py.
 """
 
 from __future__ import annotations
@@ -83,24 +84,32 @@ def _real(path: str) -> str:
         return path
 
 
-def home_folders() -> tuple[str, ...]:
-    """The home folder as ``~`` expands and by its real path; () when ``~`` is not an absolute path."""
-    home = os.path.expanduser("~")
-    if not os.path.isabs(home):
-        return ()
-    home = os.path.normpath(home)
-    return (home, _real(home))
+def _is_link(path: str) -> bool:
+    try:
+        return os.path.islink(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _same(folder: str, other: str) -> bool:
+    try:
+        return folder == other or os.path.samefile(folder, other)
+    except (OSError, ValueError):
+        return False
 
 
 def home_folder() -> str | None:
-    """The home folder by its real path; None when ``~`` does not expand to an absolute path."""
-    homes = home_folders()
-    return homes[-1] if homes else None
+    """The home folder as ``~`` expands; None when that is not an absolute path."""
+    home = os.path.expanduser("~")
+    return os.path.normpath(home) if os.path.isabs(home) else None
 
 
-def _walk(start: str, homes: tuple[str, ...]) -> tuple[str | None, bool]:
+def _walk(start: str, home: str | None) -> tuple[str | None, bool]:
     """The nearest folder at or above ``start`` holding ``.git``, not past the home folder (or None), and
-    whether the home folder's own checkout was passed over (it is home's project alone)."""
+    whether the home folder's own checkout was passed over (it is home's project alone). Below home as
+    ``~`` spells it, home is known by its path; elsewhere, where a ``.git`` is found, as the same folder
+    (two stats: a home reached through a symlink, ``/home/me`` -> ``/data/me``, with ``cwd`` the real path)."""
+    below_home = home is not None and (start == home or start.startswith(home.rstrip(os.sep) + os.sep))
     current = start
     for _ in range(MAX_WALK_UP):
         try:
@@ -108,36 +117,41 @@ def _walk(start: str, homes: tuple[str, ...]) -> tuple[str | None, bool]:
         except (OSError, ValueError):
             return None, False
         if held:
-            return (None, True) if current in homes and current != start else (current, False)
+            passed = current != start and home is not None and (
+                current == home if below_home else _same(current, home))
+            return (None, True) if passed else (current, False)
         parent = os.path.dirname(current)
-        if parent == current or current in homes:  # nothing above home is this user's project
+        if parent == current or current == home:  # nothing above home is this user's project
             return None, False
         current = parent
     return None, False
 
 
 def locate(cwd: str) -> Checkout:
-    """The checkout holding ``cwd`` (see the module docstring), read from the filesystem alone."""
-    given = os.path.normpath(cwd)
-    start = _real(given)
-    homes = home_folders()
-    seen = [] if start == given else [f"{given} is {start} by its real path"]
-    exists = os.path.lexists(start)
-    if not exists:
-        seen.append("the folder no longer exists")
-    found, home_passed = _walk(start, homes)
-    if found is None and start != given:  # a symlink inside a checkout to a folder in none: the checkout's
-        by_path = _walk(given, homes)
-        if by_path[0] is not None:
-            found, home_passed, start = by_path[0], False, given
-            seen[0] = f"{given} is in a checkout by that path (its real path is in none)"
+    """The checkout holding ``cwd`` (see the module docstring), read from the filesystem alone. A symlink is
+    followed where it changes a name: the checkout it reaches (one ``lstat``), or, in no checkout, the folder
+    itself; a name is the last part of a path, so a symlink further up changes none."""
+    start = os.path.normpath(cwd)
+    home = home_folder()
+    seen: list[str] = []
+    found, home_passed = _walk(start, home)
+    if found is None and _is_link(start):  # a link to a folder inside a checkout: that checkout's
+        real = _real(start)
+        by_real = _walk(real, home)
+        if by_real[0] is not None or by_real[1]:
+            seen.append(f"{start} is {real} by its real path")
+            (found, home_passed), start = by_real, real
+    if found is not None and _is_link(found):  # the checkout itself reached through a symlink
+        real = _real(found)
+        seen.append(f"{found} is {real} by its real path")
+        found = real
     if found is not None:
         return _checkout(found, os.path.join(found, ".git"), seen)
-    if not exists:
-        seen.append("in no checkout that is still there: the folder's own name")
+    if not os.path.lexists(start):
+        seen.append("the folder no longer exists; in no checkout that is still there: the folder's own name")
         return Checkout(start, None, None, "; ".join(seen), False)
     if home_passed:
-        seen.append(f"not in a checkout of its own: the folder itself (the home folder's checkout {homes[-1]} "
+        seen.append(f"not in a checkout of its own: the folder itself (the home folder's checkout {home} "
                     "ignored: it is home's project alone)")
     else:
         seen.append("in no checkout: the folder itself")
@@ -145,23 +159,31 @@ def locate(cwd: str) -> Checkout:
 
 
 def _checkout(root: str, dot_git: str, seen: list[str]) -> Checkout:
-    """A checkout at ``root``: its ``.git`` is the git folder, or a file naming it (a worktree, a submodule)."""
-    if os.path.isdir(dot_git):
-        return Checkout(root, os.path.join(dot_git, "config"), None,
-                        "; ".join(seen + [f"the checkout {root} (the nearest folder holding .git)"]))
+    """A checkout at ``root``, its ``.git`` taken for the git folder (``git_file`` reads it when it is not)."""
+    return Checkout(root, os.path.join(dot_git, "config"), None,
+                    "; ".join(seen + [f"the checkout {root} (the nearest folder holding .git)"]))
+
+
+def git_file(checkout: Checkout) -> Checkout | None:
+    """``checkout`` whose ``.git`` is a file naming its git folder: a worktree (named for its main repository)
+    or a submodule (or a separate git folder: its own project); None when ``.git`` is not such a file."""
+    root = checkout.root
+    seen = checkout.how.rpartition("; ")[0]
+    seen = seen + "; " if seen else ""
+    dot_git = os.path.join(root, ".git")
     text = _read_bounded(dot_git, whole=False) or ""
     line = text.splitlines()[0] if text.strip() else ""
     if not line.startswith("gitdir:"):
-        return Checkout(root, None, None, "; ".join(seen + [f"the checkout {root} (its .git names no git folder)"]))
+        return None
     git_dir = os.path.normpath(os.path.join(root, line[len("gitdir:"):].strip()))
     common = (_read_bounded(os.path.join(git_dir, "commondir"), whole=False) or "").strip()
-    if not common:  # a submodule's or a separate git folder: its own project
+    if not common:
         return Checkout(root, os.path.join(git_dir, "config"), None,
-                        "; ".join(seen + [f"the checkout {root} (its .git file names the git folder {git_dir})"]))
+                        f"{seen}the checkout {root} (its .git file names the git folder {git_dir})")
     common_dir = os.path.normpath(os.path.join(git_dir, common))
     main = os.path.dirname(common_dir) if os.path.basename(common_dir) == ".git" else common_dir
     return Checkout(root, os.path.join(common_dir, "config"), main,
-                    "; ".join(seen + [f"a git worktree at {root} of the repository {main}: named for that repository"]))
+                    f"{seen}a git worktree at {root} of the repository {main}: named for that repository")
 
 
 def project_root(cwd: str) -> str:
@@ -188,6 +210,10 @@ def project_names(cwd: str | None, override: str | None = None) -> ProjectNames:
     if from_file is not None:
         return ProjectNames(root, ((from_file, f"the project file {os.path.join(root, PROJECT_FILE)}",
                                     from_file),), True, checkout.how, checkout.exists)
+    config = _read_bounded(checkout.config, whole=False) if checkout.config else None
+    if config is None and checkout.config and os.path.isfile(os.path.join(root, ".git")):
+        checkout = git_file(checkout) or checkout  # read only where .git/config is not: the usual checkout's cost
+        config = _read_bounded(checkout.config, whole=False) if checkout.config else None
     names: list[tuple[str, str, str]] = []
     named_by = checkout.main or root
     written = os.path.basename(named_by)
@@ -197,7 +223,7 @@ def project_names(cwd: str | None, override: str | None = None) -> ProjectNames:
     if folder:
         what = "the folder name of the main repository" if checkout.main else "the folder name of"
         names.append((folder, f"{what} {named_by}", written))
-    remote = git_remote_repository(root, checkout.config)
+    remote = remote_repository(config) if config is not None else None
     if remote is not None and normalise(remote[0]) != folder:
         names.append((normalise(remote[0]) or "", f"the repository name of git remote {remote[1]!r}", remote[0]))
     return ProjectNames(root, tuple(names), False, checkout.how, checkout.exists)
@@ -268,9 +294,10 @@ def capture_allowed(cwd: str) -> bool:
     root = project_root(cwd)
     home = home_folder()
     folders = [root]
-    if home and root != home and root.startswith(home.rstrip(os.sep) + os.sep) \
-            and os.path.lexists(os.path.join(home, ".git")):
-        folders.append(home)
+    if home and os.path.lexists(os.path.join(home, ".git")) and not _same(root, home):
+        under = [folder.rstrip(os.sep) + os.sep for folder in {home, _real(home)}]
+        if any(_real(root).startswith(prefix) or root.startswith(prefix) for prefix in under):
+            folders.append(home)
     return all((_project_file(folder) or {}).get("capture", True) for folder in folders)
 
 
@@ -278,8 +305,11 @@ def git_remote_repository(root: str, config: str | None = None) -> tuple[str, st
     """``(repository name as written, remote)`` from ``config`` (default ``root/.git/config``):
     ``origin``'s URL, else the first."""
     text = _read_bounded(config or os.path.join(root, ".git", "config"), whole=False)
-    if text is None:
-        return None
+    return remote_repository(text) if text is not None else None
+
+
+def remote_repository(text: str) -> tuple[str, str] | None:
+    """``(repository name as written, remote)`` from a git config's text: ``origin``'s URL, else the first."""
     urls: dict[str, str] = {}
     remote = None
     for line in text.splitlines():
