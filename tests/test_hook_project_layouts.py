@@ -78,8 +78,8 @@ def test_git_dir_and_work_tree_in_the_environment_do_not_make_home_one_project(t
     home = _home(tmp_path)
     dotfiles = home / ".dotfiles"
     dotfiles.mkdir()
-    (dotfiles / "config").write_text('[core]\n\tbare = true\n[remote "origin"]\n\turl = git@github.com:me/dotfiles.git\n',
-                                     "utf-8")
+    config = '[core]\n\tbare = true\n[remote "origin"]\n\turl = git@github.com:me/dotfiles.git\n'
+    (dotfiles / "config").write_text(config, "utf-8")
     (home / "notes").mkdir()
     api = checkout(home / "code" / "api")
     db = tmp_path / "m.db"
