@@ -130,3 +130,6 @@ def test_a_home_reached_through_a_symlink_is_still_the_home_folder(tmp_path):
     capture(db, link, real / "code" / "scratch", SCRATCH_TURN, "session-2")
     assert {m["content"]: project_tags(m) for m in memories(db)} == {
         NOTES_TURN: ["project:notes"], SCRATCH_TURN: ["project:scratch"]}
+    (real / ".localmem.json").write_text('{"capture": false}', "utf-8")  # the home checkout's switch still covers
+    capture(db, link, real / "code" / "scratch", API_TURN, "session-3")
+    assert API_TURN not in [m["content"] for m in memories(db)]
