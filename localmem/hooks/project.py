@@ -33,6 +33,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import ValidationError
 
@@ -65,8 +66,7 @@ class ProjectNames:
         return self.names[0][0] if self.names else None
 
 
-@dataclass(frozen=True)
-class Checkout:
+class Checkout(NamedTuple):  # a tuple: built on every prompt, and cheaper so than a frozen dataclass
     """Where a working directory's project lives: ``root`` names it (a checkout's top, else the folder
     itself); ``config`` is the git config whose remote names it too; ``main`` a worktree's main repository
     folder (its name is the project's); ``how``: how it was found, in words."""
@@ -100,7 +100,7 @@ def _same(folder: str, other: str) -> bool:
 
 def home_folder() -> str | None:
     """The home folder as ``~`` expands; None when that is not an absolute path."""
-    home = os.path.expanduser("~")
+    home = os.environ.get("HOME") or os.path.expanduser("~")  # HOME first: as expanduser, without its checks
     return os.path.normpath(home) if os.path.isabs(home) else None
 
 
@@ -146,7 +146,7 @@ def locate(cwd: str) -> Checkout:
         seen.append(f"{found} is {real} by its real path")
         found = real
     if found is not None:
-        return _checkout(found, os.path.join(found, ".git"), seen)
+        return _checkout(found, seen)
     if not os.path.lexists(start):
         seen.append("the folder no longer exists; in no checkout that is still there: the folder's own name")
         return Checkout(start, None, None, "; ".join(seen), False)
@@ -158,9 +158,9 @@ def locate(cwd: str) -> Checkout:
     return Checkout(start, None, None, "; ".join(seen))
 
 
-def _checkout(root: str, dot_git: str, seen: list[str]) -> Checkout:
+def _checkout(root: str, seen: list[str]) -> Checkout:
     """A checkout at ``root``, its ``.git`` taken for the git folder (``git_file`` reads it when it is not)."""
-    return Checkout(root, os.path.join(dot_git, "config"), None,
+    return Checkout(root, os.path.join(root, ".git", "config"), None,
                     "; ".join(seen + [f"the checkout {root} (the nearest folder holding .git)"]))
 
 
