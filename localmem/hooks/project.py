@@ -187,7 +187,7 @@ def git_file(checkout: Checkout) -> Checkout | None:
 
 
 def project_root(cwd: str) -> str:
-    """The folder naming ``cwd``'s project (``locate``): a checkout's top, else ``cwd`` by its real path."""
+    """The folder naming ``cwd``'s project (``locate``): a checkout's top, else ``cwd`` itself."""
     return locate(cwd).root
 
 
