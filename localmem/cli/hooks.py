@@ -125,14 +125,17 @@ def _status(args: argparse.Namespace, out: Output) -> int:
         known = [] if scope.matches else some_project_tags(store)
     found = [{"name": name, "how": how} for name, how, _ in names.names]
     if out.as_json:
-        out.json({"status": "success", "folder": folder, "root": names.root, "names": found,
+        out.json({"status": "success", "folder": folder, "root": names.root, "found": names.found, "names": found,
                   **scope.describe(), "current": sum(m[2] for m in scope.matches),
                   "total": sum(m[3] for m in scope.matches), "other_project_tags": known})
         return EXIT_OK
     if names.primary is None:
-        out.line(f"{folder}: no project")
+        out.line(f"{folder}: no project" + (f" ({names.found})" if names.found else ""))
         return EXIT_OK
-    out.line(f"{folder} is project {names.primary}" + (f" (checkout {names.root})" if names.root else ""))
+    above = names.root not in (None, folder)  # named for a folder above this one (or its real path)
+    out.line(f"{folder} is project {names.primary}" + (f" (checkout {names.root})" if above else ""))
+    if names.found:
+        out.line(f"  folder: {names.found}")
     for item in found:
         out.line(f"  name {item['name']!r}: from {item['how']}")
     if not scope.matches:

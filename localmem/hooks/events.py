@@ -24,7 +24,7 @@ from .content_free import note_skipped, nothing_to_look_up, prompt_prose
 from .event_names import EVENTS, INJECT_EVENTS
 from .noise_rules import NoiseRules, load_rules
 from .project import ProjectNames, project_names
-from .scope import ProjectScope, resolve, some_project_tags
+from .scope import ProjectScope, resolve, session_project, some_project_tags
 from .message_shape import is_bare_question, is_courtesy
 from .selection import (ALREADY_INJECTED, CHIT_CHAT, KEPT, OVER_BUDGET, OVER_SESSION_START, Candidate, StandOut,
                         choose_injectable, injection_floor)
@@ -79,6 +79,13 @@ def _answer(store: "MemoryStore", event: str, payload: Mapping[str, Any], settin
     session_id = _session_id(payload)
     cwd = _cwd(payload)
     names = project_names(cwd, settings.project)
+    unknown = False  # the folder is gone and nothing says which project it was, or whether it allows capture
+    if cwd and not names.exists and not settings.project:  # deleted while the session ran
+        earlier = session_project(store, session_id)  # the project its earlier turns were captured in
+        if earlier:
+            names = ProjectNames(names.root, ((earlier, f"this session's earlier captures ({cwd} no longer exists)",
+                                               earlier),), True, names.found, False)
+        unknown = earlier is None
     project = names.primary
     if event in INJECT_EVENTS:
         if not settings.inject or settings.token_budget == 0:
@@ -86,6 +93,10 @@ def _answer(store: "MemoryStore", event: str, payload: Mapping[str, Any], settin
         return _inject(store, event, payload, session_id, names, settings)
     if not settings.capture:
         return HookAnswer(None, {"event": event, "captured": 0, "reason": "capture is turned off"})
+    if unknown:
+        return HookAnswer(None, {"event": event, "captured": 0, "reason": (
+            f"not captured: the folder {cwd} no longer exists and this session captured nothing before, so "
+            f"neither its project nor its {PROJECT_FILE} (which may turn capture off) can be read")})
     if cwd and not capture_allowed(cwd):
         return HookAnswer(None, {"event": event, "captured": 0,
                                  "reason": f"capture is turned off for this project ({PROJECT_FILE})"})
@@ -97,7 +108,8 @@ def _answer(store: "MemoryStore", event: str, payload: Mapping[str, Any], settin
     path = check_transcript_path(payload.get("transcript_path"))
     rules = load_rules(settings.rules_path)
     report = capture(store, session_id, path, project, names.root, settings, rules)
-    return HookAnswer(None, {"event": event, "project": project, **report})
+    return HookAnswer(None, {"event": event, "project": project, **report,
+                             "explain": [_project_line(names) + f"; new notes are tagged project:{project}"]})
 
 
 def _session_id(payload: Mapping[str, Any]) -> str:
@@ -135,7 +147,7 @@ def _inject(store: "MemoryStore", event: str, payload: Mapping[str, Any], sessio
             return HookAnswer(None, {"event": event, "project": names.primary, "injected": 0, "reason": skip})
     with store.lock:  # the scope's reads share the store's one connection with other threads' calls
         scope = resolve(store, names)
-        explain = [_scope_line(store, scope, names.root)]
+        explain = [_project_line(names), _scope_line(store, scope, names.root)]
     report: dict[str, Any] = {"event": event, "project": names.primary, "scope": scope.describe()}
     if prose:
         explain.append(prose)
@@ -253,6 +265,13 @@ def _json_object(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _project_line(names: ProjectNames) -> str:
+    """Which project the folder is and why (``hooks status`` says the same)."""
+    if names.primary is None:
+        return f"folder: {names.found}" if names.found else "folder: none given"
+    return f"project {names.primary} from {names.names[0][1]}" + (f"; folder: {names.found}" if names.found else "")
+
+
 def _scope_line(store: "MemoryStore", scope: ProjectScope, root: str | None) -> str:
     if scope.primary is None:
         why = f"the folder {root} has no name to use" if root else "no 'cwd' and no LOCALMEM_HOOK_PROJECT"
@@ -263,7 +282,10 @@ def _scope_line(store: "MemoryStore", scope: ProjectScope, root: str | None) -> 
                 f"and its forms); the store's project tags include: {', '.join(known) if known else 'none'}. "
                 f"Name the project in .localmem.json or LOCALMEM_HOOK_PROJECT to use one of them")
     parts = [f"{tag} ({how})" for tag, how, _, _ in scope.matches]
-    return f"project {scope.primary}: " + "; ".join(parts) + " ('localmem hooks status' counts their notes)"
+    several = (f"recall asks all {len(parts)} tags, capture tags new notes project:{scope.primary}: "
+               if len(parts) > 1 else "")  # first: -v cuts a line at 400 characters
+    return (f"project {scope.primary}: " + several + "; ".join(parts)
+            + " ('localmem hooks status' counts their notes)")
 
 
 def _thresholds_line(thresholds: Mapping[str, float], rule: StandOut) -> str:

@@ -104,3 +104,15 @@ def current_tags(store: "MemoryStore", tags: list[str]) -> list[str]:
 
 def some_project_tags(store: "MemoryStore") -> list[str]:
     return [row[0] for row in store.conn.execute(store.sql["hook_project_tags_sample"], {"limit": SAMPLE_TAGS})]
+
+
+def session_project(store: "MemoryStore", session_id: str) -> str | None:
+    """The project tag of the session's newest captured memory (its name), or None: a session whose folder
+    was deleted keeps the project its earlier turns were captured in."""
+    with store.lock:
+        page = store.list_memories(tags=[f"session:{session_id}"], tag_match="exact", sort="time_desc", limit=1)
+    for memory in page["memories"]:
+        for tag in memory.get("tags") or []:
+            if isinstance(tag, str) and tag.startswith("project:") and len(tag) > len("project:"):
+                return tag[len("project:"):]
+    return None
