@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from localmem import MemoryStore  # noqa: E402
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
-from benchmarks.hooks.hook_injection import DATA, lme_instances, lme_store  # noqa: E402
+from benchmarks.common.hook_prompts import DATA, lme_instances, lme_store  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 from tests.content_free_prompts import CONTENT, CONTENT_FREE  # noqa: E402
 

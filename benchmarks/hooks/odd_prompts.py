@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from localmem.hooks.events import answer_hook_with_report  # noqa: E402
 from localmem.hooks.settings import HookSettings  # noqa: E402
 from benchmarks.hooks.content_free import DEFAULT_LME, each_probe_store  # noqa: E402
-from benchmarks.hooks.hook_injection import DATA  # noqa: E402
+from benchmarks.common.hook_prompts import DATA  # noqa: E402
 from benchmarks.quality import locomo  # noqa: E402
 
 QUESTION = "which database does the orders service store its data in now?"

@@ -6,11 +6,11 @@ whose trees read pool features (places, gaps to the pool's best). This script as
 fitted to:
 
 - LoCoMo dev, each conversation cut to its first ``--locomo-turns`` turns (10, 30, 100), asked as
-  ``hook_injection.locomo_prompts`` asks (related: the questions with evidence among the kept turns; unrelated:
+  ``hook_prompts.locomo_prompts`` asks (related: the questions with evidence among the kept turns; unrelated:
   another conversation's questions and the off-topic ones);
 - LongMemEval dev, each of the 80 instances cut to its first ``--lme-sessions`` sessions (1, 3, 10, 20). Related:
   an answerable question only when every evidence turn falls inside the cut (else it is not asked); unrelated as
-  ``hook_injection.lme_prompts`` asks them (the ``_abs`` questions, the next instance's question, 10 off-topic ones).
+  ``hook_prompts.lme_prompts`` asks them (the ``_abs`` questions, the next instance's question, 10 off-topic ones).
 
 Each cut is saved as ``hook_injection.py --save`` saves (``--save-dir``; ``--load-dir`` replays). Reported per cut,
 quiet / related served / notes per related prompt / share of notes that are evidence / tokens per injection:
@@ -52,9 +52,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import injection_folds as folds  # noqa: E402
 from benchmarks.hooks import gate_levers  # noqa: E402
-from benchmarks.hooks.hook_injection import (  # noqa: E402
-    DATA, FOLDS, HEADING, LME_POSITIONS, ask_instance, lme_instances, lme_store, locomo_prompts, measure,
-    memories_of)
+from benchmarks.hooks.hook_injection import HEADING, measure  # noqa: E402
+from benchmarks.common.hook_prompts import (  # noqa: E402
+    DATA, FOLDS, LME_POSITIONS, ask_instance, lme_instances, lme_store, locomo_prompts, memories_of)
 from benchmarks.quality import locomo  # noqa: E402
 from benchmarks.quality.relevance_calibration import FITTED  # noqa: E402
 from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
@@ -91,7 +91,7 @@ def results_of(p: dict) -> int:
 
 def lme_cut_prompts(path: Path, embedder: str, sessions: int, work: Path, settings: HookSettings) -> list[dict]:
     """The 80 LongMemEval instances cut to their first ``sessions`` sessions (module docstring); folds as
-    hook_injection.lme_prompts (the instance's place mod 5)."""
+    hook_prompts.lme_prompts (the instance's place mod 5)."""
     chosen = lme_instances(path, list(LME_POSITIONS))
     cached = locomo.cached_embedder(embedder)
     (work / "lme").mkdir(exist_ok=True)
