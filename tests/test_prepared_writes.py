@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from typing import Iterator
 
 import pytest
 
 from localmem import MemoryStore
 from localmem.embedders.hashing import HashEmbedder
-from localmem.errors import ValidationError
+from localmem.errors import NotFoundError, ValidationError
 
 
 class GatedEmbedder:
@@ -28,27 +30,45 @@ class GatedEmbedder:
         return self.inner.embed(texts)
 
 
+@contextlib.contextmanager
+def held_in_the_model(embedder: GatedEmbedder, write) -> Iterator[dict]:
+    """``write()`` run on a thread and held inside its model call; yields ``{"r": answer}`` or ``{"error": exc}``
+    (empty while held), and lets the model go on at the end."""
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            out["r"] = write()
+        except Exception as exc:  # the test reads it
+            out["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
+        assert embedder.entered.wait(30)
+        yield out
+    finally:
+        embedder.gate.set()
+        worker.join(30)
+
+
+def assert_recall_answered(store: MemoryStore, query: str) -> None:
+    """A recall on another thread is answered now: the store's lock is free while the model runs."""
+    answered: dict = {}
+    reader = threading.Thread(target=lambda: answered.update(r=store.recall(query, limit=3)))
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
+
+
 def test_a_recall_is_answered_while_a_prepared_batch_is_being_embedded(tmp_path):
     embedder = GatedEmbedder()
     with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
         store.store("the orchid service deploys nightly", tags=["project:orchid"])
-        prepared: dict = {}
-        worker = threading.Thread(target=lambda: prepared.update(
-            batch=store.prepare_many([{"content": "SLOW: a long assistant answer about orchid"},
-                                      {"content": "orchid uses postgres"}])))
-        worker.start()
-        try:
-            assert embedder.entered.wait(30)
-            answered = {}
-            reader = threading.Thread(target=lambda: answered.update(r=store.recall("orchid deploys", limit=3)))
-            reader.start()
-            reader.join(20)
-            # The model is mid-batch: the store's lock is free, so the recall was answered meanwhile.
-            assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
-        finally:
-            embedder.gate.set()
-            worker.join(30)
-        results = store.store_many_checked(prepared["batch"], dedup=True)
+        items = [{"content": "SLOW: a long assistant answer about orchid"}, {"content": "orchid uses postgres"}]
+        with held_in_the_model(embedder, lambda: store.prepare_many(items)) as prepared:
+            assert_recall_answered(store, "orchid deploys")  # the model is mid-batch
+        results = store.store_many_checked(prepared["r"], dedup=True)
         assert [r["deduped"] for r in results] == [False, False]
         stored = store.get(results[1]["id"])
         assert stored["content"] == "orchid uses postgres"
@@ -84,8 +104,12 @@ def test_redact_asked_at_the_write_of_a_batch_prepared_without_it_is_refused(tmp
         assert store.list_memories()["total"] == 0  # nothing written
 
 
-def test_a_server_answers_recall_while_it_embeds_a_batch(tmp_path):
-    """POST /memory/batch (up to 500 texts through the model) no longer holds every recall back."""
+@pytest.mark.parametrize("route, body, stored", [
+    ("/memory", {"content": "SLOW: the orchid runbook"}, 1),
+    ("/memory/batch", {"memories": [{"content": "SLOW: the orchid runbook"}, {"content": "orchid uses postgres"}]}, 2),
+])
+def test_a_server_answers_recall_while_it_embeds_a_write(tmp_path, route, body, stored):
+    """POST /memory and /memory/batch (up to 500 texts through the model) no longer hold every recall back."""
     import httpx
     import uvicorn
 
@@ -98,20 +122,14 @@ def test_a_server_answers_recall_while_it_embeds_a_batch(tmp_path):
         app = create_app(store, token="t0ken-for-this-test")
         headers = {"Authorization": "Bearer t0ken-for-this-test"}
         with in_thread(lambda port: uvicorn.Config(app, log_config=None, lifespan="off")) as url:
-            posted: dict = {}
-            batch = {"memories": [{"content": "SLOW: the orchid runbook"}, {"content": "orchid uses postgres"}]}
-            writer = threading.Thread(target=lambda: posted.update(
-                r=httpx.post(f"{url}/memory/batch", json=batch, headers=headers, timeout=60)))
-            writer.start()
-            try:
-                assert embedder.entered.wait(30)
+            post = lambda: httpx.post(f"{url}{route}", json=body, headers=headers, timeout=60)  # noqa: E731
+            with held_in_the_model(embedder, post) as posted:
                 answer = httpx.get(f"{url}/recall", params={"query": "orchid deploys"}, headers=headers, timeout=15)
                 assert answer.status_code == 200 and answer.json()["results"]
-                assert "r" not in posted  # the batch is still in the model: the recall did not wait for it
-            finally:
-                embedder.gate.set()
-                writer.join(30)
-            assert posted["r"].status_code == 201 and posted["r"].json()["stored"] == 2
+                assert not posted  # the write is still in the model: the recall did not wait for it
+            assert posted["r"].status_code == 201
+        assert store.list_memories()["total"] == 1 + stored
+        assert "SLOW: the orchid runbook" in [m["content"] for m in store.list_memories()["memories"]]
 
 
 def test_a_recall_is_answered_while_a_single_store_is_being_embedded(tmp_path):
@@ -119,79 +137,26 @@ def test_a_recall_is_answered_while_a_single_store_is_being_embedded(tmp_path):
     embedder = GatedEmbedder()
     with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
         store.store("the orchid service deploys nightly")
-        stored: dict = {}
-        writer = threading.Thread(target=lambda: stored.update(
-            id=store.store("SLOW: orchid moved to postgres 17", tags=["project:orchid"])))
-        writer.start()
-        try:
-            assert embedder.entered.wait(30)
-            answered: dict = {}
-            reader = threading.Thread(target=lambda: answered.update(r=store.recall("orchid deploys", limit=3)))
-            reader.start()
-            reader.join(20)
-            assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
-            assert "id" not in stored  # the write is still in the model
-        finally:
-            embedder.gate.set()
-            writer.join(30)
-        memory = store.get(stored["id"])
+        write = lambda: store.store("SLOW: orchid moved to postgres 17", tags=["project:orchid"])  # noqa: E731
+        with held_in_the_model(embedder, write) as stored:
+            assert_recall_answered(store, "orchid deploys")
+            assert not stored  # the write is still in the model
+        memory = store.get(stored["r"])
         assert memory["content"] == "SLOW: orchid moved to postgres 17" and memory["tags"] == ["project:orchid"]
         found = store.recall("orchid postgres", limit=5)["results"]
-        assert stored["id"] in [r["memory"]["id"] for r in found]
+        assert stored["r"] in [r["memory"]["id"] for r in found]
         # The checked form dedups against it as before.
         again = store.store_checked("SLOW: orchid moved to postgres 17", tags=["project:orchid"])
-        assert again["deduped"] and again["id"] == stored["id"]
-
-
-def test_a_server_answers_recall_while_it_embeds_one_memory(tmp_path):
-    """POST /memory: the route's one embedding no longer holds every recall back."""
-    import httpx
-    import uvicorn
-
-    from localmem.http.app import create_app
-    from tests.serving import in_thread
-
-    embedder = GatedEmbedder()
-    with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
-        store.store("the orchid service deploys nightly")
-        app = create_app(store, token="t0ken-for-this-test")
-        headers = {"Authorization": "Bearer t0ken-for-this-test"}
-        with in_thread(lambda port: uvicorn.Config(app, log_config=None, lifespan="off")) as url:
-            posted: dict = {}
-            writer = threading.Thread(target=lambda: posted.update(r=httpx.post(
-                f"{url}/memory", json={"content": "SLOW: the orchid runbook"}, headers=headers, timeout=60)))
-            writer.start()
-            try:
-                assert embedder.entered.wait(30)
-                answer = httpx.get(f"{url}/recall", params={"query": "orchid deploys"}, headers=headers, timeout=15)
-                assert answer.status_code == 200 and answer.json()["results"]
-                assert "r" not in posted
-            finally:
-                embedder.gate.set()
-                writer.join(30)
-            assert posted["r"].status_code == 201
-            assert store.get(posted["r"].json()["memory_id"])["content"] == "SLOW: the orchid runbook"
+        assert again["deduped"] and again["id"] == stored["r"]
 
 
 def test_an_update_embeds_without_the_lock_and_keeps_a_change_made_meanwhile(tmp_path):
     embedder = GatedEmbedder()
     with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
         memory_id = store.store("orchid uses mysql", tags=["project:orchid"])
-        done: dict = {}
-        writer = threading.Thread(
-            target=lambda: done.update(r=store.update(memory_id, content="SLOW: orchid uses postgres")))
-        writer.start()
-        try:
-            assert embedder.entered.wait(30)
-            answered: dict = {}
-            reader = threading.Thread(target=lambda: answered.update(r=store.recall("orchid", limit=3)))
-            reader.start()
-            reader.join(20)
-            assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
+        with held_in_the_model(embedder, lambda: store.update(memory_id, content="SLOW: orchid uses postgres")) as done:
+            assert_recall_answered(store, "orchid")
             store.update(memory_id, importance=0.9)  # another thread's change while the model runs
-        finally:
-            embedder.gate.set()
-            writer.join(30)
         memory = store.get(memory_id)
         assert memory["content"] == "SLOW: orchid uses postgres" and memory["importance"] == 0.9
         assert done["r"]["importance"] == 0.9  # the update merged onto the memory as it was at its write
@@ -200,34 +165,14 @@ def test_an_update_embeds_without_the_lock_and_keeps_a_change_made_meanwhile(tmp
 
 
 def test_a_supersede_embeds_without_the_lock_and_refuses_an_old_memory_deleted_meanwhile(tmp_path):
-    from localmem.errors import NotFoundError
-
     embedder = GatedEmbedder()
     with MemoryStore(tmp_path / "m.db", embedder=embedder) as store:
         old_id = store.store("orchid uses mysql")
         kept_id = store.store("orchid deploys nightly")
-        outcome: dict = {}
-
-        def supersede() -> None:
-            try:
-                outcome["r"] = store.supersede(old_id, "SLOW: orchid uses postgres")
-            except NotFoundError as exc:
-                outcome["error"] = exc
-
-        writer = threading.Thread(target=supersede)
-        writer.start()
-        try:
-            assert embedder.entered.wait(30)
-            answered: dict = {}
-            reader = threading.Thread(target=lambda: answered.update(r=store.recall("orchid", limit=3)))
-            reader.start()
-            reader.join(20)
-            assert not reader.is_alive() and answered["r"]["results"], "recall waited for the model"
+        with held_in_the_model(embedder, lambda: store.supersede(old_id, "SLOW: orchid uses postgres")) as outcome:
+            assert_recall_answered(store, "orchid")
             store.delete(old_id)
-        finally:
-            embedder.gate.set()
-            writer.join(30)
-        assert "r" not in outcome and old_id in str(outcome["error"])
+        assert isinstance(outcome.get("error"), NotFoundError) and old_id in str(outcome["error"])
         assert [m["id"] for m in store.list_memories()["memories"]] == [kept_id]  # nothing half-written
         # Uncontended, the same call supersedes as before.
         again = store.supersede(kept_id, "SLOW: orchid deploys hourly")
