@@ -167,6 +167,27 @@ def test_a_stamp_naming_a_third_store_is_taken_and_covered_there_too(tmp_path):
         close(a, b, c)
 
 
+def test_what_the_exporter_had_seen_is_seen_by_the_importers_delete(tmp_path):
+    """C writes the note and A takes it by a sync, then edits it and exports; B imports, edits and
+    deletes it. C still holds its own older version (it never synced since): B's delete covers it,
+    since the export carried what A had seen of the memory (C's version), and B took that in."""
+    a, b, c = stores(tmp_path, "abc")
+    try:
+        note = c.store("the bike lock code is 2580")
+        sync(c, a)
+        a.update(note, content="the bike lock code is 2581")
+        lines = export(a)
+        assert json.loads(lines[1])["sync"]["seen"] == [[store_id(c), stamp(c, note)]]
+        import_jsonl(b, lines)
+        b.update(note, content="the bike lock code is 2582")
+        b.delete(note)
+        stays_deleted(sync(b, c), (b, note), (c, note))
+        stays_deleted(sync(a, b), (a, note), (b, note))
+        stays_deleted(sync(a, c), (a, note), (c, note))
+    finally:
+        close(a, b, c)
+
+
 # -- files without stamps, and what an import does not take ----------------------------------
 
 
