@@ -325,6 +325,21 @@ def test_a_line_changed_after_its_export_is_not_taken_as_the_stamped_version(tmp
         close(a, b)
 
 
+def test_a_line_without_its_id_is_a_new_memory_and_takes_no_stamp(tmp_path):
+    a, b = stores(tmp_path)
+    try:
+        a.store("the lease ends in August")
+        header, line = export(a)
+        value = json.loads(line)
+        del value["id"]
+        result = import_jsonl(b, [header, json.dumps(value)])
+        assert result.memory.created == 1
+        assert result.stamps.not_taken == {"the line is not the version its stamp names": 1}
+        assert [stamp(b, i).endswith(store_id(b)) for (i,) in b.conn.execute("SELECT id FROM memories")] == [True]
+    finally:
+        close(a, b)
+
+
 def test_an_import_over_a_version_the_exporter_had_not_seen_or_after_a_delete_is_a_new_version(tmp_path):
     """``--update`` over an edit made here (a rollback the user asks for) and an import of a memory
     deleted here (a restore) are versions made here now, as before: the next sync carries them."""

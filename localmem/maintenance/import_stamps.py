@@ -14,7 +14,7 @@ edit and a delete made after it on the importing store order after it and cover 
 sync. Otherwise the import writes a version of its own, as an import without stamps does; each
 line's outcome is counted by reason in ``StampCounts``. A version is taken only when:
 
-* the line's fields are the version stamped (its digest matches what the import writes);
+* the line is the version stamped (its id given, its digest that of what the import writes);
 * no stamp of it (its own, or one of its summary) is more than the sync's bounded skew ahead
   of this machine's clock (a skewed or hand-made clock must not order anything here);
 * it was not made by this store (its own earlier version, met again in its own export);
@@ -115,17 +115,17 @@ def held_versions(store: MemoryStore, ids: list[str]) -> dict[str, tuple[str | N
 
 
 def why_not(file_stamp: FileStamp, written: MemoryRow, held: tuple[str | None, bool], *, updates: bool,
-            store_id: str, horizon_ms: int) -> str | None:
+            store_id: str, horizon_ms: int, named: bool = True) -> str | None:
     """Why an import writing ``written`` (over a version held here when ``updates``; ``held``: its
-    stamp, and whether this store holds a deletion of the memory) does not take ``file_stamp``
-    (None: it takes it)."""
+    stamp, and whether this store holds a deletion of the memory; ``named``: the line gives the
+    memory's id) does not take ``file_stamp`` (None: it takes it)."""
     stamps = [file_stamp.stamp, *(stamp for _, stamp in file_stamp.seen.rows())]
     if any(stamp_key(stamp, horizon_ms) == EARLIEST for stamp in stamps):
         return AHEAD
     if replica(file_stamp.stamp) == store_id:
         return OWN
-    if digest(to_record(written.bindings())) != file_stamp.digest:
-        return CHANGED
+    if not named or digest(to_record(written.bindings())) != file_stamp.digest:
+        return CHANGED  # another version, or a new memory (a line without its id) of the same fields
     held_stamp, deleted = held
     if not updates:
         return DELETED_HERE if deleted else None

@@ -476,7 +476,7 @@ class Importer:
             memory, row = action.memory, action.new or action.memory.row
             assert memory.stamp is not None
             why = why_not(memory.stamp, row, held.get(row.id, (None, False)), updates=action.kind == "update",
-                          store_id=store_id, horizon_ms=limit)
+                          store_id=store_id, horizon_ms=limit, named="id" in memory.item)
             if why is None:
                 taken.append((row.id, memory.stamp))
             else:
