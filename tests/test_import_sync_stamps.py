@@ -167,6 +167,23 @@ def test_a_stamp_naming_a_third_store_is_taken_and_covered_there_too(tmp_path):
         close(a, b, c)
 
 
+def test_an_edit_the_exporter_made_before_the_import_wins_the_first_sync(tmp_path):
+    """A edits the note after its export and B imports the older export afterwards: the exported
+    version keeps its own stamp, so A's later edit is the current version on both (a version of
+    B's own, stamped at the import, won and set A back; the older one is kept as a conflict copy
+    either way, since the two stores share no base yet)."""
+    a, b = stores(tmp_path)
+    try:
+        note = a.store("the meeting is in room 4")
+        lines = export(a)
+        a.update(note, content="the meeting is in room 7")
+        import_jsonl(b, lines)
+        sync(a, b)
+        assert content(a, note) == content(b, note) == "the meeting is in room 7"
+    finally:
+        close(a, b)
+
+
 def test_what_the_exporter_had_seen_is_seen_by_the_importers_delete(tmp_path):
     """C writes the note and A takes it by a sync, then edits it and exports; B imports, edits and
     deletes it. C still holds its own older version (it never synced since): B's delete covers it,
