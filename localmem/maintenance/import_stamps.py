@@ -37,7 +37,7 @@ from ..replication.hlc import EARLIEST, MAX_SKEW_MS, stamp_key, valid_stamp
 from ..replication.seen import FLOOR, MAX_REPLICAS, Seen, from_rows, replica
 from ..replication.sync_rules import digest
 from ..storage.hybrid_clock import wall_ms
-from ..storage.records import MemoryRow, to_record
+from ..storage.records import MemoryRow
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -124,7 +124,7 @@ def why_not(file_stamp: FileStamp, written: MemoryRow, held: tuple[str | None, b
         return AHEAD
     if replica(file_stamp.stamp) == store_id:
         return OWN
-    if not named or digest(to_record(written.bindings())) != file_stamp.digest:
+    if not named or digest(vars(written)) != file_stamp.digest:  # the fields a sync carries, as stored
         return CHANGED  # another version, or a new memory (a line without its id) of the same fields
     held_stamp, deleted = held
     if not updates:
