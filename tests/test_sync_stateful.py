@@ -439,21 +439,22 @@ class Replicas(RuleBasedStateMachine):
                         self.seen[n] |= {t for t in most if self.changes.get(t) == memory_id}
 
     @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
-          words=st.text("xyz", min_size=1, max_size=6), update=st.booleans())
-    def import_edit_delete(self, a, b, pick, words, update):
-        """The story of import_stamps.py: replica ``a`` exports, ``b`` imports the file, edits one of
-        its memories and deletes it, before any sync; the exported version must not come back."""
-        if a == b:
+          words=st.text("xyz", min_size=1, max_size=6), update=st.booleans(), edit_first=st.booleans())
+    def import_edit_delete(self, a, b, pick, words, update, edit_first):
+        """The story of import_stamps.py: replica ``a`` exports (having edited a memory, perhaps, so
+        that replicas it synced with hold an older version it had seen), ``b`` imports the file,
+        edits that memory and deletes it, before any sync; no version ``a`` had seen may come back."""
+        ids = self.ids(a)
+        if a == b or not ids:
             return
+        memory_id = ids[pick % len(ids)]
+        if edit_first:
+            self.stores[a].update(memory_id, content=self.text(a, memory_id, words))
         self.export(a)
-        exported = set(self.ids(a))
         self.import_an_export(b, len(self.exports) - 1, update)
-        held = sorted(exported & set(self.ids(b)))
-        if held:
-            memory_id = held[pick % len(held)]
+        if memory_id in self.ids(b):
             self.stores[b].update(memory_id, content=self.text(b, memory_id, words))
             self.delete(b, self.ids(b).index(memory_id))
-
 
     @rule(n=st.integers(0, REPLICAS - 1), skew=SKEWS)
     def clock_jumps(self, n, skew):
