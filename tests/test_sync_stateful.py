@@ -439,22 +439,32 @@ class Replicas(RuleBasedStateMachine):
                         self.seen[n] |= {t for t in most if self.changes.get(t) == memory_id}
 
     @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
-          words=st.text("xyz", min_size=1, max_size=6), update=st.booleans(), edit_first=st.booleans())
-    def import_edit_delete(self, a, b, pick, words, update, edit_first):
-        """The story of import_stamps.py: replica ``a`` exports (having edited a memory, perhaps, so
-        that replicas it synced with hold an older version it had seen), ``b`` imports the file,
-        edits that memory and deletes it, before any sync; no version ``a`` had seen may come back."""
-        ids = self.ids(a)
-        if a == b or not ids:
+          words=st.text("xyz", min_size=1, max_size=6), update=st.booleans(), first=st.integers(0, 2))
+    def import_edit_delete(self, a, b, pick, words, update, first):
+        """The story of import_stamps.py: replica ``a`` exports, ``b`` imports the file, edits a memory
+        and deletes it, before any sync; no version ``a`` had seen may come back. ``first``: 1, ``a``
+        edits the memory before its export (replicas it synced with hold an older version it had
+        seen); 2, the third replica edits it and syncs with ``a`` first, and meets ``b``'s delete
+        right after it (the version it holds is covered only by the summary the export carried)."""
+        if a == b:
+            return
+        c = 3 - a - b  # the third replica (REPLICAS is 3: 0 + 1 + 2)
+        ids = sorted(set(self.ids(a)) & set(self.ids(c))) if first == 2 else self.ids(a)
+        if not ids:
             return
         memory_id = ids[pick % len(ids)]
-        if edit_first:
+        if first == 2:
+            self.stores[c].update(memory_id, content=self.text(c, memory_id, words))
+            self.sync(a, c)
+        if first and memory_id in self.ids(a):
             self.stores[a].update(memory_id, content=self.text(a, memory_id, words))
         self.export(a)
         self.import_an_export(b, len(self.exports) - 1, update)
         if memory_id in self.ids(b):
             self.stores[b].update(memory_id, content=self.text(b, memory_id, words))
             self.delete(b, self.ids(b).index(memory_id))
+            if first == 2:
+                self.sync(b, c)
 
     @rule(n=st.integers(0, REPLICAS - 1), skew=SKEWS)
     def clock_jumps(self, n, skew):
