@@ -594,6 +594,7 @@ def test_import_stdin_and_json_summary(cli, tmp_path: Path) -> None:
                              "without_token_codes": 1,
                              "why_without_token_codes": "the file carries none for them",
                              "mode": "all-or-nothing", "older_than_stored": {"count": 0, "ids": []},
+                             "sync_stamps": {"taken": 6, "not_taken": {}},  # each memory: the exported version
                              "by_kind": {"memory": {"created": 6, "updated": 0, "unchanged": 0, "skipped": 0},
                                          "edge": {"created": 5, "updated": 0, "unchanged": 0, "skipped": 0}}}
     assert "1 memory came with the file's vectors and no usable token codes" in result.err

@@ -21,7 +21,10 @@ dedup on two replicas before they sync, and again on one that holds it, tag / im
 metadata updates, removing a link, ``forget`` (of a memory held, or only in the trash, perhaps
 right after an export), ``trash restore`` (of a memory a sync deleted), and ``import`` of an
 export taken earlier (``skip_existing`` or ``update``; a refused line removed and the import
-run again, as its message says). Checked besides:
+run again, as its message says), also as the story an export's sync stamps are for: an import,
+then an edit and a delete of an imported memory there, before any sync (a version written with
+its file's stamp counts as seen by that delete; one written as the importer's own, by the
+``updated_at`` rule only). Checked besides:
 
 * **a forgotten memory never comes back**, on any replica, through a sync or an import, from
   the step a replica knew it purged (at every step), and nowhere after the final syncs (nor in a trash);
@@ -122,6 +125,7 @@ class Replicas(RuleBasedStateMachine):
         self.forgot_texts: set[str] = set()  # what they held (or their trash entries did) anywhere, when forgotten
         self.purges_known: list[set[str]] = [set() for _ in range(REPLICAS)]  # ids each replica knew purged
         self.exports: list[list[str]] = []  # export files taken (the last few), for a later import
+        self.export_seen: list[tuple[frozenset[str], frozenset[str]]] = []  # what each one's replica had seen
         self.restores: list[tuple[str, str]] = []  # (id, the change a restore made)
         self.deleted_versions: list[tuple[str, str, str]] = []  # (id, the updated_at deleted, the delete's token)
         self.restores_undone: set[str] = set()  # restores an import wrote a deleted version over (below)
@@ -379,8 +383,9 @@ class Replicas(RuleBasedStateMachine):
         self.restored_at[token] = self.stores[n].get(memory_id)["updated_at"]
 
     @rule(n=st.integers(0, REPLICAS - 1))
-    def export(self, n):  # the last few are kept
+    def export(self, n):  # the last few are kept, each with what its replica had seen (surely, at most)
         self.exports = (self.exports + [[dump_line(value) for value in iter_export(self.stores[n])]])[-3:]
+        self.export_seen = (self.export_seen + [(frozenset(self.seen_surely[n]), frozenset(self.seen[n]))])[-3:]
 
     @precondition(lambda self: self.exports)
     @rule(n=st.integers(0, REPLICAS - 1), which=st.integers(0, 2), update=st.booleans())
@@ -389,8 +394,11 @@ class Replicas(RuleBasedStateMachine):
         A refused line (a forgotten memory, or an edge to one) is removed, as its message says, and the
         import run again."""
         lines = list(self.exports[which % len(self.exports)])
+        surely, most = self.export_seen[which % len(self.exports)]
         store = self.stores[n]
         before = {memory_id: store.get(memory_id) for memory_id in self.ids(n)}
+        file_stamps = {value["id"]: value["sync"]["stamp"] for value in map(json.loads, lines)
+                       if value.get("kind") == "memory" and "sync" in value}
         while True:
             try:
                 import_jsonl(store, lines, skip_existing=not update, update=update)
@@ -406,6 +414,8 @@ class Replicas(RuleBasedStateMachine):
                 header["memories" if refused["kind"] == "memory" else "edges"] -= 1
                 lines[0] = dump_line(header)
         self.rewrites.append(self.edge_change(n))  # the file's edges
+        stamps = dict(store.conn.execute("SELECT m.id, c.hlc FROM memories AS m "
+                                         "JOIN memory_changes AS c ON c.pk = m.pk"))
         for memory_id in self.ids(n):
             record, old = store.get(memory_id), before.get(memory_id)
             if old is None or digest(record) != digest(old):
@@ -420,8 +430,41 @@ class Replicas(RuleBasedStateMachine):
                 if record["content"] in self.texts:  # held here now: seen, as a sync would have carried it
                     self.seen[n].add(record["content"])
                     self.seen_surely[n].add(record["content"])
-                    self.imported_as.setdefault(record["content"], set()).add(record["updated_at"])
+                    if file_stamps.get(memory_id) is None or stamps.get(memory_id) != file_stamps[memory_id]:
+                        # written as a version of n's own (no stamp taken: import_stamps.py): to the sync,
+                        # another store's version than the one the file names
+                        self.imported_as.setdefault(record["content"], set()).add(record["updated_at"])
+                    else:  # the exported version, with what its replica had seen of the memory (joined)
+                        self.seen_surely[n] |= {t for t in surely if self.changes.get(t) == memory_id}
+                        self.seen[n] |= {t for t in most if self.changes.get(t) == memory_id}
 
+    @rule(a=st.integers(0, REPLICAS - 1), b=st.integers(0, REPLICAS - 1), pick=st.integers(0, 10 ** 6),
+          words=st.text("xyz", min_size=1, max_size=6), update=st.booleans(), first=st.integers(0, 2))
+    def import_edit_delete(self, a, b, pick, words, update, first):
+        """The story of import_stamps.py: replica ``a`` exports, ``b`` imports the file, edits a memory
+        and deletes it, before any sync; no version ``a`` had seen may come back. ``first``: 1, ``a``
+        edits the memory before its export (replicas it synced with hold an older version it had
+        seen); 2, the third replica edits it and syncs with ``a`` first, and meets ``b``'s delete
+        right after it (the version it holds is covered only by the summary the export carried)."""
+        if a == b:
+            return
+        c = 3 - a - b  # the third replica (REPLICAS is 3: 0 + 1 + 2)
+        ids = sorted(set(self.ids(a)) & set(self.ids(c))) if first == 2 else self.ids(a)
+        if not ids:
+            return
+        memory_id = ids[pick % len(ids)]
+        if first == 2:
+            self.stores[c].update(memory_id, content=self.text(c, memory_id, words))
+            self.sync(a, c)
+        if first and memory_id in self.ids(a):
+            self.stores[a].update(memory_id, content=self.text(a, memory_id, words))
+        self.export(a)
+        self.import_an_export(b, len(self.exports) - 1, update)
+        if memory_id in self.ids(b):
+            self.stores[b].update(memory_id, content=self.text(b, memory_id, words))
+            self.delete(b, self.ids(b).index(memory_id))
+            if first == 2:
+                self.sync(b, c)
 
     @rule(n=st.integers(0, REPLICAS - 1), skew=SKEWS)
     def clock_jumps(self, n, skew):

@@ -53,6 +53,9 @@ def register(command: AddCommand) -> None:
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="output file, or '-' for stdout (default)")
     p.add_argument("--force", action="store_true",
                    help="overwrite FILE even when it is not an earlier export (one is overwritten anyway)")
+    p.add_argument("--no-sync-stamps", dest="sync_stamps", action="store_false",
+                   help="leave out each memory's sync stamp (a localmem older than the field refuses it; "
+                        "without it, an import here is a new version, docs/sync.md)")
 
     p = command("stats", cmd_stats, "counts, types and top tags")
     p.add_argument("--top", type=int, default=10, metavar="N", help="how many tags to list (default 10)")
@@ -156,6 +159,10 @@ def _import(args: argparse.Namespace, out: Output) -> int:
         out.note(f"note: {plural(len(result.older), 'memory', 'memories')} set back to an older version (the file's "
                  f"updated_at is earlier than the stored one's): {', '.join(result.older[:10])}"
                  + (f" and {len(result.older) - 10} more (--json lists them)" if len(result.older) > 10 else ""))
+    if result.stamps.not_taken:
+        reasons = "; ".join(f"{why}: {count}" for why, count in sorted(result.stamps.not_taken.items()))
+        out.note(f"note: {plural(sum(result.stamps.not_taken.values()), 'memory was', 'memories were')} written as "
+                 f"new versions made here, not as the exported ones their sync stamps name ({reasons})")
     if result.not_embedded:
         out.note(f"warning: {plural(result.not_embedded, 'memory was', 'memories were')} stored without an embedding "
                  f"({embedder_error or 'the embedder is unavailable'}); run 'localmem doctor --repair' "
@@ -183,11 +190,12 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
             if (hasattr(stream, "reconfigure")
                     and (getattr(stream, "encoding", "") or "").lower().replace("-", "") != "utf8"):
                 stream.reconfigure(encoding="utf-8")
-            export_jsonl(store, stream)
+            export_jsonl(store, stream, stamps=args.sync_stamps)
             stream.flush()
             return EXIT_OK
         target = Path(args.file).expanduser()
-        memories, edges = export_file(store, target, overwrite=args.force)  # synced, renamed; never the db
+        memories, edges = export_file(store, target, overwrite=args.force,  # synced, renamed; never the db
+                                      stamps=args.sync_stamps)
     if out.as_json:
         out.json({"status": "success", "path": str(target), "memories": memories, "edges": edges})
     else:

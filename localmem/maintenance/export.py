@@ -20,6 +20,7 @@ from ..storage.files import refuse_database_file, refuse_special_output, replaci
 from ..storage.records import rows_as_dicts, to_record
 from .export_header import make_header
 from .export_tokens import codes_field
+from .import_stamps import FIELD, sync_field
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -42,15 +43,19 @@ def decode_embedding(blob: bytes | None) -> list[float] | None:
     return array("f", bytes(blob)).tolist()
 
 
-def iter_export(store: MemoryStore) -> Iterator[dict[str, Any]]:
-    """The header, every memory line, then every edge line, as dicts (read in one snapshot)."""
+def iter_export(store: MemoryStore, *, stamps: bool = True) -> Iterator[dict[str, Any]]:
+    """The header, every memory line, then every edge line, as dicts (read in one snapshot).
+    ``stamps``: each memory line carries its sync stamp (``import_stamps.py``; an older localmem
+    refuses the field: ``stamps=False`` writes a file it imports)."""
     with read_transaction(store.conn):  # one snapshot: memories and edges from the same moment
         counts = next(rows_as_dicts(store.conn.execute(store.sql["export_counts"])))
         yield make_header(store, counts["memories"], counts["edges"], counts["embeddings"])
         for row in rows_as_dicts(store.conn.execute(store.sql["export_memories"])):
             record = to_record(row)
-            yield {"kind": "memory", **record, "embedding": decode_embedding(row["embedding"]),
-                   "token_codes": codes_field(row["token_count"], row["token_codes"])}
+            line = {"kind": "memory", **record, "embedding": decode_embedding(row["embedding"]),
+                    "token_codes": codes_field(row["token_count"], row["token_codes"])}
+            stamp = sync_field(row["sync_hlc"], record, row["sync_seen"]) if stamps else None
+            yield line if stamp is None else {**line, FIELD: stamp}
         for row in rows_as_dicts(store.conn.execute(store.sql["export_edges"])):
             yield {
                 "kind": "edge",
@@ -63,11 +68,11 @@ def iter_export(store: MemoryStore) -> Iterator[dict[str, Any]]:
             }
 
 
-def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
+def export_jsonl(store: MemoryStore, out: TextIO, *, stamps: bool = True) -> tuple[int, int]:
     """Write the whole store as JSONL; returns (memories, edges) written."""
     memories = edges = 0
     with store.lock:  # the store serializes users of its one connection
-        for item in iter_export(store):
+        for item in iter_export(store, stamps=stamps):
             out.write(dump_line(item) + "\n")
             if item["kind"] == "memory":
                 memories += 1
@@ -76,7 +81,8 @@ def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
     return memories, edges
 
 
-def export_file(store: MemoryStore, target: str | os.PathLike[str], *, overwrite: bool = False) -> tuple[int, int]:
+def export_file(store: MemoryStore, target: str | os.PathLike[str], *, overwrite: bool = False,
+                stamps: bool = True) -> tuple[int, int]:
     """Export to the file ``target``; returns (memories, edges) written.
 
     The file is written beside ``target`` (0600, in 0700 directories when it
@@ -97,7 +103,7 @@ def export_file(store: MemoryStore, target: str | os.PathLike[str], *, overwrite
         with store.lock:  # listed by forget: it holds the text (recorded first: so is what a killed one left)
             record_copy(store.conn, "export", str(path))
     with replacing_file(path) as stream:
-        counts = export_jsonl(store, stream)
+        counts = export_jsonl(store, stream, stamps=stamps)
     return counts
 
 

@@ -5,7 +5,8 @@ the vectors, the counts: ``export_header``), then one line per memory, in
 insertion order::
 
     {"kind": "memory", ...the memory record..., "embedding": [floats] or null,
-     "token_codes": {"tokens": n, "codes": base64} or null}   (version 2: export_tokens.py)
+     "token_codes": {"tokens": n, "codes": base64} or null,   (version 2: export_tokens.py)
+     "sync": {"stamp", "digest", "seen"}}   (optional: import_stamps.py)
 
 then one line per edge::
 
@@ -52,17 +53,14 @@ embedder.
 from __future__ import annotations
 
 import json
-import os
-import pickle
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..storage import writes
 from ..storage.edges import EDGE_PROPERTIES
 from ..storage.memory_fields import build_row, merged_update
-from ..storage.database import MEMORY_PATH, transaction
+from ..storage.database import transaction
 from ..errors import ValidationError
 from ..progress import ProgressBar, in_steps
 from ..storage.records import MemoryRow, rows_as_dicts, to_record
@@ -71,6 +69,9 @@ from ..replication.conflict_copy import relink_conflict_copies
 from ..timeparse import format_timestamp, parse_timestamp
 from .export_header import check_header
 from .export_tokens import CodesPolicy, read_codes_field
+from .import_spool import Spool
+from .import_stamps import FIELD, FileStamp, StampCounts, held_versions, horizon, read_sync_field, store_identity
+from .import_stamps import take_stamps, why_not
 from ..validation import (
     JSONTextError,
     decode_json,
@@ -133,6 +134,7 @@ class ImportResult:
     token_codes_kept: str = "the file has no header to check its token codes against"  # or why not
     chunked: bool = False
     older: list[str] = field(default_factory=list)  # --update set these back to the file's older updated_at
+    stamps: StampCounts = field(default_factory=StampCounts)  # lines written as the exported version, or why not
 
     @property
     def memories(self) -> int:
@@ -152,6 +154,7 @@ class ImportResult:
                 "why_without_token_codes": self.token_codes_kept if self.without_token_codes else None,
                 "mode": "chunked" if self.chunked else "all-or-nothing",
                 "older_than_stored": {"count": len(self.older), "ids": list(self.older)},
+                "sync_stamps": self.stamps.as_dict(),
                 "by_kind": {"memory": asdict(self.memory), "edge": asdict(self.edge)}}
 
 
@@ -169,6 +172,7 @@ class _Memory:
     embedded: bool = False  # the embedder has been asked for ``vector`` already
     codes: tuple[int, bytes] | None = None  # the file's token codes (kept), or those made when this store embedded it
     space: tuple[str | None, str | None] | None = None  # the file's embedder when it was (Backend.vector_space)
+    stamp: FileStamp | None = None  # the line's sync stamp (import_stamps.py)
 
 
 @dataclass
@@ -197,37 +201,6 @@ class _Action:
     new: MemoryRow | None = None
     current_vector: bytes | None = None
     needs_vector: bool = False  # the line's content must be embedded for it
-
-
-class _Spool:
-    """Checked chunks parked in an anonymous temporary file until they are written.
-
-    The file sits beside the database when it can (the data stays on its
-    disk, out of a shared /tmp), is unlinked at once and private to this
-    process, and holds only what this process wrote: so pickle is safe here.
-    """
-
-    def __init__(self, database: str) -> None:
-        folder = None if database == MEMORY_PATH else os.path.dirname(os.path.abspath(database))
-        try:
-            self._file = tempfile.TemporaryFile(prefix=".localmem-import-", dir=folder)
-        except OSError:  # a folder we may not write in: the system's temporary folder
-            self._file = tempfile.TemporaryFile(prefix="localmem-import-")
-        self._chunks = 0
-
-    def append(self, chunk: list[Any]) -> None:
-        pickle.dump(chunk, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._chunks += 1
-
-    def __iter__(self) -> Iterator[list[Any]]:
-        self._file.flush()
-        self._file.seek(0)
-        for _ in range(self._chunks):
-            yield pickle.load(self._file)
-        self._file.seek(0, 2)
-
-    def close(self) -> None:
-        self._file.close()
 
 
 class Importer:
@@ -262,8 +235,8 @@ class Importer:
         self._pending: list[_Memory] = []
         self._pending_edges: list[_Edge] = []
         self._brought_back: list[str] = []  # ids stored where they were absent: their conflict copies are relinked
-        self._memories = _Spool(store.path)  # checked memory chunks (all-or-nothing mode)
-        self._edges = _Spool(store.path)  # checked edge chunks, written after every memory
+        self._memories = Spool(store.path)  # checked memory chunks (all-or-nothing mode)
+        self._edges = Spool(store.path)  # checked edge chunks, written after every memory
 
     def __enter__(self) -> Importer:
         return self
@@ -316,6 +289,7 @@ class Importer:
         missing = "embedding" not in item
         vector_value = item.pop("embedding", None)
         codes_value = item.pop("token_codes", None)
+        stamp_value = item.pop(FIELD, None)
         if self.reembed:
             vector_value, wants = None, True
         elif missing:
@@ -334,13 +308,14 @@ class Importer:
                 vector = validate_embedding(vector_value, store.dimensions)
             keeps_codes = not wants and self.codes is not None and self.codes.keeps
             file_codes = read_codes_field(codes_value, store.dimensions) if keeps_codes else None
+            stamp = read_sync_field(stamp_value)
         except ValidationError as exc:
             raise ImportLineError(lineno, exc.message) from None
         if row.id in self._ids:
             raise ImportLineError(lineno, f"duplicate id {row.id} (also on line {self._ids[row.id]})")
         self._ids[row.id] = lineno
         # the file's codes (measured from this database's centre) unless this store embeds it
-        return _Memory(lineno, item, row, vector, vector is not None, wants, codes=file_codes)
+        return _Memory(lineno, item, row, vector, vector is not None, wants, codes=file_codes, stamp=stamp)
 
     def _edge(self, lineno: int, value: dict[str, Any]) -> _Edge:
         unknown = set(value) - EDGE_FIELDS
@@ -450,6 +425,7 @@ class Importer:
             if memory.embedded and not memory.given and store.backend.vector_space_moved(memory.space):
                 memory.embedded = False
         self._ensure_vectors(actions)
+        held = held_versions(store, [m.row.id for m in chunk if m.stamp is not None])
         rows: list[MemoryRow] = []
         vectors: list[bytes | None] = []
         codes: list[tuple[int, bytes] | None] = []
@@ -489,8 +465,24 @@ class Importer:
         if rows:  # their ids are free: the plan, made in this transaction, found none of them stored
             writes.insert_memories(store.conn, store.sql, rows, vectors, store.has_vector_index, codes)
             self._brought_back += [row.id for row in rows]
+        self._take_stamps([a for a in actions if a.kind in ("create", "update") and a.memory.stamp], held)
         for action in actions:
             self.result.memory.count(action.kind)
+
+    def _take_stamps(self, written: list[_Action], held: dict[str, tuple[str | None, bool]]) -> None:
+        """Record the lines written as the very version their stamp names where that holds (import_stamps.py)."""
+        taken, counts, store_id, limit = [], self.result.stamps, store_identity(self.store), horizon(self.store)
+        for action in written:
+            memory, row = action.memory, action.new or action.memory.row
+            assert memory.stamp is not None
+            why = why_not(memory.stamp, row, held.get(row.id, (None, False)), updates=action.kind == "update",
+                          store_id=store_id, horizon_ms=limit, named="id" in memory.item)
+            if why is None:
+                taken.append((row.id, memory.stamp))
+            else:
+                counts.not_taken[why] = counts.not_taken.get(why, 0) + 1
+        counts.taken += len(taken)
+        take_stamps(self.store, taken)
 
     # edges --------------------------------------------------------------
 
