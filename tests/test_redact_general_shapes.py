@@ -122,3 +122,17 @@ def test_config_files_pasted_into_a_question_are_stored_redacted_by_the_stop_hoo
     data = raw_bytes(db)  # row, FTS shadow tables, vectors, dedup keys: none was made from the secret
     for secret in (NETRC_PASSWORD, TFRC_TOKEN, TFRC_TOKEN.split(".")[-1]):
         assert secret.encode() not in data
+
+
+@pytest.mark.parametrize("text", [
+    "Cookie: " + "a=b; " * 200_000, "curl -b 'x=" + "a" * 1_000_000, "Cookie: s=" + "Zk9" * 333_333,
+    "login u password " * 60_000, "machine\n" * 125_000 + "password", "key=" * 250_000, "Key: " + "k3J9" * 250_000,
+    "---- BEGIN " * 90_000, "----BEGIN PRIVATE KEY----" * 40_000, "Private-Lines: 1\n" + "QUJD\n" * 200_000,
+    "Authorization: " + "x " * 500_000, "Proxy-Authorization: Negotiate " + "Y" * 1_000_000,
+    "token: " + ".".join(["a1b2c3d4e5f6g7h8"] * 60_000),
+])
+def test_hostile_texts_for_the_general_shapes_end(text):
+    """Each holds a new rule's start many times over, or one start before a 1 MB run; python benchmarks/speed/
+    redaction_cost.py --adversarial times every rule on such strings (linear: about 8× from 128 KB to 1 MB)."""
+    result = redact(text)
+    assert len(result.text) <= len(text)

@@ -149,8 +149,8 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
                              r"(?:[a-z][a-z0-9_\-]{0,30}[ \t]+)?(?P<secret>[0-9A-Za-z._~+/\-]{12,512}=*)"),
     # A cookie header, or curl's -b/--cookie with name=value, holding a long value: the cookies (a session id is a
     # credential).
-    ("cookie", r"(?i)(?:\b(?:set-)?cookie[ \t]*:|(?<![0-9a-z_\-])(?:-b|--cookie)(?:[ \t]+|=))[ \t]*[\"']?"
-               r"(?P<secret>(?:[^\s\"'=;]{1,64}=[^;\"'\r\n]{0,64};[ \t]*){0,8}[^\s\"'=;]{1,64}=[^;,\s\"']{16,2048}"
+    ("cookie", r"(?i)(?:\b(?:set-)?cookie[ \t]{0,8}:|(?<![0-9a-z_\-])(?:-b|--cookie)(?:[ \t]+|=))[ \t]{0,8}[\"']?"
+               r"(?P<secret>(?:[^\s\"'=;]{1,64}=[^;\"'\r\n]{0,64};[ \t]{0,8}){0,8}[^\s\"'=;]{1,64}=[^;,\s\"']{16,2048}"
                r"(?:;[^\"'\r\n]{0,2048})?)"),
     # netrc(5): "machine HOST login USER password PASS", on one line or several; "default login … password …".
     ("netrc-password", r"\b(?:login|machine)[ \t\r\n]+[^\s]{1,256}[ \t\r\n]+(?:password|passwd)[ \t]+[\"']?"
@@ -164,9 +164,10 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
                           + r"s?(?:[_.\-](?=(?P<tail>[0-9A-Za-z_.\-]{0,60}))(?P=tail))?(?![0-9A-Za-z_.\-])"
                           r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
     # A name ending in "key" (license_key, appKey, DD_APP_KEY, "user key is") given a long high-entropy value: a key
-    # word alone is too common to make any value a secret ("primary_key: id"), a random one it makes one.
+    # word alone is too common to make any value a secret ("primary_key: id"), a random one it makes one. The value is
+    # taken greedily with nothing after it to fail (no backtracking: "key=key=…" stays linear and cheap).
     ("keyed-value", r"(?:(?<![A-Za-z])[Kk]ey|(?<=[a-z0-9])Key|(?<![a-z])KEY)s?[\"']?[ \t]*(?:is[ \t]+|:=|=(?!=)|:)"
-                    r"[ \t]*[\"']?(?P<secret>[0-9A-Za-z+/_\-=.]{16,512})(?![0-9A-Za-z+/_\-=.])"),
+                    r"[ \t]*[\"']?(?P<secret>[0-9A-Za-z+/_\-=.]{16,4096})"),
     # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
     ("secret-like-value", r"(?i)(?<![a-z])" + _SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
                           r"(?P<secret>[0-9A-Za-z+/_\-=.!#%&*]{12,})"),
