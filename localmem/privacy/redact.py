@@ -165,8 +165,9 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
                           r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
     # A name ending in "key" (license_key, appKey, DD_APP_KEY, "user key is") given a long high-entropy value: a key
     # word alone is too common to make any value a secret ("primary_key: id"), a random one it makes one. The value is
-    # taken greedily with nothing after it to fail (no backtracking: "key=key=…" stays linear and cheap).
-    ("keyed-value", r"(?:(?<![A-Za-z])[Kk]ey|(?<=[a-z0-9])Key|(?<![a-z])KEY)s?[\"']?[ \t]*(?:is[ \t]+|:=|=(?!=)|:)"
+    # taken greedily with nothing after it to fail (no backtracking: "key=key=…" stays linear and cheap); the name's
+    # boundary is looked at behind its first letter, so the search skips to a K or a k.
+    ("keyed-value", r"(?:[Kk](?<![A-Za-z][Kk])ey|K(?<=[a-z0-9]K)ey|K(?<![a-z]K)EY)s?[\"']?[ \t]*(?:is[ \t]+|:=|=(?!=)|:)"
                     r"[ \t]*[\"']?(?P<secret>[0-9A-Za-z+/_\-=.]{16,4096})"),
     # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
     ("secret-like-value", r"(?i)(?<![a-z])" + _SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
