@@ -137,11 +137,11 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # docker login's, the mongo shells' "-p …" and redis-cli's "-a …" take the password as the next argument;
     # a lower-case word there is prose ("the mongo -p flag prompts"), kept.
     ("command-line-password", r"\bdocker[ \t]+login(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[ \t]+[\"']?"
-                              + _NOT_A_WORD + r"(?P<secret>[^\s\"'(\[{<][^\s\"']{0,255})"),
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
     ("command-line-password", r"\bmongo(?:sh)?(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[ \t]+[\"']?"
-                              + _NOT_A_WORD + r"(?P<secret>[^\s\"'(\[{<][^\s\"']{0,255})"),
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
     ("command-line-password", r"\bredis-cli(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-a[ \t]+[\"']?"
-                              + _NOT_A_WORD + r"(?P<secret>[^\s\"'(\[{<][^\s\"']{0,255})"),
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
     ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
     # An Authorization header with any scheme ("SSWS", "Token", "Digest"-less custom ones) or none: the credentials.
