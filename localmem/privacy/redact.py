@@ -8,10 +8,12 @@ one pass, so a placeholder is never matched again and the work is linear in
 the text per rule. ``<private>…</private>`` regions go first: an unclosed one
 drops the rest of the text. The rules follow the providers' documented token
 formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
-rules for what has no fixed shape: private key blocks, passwords in URLs,
+rules for what has no fixed shape: private key blocks of any kind, passwords in URLs,
 connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
-``KEY=value`` with a secret-like name, JWTs, bearer headers, and high-entropy values
-next to a key-like word.
+``KEY=value`` with a secret-like name, a name ending in "key" given a random value,
+netrc entries, cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
+values next to a key-like word (benchmarks/common/credential_heldout.py holds formats no
+rule was written from, to measure what these generalise to).
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
