@@ -7,18 +7,26 @@
   documentation); a credential is caught when no 12-character piece of it survives. Apart: passwords on
   command lines and in short notes (its COMMAND_LINES, caught when no 8-character piece survives), and its
   LOOKALIKES (innocent texts of the same shapes: each one touched is a false positive, printed).
+- Held out (``--heldout [--tree TREE]``): benchmarks/common/credential_heldout.py's formats no rule was written
+  from, recall per format and per half (rules are developed on its ``split()``'s first half; the second half is
+  the honest figure), caught when no 12-character piece (8 for a secret under 24 characters) survives; one
+  missed text per format is printed as redacted. ``--tree``: that tree's ``redact`` (a process of its own).
 - Cost: seconds per turn of ``redact`` over the dev-set turns (a captured turn's work), on a
   loaded shared machine: compare the ratio to detect-secrets' scan of the same lines, run in
   the same process, when detect-secrets is installed (``--detect-secrets``).
 
-    python benchmarks/redaction.py [--detect-secrets] [--limit N] [--store-turns N]
+    python benchmarks/safety/redaction.py [--detect-secrets] [--limit N] [--store-turns N]
+    python benchmarks/safety/redaction.py --heldout [--tree /work/main]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common.credential_corpus import FORMATS, LOOKALIKES, command_corpus, corpus  # noqa: E402
+from benchmarks.common.credential_heldout import heldout_corpus, split  # noqa: E402
 
 from localmem.privacy import redact  # noqa: E402
 
@@ -105,6 +114,48 @@ def command_lines() -> dict:
             "lookalikes": len(LOOKALIKES), "lookalikes_touched": len(touched)}
 
 
+REDACT_TEXTS = ("import json, sys; from localmem.privacy import redact; "
+                "print(json.dumps([redact(t).text for t in json.load(open(sys.argv[1]))]))")
+
+
+def redacted_by_tree(texts: list[str], tree: Path | None) -> list[str]:
+    """Each text as ``redact`` leaves it: this tree's, or ``tree``'s (its code in a process of its own)."""
+    if tree is None:
+        return [redact(text).text for text in texts]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "texts.json"
+        path.write_text(json.dumps(texts))
+        done = subprocess.run([sys.executable, "-c", REDACT_TEXTS, str(path)], cwd=tree, check=True,
+                              env=dict(os.environ, PYTHONPATH=str(tree)), capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def heldout(tree: Path | None) -> dict:
+    """Recall on the held-out corpus per format and per half; one missed text of each format printed redacted."""
+    samples = list(heldout_corpus())
+    outputs = redacted_by_tree([text for _, _, text in samples], tree)
+    total: Counter[str] = Counter()
+    got: Counter[str] = Counter()
+    shown: set[str] = set()
+    for (name, secret, _), out in zip(samples, outputs):
+        total[name] += 1
+        if caught(secret, out, piece=12 if len(secret) >= 24 else 8):
+            got[name] += 1
+        elif name not in shown:
+            shown.add(name)
+            print(f"  MISSED [{name}]: {out[:240]!r}")
+    halves = dict(zip(("develop", "report"), split()))
+    report = {half: {"formats": len(names), "samples": sum(total[n] for n in names),
+                     "caught": sum(got[n] for n in names),
+                     "recall": sum(got[n] for n in names) / sum(total[n] for n in names),
+                     "formats_all_caught": sum(got[n] == total[n] for n in names),
+                     "per_format": {n: f"{got[n]}/{total[n]}" for n in names}}
+              for half, names in halves.items()}
+    report["all"] = {"formats": len(total), "samples": sum(total.values()), "caught": sum(got.values()),
+                     "recall": sum(got.values()) / sum(total.values())}
+    return report
+
+
 def detect_secrets_compare(turns: list[str]) -> dict:
     """detect-secrets' default plugins (each line through every plugin's ``analyze_line``; its
     file-level filters are not run) on the same corpus and turns: recall, turns flagged, seconds per turn."""
@@ -159,7 +210,15 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="turns per set for the detect-secrets cost (0: all)")
     parser.add_argument("--store-turns", type=int, default=0, metavar="N",
                         help="also time storing N LoCoMo turns with and without redaction (paired)")
+    parser.add_argument("--heldout", action="store_true",
+                        help="recall on the held-out corpus only (benchmarks/common/credential_heldout.py)")
+    parser.add_argument("--tree", type=Path, help="with --heldout: that tree's redact (default: this tree's)")
     args = parser.parse_args()
+    if args.tree and not args.heldout:
+        parser.error("--tree goes with --heldout")
+    if args.heldout:
+        print(json.dumps(heldout(args.tree.resolve() if args.tree else None), indent=2))
+        return
     sets = {"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
     report = {name: false_positives(name, turns) for name, turns in sets.items()}
     report["corpus"] = recall()

@@ -8,10 +8,12 @@ one pass, so a placeholder is never matched again and the work is linear in
 the text per rule. ``<private>…</private>`` regions go first: an unclosed one
 drops the rest of the text. The rules follow the providers' documented token
 formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
-rules for what has no fixed shape: private key blocks, passwords in URLs,
+rules for what has no fixed shape: private key blocks of any kind, passwords in URLs,
 connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
-``KEY=value`` with a secret-like name, JWTs, bearer headers, and high-entropy values
-next to a key-like word.
+``KEY=value`` with a secret-like name, a name ending in "key" given a random value,
+netrc entries, cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
+values next to a key-like word (benchmarks/common/credential_heldout.py holds formats no
+rule was written from, to measure what these generalise to).
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
@@ -39,7 +41,11 @@ MIN_ENTROPY = 3.0  # bits per character of a value that counts as high-entropy (
 
 # (kind, pattern): the whole match is the secret unless the pattern has a group named "secret".
 _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
-    ("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)"),
+    # A private key block of any kind: PEM/PGP (five dashes), RFC 4716 / SSH.com ("---- BEGIN SSH2 ENCRYPTED PRIVATE KEY
+    # ----"), a PGP "SECRET KEY BLOCK"; and a PuTTY key file's private lines (after "Private-Lines: N").
+    ("private-key", r"-{4,5} ?BEGIN (?:[A-Z0-9]+ )*(?:PRIVATE|SECRET) KEY(?: BLOCK)? ?-{4,5}.*?"
+                    r"(?:-{4,5} ?END [A-Z0-9 ]*-{4,5}|\Z)"),
+    ("private-key", r"(?m)^Private-Lines:[ \t]*\d{1,4}[ \t]*\r?\n(?P<secret>(?:[0-9A-Za-z+/=]{4,}(?:\r?\n|\Z))+)"),
     ("age-secret-key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
     ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
     ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
@@ -140,6 +146,17 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
                               + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
     ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
+    # An Authorization header with any scheme ("SSWS", "Token", "Digest"-less custom ones) or none: the credentials.
+    ("authorization-header", r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+                             r"(?:[a-z][a-z0-9_\-]{0,30}[ \t]+)?(?P<secret>[0-9A-Za-z._~+/\-]{12,512}=*)"),
+    # A cookie header, or curl's -b/--cookie with name=value, holding a long value: the cookies (a session id is a
+    # credential).
+    ("cookie", r"(?i)(?:\b(?:set-)?cookie[ \t]{0,8}:|(?<![0-9a-z_\-])(?:-b|--cookie)(?:[ \t]+|=))[ \t]{0,8}[\"']?"
+               r"(?P<secret>(?:[^\s\"'=;]{1,64}=[^;\"'\r\n]{0,64};[ \t]{0,8}){0,8}[^\s\"'=;]{1,64}=[^;,\s\"']{16,2048}"
+               r"(?:;[^\"'\r\n]{0,2048})?)"),
+    # netrc(5): "machine HOST login USER password PASS", on one line or several; "default login … password …".
+    ("netrc-password", r"\b(?:login|machine)[ \t\r\n]+[^\s]{1,256}[ \t\r\n]+(?:password|passwd)[ \t]+[\"']?"
+                       + _NOT_A_WORD + r"(?P<secret>[^\s\"'(\[{<][^\s\"']{0,255})"),
     # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
     # The secret word ends a part of the name: DB_PASSWORD, stripe.secret, PGPASSWORD, accessToken; not
     # "tokenizer". Bounded and possessive (an atomic lookahead, as the jwt rule's), so a hostile run of name
@@ -148,6 +165,12 @@ _GENERIC_RULES: tuple[tuple[str, str], ...] = (
                           + _SECRET_WORD
                           + r"s?(?:[_.\-](?=(?P<tail>[0-9A-Za-z_.\-]{0,60}))(?P=tail))?(?![0-9A-Za-z_.\-])"
                           r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
+    # A name ending in "key" (license_key, appKey, DD_APP_KEY, "user key is") given a long high-entropy value: a key
+    # word alone is too common to make any value a secret ("primary_key: id"), a random one it makes one. The value is
+    # taken greedily with nothing after it to fail (no backtracking: "key=key=…" stays linear and cheap); the name's
+    # boundary is looked at behind its first letter, so the search skips to a K or a k.
+    ("keyed-value", r"(?:[Kk](?<![A-Za-z][Kk])ey|K(?<=[a-z0-9]K)ey|K(?<![a-z]K)EY)s?[\"']?[ \t]*(?:is[ \t]+|:=|=(?!=)|:)"
+                    r"[ \t]*[\"']?(?P<secret>[0-9A-Za-z+/_\-=.]{16,4096})"),
     # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
     ("secret-like-value", r"(?i)(?<![a-z])" + _SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
                           r"(?P<secret>[0-9A-Za-z+/_\-=.!#%&*]{12,})"),
@@ -202,11 +225,22 @@ def _value(match: re.Match[str]) -> str:
     return match.group("secret")
 
 
+def _random_part(value: str) -> bool:
+    """Whether a dotted value has a part no code name has: 16+ characters holding 2+ digits and 2+ letters
+    (``patAbc….e2610899…``, ``….atlasv1.…``), so that it is a token, not ``request.form``."""
+    return any(len(part) >= 16 and sum(c.isdigit() for c in part) >= 2 and sum(c.isalpha() for c in part) >= 2
+               for part in value.split("."))
+
+
+def _code_or_path(value: str) -> bool:
+    return bool(_NOT_A_VALUE.match(value)) and not _random_part(value)
+
+
 def _assigned_value(match: re.Match[str]) -> bool:
     """A value assigned to a secret-like name is a secret unless it is a placeholder, code, or
     (after a colon, as prose has it: "credentials: Ensure…") a plain word."""
     value = _value(match)
-    if _PLACEHOLDER_VALUES.match(value) or _NOT_A_VALUE.match(value):
+    if _PLACEHOLDER_VALUES.match(value) or _code_or_path(value):
         return False
     if value.isalpha() and (value.islower() or (match.groupdict().get("sep") == ":" and value.istitle())):
         return False
@@ -227,9 +261,36 @@ def _argument_value(match: re.Match[str]) -> bool:
 
 
 def _high_entropy(match: re.Match[str]) -> bool:
-    stripped = _value(match).strip(".=-_/")
-    return (len(stripped) >= 12 and not _NOT_A_VALUE.match(stripped) and _entropy(stripped) >= MIN_ENTROPY
+    return _high_entropy_text(_value(match))
+
+
+def _high_entropy_text(value: str) -> bool:
+    stripped = value.strip(".=-_/")
+    return (len(stripped) >= 12 and not _code_or_path(stripped) and _entropy(stripped) >= MIN_ENTROPY
             and any(c.isdigit() for c in stripped) and any(c.isalpha() for c in stripped))
+
+
+_COOKIE_VALUE = re.compile(r"=([^;,\s]{16,})")
+_PUBLIC_NAME = re.compile(r"(?i)pub(?:lic|lishable)?[_\-. ]?\Z")
+
+
+def _cookie_value(match: re.Match[str]) -> bool:
+    """A cookie string is a credential when one of its values is long and random (a session id), not ``theme=dark``."""
+    return any(_high_entropy_text(value) for value in _COOKIE_VALUE.findall(_value(match)))
+
+
+_MIXED = (re.compile(r"\d[A-Za-z]"), re.compile(r"[A-Za-z]\d"))
+
+
+def _keyed_value(match: re.Match[str]) -> bool:
+    """A high-entropy value of a name ending in "key", its digits among its letters (a random string, not a name
+    ending in a number: ``LabelKey1``, ``MD5_KEY``, ``us-central1/keyRings``), one token (an ``=`` only as base64's
+    padding, not ``<uuid>=/keyfile``), unless the name says public (``public_key``, ``pubKey``) or the value is an
+    SSH public key's blob (``AAAAB3NzaC1…``)."""
+    value = _value(match)
+    before = match.string[max(0, match.start() - 12):match.start()]
+    return (_high_entropy(match) and len(value.strip(".=-_/")) >= 16 and all(m.search(value) for m in _MIXED)
+            and "=" not in value.rstrip("=") and not value.startswith("AAAA") and not _PUBLIC_NAME.search(before))
 
 
 def _fold(text: str) -> str:
@@ -266,6 +327,8 @@ _NEEDS_SPELT_OUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "stripe-secret-key": ("sk_live_", "sk_test_"),
     "stripe-restricted-key": ("rk_live_", "rk_test_"),
     "grafana-token": ("glsa_", "glc_"),
+    "cookie": ("cookie", "-b"),
+    "keyed-value": ("key", "Key", "KEY"),
     "secret-assignment": _SECRET_WORD_STRINGS,
     "secret-like-value": _SECRET_WORD_STRINGS,
 })
@@ -282,7 +345,8 @@ def _compile() -> tuple[_Rule, ...]:
              for kind, pattern in _PROVIDER_RULES]
     accept = {"secret-assignment": _assigned_value, "secret-like-value": _high_entropy,
               "authorization-header": _high_entropy, "connection-string-secret": _assigned_value,
-              "command-line-password": _argument_value}
+              "command-line-password": _argument_value, "netrc-password": _argument_value,
+              "cookie": _cookie_value, "keyed-value": _keyed_value}
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
               for kind, pattern in _GENERIC_RULES]
     return tuple(rules)
