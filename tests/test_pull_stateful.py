@@ -139,7 +139,8 @@ class PushPull(RuleBasedStateMachine):
         self.seen: list[set[str]] = [set() for _ in range(STORES + 1)]
         self.seen_surely: list[set[str]] = [set() for _ in range(STORES + 1)]
         self.excused: set[str] = set()  # texts causally overwritten or deleted
-        self.deletes: list[tuple[str, frozenset[str]]] = []  # (key, what the deleting site had surely seen)
+        # (key, what the deleting site had surely seen, the server's other memories of that key it left alone)
+        self.deletes: list[tuple[str, frozenset[str], frozenset[str]]] = []
         self.deleted_at: list[set[str]] = [set() for _ in range(STORES + 1)]  # keys deleted at each site
         self.server_lost: set[str] = set()  # keys deleted on the server (by its client or a push)
         self.held: list[set[str]] = [set() for _ in range(STORES)]  # keys each store has held
@@ -170,7 +171,8 @@ class PushPull(RuleBasedStateMachine):
         """The memories of store ``n``: id, key, whether a conflict copy, content, tags, importance."""
         out = []
         for memory_id, content, tags, importance, metadata in self.stores[n].conn.execute(
-                "SELECT id, content, tags, importance, metadata FROM memories ORDER BY id"):
+                "SELECT id, content, tags, importance, metadata FROM memories ORDER BY metadata ->> '$.case_key', "
+                "metadata ->> '$.sync_conflict' IS NOT NULL, content, tags, importance, id"):
             meta = as_dict(metadata)
             out.append({"id": memory_id, "key": meta.get(KEY), "copy": "sync_conflict" in meta,
                         "content": content, "tags": own_tags(json.loads(tags or "[]")),
@@ -189,7 +191,13 @@ class PushPull(RuleBasedStateMachine):
             out.append({"id": node["id"], "key": meta.get(KEY), "copy": "sync_conflict" in meta,
                         "content": node["content"], "tags": own_tags(node.get("tags")),
                         "importance": round(float(node["importance"]), 3)})
-        return out
+        return sorted(out, key=self.order)
+
+    @staticmethod
+    def order(row: dict[str, Any]) -> tuple[Any, ...]:
+        """Picks go by this order, as the local rows' (the key, then the content ...), not by ids, which are
+        random: so a seed replays the same steps on the same memories."""
+        return (row["key"] or "", row["copy"], row["content"], row["tags"], row["importance"], row["id"])
 
     def keys(self, n: int) -> set[str]:
         return {row["key"] for row in self.rows(n) if not row["copy"]}
@@ -255,7 +263,10 @@ class PushPull(RuleBasedStateMachine):
         self.overwritten(n, row["key"], row["content"], row["copy"])
         self.deleted_marks[n].add(self.lost_mark(row))
         if not row["copy"]:
-            self.deletes.append((row["key"], frozenset(self.seen_surely[n])))
+            mapped = {r[0] for r in self.stores[n].conn.execute(
+                "SELECT remote_id FROM push_ids WHERE local_id = ? AND remote_id IS NOT NULL", (row["id"],))}
+            others = self.others(row["key"], row["id"], mapped)
+            self.deletes.append((row["key"], frozenset(self.seen_surely[n]), others))
             self.deleted_at[n].add(row["key"])
         if how == "forget":
             forget(store or self.stores[n], [row["id"]])
@@ -327,9 +338,17 @@ class PushPull(RuleBasedStateMachine):
         self.overwritten(SERVER, row["key"], row["content"], row["copy"])
         self.server_lost.add(self.lost_mark(row))
         if not row["copy"]:
-            self.deletes.append((row["key"], frozenset(self.seen_surely[SERVER])))
+            others = self.others(row["key"], "", {row["id"]})
+            self.deletes.append((row["key"], frozenset(self.seen_surely[SERVER]), others))
             self.deleted_at[SERVER].add(row["key"])
         assert self.server.client.delete(f"/memory/{row['id']}").status_code == 200
+
+    def others(self, key: str, local_id: str, deleted: set[str]) -> frozenset[str]:
+        """The server's memories of ``key`` that a delete does not delete: two stores that each changed a
+        memory the server deleted each create theirs there again (docs/pull.md), and a delete of one is not a delete
+        of the other. Not among them: the server's ids in ``deleted``, and the one ``local_id`` was pulled from."""
+        return frozenset(r["id"] for r in self.server_rows() if r["key"] == key and not r["copy"]
+                         and r["id"] not in deleted and local_id_for(self.server.url, r["id"]) != local_id)
 
     def server_place(self, n: int, local_id: str) -> int | None:
         """Where the server lists the memory store ``n`` maps ``local_id`` to (None: not there)."""
@@ -622,11 +641,11 @@ class PushPull(RuleBasedStateMachine):
         assert not lost, f"writes lost: {sorted(lost)}"
         binned = set(self.texts) - self.excused - held
         assert not binned, f"edits made without seeing a delete lost to it (only in a trash): {sorted(binned)}"
-        present = {r["key"] for r in server if not r["copy"]}
-        for key, seen in self.deletes:
-            if key in present and key in self.uncertain:
+        for key, seen, others in self.deletes:
+            present = {r["id"] for r in server if r["key"] == key and not r["copy"]} - others
+            if present and key in self.uncertain:
                 self.event("a create a stopped push left pending, deleted there meanwhile, sent again (documented)")
-            elif key in present:
+            elif present:
                 again = [t for t, k in self.changes.items() if k == key and t not in seen]
                 assert again, f"{key} was deleted and came back, changed by no one who had not seen the delete"
 
