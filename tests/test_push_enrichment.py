@@ -6,6 +6,7 @@ tests/test_pull.py; the others drive the wait with a scripted server and clock."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from localmem import MemoryStore
@@ -41,7 +42,7 @@ def test_a_tag_and_metadata_edit_pushed_right_after_the_create_stays_on_the_serv
         assert not undone, f"edits the server answered 200 for and then undid: {undone}"
         # And the next pull takes nothing back: the local edits stay.
         assert Puller(store, client, allow_deletes=0).run().ok
-    tags = {tuple(own(m["tags"])) for m in store.list(limit=100)}
+    tags = {tuple(own(json.loads(row[0]))) for row in store.conn.execute("SELECT tags FROM memories")}
     assert tags == {("final",)}
     store.close()
 
