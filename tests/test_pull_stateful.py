@@ -294,6 +294,9 @@ class PushPull(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 10 ** 6), field=FIELDS, words=WORDS, tags=TAGS, importance=IMPORTANCE)
     def server_edit(self, pick, field, words, tags, importance):
+        # Another client's PATCH is not guarded against AutoMem's enrichment (which rewrites a new memory's
+        # tags and metadata from an earlier read): waited for here. Push guards its own (no wait after it).
+        self.server.wait_idle()
         rows = self.server_rows()
         if not rows:
             return
@@ -425,7 +428,6 @@ class PushPull(RuleBasedStateMachine):
         before = {self.lost_mark(row): row for row in self.server_rows()}
         surely = set(self.seen_surely[n])  # not what a writer racing the push adds
         summary = self._run("push", n, lambda c: Pusher(self.stores[n], c, batch_size=2).run(), client, commit_at)
-        self.server.wait_idle()
         after = {self.lost_mark(row): row for row in self.server_rows()}
         # docs/push.md: push sends what changed here over the server's value, and deletes there
         # what was deleted here, whether or not another client changed it since. Only that: a text
