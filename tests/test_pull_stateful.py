@@ -19,8 +19,11 @@ same memories (content, own tags, importance, conflict copies) but the documente
 no text is lost unless a site that had seen it changed or deleted that memory (causally, as in
 tests/test_sync_stateful.py), or push sent a change over it (docs/push.md, "What push does not look
 at"); no deleted memory is back unless some site changed it without having seen the delete, or a
-stopped push's pending create was deleted there before the next push looked (docs/push.md); no
-memory is held twice in one version; every conflict copy is linked to its winner.
+stopped push's pending create was deleted there before the next push looked (docs/push.md) (a delete
+of one of the server's two memories of a key, which two stores each created there again, is not a
+delete of the other); no memory is held twice in one version; every conflict copy is linked to its
+winner. A rule picks memories in the order of their keys and contents, not of their random ids, so a
+seed replays the same steps on the same memories (AutoMem's own timing aside).
 
 Left out: edges and supersessions (sync's model covers them), ``--limit``, ``--tags``, dry runs,
 two runs at once (one lock refuses the second), clocks (push and pull compare hashes). CI runs 8
