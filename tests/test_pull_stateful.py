@@ -19,7 +19,8 @@ same memories (content, own tags, importance, conflict copies) but the documente
 no text is lost unless a site that had seen it changed or deleted that memory (causally, as in
 tests/test_sync_stateful.py), or push sent a change over it (docs/push.md, "What push does not look
 at"); no deleted memory is back unless some site changed it without having seen the delete, or a
-stopped push's pending create was deleted there before the next push looked (docs/push.md) (a delete
+stopped push's pending create was deleted there before the next push looked (docs/push.md), or the
+server deleted it holding a change a stopped push sent unrecorded (docs/pull.md, Deletions) (a delete
 of one of the server's two memories of a key, which two stores each created there again, is not a
 delete of the other); no memory is held twice in one version; every conflict copy is linked to its
 winner. A rule picks memories in the order of their keys and contents, not of their random ids, so a
@@ -142,13 +143,16 @@ class PushPull(RuleBasedStateMachine):
         self.seen: list[set[str]] = [set() for _ in range(STORES + 1)]
         self.seen_surely: list[set[str]] = [set() for _ in range(STORES + 1)]
         self.excused: set[str] = set()  # texts causally overwritten or deleted
-        # (key, what the deleting site had surely seen, the server's other memories of that key it left alone)
-        self.deletes: list[tuple[str, frozenset[str], frozenset[str]]] = []
+        # (key, what the deleting site had surely seen, the server's other memories of that key it left alone,
+        # the changes of it the server held only through a stopped push, which no store has recorded as sent)
+        self.deletes: list[tuple[str, frozenset[str], frozenset[str], frozenset[str]]] = []
         self.deleted_at: list[set[str]] = [set() for _ in range(STORES + 1)]  # keys deleted at each site
         self.server_lost: set[str] = set()  # keys deleted on the server (by its client or a push)
         self.held: list[set[str]] = [set() for _ in range(STORES)]  # keys each store has held
         self.deleted_marks: list[set[str]] = [set() for _ in range(STORES)]  # lost_mark of each local delete
         self.uncertain: set[str] = set()  # keys a stopped push left pending (created there or not: unknown)
+        # Changes a stopped push may have sent without recording them (the server has them or not: unknown there).
+        self.unrecorded: set[str] = set()
         self.listed_ids: set[str] = set()  # every server id listed when a pull started
 
     def empty_server(self):
@@ -269,7 +273,7 @@ class PushPull(RuleBasedStateMachine):
             mapped = {r[0] for r in self.stores[n].conn.execute(
                 "SELECT remote_id FROM push_ids WHERE local_id = ? AND remote_id IS NOT NULL", (row["id"],))}
             others = self.others(row["key"], row["id"], mapped)
-            self.deletes.append((row["key"], frozenset(self.seen_surely[n]), others))
+            self.deletes.append((row["key"], frozenset(self.seen_surely[n]), others, frozenset()))
             self.deleted_at[n].add(row["key"])
         if how == "forget":
             forget(store or self.stores[n], [row["id"]])
@@ -341,11 +345,13 @@ class PushPull(RuleBasedStateMachine):
         if not rows:
             return
         row = rows[pick % len(rows)]
+        unrecorded = frozenset(t for t in self.unrecorded if self.changes[t] == row["key"]
+                               and t not in self.seen_surely[SERVER])
         self.overwritten(SERVER, row["key"], row["content"], row["copy"])
         self.server_lost.add(self.lost_mark(row))
         if not row["copy"]:
             others = self.others(row["key"], "", {row["id"]})
-            self.deletes.append((row["key"], frozenset(self.seen_surely[SERVER]), others))
+            self.deletes.append((row["key"], frozenset(self.seen_surely[SERVER]), others, unrecorded))
             self.deleted_at[SERVER].add(row["key"])
         assert self.server.client.delete(f"/memory/{row['id']}").status_code == 200
 
@@ -451,6 +457,8 @@ class PushPull(RuleBasedStateMachine):
             "SELECT m.metadata ->> '$.case_key' FROM push_ids AS p JOIN memories AS m ON m.id = p.local_id "
             "WHERE p.remote_id IS NULL")}
         self.uncertain |= pending - {None}
+        if summary is None:  # stopped: what it sent is on the server, unrecorded here
+            self.unrecorded |= {t for t in surely if t in self.changes and t not in self.seen_surely[SERVER]}
         if summary is not None:
             assert summary.ok, summary.as_dict()
             for name, count in (("created", summary.memories.created), ("updated", summary.memories.updated),
@@ -646,12 +654,16 @@ class PushPull(RuleBasedStateMachine):
         assert not lost, f"writes lost: {sorted(lost)}"
         binned = set(self.texts) - self.excused - held
         assert not binned, f"edits made without seeing a delete lost to it (only in a trash): {sorted(binned)}"
-        for key, seen, others in self.deletes:
+        for key, seen, others, unrecorded in self.deletes:
             present = {r["id"] for r in server if r["key"] == key and not r["copy"]} - others
+            again = [t for t, k in self.changes.items() if k == key and t not in seen]
             if present and key in self.uncertain:
                 self.event("a create a stopped push left pending, deleted there meanwhile, sent again (documented)")
+            elif present and not again and unrecorded:
+                # docs/pull.md: a change a stopped push sent without recording it is, for the pull, a change made
+                # here since the two were last in step; the pull keeps it over the server's delete.
+                self.event("a change a stopped push sent unrecorded, deleted there, kept and sent again (documented)")
             elif present:
-                again = [t for t, k in self.changes.items() if k == key and t not in seen]
                 assert again, f"{key} was deleted and came back, changed by no one who had not seen the delete"
 
 
