@@ -21,8 +21,8 @@ tests/test_sync_stateful.py), or push sent a change over it (docs/push.md, "What
 at"); no deleted memory is back unless some site changed it without having seen the delete, or a
 stopped push's pending create was deleted there before the next push looked (docs/push.md), or the
 server deleted it holding a change a stopped push sent unrecorded (docs/pull.md, Deletions) (a delete
-of one of the server's two memories of a key, which two stores each created there again, is not a
-delete of the other); no memory is held twice in one version; every conflict copy is linked to its
+of one of two memories of a key, which two stores each created on the server again and either may
+hold, is not a delete of the other); no memory is held twice in one version; every conflict copy is linked to its
 winner. A rule picks memories in the order of their keys and contents, not of their random ids, so a
 seed replays the same steps on the same memories (AutoMem's own timing aside).
 
@@ -143,9 +143,9 @@ class PushPull(RuleBasedStateMachine):
         self.seen: list[set[str]] = [set() for _ in range(STORES + 1)]
         self.seen_surely: list[set[str]] = [set() for _ in range(STORES + 1)]
         self.excused: set[str] = set()  # texts causally overwritten or deleted
-        # (key, what the deleting site had surely seen, the server's other memories of that key it left alone,
+        # (key, what the deleting site had surely seen, the other memories of that key it left alone,
         # the changes of it the server held only through a stopped push, which no store has recorded as sent)
-        self.deletes: list[tuple[str, frozenset[str], frozenset[str], frozenset[str]]] = []
+        self.deletes: list[tuple[str, frozenset[str], frozenset[Any], frozenset[str]]] = []
         self.deleted_at: list[set[str]] = [set() for _ in range(STORES + 1)]  # keys deleted at each site
         self.server_lost: set[str] = set()  # keys deleted on the server (by its client or a push)
         self.held: list[set[str]] = [set() for _ in range(STORES)]  # keys each store has held
@@ -270,9 +270,7 @@ class PushPull(RuleBasedStateMachine):
         self.overwritten(n, row["key"], row["content"], row["copy"])
         self.deleted_marks[n].add(self.lost_mark(row))
         if not row["copy"]:
-            mapped = {r[0] for r in self.stores[n].conn.execute(
-                "SELECT remote_id FROM push_ids WHERE local_id = ? AND remote_id IS NOT NULL", (row["id"],))}
-            others = self.others(row["key"], row["id"], mapped)
+            others = self.others(row["key"], row["id"], self.mapped(n, row["id"]))
             self.deletes.append((row["key"], frozenset(self.seen_surely[n]), others, frozenset()))
             self.deleted_at[n].add(row["key"])
         if how == "forget":
@@ -355,17 +353,32 @@ class PushPull(RuleBasedStateMachine):
             self.deleted_at[SERVER].add(row["key"])
         assert self.server.client.delete(f"/memory/{row['id']}").status_code == 200
 
-    def others(self, key: str, local_id: str, deleted: set[str]) -> frozenset[str]:
-        """The server's memories of ``key`` that a delete does not delete: two stores that each changed a
-        memory the server deleted each create theirs there again (docs/pull.md), and a delete of one is not a delete
-        of the other. Not among them: the server's ids in ``deleted``, and the one ``local_id`` was pulled from."""
-        return frozenset(r["id"] for r in self.server_rows() if r["key"] == key and not r["copy"]
-                         and r["id"] not in deleted and local_id_for(self.server.url, r["id"]) != local_id)
+    def mapped(self, n: int, local_id: str) -> set[str]:
+        """The server ids store ``n`` maps ``local_id`` to."""
+        return {r[0] for r in self.stores[n].conn.execute(
+            "SELECT remote_id FROM push_ids WHERE local_id = ? AND remote_id IS NOT NULL", (local_id,))}
+
+    def others(self, key: str, local_id: str, deleted: set[str]) -> frozenset[Any]:
+        """The memories of ``key`` that a delete does not delete: two stores that each changed a memory the server
+        deleted each create theirs there again (docs/pull.md), and a store may hold both, or its own next to the
+        other's; a delete of one is not a delete of the other. The server's (by id) and the stores' (``(store,
+        local id)``), but for the one deleted: the server's ids in ``deleted``, the memories mapped to them or pulled
+        from them, and any memory with the id ``local_id`` (a memory pulled into both stores has one id in both)."""
+        pulled = {local_id_for(self.server.url, d) for d in deleted} | {local_id}
+        server = {r["id"] for r in self.server_rows() if r["key"] == key and not r["copy"]
+                  and r["id"] not in deleted and local_id_for(self.server.url, r["id"]) != local_id}
+        stores = {(n, r["id"]) for n in range(STORES) for r in self.rows(n) if r["key"] == key and not r["copy"]
+                  and r["id"] not in pulled and not self.mapped(n, r["id"]) & deleted}
+        return frozenset(server | stores)
+
+    def owners(self, remote_id: str) -> set[tuple[int, str]]:
+        """The stores' memories mapped to the server's ``remote_id``."""
+        return {(n, r[0]) for n in range(STORES) for r in self.stores[n].conn.execute(
+            "SELECT local_id FROM push_ids WHERE remote_id = ?", (remote_id,))}
 
     def server_place(self, n: int, local_id: str) -> int | None:
         """Where the server lists the memory store ``n`` maps ``local_id`` to (None: not there)."""
-        mapped = {r[0] for r in self.stores[n].conn.execute(
-            "SELECT remote_id FROM push_ids WHERE local_id = ? AND remote_id IS NOT NULL", (local_id,))}
+        mapped = self.mapped(n, local_id)
         return next((i for i, row in enumerate(self.server_rows()) if row["id"] in mapped), None)
 
     @rule(n=st.integers(0, STORES - 1), pick=st.integers(0, 10 ** 6), field=FIELDS, words=WORDS, tags=TAGS,
@@ -655,7 +668,8 @@ class PushPull(RuleBasedStateMachine):
         binned = set(self.texts) - self.excused - held
         assert not binned, f"edits made without seeing a delete lost to it (only in a trash): {sorted(binned)}"
         for key, seen, others, unrecorded in self.deletes:
-            present = {r["id"] for r in server if r["key"] == key and not r["copy"]} - others
+            present = {r["id"] for r in server if r["key"] == key and not r["copy"]
+                       and r["id"] not in others and not self.owners(r["id"]) & others}
             again = [t for t, k in self.changes.items() if k == key and t not in seen]
             if present and key in self.uncertain:
                 self.event("a create a stopped push left pending, deleted there meanwhile, sent again (documented)")
