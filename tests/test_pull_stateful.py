@@ -483,10 +483,12 @@ class PushPull(RuleBasedStateMachine):
 
     def check_pushed(self, n: int, on_server: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
         """After a push that ran to its end: every memory of store n is on the server (a conflict
-        copy by its text), but one the server lost, which the next pull deletes here or, written or
+        copy by its text, or by the server's id it is mapped to: another client may have edited it
+        there since), but one the server lost, which the next pull deletes here or, written or
         changed here, keeps (docs/pull.md)."""
+        ids = {row["id"] for row in on_server.values()}
         for row in self.rows(n):
-            there = self.lost_mark(row) in on_server
+            there = self.lost_mark(row) in on_server or bool(self.mapped(n, row["id"]) & ids)
             assert there or self.lost_mark(row) in self.server_lost, (
                 f"store {n} holds {row} and a finished push left it off the server: {summary}")
 
