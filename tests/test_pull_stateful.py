@@ -447,10 +447,14 @@ class PushPull(RuleBasedStateMachine):
 
     def push(self, n: int, client: PushClient | None = None, commit_at: int = 0) -> None:
         client = client or PushClient(self.server.url, token=self.server.token)
-        before = {self.lost_mark(row): row for row in self.server_rows()}
+        listed = self.server_rows()
+        before = {self.lost_mark(row): row for row in listed}
         surely = set(self.seen_surely[n])  # not what a writer racing the push adds
         summary = self._run("push", n, lambda c: Pusher(self.stores[n], c, batch_size=2).run(), client, commit_at)
-        after = {self.lost_mark(row): row for row in self.server_rows()}
+        now = self.server_rows()
+        after = {self.lost_mark(row): row for row in now}
+        # Lost by id too: two conflict copies of one text are one mark, and a push may delete one of them.
+        self.server_lost |= {self.lost_mark(row) for row in listed if row["id"] not in {r["id"] for r in now}}
         # docs/push.md: push sends what changed here over the server's value, and deletes there
         # what was deleted here, whether or not another client changed it since. Only that: a text
         # a push replaced with one this store never held, or removed while this store did not
