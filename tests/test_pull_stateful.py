@@ -22,9 +22,10 @@ at"); no deleted memory is back unless some site changed it without having seen 
 stopped push's pending create was deleted there before the next push looked (docs/push.md), or the
 server deleted it holding a change a stopped push sent unrecorded (docs/pull.md, Deletions) (a delete
 of one of two memories of a key, which two stores each created on the server again and either may
-hold, is not a delete of the other); no memory is held twice in one version; every conflict copy is linked to its
-winner. A rule picks memories in the order of their keys and contents, not of their random ids, so a
-seed replays the same steps on the same memories (AutoMem's own timing aside).
+hold, is not a delete of the other); no memory is held twice in one version (in a store, but one
+written there that the server lost); every conflict copy is linked to its winner. A rule picks
+memories in the order of their keys and contents, not of their random ids, so a seed replays the
+same steps on the same memories (AutoMem's own timing, and the order of a pull's deletions, aside).
 
 Left out: edges and supersessions (sync's model covers them), ``--limit``, ``--tags``, dry runs,
 two runs at once (one lock refuses the second), clocks (push and pull compare hashes). CI runs 8
