@@ -151,6 +151,7 @@ class PushPull(RuleBasedStateMachine):
         self.server_lost: set[str] = set()  # keys deleted on the server (by its client or a push)
         self.held: list[set[str]] = [set() for _ in range(STORES)]  # keys each store has held
         self.deleted_marks: list[set[str]] = [set() for _ in range(STORES)]  # lost_mark of each local delete
+        self.deleted_remote: list[set[str]] = [set() for _ in range(STORES)]  # server ids mapped to a local delete
         self.uncertain: set[str] = set()  # keys a stopped push left pending (created there or not: unknown)
         # Changes a stopped push may have sent without recording them (the server has them or not: unknown there).
         self.unrecorded: set[str] = set()
@@ -270,6 +271,7 @@ class PushPull(RuleBasedStateMachine):
     def delete_row(self, n: int, row: dict[str, Any], how: str, store: MemoryStore | None = None) -> None:
         self.overwritten(n, row["key"], row["content"], row["copy"])
         self.deleted_marks[n].add(self.lost_mark(row))
+        self.deleted_remote[n] |= self.mapped(n, row["id"])  # another client may have changed its text there
         if not row["copy"]:
             others = self.others(row["key"], row["id"], self.mapped(n, row["id"]))
             self.deletes.append((row["key"], frozenset(self.seen_surely[n]), others, frozenset()))
@@ -463,7 +465,7 @@ class PushPull(RuleBasedStateMachine):
         for mark, row in before.items():
             if mark not in after:
                 self.server_lost.add(mark)
-                sent = mark in self.deleted_marks[n]
+                sent = mark in self.deleted_marks[n] or row["id"] in self.deleted_remote[n]
             else:
                 sent = after[mark]["content"] != row["content"] and after[mark]["content"] in self.seen[n]
             if sent:
