@@ -421,7 +421,7 @@ class Puller(ProgressSteps):
                 self.summary.embeddings["reembedded"] += len(stored)
             self._maybe_pause()
             if self.before_write is not None:
-                for local_id in stored:  # tests: a writer between a batch's write and its record
+                for local_id in (i for i in items if i in stored):  # tests: a writer between write and record, in order
                     self.before_write(local_id)
             done = there | stored
             self._record({local_id: items[local_id][0] for local_id in items if local_id in done}, created=True,

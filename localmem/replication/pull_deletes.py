@@ -52,10 +52,12 @@ def delete_memories(self: Puller) -> None:
 def _stopped_writes_deleted_there(self: Puller) -> None:
     """Memories a stopped pull wrote and never recorded (noted ``PENDING`` with the ``updated_at``
     written), gone from the server since: to the trash when unchanged here (its ``updated_at`` as
-    written), else kept, and the next push creates them there again."""
+    written), else kept, and the next push creates them there again. A kept one is recorded as pulled
+    from the server (the stopped pull never did), so that push keeps its origin and the server's next
+    delete reaches it as it reaches any pulled memory."""
     stale = [(rid, seen[PENDING]) for rid, seen in self._seen.items() if PENDING in seen
              and rid not in self.listing and rid not in self.unreadable and rid not in self.map]
-    done = []
+    done, kept = [], []
     for rid, written_at in stale:
         there = _still_there(self, rid)
         if there is None or there:
@@ -67,7 +69,9 @@ def _stopped_writes_deleted_there(self: Puller) -> None:
                                                                    "change_seq": row["change_seq"]})):
             self.summary.conflicts += 1
             self._kept.append(local_id)
+            kept.append((local_id, rid))
         done.append((local_id, rid))
+    self.state.record_pulled(kept)
     self.state.forget(done)
 
 

@@ -116,6 +116,12 @@ class PullState(RemoteRecords):
         if statements:
             self._write(statements)
 
+    def record_pulled(self, pairs: list[tuple[str, str]]) -> None:
+        """(local id, remote id): memories this file holds as pulled from the server (``remote_origins``)."""
+        if pairs:
+            self._write([("remote_origin_record", {"local_id": local_id, "remote_id": remote_id, "origin": PULLED})
+                         for local_id, remote_id in pairs])
+
     def record_seen(self, seen: list[tuple[str, dict[str, str]]]) -> None:
         """(remote id, hashes) of memories already in step, to compare the next pull with."""
         if seen:

@@ -33,6 +33,7 @@ from ..timeparse import format_timestamp, parse_timestamp, shifted
 from .pull_state import local_id_for
 from .push_client import PushClient, RemoteError, Uncertain
 from .push_edges import delete_edges, push_edges
+from .push_enrichment import EnrichmentWait
 from .push_map import PushMap
 from .push_summary import PushSummary
 from .push_wire import (
@@ -104,6 +105,7 @@ class Pusher(ProgressSteps):
         self.bar = progress
         self.summary = PushSummary(client.url, dry_run=dry_run)
         self.profile = ServerProfile("automem", None, None)
+        self.enrichment = EnrichmentWait(client, None)  # read_server sets it from the server's health
         self.carry = False
         self._answers = 0
         self._crash_after = int(os.environ.get(CRASH_ENV) or 0)
@@ -127,6 +129,7 @@ class Pusher(ProgressSteps):
                 self.update_memories()  # what the creates left incomplete (ids they name)
                 push_edges(self)
                 delete_edges(self)
+                self.summary.warnings += self.enrichment.notes()
         self.summary.seconds = time.perf_counter() - started
         self.summary.retried = self.client.retried
         return self.summary
@@ -137,6 +140,7 @@ class Pusher(ProgressSteps):
             raise RemoteError(f"GET {self.client.url}/health answered {response.status}: {response.message()}",
                               status=response.status)
         self.profile = read_profile(response.body)
+        self.enrichment = EnrichmentWait(self.client, response.body)
         self.summary.server = self.profile.kind
         with self.store.lock:
             recorded = self.store.backend.meta("embedder")
@@ -429,7 +433,7 @@ class Pusher(ProgressSteps):
                 self.summary.embeddings["server_embedded"] += 1
         path = f"/memory/{self.client.quoted(row['remote_id'])}"
         if not self.profile.localmem and ("tags" in body or "metadata" in body):
-            current = self.client.get(path)
+            current = self.enrichment.current(row["id"], path, self.client.get(path))
             if current.ok and isinstance(current.body, dict) and isinstance(current.body.get("memory"), dict):
                 body = merge_server_additions(body, current.body["memory"])
             elif current.status == 404:
