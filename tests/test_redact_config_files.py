@@ -18,7 +18,8 @@ from benchmarks.safety.redaction import caught
 NPM_TOKEN = "0b9c1f7e-1d2a-4c2b-9f1e-2a3b4c5d6e7f"
 USER_PASS = base64.b64encode(b"ci7x2qk:S3cr3t-Pass!9").decode()
 PEM_BODY = "MIIEpAIBAAKCAQEAx9fQz81Kd0pLm4Wv7Yt2Rb6Nc3\n"
-KEY_DATA = base64.b64encode(f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}-----END RSA PRIVATE KEY-----\n".encode()).decode()
+KEY_DATA = base64.b64encode(
+    f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}-----END RSA PRIVATE KEY-----\n".encode()).decode()
 EC_KEY = base64.b64encode(f"-----BEGIN EC PRIVATE KEY-----\n{PEM_BODY}-----END EC PRIVATE KEY-----\n".encode()).decode()
 CERT_DATA = base64.b64encode(f"-----BEGIN CERTIFICATE-----\n{PEM_BODY}-----END CERTIFICATE-----\n".encode()).decode()
 PAT = "ukmhfmdxac6klzq5yj46v4d76lpei435qmscrbyojtp3xqvhh2p4"
@@ -33,7 +34,8 @@ CAUGHT = [
     ("private-key", f"users:\n- name: admin\n  user:\n    client-certificate-data: {CERT_DATA}\n"
                     f"    client-key-data: {KEY_DATA}", KEY_DATA[20:]),
     ("private-key", f"data:\n  tls.crt: {CERT_DATA}\n  tls.key: {EC_KEY}", EC_KEY[20:]),
-    ("secret-assignment", "users:\n- name: ci\n  user:\n    token: 8f3kq0x7vd81mzl4c6nq3w5e", "8f3kq0x7vd81mzl4c6nq3w5e"),
+    ("secret-assignment", "users:\n- name: ci\n  user:\n    token: 8f3kq0x7vd81mzl4c6nq3w5e",
+     "8f3kq0x7vd81mzl4c6nq3w5e"),
     ("pgpass-password", "# ~/.pgpass\ndb.internal:5432:app:deploy:Xq9#kL2mP0zR", "Xq9#kL2mP0zR"),
     ("pgpass-password", "*:*:*:postgres:hunter2\\:x22", "hunter2\\:x22"),
     ("url-password", f"git clone https://:{PAT}@dev.azure.com/acme/web/_git/web", PAT),

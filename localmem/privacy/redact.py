@@ -11,7 +11,8 @@ formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
 rules for what has no fixed shape: private key blocks of any kind, passwords in URLs,
 connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
 ``KEY=value`` with a secret-like name, a name ending in "key" given a random value,
-netrc entries, cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
+netrc entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private
+key), cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
 values next to a key-like word (benchmarks/common/credential_heldout.py holds formats no
 rule was written from, to measure what these generalise to).
 
