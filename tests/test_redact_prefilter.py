@@ -3,6 +3,7 @@ one of the strings every match of it contains, and ``redact`` answers as with ev
 
 from __future__ import annotations
 
+import base64
 import random
 import re
 from dataclasses import replace
@@ -138,11 +139,17 @@ def test_hostile_texts_answer_the_same(text):
 REDUNDANT = {("secret-assignment", 0): {"client"}, ("secret-like-value", 0): {"client"}}
 
 
+# Rules whose acceptance decodes base64 (docker's "auth" to user:password, a PEM header naming a private key): a
+# random sample of the pattern never decodes so, and one real match each is added to their samples.
+DECODED = {"docker-auth": ['{"auth": "' + base64.b64encode(b"ci:S3cr3tPass9").decode() + '"}'],
+           "private-key": [base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBx9f\n").decode()]}
+
+
 def test_a_rule_missing_one_of_its_strings_is_caught():
     """Each of a rule's sets without any one of its strings: the rule alone then redacts some sample
     holding that string differently, so the tests above fail on a set missing a string the rule needs."""
     for index, rule in enumerate(RULES):
-        texts = _rule_samples(index, 60 * max(map(len, rule.needs)))  # a third bare: the prose holds secret words
+        texts = _rule_samples(index, 60 * max(map(len, rule.needs))) + DECODED.get(rule.kind, [])  # a third bare
         for which, strings in enumerate(rule.needs):
             for part in strings - REDUNDANT.get((rule.kind, which), set()):
                 cut = replace(rule, needs=tuple(s - {part} if n == which else s for n, s in enumerate(rule.needs)))

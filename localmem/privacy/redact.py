@@ -11,7 +11,8 @@ formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
 rules for what has no fixed shape: private key blocks of any kind, passwords in URLs,
 connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
 ``KEY=value`` with a secret-like name, a name ending in "key" given a random value,
-netrc entries, cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
+netrc entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private
+key), cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
 values next to a key-like word (benchmarks/common/credential_heldout.py holds formats no
 rule was written from, to measure what these generalise to).
 
@@ -24,6 +25,7 @@ the one every rule running would give (tests/test_redact_prefilter.py); it is on
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections import Counter
@@ -117,7 +119,17 @@ _SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pw", "passphrase", "tok
                                          "account", "sas") for separator in ("_", "-", " ", ""))
 
 _GENERIC_RULES: tuple[tuple[str, str], ...] = (
-    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
+    # The user may be empty ("redis://:PASS@host", "https://:PAT@dev.azure.com").
+    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
+    # Config-file keys that always hold a secret in their format (issue 40): .npmrc's "_authToken=", "_auth=" (base64
+    # of user:password) and "_password="; docker config.json's "auth" (base64 of user:password: checked by decoding);
+    # a base64 PEM private key ("LS0tLS1CRUdJTi…": kubeconfig's client-key-data, a Secret's tls.key); a .pgpass line
+    # "host:port:database:user:password" (port a number or *; "\:" escapes a colon), its last field.
+    ("npmrc-auth", r"(?<![0-9A-Za-z_])_(?:authToken|auth|password)[ \t]*=[ \t]*[\"']?(?P<secret>[^\s\"'<>]{1,4096})"),
+    ("docker-auth", r"[\"']auth[\"'][ \t]*:[ \t]*[\"'](?P<secret>[0-9A-Za-z+/]{8,4096}={0,2})[\"']"),
+    ("private-key", r"(?<![0-9A-Za-z+/])LS0tLS1CRUdJTi[0-9A-Za-z+/]{20,16384}={0,2}"),
+    ("pgpass-password", r"^[ \t]*[^\s:#][^\s:]{0,252}:(?:\d{1,5}|\*):[^\s:]{1,63}:[^\s:]{1,63}:"
+                        r"(?P<secret>(?:[^\s:\\]|\\.){1,256})[ \t]*$"),
     ("connection-string-secret", r"(?i)(?:^|[;\s\"'])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret)"
                                  r"=(?!=)(?P<secret>[^;\s\"']{1,512})"),
     # A password given as a command's argument (issue 40), where the tool's manual puts it: mysql's glued
@@ -293,6 +305,26 @@ def _keyed_value(match: re.Match[str]) -> bool:
             and "=" not in value.rstrip("=") and not value.startswith("AAAA") and not _PUBLIC_NAME.search(before))
 
 
+def _user_password_pair(match: re.Match[str]) -> bool:
+    """A base64 value that decodes to ``user:password`` (docker's "auth"), not ``"auth": "none"`` or a digest."""
+    try:
+        decoded = base64.b64decode(_value(match), validate=True).decode("utf-8")
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(user and colon and password) and decoded.isprintable()
+
+
+def _encoded_private_key(match: re.Match[str]) -> bool:
+    """Base64 of a PEM block whose header names a private or secret key (a certificate's is kept)."""
+    head = match.group(0)[:96]
+    try:
+        header = base64.b64decode(head[:len(head) // 4 * 4]).decode("ascii", "replace").split("-----")[1]
+    except (ValueError, IndexError):
+        return False
+    return header.endswith(("PRIVATE KEY", "SECRET KEY BLOCK", "SECRET KEY"))
+
+
 def _fold(text: str) -> str:
     """``text`` in lower case, each character to one: where a case-ignoring pattern matches a
     character to an ASCII letter, the letter in lower case. ``str.lower`` does so but for three:
@@ -346,7 +378,9 @@ def _compile() -> tuple[_Rule, ...]:
     accept = {"secret-assignment": _assigned_value, "secret-like-value": _high_entropy,
               "authorization-header": _high_entropy, "connection-string-secret": _assigned_value,
               "command-line-password": _argument_value, "netrc-password": _argument_value,
-              "cookie": _cookie_value, "keyed-value": _keyed_value}
+              "cookie": _cookie_value, "keyed-value": _keyed_value, "npmrc-auth": _assigned_value,
+              "docker-auth": _user_password_pair, "private-key": _encoded_private_key,
+              "pgpass-password": _argument_value}
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
               for kind, pattern in _GENERIC_RULES]
     return tuple(rules)
