@@ -46,6 +46,16 @@ def pulled_then_created_again(db: Path, server) -> str:
     return second
 
 
+def changed_here_then_deleted_there(db: Path, server, second: str) -> tuple[int, dict]:
+    """The rota memory changed here, then the server deletes its copy ``second``: the next pull's exit code and
+    answer."""
+    with MemoryStore(db, embedder="hash") as store:
+        local_id = next(m["id"] for m in local_memories(db) if "rota" in m["content"])
+        store.update(local_id, content="The on-call rota changes on Wednesdays")
+    assert server.client.delete(f"/memory/{second}").status_code == 200
+    return pull(db, server)
+
+
 def test_the_servers_second_delete_of_a_pulled_memory_a_push_created_again_reaches_it(server, tmp_path):
     db = tmp_path / "local.db"
     second = pulled_then_created_again(db, server)
@@ -61,12 +71,7 @@ def test_the_servers_second_delete_of_a_pulled_memory_a_push_created_again_reach
 def test_a_pulled_memory_a_push_created_again_and_changed_here_since_is_kept_at_the_second_delete(
         server, tmp_path):
     db = tmp_path / "local.db"
-    second = pulled_then_created_again(db, server)
-    with MemoryStore(db, embedder="hash") as store:
-        local_id = next(m["id"] for m in local_memories(db) if "rota" in m["content"])
-        store.update(local_id, content="The on-call rota changes on Wednesdays")
-    assert server.client.delete(f"/memory/{second}").status_code == 200
-    code, pulled = pull(db, server)
+    code, pulled = changed_here_then_deleted_there(db, server, pulled_then_created_again(db, server))
     assert code == 0 and pulled["memories"]["deleted"] == 0, pulled
     assert any("changed here since" in w for w in pulled["warnings"]), pulled["warnings"]
     assert not any("written here" in w for w in pulled["warnings"]), pulled["warnings"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from localmem import MemoryStore
 from test_pull import create, local_memories, pull, pull_killed_before_its_record, push, server  # noqa: F401
-from test_pull_provenance import listed
+from test_pull_provenance import changed_here_then_deleted_there, listed
 
 ROTA = "The on-call rota changes on Mondays"
 
@@ -44,12 +44,7 @@ def test_the_servers_second_delete_reaches_a_memory_a_stopped_pull_wrote(server,
 
 def test_changed_here_again_it_is_kept_at_the_second_delete(server, tmp_path):
     db = tmp_path / "local.db"
-    second = written_by_a_stopped_pull_then_created_again(db, server)
-    with MemoryStore(db, embedder="hash") as store:
-        local_id = next(m["id"] for m in local_memories(db) if "rota" in m["content"])
-        store.update(local_id, content="The on-call rota changes on Wednesdays")
-    assert server.client.delete(f"/memory/{second}").status_code == 200
-    code, pulled = pull(db, server)
+    code, pulled = changed_here_then_deleted_there(db, server, written_by_a_stopped_pull_then_created_again(db, server))
     assert code == 0 and pulled["memories"]["deleted"] == 0, pulled
     assert any("changed here since" in w for w in pulled["warnings"]), pulled["warnings"]
     assert "The on-call rota changes on Wednesdays" in [m["content"] for m in local_memories(db)]
