@@ -17,7 +17,8 @@ from .storage.listing import BY_TAG_MAX_LIMIT, by_tag_page, list_page
 from .classify import replacement_type
 from .config import Config
 from .storage.backend import Backend
-from .storage.embedded import Embedded, PreparedWrite, in_current_space, subset
+from .storage.embedded import (Embedded, PreparedWrite, embed_contents, in_current_space, prepare_rows,
+                               subset)
 from .storage.database import MEMORY_PATH, connect, connect_read_only, read_transaction, storage_errors, transaction
 from .embedders import resolve_embedder
 from .errors import NotFoundError, ValidationError
@@ -187,53 +188,12 @@ class MemoryStore:
         return in_current_space(self._backend, prepared, texts, self._embed_contents)
 
     def _embed_contents(self, texts: list[str]) -> Embedded | None:
-        """Vectors and token codes of texts; None when the embedder cannot run. The store's lock
-        is taken for the file's reads and writes around the model, not while it runs (unless held)."""
-        with self._lock:
-            space = self._backend.vector_space()
-        found = self._backend.embed_texts_and_tokens(texts, self._lock)
-        if found is None:
-            return None
-        with self._lock:
-            codes = self._backend.token_codes(found[1])
-        return Embedded(list(found[0]), codes, space, tuple(range(len(texts))))
+        return embed_contents(self._backend, self._lock, texts)
 
     def _embed_one(self, text: str) -> tuple[bytes | None, tuple[int, bytes] | None]:
         """Vector and token codes of one text; (None, None) when the embedder cannot run (not a stale vector)."""
         found = self._embed_contents([text])
         return (None, None) if found is None else (found.vectors[0], found.token_codes[0])
-
-    def _prepare(self, items: list[Mapping[str, Any]], *, batch_size: int = 256,
-                 progress: ProgressBar | None = None, frames: int = 4) -> tuple[list[MemoryRow], Embedded]:
-        """Validate items and compute their embeddings and token codes (outside any transaction).
-        ``frames``: from here to the public method's caller (where tag warnings point)."""
-        now = self.now()
-        with self._lock:
-            space = self._backend.vector_space()  # before any vector is made: what they are made in
-        # Frames: _prepare (1), [_write,] store*/supersede, _serialized, the caller (4 or 5).
-        rows = memory_fields.build_rows(items, now=now, frames=frames)
-        ids = [row.id for row in rows]
-        if len(set(ids)) != len(ids):
-            raise ValidationError("Duplicate ids in one batch")
-        embeddings: list[bytes | None] = [None] * len(rows)
-        codes: list[tuple[int, bytes] | None] = [None] * len(rows)
-        to_embed: list[int] = []
-        for index, item in enumerate(items):
-            if item.get("embedding") is not None:
-                if not self.has_vector_index:
-                    raise ValidationError("This store has no vector index (embedder 'none'); drop 'embedding'")
-                embeddings[index] = validate_embedding(item["embedding"], self.dimensions)
-            else:
-                to_embed.append(index)
-        for start in range(0, len(to_embed), batch_size):
-            chunk = to_embed[start:start + batch_size]
-            found = self._embed_contents([rows[i].content for i in chunk])
-            if found is not None:
-                for i, vector, code in zip(chunk, found.vectors, found.token_codes):
-                    embeddings[i], codes[i] = vector, code
-            if progress is not None:
-                progress.advance(len(chunk))
-        return rows, Embedded(embeddings, codes, space, tuple(to_embed))
 
     # -- writes -----------------------------------------------------------
 
@@ -258,7 +218,8 @@ class MemoryStore:
         # As prepare_many: the model runs before the lock is taken, so one write never holds other threads' recalls.
         items = redact_items([{**fields, "content": content}], redact)
         with storage_errors():
-            prepared = PreparedWrite(items, *self._prepare(items, frames=4), redacted=redact)
+            rows, embedded = prepare_rows(self._backend, self._lock, items, frames=4)
+            prepared = PreparedWrite(items, rows, embedded, redacted=redact)
         return self.store_many_checked(prepared, dedup=dedup)[0]
 
     @_serialized
@@ -280,7 +241,8 @@ class MemoryStore:
         the model runs (other threads' recalls go on); nothing written (a reembed meanwhile is caught there)."""
         items = redact_items(memory_fields.memory_list(items), redact)
         with storage_errors():
-            return PreparedWrite(items, *self._prepare(items, frames=3), redacted=redact)
+            rows, embedded = prepare_rows(self._backend, self._lock, items, frames=3)
+            return PreparedWrite(items, rows, embedded, redacted=redact)
 
     def _write_many(self, items: Any, batch_size: int, progress: bool, dedup: bool,
                     redact: bool) -> list[dict[str, Any]]:
@@ -303,8 +265,11 @@ class MemoryStore:
         """Store items, with dedup (docs/dedup.md) when asked: the near-duplicate kNN before the write lock,
         the exact-duplicate lookup and the insert under it, in one transaction. Redaction comes first."""
         items = items if prepared is not None else redact_items(items, redact)
-        rows, embeddings = (self._prepare(items, batch_size=batch_size, progress=progress, frames=frames)
-                            if prepared is None else (prepared.rows, prepared.embedded))
+        if prepared is None:
+            rows, embeddings = prepare_rows(self._backend, self._lock, items, batch_size=batch_size,
+                                            progress=progress, frames=frames)
+        else:
+            rows, embeddings = prepared.rows, prepared.embedded
         if not dedup:
             with transaction(self.conn):
                 self._insert_rows(rows, embeddings)
@@ -461,7 +426,7 @@ class MemoryStore:
             kept = {} if "type" in store_fields else replacement_type(new_content_or_id, old)
             new = redact_items([{**kept, **store_fields, "content": new_content_or_id}], redact)
             with storage_errors():
-                rows, embeddings = self._prepare(new, frames=3)
+                rows, embeddings = prepare_rows(self._backend, self._lock, new, frames=3)
             new_id = rows[0].id
         if new_id == old["id"]:
             raise ValidationError("A memory cannot supersede itself")

@@ -8,9 +8,12 @@ refuses with a raw error) in a file that records the new model.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Mapping, NamedTuple
 
 from ..errors import ValidationError
+from ..validation import validate_embedding
+from . import memory_fields
 from .backend import Backend
 from .records import MemoryRow
 
@@ -24,6 +27,52 @@ class Embedded(NamedTuple):
     token_codes: list[tuple[int, bytes] | None]
     space: tuple[str | None, str | None] | None = None
     embedded_here: tuple[int, ...] = ()
+
+
+def embed_contents(backend: Backend, lock: threading.RLock, texts: list[str]) -> Embedded | None:
+    """Vectors and token codes of texts; None when the embedder cannot run. The store's ``lock``
+    is taken for the file's reads and writes around the model, not while it runs (unless held)."""
+    with lock:
+        space = backend.vector_space()
+    found = backend.embed_texts_and_tokens(texts, lock)
+    if found is None:
+        return None
+    with lock:
+        codes = backend.token_codes(found[1])
+    return Embedded(list(found[0]), codes, space, tuple(range(len(texts))))
+
+
+def prepare_rows(backend: Backend, lock: threading.RLock, items: list[Mapping[str, Any]], *,
+                 batch_size: int = 256, progress: Any = None, frames: int = 4) -> tuple[list[MemoryRow], Embedded]:
+    """Validate items and compute their embeddings and token codes (outside any transaction); ``progress``
+    (a ``ProgressBar``) advances per batch. ``frames``: from here to the public method's caller (where tag
+    warnings point): prepare_rows (1), [_write,] store*/supersede, _serialized, the caller (4 or 5)."""
+    now = backend.now()
+    with lock:
+        space = backend.vector_space()  # before any vector is made: what they are made in
+    rows = memory_fields.build_rows(items, now=now, frames=frames)
+    ids = [row.id for row in rows]
+    if len(set(ids)) != len(ids):
+        raise ValidationError("Duplicate ids in one batch")
+    embeddings: list[bytes | None] = [None] * len(rows)
+    codes: list[tuple[int, bytes] | None] = [None] * len(rows)
+    to_embed: list[int] = []
+    for index, item in enumerate(items):
+        if item.get("embedding") is not None:
+            if not backend.has_vector_index:
+                raise ValidationError("This store has no vector index (embedder 'none'); drop 'embedding'")
+            embeddings[index] = validate_embedding(item["embedding"], backend.dimensions)
+        else:
+            to_embed.append(index)
+    for start in range(0, len(to_embed), batch_size):
+        chunk = to_embed[start:start + batch_size]
+        found = embed_contents(backend, lock, [rows[i].content for i in chunk])
+        if found is not None:
+            for i, vector, code in zip(chunk, found.vectors, found.token_codes):
+                embeddings[i], codes[i] = vector, code
+        if progress is not None:
+            progress.advance(len(chunk))
+    return rows, Embedded(embeddings, codes, space, tuple(to_embed))
 
 
 def in_current_space(backend: Backend, prepared: Embedded, texts: list[str],
