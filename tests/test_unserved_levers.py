@@ -88,11 +88,13 @@ def test_the_prompt_gate_is_fitted_on_served_related_against_unrelated_and_decid
         return {**p, "kind": kind, "source": source, "set": set_name}
     prompts = [asked("related", 0.8 + 0.01 * i, evidence=(0,), set_name=s) for i in range(5) for s in "ab"]
     prompts += [asked("unrelated", 0.2 + 0.01 * i, source="other", set_name=s) for i in range(5) for s in "ab"]
-    # left out of the fit: a related prompt with no evidence in recall's first three, and off-topic ones, both
-    # placed where they would pull the fit the wrong way
-    prompts += [asked("related", 0.1, evidence=(3,)), asked("unrelated", 0.95, source="offtopic")] * 20
+    # left out of the fit: related prompts with no evidence in recall's first three, and off-topic ones
+    left_out = [asked("related", 0.1, evidence=(3,), set_name="a"), asked("unrelated", 0.95, source="offtopic",
+                                                                          set_name="b")] * 20
+    beta = unserved.fit_prompt_gate(unserved.NoteGrid(prompts, _relevance), prompts)
+    prompts += left_out
     grid = unserved.NoteGrid(prompts, _relevance)
-    beta = unserved.fit_prompt_gate(grid, prompts)
+    assert np.allclose(unserved.fit_prompt_gate(grid, prompts), beta)
     grid.use_gate(beta)
     assert grid.gate_probability[:10].min() > 0.5 > grid.gate_probability[10:20].max()
     # on, the gate's probability decides whatever the floor; off (None), the blend against the floor does
