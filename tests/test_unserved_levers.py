@@ -58,3 +58,47 @@ def test_each_unserved_prompt_gets_the_cause_its_evidence_place_says():
     passes = grid.passes(rule[0], *rule[4:])
     assert [unserved.cause_of(grid, i, rule, passes) for i in range(len(prompts))] == [
         "below the third", "2nd, the margin", "3rd, the cap", "gate silent", "not recalled"]
+
+
+def test_a_third_note_goes_in_only_when_recalls_third_scores_within_m3_of_its_first():
+    prompt = _prompt([0.95, 0.5, 0.3, 0.9], scores=[1.0, 0.9, 0.82, 0.5])
+    assert _notes(prompt, "third_by_margin", None) == [0, 1]  # off: the shipped cap of two
+    assert _notes(prompt, "third_by_margin", 0.8) == [0, 1, 2]  # 0.82 of the first: a third
+    assert _notes(prompt, "third_by_margin", 0.85) == [0, 1]
+    assert _notes(prompt, "third_by_margin", 0.85, cap=3) == [0, 1, 2]  # the rule's cap 3 already holds three
+    held = _prompt([0.95, 0.5, 0.3], scores=[1.0, 0.6, 0.6])  # the second under the margin: one note, no third
+    assert _notes(held, "third_by_margin", 0.5) == [0]
+    unknown = _prompt([0.95, 0.5, 0.3], scores=[1.0, 0.9, 0.9])
+    del unknown["scores"]["m2"]  # no recall score of the third: the rule's cap
+    assert _notes(unknown, "third_by_margin", 0.5) == [0, 1]
+
+
+def test_the_prompt_signals_are_what_the_hook_has_of_the_prompt():
+    prompt = _prompt([0.6, 0.9, 0.2, 0.4], scores=[1.0, 0.8, 0.5, 0.4], learned=0.7)
+    prompt["candidates"][0][2].update({"cosine_over_kth": 0.12, "unseen_terms": 0.25})
+    signals = unserved.NoteGrid([prompt], _relevance).signals[0]
+    # best relevance, recall's first's learned, second over first, the first's two prompt inputs, best less the
+    # median of the rest (0.6, 0.4, 0.2)
+    assert np.allclose(signals, [0.9, 0.7, 0.8, 0.12, 0.25, 0.5])
+
+
+def test_the_prompt_gate_is_fitted_on_served_related_against_unrelated_and_decides_in_place_of_the_floor():
+    def asked(kind: str, best: float, evidence=(), source: str = "question", set_name: str = "s") -> dict:
+        p = _prompt([best, 0.1, 0.1, 0.1], evidence=evidence, learned=best)
+        return {**p, "kind": kind, "source": source, "set": set_name}
+    prompts = [asked("related", 0.8 + 0.01 * i, evidence=(0,), set_name=s) for i in range(5) for s in "ab"]
+    prompts += [asked("unrelated", 0.2 + 0.01 * i, source="other", set_name=s) for i in range(5) for s in "ab"]
+    # left out of the fit: related prompts with no evidence in recall's first three, and off-topic ones
+    left_out = [asked("related", 0.1, evidence=(3,), set_name="a"), asked("unrelated", 0.95, source="offtopic",
+                                                                          set_name="b")] * 20
+    beta = unserved.fit_prompt_gate(unserved.NoteGrid(prompts, _relevance), prompts)
+    prompts += left_out
+    grid = unserved.NoteGrid(prompts, _relevance)
+    assert np.allclose(unserved.fit_prompt_gate(grid, prompts), beta)
+    grid.use_gate(beta)
+    assert grid.gate_probability[:10].min() > 0.5 > grid.gate_probability[10:20].max()
+    # on, the gate's probability decides whatever the floor; off (None), the blend against the floor does
+    on = grid.chosen_lever((None, 0.0, 2, 0.7, None, "prompt_gate", 0.5)).any(axis=1)
+    assert on[:10].all() and not on[10:20].any()
+    off = grid.chosen_lever((0.99, 0.0, 2, 0.7, 0.0, "prompt_gate", None)).any(axis=1)
+    assert not off[:20].any()

@@ -256,10 +256,16 @@ MARGINS = (0.0, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)  # recall's second score ov
 
 def second_over_first(prompt: dict) -> float:
     """Recall's score of its second candidate over its first's, from the saved ``scores`` (1 when unknown)."""
+    return score_over_first(prompt, 2, unknown=1.0)
+
+
+def score_over_first(prompt: dict, place: int, unknown: float) -> float:
+    """Recall's score of its candidate at ``place`` (2: its second) over its first's, from the saved ``scores``;
+    ``unknown`` when there is no such candidate or a score is missing."""
     ranked = sorted((c[3], prompt.get("scores", {}).get(c[0])) for c in prompt["candidates"] if c[3])
-    if len(ranked) < 2 or ranked[0][1] is None or ranked[1][1] is None or ranked[0][1] <= 0:
-        return 1.0
-    return float(ranked[1][1]) / float(ranked[0][1])
+    if len(ranked) < place or ranked[0][1] is None or ranked[place - 1][1] is None or ranked[0][1] <= 0:
+        return unknown
+    return float(ranked[place - 1][1]) / float(ranked[0][1])
 
 
 def in_recall_order(prompt: dict) -> list:

@@ -26,7 +26,18 @@ against the shipped rule (``none``):
 - ``third_by_relevance``: a prompt given two notes also gets a third, the most relevant of recall's places 3 to K not
   already chosen, when its relevance is at least t; (K, t) in THIRD.
 
+and the two pre-registered on the gate's and the cap's causes (docs/results/history.md, branch third15):
+
+- ``third_by_margin``: a prompt whose second note passed the margin gets a third (recall's next over the note floor)
+  when recall's score of its third candidate is at least m3 × its first's; m3 in THIRD_MARGINS;
+- ``prompt_gate``: the inject-or-not decision made by a logistic over six prompt-level signals (``prompt_signals``),
+  fitted per fold on the training prompts (``fit_prompt_gate``), at a threshold t in GATE_THRESHOLDS in place of the
+  floor and blend.
+
+``--forced`` also prints each lever forced on (its grid without the "off" value), the rest chosen per fold as before.
+
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/unserved.py --load S.json [--levers second_by_relevance,...]
+        [--forced]
 """
 
 from __future__ import annotations
@@ -46,13 +57,18 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import injection_folds as folds  # noqa: E402
 from benchmarks.hooks import gate_levers  # noqa: E402
 from benchmarks.hooks.hook_injection import FOLDS, HEADING, measure  # noqa: E402
-from benchmarks.quality.relevance_calibration import FITTED  # noqa: E402
+from benchmarks.quality.relevance_calibration import FITTED, fit_logistic  # noqa: E402
 from localmem.hooks.inject import build_block, estimate_tokens  # noqa: E402
 
 CAUSES = ("not recalled", "below the third", "gate silent", "2nd, the margin", "3rd, the cap", "other")
 SECOND_K = (None, 3, 5, 10, 20)  # None: off
 THIRD = (None, *((k, t) for k in (5, 10, 20) for t in (0.9, 0.95, 0.98)))
-LEVERS = {"none": (None,), "second_by_relevance": SECOND_K, "third_by_relevance": THIRD}
+THIRD_MARGINS = (None, 0.95, 0.9, 0.85, 0.8, 0.7)  # None: off
+GATE_THRESHOLDS = (None, *(round(0.30 + 0.02 * i, 2) for i in range(35)))  # None: off (the blend); 0.30 … 0.98
+LEVERS = {"none": (None,), "second_by_relevance": SECOND_K, "third_by_relevance": THIRD,
+          "third_by_margin": THIRD_MARGINS, "prompt_gate": GATE_THRESHOLDS}
+GATE_SIGNALS = ("best relevance", "learned of recall's first", "recall's second over first",
+                "first's cosine_over_kth", "first's unseen_terms", "best less the rest's median")
 
 
 def cause_of(grid: gate_levers.GateGrid, i: int, rule: tuple, passes: np.ndarray) -> str:
@@ -89,12 +105,27 @@ def unserved(sets: dict[str, list[dict]], rules: dict[int, tuple] | None = None)
 
 
 class NoteGrid(gate_levers.GateGrid):
-    """GateGrid whose notes past the first may be picked by relevance (the two levers); the gate is the blend's."""
+    """GateGrid whose notes past the first may be picked by relevance or recall's third score (the levers), and whose
+    gate is the blend's or, with ``use_gate``, a fitted prompt gate's."""
+
+    def __init__(self, prompts: list[dict], relevance):
+        super().__init__(prompts, relevance)
+        self.third = np.array([folds.score_over_first(p, 3, unknown=0.0) for p in prompts])
+        self.signals = prompt_signals(self, prompts)
+        self.gate_probability = np.zeros(len(prompts))
+
+    def use_gate(self, beta: np.ndarray) -> None:
+        """The prompt gate's probability of each prompt (``fit_prompt_gate``'s coefficients)."""
+        z = beta[0] + self.signals @ beta[1:]
+        self.gate_probability = 1.0 / (1.0 + np.exp(-np.clip(z, -60, 60)))
 
     def lever_notes(self, note_floor: float, cap: int, margin: float, lever: str, value) -> np.ndarray:
         base = self.notes(note_floor, cap, margin)
-        if value is None:
+        if value is None or lever == "prompt_gate":
             return base
+        if lever == "third_by_margin":
+            third = (self.second >= margin) & (self.third >= value)
+            return np.where(third[:, None], self.notes(note_floor, max(cap, 3), margin), base)
         counts = base.sum(axis=1)
         places = np.arange(self.relevance.shape[1])[None, :]
         first = np.where(counts > 0, base.argmax(axis=1), -1)[:, None]
@@ -111,33 +142,86 @@ class NoteGrid(gate_levers.GateGrid):
         third = (places == best[:, None]) & np.isfinite(pool.max(axis=1))[:, None] & (counts == 2)[:, None]
         return base | third
 
+    def lever_passes(self, floor: float | None, weight: float | None, lever: str, value) -> np.ndarray:
+        """Which prompts the gate lets through: the prompt gate's probability against ``value`` (lever
+        ``prompt_gate`` on), else the blend's."""
+        if lever == "prompt_gate" and value is not None:
+            return self.gate_probability >= value
+        return self.passes(floor, "blend", weight, 0.0)
+
     def chosen_lever(self, rule: tuple) -> np.ndarray:
         floor, note_floor, cap, margin, weight, lever, value = rule
         notes = self.lever_notes(note_floor, cap, margin, lever, value)
-        return notes & self.passes(floor, "blend", weight, 0.0)[:, None]
+        return notes & self.lever_passes(floor, weight, lever, value)[:, None]
 
-    def choose_lever(self, lever: str) -> tuple:
-        """(floor, note floor, cap, margin, blend weight, lever, value) best on ``objective`` (the first of equals)."""
+    def choose_lever(self, lever: str, values: tuple | None = None) -> tuple:
+        """(floor, note floor, cap, margin, blend weight, lever, value) best on ``objective`` (the first of equals),
+        the value among ``values`` (default: the lever's grid). With the prompt gate on, floor and weight are None
+        and the rule orders after every floor (of equal rules, one with the blend's gate wins)."""
+        values = LEVERS[lever] if values is None else values
         passes = {(h, g): self.passes(floor, "blend", w, 0.0)
                   for (h, floor), (g, w) in itertools.product(enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS))}
         best, best_key = None, None
-        for (i, note_floor), (j, cap), (k, margin), (v, value) in itertools.product(
-                enumerate(folds.NOTE_FLOORS), enumerate((2, 3)), enumerate(folds.MARGINS), enumerate(LEVERS[lever])):
-            chosen = self.lever_notes(note_floor, cap, margin, lever, value)
-            kept_all, found_all = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
-            for (h, floor), (g, w) in itertools.product(enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS)):
-                if note_floor > floor:
-                    continue
-                gate = passes[(h, g)]
-                key = folds.objective(self.figures(kept_all * gate, found_all * gate))
-                order = (-h, -i, -j, -k, -g, -v)
-                if best_key is None or (key, order) > best_key:
-                    best, best_key = (floor, note_floor, cap, margin, w, lever, value), (key, order)
+        for (i, note_floor), (j, cap), (k, margin) in itertools.product(
+                enumerate(folds.NOTE_FLOORS), enumerate((2, 3)), enumerate(folds.MARGINS)):
+            for v, value in enumerate(values):
+                chosen = self.lever_notes(note_floor, cap, margin, lever, value)
+                kept_all, found_all = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
+                if lever == "prompt_gate" and value is not None:
+                    gates = [(len(folds.FLOORS), None, 0, None, self.gate_probability >= value)]
+                else:
+                    gates = [(h, floor, g, w, passes[(h, g)]) for (h, floor), (g, w) in itertools.product(
+                        enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS)) if note_floor <= floor]
+                for h, floor, g, w, gate in gates:
+                    key = folds.objective(self.figures(kept_all * gate, found_all * gate))
+                    order = (-h, -i, -j, -k, -g, -v)
+                    if best_key is None or (key, order) > best_key:
+                        best, best_key = (floor, note_floor, cap, margin, w, lever, value), (key, order)
         return best
 
 
-def lever_blocks(prompts: list[dict], relevance, rule: tuple) -> tuple[dict[int, list[str]], dict[int, int]]:
-    chosen = NoteGrid(prompts, relevance).chosen_lever(rule)
+def prompt_signals(grid: gate_levers.GateGrid, prompts: list[dict]) -> np.ndarray:
+    """Each prompt's GATE_SIGNALS: what the hook has of it before deciding (no dataset's formatting)."""
+    rows = []
+    for i, p in enumerate(prompts):
+        ordered = folds.in_recall_order(p)
+        first = ordered[0][2] if ordered else {}
+        values = sorted(grid.relevance[i, :len(ordered)], reverse=True)
+        rest = float(np.median(values[1:])) if len(values) > 1 else 0.0
+        best = float(values[0]) if values else 0.0
+        rows.append([best, grid.first_learned[i], grid.second[i], float(first.get("cosine_over_kth", 0.0)),
+                     float(first.get("unseen_terms", 0.0)), best - rest])
+    return np.array(rows, dtype=float).reshape(len(prompts), len(GATE_SIGNALS))
+
+
+def fit_prompt_gate(grid: NoteGrid, prompts: list[dict]) -> np.ndarray:
+    """The prompt gate's logistic ([intercept, one per GATE_SIGNALS]) on ``grid``'s prompts: a related prompt with
+    evidence in recall's first three 1, an unrelated one 0; other related prompts and the hand-written off-topic ones
+    left out; each (set, label) cell weighed equally."""
+    rows = []
+    for i, p in enumerate(prompts):
+        if p.get("source") == "offtopic" or (p["kind"] == "related" and not grid.evidence[i, :3].any()):
+            continue
+        rows.append((list(grid.signals[i]), float(p["kind"] == "related"), p["set"]))
+    return fit_logistic(*folds.balanced(rows))
+
+
+def fitted(train: list[dict], lever: str, values: tuple | None = None) -> tuple:
+    """(relevance, prompt gate coefficients or None, rule) fitted and chosen on ``train``."""
+    relevance = folds.fit_relevance(train, FITTED)
+    grid = NoteGrid(train, relevance)
+    beta = fit_prompt_gate(grid, train) if lever == "prompt_gate" else None
+    if beta is not None:
+        grid.use_gate(beta)
+    return relevance, beta, grid.choose_lever(lever, values)
+
+
+def lever_blocks(prompts: list[dict], relevance, rule: tuple, beta: np.ndarray | None = None
+                 ) -> tuple[dict[int, list[str]], dict[int, int]]:
+    grid = NoteGrid(prompts, relevance)
+    if beta is not None:
+        grid.use_gate(beta)
+    chosen = grid.chosen_lever(rule)
     ids, tokens = {}, {}
     for i, p in enumerate(prompts):
         picked = [c[0] for j, c in enumerate(folds.in_recall_order(p)) if chosen[i, j]]
@@ -146,17 +230,20 @@ def lever_blocks(prompts: list[dict], relevance, rule: tuple) -> tuple[dict[int,
     return ids, tokens
 
 
-def lever_rows(sets: dict[str, list[dict]], lever: str) -> dict:
+def lever_rows(sets: dict[str, list[dict]], lever: str, values: tuple | None = None,
+               title: str = "") -> tuple[dict, dict[int, list[str]]]:
+    """The lever held out together and across sets (its figures by row name) and each prompt's notes held out."""
     both = [p for prompts in sets.values() for p in prompts]
-    ids, tokens, rules = {}, {}, []
+    ids, tokens, rules, gates = {}, {}, [], []
     for fold in range(FOLDS):
-        train = [p for p in both if p["fold"] != fold]
-        relevance = folds.fit_relevance(train, FITTED)
-        rules.append(NoteGrid(train, relevance).choose_lever(lever))
-        got = lever_blocks([p for p in both if p["fold"] == fold], relevance, rules[-1])
+        relevance, beta, rule = fitted([p for p in both if p["fold"] != fold], lever, values)
+        rules.append(rule)
+        if beta is not None:
+            gates.append(beta)
+        got = lever_blocks([p for p in both if p["fold"] == fold], relevance, rule, beta)
         ids.update(got[0])
         tokens.update(got[1])
-    print(f"\nLever {lever!r}, held out together (the blend's gate; the share guarded in each set):\n"
+    print(f"\nLever {lever!r}{title}, held out together (the share guarded in each set):\n"
           "| | quiet (n) | related served (n) | notes per related prompt | share of notes evidence | tokens |\n"
           "|---|---|---|---|---|---|")
     out = {}
@@ -164,13 +251,28 @@ def lever_rows(sets: dict[str, list[dict]], lever: str) -> dict:
         out[name] = measure(prompts, ids, tokens)
         print(gate_levers.row(name, out[name]))
     print("per fold (floor, note floor, cap, margin, blend, lever, value): " + "; ".join(map(str, rules)))
+    for beta in gates:
+        print("  prompt gate: intercept {:.2f}; ".format(beta[0]) + ", ".join(
+            f"{name} {weight:.2f}" for name, weight in zip(GATE_SIGNALS, beta[1:])))
     for source, target in (("locomo", "lme"), ("lme", "locomo")):
         if source in sets and target in sets:
-            relevance = folds.fit_relevance(sets[source], FITTED)
-            rule = NoteGrid(sets[source], relevance).choose_lever(lever)
-            out[f"{source}→{target}"] = measure(sets[target], *lever_blocks(sets[target], relevance, rule))
+            relevance, beta, rule = fitted(sets[source], lever, values)
+            out[f"{source}→{target}"] = measure(sets[target], *lever_blocks(sets[target], relevance, rule, beta))
             print(gate_levers.row(f"fit on {source} {rule} → {target}", out[f"{source}→{target}"]))
-    return out
+    return out, ids
+
+
+def changed(sets: dict[str, list[dict]], base: dict[int, list[str]], lever: dict[int, list[str]]) -> str:
+    """Per set, related prompts the lever serves that ``base`` does not / the reverse, and unrelated prompts it gives
+    notes that ``base`` keeps quiet / the reverse."""
+    def served(p: dict, ids: dict) -> bool:
+        return bool(set(ids[id(p)]) & p["evidence"]) if p["kind"] == "related" else bool(ids[id(p)])
+    parts = []
+    for name, prompts in sets.items():
+        counts = [sum(p["kind"] == kind and served(p, a) and not served(p, b) for p in prompts)
+                  for kind in ("related", "unrelated") for a, b in ((lever, base), (base, lever))]
+        parts.append(f"{name} related +{counts[0]} / -{counts[1]}, unrelated given notes +{counts[2]} / -{counts[3]}")
+    return "; ".join(parts)
 
 
 def main() -> None:
@@ -178,6 +280,8 @@ def main() -> None:
     parser.add_argument("--load", required=True, help="files written by hook_injection.py --save, comma-separated")
     parser.add_argument("--levers", default="", help=f"also these levers (comma-separated, of "
                                                      f"{', '.join(list(LEVERS)[1:])}), against the shipped rule")
+    parser.add_argument("--forced", action="store_true", help="with --levers: also each lever forced on (its grid "
+                                                                    "without the off value)")
     args = parser.parse_args()
     levers = [name for name in args.levers.split(",") if name]
     if not set(levers) <= set(LEVERS) - {"none"}:
@@ -196,8 +300,13 @@ def main() -> None:
     if levers:
         results = {lever: lever_rows(sets, lever) for lever in ["none", *levers]}
         for lever in levers:
-            failed = gate_levers.ship_rule(results["none"], results[lever], list(sets))
+            failed = gate_levers.ship_rule(results["none"][0], results[lever][0], list(sets))
             print(f"\nship rule, {lever!r}: " + ("met" if not failed else "missed: " + "; ".join(failed)))
+            print(f"  against none: {changed(sets, results['none'][1], results[lever][1])}")
+        for lever in levers if args.forced else []:
+            for value in ([LEVERS[lever][1:]] if lever == "prompt_gate" else [(v,) for v in LEVERS[lever][1:]]):
+                forced = lever_rows(sets, lever, value, f" forced on at {value if len(value) == 1 else 'any'}")
+                print(f"  against none: {changed(sets, results['none'][1], forced[1])}")
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 
