@@ -199,6 +199,9 @@ class StopsBeforeItsEdges(StoreSide):
     def put_edges(self, states, peer):
         raise Stopped("killed before the edges")
 
+    def relink_conflict_copies(self, memory_ids):  # the links go first (sync.bring_edges_back)
+        raise Stopped("killed before the links")
+
 
 def test_a_sync_killed_before_the_edges_of_a_memory_kept_over_a_delete_leaves_the_conflict_copy_linked(tmp_path):
     """The stateful model's seed 4009408912 (100 steps), reduced: a, b and c hold a conflict copy linked to
