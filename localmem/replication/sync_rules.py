@@ -13,7 +13,9 @@ sync keeps:
   only but stamped before the other side's version (so not made after seeing it): the later
   version wins and the earlier one is kept as a new memory the winner
   supersedes (a *conflict copy*, with an id derived from the memory and the
-  losing version, so every store that meets the same conflict makes the same copy);
+  losing version, so every store that meets the same conflict makes the same copy); but not
+  a version the other side had seen and moved on from (its summary covers it, its own version
+  stamped after: an import, then a first sync with the exporter), which is copied over;
 * a delete and a record: a deletion carries the version it deleted, that
   version's stamp, and what its store had seen of the memory (``seen.py``); a
   version the deleting store had seen loses to the delete; one it had not seen
