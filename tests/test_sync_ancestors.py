@@ -21,6 +21,7 @@ from localmem.replication.seen import Seen
 from localmem.replication.sync_rules import MemoryState, decide
 from test_import_sync_stamps import close, content, export, stamp, stores, sync
 from test_sync_hostile_remote import cli
+from test_sync_http import TOKEN, remote_store, server  # noqa: F401 (a fixture)
 
 
 def copies(store: MemoryStore) -> list[str]:
@@ -84,6 +85,29 @@ def test_the_story_through_the_cli(tmp_path):
     for db in (a, b):
         with MemoryStore(db, embedder="hash") as store:
             assert content(store, note) == "the dentist is on Thursday" and copies(store) == []
+
+
+def test_the_story_with_a_server_as_the_exporting_store(tmp_path, server):  # noqa: F811
+    """The exporting store is a `localmem serve`: exported there, imported here, edited there
+    (`PATCH`), then `localmem sync URL`: the summary travels over the wire as a file's does."""
+    url, served = server
+    exported = tmp_path / "server.jsonl"
+    done = cli(served, "--embedder", "hash", "export", str(exported))
+    assert done.returncode == 0, done.stderr
+    note = json.loads(exported.read_text().splitlines()[1])["id"]
+    laptop = tmp_path / "laptop.db"
+    done = cli(laptop, "--embedder", "hash", "import", str(exported))
+    assert done.returncode == 0, done.stderr
+    with remote_store(url) as http:
+        assert http.patch(f"/memory/{note}", json={"content": "a note edited on the server"}).status_code == 200
+    synced = cli(laptop, "--embedder", "hash", "sync", url, "--token", TOKEN, "--json")
+    assert synced.returncode == 0, synced.stderr
+    summary = json.loads(synced.stdout)
+    assert summary["conflicts"] == [] and summary["copied_to_local"] == 1, summary
+    with MemoryStore(laptop, embedder="hash") as store:
+        assert content(store, note) == "a note edited on the server" and copies(store) == []
+    with MemoryStore(served, embedder="hash") as store:  # another local reader of the server's file
+        assert content(store, note) == "a note edited on the server" and copies(store) == []
 
 
 def test_an_edit_the_exporter_made_before_the_import_is_no_conflict_either(tmp_path):
