@@ -434,6 +434,10 @@ class Replicas(RuleBasedStateMachine):
                 if record["content"] in self.texts:  # held here now: seen, as a sync would have carried it
                     self.seen[n].add(record["content"])
                     self.seen_surely[n].add(record["content"])
+                    # The very version a restore made (its updated_at, which an export keeps): a delete
+                    # of it here covers that restore by the updated_at rule (docs/sync.md; seed 516625255)
+                    self.seen[n] |= {t for i, t in self.restores
+                                     if i == memory_id and self.restored_at[t] == record["updated_at"]}
                     if file_stamps.get(memory_id) is None or stamps.get(memory_id) != file_stamps[memory_id]:
                         # written as a version of n's own (no stamp taken: import_stamps.py): to the sync,
                         # another store's version than the one the file names
