@@ -20,7 +20,9 @@ from localmem.maintenance.export import iter_export
 from localmem.maintenance.importer import import_jsonl
 from localmem.replication.sync import sync_stores
 from localmem.replication.sync_side import StoreSide
+from localmem.trash import restore
 from test_sync_hostile_remote import cli
+from test_sync_stateful import RacingSide
 
 LINK = ("SELECT count(*) FROM edges e JOIN memories c ON c.pk = e.src JOIN memories w ON w.pk = e.dst "
         "WHERE c.id = ? AND w.id = ? AND e.type = 'INVALIDATED_BY'")
@@ -244,9 +246,6 @@ def test_a_conflict_copy_trashed_after_its_links_removal_is_linked_when_restored
     trashes the copy on a without its link. Restored on a from that trash, and taken back by b from
     a's export, the copy was held on both, its winner too, linked on neither (recall shows it as
     current). A copy a restore or an import puts back is now linked again, as its winner's copies are."""
-    from localmem.trash import restore
-    from test_sync_stateful import RacingSide
-
     a, b = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "ab")
     with a, b:
         memory = a.store("The team offsite is in May")
