@@ -91,7 +91,8 @@ def restore(store: MemoryStore, memory_id: str) -> dict[str, Any]:
                 continue  # its other end is gone (deleted, or still in the trash)
             edge_store.upsert_edge(store.conn, store.sql, src, dst, relation, float(strength),
                                    updated_at or format_timestamp(store.now()), json.loads(properties or "{}"))
-        # A peer's delete may have removed a conflict copy's link before this store trashed it.
+        # A peer's delete may have removed a conflict copy's link before this store trashed it (the
+        # winner's copies, or this memory's own link when it is a copy).
         relink_conflict_copies(store, [memory_id])
         store.conn.execute(store.sql["trash_remove"], {"id": memory_id})
         return store.get(memory_id)

@@ -20,7 +20,9 @@ from localmem.maintenance.export import iter_export
 from localmem.maintenance.importer import import_jsonl
 from localmem.replication.sync import sync_stores
 from localmem.replication.sync_side import StoreSide
+from localmem.trash import restore
 from test_sync_hostile_remote import cli
+from test_sync_stateful import RacingSide
 
 LINK = ("SELECT count(*) FROM edges e JOIN memories c ON c.pk = e.src JOIN memories w ON w.pk = e.dst "
         "WHERE c.id = ? AND w.id = ? AND e.type = 'INVALIDATED_BY'")
@@ -199,6 +201,9 @@ class StopsBeforeItsEdges(StoreSide):
     def put_edges(self, states, peer):
         raise Stopped("killed before the edges")
 
+    def relink_conflict_copies(self, memory_ids):  # the links go first (sync.bring_edges_back)
+        raise Stopped("killed before the links")
+
 
 def test_a_sync_killed_before_the_edges_of_a_memory_kept_over_a_delete_leaves_the_conflict_copy_linked(tmp_path):
     """The stateful model's seed 4009408912 (100 steps), reduced: a, b and c hold a conflict copy linked to
@@ -230,5 +235,35 @@ def test_a_sync_killed_before_the_edges_of_a_memory_kept_over_a_delete_leaves_th
         for store in (a, b, c):
             assert held(store, memory) and held(store, copy)
             assert linked(store, copy, memory), store.path
+            shown = [r["memory"]["id"] for r in store.recall("team offsite", limit=10)["results"]]
+            assert memory in shown and copy not in shown
+
+
+def test_a_conflict_copy_trashed_after_its_links_removal_is_linked_when_restored_or_imported(tmp_path):
+    """The stateful model's seed 3937486121 (200 × 100, branch importsync15), reduced; main's code
+    fails it. A writer deletes a conflict copy on b during a sync whose edge pass meets the copy's
+    link on a: the removal b logged wins there, the copy's own delete waits for the next sync, which
+    trashes the copy on a without its link. Restored on a from that trash, and taken back by b from
+    a's export, the copy was held on both, its winner too, linked on neither (recall shows it as
+    current). A copy a restore or an import puts back is now linked again, as its winner's copies are."""
+    a, b = (MemoryStore(tmp_path / f"{name}.db", embedder="hash") for name in "ab")
+    with a, b:
+        memory = a.store("The team offsite is in May")
+        sync(a, b)
+        copy = conflict(a, b, memory)
+        a.associate(copy, memory, "INVALIDATED_BY", 0.8)  # the link written again on a: in a's next edge page
+        a.store("a note for the sync to write on b")
+        sync_stores(StoreSide(a, "a"), RacingSide(b, "b", lambda ids: b.delete(copy)), allow_deletes=100)
+        assert held(a, copy) and not linked(a, copy, memory)  # the removal came before the copy's delete
+        sync(a, b)
+        assert not held(a, copy)
+        restore(a, copy)
+        assert linked(a, copy, memory)
+        import_jsonl(b, [json.dumps(value) for value in iter_export(a)], skip_existing=True)
+        assert linked(b, copy, memory)
+        for _ in range(2):
+            sync(a, b)
+        for store in (a, b):
+            assert held(store, copy) and linked(store, copy, memory)
             shown = [r["memory"]["id"] for r in store.recall("team offsite", limit=10)["results"]]
             assert memory in shown and copy not in shown

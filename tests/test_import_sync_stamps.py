@@ -170,8 +170,8 @@ def test_a_stamp_naming_a_third_store_is_taken_and_covered_there_too(tmp_path):
 def test_an_edit_the_exporter_made_before_the_import_wins_the_first_sync(tmp_path):
     """A edits the note after its export and B imports the older export afterwards: the exported
     version keeps its own stamp, so A's later edit is the current version on both (a version of
-    B's own, stamped at the import, won and set A back; the older one is kept as a conflict copy
-    either way, since the two stores share no base yet)."""
+    B's own, stamped at the import, won and set A back; with the stamp, A had seen B's version and
+    the sync keeps no conflict copy of it: tests/test_sync_ancestors.py)."""
     a, b = stores(tmp_path)
     try:
         note = a.store("the meeting is in room 4")

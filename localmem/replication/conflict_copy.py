@@ -60,12 +60,13 @@ def is_conflict_link(edge: EdgeState) -> bool:
 def relink_conflict_copies(store: MemoryStore, memory_ids: list[str],
                            which: str = "conflict_copies_naming") -> list[tuple[str, str, str]]:
     """Link every conflict copy held here that names one of ``memory_ids`` (memories a ``trash
-    restore`` or an import has just put back) to it, with the sync's ``conflict_link`` stamped
-    now: the delete of the winner removed the link (and logged the removal), and a link written
-    after it is what the next sync keeps and carries to the peer. ``which`` is the statement
-    that picks the copies (a sync bringing a memory back over its delete picks only those whose
-    link this store removed itself: ``sync_conflict_copies_unlinked_here``). Inside the
-    caller's transaction; returns the links written (copy id, relation, winner id)."""
+    restore`` or an import has just put back), or is one of them, to the memory it names, with
+    the sync's ``conflict_link`` stamped now: the delete of the winner removed the link (and
+    logged the removal), and a link written after it is what the next sync keeps and carries to
+    the peer. ``which`` is the statement that picks the copies (a sync bringing a memory back
+    over its delete picks only those whose link this store removed itself:
+    ``sync_conflict_copies_unlinked_here``). Inside the caller's transaction; returns the links
+    written (copy id, relation, winner id)."""
     if not memory_ids:
         return []
     return _link(store, list(rows_as_dicts(store.conn.execute(store.sql[which], {"ids": json.dumps(memory_ids)}))))

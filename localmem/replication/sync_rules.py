@@ -13,7 +13,9 @@ sync keeps:
   only but stamped before the other side's version (so not made after seeing it): the later
   version wins and the earlier one is kept as a new memory the winner
   supersedes (a *conflict copy*, with an id derived from the memory and the
-  losing version, so every store that meets the same conflict makes the same copy);
+  losing version, so every store that meets the same conflict makes the same copy); but not
+  a version the other side had seen and moved on from (its summary covers it, its own version
+  stamped after: an import, then a first sync with the exporter), which is copied over;
 * a delete and a record: a deletion carries the version it deleted, that
   version's stamp, and what its store had seen of the memory (``seen.py``); a
   version the deleting store had seen loses to the delete; one it had not seen
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .hlc import stamp_key
+from .hlc import EARLIEST, stamp_key
 from .seen import Seen, replica
 
 # The fields a sync copies (everything a memory has but its vector and last_accessed).
@@ -41,6 +43,7 @@ SYNCED_FIELDS = ("content", "summary", "type", "confidence", "importance", "tags
                  "relevance_score")
 CONFLICT_NAMESPACE = uuid.UUID("5d1f7c3e-8a0b-4c39-9a57-2f4f0e6b1c10")
 CONFLICT_RELATION = "INVALIDATED_BY"  # conflict copy -> the version that won
+DERIVED_REPLICA = "0" * 32  # the store part of stamps derived on upgrade to schema 15, from every store
 ABSENT = "absent"  # the version of a memory a side holds neither a record nor a tombstone of
 _EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)
 
@@ -167,6 +170,10 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
     if source.exists and target.exists:
         changed_here = base != mine.text()
         changed_there = base != theirs.text()
+        if changed_here and changed_there and _built_on(target, source, horizon_ms):
+            changed_here = False  # the source's version is one the target had seen and moved on from
+        elif changed_here and changed_there and _built_on(source, target, horizon_ms):
+            changed_there = False
         if changed_here != changed_there and not _stamped_after(*((source, target) if changed_here
                                                                   else (target, source)), horizon_ms):
             # Changed since the base, but stamped before the other side's version: not made after
@@ -208,6 +215,26 @@ def _stamped_after(changed: MemoryState, other: MemoryState, horizon_ms: int | N
     old to send them is trusted as before)."""
     mine, theirs = stamp_key(changed.hlc, horizon_ms), stamp_key(other.hlc, horizon_ms)
     return mine is None or theirs is None or mine > theirs
+
+
+def _built_on(newer: MemoryState, older: MemoryState, horizon_ms: int | None) -> bool:
+    """Whether ``newer``'s side had seen ``older``'s version and holds a later one: its summary, or
+    its own version's stamp (a store's stamps of one memory are in order: ``seen.py``), holds an
+    entry of the store that made ``older``'s version at or after that stamp, and its own version
+    is stamped after it. So two stores that never agreed on the memory (an import, then a
+    first sync with the exporter; a version that came through a third store) copy the later one
+    over instead of keeping the older as a conflict copy nobody made. Bounded as stamps are: the
+    floor (folded stores) says nothing about one version, an entry or a stamp past the skew bound
+    orders nothing, and derived stamps (stores older than schema 15) share one store part without
+    being one store's history; each of those stays a conflict, which loses nothing."""
+    new_key, old_key = stamp_key(newer.hlc, horizon_ms), stamp_key(older.hlc, horizon_ms)
+    if new_key in (None, EARLIEST) or old_key in (None, EARLIEST) or new_key <= old_key:
+        return False
+    assert older.hlc is not None
+    maker = replica(older.hlc)
+    return maker != DERIVED_REPLICA and any(
+        replica(entry) == maker and entry >= older.hlc and stamp_key(entry, horizon_ms) != EARLIEST
+        for entry in (*newer.seen.stamps, newer.hlc))
 
 
 def _seen_by_deleter(record: MemoryState, deletion: MemoryState) -> bool:
