@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from localmem.privacy import redact
-from localmem.privacy.redact import (_SECRET_WORD, _SECRET_WORD_STRINGS, RULES, _fold, _may_match, redact_with_rules,
-                                     without_prefilter)
+from localmem.privacy.patterns import SECRET_WORD, SECRET_WORD_STRINGS
+from localmem.privacy.redact import RULES, _fold, _may_match, redact_with_rules, without_prefilter
 
 from benchmarks.common.credential_corpus import corpus
 from benchmarks.common.regex_samples import mangle_case, sample
@@ -85,11 +85,11 @@ def test_every_rule_has_a_prefilter():
 def test_every_secret_word_holds_one_of_its_spelt_strings():
     """The generic rules' credential words are a finite set: all of them, drawn until no new one comes."""
     rng = random.Random(5)
-    words = {sample(re.compile(_SECRET_WORD), rng) for _ in range(5000)}
+    words = {sample(re.compile(SECRET_WORD), rng) for _ in range(5000)}
     # 10 single words (passwd, password, pw, credential(s)…), 4 spellings of 10 pairs (api key…)
     assert len(words) == 50
     for word in words:
-        assert any(part in word for part in _SECRET_WORD_STRINGS), word
+        assert any(part in word for part in SECRET_WORD_STRINGS), word
 
 
 @pytest.mark.parametrize("index", range(len(RULES)), ids=[f"{i}-{r.kind}" for i, r in enumerate(RULES)])
