@@ -101,6 +101,29 @@ def test_every_match_holds_one_of_its_rules_strings(index):
     for found in matches:
         haystack = _fold(found) if rule.folded else found
         assert all(any(part in haystack for part in strings) for strings in rule.needs), (rule.kind, found)
+        assert rule.precheck is None or rule.precheck.search(found), (rule.kind, found)
+
+
+PGPASS = next(rule for rule in RULES if rule.kind == "pgpass-password")
+
+
+@pytest.mark.parametrize("text", [
+    "meeting moved from 10:30 to 11:45, dial in at 12:00:00", "see https://git.acme.dev:8443/a:b:c:d",
+    "Traceback: File \"x.py\", line 3: KeyError: 'a': 'b'",
+    "arn:aws:iam::123456789012:role/deploy", "00:1a:2b:3c:4d:5e",
+])
+def test_the_pgpass_rule_skips_texts_with_colons_but_no_port_field(text):
+    """Its only string is ":", so it ran on every text holding one; its precheck (":port:database:user:")
+    now skips these."""
+    assert ":" in text and not _may_match(PGPASS, text, _fold(text))
+    assert redact(text) == redact_with_rules(text, without_prefilter(RULES))
+
+
+@pytest.mark.parametrize("line", ["db.internal:5432:app:deploy:Zq8v#Lm2x", "*:*:*:postgres:S3cr3t\\:pw",
+                                  "  localhost:*:shop:app:hunter2hunter2"])
+def test_the_pgpass_rule_still_runs_on_its_lines(line):
+    assert _may_match(PGPASS, line, _fold(line))
+    assert redact(line).findings == {"pgpass-password": 1}
 
 
 def test_fold_maps_every_character_as_a_case_ignoring_pattern_does():
