@@ -15,7 +15,8 @@
   sample match repeated, cut short, its prefix before a long run of one of its characters, …; see
   ``adversarial``), at each of ``--sizes`` characters: all its strings' seconds per size, how that
   grows from the first size to the last (linear work: about the size ratio), the slowest string. The
-  patterns' search alone (not the checks run on what they find); ``--tree TREE``: that tree's rules.
+  patterns' search alone (not the checks run on what they find); ``--tree TREE``: that tree's rules; ``--kinds``:
+  only the rules of those kinds (each keeps its index, so its strings are the same as in a run of all).
 - ``--hook-notes PROMPTS``: how many notes, of how many characters, the prompt hook redacts per prompt
   on daemon_answer_paired.py's workload (what its paired timing can show of redaction).
 - ``--capture BEFORE AFTER``: the Stop hook (``answer_hook_with_report(store, "Stop", …)``, hash
@@ -27,6 +28,7 @@ Timings are from a loaded shared machine: read the paired ratios, not the absolu
 
     python benchmarks/speed/redaction_cost.py [--rounds 9] [--lme-turns 4000] [--against /work/main]
     python benchmarks/speed/redaction_cost.py --adversarial [--sizes 131072,1048576] [--tree /work/main]
+        [--kinds private-key,keyed-value]
     python benchmarks/speed/redaction_cost.py --capture /work/main . [--rounds 9]
     python benchmarks/speed/redaction_cost.py --hook-notes 150
 """
@@ -199,12 +201,18 @@ def tree_rules(tree: Path | None) -> list[tuple[str, object]]:
     return [(kind, re.compile(pattern, flags)) for kind, pattern, flags in json.loads(done.stdout)]
 
 
-def adversarial_report(sizes: list[int], tree: Path | None) -> dict:
-    """Per rule: the seconds of all its strings at each size (its pattern's search alone), how that total
-    grows from the first size to the last (linear work: about the size ratio; quadratic: its square), and
-    the slowest string."""
+def adversarial_report(sizes: list[int], tree: Path | None, kinds: set[str] | None = None) -> dict:
+    """Per rule (of ``kinds`` only, when given): the seconds of all its strings at each size (its pattern's search
+    alone), how that total grows from the first size to the last (linear work: about the size ratio; quadratic: its
+    square), and the slowest string."""
     report = {}
-    for index, (kind, pattern) in enumerate(tree_rules(tree)):
+    rules = tree_rules(tree)
+    unknown = (kinds or set()) - {kind for kind, _ in rules}
+    if unknown:
+        raise SystemExit(f"--kinds: no rule of kind {', '.join(sorted(unknown))} in that tree")
+    for index, (kind, pattern) in enumerate(rules):
+        if kinds and kind not in kinds:
+            continue
         totals, worst = {}, ("", 0.0)
         for size in sizes:
             times = {name: time_rule(pattern, text) for name, text in adversarial(pattern, size, index).items()}
@@ -330,6 +338,7 @@ def main() -> None:
     parser.add_argument("--adversarial", action="store_true", help="each rule on strings built to stress it")
     parser.add_argument("--tree", type=Path, help="with --adversarial: this tree's rules (default: this one's)")
     parser.add_argument("--sizes", default="131072,1048576", help="characters of each hostile string, comma-separated")
+    parser.add_argument("--kinds", help="with --adversarial: only the rules of these kinds, comma-separated")
     parser.add_argument("--capture", nargs=2, metavar=("BEFORE", "AFTER"), type=Path,
                         help="the Stop hook capturing a long transcript in two trees, taking turns")
     parser.add_argument("--messages", type=int, default=600, help="messages of the captured transcript (default 600)")
@@ -346,8 +355,11 @@ def main() -> None:
         parser.error(f"--sizes must be whole numbers separated by commas, got {args.sizes!r}")
     if any(size < 64 for size in sizes):
         parser.error(f"--sizes must each be at least 64 characters, got {args.sizes!r}")
+    if args.kinds and not args.adversarial:
+        parser.error("--kinds goes with --adversarial")
     if args.adversarial:
-        report = adversarial_report(sizes, args.tree.resolve() if args.tree else None)
+        kinds = {kind.strip() for kind in args.kinds.split(",") if kind.strip()} if args.kinds else None
+        report = adversarial_report(sizes, args.tree.resolve() if args.tree else None, kinds)
     elif args.hook_notes:
         report = hook_notes(args.hook_notes)
     elif args.capture:
