@@ -17,6 +17,8 @@
   grows from the first size to the last (linear work: about the size ratio), the slowest string. The
   patterns' search alone (not the checks run on what they find); ``--tree TREE``: that tree's rules; ``--kinds``:
   only the rules of those kinds (each keeps its index, so its strings are the same as in a run of all).
+- ``--prechecks``: each rule with a precheck pattern (the .pgpass rule's ``:port:database:user:``) on the sets
+  above, its gate and search with and without the precheck, taking turns: milliseconds per set, texts searched.
 - ``--hook-notes PROMPTS``: how many notes, of how many characters, the prompt hook redacts per prompt
   on daemon_answer_paired.py's workload (what its paired timing can show of redaction).
 - ``--capture BEFORE AFTER``: the Stop hook (``answer_hook_with_report(store, "Stop", …)``, hash
@@ -30,6 +32,7 @@ Timings are from a loaded shared machine: read the paired ratios, not the absolu
     python benchmarks/speed/redaction_cost.py --adversarial [--sizes 131072,1048576] [--tree /work/main]
         [--kinds private-key,keyed-value]
     python benchmarks/speed/redaction_cost.py --capture /work/main . [--rounds 9]
+    python benchmarks/speed/redaction_cost.py --prechecks [--rounds 9]
     python benchmarks/speed/redaction_cost.py --hook-notes 150
 """
 
@@ -135,6 +138,41 @@ def cost(rounds: int, lme_count: int, against: Path | None = None) -> dict:
                         "us_per_1000_chars_before": round(before, 1), "us_per_1000_chars_after": round(after, 1),
                         "before_over_after": round(before / after, 2)}
         print(name, report[name], flush=True)
+    return report
+
+
+def precheck_cost(rounds: int, lme_count: int) -> dict:
+    """Each rule with a precheck (``_Rule.precheck``, the .pgpass rule's) on every set: its gate and search with
+    the precheck and without it (its strings still looked for), taking turns, ``rounds`` rounds, the medians in
+    milliseconds per set; the texts each lets through, and whether the two find the same spans."""
+    from dataclasses import replace
+
+    from localmem.privacy.redact import RULES, _fold, _may_match
+
+    def run(rule, texts: list[tuple[str, str]]) -> tuple[float, int, list]:
+        started, searched, found = time.perf_counter(), 0, []
+        for text, folded in texts:
+            if _may_match(rule, text, folded):
+                searched += 1
+                found += [m.span() for m in rule.pattern.finditer(text)]
+        return (time.perf_counter() - started) * 1e3, searched, found
+
+    report = {}
+    for rule in (rule for rule in RULES if rule.precheck is not None):
+        plain = replace(rule, precheck=None)
+        for name, raw in text_sets(lme_count).items():
+            texts = [(text, _fold(text)) for text in raw]
+            times: dict[str, list[float]] = {"without": [], "with": []}
+            for round_ in range(rounds):
+                for key in (("without", "with") if round_ % 2 == 0 else ("with", "without")):
+                    times[key].append(run(plain if key == "without" else rule, texts)[0])
+            (_, searched_without, spans_without), (_, searched_with, spans_with) = run(plain, texts), run(rule, texts)
+            without, with_ = statistics.median(times["without"]), statistics.median(times["with"])
+            report[f"{rule.kind} {name}"] = {
+                "texts": len(texts), "searched_without": searched_without, "searched_with": searched_with,
+                "same_spans": spans_without == spans_with, "ms_without": round(without, 2),
+                "ms_with": round(with_, 2), "without_over_with": round(without / with_, 2)}
+            print(f"{rule.kind} {name}", report[f"{rule.kind} {name}"], flush=True)
     return report
 
 
@@ -344,6 +382,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=600, help="messages of the captured transcript (default 600)")
     parser.add_argument("--against", type=Path, metavar="TREE",
                         help="cost per call of TREE's redact.py (before) against this tree's (after), taking turns")
+    parser.add_argument("--prechecks", action="store_true",
+                        help="each rule with a precheck, with and without it, taking turns, on every set")
     parser.add_argument("--hook-notes", type=int, metavar="PROMPTS",
                         help="the text the prompt hook redacts on daemon_answer_paired.py's first PROMPTS prompts")
     args = parser.parse_args()
@@ -360,6 +400,8 @@ def main() -> None:
     if args.adversarial:
         kinds = {kind.strip() for kind in args.kinds.split(",") if kind.strip()} if args.kinds else None
         report = adversarial_report(sizes, args.tree.resolve() if args.tree else None, kinds)
+    elif args.prechecks:
+        report = precheck_cost(args.rounds, args.lme_turns)
     elif args.hook_notes:
         report = hook_notes(args.hook_notes)
     elif args.capture:
