@@ -6,20 +6,21 @@ found by a single pass per rule over the original text; the spans found are
 then merged (the earliest, then the longest, wins an overlap) and replaced in
 one pass, so a placeholder is never matched again and the work is linear in
 the text per rule. ``<private>…</private>`` regions go first: an unclosed one
-drops the rest of the text. The patterns are localmem/privacy/patterns.py's; the rules follow the providers' documented token
-formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
+drops the rest of the text. The patterns are localmem/privacy/patterns.py's; they follow the providers'
+documented token formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
 rules for what has no fixed shape: private key blocks of any kind, passwords in URLs,
 connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
 ``KEY=value`` with a secret-like name, a name ending in "key" given a random value,
 netrc entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private
 key), cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
-values next to a key-like word (benchmarks/common/credential_heldout.py holds formats no
-rule was written from, to measure what these generalise to).
+values next to a key-like word (benchmarks/common/credential_heldout.py and credential_heldout2.py hold
+formats no rule was written from, to measure what these generalise to).
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
 rules one of them spelt out whole too (``ghp_``…, ``api_key``…), each looked for by ``str in``
-(one C scan); a rule that ignores case looks in the text folded by ``_fold``. The answer is
+(one C scan); a rule that ignores case looks in the text folded by ``_fold``; a rule whose only
+string is in most texts (the .pgpass rule's ``:``) has a precheck pattern with a literal start. The answer is
 the one every rule running would give (tests/test_redact_prefilter.py); it is only cheaper.
 """
 
@@ -224,8 +225,9 @@ _NEEDS_SPELT_OUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
 
 
 # A .pgpass line's "host:port:database:user:" has no literal but ":", which most texts with code, times or URLs
-# hold; its ":port:database:user:" starts with ":", and Python's re skips from one ":" to the next (about a tenth of
-# the rule's own search, on LongMemEval turns). tests/test_redact_prefilter.py checks every match holds one.
+# hold; its ":port:database:user:" starts with ":", and Python's re skips from one ":" to the next (the rule then
+# costs a fifth of what it did on LongMemEval turns: redaction_cost.py --prechecks). tests/test_redact_prefilter.py
+# checks every match holds one.
 _PRECHECKS: Mapping[str, re.Pattern[str]] = MappingProxyType({
     "pgpass-password": re.compile(r":(?:\d{1,5}|\*):[^\s:]{1,63}:[^\s:]{1,63}:"),
 })
