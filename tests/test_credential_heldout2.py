@@ -59,4 +59,4 @@ def test_heldout2_reports_both_halves_and_the_lookalikes_of_a_tree():
 def test_heldout_and_heldout2_are_separate_runs():
     done = subprocess.run([sys.executable, "benchmarks/safety/redaction.py", "--heldout", "--heldout2"], cwd=ROOT,
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert done.returncode == 2 and "--heldout and --heldout2 are separate runs" in done.stderr
+    assert done.returncode == 2 and "--heldout, --heldout2 and --heldout3 are separate runs" in done.stderr
