@@ -79,15 +79,16 @@ def _same(text: str, rules: tuple) -> bool:
 def test_every_rule_has_a_prefilter():
     assert all(rule.needs for rule in RULES), [rule.kind for rule in RULES if not rule.needs]
     assert {rule.kind for rule in RULES if rule.folded} == {
-        "connection-string-secret", "authorization-header", "secret-assignment", "secret-like-value", "cookie"}
+        "connection-string-secret", "authorization-header", "secret-assignment", "secret-like-value", "cookie",
+        "credential-setting", "seed-phrase"}
 
 
 def test_every_secret_word_holds_one_of_its_spelt_strings():
     """The generic rules' credential words are a finite set: all of them, drawn until no new one comes."""
     rng = random.Random(5)
     words = {sample(re.compile(SECRET_WORD), rng) for _ in range(5000)}
-    # 10 single words (passwd, password, pw, credential(s)…), 4 spellings of 10 pairs (api key…)
-    assert len(words) == 50
+    # 10 single words (passwd, password, pw, credential(s)…), 4 spellings of 11 pairs (api key, auth token…)
+    assert len(words) == 54
     for word in words:
         assert any(part in word for part in SECRET_WORD_STRINGS), word
 
@@ -162,10 +163,14 @@ def test_hostile_texts_answer_the_same(text):
 REDUNDANT = {("secret-assignment", 0): {"client"}, ("secret-like-value", 0): {"client"}}
 
 
-# Rules whose acceptance decodes base64 (docker's "auth" to user:password, a PEM header naming a private key): a
-# random sample of the pattern never decodes so, and one real match each is added to their samples.
+# Rules whose acceptance decodes base64 (docker's "auth" to user:password, a PEM header naming a private key) or
+# wants lower case (a seed phrase): a random sample of the pattern never does, and real matches are added to its
+# samples.
 DECODED = {"docker-auth": ['{"auth": "' + base64.b64encode(b"ci:S3cr3tPass9").decode() + '"}'],
-           "private-key": [base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBx9f\n").decode()]}
+           "private-key": [base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBx9f\n").decode()],
+           # a seed phrase is accepted in lower case only, which a random sample of its pattern almost never is
+           "seed-phrase": [f"{cue}: {' '.join(['abandon', 'ability', 'able', 'about'] * 3)}"
+                           for cue in ("mnemonic", "seed", "phrase")]}
 
 
 def test_a_rule_missing_one_of_its_strings_is_caught():

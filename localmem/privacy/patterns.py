@@ -10,9 +10,11 @@ from __future__ import annotations
 # (kind, pattern): the whole match is the secret unless the pattern has a group named "secret".
 PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     # A private key block of any kind: PEM/PGP (five dashes), RFC 4716 / SSH.com ("---- BEGIN SSH2 ENCRYPTED PRIVATE KEY
-    # ----"), a PGP "SECRET KEY BLOCK"; and a PuTTY key file's private lines (after "Private-Lines: N").
-    ("private-key", r"-{4,5} ?BEGIN (?:[A-Z0-9]+ )*(?:PRIVATE|SECRET) KEY(?: BLOCK)? ?-{4,5}.*?"
-                    r"(?:-{4,5} ?END [A-Z0-9 ]*-{4,5}|\Z)"),
+    # ----"), a PGP "SECRET KEY BLOCK", any other armour whose label names a key and not a public one ("-----BEGIN
+    # OpenVPN Static key V1-----"); and a PuTTY key file's private lines (after "Private-Lines: N").
+    ("private-key", r"-{4,5} ?BEGIN (?:(?:[A-Z0-9]+ )*(?:PRIVATE|SECRET) KEY(?: BLOCK)?"
+                    r"|(?![A-Za-z0-9 ]{0,80}PUBLIC)(?:[A-Za-z0-9]+ ){0,4}[Kk]ey(?: [A-Za-z0-9]+){0,3}) ?-{4,5}.*?"
+                    r"(?:-{4,5} ?END [A-Za-z0-9 ]*-{4,5}|\Z)"),
     ("private-key", r"(?m)^Private-Lines:[ \t]*\d{1,4}[ \t]*\r?\n(?P<secret>(?:[0-9A-Za-z+/=]{4,}(?:\r?\n|\Z))+)"),
     ("age-secret-key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
     ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
@@ -74,7 +76,7 @@ PROVIDER_RULES: tuple[tuple[str, str], ...] = (
 # ("the key to success") and "auth" alone are too common in ordinary text; "pw" and "pwd" are
 # ("wifi pw: …", issue 40), "pass" is not ("pass: 3 of 4").
 SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd?|passphrase|token|api[_\- ]?key|apikey|access[_\- ]?key"
-                r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?key"
+                r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?(?:key|token)"
                 r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
 _VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
 _NOT_A_WORD = r"(?![a-z]+(?![^\s\"']))"  # the value after it is not a lower-case word alone
@@ -122,6 +124,13 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
                               + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
     ("command-line-password", r"\bredis-cli(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-a[ \t]+[\"']?"
                               + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
+    # The OpenLDAP tools' (ldapsearch, ldapadd, ldapmodify, ldapwhoami, ldappasswd…) bind password "-w …", and the
+    # Samba tools' (smbclient, rpcclient, net, smbget…) "-U user%password" / "--user=user%password".
+    ("command-line-password", r"\bldap[a-z]{3,10}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-w[ \t]*[\"']?"
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
+    # (It starts with its "-", the boundary looked at behind it, so the search skips from one "-" to the next.)
+    ("command-line-password", r"-(?<![0-9A-Za-z_\-]-)(?:U|-user(?:name)?=)[ \t]*[\"']?[^\s%\"']{1,256}%"
+                              r"(?P<secret>[^\s\"']{1,256})"),
     ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
     ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
     # An Authorization header with any scheme ("SSWS", "Token", "Digest"-less custom ones) or none: the credentials.
@@ -147,9 +156,25 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # word alone is too common to make any value a secret ("primary_key: id"), a random one it makes one. The value is
     # taken greedily with nothing after it to fail (no backtracking: "key=key=…" stays linear and cheap); the name's
     # boundary is looked at behind its first letter, so the search skips to a K or a k.
-    ("keyed-value", r"(?:[Kk](?<![A-Za-z][Kk])ey|K(?<=[a-z0-9]K)ey|K(?<![a-z]K)EY)s?[\"']?[ \t]*(?:is[ \t]+|:=|=(?!=)|:)"
-                    r"[ \t]*[\"']?(?P<secret>[0-9A-Za-z+/_\-=.]{16,4096})"),
+    # A numbered key ("Unseal Key 1: …") is one too, and a value may say its encoding first ("APP_KEY=base64:…").
+    ("keyed-value", r"(?:[Kk](?<![A-Za-z][Kk])ey|K(?<=[a-z0-9]K)ey|K(?<![a-z]K)EY)s?(?:[ \t]\d{1,3})?[\"']?[ \t]*"
+                    r"(?:is[ \t]+|:=|=(?!=)|:)[ \t]*[\"']?(?:base64:)?(?P<secret>[0-9A-Za-z+/_\-=.]{16,4096})"),
     # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
     ("secret-like-value", r"(?i)(?<![a-z])" + SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
                           r"(?P<secret>[0-9A-Za-z+/_\-=.!#%&*]{12,})"),
+    # A name whose last part is "pass" or "auth" given a value (DB_PASS, SMTP_PASS, RABBITMQ_DEFAULT_PASS,
+    # db_admin_pass, REDIS_AUTH): "pass" or "auth" alone is not ("pass: 3 of 4"), a part of a longer name is.
+    ("credential-setting", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){1,8}(?:pass|auth)"
+                           r"(?![0-9A-Za-z_.\-])[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
+    # A client or session object made from a literal random string (cohere.Client("…"), APISession('…'),
+    # Api('…')).
+    ("client-token", r"(?:Client|Session|Api|API)\([ \t]*[\"'](?P<secret>[0-9A-Za-z+/_\-=.~]{16,512})[\"'][ \t]*[,)]"),
+    # An "sk-" key of any of the many APIs shaped as OpenAI's (DeepSeek's sk- and 32 hex, proxies', gateways'): a long
+    # random run after "sk-".
+    ("sk-api-key", r"\bsk-(?P<secret>[0-9A-Za-z_\-]{24,512})"),
+    # A BIP-39 seed phrase: 12 to 24 lower-case words of 3 to 8 letters, nothing but them, soon after "mnemonic",
+    # "seed" or "phrase" (MNEMONIC="…", "my seed phrase is: …", fromPhrase("…")).
+    # The words are taken whole (an atomic lookahead, as the jwt rule's), so "seed seed seed…" stays linear.
+    ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)s?[\"']?[ \t]*(?:(?:phrase|is|was)[ \t]*){0,2}[:=(]?[ \t]*[\"']?"
+                    r"(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))(?![ \t]*[a-z])"),
 )

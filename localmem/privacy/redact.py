@@ -6,15 +6,17 @@ found by a single pass per rule over the original text; the spans found are
 then merged (the earliest, then the longest, wins an overlap) and replaced in
 one pass, so a placeholder is never matched again and the work is linear in
 the text per rule. ``<private>…</private>`` regions go first: an unclosed one
-drops the rest of the text. The patterns are localmem/privacy/patterns.py's; they follow the providers'
-documented token formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
-rules for what has no fixed shape: private key blocks of any kind, passwords in URLs,
-connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
-``KEY=value`` with a secret-like name, a name ending in "key" given a random value,
-netrc entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private
-key), cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
-values next to a key-like word (benchmarks/common/credential_heldout.py and credential_heldout2.py hold
-formats no rule was written from, to measure what these generalise to).
+drops the rest of the text. The patterns are localmem/privacy/patterns.py's: the providers' documented
+token formats (benchmarks/common/credential_corpus.py builds a corpus of them) plus generic rules for what has
+no fixed shape: key blocks of any kind (armour naming a private, secret or other non-public key), passwords
+in URLs, connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``, ``ldapsearch
+-w …``, ``smbclient -U user%…``), ``KEY=value`` with a secret-like name (or a name ending in ``_pass`` or
+``_auth``), a name ending in "key" given a random value (or a numbered key: ``Unseal Key 1: …``), netrc
+entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private key),
+cookies, JWTs, ``Authorization`` headers of any scheme, a client made from a random literal
+(``Client("…")``), ``sk-`` keys, seed phrases, and high-entropy values next to a key-like word
+(benchmarks/common/credential_heldout.py and credential_heldout2.py hold formats no rule was written from, to
+measure what these generalise to).
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
@@ -106,11 +108,24 @@ def _code_or_path(value: str) -> bool:
     return bool(_NOT_A_VALUE.match(value)) and not _random_part(value)
 
 
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _quoted_literal(match: re.Match[str]) -> bool:
+    """A value in quotes holding a dot, a digit and both cases (``"dYi8WNcApo_TRET.EGU"``): a string literal, not
+    code (code is not quoted; ``"request.form"`` and a host in quotes are in one case and hold no digit)."""
+    value, text = _value(match), match.string
+    start, end = match.span("secret")
+    quoted = 0 < start and end < len(text) and text[start - 1] in "\"'" and text[end] == text[start - 1]
+    return (quoted and bool(_DOTTED_NAME.fullmatch(value)) and any(c.isdigit() for c in value)
+            and any(c.isupper() for c in value) and any(c.islower() for c in value))
+
+
 def _assigned_value(match: re.Match[str]) -> bool:
-    """A value assigned to a secret-like name is a secret unless it is a placeholder, code, or
-    (after a colon, as prose has it: "credentials: Ensure…") a plain word."""
+    """A value assigned to a secret-like name is a secret unless it is a placeholder, code (a dotted name not in
+    quotes), or (after a colon, as prose has it: "credentials: Ensure…") a plain word."""
     value = _value(match)
-    if _PLACEHOLDER_VALUES.match(value) or _code_or_path(value):
+    if _PLACEHOLDER_VALUES.match(value) or (_code_or_path(value) and not _quoted_literal(match)):
         return False
     if value.isalpha() and (value.islower() or (match.groupdict().get("sep") == ":" and value.istitle())):
         return False
@@ -152,15 +167,25 @@ def _cookie_value(match: re.Match[str]) -> bool:
 _MIXED = (re.compile(r"\d[A-Za-z]"), re.compile(r"[A-Za-z]\d"))
 
 
-def _keyed_value(match: re.Match[str]) -> bool:
-    """A high-entropy value of a name ending in "key", its digits among its letters (a random string, not a name
-    ending in a number: ``LabelKey1``, ``MD5_KEY``, ``us-central1/keyRings``), one token (an ``=`` only as base64's
-    padding, not ``<uuid>=/keyfile``), unless the name says public (``public_key``, ``pubKey``) or the value is an
-    SSH public key's blob (``AAAAB3NzaC1…``)."""
+def _random_token(match: re.Match[str]) -> bool:
+    """A high-entropy value of 16+ characters, its digits among its letters (a random string, not a name ending in a
+    number: ``LabelKey1``, ``MD5_KEY``, ``us-central1/keyRings``), one token (an ``=`` only as base64's padding, not
+    ``<uuid>=/keyfile``), not an SSH public key's blob (``AAAAB3NzaC1…``)."""
     value = _value(match)
-    before = match.string[max(0, match.start() - 12):match.start()]
     return (_high_entropy(match) and len(value.strip(".=-_/")) >= 16 and all(m.search(value) for m in _MIXED)
-            and "=" not in value.rstrip("=") and not value.startswith("AAAA") and not _PUBLIC_NAME.search(before))
+            and "=" not in value.rstrip("=") and not value.startswith("AAAA"))
+
+
+def _keyed_value(match: re.Match[str]) -> bool:
+    """A random token (``_random_token``) given to a name ending in "key", unless the name says public
+    (``public_key``, ``pubKey``)."""
+    before = match.string[max(0, match.start() - 12):match.start()]
+    return _random_token(match) and not _PUBLIC_NAME.search(before)
+
+
+def _seed_words(match: re.Match[str]) -> bool:
+    """A seed phrase is in lower case (the pattern ignores case for its cue word)."""
+    return _value(match).islower()
 
 
 def _user_password_pair(match: re.Match[str]) -> bool:
@@ -247,7 +272,8 @@ def _compile() -> tuple[_Rule, ...]:
               "command-line-password": _argument_value, "netrc-password": _argument_value,
               "cookie": _cookie_value, "keyed-value": _keyed_value, "npmrc-auth": _assigned_value,
               "docker-auth": _user_password_pair, "private-key": _encoded_private_key,
-              "pgpass-password": _argument_value}
+              "pgpass-password": _argument_value, "credential-setting": _assigned_value,
+              "client-token": _random_token, "sk-api-key": _random_token, "seed-phrase": _seed_words}
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
               for kind, pattern in GENERIC_RULES]
     return tuple(rules)
