@@ -1,6 +1,7 @@
-"""The second held-out credential corpus (benchmarks/common/credential_heldout2.py) and redaction.py's --heldout2.
+"""The second and third held-out credential corpora (benchmarks/common/credential_heldout2.py, _heldout3.py) and
+redaction.py's --heldout2 and --heldout3.
 
-The corpus was committed before any rule was measured on it and its halves fixed by a seeded shuffle: a change to
+The second corpus was committed before any rule was measured on it and its halves fixed by a seeded shuffle: a change to
 either would move the report half's figure without a rule changing, so both are pinned here."""
 
 from __future__ import annotations
@@ -60,3 +61,11 @@ def test_heldout_and_heldout2_are_separate_runs():
     done = subprocess.run([sys.executable, "benchmarks/safety/redaction.py", "--heldout", "--heldout2"], cwd=ROOT,
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert done.returncode == 2 and "--heldout, --heldout2 and --heldout3 are separate runs" in done.stderr
+
+
+def test_heldout3_reports_the_third_corpus_whole_as_held_out():
+    done = subprocess.run([sys.executable, "benchmarks/safety/redaction.py", "--heldout3"], cwd=ROOT, check=True,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    report = json.loads(done.stdout[done.stdout.index("\n{") + 1:])
+    assert "develop" not in report and report["report"]["samples"] == report["all"]["samples"] == 300
+    assert report["lookalikes report"]["texts"] == 80 and "lookalikes develop" not in report

@@ -9,7 +9,8 @@ written as the tools document them, from memory of their documentation (not re-r
 ``pk_`` in ``Authorization:``, Typeform's ``tfp_``, MongoDB Atlas's CLI private key, a Kafka SASL JAAS line,
 ``SNOWSQL_PWD``, an OpenStack clouds.yaml, Ansible's ``ansible_become_pass``/``ansible_ssh_pass``, SNMP communities
 (``-c``), ``ipmitool -P``, ``RSYNC_PASSWORD``, ``sqlcmd -P``, ``x11vnc -passwd``, OpenSSL's ``-passout pass:``,
-``7z -p``/``zip -P``, ``gpg --passphrase``, ``keytool -storepass``, Wi-Fi (wpa_supplicant ``psk=``, ``nmcli … password``),
+``7z -p``/``zip -P``, ``gpg --passphrase``, ``keytool -storepass``, Wi-Fi (wpa_supplicant ``psk=``,
+``nmcli … password``),
 Home Assistant's secrets.yaml, Bitwarden's and 1Password's session exports, a Salesforce access token, a PayPal
 client secret, a Plaid secret. Every value is random characters from a seeded generator.
 """
@@ -115,7 +116,8 @@ LOOKALIKES: dict[str, tuple[Callable[[random.Random], str], tuple[str, ...]]] = 
     "ipmitool-variable": (lambda r: r.choice(["$IPMI_PASSWORD", "\"${IPMI_PW}\""]), (
         "ipmitool -I lanplus -H 10.0.0.9 -U ADMIN -P {v} sdr list",
     )),
-    "archive-commands": (lambda r: _pick(r, HEX, 8), ("zip -r backup-{v}.zip dir -x '*.git*'", "7z x a-{v}.7z -o/tmp/out")),
+    "archive-commands": (lambda r: _pick(r, HEX, 8), ("zip -r backup-{v}.zip dir -x '*.git*'",
+                                                      "7z x a-{v}.7z -o/tmp/out")),
     "openssl-no-secret": (lambda r: _pick(r, HEX, 8), (
         "openssl req -new -key key.pem -out csr-{v}.pem -subj \"/CN=acme.dev\"",
         "openssl pkcs12 -export -in cert.pem -out b-{v}.p12 -passout env:P12_PASS",
@@ -137,7 +139,8 @@ LOOKALIKES: dict[str, tuple[Callable[[random.Random], str], tuple[str, ...]]] = 
         "clouds:\n  prod:\n    auth:\n      username: alice\n      password: \"{v}\"",
     )),
     "vnc-options": (lambda r: str(r.randrange(5900, 5999)), ("x11vnc -display :0 -forever -shared -rfbport {v}",)),
-    "git-diff-index": (lambda r: _pick(r, HEX, 7), ("diff --git a/app.py b/app.py\nindex {v}..{v} 100644\n--- a/app.py",)),
+    "git-diff-index": (lambda r: _pick(r, HEX, 7), (
+        "diff --git a/app.py b/app.py\nindex {v}..{v} 100644\n--- a/app.py",)),
     "salesforce-record-ids": (lambda r: "001" + _pick(r, ALNUM, 15), ("updated Account {v} and Contact 003{id}",)),
     "request-ids": (_uuid, ("X-Request-Id: {v}", "uid: {v}\nresourceVersion: \"123456\"")),
     "gradle-verification": (lambda r: _pick(r, HEX, 64), (
