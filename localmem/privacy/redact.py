@@ -15,8 +15,8 @@ in URLs, connection strings, passwords given to a command (``mysql -p…``, ``cu
 entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private key),
 cookies, JWTs, ``Authorization`` headers of any scheme, a client made from a random literal
 (``Client("…")``), ``sk-`` keys, seed phrases, and high-entropy values next to a key-like word
-(benchmarks/common/credential_heldout.py and credential_heldout2.py hold formats no rule was written from, to
-measure what these generalise to).
+(benchmarks/common/credential_heldout.py, credential_heldout2.py and credential_heldout3.py hold formats no rule
+was written from, to measure what these generalise to).
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
