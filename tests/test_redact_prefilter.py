@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from localmem.privacy import redact
-from localmem.privacy.redact import (_SECRET_WORD, _SECRET_WORD_STRINGS, RULES, _fold, _may_match, redact_with_rules,
-                                     without_prefilter)
+from localmem.privacy.patterns import SECRET_WORD, SECRET_WORD_STRINGS
+from localmem.privacy.redact import RULES, _fold, _may_match, redact_with_rules, without_prefilter
 
 from benchmarks.common.credential_corpus import corpus
 from benchmarks.common.regex_samples import mangle_case, sample
@@ -79,17 +79,18 @@ def _same(text: str, rules: tuple) -> bool:
 def test_every_rule_has_a_prefilter():
     assert all(rule.needs for rule in RULES), [rule.kind for rule in RULES if not rule.needs]
     assert {rule.kind for rule in RULES if rule.folded} == {
-        "connection-string-secret", "authorization-header", "secret-assignment", "secret-like-value", "cookie"}
+        "connection-string-secret", "authorization-header", "secret-assignment", "secret-like-value", "cookie",
+        "credential-setting", "seed-phrase"}
 
 
 def test_every_secret_word_holds_one_of_its_spelt_strings():
     """The generic rules' credential words are a finite set: all of them, drawn until no new one comes."""
     rng = random.Random(5)
-    words = {sample(re.compile(_SECRET_WORD), rng) for _ in range(5000)}
-    # 10 single words (passwd, password, pw, credential(s)…), 4 spellings of 10 pairs (api key…)
-    assert len(words) == 50
+    words = {sample(re.compile(SECRET_WORD), rng) for _ in range(5000)}
+    # 10 single words (passwd, password, pw, credential(s)…), 4 spellings of 11 pairs (api key, auth token…)
+    assert len(words) == 54
     for word in words:
-        assert any(part in word for part in _SECRET_WORD_STRINGS), word
+        assert any(part in word for part in SECRET_WORD_STRINGS), word
 
 
 @pytest.mark.parametrize("index", range(len(RULES)), ids=[f"{i}-{r.kind}" for i, r in enumerate(RULES)])
@@ -101,6 +102,29 @@ def test_every_match_holds_one_of_its_rules_strings(index):
     for found in matches:
         haystack = _fold(found) if rule.folded else found
         assert all(any(part in haystack for part in strings) for strings in rule.needs), (rule.kind, found)
+        assert rule.precheck is None or rule.precheck.search(found), (rule.kind, found)
+
+
+PGPASS = next(rule for rule in RULES if rule.kind == "pgpass-password")
+
+
+@pytest.mark.parametrize("text", [
+    "meeting moved from 10:30 to 11:45, dial in at 12:00:00", "see https://git.acme.dev:8443/a:b:c:d",
+    "Traceback: File \"x.py\", line 3: KeyError: 'a': 'b'",
+    "arn:aws:iam::123456789012:role/deploy", "00:1a:2b:3c:4d:5e",
+])
+def test_the_pgpass_rule_skips_texts_with_colons_but_no_port_field(text):
+    """Its only string is ":", so it ran on every text holding one; its precheck (":port:database:user:")
+    now skips these."""
+    assert ":" in text and not _may_match(PGPASS, text, _fold(text))
+    assert redact(text) == redact_with_rules(text, without_prefilter(RULES))
+
+
+@pytest.mark.parametrize("line", ["db.internal:5432:app:deploy:Zq8v#Lm2x", "*:*:*:postgres:S3cr3t\\:pw",
+                                  "  localhost:*:shop:app:hunter2hunter2"])
+def test_the_pgpass_rule_still_runs_on_its_lines(line):
+    assert _may_match(PGPASS, line, _fold(line))
+    assert redact(line).findings == {"pgpass-password": 1}
 
 
 def test_fold_maps_every_character_as_a_case_ignoring_pattern_does():
@@ -139,10 +163,14 @@ def test_hostile_texts_answer_the_same(text):
 REDUNDANT = {("secret-assignment", 0): {"client"}, ("secret-like-value", 0): {"client"}}
 
 
-# Rules whose acceptance decodes base64 (docker's "auth" to user:password, a PEM header naming a private key): a
-# random sample of the pattern never decodes so, and one real match each is added to their samples.
+# Rules whose acceptance decodes base64 (docker's "auth" to user:password, a PEM header naming a private key) or
+# wants lower case (a seed phrase): a random sample of the pattern never does, and real matches are added to its
+# samples.
 DECODED = {"docker-auth": ['{"auth": "' + base64.b64encode(b"ci:S3cr3tPass9").decode() + '"}'],
-           "private-key": [base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBx9f\n").decode()]}
+           "private-key": [base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBx9f\n").decode()],
+           # a seed phrase is accepted in lower case only, which a random sample of its pattern almost never is
+           "seed-phrase": [f"{cue}: {' '.join(['abandon', 'ability', 'able', 'about'] * 3)}"
+                           for cue in ("mnemonic", "seed", "phrase")]}
 
 
 def test_a_rule_missing_one_of_its_strings_is_caught():

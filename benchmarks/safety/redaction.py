@@ -11,12 +11,17 @@
   from, recall per format and per half (rules are developed on its ``split()``'s first half; the second half is
   the honest figure), caught when no 12-character piece (8 for a secret under 24 characters) survives; one
   missed text per format is printed as redacted. ``--tree``: that tree's ``redact`` (a process of its own).
+- Second held out (``--heldout2 [--tree TREE]``): benchmarks/common/credential_heldout2.py, measured as
+  ``--heldout``, and its look-alike non-secrets per half (each text ``redact`` changes is a false positive, printed).
+  ``--heldout3``: benchmarks/common/credential_heldout3.py, the same, all of it held out (one "report" half).
 - Cost: seconds per turn of ``redact`` over the dev-set turns (a captured turn's work), on a
   loaded shared machine: compare the ratio to detect-secrets' scan of the same lines, run in
   the same process, when detect-secrets is installed (``--detect-secrets``).
 
     python benchmarks/safety/redaction.py [--detect-secrets] [--limit N] [--store-turns N]
     python benchmarks/safety/redaction.py --heldout [--tree /work/main]
+    python benchmarks/safety/redaction.py --heldout2 [--tree /work/main]
+    python benchmarks/safety/redaction.py --heldout3 [--tree /work/main]
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common.credential_corpus import FORMATS, LOOKALIKES, command_corpus, corpus  # noqa: E402
 from benchmarks.common.credential_heldout import heldout_corpus, split  # noqa: E402
+from benchmarks.common.credential_heldout2 import heldout2_corpus, lookalike_corpus, split_lookalikes  # noqa: E402
+from benchmarks.common.credential_heldout2 import split as split2  # noqa: E402
+from benchmarks.common.credential_heldout3 import FORMATS as FORMATS3  # noqa: E402
+from benchmarks.common.credential_heldout3 import LOOKALIKES as LOOKALIKES3  # noqa: E402
+from benchmarks.common.credential_heldout3 import heldout3_corpus, lookalike3_corpus  # noqa: E402
 
 from localmem.privacy import redact  # noqa: E402
 
@@ -130,9 +140,11 @@ def redacted_by_tree(texts: list[str], tree: Path | None) -> list[str]:
     return json.loads(done.stdout)
 
 
-def heldout(tree: Path | None) -> dict:
-    """Recall on the held-out corpus per format and per half; one missed text of each format printed redacted."""
-    samples = list(heldout_corpus())
+def heldout(tree: Path | None, samples: list[tuple[str, str, str]] | None = None,
+            halves: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> dict:
+    """Recall on a held-out corpus (the first, or ``samples`` halved by ``halves``) per format and per half; one
+    missed text of each format printed redacted."""
+    samples = list(heldout_corpus()) if samples is None else samples
     outputs = redacted_by_tree([text for _, _, text in samples], tree)
     total: Counter[str] = Counter()
     got: Counter[str] = Counter()
@@ -144,15 +156,38 @@ def heldout(tree: Path | None) -> dict:
         elif name not in shown:
             shown.add(name)
             print(f"  MISSED [{name}]: {out[:240]!r}")
-    halves = dict(zip(("develop", "report"), split()))
     report = {half: {"formats": len(names), "samples": sum(total[n] for n in names),
                      "caught": sum(got[n] for n in names),
                      "recall": sum(got[n] for n in names) / sum(total[n] for n in names),
                      "formats_all_caught": sum(got[n] == total[n] for n in names),
                      "per_format": {n: f"{got[n]}/{total[n]}" for n in names}}
-              for half, names in halves.items()}
+              for half, names in zip(("develop", "report"), halves or split()) if names}
     report["all"] = {"formats": len(total), "samples": sum(total.values()), "caught": sum(got.values()),
                      "recall": sum(got.values()) / sum(total.values())}
+    return report
+
+
+def heldout2(tree: Path | None, third: bool = False) -> dict:
+    """The second held-out corpus's recall per half (as ``heldout``), and its look-alikes touched per half (each
+    touched text printed as redacted); ``third``: the third corpus's, all of it one half ("report")."""
+    if third:
+        report = heldout(tree, list(heldout3_corpus()), ((), tuple(FORMATS3)))  # no develop half
+        kinds_texts, halves = list(lookalike3_corpus()), (("report", tuple(LOOKALIKES3)),)
+    else:
+        report = heldout(tree, list(heldout2_corpus()), split2())
+        kinds_texts, halves = list(lookalike_corpus()), tuple(zip(("develop", "report"), split_lookalikes()))
+    outputs = redacted_by_tree([text for _, text in kinds_texts], tree)
+    touched: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    for (kind, text), out in zip(kinds_texts, outputs):
+        total[kind] += 1
+        if out != text:
+            touched[kind] += 1
+            print(f"  LOOKALIKE TOUCHED [{kind}]: {out[:240]!r}")
+    for half, kinds in halves:
+        report[f"lookalikes {half}"] = {"kinds": len(kinds), "texts": sum(total[k] for k in kinds),
+                                        "touched": sum(touched[k] for k in kinds),
+                                        "touched_by_kind": {k: touched[k] for k in kinds if touched[k]}}
     return report
 
 
@@ -212,12 +247,20 @@ def main() -> None:
                         help="also time storing N LoCoMo turns with and without redaction (paired)")
     parser.add_argument("--heldout", action="store_true",
                         help="recall on the held-out corpus only (benchmarks/common/credential_heldout.py)")
-    parser.add_argument("--tree", type=Path, help="with --heldout: that tree's redact (default: this tree's)")
+    parser.add_argument("--heldout2", action="store_true",
+                        help="recall and look-alikes on the second held-out corpus only (credential_heldout2.py)")
+    parser.add_argument("--heldout3", action="store_true",
+                        help="recall and look-alikes on the third held-out corpus only (credential_heldout3.py)")
+    parser.add_argument("--tree", type=Path,
+                        help="with --heldout, --heldout2 or --heldout3: that tree's redact (default: this tree's)")
     args = parser.parse_args()
-    if args.tree and not args.heldout:
-        parser.error("--tree goes with --heldout")
-    if args.heldout:
-        print(json.dumps(heldout(args.tree.resolve() if args.tree else None), indent=2))
+    if args.heldout + args.heldout2 + args.heldout3 > 1:
+        parser.error("--heldout, --heldout2 and --heldout3 are separate runs: give one")
+    if args.tree and not (args.heldout or args.heldout2 or args.heldout3):
+        parser.error("--tree goes with --heldout, --heldout2 or --heldout3")
+    tree = args.tree.resolve() if args.tree else None
+    if args.heldout or args.heldout2 or args.heldout3:
+        print(json.dumps(heldout(tree) if args.heldout else heldout2(tree, third=args.heldout3), indent=2))
         return
     sets = {"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
     report = {name: false_positives(name, turns) for name, turns in sets.items()}

@@ -15,7 +15,10 @@
   sample match repeated, cut short, its prefix before a long run of one of its characters, …; see
   ``adversarial``), at each of ``--sizes`` characters: all its strings' seconds per size, how that
   grows from the first size to the last (linear work: about the size ratio), the slowest string. The
-  patterns' search alone (not the checks run on what they find); ``--tree TREE``: that tree's rules.
+  patterns' search alone (not the checks run on what they find); ``--tree TREE``: that tree's rules; ``--kinds``:
+  only the rules of those kinds (each keeps its index, so its strings are the same as in a run of all).
+- ``--prechecks``: each rule with a precheck pattern (the .pgpass rule's ``:port:database:user:``) on the sets
+  above, its gate and search with and without the precheck, taking turns: milliseconds per set, texts searched.
 - ``--hook-notes PROMPTS``: how many notes, of how many characters, the prompt hook redacts per prompt
   on daemon_answer_paired.py's workload (what its paired timing can show of redaction).
 - ``--capture BEFORE AFTER``: the Stop hook (``answer_hook_with_report(store, "Stop", …)``, hash
@@ -27,7 +30,9 @@ Timings are from a loaded shared machine: read the paired ratios, not the absolu
 
     python benchmarks/speed/redaction_cost.py [--rounds 9] [--lme-turns 4000] [--against /work/main]
     python benchmarks/speed/redaction_cost.py --adversarial [--sizes 131072,1048576] [--tree /work/main]
+        [--kinds private-key,keyed-value]
     python benchmarks/speed/redaction_cost.py --capture /work/main . [--rounds 9]
+    python benchmarks/speed/redaction_cost.py --prechecks [--rounds 9]
     python benchmarks/speed/redaction_cost.py --hook-notes 150
 """
 
@@ -136,6 +141,41 @@ def cost(rounds: int, lme_count: int, against: Path | None = None) -> dict:
     return report
 
 
+def precheck_cost(rounds: int, lme_count: int) -> dict:
+    """Each rule with a precheck (``_Rule.precheck``, the .pgpass rule's) on every set: its gate and search with
+    the precheck and without it (its strings still looked for), taking turns, ``rounds`` rounds, the medians in
+    milliseconds per set; the texts each lets through, and whether the two find the same spans."""
+    from dataclasses import replace
+
+    from localmem.privacy.redact import RULES, _fold, _may_match
+
+    def run(rule, texts: list[tuple[str, str]]) -> tuple[float, int, list]:
+        started, searched, found = time.perf_counter(), 0, []
+        for text, folded in texts:
+            if _may_match(rule, text, folded):
+                searched += 1
+                found += [m.span() for m in rule.pattern.finditer(text)]
+        return (time.perf_counter() - started) * 1e3, searched, found
+
+    report = {}
+    for rule in (rule for rule in RULES if rule.precheck is not None):
+        plain = replace(rule, precheck=None)
+        for name, raw in text_sets(lme_count).items():
+            texts = [(text, _fold(text)) for text in raw]
+            times: dict[str, list[float]] = {"without": [], "with": []}
+            for round_ in range(rounds):
+                for key in (("without", "with") if round_ % 2 == 0 else ("with", "without")):
+                    times[key].append(run(plain if key == "without" else rule, texts)[0])
+            (_, searched_without, spans_without), (_, searched_with, spans_with) = run(plain, texts), run(rule, texts)
+            without, with_ = statistics.median(times["without"]), statistics.median(times["with"])
+            report[f"{rule.kind} {name}"] = {
+                "texts": len(texts), "searched_without": searched_without, "searched_with": searched_with,
+                "same_spans": spans_without == spans_with, "ms_without": round(without, 2),
+                "ms_with": round(with_, 2), "without_over_with": round(without / with_, 2)}
+            print(f"{rule.kind} {name}", report[f"{rule.kind} {name}"], flush=True)
+    return report
+
+
 # -- hostile strings --------------------------------------------------------------------------
 
 def adversarial(pattern, size: int, seed: int) -> dict[str, str]:
@@ -199,12 +239,18 @@ def tree_rules(tree: Path | None) -> list[tuple[str, object]]:
     return [(kind, re.compile(pattern, flags)) for kind, pattern, flags in json.loads(done.stdout)]
 
 
-def adversarial_report(sizes: list[int], tree: Path | None) -> dict:
-    """Per rule: the seconds of all its strings at each size (its pattern's search alone), how that total
-    grows from the first size to the last (linear work: about the size ratio; quadratic: its square), and
-    the slowest string."""
+def adversarial_report(sizes: list[int], tree: Path | None, kinds: set[str] | None = None) -> dict:
+    """Per rule (of ``kinds`` only, when given): the seconds of all its strings at each size (its pattern's search
+    alone), how that total grows from the first size to the last (linear work: about the size ratio; quadratic: its
+    square), and the slowest string."""
     report = {}
-    for index, (kind, pattern) in enumerate(tree_rules(tree)):
+    rules = tree_rules(tree)
+    unknown = (kinds or set()) - {kind for kind, _ in rules}
+    if unknown:
+        raise SystemExit(f"--kinds: no rule of kind {', '.join(sorted(unknown))} in that tree")
+    for index, (kind, pattern) in enumerate(rules):
+        if kinds and kind not in kinds:
+            continue
         totals, worst = {}, ("", 0.0)
         for size in sizes:
             times = {name: time_rule(pattern, text) for name, text in adversarial(pattern, size, index).items()}
@@ -330,11 +376,14 @@ def main() -> None:
     parser.add_argument("--adversarial", action="store_true", help="each rule on strings built to stress it")
     parser.add_argument("--tree", type=Path, help="with --adversarial: this tree's rules (default: this one's)")
     parser.add_argument("--sizes", default="131072,1048576", help="characters of each hostile string, comma-separated")
+    parser.add_argument("--kinds", help="with --adversarial: only the rules of these kinds, comma-separated")
     parser.add_argument("--capture", nargs=2, metavar=("BEFORE", "AFTER"), type=Path,
                         help="the Stop hook capturing a long transcript in two trees, taking turns")
     parser.add_argument("--messages", type=int, default=600, help="messages of the captured transcript (default 600)")
     parser.add_argument("--against", type=Path, metavar="TREE",
                         help="cost per call of TREE's redact.py (before) against this tree's (after), taking turns")
+    parser.add_argument("--prechecks", action="store_true",
+                        help="each rule with a precheck, with and without it, taking turns, on every set")
     parser.add_argument("--hook-notes", type=int, metavar="PROMPTS",
                         help="the text the prompt hook redacts on daemon_answer_paired.py's first PROMPTS prompts")
     args = parser.parse_args()
@@ -346,8 +395,13 @@ def main() -> None:
         parser.error(f"--sizes must be whole numbers separated by commas, got {args.sizes!r}")
     if any(size < 64 for size in sizes):
         parser.error(f"--sizes must each be at least 64 characters, got {args.sizes!r}")
+    if args.kinds and not args.adversarial:
+        parser.error("--kinds goes with --adversarial")
     if args.adversarial:
-        report = adversarial_report(sizes, args.tree.resolve() if args.tree else None)
+        kinds = {kind.strip() for kind in args.kinds.split(",") if kind.strip()} if args.kinds else None
+        report = adversarial_report(sizes, args.tree.resolve() if args.tree else None, kinds)
+    elif args.prechecks:
+        report = precheck_cost(args.rounds, args.lme_turns)
     elif args.hook_notes:
         report = hook_notes(args.hook_notes)
     elif args.capture:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from .redact import _NOT_A_VALUE, _PLACEHOLDER_FOUND, _PLACEHOLDER_VALUES, _SECRET_WORD, Redaction, redact
+from .patterns import SECRET_WORD
+from .redact import _NOT_A_VALUE, _PLACEHOLDER_FOUND, _PLACEHOLDER_VALUES, Redaction, redact
 
 AFTER_CUE_KIND = "credential-after-cue"
 TAIL_CHARS = 200  # of the previous message looked at: the cue ends it
@@ -21,7 +22,7 @@ MAX_REPLY_CHARS = 120  # a longer message is not a credential given on its own
 MAX_REPLY_WORDS = 6
 
 _FILLER = r"(?:is|are|was|here|it|below|please|now|again|then|one|you|go)"
-_CUE = re.compile(r"(?i)(?<![a-z])" + _SECRET_WORD + r"s?(?![a-z])(?:[\s:=?.!,'\"`\-]|\b" + _FILLER + r"\b)*\Z")
+_CUE = re.compile(r"(?i)(?<![a-z])" + SECRET_WORD + r"s?(?![a-z])(?:[\s:=?.!,'\"`\-]|\b" + _FILLER + r"\b)*\Z")
 _REPLY_FILLER = frozenset({"sure", "ok", "okay", "yes", "yeah", "yep", "here", "it", "it's", "its", "is", "it’s",
                            "the", "my", "this", "one", "you", "go", "there"})
 _WORD = re.compile(r"\S+")
@@ -56,7 +57,7 @@ def lone_value(text: str) -> tuple[int, int] | None:
         return None
     *before, last = words
     if any(word.group().strip(_QUOTES + ",.:;!?").lower() not in _REPLY_FILLER
-           and not re.fullmatch(r"(?i)" + _SECRET_WORD + "s?", word.group().strip(_QUOTES + ",.:;!?"))
+           and not re.fullmatch(r"(?i)" + SECRET_WORD + "s?", word.group().strip(_QUOTES + ",.:;!?"))
            for word in before):
         return None
     start, end = last.span()

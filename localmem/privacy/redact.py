@@ -6,20 +6,23 @@ found by a single pass per rule over the original text; the spans found are
 then merged (the earliest, then the longest, wins an overlap) and replaced in
 one pass, so a placeholder is never matched again and the work is linear in
 the text per rule. ``<private>…</private>`` regions go first: an unclosed one
-drops the rest of the text. The rules follow the providers' documented token
-formats (benchmarks/credential_corpus.py builds a corpus of them) plus generic
-rules for what has no fixed shape: private key blocks of any kind, passwords in URLs,
-connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``),
-``KEY=value`` with a secret-like name, a name ending in "key" given a random value,
-netrc entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private
-key), cookies, JWTs, ``Authorization`` headers of any scheme, and high-entropy
-values next to a key-like word (benchmarks/common/credential_heldout.py holds formats no
-rule was written from, to measure what these generalise to).
+drops the rest of the text. The patterns are localmem/privacy/patterns.py's: the providers' documented
+token formats (benchmarks/common/credential_corpus.py builds a corpus of them) plus generic rules for what has
+no fixed shape: key blocks of any kind (armour naming a private, secret or other non-public key), passwords
+in URLs, connection strings, passwords given to a command (``mysql -p…``, ``curl -u user:…``, ``ldapsearch
+-w …``, ``smbclient -U user%…``), ``KEY=value`` with a secret-like name (or a name ending in ``_pass`` or
+``_auth``), a name ending in "key" given a random value (or a numbered key: ``Unseal Key 1: …``), netrc
+entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private key),
+cookies, JWTs, ``Authorization`` headers of any scheme, a client made from a random literal
+(``Client("…")``), ``sk-`` keys, seed phrases, and high-entropy values next to a key-like word
+(benchmarks/common/credential_heldout.py, credential_heldout2.py and credential_heldout3.py hold formats no rule
+was written from, to measure what these generalise to).
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
 rules one of them spelt out whole too (``ghp_``…, ``api_key``…), each looked for by ``str in``
-(one C scan); a rule that ignores case looks in the text folded by ``_fold``. The answer is
+(one C scan); a rule that ignores case looks in the text folded by ``_fold``; a rule whose only
+string is in most texts (the .pgpass rule's ``:``) has a precheck pattern with a literal start. The answer is
 the one every rule running would give (tests/test_redact_prefilter.py); it is only cheaper.
 """
 
@@ -35,158 +38,12 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import ValidationError
 from ..regex_literals import required_substrings
+from .patterns import GENERIC_RULES, PROVIDER_RULES, SECRET_WORD_STRINGS
 
 PRIVATE_KIND = "private-region"
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 _PLACEHOLDER = "[redacted: {}]"
 MIN_ENTROPY = 3.0  # bits per character of a value that counts as high-entropy (hex of 32+ is ~4)
-
-# (kind, pattern): the whole match is the secret unless the pattern has a group named "secret".
-_PROVIDER_RULES: tuple[tuple[str, str], ...] = (
-    # A private key block of any kind: PEM/PGP (five dashes), RFC 4716 / SSH.com ("---- BEGIN SSH2 ENCRYPTED PRIVATE KEY
-    # ----"), a PGP "SECRET KEY BLOCK"; and a PuTTY key file's private lines (after "Private-Lines: N").
-    ("private-key", r"-{4,5} ?BEGIN (?:[A-Z0-9]+ )*(?:PRIVATE|SECRET) KEY(?: BLOCK)? ?-{4,5}.*?"
-                    r"(?:-{4,5} ?END [A-Z0-9 ]*-{4,5}|\Z)"),
-    ("private-key", r"(?m)^Private-Lines:[ \t]*\d{1,4}[ \t]*\r?\n(?P<secret>(?:[0-9A-Za-z+/=]{4,}(?:\r?\n|\Z))+)"),
-    ("age-secret-key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
-    ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
-    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
-    ("google-oauth-client-secret", r"\bGOCSPX-[0-9A-Za-z_\-]{28}(?![0-9A-Za-z_\-])"),
-    ("google-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
-    ("azure-client-secret", r"(?<![0-9A-Za-z_~.\-])[0-9A-Za-z_~.\-]{3}\dQ~[0-9A-Za-z_~.\-]{31,34}(?![0-9A-Za-z_~.\-])"),
-    ("azure-sas-signature", r"[?&]sig=(?P<secret>[0-9A-Za-z%+/=]{30,})"),
-    ("github-token", r"\bgh[pousr]_[0-9A-Za-z._\-]{36,}"),
-    ("github-fine-grained-token", r"\bgithub_pat_[0-9A-Za-z_]{60,255}\b"),
-    ("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|ft|imt|agent|oas|soat|cbt|ffct|wt|rtr|sa|c)-[0-9A-Za-z_\-]{20,}"),
-    ("gitlab-runner-token", r"\bGR1348941[0-9A-Za-z_\-]{20,}"),
-    ("slack-token", r"\bxox[abposre]-(?:\d+-)*[0-9A-Za-z\-]{10,}"),
-    ("slack-app-token", r"\bxapp-\d-[0-9A-Z]+-\d+-[0-9a-f]+\b"),
-    ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/]{20,}"),
-    ("stripe-secret-key", r"\bsk_(?:live|test)_[0-9A-Za-z]{10,255}\b"),
-    ("stripe-restricted-key", r"\brk_(?:live|test)_[0-9A-Za-z]{10,255}\b"),
-    ("stripe-webhook-secret", r"\bwhsec_[0-9A-Za-z+/=]{24,}"),
-    ("anthropic-api-key", r"\bsk-ant-[a-z]+\d*-[0-9A-Za-z_\-]{20,}"),
-    ("openai-api-key", r"\bsk-(?:(?:proj|svcacct|admin|None)-)?[0-9A-Za-z_\-]{20,200}T3BlbkFJ[0-9A-Za-z_\-]{20,}"
-                       r"|\bsk-(?:proj|svcacct|admin)-[0-9A-Za-z_\-]{40,}|\bsk-[0-9A-Za-z]{48}\b"),
-    ("twilio-api-key-sid", r"\bSK[0-9a-f]{32}\b"),
-    ("twilio-account-sid", r"\bAC[0-9a-f]{32}\b"),
-    ("sendgrid-api-key", r"\bSG\.[0-9A-Za-z_\-]{22}\.[0-9A-Za-z_\-]{43}(?![0-9A-Za-z_\-])"),
-    ("mailgun-api-key", r"\bkey-[0-9a-f]{32}\b"),
-    ("mailchimp-api-key", r"\b[0-9a-f]{32}-us\d{1,2}\b"),
-    ("npm-token", r"\bnpm_[0-9A-Za-z]{36}\b"),
-    ("pypi-token", r"\bpypi-[0-9A-Za-z_\-]{50,}"),
-    ("huggingface-token", r"\bhf_[0-9A-Za-z]{30,}\b"),
-    ("digitalocean-token", r"\bdo[opr]_v1_[0-9a-f]{64}\b"),
-    ("shopify-token", r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b"),
-    ("square-token", r"\b(?:sq0atp|sq0csp|EAAA)[0-9A-Za-z_\-]{22,60}\b"),
-    ("databricks-token", r"\bdapi[0-9a-f]{32}(?:-\d)?\b"),
-    ("atlassian-api-token", r"\bATATT3[0-9A-Za-z_\-=]{100,}"),
-    ("linear-api-key", r"\blin_(?:api|oauth)_[0-9A-Za-z]{40}\b"),
-    ("notion-token", r"\b(?:secret|ntn)_[0-9A-Za-z]{43,46}\b"),
-    ("vault-token", r"\bhv[sbr]\.[0-9A-Za-z_\-]{24,}"),
-    ("doppler-token", r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[0-9A-Za-z]{40,44}\b"),
-    ("grafana-token", r"\bglsa_[0-9A-Za-z]{32}_[0-9a-f]{8}\b|\bglc_[0-9A-Za-z+/=]{32,}"),
-    ("postman-api-key", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b"),
-    ("groq-api-key", r"\bgsk_[0-9A-Za-z]{48,}\b"),
-    ("replicate-token", r"\br8_[0-9A-Za-z]{37}\b"),
-    ("xai-api-key", r"\bxai-[0-9A-Za-z]{70,}\b"),
-    ("telegram-bot-token", r"\b\d{8,10}:AA[0-9A-Za-z_\-]{33}(?![0-9A-Za-z_\-])"),
-    # "\b[MNO]" with the boundary looked at behind: a pattern starting with a class is searched only from
-    # the class's characters (it runs on most texts: its only string, ".", is in most).
-    ("discord-bot-token", r"[MNO](?<!\w[MNO])[0-9A-Za-z_\-]{23,25}\.[0-9A-Za-z_\-]{6}\.[0-9A-Za-z_\-]{27,38}"
-                          r"(?![0-9A-Za-z_\-])"),
-    ("facebook-access-token", r"\bEAA[BC][0-9A-Za-z]{80,}"),
-    # Only the first token start ("eyJ" after a word boundary) of a run of token characters is tried: a later one in
-    # the same run shares its end, so it fails where the first failed, and trying each ("eyJ-eyJ-…") was quadratic.
-    # "(?=(?P<x>…))(?P=x)" is an atomic group (a lookahead is never re-entered) that Python 3.10's re also reads.
-    ("jwt", r"(?<![0-9A-Za-z_\-])(?=(?P<lead>[0-9A-Za-z_\-]*?\b(?=eyJ)))(?P=lead)(?P<secret>"
-            r"eyJ(?=(?P<head>[0-9A-Za-z_\-]{8,}))(?P=head)\.eyJ(?=(?P<body>[0-9A-Za-z_\-]{8,}))(?P=body)\."
-            r"[0-9A-Za-z_\-]{8,})"),
-)
-
-# Words that make the value next to them a secret. Kept to credential words: "key" alone
-# ("the key to success") and "auth" alone are too common in ordinary text; "pw" and "pwd" are
-# ("wifi pw: …", issue 40), "pass" is not ("pass: 3 of 4").
-_SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd?|passphrase|token|api[_\- ]?key|apikey|access[_\- ]?key"
-                r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?key"
-                r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
-_VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
-_NOT_A_WORD = r"(?![a-z]+(?![^\s\"']))"  # the value after it is not a lower-case word alone
-# What a _SECRET_WORD match holds, spelt out: "client secret" holds "secret", "credentials" "credential", and each
-# "<word>[_\- ]?key" is one of its four spellings (the words alone, "api", "access", "account", are common).
-_SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pw", "passphrase", "token", "credential", "dsn") + tuple(
-    f"{word}{separator}key" for word in ("api", "access", "private", "signing", "encryption", "master", "auth",
-                                         "account", "sas") for separator in ("_", "-", " ", ""))
-
-_GENERIC_RULES: tuple[tuple[str, str], ...] = (
-    # The user may be empty ("redis://:PASS@host", "https://:PAT@dev.azure.com").
-    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
-    # Config-file keys that always hold a secret in their format (issue 40): .npmrc's "_authToken=", "_auth=" (base64
-    # of user:password) and "_password="; docker config.json's "auth" (base64 of user:password: checked by decoding);
-    # a base64 PEM private key ("LS0tLS1CRUdJTi…": kubeconfig's client-key-data, a Secret's tls.key); a .pgpass line
-    # "host:port:database:user:password" (port a number or *; "\:" escapes a colon), its last field.
-    ("npmrc-auth", r"(?<![0-9A-Za-z_])_(?:authToken|auth|password)[ \t]*=[ \t]*[\"']?(?P<secret>[^\s\"'<>]{1,4096})"),
-    ("docker-auth", r"[\"']auth[\"'][ \t]*:[ \t]*[\"'](?P<secret>[0-9A-Za-z+/]{8,4096}={0,2})[\"']"),
-    ("private-key", r"(?<![0-9A-Za-z+/])LS0tLS1CRUdJTi[0-9A-Za-z+/]{20,16384}={0,2}"),
-    ("pgpass-password", r"^[ \t]*[^\s:#][^\s:]{0,252}:(?:\d{1,5}|\*):[^\s:]{1,63}:[^\s:]{1,63}:"
-                        r"(?P<secret>(?:[^\s:\\]|\\.){1,256})[ \t]*$"),
-    ("connection-string-secret", r"(?i)(?:^|[;\s\"'])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret)"
-                                 r"=(?!=)(?P<secret>[^;\s\"']{1,512})"),
-    # A password given as a command's argument (issue 40), where the tool's manual puts it: mysql's glued
-    # "-p<password>" (a space after "-p" makes it prompt), "--password=…"/"--password …", "sshpass -p …",
-    # "curl -u user:…", "htpasswd -b [file] user …", "docker login -p …", "mongo -p …", "redis-cli -a …".
-    # Up to 12 arguments may come between the command and the flag.
-    ("command-line-password", r"\b(?:mysql|mariadb)[a-z\-]{0,12}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[\"']?"
-                              r"(?P<secret>[^\s\"']{1,256})"),
-    ("command-line-password", r"(?<![0-9A-Za-z_\-])--pass(?:word)?(?:=|[ \t]+)[\"']?"
-                              r"(?P<secret>[^\s\"']{1,256})"),
-    ("command-line-password", r"\bsshpass(?:[ \t]+-[A-Za-oq-z][^\s]{0,256}){0,4}?[ \t]+-p[ \t]*[\"']?"
-                              r"(?P<secret>[^\s\"']{1,256})"),
-    ("command-line-password", r"\bcurl(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))[\"']?"
-                              r"[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})"),
-    # htpasswd: with "-n" (print, no file) the user and password follow the flags, else a file comes first.
-    ("command-line-password", r"\bhtpasswd[ \t]+-(?:[A-Za-mo-z]{0,6}b[A-Za-mo-z]{0,6}[ \t]+[^\s]{1,256}"
-                              r"|[A-Za-z]{0,6}(?:n[A-Za-z]{0,6}b|b[A-Za-z]{0,6}n)[A-Za-z]{0,6})"
-                              r"[ \t]+[^\s]{1,256}[ \t]+[\"']?(?P<secret>[^\s\"']{1,256})"),
-    # docker login's, the mongo shells' "-p …" and redis-cli's "-a …" take the password as the next argument;
-    # a lower-case word there is prose ("the mongo -p flag prompts"), kept.
-    ("command-line-password", r"\bdocker[ \t]+login(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[ \t]+[\"']?"
-                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
-    ("command-line-password", r"\bmongo(?:sh)?(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[ \t]+[\"']?"
-                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
-    ("command-line-password", r"\bredis-cli(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-a[ \t]+[\"']?"
-                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
-    ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
-    ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
-    # An Authorization header with any scheme ("SSWS", "Token", "Digest"-less custom ones) or none: the credentials.
-    ("authorization-header", r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
-                             r"(?:[a-z][a-z0-9_\-]{0,30}[ \t]+)?(?P<secret>[0-9A-Za-z._~+/\-]{12,512}=*)"),
-    # A cookie header, or curl's -b/--cookie with name=value, holding a long value: the cookies (a session id is a
-    # credential).
-    ("cookie", r"(?i)(?:\b(?:set-)?cookie[ \t]{0,8}:|(?<![0-9a-z_\-])(?:-b|--cookie)(?:[ \t]+|=))[ \t]{0,8}[\"']?"
-               r"(?P<secret>(?:[^\s\"'=;]{1,64}=[^;\"'\r\n]{0,64};[ \t]{0,8}){0,8}[^\s\"'=;]{1,64}=[^;,\s\"']{16,2048}"
-               r"(?:;[^\"'\r\n]{0,2048})?)"),
-    # netrc(5): "machine HOST login USER password PASS", on one line or several; "default login … password …".
-    ("netrc-password", r"\b(?:login|machine)[ \t\r\n]+[^\s]{1,256}[ \t\r\n]+(?:password|passwd)[ \t]+[\"']?"
-                       + _NOT_A_WORD + r"(?P<secret>[^\s\"'(\[{<][^\s\"']{0,255})"),
-    # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
-    # The secret word ends a part of the name: DB_PASSWORD, stripe.secret, PGPASSWORD, accessToken; not
-    # "tokenizer". Bounded and possessive (an atomic lookahead, as the jwt rule's), so a hostile run of name
-    # characters costs linear time.
-    ("secret-assignment", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){0,8}[0-9A-Za-z]{0,20}?"
-                          + _SECRET_WORD
-                          + r"s?(?:[_.\-](?=(?P<tail>[0-9A-Za-z_.\-]{0,60}))(?P=tail))?(?![0-9A-Za-z_.\-])"
-                          r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
-    # A name ending in "key" (license_key, appKey, DD_APP_KEY, "user key is") given a long high-entropy value: a key
-    # word alone is too common to make any value a secret ("primary_key: id"), a random one it makes one. The value is
-    # taken greedily with nothing after it to fail (no backtracking: "key=key=…" stays linear and cheap); the name's
-    # boundary is looked at behind its first letter, so the search skips to a K or a k.
-    ("keyed-value", r"(?:[Kk](?<![A-Za-z][Kk])ey|K(?<=[a-z0-9]K)ey|K(?<![a-z]K)EY)s?[\"']?[ \t]*(?:is[ \t]+|:=|=(?!=)|:)"
-                    r"[ \t]*[\"']?(?P<secret>[0-9A-Za-z+/_\-=.]{16,4096})"),
-    # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
-    ("secret-like-value", r"(?i)(?<![a-z])" + _SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
-                          r"(?P<secret>[0-9A-Za-z+/_\-=.!#%&*]{12,})"),
-)
 
 _PLACEHOLDER_VALUES = re.compile(r"(?i)^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_]+%|\*+|x{3,}|\.{3,}|<[^>]*>"
                                  r"|null|none|nil|true|false|undefined|required|optional|changeme|example"
@@ -216,6 +73,9 @@ class _Rule:
     # None: the rule always runs.
     needs: tuple[frozenset[str], ...] | None = None
     folded: bool = False
+    # A pattern every match of the rule holds a match of, starting with a literal (so the search skips to it):
+    # for a rule whose strings are in most texts (the .pgpass rule's ":"). None: none.
+    precheck: re.Pattern[str] | None = None
 
 
 def _entropy(value: str) -> float:
@@ -248,11 +108,24 @@ def _code_or_path(value: str) -> bool:
     return bool(_NOT_A_VALUE.match(value)) and not _random_part(value)
 
 
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _quoted_literal(match: re.Match[str]) -> bool:
+    """A value in quotes holding a dot, a digit and both cases (``"dYi8WNcApo_TRET.EGU"``): a string literal, not
+    code (code is not quoted; ``"request.form"`` and a host in quotes are in one case and hold no digit)."""
+    value, text = _value(match), match.string
+    start, end = match.span("secret")
+    quoted = 0 < start and end < len(text) and text[start - 1] in "\"'" and text[end] == text[start - 1]
+    return (quoted and bool(_DOTTED_NAME.fullmatch(value)) and any(c.isdigit() for c in value)
+            and any(c.isupper() for c in value) and any(c.islower() for c in value))
+
+
 def _assigned_value(match: re.Match[str]) -> bool:
-    """A value assigned to a secret-like name is a secret unless it is a placeholder, code, or
-    (after a colon, as prose has it: "credentials: Ensure…") a plain word."""
+    """A value assigned to a secret-like name is a secret unless it is a placeholder, code (a dotted name not in
+    quotes), or (after a colon, as prose has it: "credentials: Ensure…") a plain word."""
     value = _value(match)
-    if _PLACEHOLDER_VALUES.match(value) or _code_or_path(value):
+    if _PLACEHOLDER_VALUES.match(value) or (_code_or_path(value) and not _quoted_literal(match)):
         return False
     if value.isalpha() and (value.islower() or (match.groupdict().get("sep") == ":" and value.istitle())):
         return False
@@ -294,15 +167,25 @@ def _cookie_value(match: re.Match[str]) -> bool:
 _MIXED = (re.compile(r"\d[A-Za-z]"), re.compile(r"[A-Za-z]\d"))
 
 
-def _keyed_value(match: re.Match[str]) -> bool:
-    """A high-entropy value of a name ending in "key", its digits among its letters (a random string, not a name
-    ending in a number: ``LabelKey1``, ``MD5_KEY``, ``us-central1/keyRings``), one token (an ``=`` only as base64's
-    padding, not ``<uuid>=/keyfile``), unless the name says public (``public_key``, ``pubKey``) or the value is an
-    SSH public key's blob (``AAAAB3NzaC1…``)."""
+def _random_token(match: re.Match[str]) -> bool:
+    """A high-entropy value of 16+ characters, its digits among its letters (a random string, not a name ending in a
+    number: ``LabelKey1``, ``MD5_KEY``, ``us-central1/keyRings``), one token (an ``=`` only as base64's padding, not
+    ``<uuid>=/keyfile``), not an SSH public key's blob (``AAAAB3NzaC1…``)."""
     value = _value(match)
-    before = match.string[max(0, match.start() - 12):match.start()]
     return (_high_entropy(match) and len(value.strip(".=-_/")) >= 16 and all(m.search(value) for m in _MIXED)
-            and "=" not in value.rstrip("=") and not value.startswith("AAAA") and not _PUBLIC_NAME.search(before))
+            and "=" not in value.rstrip("=") and not value.startswith("AAAA"))
+
+
+def _keyed_value(match: re.Match[str]) -> bool:
+    """A random token (``_random_token``) given to a name ending in "key", unless the name says public
+    (``public_key``, ``pubKey``)."""
+    before = match.string[max(0, match.start() - 12):match.start()]
+    return _random_token(match) and not _PUBLIC_NAME.search(before)
+
+
+def _seed_words(match: re.Match[str]) -> bool:
+    """A seed phrase is in lower case (the pattern ignores case for its cue word)."""
+    return _value(match).islower()
 
 
 def _user_password_pair(match: re.Match[str]) -> bool:
@@ -361,39 +244,50 @@ _NEEDS_SPELT_OUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "grafana-token": ("glsa_", "glc_"),
     "cookie": ("cookie", "-b"),
     "keyed-value": ("key", "Key", "KEY"),
-    "secret-assignment": _SECRET_WORD_STRINGS,
-    "secret-like-value": _SECRET_WORD_STRINGS,
+    "secret-assignment": SECRET_WORD_STRINGS,
+    "secret-like-value": SECRET_WORD_STRINGS,
+})
+
+
+# A .pgpass line's "host:port:database:user:" has no literal but ":", which most texts with code, times or URLs
+# hold; its ":port:database:user:" starts with ":", and Python's re skips from one ":" to the next (the rule then
+# costs a fifth of what it did on LongMemEval turns: redaction_cost.py --prechecks). tests/test_redact_prefilter.py
+# checks every match holds one.
+_PRECHECKS: Mapping[str, re.Pattern[str]] = MappingProxyType({
+    "pgpass-password": re.compile(r":(?:\d{1,5}|\*):[^\s:]{1,63}:[^\s:]{1,63}:"),
 })
 
 
 def _rule(kind: str, pattern: re.Pattern[str], accept: Callable[[re.Match[str]], bool]) -> _Rule:
     spelt = _NEEDS_SPELT_OUT.get(kind)
     needs = tuple(strings for strings in (_needs(pattern), frozenset(spelt) if spelt else None) if strings)
-    return _Rule(kind, pattern, accept, needs or None, bool(pattern.flags & re.IGNORECASE))
+    return _Rule(kind, pattern, accept, needs or None, bool(pattern.flags & re.IGNORECASE), _PRECHECKS.get(kind))
 
 
 def _compile() -> tuple[_Rule, ...]:
     rules = [_rule(kind, re.compile(pattern, re.DOTALL if kind == "private-key" else 0), _always)
-             for kind, pattern in _PROVIDER_RULES]
+             for kind, pattern in PROVIDER_RULES]
     accept = {"secret-assignment": _assigned_value, "secret-like-value": _high_entropy,
               "authorization-header": _high_entropy, "connection-string-secret": _assigned_value,
               "command-line-password": _argument_value, "netrc-password": _argument_value,
               "cookie": _cookie_value, "keyed-value": _keyed_value, "npmrc-auth": _assigned_value,
               "docker-auth": _user_password_pair, "private-key": _encoded_private_key,
-              "pgpass-password": _argument_value}
+              "pgpass-password": _argument_value, "credential-setting": _assigned_value,
+              "client-token": _random_token, "sk-api-key": _random_token, "seed-phrase": _seed_words}
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
-              for kind, pattern in _GENERIC_RULES]
+              for kind, pattern in GENERIC_RULES]
     return tuple(rules)
 
 
 def without_prefilter(rules: Iterable[_Rule]) -> tuple[_Rule, ...]:
     """``rules`` each running on every text (what the prefilter must not change; for the tests and
     benchmarks/speed/redaction_cost.py)."""
-    return tuple(replace(rule, needs=None) for rule in rules)
+    return tuple(replace(rule, needs=None, precheck=None) for rule in rules)
 
 
 def _may_match(rule: _Rule, text: str, folded: str) -> bool:
-    """False when ``text`` holds none of the strings of one of the sets every match of ``rule`` holds one of."""
+    """False when ``text`` holds none of the strings of one of the sets every match of ``rule`` holds one of, or
+    no match of its precheck."""
     if rule.needs is None:
         return True
     haystack = folded if rule.folded else text
@@ -403,7 +297,7 @@ def _may_match(rule: _Rule, text: str, folded: str) -> bool:
                 break
         else:
             return False
-    return True
+    return rule.precheck is None or rule.precheck.search(text) is not None
 
 
 RULES: tuple[_Rule, ...] = _compile()

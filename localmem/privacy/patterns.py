@@ -1,0 +1,180 @@
+"""The patterns redaction looks for (localmem/privacy/redact.py runs them, checks what they find, and replaces it).
+
+Two tables of (kind, pattern): providers' documented token formats, and generic shapes for what has no fixed
+format (key blocks, URLs with a password, connection strings, command-line passwords, config-file keys, headers,
+cookies, secret-like names given a value). What each found match must also pass to count is redact.py's.
+"""
+
+from __future__ import annotations
+
+# (kind, pattern): the whole match is the secret unless the pattern has a group named "secret".
+PROVIDER_RULES: tuple[tuple[str, str], ...] = (
+    # A private key block of any kind: PEM/PGP (five dashes), RFC 4716 / SSH.com ("---- BEGIN SSH2 ENCRYPTED PRIVATE KEY
+    # ----"), a PGP "SECRET KEY BLOCK", any other armour whose label names a key and not a public one ("-----BEGIN
+    # OpenVPN Static key V1-----"); and a PuTTY key file's private lines (after "Private-Lines: N").
+    ("private-key", r"-{4,5} ?BEGIN (?:(?:[A-Z0-9]+ )*(?:PRIVATE|SECRET) KEY(?: BLOCK)?"
+                    r"|(?![A-Za-z0-9 ]{0,80}PUBLIC)(?:[A-Za-z0-9]+ ){0,4}[Kk]ey(?: [A-Za-z0-9]+){0,3}) ?-{4,5}.*?"
+                    r"(?:-{4,5} ?END [A-Za-z0-9 ]*-{4,5}|\Z)"),
+    ("private-key", r"(?m)^Private-Lines:[ \t]*\d{1,4}[ \t]*\r?\n(?P<secret>(?:[0-9A-Za-z+/=]{4,}(?:\r?\n|\Z))+)"),
+    ("age-secret-key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
+    ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
+    ("google-oauth-client-secret", r"\bGOCSPX-[0-9A-Za-z_\-]{28}(?![0-9A-Za-z_\-])"),
+    ("google-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
+    ("azure-client-secret", r"(?<![0-9A-Za-z_~.\-])[0-9A-Za-z_~.\-]{3}\dQ~[0-9A-Za-z_~.\-]{31,34}(?![0-9A-Za-z_~.\-])"),
+    ("azure-sas-signature", r"[?&]sig=(?P<secret>[0-9A-Za-z%+/=]{30,})"),
+    ("github-token", r"\bgh[pousr]_[0-9A-Za-z._\-]{36,}"),
+    ("github-fine-grained-token", r"\bgithub_pat_[0-9A-Za-z_]{60,255}\b"),
+    ("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|ft|imt|agent|oas|soat|cbt|ffct|wt|rtr|sa|c)-[0-9A-Za-z_\-]{20,}"),
+    ("gitlab-runner-token", r"\bGR1348941[0-9A-Za-z_\-]{20,}"),
+    ("slack-token", r"\bxox[abposre]-(?:\d+-)*[0-9A-Za-z\-]{10,}"),
+    ("slack-app-token", r"\bxapp-\d-[0-9A-Z]+-\d+-[0-9a-f]+\b"),
+    ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/]{20,}"),
+    ("stripe-secret-key", r"\bsk_(?:live|test)_[0-9A-Za-z]{10,255}\b"),
+    ("stripe-restricted-key", r"\brk_(?:live|test)_[0-9A-Za-z]{10,255}\b"),
+    ("stripe-webhook-secret", r"\bwhsec_[0-9A-Za-z+/=]{24,}"),
+    ("anthropic-api-key", r"\bsk-ant-[a-z]+\d*-[0-9A-Za-z_\-]{20,}"),
+    ("openai-api-key", r"\bsk-(?:(?:proj|svcacct|admin|None)-)?[0-9A-Za-z_\-]{20,200}T3BlbkFJ[0-9A-Za-z_\-]{20,}"
+                       r"|\bsk-(?:proj|svcacct|admin)-[0-9A-Za-z_\-]{40,}|\bsk-[0-9A-Za-z]{48}\b"),
+    ("twilio-api-key-sid", r"\bSK[0-9a-f]{32}\b"),
+    ("twilio-account-sid", r"\bAC[0-9a-f]{32}\b"),
+    ("sendgrid-api-key", r"\bSG\.[0-9A-Za-z_\-]{22}\.[0-9A-Za-z_\-]{43}(?![0-9A-Za-z_\-])"),
+    ("mailgun-api-key", r"\bkey-[0-9a-f]{32}\b"),
+    ("mailchimp-api-key", r"\b[0-9a-f]{32}-us\d{1,2}\b"),
+    ("npm-token", r"\bnpm_[0-9A-Za-z]{36}\b"),
+    ("pypi-token", r"\bpypi-[0-9A-Za-z_\-]{50,}"),
+    ("huggingface-token", r"\bhf_[0-9A-Za-z]{30,}\b"),
+    ("digitalocean-token", r"\bdo[opr]_v1_[0-9a-f]{64}\b"),
+    ("shopify-token", r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b"),
+    ("square-token", r"\b(?:sq0atp|sq0csp|EAAA)[0-9A-Za-z_\-]{22,60}\b"),
+    ("databricks-token", r"\bdapi[0-9a-f]{32}(?:-\d)?\b"),
+    ("atlassian-api-token", r"\bATATT3[0-9A-Za-z_\-=]{100,}"),
+    ("linear-api-key", r"\blin_(?:api|oauth)_[0-9A-Za-z]{40}\b"),
+    ("notion-token", r"\b(?:secret|ntn)_[0-9A-Za-z]{43,46}\b"),
+    ("vault-token", r"\bhv[sbr]\.[0-9A-Za-z_\-]{24,}"),
+    ("doppler-token", r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[0-9A-Za-z]{40,44}\b"),
+    ("grafana-token", r"\bglsa_[0-9A-Za-z]{32}_[0-9a-f]{8}\b|\bglc_[0-9A-Za-z+/=]{32,}"),
+    ("postman-api-key", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b"),
+    ("groq-api-key", r"\bgsk_[0-9A-Za-z]{48,}\b"),
+    ("replicate-token", r"\br8_[0-9A-Za-z]{37}\b"),
+    ("xai-api-key", r"\bxai-[0-9A-Za-z]{70,}\b"),
+    ("telegram-bot-token", r"\b\d{8,10}:AA[0-9A-Za-z_\-]{33}(?![0-9A-Za-z_\-])"),
+    # "\b[MNO]" with the boundary looked at behind: a pattern starting with a class is searched only from
+    # the class's characters (it runs on most texts: its only string, ".", is in most).
+    ("discord-bot-token", r"[MNO](?<!\w[MNO])[0-9A-Za-z_\-]{23,25}\.[0-9A-Za-z_\-]{6}\.[0-9A-Za-z_\-]{27,38}"
+                          r"(?![0-9A-Za-z_\-])"),
+    ("facebook-access-token", r"\bEAA[BC][0-9A-Za-z]{80,}"),
+    # Only the first token start ("eyJ" after a word boundary) of a run of token characters is tried: a later one in
+    # the same run shares its end, so it fails where the first failed, and trying each ("eyJ-eyJ-…") was quadratic.
+    # "(?=(?P<x>…))(?P=x)" is an atomic group (a lookahead is never re-entered) that Python 3.10's re also reads.
+    ("jwt", r"(?<![0-9A-Za-z_\-])(?=(?P<lead>[0-9A-Za-z_\-]*?\b(?=eyJ)))(?P=lead)(?P<secret>"
+            r"eyJ(?=(?P<head>[0-9A-Za-z_\-]{8,}))(?P=head)\.eyJ(?=(?P<body>[0-9A-Za-z_\-]{8,}))(?P=body)\."
+            r"[0-9A-Za-z_\-]{8,})"),
+)
+
+# Words that make the value next to them a secret. Kept to credential words: "key" alone
+# ("the key to success") and "auth" alone are too common in ordinary text; "pw" and "pwd" are
+# ("wifi pw: …", issue 40), "pass" is not ("pass: 3 of 4").
+SECRET_WORD = (r"(?:secret|passw(?:or)?d|passwd|pwd?|passphrase|token|api[_\- ]?key|apikey|access[_\- ]?key"
+                r"|private[_\- ]?key|signing[_\- ]?key|encryption[_\- ]?key|master[_\- ]?key|auth[_\- ]?(?:key|token)"
+                r"|client[_\- ]?secret|credentials?|account[_\- ]?key|sas[_\- ]?key|dsn)")
+_VALUE = r"(?P<secret>[^\s\"'`,;<>\[\]{}()]{4,})"
+_NOT_A_WORD = r"(?![a-z]+(?![^\s\"']))"  # the value after it is not a lower-case word alone
+# What a SECRET_WORD match holds, spelt out: "client secret" holds "secret", "credentials" "credential", and each
+# "<word>[_\- ]?key" is one of its four spellings (the words alone, "api", "access", "account", are common).
+SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pw", "passphrase", "token", "credential", "dsn") + tuple(
+    f"{word}{separator}key" for word in ("api", "access", "private", "signing", "encryption", "master", "auth",
+                                         "account", "sas") for separator in ("_", "-", " ", ""))
+
+GENERIC_RULES: tuple[tuple[str, str], ...] = (
+    # The user may be empty ("redis://:PASS@host", "https://:PAT@dev.azure.com").
+    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
+    # Config-file keys that always hold a secret in their format (issue 40): .npmrc's "_authToken=", "_auth=" (base64
+    # of user:password) and "_password="; docker config.json's "auth" (base64 of user:password: checked by decoding);
+    # a base64 PEM private key ("LS0tLS1CRUdJTi…": kubeconfig's client-key-data, a Secret's tls.key); a .pgpass line
+    # "host:port:database:user:password" (port a number or *; "\:" escapes a colon), its last field.
+    ("npmrc-auth", r"(?<![0-9A-Za-z_])_(?:authToken|auth|password)[ \t]*=[ \t]*[\"']?(?P<secret>[^\s\"'<>]{1,4096})"),
+    ("docker-auth", r"[\"']auth[\"'][ \t]*:[ \t]*[\"'](?P<secret>[0-9A-Za-z+/]{8,4096}={0,2})[\"']"),
+    ("private-key", r"(?<![0-9A-Za-z+/])LS0tLS1CRUdJTi[0-9A-Za-z+/]{20,16384}={0,2}"),
+    ("pgpass-password", r"^[ \t]*[^\s:#][^\s:]{0,252}:(?:\d{1,5}|\*):[^\s:]{1,63}:[^\s:]{1,63}:"
+                        r"(?P<secret>(?:[^\s:\\]|\\.){1,256})[ \t]*$"),
+    ("connection-string-secret", r"(?i)(?:^|[;\s\"'])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret)"
+                                 r"=(?!=)(?P<secret>[^;\s\"']{1,512})"),
+    # A password given as a command's argument (issue 40), where the tool's manual puts it: mysql's glued
+    # "-p<password>" (a space after "-p" makes it prompt), "--password=…"/"--password …", "sshpass -p …",
+    # "curl -u user:…", "htpasswd -b [file] user …", "docker login -p …", "mongo -p …", "redis-cli -a …".
+    # Up to 12 arguments may come between the command and the flag.
+    ("command-line-password", r"\b(?:mysql|mariadb)[a-z\-]{0,12}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"(?<![0-9A-Za-z_\-])--pass(?:word)?(?:=|[ \t]+)[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bsshpass(?:[ \t]+-[A-Za-oq-z][^\s]{0,256}){0,4}?[ \t]+-p[ \t]*[\"']?"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bcurl(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+(?:-u[ \t]*|--user(?:=|[ \t]+))[\"']?"
+                              r"[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})"),
+    # htpasswd: with "-n" (print, no file) the user and password follow the flags, else a file comes first.
+    ("command-line-password", r"\bhtpasswd[ \t]+-(?:[A-Za-mo-z]{0,6}b[A-Za-mo-z]{0,6}[ \t]+[^\s]{1,256}"
+                              r"|[A-Za-z]{0,6}(?:n[A-Za-z]{0,6}b|b[A-Za-z]{0,6}n)[A-Za-z]{0,6})"
+                              r"[ \t]+[^\s]{1,256}[ \t]+[\"']?(?P<secret>[^\s\"']{1,256})"),
+    # docker login's, the mongo shells' "-p …" and redis-cli's "-a …" take the password as the next argument;
+    # a lower-case word there is prose ("the mongo -p flag prompts"), kept.
+    ("command-line-password", r"\bdocker[ \t]+login(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[ \t]+[\"']?"
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bmongo(?:sh)?(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-p[ \t]+[\"']?"
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
+    ("command-line-password", r"\bredis-cli(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-a[ \t]+[\"']?"
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
+    # The OpenLDAP tools' (ldapsearch, ldapadd, ldapmodify, ldapwhoami, ldappasswd…) bind password "-w …", and the
+    # Samba tools' (smbclient, rpcclient, net, smbget…) "-U user%password" / "--user=user%password".
+    ("command-line-password", r"\bldap[a-z]{3,10}(?:[ \t]+[^\s]{1,256}){0,12}?[ \t]+-w[ \t]*[\"']?"
+                              + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"),
+    # (It starts with its "-", the boundary looked at behind it, so the search skips from one "-" to the next.)
+    ("command-line-password", r"-(?<![0-9A-Za-z_\-]-)(?:U|-user(?:name)?=)[ \t]*[\"']?[^\s%\"']{1,256}%"
+                              r"(?P<secret>[^\s\"']{1,256})"),
+    ("authorization-header", r"(?i)\b(?:bearer|token)\s+(?P<secret>[0-9A-Za-z._~+/\-]{12,}=*)"),
+    ("authorization-header", r"(?i)\bauthorization\s*:\s*basic\s+(?P<secret>[0-9A-Za-z+/]{8,}=*)"),
+    # An Authorization header with any scheme ("SSWS", "Token", "Digest"-less custom ones) or none: the credentials.
+    ("authorization-header", r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+                             r"(?:[a-z][a-z0-9_\-]{0,30}[ \t]+)?(?P<secret>[0-9A-Za-z._~+/\-]{12,512}=*)"),
+    # A cookie header, or curl's -b/--cookie with name=value, holding a long value: the cookies (a session id is a
+    # credential).
+    ("cookie", r"(?i)(?:\b(?:set-)?cookie[ \t]{0,8}:|(?<![0-9a-z_\-])(?:-b|--cookie)(?:[ \t]+|=))[ \t]{0,8}[\"']?"
+               r"(?P<secret>(?:[^\s\"'=;]{1,64}=[^;\"'\r\n]{0,64};[ \t]{0,8}){0,8}[^\s\"'=;]{1,64}=[^;,\s\"']{16,2048}"
+               r"(?:;[^\"'\r\n]{0,2048})?)"),
+    # netrc(5): "machine HOST login USER password PASS", on one line or several; "default login … password …".
+    ("netrc-password", r"\b(?:login|machine)[ \t\r\n]+[^\s]{1,256}[ \t\r\n]+(?:password|passwd)[ \t]+[\"']?"
+                       + _NOT_A_WORD + r"(?P<secret>[^\s\"'(\[{<][^\s\"']{0,255})"),
+    # NAME=value / NAME: value / "name": "value" with a secret-like NAME (an env line, a config entry).
+    # The secret word ends a part of the name: DB_PASSWORD, stripe.secret, PGPASSWORD, accessToken; not
+    # "tokenizer". Bounded and possessive (an atomic lookahead, as the jwt rule's), so a hostile run of name
+    # characters costs linear time.
+    ("secret-assignment", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){0,8}[0-9A-Za-z]{0,20}?"
+                          + SECRET_WORD
+                          + r"s?(?:[_.\-](?=(?P<tail>[0-9A-Za-z_.\-]{0,60}))(?P=tail))?(?![0-9A-Za-z_.\-])"
+                          r"[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
+    # A name ending in "key" (license_key, appKey, DD_APP_KEY, "user key is") given a long high-entropy value: a key
+    # word alone is too common to make any value a secret ("primary_key: id"), a random one it makes one. The value is
+    # taken greedily with nothing after it to fail (no backtracking: "key=key=…" stays linear and cheap); the name's
+    # boundary is looked at behind its first letter, so the search skips to a K or a k.
+    # A numbered key ("Unseal Key 1: …") is one too, and a value may say its encoding first ("APP_KEY=base64:…").
+    ("keyed-value", r"(?:[Kk](?<![A-Za-z][Kk])ey|K(?<=[a-z0-9]K)ey|K(?<![a-z]K)EY)s?(?:[ \t]\d{1,3})?[\"']?[ \t]*"
+                    r"(?:is[ \t]+|:=|=(?!=)|:)[ \t]*[\"']?(?:base64:)?(?P<secret>[0-9A-Za-z+/_\-=.]{16,4096})"),
+    # A long high-entropy value a few words after a credential word ("my api key is 8f3c…").
+    ("secret-like-value", r"(?i)(?<![a-z])" + SECRET_WORD + r"s?(?![a-z])(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
+                          r"(?P<secret>[0-9A-Za-z+/_\-=.!#%&*]{12,})"),
+    # A name whose last part is "pass" or "auth" given a value (DB_PASS, SMTP_PASS, RABBITMQ_DEFAULT_PASS,
+    # db_admin_pass, REDIS_AUTH): "pass" or "auth" alone is not ("pass: 3 of 4"), a part of a longer name is.
+    ("credential-setting", r"(?i)(?<![0-9A-Za-z_.\-])(?:[0-9A-Za-z]{1,40}[_.\-]){1,8}(?:pass|auth)"
+                           r"(?![0-9A-Za-z_.\-])[\"']?[ \t]*(?P<sep>:=|=(?!=)|:)[ \t]*[\"']?" + _VALUE),
+    # A client or session object made from a literal random string (cohere.Client("…"), APISession('…'),
+    # Api('…')).
+    ("client-token", r"(?:Client|Session|Api|API)\([ \t]*[\"'](?P<secret>[0-9A-Za-z+/_\-=.~]{16,512})[\"'][ \t]*[,)]"),
+    # An "sk-" key of any of the many APIs shaped as OpenAI's (DeepSeek's sk- and 32 hex, proxies', gateways'): a long
+    # random run after "sk-".
+    ("sk-api-key", r"\bsk-(?P<secret>[0-9A-Za-z_\-]{24,512})"),
+    # A BIP-39 seed phrase: 12 to 24 lower-case words of 3 to 8 letters, nothing but them, soon after "mnemonic",
+    # "seed" or "phrase" (MNEMONIC="…", "my seed phrase is: …", fromPhrase("…")).
+    # The words are taken whole (an atomic lookahead, as the jwt rule's), so "seed seed seed…" stays linear.
+    ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)s?[\"']?[ \t]*(?:(?:phrase|is|was)[ \t]*){0,2}[:=(]?[ \t]*[\"']?"
+                    r"(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))(?![ \t]*[a-z])"),
+)
