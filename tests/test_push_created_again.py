@@ -24,7 +24,7 @@ def changed_in_both_then_deleted_there(server, tmp_path: Path, tags_a: list[str]
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     with MemoryStore(a, embedder="hash") as store:
         store.store("A note that stays on the server", importance=0.5)
-        rota = store.store(ROTA, tags=["team"], importance=0.4)["id"]
+        rota = store.store(ROTA, tags=["team"], importance=0.4)
     assert push(a, server)[0] == 0
     server.wait_idle()
     assert pull(b, server)[0] == 0
