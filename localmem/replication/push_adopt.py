@@ -31,15 +31,18 @@ def find_copy(client: PushClient, payload: dict[str, Any], taken: Callable[[str]
     """The server's id of a memory equal to ``payload`` (the ``POST /memory`` body about to be sent) for which
     ``taken`` is false (no memory of this store is mapped to it), and None; or (None, why it could not be looked
     up: the create goes ahead)."""
-    query: dict[str, Any] = {"limit": 0, "types": payload["type"],
-                             "min_importance": max(0.0, float(payload["importance"]) - 1e-6)}
+    query: dict[str, Any] = {"limit": 0}
+    if payload.get("type"):
+        query["types"] = payload["type"]
+    if isinstance(payload.get("importance"), (int, float)):  # a float's last digits may differ there: a little below
+        query["min_importance"] = max(0.0, float(payload["importance"]) - 1e-6)
     try:
         query["since"] = format_timestamp(shifted(parse_timestamp(payload["timestamp"]), -timedelta(days=1)))
     except (LocalMemError, TypeError, ValueError):
         pass  # an unreadable timestamp: the look-up reaches further back
     response = client.get("/graph/snapshot", **query)
-    nodes = response.body.get("nodes") if response.ok and isinstance(response.body, dict) else None
-    if not isinstance(nodes, list):
+    nodes = response.body.get("nodes", []) if response.ok and isinstance(response.body, dict) else None
+    if not isinstance(nodes, list):  # (no "nodes" at all: no memory matched)
         return None, f"GET /graph/snapshot answered {response.status} without a list of nodes"
     for node in nodes:
         if isinstance(node, dict) and isinstance(node.get("id"), str) and same_memory(node, payload) \
