@@ -320,9 +320,8 @@ class Pusher(ProgressSteps):
             row, payload, complete = item
             remote_id = None
             if row["id"] in again:
-                taken = set(self._adopted.values())
-                remote_id, problem = find_copy(self.client, payload,
-                                               lambda rid: rid in taken or self.map.is_mapped(rid))
+                remote_id, problem = find_copy(self.client, payload, lambda rid: rid in self._adopted.values()
+                                               or self.map.is_mapped(rid))
                 if problem:
                     self.summary.warnings.append(f"could not look for another store's copy of memory {row['id']}, "
                                                  f"which the server lost ({problem}); created again")
