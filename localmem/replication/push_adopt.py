@@ -6,10 +6,12 @@ store then pulls (the stateful model's seed 3055308988). So a push about to crea
 before (``remote_origins`` remembers it) asks AutoMem once for the memories of its type, importance and time
 (``GET /graph/snapshot`` with ``types``, ``min_importance`` and ``since`` a day before its timestamp, as the
 look-up of an interrupted push's creates) and takes one equal in every field it would send (content, own tags, type,
-importance, confidence, timestamp, metadata but the ``localmem_id`` marker; AutoMem's listing has no ``t_valid`` or
-``t_invalid``) that no memory of this store is mapped to: recorded as this memory's, nothing sent. Copies that differ
-in anything are both created, as before. A memory created for the first time is not looked up (a note stored twice
-on purpose stays twice), and neither is anything on ``localmem serve``, which keeps every memory under its own id.
+importance, confidence, timestamp, metadata but the ``localmem_id`` marker) that no memory of this store is mapped
+to: recorded as this memory's, nothing sent. AutoMem's listing has no ``t_valid`` or ``t_invalid``: a memory with a
+``t_invalid``, or a ``t_valid`` other than its timestamp (the default), is created again as before. Copies that
+differ in anything are both created, as before. A memory created for the first time is not looked up (a note stored
+twice on purpose stays twice), and neither is anything on ``localmem serve``, which keeps every memory under its own
+id.
 """
 
 from __future__ import annotations
@@ -52,8 +54,12 @@ def find_copy(client: PushClient, payload: dict[str, Any], taken: Callable[[str]
 
 
 def same_memory(node: dict[str, Any], payload: dict[str, Any]) -> bool:
-    """Whether the server's ``node`` holds what ``payload`` would create (what AutoMem adds itself aside)."""
-    return (node.get("content") == payload["content"]
+    """Whether the server's ``node`` holds what ``payload`` would create (what AutoMem adds itself aside). The listing
+    has no ``t_valid`` or ``t_invalid``, and adopted, they would not be sent: a payload with a ``t_invalid``, or a
+    ``t_valid`` other than its timestamp (the default), never does."""
+    return (payload.get("t_invalid") is None
+            and (payload.get("t_valid") is None or same_instant(payload["t_valid"], payload["timestamp"]))
+            and node.get("content") == payload["content"]
             and own_tags(_strings(node.get("tags")), SERVER_TAG_PREFIX) == own_tags(payload["tags"], SERVER_TAG_PREFIX)
             and node.get("type") == payload["type"]
             and close_enough(node.get("importance"), payload["importance"])
