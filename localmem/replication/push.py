@@ -13,6 +13,9 @@ finds pending creates (the previous run stopped between the two, or an
 answer timed out) looks them up on the server by the ``metadata.localmem_id``
 each pushed memory carries, records those it finds (and deletes any
 duplicates), and sends the rest again.
+
+A memory the server lost, about to be created there again, is first looked for there as another store's
+equal copy of it (``push_adopt``): two stores that made the same change send it back once.
 """
 
 from __future__ import annotations
