@@ -1,5 +1,5 @@
 """Two stores that each changed a memory the server deleted, the same way, send it back once (docs/push.md,
-"Created again"). Found by the stateful push/pull model (seed 3055308988, "the server holds a memory twice"):
+"Created again, once"). Found by the stateful push/pull model (seed 3055308988, "the server holds a memory twice"):
 store A wrote a memory and pushed it, store B pulled it; both set its tags to the same value while another client
 deleted it on the server; each pull kept its copy (A's written here, B's changed here since) and each push created
 it there again: two equal memories on the server, which every store then pulled. Now the second push finds the
