@@ -482,7 +482,8 @@ class PushPull(RuleBasedStateMachine):
         if summary is not None:
             assert summary.ok, summary.as_dict()
             for name, count in (("created", summary.memories.created), ("updated", summary.memories.updated),
-                                ("deleted", summary.memories.deleted), ("skipped", len(summary.skipped))):
+                                ("deleted", summary.memories.deleted), ("skipped", len(summary.skipped)),
+                                ("another store's copy of a memory the server lost, adopted", summary.adopted)):
                 if count:
                     self.event(f"push: {name}")
             self.seen_surely[SERVER] |= surely

@@ -100,6 +100,9 @@ def _print(out: Output, report: dict[str, Any], path: str) -> None:
     if report["recovered"] or report["duplicates_removed"]:
         out.line(f"interrupted push resumed: {plural(report['recovered'], 'memory', 'memories')} found on the server, "
                  f"{report['duplicates_removed']} duplicates removed")
+    if report["adopted"]:
+        out.line(f"created again elsewhere: {plural(report['adopted'], 'memory', 'memories')} the server lost "
+                 "found there in the same version, created by another store: recorded, not sent twice")
     for item in report["failed"]:
         out.note(f"failed: {item['kind']} {item['id']}: {item['reason']}")
     for item in report["skipped"]:

@@ -13,6 +13,9 @@ finds pending creates (the previous run stopped between the two, or an
 answer timed out) looks them up on the server by the ``metadata.localmem_id``
 each pushed memory carries, records those it finds (and deletes any
 duplicates), and sends the rest again.
+
+A memory the server lost, about to be created there again, is first looked for there as another store's
+equal copy of it (``push_adopt``): two stores that made the same change send it back once.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..progress import ProgressBar, ProgressSteps
 from ..storage.database import MEMORY_PATH
 from ..timeparse import format_timestamp, parse_timestamp, shifted
 from .pull_state import local_id_for
+from .push_adopt import find_copy
 from .push_client import PushClient, RemoteError, Uncertain
 from .push_edges import delete_edges, push_edges
 from .push_enrichment import EnrichmentWait
@@ -111,6 +115,7 @@ class Pusher(ProgressSteps):
         self._crash_after = int(os.environ.get(CRASH_ENV) or 0)
         self._no_edge_delete = False
         self._pulled: set[str] = set()  # local ids of memories a stopped pull wrote and did not record
+        self._adopted: dict[str, str] = {}  # local id -> another store's copy there, recorded as this memory's
 
     # -- the whole push -------------------------------------------------------
 
@@ -127,6 +132,7 @@ class Pusher(ProgressSteps):
                 self.update_memories()
                 self.create_memories()
                 self.update_memories()  # what the creates left incomplete (ids they name)
+                self._say_adopted()
                 push_edges(self)
                 delete_edges(self)
                 self.summary.warnings += self.enrichment.notes()
@@ -296,6 +302,7 @@ class Pusher(ProgressSteps):
                     held_back += sum(1 for _, _, complete in items if not complete)
                     items = [item for item in items if item[2]]
                 attempted.update(row["id"] for row, _, _ in items)
+                items = self._adopt_copies(items)
                 batched = [item for item in items if self.profile.batch_keeps(item[1])]
                 single = [item for item in items if not self.profile.batch_keeps(item[1])]
                 if batched:
@@ -303,6 +310,42 @@ class Pusher(ProgressSteps):
                 if single:
                     self.create_singles(single)
         return held_back
+
+    def _adopt_copies(self, items: list[tuple[dict[str, Any], dict[str, Any], bool]]
+                      ) -> list[tuple[dict[str, Any], dict[str, Any], bool]]:
+        """Of memories about to be created, those the server had before and another store created there again
+        in the same version are recorded as that copy (push_adopt.py); returns the rest, to be created."""
+        if self.profile.localmem or not items:
+            return items
+        again = self.map.created_again([row["id"] for row, _, _ in items])
+        rest, records = [], []
+        for item in items:
+            row, payload, complete = item
+            remote_id = None
+            if row["id"] in again:
+                remote_id, problem = find_copy(self.client, payload, lambda rid: rid in self._adopted.values()
+                                               or self.map.is_mapped(rid))
+                if problem:
+                    self.summary.warnings.append(f"could not look for another store's copy of memory {row['id']}, "
+                                                 f"which the server lost ({problem}); created again")
+            if remote_id is None:
+                rest.append(item)
+                continue
+            self._adopted[row["id"]] = remote_id
+            self.summary.adopted += 1
+            records.append((row["id"], remote_id, row["change_seq"] if complete else 0,
+                            field_hashes(payload, self.profile, complete=complete)))
+            self.advance()
+        self.map.record(records)
+        return rest
+
+    def _say_adopted(self) -> None:
+        if self._adopted:
+            named = ", ".join(f"{lid} as {rid}" for lid, rid in sorted(self._adopted.items())[:5])
+            self.summary.warnings.append(
+                f"{len(self._adopted)} memories the server lost were already there again, created by another store "
+                f"in the same version: recorded as that copy, not sent again ({named}"
+                + (", …)" if len(self._adopted) > 5 else ")"))
 
     def _created(self, item: tuple[dict[str, Any], dict[str, Any], bool], remote_id: str
                  ) -> tuple[str, str, int, dict[str, str]]:

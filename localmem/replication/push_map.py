@@ -95,6 +95,17 @@ class PushMap(RemoteRecords):
         rows = self._read("push_remote_ids", ids=json.dumps(sorted(set(local_ids))))
         return {row["local_id"]: row["remote_id"] for row in rows}
 
+    def created_again(self, local_ids: list[str]) -> dict[str, str]:
+        """Of these local memories (the server lacks them), those it had before: local id -> its old server id."""
+        if not local_ids:
+            return {}
+        rows = self._read("push_created_again", ids=json.dumps(sorted(set(local_ids))))
+        return {row["local_id"]: row["remote_id"] for row in rows}
+
+    def is_mapped(self, remote_id: str) -> bool:
+        """Whether some local memory is mapped to the server's ``remote_id``."""
+        return bool(self._read("push_remote_mapped", remote_id=remote_id))
+
     def edges_to_send(self) -> list[dict[str, Any]]:
         return self._read("push_edges_to_send")
 

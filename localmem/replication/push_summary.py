@@ -57,6 +57,7 @@ class PushSummary(ItemOutcomes):
     warnings: list[str] = field(default_factory=list)
     recovered: int = 0  # pending creates found on the server after an interrupted push
     duplicates_removed: int = 0
+    adopted: int = 0  # memories the server lost that another store had created there again, the same: recorded
     retried: int = 0
     seconds: float = 0.0
     verify: dict[str, Any] | None = None
@@ -72,7 +73,7 @@ class PushSummary(ItemOutcomes):
             "remote": self.remote, "server": self.server, "dry_run": self.dry_run,
             "memories": dict(self.memories.__dict__), "edges": dict(self.edges.__dict__),
             "embeddings": self.embeddings, "recovered": self.recovered,
-            "duplicates_removed": self.duplicates_removed, "retried": self.retried,
+            "duplicates_removed": self.duplicates_removed, "adopted": self.adopted, "retried": self.retried,
             "skipped": self.skipped, "failed": self.failed, "warnings": self.warnings,
             "seconds": round(self.seconds, 3),
             "memories_per_second": round(sent / self.seconds, 1) if self.seconds > 0 and sent else None,

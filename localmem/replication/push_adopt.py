@@ -1,0 +1,84 @@
+"""Before a push creates again a memory the server lost, it looks for another store's copy of it there.
+
+Two stores that each changed a memory the server deleted each keep theirs, and each push creates its copy there
+again (docs/pull.md, Deletions). When both made the same change the two copies are one memory twice, which every
+store then pulls (the stateful model's seed 3055308988). So a push about to create again a memory the server had
+before (``remote_origins`` remembers it) asks AutoMem once for the memories of its type, importance and time
+(``GET /graph/snapshot`` with ``types``, ``min_importance`` and ``since`` a day before its timestamp, as the
+look-up of an interrupted push's creates) and takes one equal in every field it would send (content, own tags, type,
+importance, confidence, timestamp, metadata but the ``localmem_id`` marker) that no memory of this store is mapped
+to: recorded as this memory's, nothing sent. AutoMem's listing has no ``t_valid`` or ``t_invalid``: a memory with a
+``t_invalid``, or a ``t_valid`` other than its timestamp (the default), is created again as before. Copies that
+differ in anything are both created, as before. A memory created for the first time is not looked up (a note stored
+twice on purpose stays twice), and neither is anything on ``localmem serve``, which keeps every memory under its own
+id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from ..errors import LocalMemError
+from ..timeparse import format_timestamp, parse_timestamp, shifted
+from .pull_merge import close_enough, own_tags, same_instant
+from .push_client import PushClient
+from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX
+
+
+def find_copy(client: PushClient, payload: dict[str, Any], taken: Callable[[str], bool]
+              ) -> tuple[str | None, str | None]:
+    """The server's id of a memory equal to ``payload`` (the ``POST /memory`` body about to be sent) for which
+    ``taken`` is false (no memory of this store is mapped to it), and None; or (None, why it could not be looked
+    up: the create goes ahead)."""
+    query: dict[str, Any] = {"limit": 0}
+    if payload.get("type"):
+        query["types"] = payload["type"]
+    if isinstance(payload.get("importance"), (int, float)):  # a float's last digits may differ there: a little below
+        query["min_importance"] = max(0.0, float(payload["importance"]) - 1e-6)
+    try:
+        query["since"] = format_timestamp(shifted(parse_timestamp(payload["timestamp"]), -timedelta(days=1)))
+    except (LocalMemError, TypeError, ValueError):
+        pass  # an unreadable timestamp: the look-up reaches further back
+    response = client.get("/graph/snapshot", **query)
+    nodes = response.body.get("nodes", []) if response.ok and isinstance(response.body, dict) else None
+    if not isinstance(nodes, list):  # (no "nodes" at all: no memory matched)
+        return None, f"GET /graph/snapshot answered {response.status} without a list of nodes"
+    for node in nodes:
+        if isinstance(node, dict) and isinstance(node.get("id"), str) and same_memory(node, payload) \
+                and not taken(node["id"]):
+            return node["id"], None
+    return None, None
+
+
+def same_memory(node: dict[str, Any], payload: dict[str, Any]) -> bool:
+    """Whether the server's ``node`` holds what ``payload`` would create (what AutoMem adds itself aside). The listing
+    has no ``t_valid`` or ``t_invalid``, and adopted, they would not be sent: a payload with a ``t_invalid``, or a
+    ``t_valid`` other than its timestamp (the default), never does."""
+    return (payload.get("t_invalid") is None
+            and (payload.get("t_valid") is None or same_instant(payload["t_valid"], payload["timestamp"]))
+            and node.get("content") == payload["content"]
+            and own_tags(_strings(node.get("tags")), SERVER_TAG_PREFIX) == own_tags(payload["tags"], SERVER_TAG_PREFIX)
+            and node.get("type") == payload["type"]
+            and close_enough(node.get("importance"), payload["importance"])
+            and (payload["confidence"] is None or close_enough(node.get("confidence"), payload["confidence"]))
+            and same_instant(node.get("timestamp"), payload["timestamp"])
+            and _own_metadata(node.get("metadata")) == _own_metadata(payload["metadata"]))
+
+
+def _strings(value: Any) -> list[str]:
+    return [t for t in value if isinstance(t, str)] if isinstance(value, list) else []
+
+
+def _own_metadata(value: Any) -> dict[str, Any] | None:
+    """Metadata without the marker and what AutoMem's enrichment adds (None: unreadable)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, dict):
+        return None
+    return {k: v for k, v in value.items() if k not in SERVER_METADATA and k != MARKER}

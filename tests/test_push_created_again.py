@@ -1,0 +1,75 @@
+"""Two stores that each changed a memory the server deleted, the same way, send it back once (docs/push.md,
+"Created again, once"). Found by the stateful push/pull model (seed 3055308988, "the server holds a memory twice"):
+store A wrote a memory and pushed it, store B pulled it; both set its tags to the same value while another client
+deleted it on the server; each pull kept its copy (A's written here, B's changed here since) and each push created
+it there again: two equal memories on the server, which every store then pulled. Now the second push finds the
+first one's copy (equal in every field, its timestamp included) and records it as its own instead of creating a
+second; copies that differ are both kept, as before. Against the real AutoMem, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from localmem import MemoryStore
+from test_pull import local_memories, pull, push, server  # noqa: F401
+from test_pull_provenance import listed
+
+ROTA = "The on-call rota changes on Mondays"
+
+
+def changed_in_both_then_deleted_there(server, tmp_path: Path, tags_a: list[str], tags_b: list[str]
+                                       ) -> tuple[Path, Path]:
+    """ROTA written in store A and pushed, pulled into store B; A sets its tags to ``tags_a`` and B to ``tags_b``
+    while the server deletes it; both pulls keep their copy. Returns the two stores' files."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    with MemoryStore(a, embedder="hash") as store:
+        store.store("A note that stays on the server", importance=0.5)
+        rota = store.store(ROTA, tags=["team"], importance=0.4)
+    assert push(a, server)[0] == 0
+    server.wait_idle()
+    assert pull(b, server)[0] == 0
+    pulled = next(m["id"] for m in local_memories(b) if m["content"] == ROTA)
+    with MemoryStore(a, embedder="hash") as store:
+        store.update(rota, tags=tags_a)
+    with MemoryStore(b, embedder="hash") as store:
+        store.update(pulled, tags=tags_b)
+    assert server.client.delete(f"/memory/{listed(server)[ROTA]}").status_code == 200
+    for db in (a, b):
+        code, summary = pull(db, server)
+        assert code == 0 and summary["memories"]["deleted"] == 0, summary
+    return a, b
+
+
+def on_server(server) -> list[str]:
+    nodes = server.client.get("/graph/snapshot", params={"limit": 0}).json()["nodes"]
+    return sorted(n["content"] for n in nodes)
+
+
+def test_the_same_change_made_in_two_stores_is_sent_back_once(server, tmp_path):
+    a, b = changed_in_both_then_deleted_there(server, tmp_path, ["team", "oncall"], ["team", "oncall"])
+    code, first = push(a, server)
+    assert code == 0 and first["memories"]["created"] == 1, first
+    server.wait_idle()
+    code, second = push(b, server)
+    assert code == 0 and second["memories"]["created"] == 0, second
+    assert second["adopted"] == 1, second
+    assert any("already there" in w and "not sent again" in w for w in second["warnings"]), second["warnings"]
+    assert on_server(server) == ["A note that stays on the server", ROTA]
+    for db in (a, b, a):
+        code, summary = pull(db, server)
+        assert code == 0, summary
+        code, summary = push(db, server)
+        assert code == 0 and summary["memories"]["created"] == 0, summary
+    assert on_server(server) == ["A note that stays on the server", ROTA]
+    for db in (a, b):
+        assert sorted(m["content"] for m in local_memories(db)) == ["A note that stays on the server", ROTA]
+
+
+def test_different_changes_are_both_sent_back(server, tmp_path):
+    """docs/pull.md, Deletions: two machines that each changed it create one each."""
+    a, b = changed_in_both_then_deleted_there(server, tmp_path, ["team", "oncall"], ["team", "pager"])
+    for db in (a, b):
+        code, summary = push(db, server)
+        assert code == 0 and summary["memories"]["created"] == 1 and summary["adopted"] == 0, summary
+        server.wait_idle()
+    assert on_server(server) == ["A note that stays on the server", ROTA, ROTA]
