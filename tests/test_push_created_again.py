@@ -11,6 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from localmem import MemoryStore
+from localmem.replication.push import Pusher
+from localmem.replication.push_adopt import FILTERED_LOOKUPS
+from localmem.replication.push_client import PushClient
 from test_pull import local_memories, pull, push, server  # noqa: F401
 from test_pull_provenance import listed
 
@@ -73,3 +76,47 @@ def test_different_changes_are_both_sent_back(server, tmp_path):
         assert code == 0 and summary["memories"]["created"] == 1 and summary["adopted"] == 0, summary
         server.wait_idle()
     assert on_server(server) == ["A note that stays on the server", ROTA, ROTA]
+
+
+class CountingClient(PushClient):
+    """The real client, counting the listings it asks the server for."""
+
+    listings = 0
+
+    def get(self, route, **query):
+        if route == "/graph/snapshot":
+            self.listings += 1
+        return super().get(route, **query)
+
+
+def test_many_lost_memories_are_looked_up_with_a_bounded_number_of_listings(server, tmp_path):
+    """Past FILTERED_LOOKUPS memories to look up, one listing of the whole server serves the rest: a push's
+    requests do not grow with the number of memories the server lost."""
+    count = FILTERED_LOOKUPS + 4
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    with MemoryStore(a, embedder="hash") as store:
+        ids = [store.store(f"Lost note number {i}", tags=["team"], importance=0.4) for i in range(count)]
+    assert push(a, server)[0] == 0
+    server.wait_idle()
+    assert pull(b, server)[0] == 0
+    pulled = {m["content"]: m["id"] for m in local_memories(b)}
+    with MemoryStore(a, embedder="hash") as store:
+        for memory_id in ids:
+            store.update(memory_id, tags=["team", "moved"])
+    with MemoryStore(b, embedder="hash") as store:
+        for i in range(count):
+            store.update(pulled[f"Lost note number {i}"], tags=["team", "moved"])
+    for remote_id in listed(server).values():
+        assert server.client.delete(f"/memory/{remote_id}").status_code == 200
+    for db in (a, b):
+        code, summary = pull(db, server)
+        assert code == 0 and summary["memories"]["deleted"] == 0, summary
+    code, first = push(a, server)
+    assert code == 0 and first["memories"]["created"] == count, first
+    server.wait_idle()
+    client = CountingClient(server.url, token=server.token)
+    with MemoryStore(b, embedder="hash") as store:
+        summary = Pusher(store, client).run()
+    assert summary.adopted == count and summary.as_dict()["memories"]["created"] == 0, summary.as_dict()
+    assert client.listings <= FILTERED_LOOKUPS + 2, client.listings  # the filtered ones, the whole one, a resume's
+    assert on_server(server) == sorted(f"Lost note number {i}" for i in range(count))

@@ -34,7 +34,7 @@ from ..progress import ProgressBar, ProgressSteps
 from ..storage.database import MEMORY_PATH
 from ..timeparse import format_timestamp, parse_timestamp, shifted
 from .pull_state import local_id_for
-from .push_adopt import find_copy
+from .push_adopt import CopyFinder
 from .push_client import PushClient, RemoteError, Uncertain
 from .push_edges import delete_edges, push_edges
 from .push_enrichment import EnrichmentWait
@@ -116,6 +116,7 @@ class Pusher(ProgressSteps):
         self._no_edge_delete = False
         self._pulled: set[str] = set()  # local ids of memories a stopped pull wrote and did not record
         self._adopted: dict[str, str] = {}  # local id -> another store's copy there, recorded as this memory's
+        self._copies = CopyFinder(client)
 
     # -- the whole push -------------------------------------------------------
 
@@ -318,13 +319,13 @@ class Pusher(ProgressSteps):
         if self.profile.localmem or not items:
             return items
         again = self.map.created_again([row["id"] for row, _, _ in items])
+        taken = set(self._adopted.values())
         rest, records = [], []
         for item in items:
             row, payload, complete = item
             remote_id = None
             if row["id"] in again:
-                remote_id, problem = find_copy(self.client, payload, lambda rid: rid in self._adopted.values()
-                                               or self.map.is_mapped(rid))
+                remote_id, problem = self._copies.find(payload, lambda rid: rid in taken or self.map.is_mapped(rid))
                 if problem:
                     self.summary.warnings.append(f"could not look for another store's copy of memory {row['id']}, "
                                                  f"which the server lost ({problem}); created again")
@@ -332,6 +333,7 @@ class Pusher(ProgressSteps):
                 rest.append(item)
                 continue
             self._adopted[row["id"]] = remote_id
+            taken.add(remote_id)
             self.summary.adopted += 1
             records.append((row["id"], remote_id, row["change_seq"] if complete else 0,
                             field_hashes(payload, self.profile, complete=complete)))

@@ -3,9 +3,10 @@
 Two stores that each changed a memory the server deleted each keep theirs, and each push creates its copy there
 again (docs/pull.md, Deletions). When both made the same change the two copies are one memory twice, which every
 store then pulls (the stateful model's seed 3055308988). So a push about to create again a memory the server had
-before (``remote_origins`` remembers it) asks AutoMem once for the memories of its type, importance and time
+before (``remote_origins`` remembers it) asks AutoMem for the memories of its type, importance and time
 (``GET /graph/snapshot`` with ``types``, ``min_importance`` and ``since`` a day before its timestamp, as the
-look-up of an interrupted push's creates) and takes one equal in every field it would send (content, own tags, type,
+look-up of an interrupted push's creates; past ``FILTERED_LOOKUPS`` in one run, one listing of the whole server
+serves the rest) and takes one equal in every field it would send (content, own tags, type,
 importance, confidence, timestamp, metadata but the ``localmem_id`` marker) that no memory of this store is mapped
 to: recorded as this memory's, nothing sent. AutoMem's listing has no ``t_valid`` or ``t_invalid``: a memory with a
 ``t_invalid``, or a ``t_valid`` other than its timestamp (the default), is created again as before. Copies that
@@ -28,29 +29,70 @@ from .push_client import PushClient
 from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX
 
 
-def find_copy(client: PushClient, payload: dict[str, Any], taken: Callable[[str], bool]
-              ) -> tuple[str | None, str | None]:
-    """The server's id of a memory equal to ``payload`` (the ``POST /memory`` body about to be sent) for which
-    ``taken`` is false (no memory of this store is mapped to it), and None; or (None, why it could not be looked
-    up: the create goes ahead)."""
-    query: dict[str, Any] = {"limit": 0}
+# A run looks up its first few memories one request each, filtered to their type, importance and time (cheap on a
+# large server); past these it lists the server once and matches the rest in memory: at most this many requests
+# and one whole listing (what a pull reads) per push, however many memories the server lost.
+FILTERED_LOOKUPS = 8
+
+
+class CopyFinder:
+    """Finds, for the memories one push run creates again, another store's equal copy on the server (see above)."""
+
+    def __init__(self, client: PushClient) -> None:
+        self.client = client
+        self.lookups = 0
+        self._by_content: dict[str, list[dict[str, Any]]] | None = None  # the whole listing, once fetched
+        self._listing_problem: str | None = None
+
+    def find(self, payload: dict[str, Any], taken: Callable[[str], bool]) -> tuple[str | None, str | None]:
+        """The server's id of a memory equal to ``payload`` (the ``POST /memory`` body about to be sent) for which
+        ``taken`` is false (no memory of this store is mapped to it), and None; or (None, why it could not be looked
+        up: the create goes ahead)."""
+        self.lookups += 1
+        if self.lookups <= FILTERED_LOOKUPS:
+            nodes, problem = self._listing(_filters(payload))
+        else:
+            nodes, problem = self._whole_listing(payload)
+        if problem:
+            return None, problem
+        for node in nodes:
+            if isinstance(node, dict) and isinstance(node.get("id"), str) and same_memory(node, payload) \
+                    and not taken(node["id"]):
+                return node["id"], None
+        return None, None
+
+    def _whole_listing(self, payload: dict[str, Any]) -> tuple[list[Any], str | None]:
+        if self._by_content is None and self._listing_problem is None:
+            nodes, self._listing_problem = self._listing({})
+            self._by_content = {}
+            for node in nodes:
+                if isinstance(node, dict) and isinstance(node.get("content"), str):
+                    self._by_content.setdefault(node["content"], []).append(node)
+        if self._listing_problem:
+            return [], self._listing_problem
+        return (self._by_content or {}).get(payload.get("content"), []), None
+
+    def _listing(self, filters: dict[str, Any]) -> tuple[list[Any], str | None]:
+        response = self.client.get("/graph/snapshot", limit=0, **filters)
+        nodes = response.body.get("nodes", []) if response.ok and isinstance(response.body, dict) else None
+        if not isinstance(nodes, list):  # (no "nodes" at all: no memory matched)
+            return [], f"GET /graph/snapshot answered {response.status} without a list of nodes"
+        return nodes, None
+
+
+def _filters(payload: dict[str, Any]) -> dict[str, Any]:
+    """The listing's filters for one memory: its type, its importance (a float's last digits may differ there: a
+    little below) and a day before its timestamp."""
+    query: dict[str, Any] = {}
     if payload.get("type"):
         query["types"] = payload["type"]
-    if isinstance(payload.get("importance"), (int, float)):  # a float's last digits may differ there: a little below
+    if isinstance(payload.get("importance"), (int, float)):
         query["min_importance"] = max(0.0, float(payload["importance"]) - 1e-6)
     try:
         query["since"] = format_timestamp(shifted(parse_timestamp(payload["timestamp"]), -timedelta(days=1)))
     except (LocalMemError, TypeError, ValueError):
         pass  # an unreadable timestamp: the look-up reaches further back
-    response = client.get("/graph/snapshot", **query)
-    nodes = response.body.get("nodes", []) if response.ok and isinstance(response.body, dict) else None
-    if not isinstance(nodes, list):  # (no "nodes" at all: no memory matched)
-        return None, f"GET /graph/snapshot answered {response.status} without a list of nodes"
-    for node in nodes:
-        if isinstance(node, dict) and isinstance(node.get("id"), str) and same_memory(node, payload) \
-                and not taken(node["id"]):
-            return node["id"], None
-    return None, None
+    return query
 
 
 def same_memory(node: dict[str, Any], payload: dict[str, Any]) -> bool:
