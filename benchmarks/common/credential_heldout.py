@@ -311,19 +311,41 @@ def _composite_dsn(r: random.Random) -> Made:
 SPLIT_SEED = 14
 
 
+def halves(names: list[str], seed: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(develop, report): ``names`` halved by a shuffle seeded with ``seed``, each half in the order given."""
+    shuffled = sorted(names)
+    random.Random(seed).shuffle(shuffled)
+    develop = set(shuffled[:len(shuffled) // 2])
+    return tuple(n for n in names if n in develop), tuple(n for n in names if n not in develop)
+
+
 def split() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(develop, report): the formats halved by a shuffle seeded with SPLIT_SEED, each half in FORMATS order."""
-    names = sorted(FORMATS)
-    random.Random(SPLIT_SEED).shuffle(names)
-    develop = set(names[:len(names) // 2])
-    return (tuple(n for n in FORMATS if n in develop), tuple(n for n in FORMATS if n not in develop))
+    return halves(list(FORMATS), SPLIT_SEED)
+
+
+Fill = Callable[[str, str, random.Random], str]
+
+
+def samples(formats: dict, per_format: int, seed: int, fill: Fill) -> Iterator[tuple[str, str, str]]:
+    """(format, secret, text holding it): ``per_format`` samples of each of ``formats`` (name: (make, templates)),
+    its templates in turn, each filled by ``fill(template, value, rng)``; a make may return (value, secret)."""
+    rng = random.Random(seed)
+    for name, (make, templates) in formats.items():
+        for index in range(per_format):
+            made = make(rng)
+            value, secret = made if isinstance(made, tuple) else (made, made)
+            yield name, secret, fill(templates[index % len(templates)], value, rng)
+
+
+def lookalikes(kinds: dict, per_kind: int, seed: int, fill: Fill) -> Iterator[tuple[str, str]]:
+    """(look-alike kind, text holding no secret): ``per_kind`` samples of each of ``kinds``, its templates in turn."""
+    rng = random.Random(seed)
+    for name, (make, templates) in kinds.items():
+        for index in range(per_kind):
+            yield name, fill(templates[index % len(templates)], make(rng), rng)
 
 
 def heldout_corpus(per_format: int = 12, seed: int = 45) -> Iterator[tuple[str, str, str]]:
     """(format, secret, text holding it): ``per_format`` samples of each format, its settings in turn."""
-    rng = random.Random(seed)
-    for name, (make, templates) in FORMATS.items():
-        for index in range(per_format):
-            made = make(rng)
-            value, secret = made if isinstance(made, tuple) else (made, made)
-            yield name, secret, templates[index % len(templates)].format(v=value)
+    return samples(FORMATS, per_format, seed, lambda template, value, rng: template.format(v=value))

@@ -37,7 +37,8 @@ import random
 import string
 from typing import Callable, Iterator
 
-from benchmarks.common.credential_heldout import ALNUM, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, _pem_body, _pick, _uuid
+from benchmarks.common.credential_heldout import (ALNUM, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, _pem_body, _pick,
+                                                  _uuid, halves, lookalikes, samples)
 
 B64 = ALNUM + "+/"
 BASE32 = string.ascii_uppercase + "234567"
@@ -493,21 +494,14 @@ LOOKALIKES: dict[str, tuple[Callable[[random.Random], str], tuple[str, ...]]] = 
 SPLIT_SEED = 15
 
 
-def _halves(names: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    shuffled = sorted(names)
-    random.Random(SPLIT_SEED).shuffle(shuffled)
-    develop = set(shuffled[:len(shuffled) // 2])
-    return tuple(n for n in names if n in develop), tuple(n for n in names if n not in develop)
-
-
 def split() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(develop, report): the formats halved by a shuffle seeded with SPLIT_SEED, each half in FORMATS order."""
-    return _halves(list(FORMATS))
+    return halves(list(FORMATS), SPLIT_SEED)
 
 
 def split_lookalikes() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(develop, report) of the look-alikes, halved as the formats are."""
-    return _halves(list(LOOKALIKES))
+    return halves(list(LOOKALIKES), SPLIT_SEED)
 
 
 def _fill(template: str, value: str, rng: random.Random) -> str:
@@ -516,20 +510,12 @@ def _fill(template: str, value: str, rng: random.Random) -> str:
 
 def heldout2_corpus(per_format: int = 12, seed: int = 46) -> Iterator[tuple[str, str, str]]:
     """(format, secret, text holding it): ``per_format`` samples of each format, its templates in turn."""
-    rng = random.Random(seed)
-    for name, (make, templates) in FORMATS.items():
-        for index in range(per_format):
-            made = make(rng)
-            value, secret = made if isinstance(made, tuple) else (made, made)
-            yield name, secret, _fill(templates[index % len(templates)], value, rng)
+    return samples(FORMATS, per_format, seed, _fill)
 
 
 def lookalike_corpus(per_kind: int = 4, seed: int = 47) -> Iterator[tuple[str, str]]:
     """(look-alike kind, text holding no secret): ``per_kind`` samples of each, its templates in turn."""
-    rng = random.Random(seed)
-    for name, (make, templates) in LOOKALIKES.items():
-        for index in range(per_kind):
-            yield name, _fill(templates[index % len(templates)], make(rng), rng)
+    return lookalikes(LOOKALIKES, per_kind, seed, _fill)
 
 
 if __name__ == "__main__":  # the corpus's size and its halves (no redaction runs here)

@@ -21,7 +21,7 @@ import json
 import random
 from typing import Callable, Iterator
 
-from benchmarks.common.credential_heldout import ALNUM, HEX, UPPER_ALNUM, URLSAFE, _pick, _uuid
+from benchmarks.common.credential_heldout import ALNUM, HEX, UPPER_ALNUM, URLSAFE, _pick, _uuid, lookalikes, samples
 from benchmarks.common.credential_heldout2 import B64, _b64, _fill, _password
 
 FORMATS: dict[str, tuple[Callable[[random.Random], str], tuple[str, ...]]] = {
@@ -163,19 +163,12 @@ LOOKALIKES: dict[str, tuple[Callable[[random.Random], str], tuple[str, ...]]] = 
 
 def heldout3_corpus(per_format: int = 12, seed: int = 48) -> Iterator[tuple[str, str, str]]:
     """(format, secret, text holding it): ``per_format`` samples of each format, its templates in turn."""
-    rng = random.Random(seed)
-    for name, (make, templates) in FORMATS.items():
-        for index in range(per_format):
-            secret = make(rng)
-            yield name, secret, _fill(templates[index % len(templates)], secret, rng)
+    return samples(FORMATS, per_format, seed, _fill)
 
 
 def lookalike3_corpus(per_kind: int = 4, seed: int = 49) -> Iterator[tuple[str, str]]:
     """(look-alike kind, text holding no secret): ``per_kind`` samples of each, its templates in turn."""
-    rng = random.Random(seed)
-    for name, (make, templates) in LOOKALIKES.items():
-        for index in range(per_kind):
-            yield name, _fill(templates[index % len(templates)], make(rng), rng)
+    return lookalikes(LOOKALIKES, per_kind, seed, _fill)
 
 
 if __name__ == "__main__":  # the corpus's size (no redaction runs here)
