@@ -14,6 +14,7 @@
 - Second held out (``--heldout2 [--tree TREE]``): benchmarks/common/credential_heldout2.py, measured as
   ``--heldout``, and its look-alike non-secrets per half (each text ``redact`` changes is a false positive, printed).
   ``--heldout3``: benchmarks/common/credential_heldout3.py, the same, all of it held out (one "report" half).
+  ``--heldout4``: benchmarks/common/credential_heldout4.py, as ``--heldout2`` (both halves, look-alikes per half).
 - Cost: seconds per turn of ``redact`` over the dev-set turns (a captured turn's work), on a
   loaded shared machine: compare the ratio to detect-secrets' scan of the same lines, run in
   the same process, when detect-secrets is installed (``--detect-secrets``).
@@ -22,6 +23,7 @@
     python benchmarks/safety/redaction.py --heldout [--tree /work/main]
     python benchmarks/safety/redaction.py --heldout2 [--tree /work/main]
     python benchmarks/safety/redaction.py --heldout3 [--tree /work/main]
+    python benchmarks/safety/redaction.py --heldout4 [--tree /work/main]
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ from benchmarks.common.credential_heldout2 import split as split2  # noqa: E402
 from benchmarks.common.credential_heldout3 import FORMATS as FORMATS3  # noqa: E402
 from benchmarks.common.credential_heldout3 import LOOKALIKES as LOOKALIKES3  # noqa: E402
 from benchmarks.common.credential_heldout3 import heldout3_corpus, lookalike3_corpus  # noqa: E402
+from benchmarks.common.credential_heldout4 import heldout4_corpus, lookalike4_corpus  # noqa: E402
+from benchmarks.common.credential_heldout4 import split as split4  # noqa: E402
+from benchmarks.common.credential_heldout4 import split_lookalikes as split_lookalikes4  # noqa: E402
 
 from localmem.privacy import redact  # noqa: E402
 
@@ -167,12 +172,16 @@ def heldout(tree: Path | None, samples: list[tuple[str, str, str]] | None = None
     return report
 
 
-def heldout2(tree: Path | None, third: bool = False) -> dict:
+def heldout2(tree: Path | None, corpus: int = 2) -> dict:
     """The second held-out corpus's recall per half (as ``heldout``), and its look-alikes touched per half (each
-    touched text printed as redacted); ``third``: the third corpus's, all of it one half ("report")."""
-    if third:
+    touched text printed as redacted); ``corpus`` 3: the third corpus's, all of it one half ("report"); 4: the
+    fourth's, halved as the second is."""
+    if corpus == 3:
         report = heldout(tree, list(heldout3_corpus()), ((), tuple(FORMATS3)))  # no develop half
         kinds_texts, halves = list(lookalike3_corpus()), (("report", tuple(LOOKALIKES3)),)
+    elif corpus == 4:
+        report = heldout(tree, list(heldout4_corpus()), split4())
+        kinds_texts, halves = list(lookalike4_corpus()), tuple(zip(("develop", "report"), split_lookalikes4()))
     else:
         report = heldout(tree, list(heldout2_corpus()), split2())
         kinds_texts, halves = list(lookalike_corpus()), tuple(zip(("develop", "report"), split_lookalikes()))
@@ -251,16 +260,21 @@ def main() -> None:
                         help="recall and look-alikes on the second held-out corpus only (credential_heldout2.py)")
     parser.add_argument("--heldout3", action="store_true",
                         help="recall and look-alikes on the third held-out corpus only (credential_heldout3.py)")
+    parser.add_argument("--heldout4", action="store_true",
+                        help="recall and look-alikes on the fourth held-out corpus only (credential_heldout4.py)")
     parser.add_argument("--tree", type=Path,
-                        help="with --heldout, --heldout2 or --heldout3: that tree's redact (default: this tree's)")
+                        help="with --heldout, --heldout2, --heldout3 or --heldout4: that tree's redact "
+                             "(default: this tree's)")
     args = parser.parse_args()
-    if args.heldout + args.heldout2 + args.heldout3 > 1:
-        parser.error("--heldout, --heldout2 and --heldout3 are separate runs: give one")
-    if args.tree and not (args.heldout or args.heldout2 or args.heldout3):
-        parser.error("--tree goes with --heldout, --heldout2 or --heldout3")
+    corpora = [number for number, asked in ((1, args.heldout), (2, args.heldout2), (3, args.heldout3),
+                                            (4, args.heldout4)) if asked]
+    if len(corpora) > 1:
+        parser.error("--heldout, --heldout2, --heldout3 and --heldout4 are separate runs: give one")
+    if args.tree and not corpora:
+        parser.error("--tree goes with --heldout, --heldout2, --heldout3 or --heldout4")
     tree = args.tree.resolve() if args.tree else None
-    if args.heldout or args.heldout2 or args.heldout3:
-        print(json.dumps(heldout(tree) if args.heldout else heldout2(tree, third=args.heldout3), indent=2))
+    if corpora:
+        print(json.dumps(heldout(tree) if corpora == [1] else heldout2(tree, corpora[0]), indent=2))
         return
     sets = {"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
     report = {name: false_positives(name, turns) for name, turns in sets.items()}
