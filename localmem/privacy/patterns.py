@@ -86,6 +86,59 @@ SECRET_WORD_STRINGS = ("secret", "passwd", "password", "pw", "passphrase", "toke
     f"{word}{separator}key" for word in ("api", "access", "private", "signing", "encryption", "master", "auth",
                                          "account", "sas") for separator in ("_", "-", " ", ""))
 
+_ARGUMENTS = r"(?:[ \t]+[^\s|;&]{1,256})"  # a command's arguments, not past a pipe, a ";" or an "&"
+# The value after it is not a lower-case name alone ("-passwd passwd-file", "-P port_number"): a password is not.
+_NOT_A_NAME = r"(?![a-z]+(?:[_\-][a-z]+)*(?![^\s\"']))"
+_ARGUMENT = r"[\"']?" + _NOT_A_NAME + r"(?P<secret>[^\s\"']{1,256})"
+
+# The shapes of issue 40's written-down misses (branch redact16), each a unit of its own (named: the benchmark
+# benchmarks/safety/redaction_shapes.py judges each alone). A pattern starting with "-" has its boundary looked at
+# behind it, so the search skips from one "-" to the next.
+# S1: OpenSSL's "-passin pass:…"/"-passout pass:…"/"-pass pass:…", apksigner's "--ks-pass pass:…".
+PASS_PREFIXED_ARGUMENT = (r"-(?<![0-9A-Za-z_\-]-)-?(?:[a-z]{1,8}-){0,2}pass(?:in|out|word)?(?:=|[ \t]+)[\"']?pass:"
+                          r"(?P<secret>[^\s\"']{1,256})")
+# S2: a single-dash flag named as a password: "-password …" (influx, game servers), "-passwd …" (x11vnc),
+# "-storepass …"/"-keypass …" (keytool, jarsigner).
+SINGLE_DASH_PASSWORD_FLAG = (r"-(?<![0-9A-Za-z_\-]-)(?:password|passwd|(?:src|dest)?(?:store|key)pass)(?:=|[ \t]+)"
+                             + _ARGUMENT)
+# S3: a user flag and its value, then within four arguments "-p …" or "-P …" (ipmitool, sqlcmd, cqlsh, cf/oc login):
+# the value holds a letter (not a port) and no "/" (not a path); mysql's "-p …" prompts (redact.py's accept).
+USER_THEN_PASSWORD_FLAG = (r"-(?<![0-9A-Za-z_\-]-)(?:u|U|-user|-username)(?:=|[ \t]+)[\"']?[^\s\"'\-][^\s\"']{0,255}"
+                           r"[\"']?" + _ARGUMENTS + r"{0,4}?[ \t]+-[pP][ \t]+[\"']?" + _NOT_A_NAME
+                           + r"(?=[^\s\"'/]{0,255}[A-Za-z])(?P<secret>[^\s\"'/]{1,256})(?![^\s\"'])")
+# S4: the net-snmp tools' community "-c …" and SNMPv3 passphrases "-A …"/"-X …"; IOS's "snmp-server community …".
+SNMP_SECRET = r"\bsnmp[a-z]{2,12}" + _ARGUMENTS + r"{0,12}?[ \t]+-[cAX][ \t]*" + _ARGUMENT
+SNMP_SERVER_COMMUNITY = r"\bsnmp-server[ \t]+community[ \t]+" + _ARGUMENT
+# S5: rclone's obscured "pass = …" (a config line of its own).
+RCLONE_PASS = r"^[ \t]*pass[ \t]*=[ \t]*" + _NOT_A_NAME + r"(?P<secret>[^\s\"']{1,256})[ \t]*$"
+# S6: Wi-Fi keys: wpa_supplicant's psk="…", strongSwan's ': PSK "…"'; nmcli's "password …" and "wifi-sec.psk …".
+WIFI_PSK = (r"(?<![0-9A-Za-z_.\-])(?:psk|PSK)(?:[ \t]*=[ \t]*|[ \t]+(?=[\"']))" + _ARGUMENT)
+NMCLI_PASSWORD = (r"\bnmcli" + _ARGUMENTS + r"{0,12}?[ \t]+(?:password|(?:wifi-sec|802-11-wireless-security)\.psk)"
+                  r"[ \t]+" + _ARGUMENT)
+# S7: a password manager's session export (BW_SESSION=…, OP_SESSION_acme=…): an env name ending in SESSION, or
+# SESSION and one more part, given a long random value (redact.py's _random_token).
+SESSION_EXPORT = (r"(?<![0-9A-Za-z_])(?:[A-Z0-9]{1,40}_){0,8}SESSION(?:_[A-Za-z0-9]{1,40})?[ \t]*=[ \t]*[\"']?"
+                  r"(?P<secret>[0-9A-Za-z+/_\-=.]{20,1024})")
+# S8: "user:password" given to a user flag or key: "--user root:…", "--user=root:…", .curlrc's 'user = "alice:…"'.
+USER_COLON_PASSWORD = (r"(?:-(?<![0-9A-Za-z_\-]-)-user(?:=|[ \t]+)|^[ \t]*user[ \t]*=[ \t]*)[\"']?"
+                       r"(?P<user>[^\s:\"'/@]{1,64}):" + _NOT_A_NAME + r"(?P<secret>[^\s\"']{1,256})")
+# S9: Oracle's "user/password@" after its tools or SQL*Plus's "connect".
+ORACLE_USER_PASSWORD = (r"\b(?:sqlplus|expdp|impdp|exp|imp|rman|sqlldr|dgmgrl|conn(?:ect)?)(?:[ \t]+-[A-Za-z]{1,2})*"
+                        r"(?:[ \t]+(?:target|catalog|auxiliary|userid)[ \t]*=?)?[ \t]+[\"']?"
+                        r"[A-Za-z][0-9A-Za-z_$#]{0,29}/(?P<secret>[^\s/@\"']{1,128})@")
+# S10: what follows a webhooks/hooks/webhookb2 path segment of an http(s) URL, when it holds a random run (redact.py's
+# accept): Discord's, Teams', Mattermost's webhook tokens.
+WEBHOOK_URL_TOKEN = (r"\bhttps?://[^\s/\"'<>]{1,256}(?:/[^\s/\"'<>?#]{1,256}){0,8}?/(?:webhooks?|hooks|webhookb2)/"
+                     r"(?P<secret>[^\s\"'<>?#]{20,1024})")
+# S11: an Authorization header whose scheme is "name=" (FCM's "key=AAAA…:APA91b…").
+AUTHORIZATION_NAMED_VALUE = (r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?[a-z][a-z0-9_\-]{0,30}="
+                             r"(?P<secret>[0-9A-Za-z._~+/\-:]{12,512}=*)")
+# S13: gpg's "--passphrase …", as "--password …" is taken.
+PASSPHRASE_FLAG = r"(?<![0-9A-Za-z_\-])--passphrase(?:=|[ \t]+)[\"']?(?P<secret>[^\s\"']{1,256})"
+# S14: 7-Zip's and RAR's glued "-p…", zip's "-P …".
+ARCHIVE_PASSWORD = r"\b(?:7z[ar]?|rar|unrar)" + _ARGUMENTS + r"{0,12}?[ \t]+-p[\"']?(?P<secret>[^\s\"']{1,256})"
+ZIP_PASSWORD = r"\bzip(?:cloak)?" + _ARGUMENTS + r"{0,12}?[ \t]+-P[ \t]+" + _ARGUMENT
+
 GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # The user may be empty ("redis://:PASS@host", "https://:PAT@dev.azure.com").
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
@@ -175,6 +228,22 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # A BIP-39 seed phrase: 12 to 24 lower-case words of 3 to 8 letters, nothing but them, soon after "mnemonic",
     # "seed" or "phrase" (MNEMONIC="…", "my seed phrase is: …", fromPhrase("…")).
     # The words are taken whole (an atomic lookahead, as the jwt rule's), so "seed seed seed…" stays linear.
+    ("command-line-password", PASS_PREFIXED_ARGUMENT),
+    ("command-line-password", SINGLE_DASH_PASSWORD_FLAG),
+    ("command-line-password", USER_THEN_PASSWORD_FLAG),
+    ("command-line-password", SNMP_SECRET),
+    ("command-line-password", SNMP_SERVER_COMMUNITY),
+    ("credential-setting", RCLONE_PASS),
+    ("credential-setting", WIFI_PSK),
+    ("command-line-password", NMCLI_PASSWORD),
+    ("credential-setting", SESSION_EXPORT),
+    ("command-line-password", USER_COLON_PASSWORD),
+    ("connection-string-secret", ORACLE_USER_PASSWORD),
+    ("webhook-url-token", WEBHOOK_URL_TOKEN),
+    ("authorization-header", AUTHORIZATION_NAMED_VALUE),
+    ("command-line-password", PASSPHRASE_FLAG),
+    ("command-line-password", ARCHIVE_PASSWORD),
+    ("command-line-password", ZIP_PASSWORD),
     ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)s?[\"']?[ \t]*(?:(?:phrase|is|was)[ \t]*){0,2}[:=(]?[ \t]*[\"']?"
                     r"(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))(?![ \t]*[a-z])"),
 )

@@ -38,7 +38,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import ValidationError
 from ..regex_literals import required_substrings
-from .patterns import GENERIC_RULES, PROVIDER_RULES, SECRET_WORD_STRINGS
+from .patterns import (GENERIC_RULES, PROVIDER_RULES, SECRET_WORD_STRINGS, SESSION_EXPORT, USER_COLON_PASSWORD,
+                       USER_THEN_PASSWORD_FLAG)
 
 PRIVATE_KIND = "private-region"
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -145,6 +146,23 @@ def _argument_value(match: re.Match[str]) -> bool:
                 or _NOT_A_VALUE.match(bare) or _METAVARIABLE.fullmatch(bare) or len(bare) < 4)
 
 
+_PROMPTING_COMMAND = re.compile(r"\b(?:mysql|mariadb)[a-z\-]{0,12}[ \t]")
+
+
+def _login_password(match: re.Match[str]) -> bool:
+    """A command's password after its user flag (``-U sa -P …``), unless the command is mysql's or mariadb's, whose
+    ``-p …`` with a space prompts for the password and takes ``…`` as the database."""
+    line_start = match.string.rfind("\n", 0, match.start()) + 1
+    return _argument_value(match) and not _PROMPTING_COMMAND.search(match.string, line_start, match.start())
+
+
+def _user_password_argument(match: re.Match[str]) -> bool:
+    """``user:password`` given to a user flag or key, unless the two are the same name or the second holds no letter
+    (``www-data:www-data``, ``1000:1000``: a user and a group)."""
+    value = _value(match)
+    return (_argument_value(match) and value != match.group("user") and any(c.isalpha() for c in value))
+
+
 def _high_entropy(match: re.Match[str]) -> bool:
     return _high_entropy_text(_value(match))
 
@@ -174,6 +192,15 @@ def _random_token(match: re.Match[str]) -> bool:
     value = _value(match)
     return (_high_entropy(match) and len(value.strip(".=-_/")) >= 16 and all(m.search(value) for m in _MIXED)
             and "=" not in value.rstrip("=") and not value.startswith("AAAA"))
+
+
+_TOKEN_RUN = re.compile(r"[0-9A-Za-z_\-]{20,}")
+
+
+def _holds_random_run(match: re.Match[str]) -> bool:
+    """A URL's tail holding a random run of 20+ token characters (a webhook's token), not ``12345678/pings``."""
+    return any(_high_entropy_text(run) and all(m.search(run) for m in _MIXED)
+               for run in _TOKEN_RUN.findall(_value(match)))
 
 
 def _keyed_value(match: re.Match[str]) -> bool:
@@ -273,8 +300,11 @@ def _compile() -> tuple[_Rule, ...]:
               "cookie": _cookie_value, "keyed-value": _keyed_value, "npmrc-auth": _assigned_value,
               "docker-auth": _user_password_pair, "private-key": _encoded_private_key,
               "pgpass-password": _argument_value, "credential-setting": _assigned_value,
-              "client-token": _random_token, "sk-api-key": _random_token, "seed-phrase": _seed_words}
-    rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept.get(kind, _always))
+              "client-token": _random_token, "sk-api-key": _random_token, "seed-phrase": _seed_words,
+              "webhook-url-token": _holds_random_run}
+    accept_pattern = {USER_THEN_PASSWORD_FLAG: _login_password, USER_COLON_PASSWORD: _user_password_argument,
+                      SESSION_EXPORT: _random_token}  # stricter than their kind's
+    rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept_pattern.get(pattern) or accept.get(kind, _always))
               for kind, pattern in GENERIC_RULES]
     return tuple(rules)
 
