@@ -98,11 +98,23 @@ def _value(match: re.Match[str]) -> str:
     return match.group("secret")
 
 
+def _class_changes(part: str) -> int:
+    """How many times ``part`` changes between lower case, upper case and digits (``nL0SIXdQ``: 5)."""
+    classes = [c.islower() - c.isupper() + 2 * c.isdigit() for c in part if c.isalnum()]
+    return sum(a != b for a, b in zip(classes, classes[1:]))
+
+
 def _random_part(value: str) -> bool:
     """Whether a dotted value has a part no code name has: 16+ characters holding 2+ digits and 2+ letters
-    (``patAbc….e2610899…``, ``….atlasv1.…``), so that it is a token, not ``request.form``."""
-    return any(len(part) >= 16 and sum(c.isdigit() for c in part) >= 2 and sum(c.isalpha() for c in part) >= 2
-               for part in value.split("."))
+    (``patAbc….e2610899…``, ``….atlasv1.…``), or one changing case or digits five or more times (``nL0SIXdQ.uzbw``,
+    issue 40: an unquoted dotted password), so that it is a token, not ``request.form`` or ``getS3Object``."""
+    return any((len(part) >= 16 and sum(c.isdigit() for c in part) >= 2 and sum(c.isalpha() for c in part) >= 2)
+               or _class_changes(part) >= 5 for part in value.split("."))
+
+
+def _dotted_password(value: str) -> bool:
+    """A dotted value with a part changing case or digits five or more times: a password, not a dotted name."""
+    return "." in value and any(_class_changes(part) >= 5 for part in value.split("."))
 
 
 def _code_or_path(value: str) -> bool:
@@ -143,7 +155,8 @@ def _argument_value(match: re.Match[str]) -> bool:
     value = _value(match)
     bare = value.rstrip("])}>,;.")
     return not (value.startswith("-") or _PLACEHOLDER_VALUES.match(value) or _PLACEHOLDER_VALUES.match(bare)
-                or _NOT_A_VALUE.match(bare) or _METAVARIABLE.fullmatch(bare) or len(bare) < 4)
+                or (_NOT_A_VALUE.match(bare) and not _dotted_password(bare)) or _METAVARIABLE.fullmatch(bare)
+                or len(bare) < 4)
 
 
 _PROMPTING_COMMAND = re.compile(r"\b(?:mysql|mariadb)[a-z\-]{0,12}[ \t]")
