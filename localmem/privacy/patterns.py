@@ -97,10 +97,6 @@ _ARGUMENT = r"[\"']?" + _NOT_A_NAME + r"(?P<secret>[^\s\"']{1,256})"
 # S1: OpenSSL's "-passin pass:…"/"-passout pass:…"/"-pass pass:…", apksigner's "--ks-pass pass:…".
 PASS_PREFIXED_ARGUMENT = (r"-(?<![0-9A-Za-z_\-]-)-?(?:[a-z]{1,8}-){0,2}pass(?:in|out|word)?(?:=|[ \t]+)[\"']?pass:"
                           r"(?P<secret>[^\s\"']{1,256})")
-# S2: a single-dash flag named as a password: "-password …" (influx, game servers), "-passwd …" (x11vnc),
-# "-storepass …"/"-keypass …" (keytool, jarsigner).
-SINGLE_DASH_PASSWORD_FLAG = (r"-(?<![0-9A-Za-z_\-]-)(?:password|passwd|(?:src|dest)?(?:store|key)pass)(?:=|[ \t]+)"
-                             + _ARGUMENT)
 # S3: a user flag and its value, then within four arguments "-p …" or "-P …" (ipmitool, sqlcmd, cqlsh, cf/oc login):
 # the value holds a letter (not a port) and no "/" (not a path); mysql's "-p …" prompts (redact.py's accept).
 USER_THEN_PASSWORD_FLAG = (r"-(?<![0-9A-Za-z_\-]-)(?:u|U|-user|-username)(?:=|[ \t]+)[\"']?[^\s\"'\-][^\s\"']{0,255}"
@@ -229,7 +225,6 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # "seed" or "phrase" (MNEMONIC="…", "my seed phrase is: …", fromPhrase("…")).
     # The words are taken whole (an atomic lookahead, as the jwt rule's), so "seed seed seed…" stays linear.
     ("command-line-password", PASS_PREFIXED_ARGUMENT),
-    ("command-line-password", SINGLE_DASH_PASSWORD_FLAG),
     ("command-line-password", USER_THEN_PASSWORD_FLAG),
     ("command-line-password", SNMP_SECRET),
     ("command-line-password", SNMP_SERVER_COMMUNITY),
