@@ -15,6 +15,9 @@
   ``--heldout``, and its look-alike non-secrets per half (each text ``redact`` changes is a false positive, printed).
   ``--heldout3``: benchmarks/common/credential_heldout3.py, the same, all of it held out (one "report" half).
   ``--heldout4``: benchmarks/common/credential_heldout4.py, as ``--heldout2`` (both halves, look-alikes per half).
+- Same answers (``--same-as TREE``): every text of the in-sample corpus, its command lines and look-alikes, the four
+  held-out corpora and their look-alikes, and the LoCoMo and LongMemEval dev turns, redacted by TREE's ``redact`` and
+  by this tree's: how many outputs differ per set (a change meant to alter no answer; each difference printed).
 - Cost: seconds per turn of ``redact`` over the dev-set turns (a captured turn's work), on a
   loaded shared machine: compare the ratio to detect-secrets' scan of the same lines, run in
   the same process, when detect-secrets is installed (``--detect-secrets``).
@@ -24,6 +27,7 @@
     python benchmarks/safety/redaction.py --heldout2 [--tree /work/main]
     python benchmarks/safety/redaction.py --heldout3 [--tree /work/main]
     python benchmarks/safety/redaction.py --heldout4 [--tree /work/main]
+    python benchmarks/safety/redaction.py --same-as /work/main
 """
 
 from __future__ import annotations
@@ -200,6 +204,25 @@ def heldout2(tree: Path | None, corpus: int = 2) -> dict:
     return report
 
 
+def same_answers(tree: Path) -> dict:
+    """Per set, how many texts ``tree``'s ``redact`` leaves differently from this tree's (each printed)."""
+    sets = {"in-sample corpus": [t for _, _, t in corpus()], "command lines": [t for _, _, t in command_corpus()],
+            "look-alikes": list(LOOKALIKES), "corpus 1": [t for _, _, t in heldout_corpus()],
+            "corpus 2": [t for _, _, t in heldout2_corpus()], "corpus 2 look-alikes": [t for _, t in lookalike_corpus()],
+            "corpus 3": [t for _, _, t in heldout3_corpus()], "corpus 3 look-alikes": [t for _, t in lookalike3_corpus()],
+            "corpus 4": [t for _, _, t in heldout4_corpus()], "corpus 4 look-alikes": [t for _, t in lookalike4_corpus()],
+            "locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
+    report = {}
+    for name, texts in sets.items():
+        differ = 0
+        for text, theirs, ours in zip(texts, redacted_by_tree(texts, tree), redacted_by_tree(texts, None)):
+            if theirs != ours:
+                differ += 1
+                print(f"  DIFFERS [{name}]: {text[:200]!r}\n    tree: {theirs[:200]!r}\n    this: {ours[:200]!r}")
+        report[name] = {"texts": len(texts), "differ": differ}
+    return report
+
+
 def detect_secrets_compare(turns: list[str]) -> dict:
     """detect-secrets' default plugins (each line through every plugin's ``analyze_line``; its
     file-level filters are not run) on the same corpus and turns: recall, turns flagged, seconds per turn."""
@@ -265,7 +288,12 @@ def main() -> None:
     parser.add_argument("--tree", type=Path,
                         help="with --heldout, --heldout2, --heldout3 or --heldout4: that tree's redact "
                              "(default: this tree's)")
+    parser.add_argument("--same-as", type=Path, metavar="TREE",
+                        help="only count the texts of every corpus and dev set TREE's redact leaves differently")
     args = parser.parse_args()
+    if args.same_as:
+        print(json.dumps(same_answers(args.same_as.resolve()), indent=2))
+        return
     corpora = [number for number, asked in ((1, args.heldout), (2, args.heldout2), (3, args.heldout3),
                                             (4, args.heldout4)) if asked]
     if len(corpora) > 1:
