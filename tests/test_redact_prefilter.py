@@ -170,7 +170,10 @@ DECODED = {"docker-auth": ['{"auth": "' + base64.b64encode(b"ci:S3cr3tPass9").de
            "private-key": [base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBx9f\n").decode()],
            # a seed phrase is accepted in lower case only, which a random sample of its pattern almost never is
            "seed-phrase": [f"{cue}: {' '.join(['abandon', 'ability', 'able', 'about'] * 3)}"
-                           for cue in ("mnemonic", "seed", "phrase")]}
+                           for cue in ("mnemonic", "seed", "phrase")],
+           # a webhook's token is a random run of 20+ letters and digits, which a random sample's tail seldom holds
+           "webhook-url-token": [f"https://chat.acme.dev/{segment}/k3x9q2m7w1z8p4r6t0y5u2i8o1"
+                                 for segment in ("hooks", "webhook", "webhooks", "webhookb2")]}
 
 
 def test_a_rule_missing_one_of_its_strings_is_caught():
