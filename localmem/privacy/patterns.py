@@ -238,12 +238,13 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("command-line-password", ZIP_PASSWORD),
     # A BIP-39 seed phrase: 12 to 24 lower-case words of 3 to 8 letters, nothing but them, soon after "mnemonic",
     # "seed" or "phrase" (MNEMONIC="…", "my seed phrase is: …", fromPhrase("…")).
-    # The words are taken whole (an atomic lookahead, as the jwt rule's). A cue followed by 28 or more words in a run
-    # cannot match (the secret after it would be followed by a 25th word): it is turned down after one count, and
-    # when 56 or more follow, the first 28 are consumed by a match holding no secret, so the search resumes past
-    # cues that all fail as it did ("seed seed seed…", "phrase phrase…": 0.3 s a megabyte, not 3 to 13).
-    ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)(?:(?=[a-z]*(?:[ \t]+[a-z]+){55})[a-z]*(?:[ \t]+[a-z]+){27}"
-                    r"|(?![a-z]*(?:[ \t]+[a-z]+){27})s?[\"']?[ \t]*(?:(?:phrase|is|was)[ \t]*){0,2}(?:[:=(][ \t]*)?"
+    # The words are taken whole (an atomic lookahead, as the jwt rule's). A cue followed by 28 or more words of up to
+    # 8 letters in a run cannot match (the secret after it would be followed by a 25th word): it is turned down after
+    # one count, and when 56 or more follow, the first 28 are consumed by a match holding no secret, so the search
+    # resumes past cues that all fail as it did ("seed seed seed…", "phrase phrase…": 0.3 s a megabyte, not 3 to
+    # 13). The counted words are bounded too (8 letters, as the secret's): "seedseedseed…" stays linear.
+    ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)(?:(?=[a-z]{0,8}(?:[ \t]+[a-z]{1,8}){55})[a-z]{0,8}"
+                    r"(?:[ \t]+[a-z]{1,8}){27}|(?![a-z]{0,8}(?:[ \t]+[a-z]{1,8}){27})s?[\"']?[ \t]*(?:(?:phrase|is|was)[ \t]*){0,2}(?:[:=(][ \t]*)?"
                     r"[\"']?(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))"
                     r"(?![ \t]*[a-z]))"),
 )
