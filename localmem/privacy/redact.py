@@ -38,8 +38,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import ValidationError
 from ..regex_literals import required_substrings
-from .patterns import (GENERIC_RULES, PROVIDER_RULES, SECRET_WORD_STRINGS, SESSION_EXPORT, USER_COLON_PASSWORD,
-                       USER_THEN_PASSWORD_FLAG)
+from .patterns import (GENERIC_RULES, ORACLE_USER_PASSWORD, PROVIDER_RULES, SECRET_WORD_STRINGS, SESSION_EXPORT,
+                       USER_COLON_PASSWORD, USER_THEN_PASSWORD_FLAG)
 
 PRIVATE_KIND = "private-region"
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -296,12 +296,18 @@ _NEEDS_SPELT_OUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
 _PRECHECKS: Mapping[str, re.Pattern[str]] = MappingProxyType({
     "pgpass-password": re.compile(r":(?:\d{1,5}|\*):[^\s:]{1,63}:[^\s:]{1,63}:"),
 })
+# Oracle's "user/password@" rule's strings ("conn", "exp", "imp"…) are in a third of LongMemEval's turns (connect,
+# experience, important): its "/password@" starts with "/".
+_PATTERN_PRECHECKS: Mapping[str, re.Pattern[str]] = MappingProxyType({
+    ORACLE_USER_PASSWORD: re.compile(r"/[^\s/@\"']{1,128}@"),
+})
 
 
 def _rule(kind: str, pattern: re.Pattern[str], accept: Callable[[re.Match[str]], bool]) -> _Rule:
     spelt = _NEEDS_SPELT_OUT.get(kind)
     needs = tuple(strings for strings in (_needs(pattern), frozenset(spelt) if spelt else None) if strings)
-    return _Rule(kind, pattern, accept, needs or None, bool(pattern.flags & re.IGNORECASE), _PRECHECKS.get(kind))
+    precheck = _PRECHECKS.get(kind) or _PATTERN_PRECHECKS.get(pattern.pattern)
+    return _Rule(kind, pattern, accept, needs or None, bool(pattern.flags & re.IGNORECASE), precheck)
 
 
 def _compile() -> tuple[_Rule, ...]:
