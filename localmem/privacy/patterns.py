@@ -244,7 +244,7 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # resumes past cues that all fail as it did ("seed seed seed…", "phrase phrase…": 0.3 s a megabyte, not 3 to
     # 13). The counted words are bounded too (8 letters, as the secret's): "seedseedseed…" stays linear.
     ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)(?:(?=[a-z]{0,8}(?:[ \t]+[a-z]{1,8}){55})[a-z]{0,8}"
-                    r"(?:[ \t]+[a-z]{1,8}){27}|(?![a-z]{0,8}(?:[ \t]+[a-z]{1,8}){27})s?[\"']?[ \t]*(?:(?:phrase|is|was)[ \t]*){0,2}(?:[:=(][ \t]*)?"
-                    r"[\"']?(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))"
+                    r"(?:[ \t]+[a-z]{1,8}){27}|(?![a-z]{0,8}(?:[ \t]+[a-z]{1,8}){27})s?[\"']?[ \t]*"
+                    r"(?:(?:phrase|is|was)[ \t]*){0,2}(?:[:=(][ \t]*)?[\"']?(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))"
                     r"(?![ \t]*[a-z]))"),
 )

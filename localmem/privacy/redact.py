@@ -104,17 +104,17 @@ def _class_changes(part: str) -> int:
     return sum(a != b for a, b in zip(classes, classes[1:]))
 
 
+def _dotted_password(value: str) -> bool:
+    """A dotted name with a part changing case or digits five or more times (``nL0SIXdQ.uzbw``, issue 40: an unquoted
+    dotted password): a password, not code (``request.form``, ``getS3Object.x`` changes four times)."""
+    return bool(_DOTTED_NAME.fullmatch(value)) and any(_class_changes(part) >= 5 for part in value.split("."))
+
+
 def _random_part(value: str) -> bool:
     """Whether a dotted value has a part no code name has: 16+ characters holding 2+ digits and 2+ letters
-    (``patAbc….e2610899…``, ``….atlasv1.…``), or one changing case or digits five or more times (``nL0SIXdQ.uzbw``,
-    issue 40: an unquoted dotted password), so that it is a token, not ``request.form`` or ``getS3Object``."""
-    return any((len(part) >= 16 and sum(c.isdigit() for c in part) >= 2 and sum(c.isalpha() for c in part) >= 2)
-               or _class_changes(part) >= 5 for part in value.split("."))
-
-
-def _dotted_password(value: str) -> bool:
-    """A dotted value with a part changing case or digits five or more times: a password, not a dotted name."""
-    return "." in value and any(_class_changes(part) >= 5 for part in value.split("."))
+    (``patAbc….e2610899…``, ``….atlasv1.…``), so that it is a token, not ``request.form``; or is a dotted password."""
+    return any(len(part) >= 16 and sum(c.isdigit() for c in part) >= 2 and sum(c.isalpha() for c in part) >= 2
+               for part in value.split(".")) or _dotted_password(value)
 
 
 def _code_or_path(value: str) -> bool:
