@@ -29,7 +29,7 @@ BEFORE = re.compile(r"(?i)(?:mnemonic|seed|phrase)s?[\"']?[ \t]*(?:(?:phrase|is|
                     r"(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))(?![ \t]*[a-z])",
                     re.MULTILINE)
 AFTER = re.compile(next(pattern for kind, pattern in GENERIC_RULES if kind == "seed-phrase"), re.MULTILINE)
-RUNS = ("seed ", "seeds ", "phrase ", "mnemonic ", "seed phrase is ", "seed", "mnemonic: ")
+RUNS = ("seed ", "seeds ", "phrase ", "mnemonic ", "seed phrase is ", "seed", "mnemonic: ", "phrase " * 40 + ".")
 
 
 def secrets(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
