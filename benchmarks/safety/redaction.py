@@ -207,11 +207,12 @@ def heldout2(tree: Path | None, corpus: int = 2) -> dict:
 def same_answers(tree: Path) -> dict:
     """Per set, how many texts ``tree``'s ``redact`` leaves differently from this tree's (each printed)."""
     sets = {"in-sample corpus": [t for _, _, t in corpus()], "command lines": [t for _, _, t in command_corpus()],
-            "look-alikes": list(LOOKALIKES), "corpus 1": [t for _, _, t in heldout_corpus()],
-            "corpus 2": [t for _, _, t in heldout2_corpus()], "corpus 2 look-alikes": [t for _, t in lookalike_corpus()],
-            "corpus 3": [t for _, _, t in heldout3_corpus()], "corpus 3 look-alikes": [t for _, t in lookalike3_corpus()],
-            "corpus 4": [t for _, _, t in heldout4_corpus()], "corpus 4 look-alikes": [t for _, t in lookalike4_corpus()],
-            "locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")}
+            "look-alikes": list(LOOKALIKES), "corpus 1": [t for _, _, t in heldout_corpus()]}
+    for number, samples, looks in ((2, heldout2_corpus, lookalike_corpus), (3, heldout3_corpus, lookalike3_corpus),
+                                   (4, heldout4_corpus, lookalike4_corpus)):
+        sets[f"corpus {number}"] = [t for _, _, t in samples()]
+        sets[f"corpus {number} look-alikes"] = [t for _, t in looks()]
+    sets.update({"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")})
     report = {}
     for name, texts in sets.items():
         differ = 0

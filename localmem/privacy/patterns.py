@@ -102,7 +102,7 @@ PASS_PREFIXED_ARGUMENT = (r"-(?<![0-9A-Za-z_\-]-)-?(?:[a-z]{1,8}-){0,2}pass(?:in
 USER_THEN_PASSWORD_FLAG = (r"-(?<![0-9A-Za-z_\-]-)(?:u|U|-user|-username)(?:=|[ \t]+)[\"']?[^\s\"'\-][^\s\"']{0,255}"
                            r"[\"']?" + _ARGUMENTS + r"{0,4}?[ \t]+-[pP][ \t]+[\"']?" + _NOT_A_NAME
                            + r"(?=[^\s\"'/]{0,255}[A-Za-z])(?P<secret>[^\s\"'/]{1,256})(?![^\s\"'])")
-# S4: the net-snmp tools' community "-c …" and SNMPv3 passphrases "-A …"/"-X …"; IOS's "snmp-server community …".
+# S4: the net-snmp tools' community "-c …", SNMPv3 passphrases "-A …"/"-X …"; IOS's "snmp-server community …".
 SNMP_SECRET = r"\bsnmp[a-z]{2,12}" + _ARGUMENTS + r"{0,12}?[ \t]+-[cAX][ \t]*" + _ARGUMENT
 SNMP_SERVER_COMMUNITY = r"\bsnmp-server[ \t]+community[ \t]+" + _ARGUMENT
 # S5: rclone's obscured "pass = …" (a config line of its own).
@@ -244,8 +244,9 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # resumes past cues that all fail as it did ("seed seed seed…", "phrase phrase…": 0.3 s a megabyte, not 3 to
     # 13). The counted words are bounded too (8 letters, as the secret's): "seedseedseed…" stays linear; and a cue in
     # a word of more than 21 letters after it (an "s", two fillers and an 8-letter word) is turned down at once.
-    ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)(?=[a-z]{0,21}(?![a-z]))(?:(?=[a-z]{0,8}(?:[ \t]+[a-z]{1,8}){55})[a-z]{0,8}"
-                    r"(?:[ \t]+[a-z]{1,8}){27}|(?![a-z]{0,8}(?:[ \t]+[a-z]{1,8}){27})s?[\"']?[ \t]*"
-                    r"(?:(?:phrase|is|was)[ \t]*){0,2}(?:[:=(][ \t]*)?[\"']?(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))"
-                    r"(?![ \t]*[a-z]))"),
+    ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)(?=[a-z]{0,21}(?![a-z]))"
+                    r"(?:(?=[a-z]{0,8}(?:[ \t]+[a-z]{1,8}){55})[a-z]{0,8}(?:[ \t]+[a-z]{1,8}){27}"
+                    r"|(?![a-z]{0,8}(?:[ \t]+[a-z]{1,8}){27})s?[\"']?[ \t]*(?:(?:phrase|is|was)[ \t]*){0,2}"
+                    r"(?:[:=(][ \t]*)?[\"']?"
+                    r"(?P<secret>(?=(?P<words>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}))(?P=words))(?![ \t]*[a-z]))"),
 )

@@ -112,7 +112,8 @@ def _dotted_password(value: str) -> bool:
 
 def _random_part(value: str) -> bool:
     """Whether a dotted value has a part no code name has: 16+ characters holding 2+ digits and 2+ letters
-    (``patAbc….e2610899…``, ``….atlasv1.…``), so that it is a token, not ``request.form``; or is a dotted password."""
+    (``patAbc….e2610899…``, ``….atlasv1.…``), so that it is a token, not ``request.form``; or is a dotted
+    password."""
     return any(len(part) >= 16 and sum(c.isdigit() for c in part) >= 2 and sum(c.isalpha() for c in part) >= 2
                for part in value.split(".")) or _dotted_password(value)
 
