@@ -241,8 +241,8 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # The words are taken whole (an atomic lookahead, as the jwt rule's). A cue followed by 28 or more words of up to
     # 8 letters in a run cannot match (the secret after it would be followed by a 25th word): it is turned down after
     # one count, and when 56 or more follow, the first 28 are consumed by a match holding no secret, so the search
-    # resumes past cues that all fail as it did ("seed seed seed…", "phrase phrase…": 0.3 s a megabyte, not 3 to
-    # 13). The counted words are bounded too (8 letters, as the secret's): "seedseedseed…" stays linear; and a cue in
+    # resumes past cues that all fail as it did ("seed seed seed…", "phrase phrase…": 0.1 s a megabyte, not 2 to 6,
+    # benchmarks/speed/seed_phrase_cost.py). The counted words are bounded too (8 letters, as the secret's): "seedseedseed…" stays linear; and a cue in
     # a word of more than 21 letters after it (an "s", two fillers and an 8-letter word) is turned down at once.
     ("seed-phrase", r"(?i)(?:mnemonic|seed|phrase)(?=[a-z]{0,21}(?![a-z]))"
                     r"(?:(?=[a-z]{0,8}(?:[ \t]+[a-z]{1,8}){55})[a-z]{0,8}(?:[ \t]+[a-z]{1,8}){27}"
