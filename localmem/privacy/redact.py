@@ -14,9 +14,9 @@ in URLs, connection strings, passwords given to a command (``mysql -p…``, ``cu
 ``_auth``), a name ending in "key" given a random value (or a numbered key: ``Unseal Key 1: …``), netrc
 entries, config-file keys that always hold one (.npmrc, docker's "auth", .pgpass, a base64 PEM private key),
 cookies, JWTs, ``Authorization`` headers of any scheme, a client made from a random literal
-(``Client("…")``), ``sk-`` keys, seed phrases, and high-entropy values next to a key-like word
-(benchmarks/common/credential_heldout.py, credential_heldout2.py and credential_heldout3.py hold formats no rule
-was written from, to measure what these generalise to).
+(``Client("…")``), ``sk-`` keys, seed phrases, webhook URLs' tokens, and high-entropy values next to a key-like
+word (benchmarks/common/credential_heldout.py to credential_heldout4.py hold formats no rule was written from, to
+measure what these generalise to).
 
 A rule runs only on a text holding strings every match of it holds: one of its
 ``regex_literals.required_substrings`` (``AKIA``…, ``xox``, ``-----BEGIN ``), and for a few
