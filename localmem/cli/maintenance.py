@@ -17,7 +17,7 @@ from .output import Output, human_size
 from .shown import field_lines, human_time
 
 if TYPE_CHECKING:
-    from ..maintenance.importer import KindCounts
+    from ..maintenance.import_result import KindCounts
 
 
 def register(command: AddCommand) -> None:
