@@ -118,5 +118,5 @@ def test_a_different_version_under_the_memory_s_id_is_not_taken_and_the_copy_is_
     summary = cli(a, "push", served)
     assert summary["memories"]["created"] == 1 and summary["adopted"] == 1, summary
     copy = next(m["id"] for m in local_memories(tmp_path / "server.db") if m["content"] == ROTA and m["id"] != rota)
-    assert any(rota in w and copy in w and "differs" in w for w in summary["warnings"]), summary["warnings"]
+    assert any(rota in w and copy in w and "differs in tags" in w for w in summary["warnings"]), summary["warnings"]
     assert on_server(tmp_path) == [(STAYS, ["team"]), (ROTA, ["moved", "team"]), (ROTA, ["team"])]
