@@ -190,6 +190,11 @@ class Pusher(ProgressSteps):
         found = self._find_on_server(wanted)
         kept: dict[str, str] = {}
         for local_id, remote_ids in found.items():
+            # Two stores that pulled a memory hold it under one local id, so their copies of it created again carry
+            # the same marker: one this store already knows as another memory (it pulled it) is not this create.
+            remote_ids = [rid for rid in remote_ids if not self.map.is_mapped(rid, besides=local_id)]
+            if not remote_ids:
+                continue
             keep, *extra = remote_ids
             kept[local_id] = keep
             for duplicate in extra:
