@@ -14,7 +14,7 @@ from localmem import MemoryStore
 from localmem.replication.push import Pusher
 from localmem.replication.push_adopt import FILTERED_LOOKUPS
 from localmem.replication.push_client import PushClient
-from test_pull import local_memories, pull, push, server  # noqa: F401
+from test_pull import create, local_memories, pull, push, run, server  # noqa: F401
 from test_pull_provenance import listed
 
 ROTA = "The on-call rota changes on Mondays"
@@ -120,3 +120,37 @@ def test_many_lost_memories_are_looked_up_with_a_bounded_number_of_listings(serv
     assert summary.adopted == count and summary.as_dict()["memories"]["created"] == 0, summary.as_dict()
     assert client.listings <= FILTERED_LOOKUPS + 2, client.listings  # the filtered ones, the whole one, a resume's
     assert on_server(server) == sorted(f"Lost note number {i}" for i in range(count))
+
+
+def test_a_stopped_push_s_create_is_told_from_another_store_s_copy_pulled_here(server, tmp_path):
+    """Two stores that pulled a memory hold it under the same local id (derived from the server's), so their copies
+    of it created again there carry the same ``localmem_id`` marker. A push stopped after its create landed looks the
+    create up by that marker next time: it found the other store's copy too, which this store had pulled as a memory
+    of its own, took it for its create, deleted its real create as a duplicate, and failed recording it (``UNIQUE
+    constraint failed: push_ids.remote, push_ids.remote_id``) on that push and on every later one (fresh stateful
+    seed 893166738). A memory the store already knows under another local id is not its create."""
+    create(server, ROTA, tags=["team"], importance=0.4)
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for db in (a, b):
+        assert pull(db, server)[0] == 0
+    shared = next(m["id"] for m in local_memories(a) if m["content"] == ROTA)
+    assert shared == next(m["id"] for m in local_memories(b) if m["content"] == ROTA)
+    for db, tags in ((a, ["team", "oncall"]), (b, ["team", "pager"])):
+        with MemoryStore(db, embedder="hash") as store:
+            store.update(shared, tags=tags)
+    assert server.client.delete(f"/memory/{listed(server)[ROTA]}").status_code == 200
+    for db in (a, b):
+        assert pull(db, server)[0] == 0
+    code, summary = push(b, server)  # B's copy, created again, carries the shared id as its marker
+    assert code == 0 and summary["memories"]["created"] == 1, summary
+    server.wait_idle()
+    code, summary = pull(a, server)  # A takes it as a memory of its own (it differs from A's)
+    assert code == 0 and summary["memories"]["created"] == 1, summary
+    code, summary = run(a, "push", server.url, server.token, LOCALMEM_PUSH_TEST_CRASH_AFTER="1")
+    assert code == 70, summary  # stopped right after its create of A's copy was answered, before recording it
+    server.wait_idle()
+    code, summary = push(a, server)
+    assert code == 0 and summary["recovered"] == 1 and summary["duplicates_removed"] == 0, summary
+    assert summary["memories"]["created"] == 0, summary
+    assert on_server(server) == [ROTA, ROTA]
+    assert sorted(sorted(m["tags"]) for m in local_memories(a)) == [["oncall", "team"], ["pager", "team"]]

@@ -15,7 +15,9 @@ each pushed memory carries, records those it finds (and deletes any
 duplicates), and sends the rest again.
 
 A memory the server lost, about to be created there again, is first looked for there as another store's
-equal copy of it (``push_adopt``): two stores that made the same change send it back once.
+equal copy of it (``push_adopt``): two stores that made the same change send it back once. On ``localmem serve``
+a memory already there under the id of one being created, that no push put there (no marker), is taken when it is
+the same version (``push_adopt.served_differences``) and created apart, said, when not.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ..progress import ProgressBar, ProgressSteps
 from ..storage.database import MEMORY_PATH
 from ..timeparse import format_timestamp, parse_timestamp, shifted
 from .pull_state import local_id_for
-from .push_adopt import CopyFinder
+from .push_adopt import CopyFinder, served_differences
 from .push_client import PushClient, RemoteError, Uncertain
 from .push_edges import delete_edges, push_edges
 from .push_enrichment import EnrichmentWait
@@ -188,6 +190,11 @@ class Pusher(ProgressSteps):
         found = self._find_on_server(wanted)
         kept: dict[str, str] = {}
         for local_id, remote_ids in found.items():
+            # Two stores that pulled a memory hold it under one local id, so their copies of it created again carry
+            # the same marker: one this store already knows as another memory (it pulled it) is not this create.
+            remote_ids = [rid for rid in remote_ids if not self.map.is_mapped(rid, besides=local_id)]
+            if not remote_ids:
+                continue
             keep, *extra = remote_ids
             kept[local_id] = keep
             for duplicate in extra:
@@ -332,32 +339,44 @@ class Pusher(ProgressSteps):
             if remote_id is None:
                 rest.append(item)
                 continue
-            self._adopted[row["id"]] = remote_id
             taken.add(remote_id)
-            self.summary.adopted += 1
-            records.append((row["id"], remote_id, row["change_seq"] if complete else 0,
-                            field_hashes(payload, self.profile, complete=complete)))
+            records.append(self._adopted_as(item, remote_id))
             self.advance()
         self.map.record(records)
         return rest
+
+    def _adopted_as(self, item: tuple[dict[str, Any], dict[str, Any], bool], remote_id: str
+                    ) -> tuple[str, str, int, dict[str, str]]:
+        """The record of a memory taken as the server's ``remote_id``, equal to it: nothing sent."""
+        self._note_adopted(item[0]["id"], remote_id)
+        return self._record_of(item, remote_id)
+
+    def _note_adopted(self, local_id: str, remote_id: str) -> None:
+        self._adopted[local_id] = remote_id
+        self.summary.adopted += 1
 
     def _say_adopted(self) -> None:
         if self._adopted:
             named = ", ".join(f"{lid} as {rid}" for lid, rid in sorted(self._adopted.items())[:5])
             self.summary.warnings.append(
-                f"{len(self._adopted)} memories the server lost were already there again, created by another store "
-                f"in the same version: recorded as that copy, not sent again ({named}"
-                + (", …)" if len(self._adopted) > 5 else ")"))
+                f"{len(self._adopted)} memories were already there in the same version (another store's copy of "
+                f"one the server lost, or on localmem serve one under its id that no push put there): recorded as "
+                f"that memory, not sent again ({named}" + (", …)" if len(self._adopted) > 5 else ")"))
 
     def _created(self, item: tuple[dict[str, Any], dict[str, Any], bool], remote_id: str
                  ) -> tuple[str, str, int, dict[str, str]]:
-        row, payload, complete = item
+        payload = item[1]
         self.summary.memories.created += 1
         if "embedding" in payload:
             self.summary.embeddings["sent"] += 1
         elif self.profile.vector_size is not None:
             self.summary.embeddings["server_embedded"] += 1
         self._answered()
+        return self._record_of(item, remote_id)
+
+    def _record_of(self, item: tuple[dict[str, Any], dict[str, Any], bool], remote_id: str
+                   ) -> tuple[str, str, int, dict[str, str]]:
+        row, payload, complete = item
         seq = row["change_seq"] if complete else 0
         return row["id"], remote_id, seq, field_hashes(payload, self.profile, complete=complete)
 
@@ -402,7 +421,9 @@ class Pusher(ProgressSteps):
         for item in items:
             row, payload, _ = item
             remote_id, reason = self._create_one(row["id"], payload)
-            if remote_id is not None:
+            if remote_id is not None and remote_id == self._adopted.get(row["id"]):
+                done.append(self._record_of(item, remote_id))
+            elif remote_id is not None:
                 done.append(self._created(item, remote_id))
             elif reason is not None:
                 refused.append(row["id"])
@@ -415,8 +436,11 @@ class Pusher(ProgressSteps):
         """The server's id of the created memory, or (None, why it was refused).
 
         (None, None): the outcome stays unknown after every retry; the memory
-        stays pending and the next push looks for it first.
+        stays pending and the next push looks for it first. On localmem serve a memory
+        already there under its id is taken as this one when it is the same version
+        (recorded in ``_adopted``), else this one is created under a new id, said.
         """
+        apart: str | None = None  # why the memory already under its id is not this one
         for attempt in range(self.client.retries + 1):
             try:
                 response = self.client.request("POST", "/memory", body=payload, idempotent=False)
@@ -429,18 +453,42 @@ class Pusher(ProgressSteps):
                 continue
             body = response.body if isinstance(response.body, dict) else {}
             if response.status in (200, 201) and isinstance(body.get("memory_id"), str):
+                if apart:
+                    self.summary.warnings.append(
+                        f"memory {local_id}: the server holds a memory under its id that no push put there and "
+                        f"that is not this version ({apart}): left as it is; this one created apart, "
+                        f"as {body['memory_id']}")
                 return body["memory_id"], None
             message = response.message()
             if self.profile.localmem and response.status == 400 and "already exists" in message:
                 found = self.reconcile([local_id])  # ours, pushed under another URL?
                 if local_id in found:
                     return found[local_id], None
-                payload = {k: v for k, v in payload.items() if k != "id"}  # someone else's id
+                apart = self._served_version(local_id, payload)
+                if apart is None:
+                    return local_id, None
+                payload = {k: v for k, v in payload.items() if k != "id"}  # another version: not taken
                 self.map.mark_pending([local_id])
                 continue
             return None, f"POST /memory answered {response.status}: {message}"
         self.summary.fail("memory", local_id, "no answer from the server; the next push looks for it first")
         return None, None
+
+    def _served_version(self, local_id: str, payload: dict[str, Any]) -> str | None:
+        """On localmem serve, ``local_id`` is taken by a memory no push of it put there (another client stored it,
+        or a sync brought it): None when it is the same version (taken as this one, in ``_adopted``), else why it
+        is not. One ``GET`` per such create."""
+        response = self.client.get(f"/memory/{self.client.quoted(local_id)}")
+        memory = response.body.get("memory") if response.ok and isinstance(response.body, dict) else None
+        if not isinstance(memory, dict) or memory.get("id") != local_id:
+            return f"GET /memory/{local_id} answered {response.status} without it"
+        if self.map.is_mapped(local_id):
+            return "another memory of this store is recorded as it"
+        differs = served_differences(memory, payload)
+        if differs:
+            return f"it differs in {', '.join(differs)}"
+        self._note_adopted(local_id, local_id)
+        return None
 
     def update_memories(self) -> None:
         self.phase("updating", self.map.counts()["to_update"])

@@ -11,8 +11,15 @@ importance, confidence, timestamp, metadata but the ``localmem_id`` marker) that
 to: recorded as this memory's, nothing sent. AutoMem's listing has no ``t_valid`` or ``t_invalid``: a memory with a
 ``t_invalid``, or a ``t_valid`` other than its timestamp (the default), is created again as before. Copies that
 differ in anything are both created, as before. A memory created for the first time is not looked up (a note stored
-twice on purpose stays twice), and neither is anything on ``localmem serve``, which keeps every memory under its own
-id.
+twice on purpose stays twice).
+
+``localmem serve`` keeps every memory under the id it was sent with, so two stores that share a memory (a sync keeps
+ids; serve has no listing a pull could read) send it under one id: a push created again lands there once, and the
+second store's push updates it. What serve cannot tell apart is a memory already there under a pushed memory's id
+that no push put there (another client stored it, or a sync brought it: it carries no ``localmem_id`` marker): a
+create refused with "already exists" looks at it (``served_differences``, one ``GET /memory/{id}``, which shows every
+field push sends there) and takes it when it is the same version; one that differs is left, and the memory created
+apart under a new id, as before, said in a warning.
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ from .push_wire import MARKER, SERVER_METADATA, SERVER_TAG_PREFIX
 # large server); past these it lists the server once and matches the rest in memory: at most this many requests
 # and one whole listing (what a pull reads) per push, however many memories the server lost.
 FILTERED_LOOKUPS = 8
+# What AutoMem's listing shows of what push sends, and what only localmem serve keeps (and shows) besides.
+SHARED_FIELDS = ("content", "tags", "type", "importance", "confidence", "timestamp", "metadata")
+SERVED_FIELDS = ("t_valid", "t_invalid", "summary", "context", "archived", "relevance_score")
 
 
 class CopyFinder:
@@ -101,13 +111,36 @@ def same_memory(node: dict[str, Any], payload: dict[str, Any]) -> bool:
     ``t_valid`` other than its timestamp (the default), never does."""
     return (payload.get("t_invalid") is None
             and (payload.get("t_valid") is None or same_instant(payload["t_valid"], payload["timestamp"]))
-            and node.get("content") == payload["content"]
-            and own_tags(_strings(node.get("tags")), SERVER_TAG_PREFIX) == own_tags(payload["tags"], SERVER_TAG_PREFIX)
-            and node.get("type") == payload["type"]
-            and close_enough(node.get("importance"), payload["importance"])
-            and (payload["confidence"] is None or close_enough(node.get("confidence"), payload["confidence"]))
-            and same_instant(node.get("timestamp"), payload["timestamp"])
-            and _own_metadata(node.get("metadata")) == _own_metadata(payload["metadata"]))
+            and not _differences(node, payload, SHARED_FIELDS))
+
+
+def served_differences(memory: dict[str, Any], payload: dict[str, Any]) -> list[str]:
+    """The fields in which ``localmem serve``'s ``memory`` (its ``GET /memory/{id}``, which shows every field push
+    sends there) differs from ``payload``, the ``POST /memory`` body about to be sent ([]: the same version)."""
+    return _differences(memory, payload, SHARED_FIELDS + SERVED_FIELDS)
+
+
+def _differences(node: dict[str, Any], payload: dict[str, Any], fields: tuple[str, ...]) -> list[str]:
+    same: dict[str, Callable[[], bool]] = {
+        "content": lambda: node.get("content") == payload["content"],
+        "tags": lambda: (own_tags(_strings(node.get("tags")), SERVER_TAG_PREFIX)
+                         == own_tags(payload["tags"], SERVER_TAG_PREFIX)),
+        "type": lambda: node.get("type") == payload["type"],
+        "importance": lambda: close_enough(node.get("importance"), payload["importance"]),
+        "confidence": lambda: payload["confidence"] is None or close_enough(node.get("confidence"),
+                                                                            payload["confidence"]),
+        "timestamp": lambda: same_instant(node.get("timestamp"), payload["timestamp"]),
+        "metadata": lambda: _own_metadata(node.get("metadata")) == _own_metadata(payload["metadata"]),
+        # A memory stored without a t_valid is valid from its timestamp: either spelling is the same version.
+        "t_valid": lambda: same_instant(node.get("t_valid") or node.get("timestamp"),
+                                        payload.get("t_valid") or payload["timestamp"]),
+        "t_invalid": lambda: same_instant(node.get("t_invalid"), payload.get("t_invalid")),
+        "summary": lambda: node.get("summary") == payload.get("summary"),
+        "context": lambda: node.get("context") == payload.get("context"),
+        "archived": lambda: bool(node.get("archived")) == bool(payload.get("archived")),
+        "relevance_score": lambda: close_enough(node.get("relevance_score"), payload.get("relevance_score")),
+    }
+    return [name for name in fields if not same[name]()]
 
 
 def _strings(value: Any) -> list[str]:

@@ -102,9 +102,9 @@ class PushMap(RemoteRecords):
         rows = self._read("push_created_again", ids=json.dumps(sorted(set(local_ids))))
         return {row["local_id"]: row["remote_id"] for row in rows}
 
-    def is_mapped(self, remote_id: str) -> bool:
-        """Whether some local memory is mapped to the server's ``remote_id``."""
-        return bool(self._read("push_remote_mapped", remote_id=remote_id))
+    def is_mapped(self, remote_id: str, *, besides: str | None = None) -> bool:
+        """Whether some local memory (other than ``besides``) is mapped to the server's ``remote_id``."""
+        return bool(self._read("push_remote_mapped", remote_id=remote_id, besides=besides))
 
     def edges_to_send(self) -> list[dict[str, Any]]:
         return self._read("push_edges_to_send")
