@@ -34,6 +34,12 @@ and the two pre-registered on the gate's and the cap's causes (docs/results/hist
   fitted per fold on the training prompts (``fit_prompt_gate``), at a threshold t in GATE_THRESHOLDS in place of the
   floor and blend.
 
+and the one pre-registered on the gate's cause relative to the store (docs/results/history.md, branch lmefull16):
+
+- ``scope_floor``: a prompt passes the gate when its blend value clears the floor and also the median blend value of
+  its scope's off-topic probes (itself left out; benchmarks/common/scope_probes.py) plus d; d in SCOPE_LEADS. Its
+  ship rule also guards the quiet of the unrelated prompts that are not off-topic ones (``asked_quiet_guard``).
+
 ``--forced`` also prints each lever forced on (its grid without the "off" value), the rest chosen per fold as before.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/unserved.py --load S.json [--levers second_by_relevance,...]
@@ -55,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import injection_folds as folds  # noqa: E402
+from benchmarks.common.scope_probes import PROBE, attach_scopes, scope_references  # noqa: E402
 from benchmarks.hooks import gate_levers  # noqa: E402
 from benchmarks.hooks.hook_injection import FOLDS, HEADING, measure  # noqa: E402
 from benchmarks.quality.relevance_calibration import FITTED, fit_logistic  # noqa: E402
@@ -65,8 +72,10 @@ SECOND_K = (None, 3, 5, 10, 20)  # None: off
 THIRD = (None, *((k, t) for k in (5, 10, 20) for t in (0.9, 0.95, 0.98)))
 THIRD_MARGINS = (None, 0.95, 0.9, 0.85, 0.8, 0.7)  # None: off
 GATE_THRESHOLDS = (None, *(round(0.30 + 0.02 * i, 2) for i in range(35)))  # None: off (the blend); 0.30 … 0.98
+SCOPE_LEADS = (None, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)  # None: off (the blend against the floor alone)
 LEVERS = {"none": (None,), "second_by_relevance": SECOND_K, "third_by_relevance": THIRD,
-          "third_by_margin": THIRD_MARGINS, "prompt_gate": GATE_THRESHOLDS}
+          "third_by_margin": THIRD_MARGINS, "prompt_gate": GATE_THRESHOLDS, "scope_floor": SCOPE_LEADS}
+GATE_ONLY = ("prompt_gate", "scope_floor")  # levers that change whether a prompt gets notes, never which
 GATE_SIGNALS = ("best relevance", "learned of recall's first", "recall's second over first",
                 "first's cosine_over_kth", "first's unseen_terms", "best less the rest's median")
 
@@ -113,6 +122,18 @@ class NoteGrid(gate_levers.GateGrid):
         self.third = np.array([folds.score_over_first(p, 3, unknown=0.0) for p in prompts])
         self.signals = prompt_signals(self, prompts)
         self.gate_probability = np.zeros(len(prompts))
+        self.scopes = [p.get("scope") for p in prompts]
+        self.probes = np.array([p.get("source") == PROBE for p in prompts], dtype=bool)
+        self.references: dict[float, np.ndarray] = {}  # by blend weight: the scope's probes' median blend value
+
+    def over_reference(self, weight: float, lead: float | None) -> np.ndarray:
+        """Which prompts' blend value is at least their scope's reference plus ``lead`` (every prompt: lead None)."""
+        if lead is None:
+            return np.ones(len(self.best), dtype=bool)
+        value = (1.0 - weight) * self.best + weight * self.first_learned
+        if weight not in self.references:
+            self.references[weight] = scope_references(value, self.scopes, self.probes)
+        return value >= self.references[weight] + lead
 
     def use_gate(self, beta: np.ndarray) -> None:
         """The prompt gate's probability of each prompt (``fit_prompt_gate``'s coefficients)."""
@@ -121,7 +142,7 @@ class NoteGrid(gate_levers.GateGrid):
 
     def lever_notes(self, note_floor: float, cap: int, margin: float, lever: str, value) -> np.ndarray:
         base = self.notes(note_floor, cap, margin)
-        if value is None or lever == "prompt_gate":
+        if value is None or lever in GATE_ONLY:
             return base
         if lever == "third_by_margin":
             third = (self.second >= margin) & (self.third >= value)
@@ -144,10 +165,11 @@ class NoteGrid(gate_levers.GateGrid):
 
     def lever_passes(self, floor: float | None, weight: float | None, lever: str, value) -> np.ndarray:
         """Which prompts the gate lets through: the prompt gate's probability against ``value`` (lever
-        ``prompt_gate`` on), else the blend's."""
+        ``prompt_gate`` on), else the blend's (with ``scope_floor`` on, also over the scope's reference + value)."""
         if lever == "prompt_gate" and value is not None:
             return self.gate_probability >= value
-        return self.passes(floor, "blend", weight, 0.0)
+        passes = self.passes(floor, "blend", weight, 0.0)
+        return passes & self.over_reference(weight, value) if lever == "scope_floor" else passes
 
     def chosen_lever(self, rule: tuple) -> np.ndarray:
         floor, note_floor, cap, margin, weight, lever, value = rule
@@ -161,6 +183,8 @@ class NoteGrid(gate_levers.GateGrid):
         values = LEVERS[lever] if values is None else values
         passes = {(h, g): self.passes(floor, "blend", w, 0.0)
                   for (h, floor), (g, w) in itertools.product(enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS))}
+        relative = {(g, v): self.over_reference(w, value) for (g, w), (v, value) in itertools.product(
+            enumerate(gate_levers.WEIGHTS), enumerate(values)) if lever == "scope_floor" and value is not None}
         best, best_key = None, None
         for (i, note_floor), (j, cap), (k, margin) in itertools.product(
                 enumerate(folds.NOTE_FLOORS), enumerate((2, 3)), enumerate(folds.MARGINS)):
@@ -170,7 +194,8 @@ class NoteGrid(gate_levers.GateGrid):
                 if lever == "prompt_gate" and value is not None:
                     gates = [(len(folds.FLOORS), None, 0, None, self.gate_probability >= value)]
                 else:
-                    gates = [(h, floor, g, w, passes[(h, g)]) for (h, floor), (g, w) in itertools.product(
+                    gates = [(h, floor, g, w, passes[(h, g)] & relative[(g, v)] if (g, v) in relative
+                              else passes[(h, g)]) for (h, floor), (g, w) in itertools.product(
                         enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS)) if note_floor <= floor]
                 for h, floor, g, w, gate in gates:
                     key = folds.objective(self.figures(kept_all * gate, found_all * gate))
@@ -249,7 +274,11 @@ def lever_rows(sets: dict[str, list[dict]], lever: str, values: tuple | None = N
     out = {}
     for name, prompts in [*sets.items(), ("both", both)]:
         out[name] = measure(prompts, ids, tokens)
+        asked = measure([p for p in prompts if p.get("source") != PROBE], ids, tokens)
+        out[name]["quiet_asked"], out[name]["asked"] = asked["quiet"], asked["unrelated"]
         print(gate_levers.row(name, out[name]))
+    print("quiet on the unrelated prompts that are not off-topic ones: " + ", ".join(
+        f"{name} {out[name]['quiet_asked']:.3f} ({out[name]['asked']})" for name in [*sets, "both"]))
     print("per fold (floor, note floor, cap, margin, blend, lever, value): " + "; ".join(map(str, rules)))
     for beta in gates:
         print("  prompt gate: intercept {:.2f}; ".format(beta[0]) + ", ".join(
@@ -260,6 +289,13 @@ def lever_rows(sets: dict[str, list[dict]], lever: str, values: tuple | None = N
             out[f"{source}→{target}"] = measure(sets[target], *lever_blocks(sets[target], relevance, rule, beta))
             print(gate_levers.row(f"fit on {source} {rule} → {target}", out[f"{source}→{target}"]))
     return out, ids
+
+
+def asked_quiet_guard(base: dict, lever: dict, names: list[str]) -> list[str]:
+    """``scope_floor``'s guard more (its probes are the kind of prompt the off-topic ones are): quiet on the other
+    unrelated prompts no lower than ``base``'s in each set (empty: met)."""
+    return [f"{n} quiet on the prompts not off-topic {lever[n]['quiet_asked']:.3f} below {base[n]['quiet_asked']:.3f}"
+            for n in names if lever[n]["quiet_asked"] < base[n]["quiet_asked"]]
 
 
 def changed(sets: dict[str, list[dict]], base: dict[int, list[str]], lever: dict[int, list[str]]) -> str:
@@ -289,6 +325,7 @@ def main() -> None:
     started = time.perf_counter()
     sets = folds.load_saved(args.load)
     gate_levers.attach_learned(sets)
+    attach_scopes(sets)
     lost = unserved(sets)
     related = {name: sum(p["kind"] == "related" for p in prompts) for name, prompts in sets.items()}
     print("| related prompts, held out | unserved | " + " | ".join(CAUSES) + " |\n|---|" + "---:|" * (len(CAUSES) + 1))
@@ -301,11 +338,13 @@ def main() -> None:
         results = {lever: lever_rows(sets, lever) for lever in ["none", *levers]}
         for lever in levers:
             failed = gate_levers.ship_rule(results["none"][0], results[lever][0], list(sets))
+            if lever == "scope_floor":
+                failed += asked_quiet_guard(results["none"][0], results[lever][0], list(sets))
             print(f"\nship rule, {lever!r}: " + ("met" if not failed else "missed: " + "; ".join(failed)))
             print(f"  against none: {changed(sets, results['none'][1], results[lever][1])}")
         for lever in levers if args.forced else []:
             for value in ([LEVERS[lever][1:]] if lever == "prompt_gate" else [(v,) for v in LEVERS[lever][1:]]):
-                forced = lever_rows(sets, lever, value, f" forced on at {value if len(value) == 1 else 'any'}")
+                forced = lever_rows(sets, lever, value, f" forced on at {value[0] if len(value) == 1 else 'any'}")
                 print(f"  against none: {changed(sets, results['none'][1], forced[1])}")
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
