@@ -152,3 +152,23 @@ def test_the_scope_floor_raises_the_bar_where_the_scopes_probes_score_high_and_i
     rule = unserved.NoteGrid(prompts, _relevance).choose_lever("scope_floor")
     assert rule[-1] is not None and rule[0] <= 0.55
     assert unserved.NoteGrid(prompts, _relevance).chosen_lever(rule).any(axis=1).tolist() == [True, True] + [False] * 40
+
+
+def test_the_gates_scored_together_read_what_each_gate_scored_alone_reads():
+    from benchmarks.common import injection_folds as folds
+    rng = np.random.default_rng(7)
+    prompts = []
+    for n in range(60):
+        kind = "related" if n % 3 == 0 else "unrelated"
+        p = _prompt(list(rng.uniform(0, 1, 6)), scores=sorted(rng.uniform(0.1, 1, 6), reverse=True),
+                    evidence=tuple(rng.choice(6, 2, replace=False)) if kind == "related" else (),
+                    learned=float(rng.uniform()))
+        prompts.append({**p, "kind": kind, "set": "ab"[n % 2],
+                        "evidence": p["evidence"] if kind == "related" else set()})
+    grid = unserved.NoteGrid(prompts, _relevance)
+    gates = np.array([grid.passes(floor, "blend", 0.3, 0.0) for floor in folds.FLOORS] + [np.zeros(60, bool)])
+    for cap, margin in ((2, 0.7), (3, 0.0)):
+        chosen = grid.notes(0.0, cap, margin)
+        kept_all, found_all = chosen.sum(axis=1), (chosen & grid.evidence).sum(axis=1)
+        alone = [folds.objective(grid.figures(kept_all * gate, found_all * gate)) for gate in gates]
+        assert grid.objective_keys(kept_all, found_all, gates) == alone

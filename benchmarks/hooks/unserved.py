@@ -176,29 +176,49 @@ class NoteGrid(gate_levers.GateGrid):
         notes = self.lever_notes(note_floor, cap, margin, lever, value)
         return notes & self.lever_passes(floor, weight, lever, value)[:, None]
 
+    def objective_keys(self, kept_all: np.ndarray, found_all: np.ndarray, gates: np.ndarray) -> list[tuple]:
+        """``folds.objective(self.figures(kept_all * gate, found_all * gate))`` for every row ``gate`` of ``gates``
+        (gates × prompts) at once: the same sums of whole numbers, so the same floats."""
+        kept, found = gates * kept_all, gates * found_all
+        related, unrelated = self.related, ~self.related
+        quiet = (kept[:, unrelated] == 0).mean(axis=1) if unrelated.any() else np.ones(len(gates))
+        hit = (found[:, related] > 0).mean(axis=1) if related.any() else np.zeros(len(gates))
+        notes, evidence = kept[:, related].sum(axis=1), found[:, related].sum(axis=1)
+        share = np.where(notes > 0, evidence / np.maximum(notes, 1), 0.0)
+        lowest = np.full(len(gates), np.inf)  # the lowest share of any set given notes (GateGrid.figures)
+        for name in np.unique(self.sets):
+            mask = (self.sets == name) & related
+            n, f = kept[:, mask].sum(axis=1), found[:, mask].sum(axis=1)
+            lowest = np.minimum(lowest, np.where(n > 0, f / np.maximum(n, 1), np.inf))
+        share = np.where(np.isfinite(lowest), lowest, share)
+        first = np.where(quiet >= folds.TARGET_QUIET, 1.0, quiet - 1.0)
+        second = np.where(share >= folds.TARGET_PRECISION, 1.0, share - 1.0)
+        return list(zip(first.tolist(), second.tolist(), hit.tolist(), share.tolist()))
+
     def choose_lever(self, lever: str, values: tuple | None = None) -> tuple:
         """(floor, note floor, cap, margin, blend weight, lever, value) best on ``objective`` (the first of equals),
         the value among ``values`` (default: the lever's grid). With the prompt gate on, floor and weight are None
-        and the rule orders after every floor (of equal rules, one with the blend's gate wins)."""
+        and the rule orders after every floor (of equal rules, one with the blend's gate wins). Each note choice's
+        gates are scored together (``objective_keys``)."""
         values = LEVERS[lever] if values is None else values
-        passes = {(h, g): self.passes(floor, "blend", w, 0.0)
-                  for (h, floor), (g, w) in itertools.product(enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS))}
-        relative = {(g, v): self.over_reference(w, value) for (g, w), (v, value) in itertools.product(
-            enumerate(gate_levers.WEIGHTS), enumerate(values)) if lever == "scope_floor" and value is not None}
+        pairs = list(itertools.product(range(len(folds.FLOORS)), range(len(gate_levers.WEIGHTS))))
+        blend = np.array([self.passes(folds.FLOORS[h], "blend", gate_levers.WEIGHTS[g], 0.0) for h, g in pairs])
+        relative = {v: np.array([self.over_reference(gate_levers.WEIGHTS[g], value) for _, g in pairs])
+                    for v, value in enumerate(values) if lever == "scope_floor" and value is not None}
         best, best_key = None, None
         for (i, note_floor), (j, cap), (k, margin) in itertools.product(
                 enumerate(folds.NOTE_FLOORS), enumerate((2, 3)), enumerate(folds.MARGINS)):
+            rows = [r for r, (h, _) in enumerate(pairs) if note_floor <= folds.FLOORS[h]]
             for v, value in enumerate(values):
                 chosen = self.lever_notes(note_floor, cap, margin, lever, value)
                 kept_all, found_all = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
                 if lever == "prompt_gate" and value is not None:
-                    gates = [(len(folds.FLOORS), None, 0, None, self.gate_probability >= value)]
+                    gates, named = (self.gate_probability >= value)[None, :], [(len(folds.FLOORS), None, 0, None)]
                 else:
-                    gates = [(h, floor, g, w, passes[(h, g)] & relative[(g, v)] if (g, v) in relative
-                              else passes[(h, g)]) for (h, floor), (g, w) in itertools.product(
-                        enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS)) if note_floor <= floor]
-                for h, floor, g, w, gate in gates:
-                    key = folds.objective(self.figures(kept_all * gate, found_all * gate))
+                    gates = blend[rows] & relative[v][rows] if v in relative else blend[rows]
+                    named = [(pairs[r][0], folds.FLOORS[pairs[r][0]], pairs[r][1], gate_levers.WEIGHTS[pairs[r][1]])
+                             for r in rows]
+                for (h, floor, g, w), key in zip(named, self.objective_keys(kept_all, found_all, gates)):
                     order = (-h, -i, -j, -k, -g, -v)
                     if best_key is None or (key, order) > best_key:
                         best, best_key = (floor, note_floor, cap, margin, w, lever, value), (key, order)
