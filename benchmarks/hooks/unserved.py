@@ -38,7 +38,7 @@ and the one pre-registered on the gate's cause relative to the store (docs/resul
 
 - ``scope_floor``: a prompt passes the gate when its blend value clears the floor and also the median blend value of
   its scope's off-topic probes (itself left out; benchmarks/common/scope_probes.py) plus d; d in SCOPE_LEADS. Its
-  ship rule also guards the quiet of the unrelated prompts that are not off-topic ones (``asked_quiet_guard``).
+  ship rule also guards the quiet of the unrelated prompts that are not off-topic ones (``not_offtopic_guard``).
 
 ``--forced`` also prints each lever forced on (its grid without the "off" value), the rest chosen per fold as before.
 
@@ -294,11 +294,11 @@ def lever_rows(sets: dict[str, list[dict]], lever: str, values: tuple | None = N
     out = {}
     for name, prompts in [*sets.items(), ("both", both)]:
         out[name] = measure(prompts, ids, tokens)
-        asked = measure([p for p in prompts if p.get("source") != PROBE], ids, tokens)
-        out[name]["quiet_asked"], out[name]["asked"] = asked["quiet"], asked["unrelated"]
+        others = measure([p for p in prompts if p.get("source") != PROBE], ids, tokens)
+        out[name]["quiet_not_offtopic"], out[name]["not_offtopic"] = others["quiet"], others["unrelated"]
         print(gate_levers.row(name, out[name]))
     print("quiet on the unrelated prompts that are not off-topic ones: " + ", ".join(
-        f"{name} {out[name]['quiet_asked']:.3f} ({out[name]['asked']})" for name in [*sets, "both"]))
+        f"{name} {out[name]['quiet_not_offtopic']:.3f} ({out[name]['not_offtopic']})" for name in [*sets, "both"]))
     print("per fold (floor, note floor, cap, margin, blend, lever, value): " + "; ".join(map(str, rules)))
     for beta in gates:
         print("  prompt gate: intercept {:.2f}; ".format(beta[0]) + ", ".join(
@@ -311,11 +311,12 @@ def lever_rows(sets: dict[str, list[dict]], lever: str, values: tuple | None = N
     return out, ids
 
 
-def asked_quiet_guard(base: dict, lever: dict, names: list[str]) -> list[str]:
+def not_offtopic_guard(base: dict, lever: dict, names: list[str]) -> list[str]:
     """``scope_floor``'s guard more (its probes are the kind of prompt the off-topic ones are): quiet on the other
     unrelated prompts no lower than ``base``'s in each set (empty: met)."""
-    return [f"{n} quiet on the prompts not off-topic {lever[n]['quiet_asked']:.3f} below {base[n]['quiet_asked']:.3f}"
-            for n in names if lever[n]["quiet_asked"] < base[n]["quiet_asked"]]
+    return [f"{n} quiet on the prompts not off-topic {lever[n]['quiet_not_offtopic']:.3f} below "
+            f"{base[n]['quiet_not_offtopic']:.3f}" for n in names
+            if lever[n]["quiet_not_offtopic"] < base[n]["quiet_not_offtopic"]]
 
 
 def changed(sets: dict[str, list[dict]], base: dict[int, list[str]], lever: dict[int, list[str]]) -> str:
@@ -359,7 +360,7 @@ def main() -> None:
         for lever in levers:
             failed = gate_levers.ship_rule(results["none"][0], results[lever][0], list(sets))
             if lever == "scope_floor":
-                failed += asked_quiet_guard(results["none"][0], results[lever][0], list(sets))
+                failed += not_offtopic_guard(results["none"][0], results[lever][0], list(sets))
             print(f"\nship rule, {lever!r}: " + ("met" if not failed else "missed: " + "; ".join(failed)))
             print(f"  against none: {changed(sets, results['none'][1], results[lever][1])}")
         for lever in levers if args.forced else []:
