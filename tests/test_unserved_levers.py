@@ -1,10 +1,14 @@
-"""benchmarks/hooks/unserved.py: each unserved related prompt is put under the cause its evidence's place says, and
-the two levers pick the notes past the first the way they are named (with the lever off, the shipped rule's notes)."""
+"""benchmarks/hooks/unserved.py: each unserved related prompt is put under the cause its evidence's place says, the
+levers pick the notes or open the gate the way they are named (with the lever off, the shipped rule's), and the gates
+scored together score as each alone."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from benchmarks.common import injection_folds as folds
+from benchmarks.common.scope_probes import attach_scopes, scope_references
 from benchmarks.hooks import unserved
 
 
@@ -105,7 +109,6 @@ def test_the_prompt_gate_is_fitted_on_served_related_against_unrelated_and_decid
 
 
 def test_a_scopes_reference_is_the_median_of_its_other_probes():
-    from benchmarks.common.scope_probes import scope_references
     values = np.array([0.1, 0.2, 0.3, 0.9, 0.5, 0.7, 0.4])
     scopes = ["a", "a", "a", "a", "b", "b", None]
     probes = np.array([True, True, True, False, True, False, True])
@@ -116,14 +119,12 @@ def test_a_scopes_reference_is_the_median_of_its_other_probes():
 
 
 def test_scopes_are_read_from_the_order_the_prompts_were_asked_in():
-    from benchmarks.common.scope_probes import attach_scopes
     lme = [{"source": s, "fold": f} for s, f in [("question", 0), ("other", 0), ("offtopic", 0), ("abstain", 1),
                                                   ("other", 1), ("offtopic", 1), ("question", 0), ("offtopic", 0)]]
     locomo = [{"source": "other", "fold": 3}, {"source": "offtopic", "fold": 1}]
     attach_scopes({"lme": lme, "locomo": locomo})
     assert [p["scope"][1] for p in lme] == [0, 0, 0, 1, 1, 1, 2, 2]  # fold 0 twice: two instances, two scopes
     assert [p["scope"] for p in locomo] == [("locomo", 3), ("locomo", 1)]
-    import pytest
     with pytest.raises(ValueError, match="before any instance"):
         attach_scopes({"lme": [{"source": "offtopic", "fold": 0}]})
 
@@ -155,7 +156,6 @@ def test_the_scope_floor_raises_the_bar_where_the_scopes_probes_score_high_and_i
 
 
 def test_the_gates_scored_together_read_what_each_gate_scored_alone_reads():
-    from benchmarks.common import injection_folds as folds
     rng = np.random.default_rng(7)
     prompts = []
     for n in range(60):
