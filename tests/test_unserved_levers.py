@@ -1,10 +1,14 @@
-"""benchmarks/hooks/unserved.py: each unserved related prompt is put under the cause its evidence's place says, and
-the two levers pick the notes past the first the way they are named (with the lever off, the shipped rule's notes)."""
+"""benchmarks/hooks/unserved.py: each unserved related prompt is put under the cause its evidence's place says, the
+levers pick the notes or open the gate the way they are named (with the lever off, the shipped rule's), and the gates
+scored together score as each alone."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from benchmarks.common import injection_folds as folds
+from benchmarks.common.scope_probes import attach_scopes, scope_references
 from benchmarks.hooks import unserved
 
 
@@ -102,3 +106,69 @@ def test_the_prompt_gate_is_fitted_on_served_related_against_unrelated_and_decid
     assert on[:10].all() and not on[10:20].any()
     off = grid.chosen_lever((0.99, 0.0, 2, 0.7, 0.0, "prompt_gate", None)).any(axis=1)
     assert not off[:20].any()
+
+
+def test_a_scopes_reference_is_the_median_of_its_other_probes():
+    values = np.array([0.1, 0.2, 0.3, 0.9, 0.5, 0.7, 0.4])
+    scopes = ["a", "a", "a", "a", "b", "b", None]
+    probes = np.array([True, True, True, False, True, False, True])
+    out = scope_references(values, scopes, probes)
+    # a's probes 0.1, 0.2, 0.3: each probe's median leaves itself out; b's one probe sets no bar for itself
+    assert np.allclose(out[:4], [0.25, 0.2, 0.15, 0.2]) and out[5] == 0.5
+    assert out[4] == -np.inf and out[6] == -np.inf
+
+
+def test_scopes_are_read_from_the_order_the_prompts_were_asked_in():
+    lme = [{"source": s, "fold": f} for s, f in [("question", 0), ("other", 0), ("offtopic", 0), ("abstain", 1),
+                                                  ("other", 1), ("offtopic", 1), ("question", 0), ("offtopic", 0)]]
+    locomo = [{"source": "other", "fold": 3}, {"source": "offtopic", "fold": 1}]
+    attach_scopes({"lme": lme, "locomo": locomo})
+    assert [p["scope"][1] for p in lme] == [0, 0, 0, 1, 1, 1, 2, 2]  # fold 0 twice: two instances, two scopes
+    assert [p["scope"] for p in locomo] == [("locomo", 3), ("locomo", 1)]
+    with pytest.raises(ValueError, match="before any instance"):
+        attach_scopes({"lme": [{"source": "offtopic", "fold": 0}]})
+
+
+def _scoped(kind: str, best: float, scope: str, source: str) -> dict:
+    p = _prompt([best, 0.1], evidence=(0,) if kind == "related" else (), learned=best)  # blend value = best
+    return {**p, "kind": kind, "source": source, "scope": scope,
+            "evidence": p["evidence"] if kind == "related" else set()}
+
+
+def test_the_scope_floor_raises_the_bar_where_the_scopes_probes_score_high_and_is_chosen_when_it_serves_more():
+    # scope "low": probes at 0.2, a related prompt at 0.55; scope "high": probes at 0.6-0.7, a related prompt at 0.95
+    prompts = [_scoped("related", 0.55, "low", "question"), _scoped("related", 0.95, "high", "question")]
+    prompts += [_scoped("unrelated", 0.2, "low", "offtopic") for _ in range(20)]
+    prompts += [_scoped("unrelated", 0.6 + 0.005 * i, "high", "offtopic") for i in range(20)]
+    grid = unserved.NoteGrid(prompts, _relevance)
+    off = grid.lever_passes(0.5, 0.5, "scope_floor", None)
+    assert off[:2].all() and off[22:].all()  # the floor alone lets the high scope's probes through
+    on = grid.lever_passes(0.5, 0.5, "scope_floor", 0.1)
+    assert on[:2].all() and not on[2:].any()  # over the scope's median + 0.1: only the related prompts
+    assert not grid.lever_passes(0.96, 0.5, "scope_floor", 0.1)[1]  # and never under the floor
+    # the floor alone cannot serve both quietly (0.55 lets the high scope's probes in); the lever can
+    rule = unserved.NoteGrid(prompts, _relevance).choose_lever("none")
+    assert rule[0] > 0.55 and unserved.NoteGrid(prompts, _relevance).chosen_lever(rule)[:2].any(axis=1).tolist() == [
+        False, True]
+    rule = unserved.NoteGrid(prompts, _relevance).choose_lever("scope_floor")
+    assert rule[-1] is not None and rule[0] <= 0.55
+    assert unserved.NoteGrid(prompts, _relevance).chosen_lever(rule).any(axis=1).tolist() == [True, True] + [False] * 40
+
+
+def test_the_gates_scored_together_read_what_each_gate_scored_alone_reads():
+    rng = np.random.default_rng(7)
+    prompts = []
+    for n in range(60):
+        kind = "related" if n % 3 == 0 else "unrelated"
+        p = _prompt(list(rng.uniform(0, 1, 6)), scores=sorted(rng.uniform(0.1, 1, 6), reverse=True),
+                    evidence=tuple(rng.choice(6, 2, replace=False)) if kind == "related" else (),
+                    learned=float(rng.uniform()))
+        prompts.append({**p, "kind": kind, "set": "ab"[n % 2],
+                        "evidence": p["evidence"] if kind == "related" else set()})
+    grid = unserved.NoteGrid(prompts, _relevance)
+    gates = np.array([grid.passes(floor, "blend", 0.3, 0.0) for floor in folds.FLOORS] + [np.zeros(60, bool)])
+    for cap, margin in ((2, 0.7), (3, 0.0)):
+        chosen = grid.notes(0.0, cap, margin)
+        kept_all, found_all = chosen.sum(axis=1), (chosen & grid.evidence).sum(axis=1)
+        alone = [folds.objective(grid.figures(kept_all * gate, found_all * gate)) for gate in gates]
+        assert grid.objective_keys(kept_all, found_all, gates) == alone

@@ -34,6 +34,12 @@ and the two pre-registered on the gate's and the cap's causes (docs/results/hist
   fitted per fold on the training prompts (``fit_prompt_gate``), at a threshold t in GATE_THRESHOLDS in place of the
   floor and blend.
 
+and the one pre-registered on the gate's cause relative to the store (docs/results/history.md, branch lmefull16):
+
+- ``scope_floor``: a prompt passes the gate when its blend value clears the floor and also the median blend value of
+  its scope's off-topic probes (itself left out; benchmarks/common/scope_probes.py) plus d; d in SCOPE_LEADS. Its
+  ship rule also guards the quiet of the unrelated prompts that are not off-topic ones (``not_offtopic_guard``).
+
 ``--forced`` also prints each lever forced on (its grid without the "off" value), the rest chosen per fold as before.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/unserved.py --load S.json [--levers second_by_relevance,...]
@@ -55,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import injection_folds as folds  # noqa: E402
+from benchmarks.common.scope_probes import PROBE, attach_scopes, scope_references  # noqa: E402
 from benchmarks.hooks import gate_levers  # noqa: E402
 from benchmarks.hooks.hook_injection import FOLDS, HEADING, measure  # noqa: E402
 from benchmarks.quality.relevance_calibration import FITTED, fit_logistic  # noqa: E402
@@ -65,8 +72,10 @@ SECOND_K = (None, 3, 5, 10, 20)  # None: off
 THIRD = (None, *((k, t) for k in (5, 10, 20) for t in (0.9, 0.95, 0.98)))
 THIRD_MARGINS = (None, 0.95, 0.9, 0.85, 0.8, 0.7)  # None: off
 GATE_THRESHOLDS = (None, *(round(0.30 + 0.02 * i, 2) for i in range(35)))  # None: off (the blend); 0.30 … 0.98
+SCOPE_LEADS = (None, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)  # None: off (the blend against the floor alone)
 LEVERS = {"none": (None,), "second_by_relevance": SECOND_K, "third_by_relevance": THIRD,
-          "third_by_margin": THIRD_MARGINS, "prompt_gate": GATE_THRESHOLDS}
+          "third_by_margin": THIRD_MARGINS, "prompt_gate": GATE_THRESHOLDS, "scope_floor": SCOPE_LEADS}
+GATE_ONLY = ("prompt_gate", "scope_floor")  # levers that change whether a prompt gets notes, never which
 GATE_SIGNALS = ("best relevance", "learned of recall's first", "recall's second over first",
                 "first's cosine_over_kth", "first's unseen_terms", "best less the rest's median")
 
@@ -113,6 +122,18 @@ class NoteGrid(gate_levers.GateGrid):
         self.third = np.array([folds.score_over_first(p, 3, unknown=0.0) for p in prompts])
         self.signals = prompt_signals(self, prompts)
         self.gate_probability = np.zeros(len(prompts))
+        self.scopes = [p.get("scope") for p in prompts]
+        self.probes = np.array([p.get("source") == PROBE for p in prompts], dtype=bool)
+        self.references: dict[float, np.ndarray] = {}  # by blend weight: the scope's probes' median blend value
+
+    def over_reference(self, weight: float, lead: float | None) -> np.ndarray:
+        """Which prompts' blend value is at least their scope's reference plus ``lead`` (every prompt: lead None)."""
+        if lead is None:
+            return np.ones(len(self.best), dtype=bool)
+        value = (1.0 - weight) * self.best + weight * self.first_learned
+        if weight not in self.references:
+            self.references[weight] = scope_references(value, self.scopes, self.probes)
+        return value >= self.references[weight] + lead
 
     def use_gate(self, beta: np.ndarray) -> None:
         """The prompt gate's probability of each prompt (``fit_prompt_gate``'s coefficients)."""
@@ -121,7 +142,7 @@ class NoteGrid(gate_levers.GateGrid):
 
     def lever_notes(self, note_floor: float, cap: int, margin: float, lever: str, value) -> np.ndarray:
         base = self.notes(note_floor, cap, margin)
-        if value is None or lever == "prompt_gate":
+        if value is None or lever in GATE_ONLY:
             return base
         if lever == "third_by_margin":
             third = (self.second >= margin) & (self.third >= value)
@@ -144,36 +165,60 @@ class NoteGrid(gate_levers.GateGrid):
 
     def lever_passes(self, floor: float | None, weight: float | None, lever: str, value) -> np.ndarray:
         """Which prompts the gate lets through: the prompt gate's probability against ``value`` (lever
-        ``prompt_gate`` on), else the blend's."""
+        ``prompt_gate`` on), else the blend's (with ``scope_floor`` on, also over the scope's reference + value)."""
         if lever == "prompt_gate" and value is not None:
             return self.gate_probability >= value
-        return self.passes(floor, "blend", weight, 0.0)
+        passes = self.passes(floor, "blend", weight, 0.0)
+        return passes & self.over_reference(weight, value) if lever == "scope_floor" else passes
 
     def chosen_lever(self, rule: tuple) -> np.ndarray:
         floor, note_floor, cap, margin, weight, lever, value = rule
         notes = self.lever_notes(note_floor, cap, margin, lever, value)
         return notes & self.lever_passes(floor, weight, lever, value)[:, None]
 
+    def objective_keys(self, kept_all: np.ndarray, found_all: np.ndarray, gates: np.ndarray) -> list[tuple]:
+        """``folds.objective(self.figures(kept_all * gate, found_all * gate))`` for every row ``gate`` of ``gates``
+        (gates × prompts) at once: the same sums of whole numbers, so the same floats."""
+        kept, found = gates * kept_all, gates * found_all
+        related, unrelated = self.related, ~self.related
+        quiet = (kept[:, unrelated] == 0).mean(axis=1) if unrelated.any() else np.ones(len(gates))
+        hit = (found[:, related] > 0).mean(axis=1) if related.any() else np.zeros(len(gates))
+        notes, evidence = kept[:, related].sum(axis=1), found[:, related].sum(axis=1)
+        share = np.where(notes > 0, evidence / np.maximum(notes, 1), 0.0)
+        lowest = np.full(len(gates), np.inf)  # the lowest share of any set given notes (GateGrid.figures)
+        for name in np.unique(self.sets):
+            mask = (self.sets == name) & related
+            n, f = kept[:, mask].sum(axis=1), found[:, mask].sum(axis=1)
+            lowest = np.minimum(lowest, np.where(n > 0, f / np.maximum(n, 1), np.inf))
+        share = np.where(np.isfinite(lowest), lowest, share)
+        first = np.where(quiet >= folds.TARGET_QUIET, 1.0, quiet - 1.0)
+        second = np.where(share >= folds.TARGET_PRECISION, 1.0, share - 1.0)
+        return list(zip(first.tolist(), second.tolist(), hit.tolist(), share.tolist()))
+
     def choose_lever(self, lever: str, values: tuple | None = None) -> tuple:
         """(floor, note floor, cap, margin, blend weight, lever, value) best on ``objective`` (the first of equals),
         the value among ``values`` (default: the lever's grid). With the prompt gate on, floor and weight are None
-        and the rule orders after every floor (of equal rules, one with the blend's gate wins)."""
+        and the rule orders after every floor (of equal rules, one with the blend's gate wins). Each note choice's
+        gates are scored together (``objective_keys``)."""
         values = LEVERS[lever] if values is None else values
-        passes = {(h, g): self.passes(floor, "blend", w, 0.0)
-                  for (h, floor), (g, w) in itertools.product(enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS))}
+        pairs = list(itertools.product(range(len(folds.FLOORS)), range(len(gate_levers.WEIGHTS))))
+        blend = np.array([self.passes(folds.FLOORS[h], "blend", gate_levers.WEIGHTS[g], 0.0) for h, g in pairs])
+        relative = {v: np.array([self.over_reference(gate_levers.WEIGHTS[g], value) for _, g in pairs])
+                    for v, value in enumerate(values) if lever == "scope_floor" and value is not None}
         best, best_key = None, None
         for (i, note_floor), (j, cap), (k, margin) in itertools.product(
                 enumerate(folds.NOTE_FLOORS), enumerate((2, 3)), enumerate(folds.MARGINS)):
+            rows = [r for r, (h, _) in enumerate(pairs) if note_floor <= folds.FLOORS[h]]
             for v, value in enumerate(values):
                 chosen = self.lever_notes(note_floor, cap, margin, lever, value)
                 kept_all, found_all = chosen.sum(axis=1), (chosen & self.evidence).sum(axis=1)
                 if lever == "prompt_gate" and value is not None:
-                    gates = [(len(folds.FLOORS), None, 0, None, self.gate_probability >= value)]
+                    gates, named = (self.gate_probability >= value)[None, :], [(len(folds.FLOORS), None, 0, None)]
                 else:
-                    gates = [(h, floor, g, w, passes[(h, g)]) for (h, floor), (g, w) in itertools.product(
-                        enumerate(folds.FLOORS), enumerate(gate_levers.WEIGHTS)) if note_floor <= floor]
-                for h, floor, g, w, gate in gates:
-                    key = folds.objective(self.figures(kept_all * gate, found_all * gate))
+                    gates = blend[rows] & relative[v][rows] if v in relative else blend[rows]
+                    named = [(pairs[r][0], folds.FLOORS[pairs[r][0]], pairs[r][1], gate_levers.WEIGHTS[pairs[r][1]])
+                             for r in rows]
+                for (h, floor, g, w), key in zip(named, self.objective_keys(kept_all, found_all, gates)):
                     order = (-h, -i, -j, -k, -g, -v)
                     if best_key is None or (key, order) > best_key:
                         best, best_key = (floor, note_floor, cap, margin, w, lever, value), (key, order)
@@ -249,7 +294,11 @@ def lever_rows(sets: dict[str, list[dict]], lever: str, values: tuple | None = N
     out = {}
     for name, prompts in [*sets.items(), ("both", both)]:
         out[name] = measure(prompts, ids, tokens)
+        others = measure([p for p in prompts if p.get("source") != PROBE], ids, tokens)
+        out[name]["quiet_not_offtopic"], out[name]["not_offtopic"] = others["quiet"], others["unrelated"]
         print(gate_levers.row(name, out[name]))
+    print("quiet on the unrelated prompts that are not off-topic ones: " + ", ".join(
+        f"{name} {out[name]['quiet_not_offtopic']:.3f} ({out[name]['not_offtopic']})" for name in [*sets, "both"]))
     print("per fold (floor, note floor, cap, margin, blend, lever, value): " + "; ".join(map(str, rules)))
     for beta in gates:
         print("  prompt gate: intercept {:.2f}; ".format(beta[0]) + ", ".join(
@@ -260,6 +309,14 @@ def lever_rows(sets: dict[str, list[dict]], lever: str, values: tuple | None = N
             out[f"{source}→{target}"] = measure(sets[target], *lever_blocks(sets[target], relevance, rule, beta))
             print(gate_levers.row(f"fit on {source} {rule} → {target}", out[f"{source}→{target}"]))
     return out, ids
+
+
+def not_offtopic_guard(base: dict, lever: dict, names: list[str]) -> list[str]:
+    """``scope_floor``'s guard more (its probes are the kind of prompt the off-topic ones are): quiet on the other
+    unrelated prompts no lower than ``base``'s in each set (empty: met)."""
+    return [f"{n} quiet on the prompts not off-topic {lever[n]['quiet_not_offtopic']:.3f} below "
+            f"{base[n]['quiet_not_offtopic']:.3f}" for n in names
+            if lever[n]["quiet_not_offtopic"] < base[n]["quiet_not_offtopic"]]
 
 
 def changed(sets: dict[str, list[dict]], base: dict[int, list[str]], lever: dict[int, list[str]]) -> str:
@@ -289,6 +346,7 @@ def main() -> None:
     started = time.perf_counter()
     sets = folds.load_saved(args.load)
     gate_levers.attach_learned(sets)
+    attach_scopes(sets)
     lost = unserved(sets)
     related = {name: sum(p["kind"] == "related" for p in prompts) for name, prompts in sets.items()}
     print("| related prompts, held out | unserved | " + " | ".join(CAUSES) + " |\n|---|" + "---:|" * (len(CAUSES) + 1))
@@ -301,11 +359,13 @@ def main() -> None:
         results = {lever: lever_rows(sets, lever) for lever in ["none", *levers]}
         for lever in levers:
             failed = gate_levers.ship_rule(results["none"][0], results[lever][0], list(sets))
+            if lever == "scope_floor":
+                failed += not_offtopic_guard(results["none"][0], results[lever][0], list(sets))
             print(f"\nship rule, {lever!r}: " + ("met" if not failed else "missed: " + "; ".join(failed)))
             print(f"  against none: {changed(sets, results['none'][1], results[lever][1])}")
         for lever in levers if args.forced else []:
             for value in ([LEVERS[lever][1:]] if lever == "prompt_gate" else [(v,) for v in LEVERS[lever][1:]]):
-                forced = lever_rows(sets, lever, value, f" forced on at {value if len(value) == 1 else 'any'}")
+                forced = lever_rows(sets, lever, value, f" forced on at {value[0] if len(value) == 1 else 'any'}")
                 print(f"  against none: {changed(sets, results['none'][1], forced[1])}")
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
