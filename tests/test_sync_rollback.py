@@ -9,13 +9,18 @@ everything, so what the rollback took away comes back.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from localmem import MemoryStore
 from localmem.replication.sync import sync_stores
 from localmem.replication.sync_side import StoreSide
+from test_sync_hostile_remote import cli
 
 
 def sync(a: Path, b: Path, **options):
@@ -76,3 +81,125 @@ def test_a_dry_run_reports_the_full_comparison_and_draws_no_token(tmp_path):
         assert summary.full_comparison is not None
         assert before == [a.conn.execute("SELECT * FROM sync_pair_tokens").fetchall(),
                           b.conn.execute("SELECT * FROM sync_pair_tokens").fetchall()]
+
+
+# -- a version made before the rollback and lost there is not "seen" by the store's later stamps --
+#
+# The store's stamps of one memory are in order (seen.py), so its later stamps used to cover every
+# earlier stamp of its identity. A store rolled back in place stamps anew from an older history: its
+# edits after the rollback are concurrent with the version it made before and lost, which its peer
+# still holds. Before this, that version was overwritten with no conflict copy (lost everywhere).
+
+
+def edit(path: Path, memory_id: str, text: str) -> None:
+    with MemoryStore(path, embedder="hash") as store:
+        store.update(memory_id, content=text)
+
+
+def delete(path: Path, memory_id: str) -> None:
+    with MemoryStore(path, embedder="hash") as store:
+        store.delete(memory_id)
+
+
+def conflict_copies(path: Path) -> list[str]:
+    with MemoryStore(path, embedder="hash", read_only=True) as store:
+        return sorted(row[0] for row in store.conn.execute(
+            "SELECT content FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' IS NOT NULL"))
+
+
+def held(path: Path, memory_id: str) -> str | None:
+    with MemoryStore(path, embedder="hash", read_only=True) as store:
+        row = store.conn.execute("SELECT content FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    return row[0] if row else None
+
+
+def lose_an_edit_to_a_rollback(tmp_path: Path) -> tuple[Path, Path, str]:
+    """x and p hold a note; x is snapshotted, edits the note, syncs it to p, and is rolled back."""
+    x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
+    note = write(x, "the plan, as first written")
+    sync(x, p)
+    shutil.copyfile(x, saved)
+    edit(x, note, "the plan, as edited before the rollback")
+    sync(x, p)
+    assert held(p, note) == "the plan, as edited before the rollback"
+    roll_back_in_place(x, saved)
+    return x, p, note
+
+
+@pytest.mark.parametrize("edits", [1, 2])
+@pytest.mark.parametrize("run_from", ["rolled back store", "peer"])
+def test_an_edit_lost_to_a_rollback_is_kept_as_a_conflict_copy_when_the_store_edits_the_note_again(
+        tmp_path, edits, run_from):
+    x, p, note = lose_an_edit_to_a_rollback(tmp_path)
+    for n in range(edits):
+        edit(x, note, f"the plan, edited after the rollback ({n + 1})")
+    summary = sync(x, p) if run_from == "rolled back store" else sync(p, x)
+    assert summary.full_comparison is not None
+    assert [c["id"] for c in summary.conflicts] == [note], summary
+    latest = f"the plan, edited after the rollback ({edits})"
+    for store in (x, p):
+        assert held(store, note) == latest  # the later edit wins, by the clock
+        assert conflict_copies(store) == ["the plan, as edited before the rollback"]
+    again = sync(x, p)
+    assert again.conflicts == [] and again.full_comparison is None
+
+
+@pytest.mark.parametrize("edit_first", [False, True])
+def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_path, edit_first):
+    """The rolled-back store deletes the note (after an edit, or not): its delete had not seen the
+    version it lost, which the peer holds, so that edit survives the delete (docs/sync.md)."""
+    x, p, note = lose_an_edit_to_a_rollback(tmp_path)
+    if edit_first:
+        edit(x, note, "the plan, edited after the rollback")
+    delete(x, note)
+    summary = sync(x, p)
+    assert summary.edits_kept_over_deletes == [note], summary
+    assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
+
+
+def test_the_rollback_story_through_the_cli(tmp_path):
+    """A user's story: `cp` the snapshot back over the store, `localmem update`, `localmem sync`."""
+    x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
+    note = write(x, "the flat's door code is 1234")
+    write(p, "a note on p")
+    done = cli(x, "--embedder", "hash", "sync", str(p))
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run(["cp", str(x), str(saved)]).returncode == 0
+    for args in (("update", note, "--content", "the flat's door code is 5678"), ("sync", str(p))):
+        done = cli(x, "--embedder", "hash", *args)
+        assert done.returncode == 0, done.stderr
+    assert subprocess.run(["cp", str(saved), str(x)]).returncode == 0  # the rollback, as a user does it
+    for args in (("update", note, "--content", "the flat's door code is 9012"),
+                 ("update", note, "--content", "the flat's door code is 9013")):
+        done = cli(x, "--embedder", "hash", *args)
+        assert done.returncode == 0, done.stderr
+    done = cli(p, "--embedder", "hash", "sync", str(x), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["full_comparison"] and [c["id"] for c in summary["conflicts"]] == [note], summary
+    for store in (x, p):
+        assert held(store, note) == "the flat's door code is 9013"
+        assert conflict_copies(store) == ["the flat's door code is 5678"]
+
+
+def test_a_rolled_back_store_takes_its_peers_later_versions_without_a_conflict_copy(tmp_path):
+    """Guard: what the peer made (or edited from the rolled-back store's versions) after the
+    snapshot is copied back as before, no conflict copy: only the rolled-back store's own lost
+    versions are doubted."""
+    x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
+    mine, theirs = write(x, "a note x made"), write(p, "a note p made")
+    sync(x, p)
+    shutil.copyfile(x, saved)
+    edit(p, theirs, "a note p made, edited on p")
+    edit(p, mine, "a note x made, edited on p")
+    sync(x, p)
+    edit(p, theirs, "a note p made, edited on p again")
+    sync(x, p)
+    roll_back_in_place(x, saved)
+    for run in (lambda: sync(x, p), lambda: sync(p, x)):
+        summary = run()
+        assert summary.conflicts == [], summary
+    for store in (x, p):
+        assert held(store, theirs) == "a note p made, edited on p again"
+        assert held(store, mine) == "a note x made, edited on p"
+        assert conflict_copies(store) == []
