@@ -13,14 +13,25 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from localmem import MemoryStore
+from localmem.replication import pair_token
+from localmem.replication.hlc import MAX_SKEW_MS
+from localmem.replication.push_client import PushClient
+from localmem.replication.seen import Seen
 from localmem.replication.sync import sync_stores
+from localmem.replication.sync_rules import MemoryState, Rollback, decide
+from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
+from localmem.replication.sync_wire import STORE_ID
+from serving import stop, wait_until_healthy
 from test_sync_hostile_remote import cli
+from test_sync_http import REPO, TOKEN, free_port
 
 
 def sync(a: Path, b: Path, **options):
@@ -203,3 +214,97 @@ def test_a_rolled_back_store_takes_its_peers_later_versions_without_a_conflict_c
         assert held(store, theirs) == "a note p made, edited on p again"
         assert held(store, mine) == "a note x made, edited on p"
         assert conflict_copies(store) == []
+
+
+# -- the pieces: the counted token, and the rule in decide -----------------------------------
+
+
+def test_the_pair_token_counts_the_pairs_syncs_and_names_the_store_behind():
+    first = pair_token.draw((None, None))
+    second = pair_token.draw((first, first))
+    assert STORE_ID.fullmatch(first) and STORE_ID.fullmatch(second)  # what a server stores
+    assert (pair_token.count(first), pair_token.count(second)) == (1, 2)
+    assert pair_token.draw((first, second)) != second and pair_token.count(pair_token.draw((first, second))) == 3
+    assert pair_token.behind(second, second) == (False, False)
+    assert pair_token.behind(first, second) == (True, False)  # the first store holds the older token
+    assert pair_token.behind(second, first) == (False, True)
+    assert pair_token.behind(None, first) == (True, False)
+    old, other = "ab" * 16, "cd" * 16  # tokens drawn before the count tell nothing: both doubted
+    assert pair_token.behind(old, other) == (True, True) == pair_token.behind(old, second)
+
+
+ROLLED, PEER = "a" * 32, "b" * 32
+
+
+def at(wall: int, store: str) -> str:
+    return f"{wall:015d}-{0:010d}-{store}"
+
+
+def version(text: str, hlc: str, seen: Seen = Seen()) -> MemoryState:
+    record = {"id": "m", "content": text, "updated_at": f"2026-12-06T10:00:0{len(text) % 10}+00:00"}
+    return MemoryState("m", record=record, hlc=hlc, seen=seen)
+
+
+def test_a_version_the_rolled_back_store_made_and_does_not_hold_is_covered_by_none_of_its_stamps():
+    now = 1_796_457_350_000
+    lost = version("made before the rollback", at(now - 5000, ROLLED))
+    later = version("made after", at(now, ROLLED), Seen((at(now - 1000, ROLLED),)))
+    horizon = now + MAX_SKEW_MS
+    assert decide(later, lost, None, horizon).note == "copied"  # without a rollback: built on it
+    assert decide(later, lost, None, horizon, Rollback(source=ROLLED)).note == "conflict"
+    assert decide(lost, later, None, horizon, Rollback(target=ROLLED)).note == "conflict"
+    # The peer's own versions are vouched for: its later one is built on its earlier one, held there.
+    theirs_old, theirs_new = version("p's first", at(now - 5000, PEER)), version("p's second", at(now, PEER))
+    assert decide(theirs_new, theirs_old, None, horizon, Rollback(target=ROLLED)).note == "copied"
+    # A delete on the rolled-back store after the rollback has not seen the version it lost.
+    deletion = MemoryState("m", deleted_at="2026-12-06T10:00:09+00:00", hlc=at(now + 10, ROLLED),
+                           deleted_hlc=at(now, ROLLED), deleted_updated_at="2026-12-06T10:00:08+00:00",
+                           seen=Seen((at(now + 10, ROLLED),)))
+    assert decide(deletion, lost, None, horizon).note == "deleted"
+    assert decide(deletion, lost, None, horizon, Rollback(source=ROLLED)).note == "edit_kept"
+
+
+@contextmanager
+def served(path: Path):
+    """`localmem serve` on ``path`` (a real server process, stopped on exit); yields its URL."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LOCALMEM_API_TOKEN": TOKEN}
+    process = subprocess.Popen([sys.executable, "-m", "localmem", "--db", str(path), "--embedder", "hash",
+                                "serve", "--port", str(port), "--log-level", "warning"],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(process, url)
+        yield url
+    finally:
+        stop(process)
+
+
+def sync_with_server(local: Path, url: str):
+    with MemoryStore(local, embedder="hash") as store, PushClient(url, token=TOKEN) as client:
+        here = StoreSide(store, "laptop")
+        return sync_stores(here, RemoteSide(client, here.store_id), allow_deletes=100)
+
+
+def test_a_server_rolled_back_in_place_keeps_the_version_it_lost_as_a_conflict_copy(tmp_path):
+    """The rolled-back store is a `localmem serve` (stopped, its file put back, started again); the
+    sync is run from the peer, which cannot read the server's record of their last agreed versions:
+    with the server's token the older, none is taken, and the lost edit is a conflict copy."""
+    x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
+    note = write(x, "the plan, as first written")
+    write(p, "a note on p")
+    with served(x) as url:
+        sync_with_server(p, url)
+    shutil.copyfile(x, saved)
+    edit(x, note, "the plan, as edited before the rollback")
+    with served(x) as url:
+        sync_with_server(p, url)
+    assert held(p, note) == "the plan, as edited before the rollback"
+    roll_back_in_place(x, saved)
+    edit(x, note, "the plan, edited after the rollback")
+    with served(x) as url:
+        summary = sync_with_server(p, url)
+    assert summary.full_comparison is not None and [c["id"] for c in summary.conflicts] == [note], summary
+    for store in (x, p):
+        assert held(store, note) == "the plan, edited after the rollback"
+        assert conflict_copies(store) == ["the plan, as edited before the rollback"]
