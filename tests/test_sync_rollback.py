@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,37 @@ def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_pat
     summary = sync(x, p)
     assert summary.edits_kept_over_deletes == [note], summary
     assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
+
+
+
+def test_a_delete_stamped_as_the_lost_version_was_does_not_delete_it(tmp_path):
+    """The restored clock stamps anew from the snapshot's: while the machine's clock is behind it
+    (here a peer's clock an hour ahead moved it, within the 24-hour bound), the rolled-back store's
+    next edit gets the very stamp of the version it lost. Its delete of that edit must not pass for
+    a delete of the lost version (found by the stateful model, seed 3408528929)."""
+    ahead = lambda: datetime.now(timezone.utc) + timedelta(hours=1)  # noqa: E731
+    x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
+    note = write(x, "the plan, as first written")
+    with MemoryStore(p, embedder="hash", clock=ahead) as store:
+        store.store("a note from a machine whose clock is an hour ahead")
+    sync(x, p)  # x's clock moves past the peer's stamps: an hour ahead of its machine
+    shutil.copyfile(x, saved)
+    edit(x, note, "the plan, as edited before the rollback")
+    lost_stamp = change_stamp(x, note)
+    sync(x, p)
+    roll_back_in_place(x, saved)
+    edit(x, note, "the plan, edited after the rollback")
+    assert change_stamp(x, note) == lost_stamp
+    delete(x, note)
+    summary = sync(x, p)
+    assert summary.edits_kept_over_deletes == [note], summary
+    assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
+
+
+def change_stamp(path: Path, memory_id: str) -> str:
+    with MemoryStore(path, embedder="hash", read_only=True) as store:
+        return store.conn.execute("SELECT c.hlc FROM memory_changes AS c JOIN memories AS m ON m.pk = c.pk "
+                                  "WHERE m.id = ?", (memory_id,)).fetchone()[0]
 
 
 def test_the_rollback_story_through_the_cli(tmp_path):

@@ -265,17 +265,18 @@ def _seen_by_deleter(record: MemoryState, deletion: MemoryState, lost: bool = Fa
     seen otherwise (its own earlier versions, and what syncs merged into them). Not the clock:
     an edit made without seeing the delete survives it whichever stamp is later. ``lost``: the
     version was made by the deleting side's store, which may have been rolled back and lost it
-    (``Rollback``): only the very version deleted counts as seen."""
+    (``Rollback``): only the very version deleted counts as seen, by its stamp and its ``updated_at``
+    (the restored clock may give a later version the stamp the lost one had)."""
     assert record.record is not None and record.hlc is not None and deletion.deleted_hlc is not None
     if deletion.hlc is not None and record.hlc > deletion.hlc and record.hlc != deletion.deleted_hlc and (
             replica(record.hlc) == replica(deletion.hlc) or record.seen.covers(deletion.hlc)):
         # Made after the delete, by the deleting store or by one that had taken the delete in (its
         # summary holds the deletion's stamp): an import there of the version deleted, say.
         return False
+    if lost:  # its restored clock may stamp anew what it stamped before: the very version, by both
+        return record.hlc == deletion.deleted_hlc and record.record.get("updated_at") == deletion.deleted_updated_at
     if record.record.get("updated_at") == deletion.deleted_updated_at or record.hlc == deletion.deleted_hlc:
         return True
-    if lost:
-        return False
     if replica(record.hlc) == replica(deletion.deleted_hlc) and record.hlc < deletion.deleted_hlc:
         return True
     return deletion.seen.covers(record.hlc)
