@@ -121,7 +121,7 @@ class Sync:
                 self.merge_edges(source, target, edges)
                 self.progress("edges", len(edges))
         if not self.dry_run:
-            token = pair_token.draw((tokens[0], tokens[1]))
+            token = pair_token.draw((tokens[0], tokens[1]))  # counts one sync past both
             for side, other in directions:
                 side.record_sent(other.store_id, marks[side.store_id][1], token)
         return self.summary
@@ -309,6 +309,7 @@ class Sync:
         return bases
 
     def doubted_bases(self, ids: list[str]) -> dict[str, str]:
+        """The bases the doubted store holds (both doubted: those both records agree on)."""
         records = []
         for side, other, doubted in ((self.local, self.peer, self.rollback.source),
                                      (self.peer, self.local, self.rollback.target)):
