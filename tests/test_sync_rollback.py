@@ -26,7 +26,7 @@ from localmem.replication.hlc import MAX_SKEW_MS
 from localmem.replication.push_client import PushClient
 from localmem.replication.seen import Seen
 from localmem.replication.sync import sync_stores
-from localmem.replication.sync_rules import MemoryState, Rollback, decide
+from localmem.replication.sync_rules import MemoryState, decide
 from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
 from localmem.replication.sync_wire import STORE_ID
@@ -297,23 +297,29 @@ def version(text: str, hlc: str, seen: Seen = Seen()) -> MemoryState:
     return MemoryState("m", record=record, hlc=hlc, seen=seen)
 
 
-def test_a_version_the_rolled_back_store_made_and_does_not_hold_is_covered_by_none_of_its_stamps():
+def test_no_stamp_of_a_doubted_store_vouches_for_a_version_it_stamped_but_the_very_version():
     now = 1_796_457_350_000
+    horizon, doubted = now + MAX_SKEW_MS, frozenset({ROLLED})
     lost = version("made before the rollback", at(now - 5000, ROLLED))
     later = version("made after", at(now, ROLLED), Seen((at(now - 1000, ROLLED),)))
-    horizon = now + MAX_SKEW_MS
     assert decide(later, lost, None, horizon).note == "copied"  # without a rollback: built on it
-    assert decide(later, lost, None, horizon, Rollback(source=ROLLED)).note == "conflict"
-    assert decide(lost, later, None, horizon, Rollback(target=ROLLED)).note == "conflict"
-    # The peer's own versions are vouched for: its later one is built on its earlier one, held there.
+    assert decide(later, lost, None, horizon, doubted).note == "conflict"
+    assert decide(lost, later, None, horizon, doubted).note == "conflict"
+    # The restored clock stamped its later version below the lost one, which the peer's summary
+    # holds: that entry does not show the peer had seen the later version (seed 4030635602).
+    restamped = version("made after, stamped low", at(now - 9000, ROLLED))
+    peers = version("the peer's edit", at(now, PEER), Seen((at(now - 5000, ROLLED),)))
+    assert decide(peers, restamped, None, horizon).note == "copied"
+    assert decide(peers, restamped, None, horizon, doubted).note == "conflict"
+    # The peer's own versions are vouched for: its later one is built on its earlier one.
     theirs_old, theirs_new = version("p's first", at(now - 5000, PEER)), version("p's second", at(now, PEER))
-    assert decide(theirs_new, theirs_old, None, horizon, Rollback(target=ROLLED)).note == "copied"
+    assert decide(theirs_new, theirs_old, None, horizon, doubted).note == "copied"
     # A delete on the rolled-back store after the rollback has not seen the version it lost.
     deletion = MemoryState("m", deleted_at="2026-12-06T10:00:09+00:00", hlc=at(now + 10, ROLLED),
                            deleted_hlc=at(now, ROLLED), deleted_updated_at="2026-12-06T10:00:08+00:00",
                            seen=Seen((at(now + 10, ROLLED),)))
     assert decide(deletion, lost, None, horizon).note == "deleted"
-    assert decide(deletion, lost, None, horizon, Rollback(source=ROLLED)).note == "edit_kept"
+    assert decide(deletion, lost, None, horizon, doubted).note == "edit_kept"
 
 
 @contextmanager

@@ -20,10 +20,8 @@ from ..errors import LocalMemError
 from .hlc import MAX_SKEW_MS
 from .sync_rules import (
     ABSENT,
-    NO_ROLLBACK,
     EdgeState,
     MemoryState,
-    Rollback,
     decide,
     decide_edge,
 )
@@ -88,7 +86,8 @@ class Sync:
         # cannot vouch for it.
         clocks = [wall for wall in (local.wall_ms(), peer.wall_ms()) if wall is not None]
         self.horizon_ms = min(clocks) + MAX_SKEW_MS
-        self.rollback = NO_ROLLBACK  # which store may have been rolled back in place (run() reads the tokens)
+        # The identity of each store that may have been rolled back in place (run() reads the tokens).
+        self.doubted: dict[str, bool] = {local.store_id: False, peer.store_id: False}
 
     def run(self) -> SyncSummary:
         directions = ((self.local, self.peer), (self.peer, self.local))
@@ -99,9 +98,7 @@ class Sync:
                 "in place, or is a copy, or a sync between them was stopped at its very end): "
                 "everything was compared")
             # The store holding the older token may have lost versions it made: its stamps vouch for none.
-            doubted = pair_token.behind(*tokens)
-            self.rollback = Rollback(*(side.store_id if doubt else None
-                                       for side, doubt in zip((self.local, self.peer), doubted)))
+            self.doubted = dict(zip((self.local.store_id, self.peer.store_id), pair_token.behind(*tokens)))
         marks = {side.store_id: (0 if self.summary.full_comparison else side.sent_to(other.store_id), side.clock())
                  for side, other in directions}
         if not self.dry_run:
@@ -146,7 +143,7 @@ class Sync:
                     other = theirs.get(state.id, MemoryState(state.id))
                     if other.exists and not other.problem:
                         decision = decide(state, other, bases.get(state.id), self.horizon_ms,
-                                          self.rollback_of(source))
+                                          self.doubted_ids())
                         planned += decision.to_target is not None and decision.to_target.record is None
             check_deletions(planned, target.memory_count(), self.allow_deletes, target.label)
 
@@ -174,7 +171,7 @@ class Sync:
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
                 unmerged.add(state.id)
                 continue
-            decision = decide(state, other, bases.get(state.id), self.horizon_ms, self.rollback_of(source))
+            decision = decide(state, other, bases.get(state.id), self.horizon_ms, self.doubted_ids())
             for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
                 if chosen is not None:
                     states[chosen.id] = chosen
@@ -287,11 +284,8 @@ class Sync:
             read[id(source)][copy_id] = read[id(target)][copy_id] = ABSENT
         return held
 
-    def rollback_of(self, source: Side) -> Rollback:
-        """``self.rollback`` with the sides named as a merge from ``source`` decides."""
-        if source is self.local:
-            return self.rollback
-        return Rollback(self.rollback.target, self.rollback.source)
+    def doubted_ids(self) -> frozenset[str]:
+        return frozenset(store_id for store_id, doubt in self.doubted.items() if doubt)
 
     def bases(self, ids: list[str]) -> dict[str, str]:
         """The last version of each memory both stores agreed on. Both sides record it; a side
@@ -300,7 +294,7 @@ class Sync:
         After a rollback, the record of the store that may have been rolled back: the other's may
         name a version that store made and lost, which it never built on (a server does not
         answer for its bases: none; both doubted: those the two records agree on)."""
-        if self.rollback != NO_ROLLBACK:
+        if any(self.doubted.values()):
             return self.doubted_bases(ids)
         bases = self.local.bases(self.peer.store_id, ids)
         missing = [i for i in ids if i not in bases]
@@ -310,11 +304,9 @@ class Sync:
 
     def doubted_bases(self, ids: list[str]) -> dict[str, str]:
         """The bases the doubted store holds (both doubted: those both records agree on)."""
-        records = []
-        for side, other, doubted in ((self.local, self.peer, self.rollback.source),
-                                     (self.peer, self.local, self.rollback.target)):
-            if doubted is not None:
-                records.append(side.bases(other.store_id, ids) if isinstance(side, StoreSide) else {})
+        records = [side.bases(other.store_id, ids) if isinstance(side, StoreSide) else {}
+                   for side, other in ((self.local, self.peer), (self.peer, self.local))
+                   if self.doubted[side.store_id]]
         first = records[0]
         return {i: v for i, v in first.items() if all(record.get(i) == v for record in records[1:])}
 

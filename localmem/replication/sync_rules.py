@@ -153,30 +153,11 @@ def orders_after(stamp: str | None, version: Version | None, other_stamp: str | 
     return (version or _NO_VERSION) > (other_version or _NO_VERSION)
 
 
-@dataclass(frozen=True)
-class Rollback:
-    """The identity of each side of a sync that may have been rolled back in place (None: not;
-    ``pair_token.behind``). Such a store stamps anew from an older history, so its later stamps
-    do not show it had seen a version it made before the rollback and lost: a version stamped
-    with its identity that only the other side holds is covered by nothing but itself."""
-
-    source: str | None = None
-    target: str | None = None
-
-    def lost(self, state: MemoryState, other_side: str | None) -> bool:
-        """Whether ``state``'s version was made by ``other_side`` (a store that may have been rolled
-        back), which does not hold it: it holds another version, or none."""
-        return other_side is not None and state.stamp is not None and replica(state.stamp) == other_side
-
-
-NO_ROLLBACK = Rollback()
-
-
 def decide(source: MemoryState, target: MemoryState, base: str | None,
-           horizon_ms: int | None = None, rollback: Rollback = NO_ROLLBACK) -> Decision:
+           horizon_ms: int | None = None, doubted: frozenset[str] = frozenset()) -> Decision:
     """Merge one memory seen changed on ``source`` with its state on ``target``. ``horizon_ms``:
     now plus the bounded skew on the store that decides (stamps past it order nothing);
-    ``rollback``: which side may have lost versions it made (their stamps vouch for nothing)."""
+    ``doubted``: the identities of stores that may have been rolled back in place (``_doubted``)."""
     mine, theirs = source.version, target.version
     if source.purged != target.purged:  # a purge is final, whatever the clocks say
         if source.purged:
@@ -190,10 +171,10 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
     if source.exists and target.exists:
         changed_here = base != mine.text()
         changed_there = base != theirs.text()
-        lost_here, lost_there = rollback.lost(source, rollback.target), rollback.lost(target, rollback.source)
-        if changed_here and changed_there and not lost_here and _built_on(target, source, horizon_ms):
+        both = changed_here and changed_there
+        if both and not _doubted(source, doubted) and _built_on(target, source, horizon_ms):
             changed_here = False  # the source's version is one the target had seen and moved on from
-        elif changed_here and changed_there and not lost_there and _built_on(source, target, horizon_ms):
+        elif both and not _doubted(target, doubted) and _built_on(source, target, horizon_ms):
             changed_there = False
         if changed_here != changed_there and not _stamped_after(*((source, target) if changed_here
                                                                   else (target, source)), horizon_ms):
@@ -218,8 +199,7 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
         return _two_deletions(source, target, mine, theirs, horizon_ms)
     record_key, deleted_key = stamp_key(record.hlc, horizon_ms), stamp_key(deletion.deleted_hlc, horizon_ms)
     if record.record is not None and record_key is not None and deleted_key is not None:
-        lost = rollback.lost(record, rollback.target if record is source else rollback.source)
-        later = deletion if _seen_by_deleter(record, deletion, lost) else record
+        later = deletion if _seen_by_deleter(record, deletion, _doubted(record, doubted)) else record
     elif record.record is not None and deletion.deleted_updated_at is not None:
         edited_after = moment(record.record.get("updated_at")) > moment(deletion.deleted_updated_at)
         later = record if edited_after else deletion
@@ -230,6 +210,17 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
                         "edit_kept", winner=later.version)
     return Decision(None if later is source else later, None if later is target else later,
                     "deleted", winner=later.version)
+
+
+def _doubted(state: MemoryState, doubted: frozenset[str]) -> bool:
+    """Whether ``state``'s version was stamped by a store that may have been rolled back in place
+    (``pair_token.behind``). Such a store stamps anew from an older history: a version it made
+    before the rollback and lost may be held by the other store, and its restored clock may stamp
+    its later versions at or below that one's stamp (while its machine's clock is behind it). So
+    no stamp of its identity (a later one, a summary's entry) shows that a version it stamped was
+    seen, but the very version: such a version is a conflict against an edit, and survives a
+    delete that did not delete it."""
+    return bool(doubted) and state.stamp is not None and replica(state.stamp) in doubted
 
 
 def _stamped_after(changed: MemoryState, other: MemoryState, horizon_ms: int | None) -> bool:
@@ -259,21 +250,21 @@ def _built_on(newer: MemoryState, older: MemoryState, horizon_ms: int | None) ->
         for entry in (*newer.seen.stamps, newer.hlc))
 
 
-def _seen_by_deleter(record: MemoryState, deletion: MemoryState, lost: bool = False) -> bool:
+def _seen_by_deleter(record: MemoryState, deletion: MemoryState, doubted: bool = False) -> bool:
     """Whether the store that made ``deletion`` had seen ``record``'s version: it is the deleted
     version, or an earlier one of the replica that made that version, or one the deleter had
     seen otherwise (its own earlier versions, and what syncs merged into them). Not the clock:
-    an edit made without seeing the delete survives it whichever stamp is later. ``lost``: the
-    version was made by the deleting side's store, which may have been rolled back and lost it
-    (``Rollback``): only the very version deleted counts as seen, by its stamp and its ``updated_at``
-    (the restored clock may give a later version the stamp the lost one had)."""
+    an edit made without seeing the delete survives it whichever stamp is later. ``doubted``: the
+    version was stamped by a store that may have been rolled back (``_doubted``): only the very
+    version deleted counts as seen, by its stamp and its ``updated_at`` (the restored clock may
+    give a later version the stamp a lost one had)."""
     assert record.record is not None and record.hlc is not None and deletion.deleted_hlc is not None
     if deletion.hlc is not None and record.hlc > deletion.hlc and record.hlc != deletion.deleted_hlc and (
             replica(record.hlc) == replica(deletion.hlc) or record.seen.covers(deletion.hlc)):
         # Made after the delete, by the deleting store or by one that had taken the delete in (its
         # summary holds the deletion's stamp): an import there of the version deleted, say.
         return False
-    if lost:  # its restored clock may stamp anew what it stamped before: the very version, by both
+    if doubted:  # its restored clock may stamp anew what it stamped before: the very version, by both
         return record.hlc == deletion.deleted_hlc and record.record.get("updated_at") == deletion.deleted_updated_at
     if record.record.get("updated_at") == deletion.deleted_updated_at or record.hlc == deletion.deleted_hlc:
         return True
