@@ -322,6 +322,26 @@ def test_no_stamp_of_a_doubted_store_vouches_for_a_version_it_stamped_but_the_ve
     assert decide(deletion, lost, None, horizon, doubted).note == "edit_kept"
 
 
+
+def test_a_version_the_pair_agreed_on_is_vouched_for_though_its_store_is_doubted(tmp_path):
+    """Doubting costs nothing where the doubted store's record of the pair's last agreed version
+    names the very version: a sync stopped before that store drew the pair's last token (its
+    count one behind), then the peer edits the note that store made and deletes it. The peer had
+    agreed on that version: its delete stands, as without the doubt."""
+    x, p = tmp_path / "x.db", tmp_path / "p.db"
+    note = write(x, "x's note")
+    edit(x, note, "x's note, edited on x")
+    sync(x, p)
+    edit(p, note, "x's note, edited on p")
+    delete(p, note)
+    with MemoryStore(x, embedder="hash") as store:
+        (token,) = store.conn.execute("SELECT token FROM sync_pair_tokens").fetchone()
+        behind = f"{pair_token.TAG}{pair_token.count(token) - 1:016x}00000000"  # as a sync stopped at its end
+        store.conn.execute("UPDATE sync_pair_tokens SET token = ?", (behind,))
+    summary = sync(x, p)
+    assert summary.full_comparison is not None
+    assert summary.edits_kept_over_deletes == [] and held(x, note) is None and held(p, note) is None, summary
+
 @contextmanager
 def served(path: Path):
     """`localmem serve` on ``path`` (a real server process, stopped on exit); yields its URL."""

@@ -172,9 +172,9 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
         changed_here = base != mine.text()
         changed_there = base != theirs.text()
         both = changed_here and changed_there
-        if both and not _doubted(source, doubted) and _built_on(target, source, horizon_ms):
+        if both and not _doubted(source, doubted, base) and _built_on(target, source, horizon_ms):
             changed_here = False  # the source's version is one the target had seen and moved on from
-        elif both and not _doubted(target, doubted) and _built_on(source, target, horizon_ms):
+        elif both and not _doubted(target, doubted, base) and _built_on(source, target, horizon_ms):
             changed_there = False
         if changed_here != changed_there and not _stamped_after(*((source, target) if changed_here
                                                                   else (target, source)), horizon_ms):
@@ -199,7 +199,7 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
         return _two_deletions(source, target, mine, theirs, horizon_ms)
     record_key, deleted_key = stamp_key(record.hlc, horizon_ms), stamp_key(deletion.deleted_hlc, horizon_ms)
     if record.record is not None and record_key is not None and deleted_key is not None:
-        later = deletion if _seen_by_deleter(record, deletion, _doubted(record, doubted)) else record
+        later = deletion if _seen_by_deleter(record, deletion, _doubted(record, doubted, base)) else record
     elif record.record is not None and deletion.deleted_updated_at is not None:
         edited_after = moment(record.record.get("updated_at")) > moment(deletion.deleted_updated_at)
         later = record if edited_after else deletion
@@ -212,15 +212,18 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
                     "deleted", winner=later.version)
 
 
-def _doubted(state: MemoryState, doubted: frozenset[str]) -> bool:
+def _doubted(state: MemoryState, doubted: frozenset[str], base: str | None) -> bool:
     """Whether ``state``'s version was stamped by a store that may have been rolled back in place
     (``pair_token.behind``). Such a store stamps anew from an older history: a version it made
     before the rollback and lost may be held by the other store, and its restored clock may stamp
     its later versions at or below that one's stamp (while its machine's clock is behind it). So
     no stamp of its identity (a later one, a summary's entry) shows that a version it stamped was
     seen, but the very version: such a version is a conflict against an edit, and survives a
-    delete that did not delete it."""
-    return bool(doubted) and state.stamp is not None and replica(state.stamp) in doubted
+    delete that did not delete it. Except the ``base`` (the version the doubted store's record
+    says the two agreed on): the other store had it, and what the doubted store made and lost
+    came after it."""
+    return bool(doubted) and state.stamp is not None and replica(state.stamp) in doubted and (
+        state.version is None or state.version.text() != base)
 
 
 def _stamped_after(changed: MemoryState, other: MemoryState, horizon_ms: int | None) -> bool:
