@@ -21,15 +21,10 @@ from pathlib import Path
 import pytest
 
 from localmem import MemoryStore
-from localmem.replication import pair_token
-from localmem.replication.hlc import MAX_SKEW_MS
 from localmem.replication.push_client import PushClient
-from localmem.replication.seen import Seen
 from localmem.replication.sync import sync_stores
-from localmem.replication.sync_rules import MemoryState, decide
 from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
-from localmem.replication.sync_wire import STORE_ID
 from serving import stop, wait_until_healthy
 from test_sync_hostile_remote import cli
 from test_sync_http import REPO, TOKEN, free_port
@@ -95,12 +90,18 @@ def test_a_dry_run_reports_the_full_comparison_and_draws_no_token(tmp_path):
                           b.conn.execute("SELECT * FROM sync_pair_tokens").fetchall()]
 
 
-# -- a version made before the rollback and lost there is not "seen" by the store's later stamps --
+# -- a version made before the rollback and lost there should not be "seen" by the store's later stamps --
 #
-# The store's stamps of one memory are in order (seen.py), so its later stamps used to cover every
-# earlier stamp of its identity. A store rolled back in place stamps anew from an older history: its
-# edits after the rollback are concurrent with the version it made before and lost, which its peer
-# still holds. Before this, that version was overwritten with no conflict copy (lost everywhere).
+# The store's stamps of one memory are in order (seen.py), so its later stamps cover every earlier
+# stamp of its identity. A store rolled back in place stamps anew from an older history: its edits
+# after the rollback are concurrent with the version it made before and lost, which its peer still
+# holds. That version is overwritten (or deleted) with no conflict copy: lost everywhere. The tests
+# marked NOT_FIXED say what a fix must do; the rule branch rollback16 built passed them but not its
+# pre-registration (a fresh stateful seed brought back a conflict copy a store had deleted), so it
+# was not shipped (docs/results/history.md, branch rollback16).
+
+NOT_FIXED = pytest.mark.xfail(strict=True, reason="written down, not fixed (docs/sync.md, Limits; "
+                              "docs/results/history.md, branch rollback16)")
 
 
 def edit(path: Path, memory_id: str, text: str) -> None:
@@ -138,6 +139,7 @@ def lose_an_edit_to_a_rollback(tmp_path: Path) -> tuple[Path, Path, str]:
     return x, p, note
 
 
+@NOT_FIXED
 @pytest.mark.parametrize("edits", [1, 2])
 @pytest.mark.parametrize("run_from", ["rolled back store", "peer"])
 def test_an_edit_lost_to_a_rollback_is_kept_as_a_conflict_copy_when_the_store_edits_the_note_again(
@@ -156,7 +158,7 @@ def test_an_edit_lost_to_a_rollback_is_kept_as_a_conflict_copy_when_the_store_ed
     assert again.conflicts == [] and again.full_comparison is None
 
 
-@pytest.mark.parametrize("edit_first", [False, True])
+@pytest.mark.parametrize("edit_first", [False, pytest.param(True, marks=NOT_FIXED)])
 def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_path, edit_first):
     """The rolled-back store deletes the note (after an edit, or not): its delete had not seen the
     version it lost, which the peer holds, so that edit survives the delete (docs/sync.md)."""
@@ -170,6 +172,7 @@ def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_pat
 
 
 
+@NOT_FIXED
 def test_a_delete_stamped_as_the_lost_version_was_does_not_delete_it(tmp_path):
     """The restored clock stamps anew from the snapshot's: while the machine's clock is behind it
     (here a peer's clock an hour ahead moved it, within the 24-hour bound), the rolled-back store's
@@ -201,8 +204,7 @@ def change_stamp(path: Path, memory_id: str) -> str:
 
 
 
-@pytest.mark.xfail(strict=True, reason="written down (docs/sync.md, Limits): a rollback is seen only by a "
-                   "peer that synced with the rolled-back store after the snapshot")
+@NOT_FIXED
 def test_the_lost_version_is_kept_when_the_later_edit_reaches_its_holder_through_a_third_store(tmp_path):
     """x last synced with c before the snapshot, so their tokens agree: c takes x's edit made after
     the rollback as x's latest, and p, meeting it from c before it meets x, takes it over the
@@ -220,6 +222,7 @@ def test_the_lost_version_is_kept_when_the_later_edit_reaches_its_holder_through
     sync(c, p)
     assert conflict_copies(p) == ["the plan, as edited before the rollback"]
 
+@NOT_FIXED
 def test_the_rollback_story_through_the_cli(tmp_path):
     """A user's story: `cp` the snapshot back over the store, `localmem update`, `localmem sync`."""
     x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
@@ -268,66 +271,11 @@ def test_a_rolled_back_store_takes_its_peers_later_versions_without_a_conflict_c
         assert conflict_copies(store) == []
 
 
-# -- the pieces: the counted token, and the rule in decide -----------------------------------
-
-
-def test_the_pair_token_counts_the_pairs_syncs_and_names_the_store_behind():
-    first = pair_token.draw((None, None))
-    second = pair_token.draw((first, first))
-    assert STORE_ID.fullmatch(first) and STORE_ID.fullmatch(second)  # what a server stores
-    assert (pair_token.count(first), pair_token.count(second)) == (1, 2)
-    assert pair_token.draw((first, second)) != second and pair_token.count(pair_token.draw((first, second))) == 3
-    assert pair_token.behind(second, second) == (False, False)
-    assert pair_token.behind(first, second) == (True, False)  # the first store holds the older token
-    assert pair_token.behind(second, first) == (False, True)
-    assert pair_token.behind(None, first) == (True, False)
-    old, other = "ab" * 16, "cd" * 16  # tokens drawn before the count tell nothing: both doubted
-    assert pair_token.behind(old, other) == (True, True) == pair_token.behind(old, second)
-
-
-ROLLED, PEER = "a" * 32, "b" * 32
-
-
-def at(wall: int, store: str) -> str:
-    return f"{wall:015d}-{0:010d}-{store}"
-
-
-def version(text: str, hlc: str, seen: Seen = Seen()) -> MemoryState:
-    record = {"id": "m", "content": text, "updated_at": f"2026-12-06T10:00:0{len(text) % 10}+00:00"}
-    return MemoryState("m", record=record, hlc=hlc, seen=seen)
-
-
-def test_no_stamp_of_a_doubted_store_vouches_for_a_version_it_stamped_but_the_very_version():
-    now = 1_796_457_350_000
-    horizon, doubted = now + MAX_SKEW_MS, frozenset({ROLLED})
-    lost = version("made before the rollback", at(now - 5000, ROLLED))
-    later = version("made after", at(now, ROLLED), Seen((at(now - 1000, ROLLED),)))
-    assert decide(later, lost, None, horizon).note == "copied"  # without a rollback: built on it
-    assert decide(later, lost, None, horizon, doubted).note == "conflict"
-    assert decide(lost, later, None, horizon, doubted).note == "conflict"
-    # The restored clock stamped its later version below the lost one, which the peer's summary
-    # holds: that entry does not show the peer had seen the later version (seed 4030635602).
-    restamped = version("made after, stamped low", at(now - 9000, ROLLED))
-    peers = version("the peer's edit", at(now, PEER), Seen((at(now - 5000, ROLLED),)))
-    assert decide(peers, restamped, None, horizon).note == "copied"
-    assert decide(peers, restamped, None, horizon, doubted).note == "conflict"
-    # The peer's own versions are vouched for: its later one is built on its earlier one.
-    theirs_old, theirs_new = version("p's first", at(now - 5000, PEER)), version("p's second", at(now, PEER))
-    assert decide(theirs_new, theirs_old, None, horizon, doubted).note == "copied"
-    # A delete on the rolled-back store after the rollback has not seen the version it lost.
-    deletion = MemoryState("m", deleted_at="2026-12-06T10:00:09+00:00", hlc=at(now + 10, ROLLED),
-                           deleted_hlc=at(now, ROLLED), deleted_updated_at="2026-12-06T10:00:08+00:00",
-                           seen=Seen((at(now + 10, ROLLED),)))
-    assert decide(deletion, lost, None, horizon).note == "deleted"
-    assert decide(deletion, lost, None, horizon, doubted).note == "edit_kept"
-
-
-
-def test_a_version_the_pair_agreed_on_is_vouched_for_though_its_store_is_doubted(tmp_path):
-    """Doubting costs nothing where the doubted store's record of the pair's last agreed version
-    names the very version: a sync stopped before that store drew the pair's last token (its
-    count one behind), then the peer edits the note that store made and deletes it. The peer had
-    agreed on that version: its delete stands, as without the doubt."""
+def test_a_full_comparison_does_not_undo_a_delete_of_a_version_the_pair_agreed_on(tmp_path):
+    """Guard for a fix of the rollback: a full comparison (here: a sync stopped before one store
+    kept the pair's last token), then the peer edits the note the other store made and deletes it.
+    The peer had agreed on that version: its delete stands (a rule that doubted every stamp of the
+    store behind undid it: branch rollback16 at 8d896b2)."""
     x, p = tmp_path / "x.db", tmp_path / "p.db"
     note = write(x, "x's note")
     edit(x, note, "x's note, edited on x")
@@ -335,9 +283,7 @@ def test_a_version_the_pair_agreed_on_is_vouched_for_though_its_store_is_doubted
     edit(p, note, "x's note, edited on p")
     delete(p, note)
     with MemoryStore(x, embedder="hash") as store:
-        (token,) = store.conn.execute("SELECT token FROM sync_pair_tokens").fetchone()
-        behind = f"{pair_token.TAG}{pair_token.count(token) - 1:016x}00000000"  # as a sync stopped at its end
-        store.conn.execute("UPDATE sync_pair_tokens SET token = ?", (behind,))
+        store.conn.execute("UPDATE sync_pair_tokens SET token = ?", ("0" * 32,))  # as a sync stopped at its end
     summary = sync(x, p)
     assert summary.full_comparison is not None
     assert summary.edits_kept_over_deletes == [] and held(x, note) is None and held(p, note) is None, summary
@@ -364,6 +310,7 @@ def sync_with_server(local: Path, url: str):
         return sync_stores(here, RemoteSide(client, here.store_id), allow_deletes=100)
 
 
+@NOT_FIXED
 def test_a_server_rolled_back_in_place_keeps_the_version_it_lost_as_a_conflict_copy(tmp_path):
     """The rolled-back store is a `localmem serve` (stopped, its file put back, started again); the
     sync is run from the peer, which cannot read the server's record of their last agreed versions:
