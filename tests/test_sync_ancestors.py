@@ -245,7 +245,6 @@ def test_an_exporters_edit_the_importer_deleted_without_seeing_survives(tmp_path
         close(a, b)
 
 
-
 @pytest.mark.parametrize("c_meets_the_delete_first", [False, True])
 def test_a_version_the_deleter_had_seen_stays_deleted_when_an_edit_is_kept_over_the_delete(
         tmp_path, c_meets_the_delete_first):
@@ -270,6 +269,7 @@ def test_a_version_the_deleter_had_seen_stays_deleted_when_an_edit_is_kept_over_
             assert content(store, note) == "the plan, edited on b" and copies(store) == []
     finally:
         close(a, b, c)
+
 
 # -- the bounds: what does not count as having seen a version --------------------------------
 

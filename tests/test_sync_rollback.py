@@ -171,7 +171,6 @@ def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_pat
     assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
 
 
-
 @NOT_FIXED
 def test_a_delete_stamped_as_the_lost_version_was_does_not_delete_it(tmp_path):
     """The restored clock stamps anew from the snapshot's: while the machine's clock is behind it
@@ -203,7 +202,6 @@ def change_stamp(path: Path, memory_id: str) -> str:
                                   "WHERE m.id = ?", (memory_id,)).fetchone()[0]
 
 
-
 @NOT_FIXED
 def test_the_lost_version_is_kept_when_the_later_edit_reaches_its_holder_through_a_third_store(tmp_path):
     """x last synced with c before the snapshot, so their tokens agree: c takes x's edit made after
@@ -221,6 +219,7 @@ def test_the_lost_version_is_kept_when_the_later_edit_reaches_its_holder_through
     assert sync(x, c).full_comparison is None
     sync(c, p)
     assert conflict_copies(p) == ["the plan, as edited before the rollback"]
+
 
 @NOT_FIXED
 def test_the_rollback_story_through_the_cli(tmp_path):
@@ -250,8 +249,8 @@ def test_the_rollback_story_through_the_cli(tmp_path):
 
 def test_a_rolled_back_store_takes_its_peers_later_versions_without_a_conflict_copy(tmp_path):
     """Guard: what the peer made (or edited from the rolled-back store's versions) after the
-    snapshot is copied back as before, no conflict copy: only the rolled-back store's own lost
-    versions are doubted."""
+    snapshot is copied back as before, no conflict copy: a fix must doubt only what the
+    rolled-back store stamped."""
     x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
     mine, theirs = write(x, "a note x made"), write(p, "a note p made")
     sync(x, p)
