@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from localmem import MemoryStore
 from localmem.maintenance.importer import import_jsonl
 from localmem.replication.hlc import MAX_SKEW_MS
@@ -241,6 +243,32 @@ def test_an_exporters_edit_the_importer_deleted_without_seeing_survives(tmp_path
         assert content(a, note) == content(b, note) == "the alarm code is 5678"
     finally:
         close(a, b)
+
+
+@pytest.mark.parametrize("c_meets_the_delete_first", [False, True])
+def test_a_version_the_deleter_had_seen_stays_deleted_when_an_edit_is_kept_over_the_delete(
+        tmp_path, c_meets_the_delete_first):
+    """A edits a note (C takes it) and deletes it; B edits it without seeing either; A and B sync:
+    B's edit is kept over the delete, and the merge joins the delete's summary into the memory's
+    (it covers A's edit). C then meets B's edit: A's edit is one its deleter had seen, so it is not
+    kept as a conflict copy; C's copy of it is overwritten (or, when C met the delete first, in
+    C's trash). Nothing the user kept is lost: the version gone is the one A's user deleted."""
+    a, b, c = stores(tmp_path, "abc")
+    try:
+        note = a.store("the plan")
+        sync(a, b), sync(a, c)
+        a.update(note, content="the plan, edited on a and then deleted there")
+        sync(a, c)
+        a.delete(note)
+        b.update(note, content="the plan, edited on b")
+        if c_meets_the_delete_first:
+            assert sync(a, c).deleted_on_peer == 1
+        assert sync(a, b).edits_kept_over_deletes == [note]
+        assert sync(b, c).conflicts == []
+        for store in (a, b, c):
+            assert content(store, note) == "the plan, edited on b" and copies(store) == []
+    finally:
+        close(a, b, c)
 
 
 # -- the bounds: what does not count as having seen a version --------------------------------
