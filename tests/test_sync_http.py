@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -36,6 +38,13 @@ def server(tmp_path):
     path = tmp_path / "b.db"
     with MemoryStore(path, embedder="hash") as seed:
         seed.store("a note that lives on the server", tags=["server"])
+    with served(path) as url:
+        yield url, path
+
+
+@contextmanager
+def served(path: Path) -> Iterator[str]:
+    """`localmem serve` on ``path`` with the API token (a real server process, stopped on exit); yields its URL."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "LOCALMEM_API_TOKEN": TOKEN}
     process = subprocess.Popen([sys.executable, "-m", "localmem", "--db", str(path), "--embedder", "hash",
@@ -44,7 +53,7 @@ def server(tmp_path):
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(process, url)
-        yield url, path
+        yield url
     finally:
         stop(process)
 

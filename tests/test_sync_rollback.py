@@ -13,8 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -25,9 +23,8 @@ from localmem.replication.push_client import PushClient
 from localmem.replication.sync import sync_stores
 from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
-from serving import stop, wait_until_healthy
 from test_sync_hostile_remote import cli
-from test_sync_http import REPO, TOKEN, free_port
+from test_sync_http import TOKEN, served
 
 
 def sync(a: Path, b: Path, **options):
@@ -286,21 +283,6 @@ def test_a_full_comparison_does_not_undo_a_delete_of_a_version_the_pair_agreed_o
     summary = sync(x, p)
     assert summary.full_comparison is not None
     assert summary.edits_kept_over_deletes == [] and held(x, note) is None and held(p, note) is None, summary
-
-@contextmanager
-def served(path: Path):
-    """`localmem serve` on ``path`` (a real server process, stopped on exit); yields its URL."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "LOCALMEM_API_TOKEN": TOKEN}
-    process = subprocess.Popen([sys.executable, "-m", "localmem", "--db", str(path), "--embedder", "hash",
-                                "serve", "--port", str(port), "--log-level", "warning"],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(process, url)
-        yield url
-    finally:
-        stop(process)
 
 
 def sync_with_server(local: Path, url: str):
