@@ -121,26 +121,30 @@ def served_differences(memory: dict[str, Any], payload: dict[str, Any]) -> list[
 
 
 def _differences(node: dict[str, Any], payload: dict[str, Any], fields: tuple[str, ...]) -> list[str]:
-    same: dict[str, Callable[[], bool]] = {
-        "content": lambda: node.get("content") == payload["content"],
-        "tags": lambda: (own_tags(_strings(node.get("tags")), SERVER_TAG_PREFIX)
-                         == own_tags(payload["tags"], SERVER_TAG_PREFIX)),
-        "type": lambda: node.get("type") == payload["type"],
-        "importance": lambda: close_enough(node.get("importance"), payload["importance"]),
-        "confidence": lambda: payload["confidence"] is None or close_enough(node.get("confidence"),
-                                                                            payload["confidence"]),
-        "timestamp": lambda: same_instant(node.get("timestamp"), payload["timestamp"]),
-        "metadata": lambda: _own_metadata(node.get("metadata")) == _own_metadata(payload["metadata"]),
-        # A memory stored without a t_valid is valid from its timestamp: either spelling is the same version.
-        "t_valid": lambda: same_instant(node.get("t_valid") or node.get("timestamp"),
-                                        payload.get("t_valid") or payload["timestamp"]),
-        "t_invalid": lambda: same_instant(node.get("t_invalid"), payload.get("t_invalid")),
-        "summary": lambda: node.get("summary") == payload.get("summary"),
-        "context": lambda: node.get("context") == payload.get("context"),
-        "archived": lambda: bool(node.get("archived")) == bool(payload.get("archived")),
-        "relevance_score": lambda: close_enough(node.get("relevance_score"), payload.get("relevance_score")),
-    }
-    return [name for name in fields if not same[name]()]
+    return [name for name in fields if not _SAME[name](node, payload)]
+
+
+_Pair = dict[str, Any]
+# Whether the server's node and the payload agree in one field (what AutoMem adds itself aside).
+_SAME: dict[str, Callable[[_Pair, _Pair], bool]] = {
+    "content": lambda node, payload: node.get("content") == payload["content"],
+    "tags": lambda node, payload: (own_tags(_strings(node.get("tags")), SERVER_TAG_PREFIX)
+                                   == own_tags(payload["tags"], SERVER_TAG_PREFIX)),
+    "type": lambda node, payload: node.get("type") == payload["type"],
+    "importance": lambda node, payload: close_enough(node.get("importance"), payload["importance"]),
+    "confidence": lambda node, payload: (payload["confidence"] is None
+                                         or close_enough(node.get("confidence"), payload["confidence"])),
+    "timestamp": lambda node, payload: same_instant(node.get("timestamp"), payload["timestamp"]),
+    "metadata": lambda node, payload: _own_metadata(node.get("metadata")) == _own_metadata(payload["metadata"]),
+    # A memory stored without a t_valid is valid from its timestamp: either spelling is the same version.
+    "t_valid": lambda node, payload: same_instant(node.get("t_valid") or node.get("timestamp"),
+                                                  payload.get("t_valid") or payload["timestamp"]),
+    "t_invalid": lambda node, payload: same_instant(node.get("t_invalid"), payload.get("t_invalid")),
+    "summary": lambda node, payload: node.get("summary") == payload.get("summary"),
+    "context": lambda node, payload: node.get("context") == payload.get("context"),
+    "archived": lambda node, payload: bool(node.get("archived")) == bool(payload.get("archived")),
+    "relevance_score": lambda node, payload: close_enough(node.get("relevance_score"), payload.get("relevance_score")),
+}
 
 
 def _strings(value: Any) -> list[str]:
