@@ -85,8 +85,9 @@ SUPPORT_RELEVANCE = 0.5  # a candidate counts towards support when its relevance
 LEVERS = {"none": (None,), "second_by_relevance": SECOND_K, "third_by_relevance": THIRD,
           "third_by_margin": THIRD_MARGINS, "prompt_gate": GATE_THRESHOLDS, "scope_floor": SCOPE_LEADS,
           "support_gate": SUPPORT_COUNTS}
-# levers that change whether a prompt gets notes, never which
+# levers that change whether a prompt gets notes, never which; of them, those that add a condition to the blend's floor
 GATE_ONLY = ("prompt_gate", "scope_floor", "support_gate")
+BLEND_CONDITIONS = ("scope_floor", "support_gate")
 GATE_SIGNALS = ("best relevance", "learned of recall's first", "recall's second over first",
                 "first's cosine_over_kth", "first's unseen_terms", "best less the rest's median")
 
@@ -154,6 +155,7 @@ class NoteGrid(gate_levers.GateGrid):
             return self.over_reference(weight, value)
         if lever == "support_gate" and value is not None:
             return self.support >= value
+        # off, or a lever that adds nothing to the floor
         return np.ones(len(self.best), dtype=bool)
 
     def use_gate(self, beta: np.ndarray) -> None:
@@ -225,7 +227,7 @@ class NoteGrid(gate_levers.GateGrid):
         pairs = list(itertools.product(range(len(folds.FLOORS)), range(len(gate_levers.WEIGHTS))))
         blend = np.array([self.passes(folds.FLOORS[h], "blend", gate_levers.WEIGHTS[g], 0.0) for h, g in pairs])
         relative = {v: np.array([self.gate_condition(gate_levers.WEIGHTS[g], lever, value) for _, g in pairs])
-                    for v, value in enumerate(values) if lever in GATE_ONLY[1:] and value is not None}
+                    for v, value in enumerate(values) if lever in BLEND_CONDITIONS and value is not None}
         best, best_key = None, None
         for (i, note_floor), (j, cap), (k, margin) in itertools.product(
                 enumerate(folds.NOTE_FLOORS), enumerate((2, 3)), enumerate(folds.MARGINS)):
