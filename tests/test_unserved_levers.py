@@ -172,3 +172,34 @@ def test_the_gates_scored_together_read_what_each_gate_scored_alone_reads():
         kept_all, found_all = chosen.sum(axis=1), (chosen & grid.evidence).sum(axis=1)
         alone = [folds.objective(grid.figures(kept_all * gate, found_all * gate)) for gate in gates]
         assert grid.objective_keys(kept_all, found_all, gates) == alone
+
+
+def _supported(kind: str, best: float, support: int, set_name: str) -> dict:
+    """A prompt whose blend value is ``best`` (learned = best) with ``support`` candidates of relevance >= 0.5."""
+    relevances = [best] + [0.6] * (support - 1) + [0.1] * (6 - support)
+    p = _prompt(relevances, evidence=(0,) if kind == "related" else (), learned=best)
+    return {**p, "kind": kind, "set": set_name, "source": "question" if kind == "related" else "other",
+            "evidence": p["evidence"] if kind == "related" else set()}
+
+
+def test_support_counts_recalls_candidates_at_least_more_likely_related_than_not():
+    grid = unserved.NoteGrid([_prompt([0.9, 0.5, 0.49, 0.7]), _prompt([0.3, 0.2]), _prompt([])], _relevance)
+    assert grid.support.tolist() == [3, 0, 0]  # 0.5 counts, 0.49 does not; an empty answer has none
+
+
+def test_the_support_gate_shuts_thinly_supported_prompts_and_is_chosen_when_it_lets_the_floor_fall():
+    # related prompts at a blend value of 0.6 with support 4; unrelated ones scoring higher (0.7-0.8) with support 1:
+    # no floor serves the related ones quietly, a floor of 0.6 with support >= 2 does
+    prompts = [_supported("related", 0.6, 4, s) for _ in range(5) for s in "ab"]
+    prompts += [_supported("unrelated", 0.7 + 0.005 * i, 1, s) for i in range(20) for s in "ab"]
+    grid = unserved.NoteGrid(prompts, _relevance)
+    assert grid.lever_passes(0.6, 0.5, "support_gate", None).all()  # off: the floor alone
+    on = grid.lever_passes(0.6, 0.5, "support_gate", 2)
+    assert on[:10].all() and not on[10:].any()
+    assert not grid.lever_passes(0.61, 0.5, "support_gate", 2)[:10].any()  # and never under the floor
+    rule = unserved.NoteGrid(prompts, _relevance).choose_lever("none")
+    assert not unserved.NoteGrid(prompts, _relevance).chosen_lever(rule)[:10].any()
+    rule = unserved.NoteGrid(prompts, _relevance).choose_lever("support_gate")
+    assert rule[-2:] == ("support_gate", 2) and rule[0] <= 0.6
+    chosen = unserved.NoteGrid(prompts, _relevance).chosen_lever(rule).any(axis=1)
+    assert chosen.tolist() == [True] * 10 + [False] * 40

@@ -40,6 +40,13 @@ and the one pre-registered on the gate's cause relative to the store (docs/resul
   its scope's off-topic probes (itself left out; benchmarks/common/scope_probes.py) plus d; d in SCOPE_LEADS. Its
   ship rule also guards the quiet of the unrelated prompts that are not off-topic ones (``not_offtopic_guard``).
 
+and the one pre-registered on the gate's cause from the store's breadth of answer (docs/results/history.md, branch
+gate17):
+
+- ``support_gate``: a prompt passes the gate only when its support, the number of recall's first 20 candidates whose
+  relevance is at least SUPPORT_RELEVANCE, is at least s, the floor chosen jointly (so a fold may lower its floor
+  while thin support keeps the unrelated prompts shut); s in SUPPORT_COUNTS.
+
 ``--forced`` also prints each lever forced on (its grid without the "off" value), the rest chosen per fold as before.
 
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/hooks/unserved.py --load S.json [--levers second_by_relevance,...]
@@ -73,9 +80,14 @@ THIRD = (None, *((k, t) for k in (5, 10, 20) for t in (0.9, 0.95, 0.98)))
 THIRD_MARGINS = (None, 0.95, 0.9, 0.85, 0.8, 0.7)  # None: off
 GATE_THRESHOLDS = (None, *(round(0.30 + 0.02 * i, 2) for i in range(35)))  # None: off (the blend); 0.30 … 0.98
 SCOPE_LEADS = (None, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)  # None: off (the blend against the floor alone)
+SUPPORT_COUNTS = (None, 1, 2, 3, 4, 5, 6, 8)  # None: off
+SUPPORT_RELEVANCE = 0.5  # a candidate counts towards support when its relevance says more likely related than not
 LEVERS = {"none": (None,), "second_by_relevance": SECOND_K, "third_by_relevance": THIRD,
-          "third_by_margin": THIRD_MARGINS, "prompt_gate": GATE_THRESHOLDS, "scope_floor": SCOPE_LEADS}
-GATE_ONLY = ("prompt_gate", "scope_floor")  # levers that change whether a prompt gets notes, never which
+          "third_by_margin": THIRD_MARGINS, "prompt_gate": GATE_THRESHOLDS, "scope_floor": SCOPE_LEADS,
+          "support_gate": SUPPORT_COUNTS}
+# levers that change whether a prompt gets notes, never which; of them, those that add a condition to the blend's floor
+GATE_ONLY = ("prompt_gate", "scope_floor", "support_gate")
+BLEND_CONDITIONS = ("scope_floor", "support_gate")
 GATE_SIGNALS = ("best relevance", "learned of recall's first", "recall's second over first",
                 "first's cosine_over_kth", "first's unseen_terms", "best less the rest's median")
 
@@ -125,6 +137,8 @@ class NoteGrid(gate_levers.GateGrid):
         self.scopes = [p.get("scope") for p in prompts]
         self.probes = np.array([p.get("source") == PROBE for p in prompts], dtype=bool)
         self.references: dict[float, np.ndarray] = {}  # by blend weight: the scope's probes' median blend value
+        # absent places hold relevance -1, so they never count
+        self.support = (self.relevance >= SUPPORT_RELEVANCE).sum(axis=1)
 
     def over_reference(self, weight: float, lead: float | None) -> np.ndarray:
         """Which prompts' blend value is at least their scope's reference plus ``lead`` (every prompt: lead None)."""
@@ -134,6 +148,15 @@ class NoteGrid(gate_levers.GateGrid):
         if weight not in self.references:
             self.references[weight] = scope_references(value, self.scopes, self.probes)
         return value >= self.references[weight] + lead
+
+    def gate_condition(self, weight: float, lever: str, value) -> np.ndarray:
+        """What ``lever`` at ``value`` asks of a prompt besides the blend's floor (every prompt passes: off)."""
+        if lever == "scope_floor":
+            return self.over_reference(weight, value)
+        if lever == "support_gate" and value is not None:
+            return self.support >= value
+        # off, or a lever that adds nothing to the floor
+        return np.ones(len(self.best), dtype=bool)
 
     def use_gate(self, beta: np.ndarray) -> None:
         """The prompt gate's probability of each prompt (``fit_prompt_gate``'s coefficients)."""
@@ -165,11 +188,11 @@ class NoteGrid(gate_levers.GateGrid):
 
     def lever_passes(self, floor: float | None, weight: float | None, lever: str, value) -> np.ndarray:
         """Which prompts the gate lets through: the prompt gate's probability against ``value`` (lever
-        ``prompt_gate`` on), else the blend's (with ``scope_floor`` on, also over the scope's reference + value)."""
+        ``prompt_gate`` on), else the blend's (with ``scope_floor`` or ``support_gate`` on, and their condition:
+        ``gate_condition``)."""
         if lever == "prompt_gate" and value is not None:
             return self.gate_probability >= value
-        passes = self.passes(floor, "blend", weight, 0.0)
-        return passes & self.over_reference(weight, value) if lever == "scope_floor" else passes
+        return self.passes(floor, "blend", weight, 0.0) & self.gate_condition(weight, lever, value)
 
     def chosen_lever(self, rule: tuple) -> np.ndarray:
         floor, note_floor, cap, margin, weight, lever, value = rule
@@ -203,8 +226,8 @@ class NoteGrid(gate_levers.GateGrid):
         values = LEVERS[lever] if values is None else values
         pairs = list(itertools.product(range(len(folds.FLOORS)), range(len(gate_levers.WEIGHTS))))
         blend = np.array([self.passes(folds.FLOORS[h], "blend", gate_levers.WEIGHTS[g], 0.0) for h, g in pairs])
-        relative = {v: np.array([self.over_reference(gate_levers.WEIGHTS[g], value) for _, g in pairs])
-                    for v, value in enumerate(values) if lever == "scope_floor" and value is not None}
+        relative = {v: np.array([self.gate_condition(gate_levers.WEIGHTS[g], lever, value) for _, g in pairs])
+                    for v, value in enumerate(values) if lever in BLEND_CONDITIONS and value is not None}
         best, best_key = None, None
         for (i, note_floor), (j, cap), (k, margin) in itertools.product(
                 enumerate(folds.NOTE_FLOORS), enumerate((2, 3)), enumerate(folds.MARGINS)):
