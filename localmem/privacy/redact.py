@@ -200,6 +200,12 @@ def _literal_value(match: re.Match[str]) -> bool:
             and not _VARIABLE_START.match(value))
 
 
+def _erlang_cookie(match: re.Match[str]) -> bool:
+    """A literal cookie (``_literal_value``: 20 upper-case letters are one, not a manual's stand-in), not the next
+    flag (``-setcookie -name …``)."""
+    return _literal_value(match) and not _value(match).startswith("-")
+
+
 def _high_entropy(match: re.Match[str]) -> bool:
     return _high_entropy_text(_value(match))
 
@@ -347,10 +353,10 @@ def _compile() -> tuple[_Rule, ...]:
               "webhook-url-token": _holds_random_run}
     accept_pattern = {USER_THEN_PASSWORD_FLAG: _login_password, USER_COLON_PASSWORD: _user_password_argument,
                       SESSION_EXPORT: _random_token, SINGLE_DASH_PASSWORD_FLAG: _single_dash_value,
-                      JENKINS_AUTH: _user_password_argument, IFTTT_KEY: _argument_value}  # stricter than their kind's
+                      JENKINS_AUTH: _user_password_argument, IFTTT_KEY: _argument_value,
+                      ERLANG_COOKIE: _erlang_cookie}  # stricter than their kind's
     accept_pattern.update(dict.fromkeys((SECURESTRING_PLAIN_TEXT, PHP_DEFINE_SECRET, C_DEFINE_SECRET, WIFI_QR_PASSWORD,
-                                         NETSH_KEY_CONTENT, DSL_PASSWORD_LINE, KEEPASS_PASSWORD_VALUE, ERLANG_COOKIE),
-                                        _literal_value))
+                                         NETSH_KEY_CONTENT, DSL_PASSWORD_LINE, KEEPASS_PASSWORD_VALUE), _literal_value))
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept_pattern.get(pattern) or accept.get(kind, _always))
               for kind, pattern in GENERIC_RULES]
     return tuple(rules)
