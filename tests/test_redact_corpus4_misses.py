@@ -4,7 +4,9 @@ the Stop hook, and hostile 1 MB texts ending.
 
 Each shape was judged alone against main's rules (python benchmarks/safety/redaction_shapes.py) and on the fifth
 held-out corpus (benchmarks/common/credential_heldout5.py; python benchmarks/safety/redaction.py --heldout5): not a
-test. W9, Redis's ``ACL SETUSER … >…`` and ``AUTH …``, failed its ship rule (a manual's prose) and is not here."""
+test. W9, Redis's ``ACL SETUSER … >…`` and ``AUTH …``, failed its ship rule (a manual's prose), and W10, a Gradle
+DSL's ``storePassword "…"`` line, failed it too (the fifth corpus's report half holds its shape and it took none):
+neither is here."""
 
 from __future__ import annotations
 
@@ -50,9 +52,6 @@ CAUGHT = [
     ("command-line-password", f"/msg NickServ IDENTIFY alice {PASSWORD}", PASSWORD),
     # W8: vsql -w
     ("command-line-password", f"vsql -h vertica.acme.dev -U dbadmin -w {PASSWORD}", PASSWORD),
-    # W10: a DSL password line
-    ("credential-setting", f'signingConfigs {{\n    release {{\n        storePassword "{PASSWORD}"\n    }}\n}}', PASSWORD),
-    ("credential-setting", f"        keyAlias 'upload'\n        keyPassword '{PASSWORD}'", PASSWORD),
     # W11: jenkins-cli -auth
     ("command-line-password", "java -jar jenkins-cli.jar -s https://ci.acme.dev/ -auth alice:11aa22bb33cc44dd55ee66ff"
      "77aa88bb99 who-am-i", "11aa22bb33cc44dd55ee66ff77aa88bb99"),
@@ -95,8 +94,6 @@ def test_a_corpus4_miss_shape_is_caught(kind, text, secret):
     "WIFI:T:nopass;S:ACME-Guest;;", "    Security key           : Absent",
     # W7: other NickServ commands, a placeholder
     "/msg NickServ INFO alice", "/msg NickServ IDENTIFY <password>",
-    # W10: a DSL line from the environment
-    'storePassword System.getenv("STORE_PASSWORD")', "keyPassword project.property('KEY_PASSWORD')",
     # W11, W12, W13: a file, a variable, IFTTT's settings
     "java -jar jenkins-cli.jar -auth @/home/alice/.jenkins-token who-am-i", "./codecov -t ${CODECOV_TOKEN}",
     "https://ifttt.com/applets/12345678-turn-on-the-porch-light",
@@ -131,9 +128,8 @@ def test_pasted_commands_are_stored_redacted_by_the_stop_hook(tmp_path):
     "wpa_passphrase " * 70_000, "mosquitto_passwd -b " * 50_000, "mc alias set " * 80_000,
     "net use \\\\a " * 90_000, "db2 connect to a user " * 45_000, "ConvertTo-SecureString 'a' " * 40_000,
     "define('A_PASS', '" * 55_000, "#define A_KEY \"" * 65_000, "WIFI:" + "a;" * 500_000, "WIFI:P:" * 150_000,
-    "Key Content : " + "a " * 500_000, "/msg NickServ IDENTIFY " * 45_000, "vsql " * 200_000,
-    "storePassword \"" * 65_000,
-    "-auth a:" * 125_000, "codecov " * 125_000, "maker.ifttt.com/" + "a/" * 500_000, "<Key>Password</Key>" * 55_000,
+    "Key Content : " + "a " * 500_000, "/msg NickServ IDENTIFY " * 45_000, "vsql " * 200_000, "-auth a:" * 125_000,
+    "codecov " * 125_000, "maker.ifttt.com/" + "a/" * 500_000, "<Key>Password</Key>" * 55_000,
     "<Key>Password</Key><Value " + "a" * 1_000_000, "-setcookie " * 90_000, "iex " * 250_000,
 ])
 def test_hostile_texts_for_the_corpus4_miss_shapes_end(text):

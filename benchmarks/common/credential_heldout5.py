@@ -264,7 +264,8 @@ LOOKALIKES: dict[str, tuple[Callable[[random.Random], str], tuple[str, ...]]] = 
     )),
     "media-server-ids": (_uuid, (
         "X-Plex-Client-Identifier: {v}\nX-Plex-Product: Plex Web",
-        "<Config>\n  <Port>8989</Port>\n  <InstanceName>Sonarr</InstanceName>\n  <InstanceId>{v}</InstanceId>\n</Config>",
+        "<Config>\n  <Port>8989</Port>\n  <InstanceName>Sonarr</InstanceName>\n  <InstanceId>{v}</InstanceId>\n"
+        "</Config>",
     )),
     "mail-password-commands": (lambda r: r.choice(["mail/acme", "email/alice"]), (
         "IMAPAccount acme\nHost imap.acme.dev\nUser alice@acme.dev\nPassCmd \"pass show {v}\"",

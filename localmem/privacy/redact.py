@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import ValidationError
 from ..regex_literals import required_substrings
-from .patterns import (C_DEFINE_SECRET, DSL_PASSWORD_LINE, ERLANG_COOKIE, GENERIC_RULES, IFTTT_KEY, JENKINS_AUTH,
+from .patterns import (C_DEFINE_SECRET, ERLANG_COOKIE, GENERIC_RULES, IFTTT_KEY, JENKINS_AUTH,
                        KEEPASS_PASSWORD_VALUE, NETSH_KEY_CONTENT, ORACLE_USER_PASSWORD, PHP_DEFINE_SECRET,
                        PROVIDER_RULES, SECRET_WORD_STRINGS, SECURESTRING_PLAIN_TEXT, SESSION_EXPORT,
                        SINGLE_DASH_PASSWORD_FLAG, USER_COLON_PASSWORD, USER_THEN_PASSWORD_FLAG, WIFI_QR_PASSWORD)
@@ -181,7 +181,8 @@ def _user_password_argument(match: re.Match[str]) -> bool:
 
 def _single_dash_value(match: re.Match[str]) -> bool:
     """A single-dash password flag's value (``-storepass …``), unless it is what a manual writes there: a stand-in
-    (``[:env | :file]``, ``<password>``), a word and its punctuation (``-storepass option.``), troff (``isn\\[aq]t``)."""
+    (``[:env | :file]``, ``<password>``), a word and its punctuation (``-storepass option.``), troff
+    (``isn\\[aq]t``)."""
     value = _value(match)
     word = value.rstrip(".,;:)]}>")
     return (_argument_value(match) and not value.startswith(("[", ":", "<", "(", "{")) and "\\" not in value
@@ -193,7 +194,7 @@ _VARIABLE_START = re.compile(r"\$[{(A-Za-z_]|%[A-Za-z_]+%")
 
 
 def _literal_value(match: re.Match[str]) -> bool:
-    """A quoted or whole-line literal in a secret's place (a define, a DSL setting, a QR code's field) is one unless
+    """A quoted or whole-line literal in a secret's place (a define, a QR code's field, a key's line) is one unless
     it is a placeholder, lower-case prose (``put your unique phrase here``) or a variable (``"$env:PW"``)."""
     value = _value(match).strip()
     return (len(value) >= 4 and not _PLACEHOLDER_VALUES.match(value) and not _PROSE.fullmatch(value)
@@ -356,7 +357,7 @@ def _compile() -> tuple[_Rule, ...]:
                       JENKINS_AUTH: _user_password_argument, IFTTT_KEY: _argument_value,
                       ERLANG_COOKIE: _erlang_cookie}  # stricter than their kind's
     accept_pattern.update(dict.fromkeys((SECURESTRING_PLAIN_TEXT, PHP_DEFINE_SECRET, C_DEFINE_SECRET, WIFI_QR_PASSWORD,
-                                         NETSH_KEY_CONTENT, DSL_PASSWORD_LINE, KEEPASS_PASSWORD_VALUE), _literal_value))
+                                         NETSH_KEY_CONTENT, KEEPASS_PASSWORD_VALUE), _literal_value))
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept_pattern.get(pattern) or accept.get(kind, _always))
               for kind, pattern in GENERIC_RULES]
     return tuple(rules)
