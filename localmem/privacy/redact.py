@@ -355,7 +355,7 @@ def _compile() -> tuple[_Rule, ...]:
     accept_pattern = {USER_THEN_PASSWORD_FLAG: _login_password, USER_COLON_PASSWORD: _user_password_argument,
                       SESSION_EXPORT: _random_token, SINGLE_DASH_PASSWORD_FLAG: _single_dash_value,
                       JENKINS_AUTH: _user_password_argument, IFTTT_KEY: _argument_value,
-                      ERLANG_COOKIE: _erlang_cookie}  # stricter than their kind's
+                      ERLANG_COOKIE: _erlang_cookie}  # their own accepts, not their kind's
     accept_pattern.update(dict.fromkeys((SECURESTRING_PLAIN_TEXT, PHP_DEFINE_SECRET, C_DEFINE_SECRET, WIFI_QR_PASSWORD,
                                          NETSH_KEY_CONTENT, KEEPASS_PASSWORD_VALUE), _literal_value))
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept_pattern.get(pattern) or accept.get(kind, _always))
