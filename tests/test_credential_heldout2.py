@@ -60,7 +60,7 @@ def test_heldout2_reports_both_halves_and_the_lookalikes_of_a_tree():
 def test_heldout_and_heldout2_are_separate_runs():
     done = subprocess.run([sys.executable, "benchmarks/safety/redaction.py", "--heldout", "--heldout2"], cwd=ROOT,
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert done.returncode == 2 and "--heldout, --heldout2, --heldout3 and --heldout4 are separate runs" in done.stderr
+    assert done.returncode == 2 and "--heldout, --heldout2, --heldout3, --heldout4 and --heldout5 are separate runs" in done.stderr
 
 
 def test_heldout3_reports_the_third_corpus_whole_as_held_out():

@@ -15,7 +15,8 @@
   ``--heldout``, and its look-alike non-secrets per half (each text ``redact`` changes is a false positive, printed).
   ``--heldout3``: benchmarks/common/credential_heldout3.py, the same, all of it held out (one "report" half).
   ``--heldout4``: benchmarks/common/credential_heldout4.py, as ``--heldout2`` (both halves, look-alikes per half).
-- Same answers (``--same-as TREE``): every text of the in-sample corpus, its command lines and look-alikes, the four
+  ``--heldout5``: benchmarks/common/credential_heldout5.py, the same.
+- Same answers (``--same-as TREE``): every text of the in-sample corpus, its command lines and look-alikes, the five
   held-out corpora and their look-alikes, and the LoCoMo and LongMemEval dev turns, redacted by TREE's ``redact`` and
   by this tree's: how many outputs differ per set (a change meant to alter no answer; each difference printed).
 - Cost: seconds per turn of ``redact`` over the dev-set turns (a captured turn's work), on a
@@ -27,6 +28,7 @@
     python benchmarks/safety/redaction.py --heldout2 [--tree /work/main]
     python benchmarks/safety/redaction.py --heldout3 [--tree /work/main]
     python benchmarks/safety/redaction.py --heldout4 [--tree /work/main]
+    python benchmarks/safety/redaction.py --heldout5 [--tree /work/main]
     python benchmarks/safety/redaction.py --same-as /work/main
 """
 
@@ -55,6 +57,9 @@ from benchmarks.common.credential_heldout3 import heldout3_corpus, lookalike3_co
 from benchmarks.common.credential_heldout4 import heldout4_corpus, lookalike4_corpus  # noqa: E402
 from benchmarks.common.credential_heldout4 import split as split4  # noqa: E402
 from benchmarks.common.credential_heldout4 import split_lookalikes as split_lookalikes4  # noqa: E402
+from benchmarks.common.credential_heldout5 import heldout5_corpus, lookalike5_corpus  # noqa: E402
+from benchmarks.common.credential_heldout5 import split as split5  # noqa: E402
+from benchmarks.common.credential_heldout5 import split_lookalikes as split_lookalikes5  # noqa: E402
 
 from localmem.privacy import redact  # noqa: E402
 
@@ -179,13 +184,16 @@ def heldout(tree: Path | None, samples: list[tuple[str, str, str]] | None = None
 def heldout2(tree: Path | None, corpus: int = 2) -> dict:
     """The second held-out corpus's recall per half (as ``heldout``), and its look-alikes touched per half (each
     touched text printed as redacted); ``corpus`` 3: the third corpus's, all of it one half ("report"); 4: the
-    fourth's, halved as the second is."""
+    fourth's, halved as the second is; 5: the fifth's, the same."""
     if corpus == 3:
         report = heldout(tree, list(heldout3_corpus()), ((), tuple(FORMATS3)))  # no develop half
         kinds_texts, halves = list(lookalike3_corpus()), (("report", tuple(LOOKALIKES3)),)
     elif corpus == 4:
         report = heldout(tree, list(heldout4_corpus()), split4())
         kinds_texts, halves = list(lookalike4_corpus()), tuple(zip(("develop", "report"), split_lookalikes4()))
+    elif corpus == 5:
+        report = heldout(tree, list(heldout5_corpus()), split5())
+        kinds_texts, halves = list(lookalike5_corpus()), tuple(zip(("develop", "report"), split_lookalikes5()))
     else:
         report = heldout(tree, list(heldout2_corpus()), split2())
         kinds_texts, halves = list(lookalike_corpus()), tuple(zip(("develop", "report"), split_lookalikes()))
@@ -209,7 +217,7 @@ def same_answers(tree: Path) -> dict:
     sets = {"in-sample corpus": [t for _, _, t in corpus()], "command lines": [t for _, _, t in command_corpus()],
             "look-alikes": list(LOOKALIKES), "corpus 1": [t for _, _, t in heldout_corpus()]}
     for number, samples, looks in ((2, heldout2_corpus, lookalike_corpus), (3, heldout3_corpus, lookalike3_corpus),
-                                   (4, heldout4_corpus, lookalike4_corpus)):
+                                   (4, heldout4_corpus, lookalike4_corpus), (5, heldout5_corpus, lookalike5_corpus)):
         sets[f"corpus {number}"] = [t for _, _, t in samples()]
         sets[f"corpus {number} look-alikes"] = [t for _, t in looks()]
     sets.update({"locomo-dev": locomo_turns(DATA / "locomo-dev.json"), "lme-dev": lme_turns(DATA / "lme-dev.json")})
@@ -286,8 +294,10 @@ def main() -> None:
                         help="recall and look-alikes on the third held-out corpus only (credential_heldout3.py)")
     parser.add_argument("--heldout4", action="store_true",
                         help="recall and look-alikes on the fourth held-out corpus only (credential_heldout4.py)")
+    parser.add_argument("--heldout5", action="store_true",
+                        help="recall and look-alikes on the fifth held-out corpus only (credential_heldout5.py)")
     parser.add_argument("--tree", type=Path,
-                        help="with --heldout, --heldout2, --heldout3 or --heldout4: that tree's redact "
+                        help="with --heldout, --heldout2 … --heldout5: that tree's redact "
                              "(default: this tree's)")
     parser.add_argument("--same-as", type=Path, metavar="TREE",
                         help="only count the texts of every corpus and dev set TREE's redact leaves differently")
@@ -296,11 +306,11 @@ def main() -> None:
         print(json.dumps(same_answers(args.same_as.resolve()), indent=2))
         return
     corpora = [number for number, asked in ((1, args.heldout), (2, args.heldout2), (3, args.heldout3),
-                                            (4, args.heldout4)) if asked]
+                                            (4, args.heldout4), (5, args.heldout5)) if asked]
     if len(corpora) > 1:
-        parser.error("--heldout, --heldout2, --heldout3 and --heldout4 are separate runs: give one")
+        parser.error("--heldout, --heldout2, --heldout3, --heldout4 and --heldout5 are separate runs: give one")
     if args.tree and not corpora:
-        parser.error("--tree goes with --heldout, --heldout2, --heldout3 or --heldout4")
+        parser.error("--tree goes with --heldout, --heldout2, --heldout3, --heldout4 or --heldout5")
     tree = args.tree.resolve() if args.tree else None
     if corpora:
         print(json.dumps(heldout(tree) if corpora == [1] else heldout2(tree, corpora[0]), indent=2))

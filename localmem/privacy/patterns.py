@@ -135,6 +135,61 @@ PASSPHRASE_FLAG = r"(?<![0-9A-Za-z_\-])--passphrase(?:=|[ \t]+)[\"']?(?P<secret>
 ARCHIVE_PASSWORD = r"\b(?:7z[ar]?|rar|unrar)" + _ARGUMENTS + r"{0,12}?[ \t]+-p[\"']?(?P<secret>[^\s\"']{1,256})"
 ZIP_PASSWORD = r"\bzip(?:cloak)?" + _ARGUMENTS + r"{0,12}?[ \t]+-P[ \t]+" + _ARGUMENT
 
+# The shapes of redact16's written-down misses (branch redact17), each a unit of its own, judged alone on the fifth
+# held-out corpus (benchmarks/safety/redaction_shapes.py).
+# W1: single-dash password flags (x11vnc "-passwd …", keytool "-storepass …", influx "-password …"); what a manual
+# writes there instead (":env", "[…]", "option.", "isn't") is turned down by redact.py's _single_dash_value.
+SINGLE_DASH_PASSWORD_FLAG = (r"-(?<![0-9A-Za-z_\-]-)(?:password|passwd|(?:src|dest)?(?:store|key)pass)(?:=|[ \t]+)"
+                             r"[\"']?" + _NOT_A_NAME + r"(?P<secret>[^\s\"']{1,256})")
+# W2: passwords given positionally to tools whose manual puts them there.
+RABBITMQCTL_PASSWORD = (r"\brabbitmqctl" + _ARGUMENTS + r"{0,6}?[ \t]+(?:add_user|change_password)[ \t]+[^\s]{1,256}"
+                        r"[ \t]+" + _ARGUMENT)
+WPA_PASSPHRASE_ARGUMENT = r"\bwpa_passphrase[ \t]+[^\s]{1,256}[ \t]+" + _ARGUMENT
+MOSQUITTO_PASSWD_BATCH = (r"\bmosquitto_passwd(?:[ \t]+-[A-Za-z]{1,3}){0,4}?[ \t]+-b(?:[ \t]+-[A-Za-z]{1,3}){0,4}"
+                          r"[ \t]+[^\s\-][^\s]{0,255}[ \t]+[^\s]{1,256}[ \t]+" + _ARGUMENT)
+MINIO_ALIAS_SECRET = (r"\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+[^\s]{1,256}[ \t]+[^\s]{1,2048}"
+                      r"[ \t]+[^\s]{1,256}[ \t]+" + _ARGUMENT)
+NET_USE_PASSWORD = (r"\bnet[ \t]+use(?:[ \t]+(?:[A-Za-z]:|\*))?[ \t]+\\\\[^\s]{1,256}[ \t]+[\"']?"
+                    r"(?P<secret>[^\s\"'/*][^\s\"']{0,255})")
+DB2_USING_PASSWORD = (r"(?i)\bdb2[ \t]+[\"']?connect[ \t]+to[ \t]+[^\s]{1,256}[ \t]+user[ \t]+[^\s]{1,256}[ \t]+using"
+                      r"[ \t]+" + _ARGUMENT)
+# W3: PowerShell's ConvertTo-SecureString "…" -AsPlainText (the password as a literal).
+SECURESTRING_PLAIN_TEXT = (r"(?i)\bConvertTo-SecureString(?:[ \t]+-String)?[ \t]+(?P<q>[\"'])"
+                           r"(?P<secret>[^\"'\r\n]{1,256})(?P=q)[^\r\n]{0,64}?-AsPlainText")
+# W4: PHP's define('NAME', '…') and C's #define NAME "…" whose NAME ends in a credential word (DB_PASSWORD,
+# SECRET_PASS, WordPress's AUTH_KEY and NONCE_SALT); SECRET_SSID does not end in one.
+_DEFINED_SECRET_NAME = (r"(?:[A-Za-z0-9]{1,40}_){0,6}(?:PASS(?:WORD|WD|PHRASE)?|PWD|SECRET|TOKEN|KEY|SALT"
+                        r"|[Pp]ass(?:word|wd|phrase)?|[Ss]ecret|[Tt]oken|[Kk]ey|[Ss]alt)")
+PHP_DEFINE_SECRET = (r"\bdefine\([ \t]*(?P<q>[\"'])" + _DEFINED_SECRET_NAME + r"(?P=q)[ \t]*,[ \t]*(?P<r>[\"'])"
+                     r"(?P<secret>[^\"'\r\n]{1,512})(?P=r)")
+C_DEFINE_SECRET = r"#[ \t]*define[ \t]+" + _DEFINED_SECRET_NAME + r"[ \t]+\"(?P<secret>[^\"\r\n]{1,512})\""
+# W5: a Wi-Fi QR code's password field ("WIFI:T:WPA;S:…;P:…;;").
+WIFI_QR_PASSWORD = r"\bWIFI:(?:[^;\s]{0,256};){0,8}?P:(?P<secret>(?:[^;\\\r\n]|\\.){1,256});"
+# W6: "netsh wlan show profile … key=clear"'s "Key Content : …".
+NETSH_KEY_CONTENT = r"\bKey Content[ \t]*:[ \t]*(?P<secret>[^\s][^\r\n]{0,255}?)[ \t]*$"
+# W7: IRC's "/msg NickServ IDENTIFY [nick] …".
+NICKSERV_IDENTIFY = (r"(?i)(?:/msg[ \t]+nickserv|/ns|/nickserv|privmsg[ \t]+nickserv[ \t]+:?)[ \t]+identify"
+                     r"(?:[ \t]+[^\s]{1,64})?[ \t]+" + _ARGUMENT + r"[ \t]*$")
+# W8: Vertica's "vsql -w …".
+VSQL_PASSWORD = r"\bvsql" + _ARGUMENTS + r"{0,12}?[ \t]+-w[ \t]*[\"']?" + _NOT_A_WORD + r"(?P<secret>[^\s\"']{1,256})"
+# W9 (Redis's "ACL SETUSER … >password" and "AUTH [user] password") failed its ship rule (a manual's prose,
+# "If omitted AUTH is disabled."), judged at e7512f9, and was taken out.
+# W10 (a Groovy/Gradle DSL line 'storePassword "…"') failed its ship rule: corpus 5's report half holds its shape
+# (MPD's 'password "…"', a name ending in password) and it took none, its name needing a part before "password".
+# W11: jenkins-cli's "-auth user:token".
+JENKINS_AUTH = r"-(?<![0-9A-Za-z_\-]-)auth[ \t]+[\"']?(?P<user>[^\s:\"'@]{1,64}):(?P<secret>[^\s\"']{1,256})"
+# W12: Codecov's uploader token "-t …" (codecov, codecovcli, the bash uploader).
+CODECOV_TOKEN = (r"\bcodecov[^\s]{0,64}" + _ARGUMENTS + r"{0,12}?[ \t]+(?:-t|--token)(?:=|[ \t]+)[\"']?"
+                 r"(?P<secret>[^\s\"']{1,256})")
+# W13: IFTTT's Maker key in "https://maker.ifttt.com/trigger/EVENT/with/key/…".
+IFTTT_KEY = r"\bmaker\.ifttt\.com/(?:[^\s/?#]{1,256}/){0,4}?with/key/(?P<secret>[0-9A-Za-z_\-]{16,256})"
+# W14: a KeePass XML entry's password (<Key>Password</Key> then its <Value>).
+KEEPASS_PASSWORD_VALUE = (r"<Key>Password</Key>[ \t\r\n]{0,64}<Value(?:[ \t][^>]{0,256})?>"
+                          r"(?P<secret>[^<]{1,1024})</Value>")
+# W15: the Erlang distribution cookie: erl's "-setcookie …", elixir's and iex's "--cookie …".
+ERLANG_COOKIE = (r"(?:-(?<![0-9A-Za-z_\-]-)setcookie|\b(?:elixir|iex)" + _ARGUMENTS + r"{0,12}?[ \t]+--cookie)"
+                 r"(?:=|[ \t]+)[\"']?(?P<secret>[^\s\"']{1,256})")
+
 GENERIC_RULES: tuple[tuple[str, str], ...] = (
     # The user may be empty ("redis://:PASS@host", "https://:PAT@dev.azure.com").
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,256}:(?P<secret>[^\s@/\"'<>]{1,256})@"),
@@ -236,6 +291,25 @@ GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("command-line-password", PASSPHRASE_FLAG),
     ("command-line-password", ARCHIVE_PASSWORD),
     ("command-line-password", ZIP_PASSWORD),
+    ("command-line-password", SINGLE_DASH_PASSWORD_FLAG),
+    ("command-line-password", RABBITMQCTL_PASSWORD),
+    ("command-line-password", WPA_PASSPHRASE_ARGUMENT),
+    ("command-line-password", MOSQUITTO_PASSWD_BATCH),
+    ("command-line-password", MINIO_ALIAS_SECRET),
+    ("command-line-password", NET_USE_PASSWORD),
+    ("command-line-password", DB2_USING_PASSWORD),
+    ("command-line-password", SECURESTRING_PLAIN_TEXT),
+    ("credential-setting", PHP_DEFINE_SECRET),
+    ("credential-setting", C_DEFINE_SECRET),
+    ("credential-setting", WIFI_QR_PASSWORD),
+    ("credential-setting", NETSH_KEY_CONTENT),
+    ("command-line-password", NICKSERV_IDENTIFY),
+    ("command-line-password", VSQL_PASSWORD),
+    ("command-line-password", JENKINS_AUTH),
+    ("command-line-password", CODECOV_TOKEN),
+    ("webhook-url-token", IFTTT_KEY),
+    ("credential-setting", KEEPASS_PASSWORD_VALUE),
+    ("command-line-password", ERLANG_COOKIE),
     # A BIP-39 seed phrase: 12 to 24 lower-case words of 3 to 8 letters, nothing but them, soon after "mnemonic",
     # "seed" or "phrase" (MNEMONIC="…", "my seed phrase is: …", fromPhrase("…")).
     # The words are taken whole (an atomic lookahead, as the jwt rule's). A cue followed by 28 or more words of up to

@@ -38,8 +38,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import ValidationError
 from ..regex_literals import required_substrings
-from .patterns import (GENERIC_RULES, ORACLE_USER_PASSWORD, PROVIDER_RULES, SECRET_WORD_STRINGS, SESSION_EXPORT,
-                       USER_COLON_PASSWORD, USER_THEN_PASSWORD_FLAG)
+from .patterns import (C_DEFINE_SECRET, ERLANG_COOKIE, GENERIC_RULES, IFTTT_KEY, JENKINS_AUTH,
+                       KEEPASS_PASSWORD_VALUE, NETSH_KEY_CONTENT, ORACLE_USER_PASSWORD, PHP_DEFINE_SECRET,
+                       PROVIDER_RULES, SECRET_WORD_STRINGS, SECURESTRING_PLAIN_TEXT, SESSION_EXPORT,
+                       SINGLE_DASH_PASSWORD_FLAG, USER_COLON_PASSWORD, USER_THEN_PASSWORD_FLAG, WIFI_QR_PASSWORD)
 
 PRIVATE_KIND = "private-region"
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -175,6 +177,34 @@ def _user_password_argument(match: re.Match[str]) -> bool:
     (``www-data:www-data``, ``1000:1000``: a user and a group)."""
     value = _value(match)
     return (_argument_value(match) and value != match.group("user") and any(c.isalpha() for c in value))
+
+
+def _single_dash_value(match: re.Match[str]) -> bool:
+    """A single-dash password flag's value (``-storepass …``), unless it is what a manual writes there: a stand-in
+    (``[:env | :file]``, ``<password>``), a word and its punctuation (``-storepass option.``), troff
+    (``isn\\[aq]t``)."""
+    value = _value(match)
+    word = value.rstrip(".,;:)]}>")
+    return (_argument_value(match) and not value.startswith(("[", ":", "<", "(", "{")) and "\\" not in value
+            and not (word.isalpha() and word.islower()))
+
+
+_PROSE = re.compile(r"[a-z]+(?:[ \t]+[a-z]+)*")
+_VARIABLE_START = re.compile(r"\$[{(A-Za-z_]|%[A-Za-z_]+%")
+
+
+def _literal_value(match: re.Match[str]) -> bool:
+    """A quoted or whole-line literal in a secret's place (a define, a QR code's field, a key's line) is one unless
+    it is a placeholder, lower-case prose (``put your unique phrase here``) or a variable (``"$env:PW"``)."""
+    value = _value(match).strip()
+    return (len(value) >= 4 and not _PLACEHOLDER_VALUES.match(value) and not _PROSE.fullmatch(value)
+            and not _VARIABLE_START.match(value))
+
+
+def _erlang_cookie(match: re.Match[str]) -> bool:
+    """A literal cookie (``_literal_value``: 20 upper-case letters are one, not a manual's stand-in), not the next
+    flag (``-setcookie -name …``)."""
+    return _literal_value(match) and not _value(match).startswith("-")
 
 
 def _high_entropy(match: re.Match[str]) -> bool:
@@ -323,7 +353,11 @@ def _compile() -> tuple[_Rule, ...]:
               "client-token": _random_token, "sk-api-key": _random_token, "seed-phrase": _seed_words,
               "webhook-url-token": _holds_random_run}
     accept_pattern = {USER_THEN_PASSWORD_FLAG: _login_password, USER_COLON_PASSWORD: _user_password_argument,
-                      SESSION_EXPORT: _random_token}  # stricter than their kind's
+                      SESSION_EXPORT: _random_token, SINGLE_DASH_PASSWORD_FLAG: _single_dash_value,
+                      JENKINS_AUTH: _user_password_argument, IFTTT_KEY: _argument_value,
+                      ERLANG_COOKIE: _erlang_cookie}  # their own accepts, not their kind's
+    accept_pattern.update(dict.fromkeys((SECURESTRING_PLAIN_TEXT, PHP_DEFINE_SECRET, C_DEFINE_SECRET, WIFI_QR_PASSWORD,
+                                         NETSH_KEY_CONTENT, KEEPASS_PASSWORD_VALUE), _literal_value))
     rules += [_rule(kind, re.compile(pattern, re.MULTILINE), accept_pattern.get(pattern) or accept.get(kind, _always))
               for kind, pattern in GENERIC_RULES]
     return tuple(rules)
