@@ -113,13 +113,26 @@ def lme_store(instance: dict, embedder: Any) -> tuple[MemoryStore, set[str]]:
     for session, date in zip(instance["haystack_sessions"], instance["haystack_dates"]):
         when = time.strftime("%Y-%m-%dT%H:%M:00Z", time.strptime(date[:10] + date[-6:], "%Y/%m/%d %H:%M"))
         for turn in session:
-            text = clean_text(turn["content"])[0].strip()  # as capture cleans and splits a turn
-            for part in split_parts(text) if text else []:
+            for part in stored_parts(turn):
                 items.append({"content": part, "timestamp": when, "tags": ["project:lme"],
                               "metadata": {"role": turn["role"]}})
                 marked.append(bool(turn.get("has_answer")))
     ids = store.store_many(items, batch_size=128)
     return store, {m for m, answer in zip(ids, marked) if answer}
+
+
+def stored_parts(turn: dict) -> list[str]:
+    """A haystack turn's memories: its text as capture cleans and splits a turn."""
+    text = clean_text(turn["content"])[0].strip()
+    return split_parts(text) if text else []
+
+
+def held_evidence(instance: dict, memories: dict) -> set[str]:
+    """The memories (of another instance's store) whose text is one of ``instance``'s evidence turns: LongMemEval's
+    haystacks share sessions, so a store may hold another instance's evidence (instance 47 holds one of 48's)."""
+    texts = {part for session in instance["haystack_sessions"] for turn in session if turn.get("has_answer")
+             for part in stored_parts(turn)}
+    return {m for m, memory in memories.items() if memory["content"] in texts}
 
 
 def lme_instances(path: Path, positions: list[int]) -> list[dict]:
@@ -141,8 +154,13 @@ def ask_instance(store: Any, memories: Any, work: Path, chosen: list[dict[str, A
         prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated" if unanswerable else "related",
                         "source": "abstain" if unanswerable else "question",
                         "evidence": set() if unanswerable else evidence & set(found["memories"])})
-    found = ask(store, memories, work, chosen[(index + 1) % len(chosen)]["question"], f"w{index}", settings)
-    prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "other", "evidence": set()})
+    following = chosen[(index + 1) % len(chosen)]
+    found = ask(store, memories, work, following["question"], f"w{index}", settings)
+    # Another instance's question is unrelated unless this store holds one of its evidence turns (then it is
+    # related, with those as its evidence), whatever its instance.
+    held = set() if following["question_id"].endswith("_abs") else held_evidence(following, memories)
+    prompts.append({**found, "set": "lme", "fold": fold, "kind": "related" if held else "unrelated",
+                    "source": "other", "evidence": held & set(found["memories"])})
     for n, question in enumerate(OFF_TOPIC[index % 4::4]):
         found = ask(store, memories, work, question, f"u{index}-{n}", settings)
         prompts.append({**found, "set": "lme", "fold": fold, "kind": "unrelated", "source": "offtopic",

@@ -86,8 +86,8 @@ def pair_shares(rows: list[tuple[dict, str, list[float]]]) -> tuple[list[float],
     silent; and the two pair counts."""
     asked: dict[tuple, dict] = defaultdict(dict)
     for p, group, values in rows:
-        if p["kind"] == "related" or p["source"] == "other":
-            asked[(p["set"], p["prompt"])]["own" if p["kind"] == "related" else "other"] = (group, values)
+        if p["source"] in ("question", "other"):
+            asked[(p["set"], p["prompt"])]["own" if p["source"] == "question" else "other"] = (group, values)
     pairs = [(v["own"], v["other"]) for v in asked.values() if "own" in v and "other" in v]
     silent = [pair for pair in pairs if pair[0][0] == SILENT]
 
@@ -105,7 +105,7 @@ def evidence_elsewhere(rows: list[tuple[dict, str, list[float]]]) -> list[tuple[
     evidence turn of the same question in its own store: (prompt, its group, how many such turns)."""
     evidence: dict[tuple, set[str]] = {}
     for p, _, _ in rows:
-        if p["kind"] == "related":
+        if p["source"] == "question":
             evidence[(p["set"], p["prompt"])] = {str(p["memories"][m]["content"]) for m in p["evidence"]}
     found = []
     for p, group, _ in rows:

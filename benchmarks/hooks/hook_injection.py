@@ -11,7 +11,9 @@ Stores (all-MiniLM-L6-v2 through the shared embedding cache, ``--embedder``):
   of its haystack a memory (no role prefix; the role in metadata, as capture stores it).
   Related: the instance's question (evidence: the turns marked ``has_answer``). Unrelated:
   the ``_abs`` questions (their answer was never stored), each instance's question asked of
-  the next instance's store, and 10 of the off-topic questions per store. The instances are
+  the next instance's store (related instead, with those turns as evidence, when that store holds
+  one of the question's evidence turns: the haystacks share sessions), and 10 of the off-topic
+  questions per store. The instances are
   ``--lme`` positions in the set ordered by (answerable, sha256 of the question id): by
   default all 80, the six ``_abs`` ones and 74 answerable ones.
 
