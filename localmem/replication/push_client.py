@@ -240,11 +240,13 @@ class PushClient:
         return quote(memory_id, safe="")
 
     def _once(self, method: str, path: str, body: Any, admin: bool) -> Response:
-        headers = {"Accept": "application/json"}
+        headers: dict[str, str | bytes] = {"Accept": "application/json"}
+        # The tokens' UTF-8 bytes, as localmem serve compares them (and curl sends them): http.client
+        # would encode a str header as Latin-1, which no non-ASCII token matches.
         if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+            headers["Authorization"] = b"Bearer " + self.token.encode("utf-8")
         if admin and self.admin_token:
-            headers["X-Admin-Token"] = self.admin_token
+            headers["X-Admin-Token"] = self.admin_token.encode("utf-8")
         data = None
         if body is not None:
             data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
