@@ -166,7 +166,7 @@ def _argument_value(match: re.Match[str]) -> bool:
 _PROMPTING_COMMAND = re.compile(r"(?=(\b(?:mysql|mariadb)[a-z\-]{0,12}[ \t]))")
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=1)  # the rule runs over one text at a time: its last text is enough
 def _prompting_commands(text: str) -> tuple[list[int], list[int], list[int]]:
     """The starts of ``text``'s mysql/mariadb commands, their ends, and its line breaks, found once per text:
     searching the line before each match instead made a long line of ``-u … -p …`` quadratic (audit17: 1 MB,
