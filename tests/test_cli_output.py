@@ -148,6 +148,28 @@ def test_a_hook_explains_a_note_without_its_control_characters() -> None:
     assert note.explain()["preview"] == "a note \ufffd]0;pwned\ufffd with \ufffd[31mcolour"
 
 
+
+def test_a_folder_name_s_control_characters_do_not_reach_the_terminal(tmp_path: Path) -> None:
+    """Found in audit17: ``hooks status`` and the hook's ``-v`` lines printed the project's folder as written, so a
+    checkout named ``x\\x1b]0;PWNED\\x07\\x1b[31mred`` (an unpacked archive, a cloned name) retitled and recoloured the
+    terminal; the hook's folder is the assistant's ``cwd``. Shown as U+FFFD, as stored text is."""
+    from tests.hook_helpers import run_hook
+
+    folder = tmp_path / "x\x1b]0;PWNED\x07\x1b[31mred"
+    (folder / ".git").mkdir(parents=True)
+    db = tmp_path / "m.db"
+    with MemoryStore(db, embedder="hash") as store:
+        store.store("The billing service runs on Postgres 14.")
+    status = run("--db", str(db), "hooks", "status", str(folder))
+    assert status.returncode == 0 and "is project" in status.stdout, status.stderr
+    assert "\x1b" not in status.stdout and "\x07" not in status.stdout, status.stdout
+    assert "\ufffd]0;PWNED\ufffd\ufffd[31mred" in status.stdout, status.stdout
+    _, err = run_hook(db, "UserPromptSubmit", {"hook_event_name": "UserPromptSubmit", "session_id": "s1",
+                                               "cwd": str(folder), "prompt": "Which database does billing use?"},
+                      LOCALMEM_HOOK_VERBOSE="1")
+    assert "project x-0-pwned-31mred" in err, err
+    assert "\x1b" not in err and "\x07" not in err, err
+
 # -- colour -----------------------------------------------------------------------------------
 
 

@@ -7,8 +7,12 @@ Discord rule, rewritten to be searched faster, also finds what it found."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 from localmem.privacy import redact
 from localmem.privacy.redact import RULES
@@ -59,3 +63,42 @@ def test_the_discord_rule_finds_what_it_found_before():
         assert [m.span() for m in DISCORD.finditer(text)] == [m.span() for m in OLD_DISCORD.finditer(text)], text
         found += bool(DISCORD.search(text))
     assert found > 1000
+
+
+def _old_login_password(match: re.Match[str]) -> bool:
+    """The user-then-password rule's accept as it was: a search of its line from the line's start to the match,
+    once per match (a long line of matches made it quadratic)."""
+    from localmem.privacy.redact import _argument_value
+    line_start = match.string.rfind("\n", 0, match.start()) + 1
+    prompting = re.compile(r"\b(?:mysql|mariadb)[a-z\-]{0,12}[ \t]")
+    return _argument_value(match) and not prompting.search(match.string, line_start, match.start())
+
+
+def test_the_user_then_password_rule_accepts_what_it_accepted_before():
+    from localmem.privacy.redact import _login_password
+    from localmem.privacy.patterns import USER_THEN_PASSWORD_FLAG
+    pattern = re.compile(USER_THEN_PASSWORD_FLAG)
+    rng = random.Random(17)
+    pieces = ["mysql ", "mariadb-dump ", "mysqlx\t", "mysql-", "xmysql ", "mongo ", "-u admin ", "-U sa ", "-p ",
+              "-P ", "Zq8vT2mLx", "secret ", "\n", " ", "db ", "--user=root ", "mysqladmin-very-long-name "]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))) for _ in range(20_000)]
+    accepted = 0
+    for text in texts:
+        for match in pattern.finditer(text):
+            assert _login_password(match) == _old_login_password(match), text
+            accepted += _login_password(match)
+    assert accepted > 500  # the texts hold passwords after user flags, and mysql lines that prompt
+
+
+def test_a_long_line_of_user_then_password_flags_is_redacted_in_linear_time():
+    """Found in audit17: each match of ``-u USER … -p PASSWORD`` searched its line from the line's start for a
+    mysql command: ``"mongo -u admin -p Z" * 55_000`` (1 MB, one line) took about half an hour (16 KB 0.36 s,
+    64 KB 5.7 s). Run in a subprocess with a deadline far above the linear time."""
+    code = ("from localmem.privacy import redact\n"
+            "text = 'mongo -u admin -p Z' * 55_000\n"
+            "assert redact(text).text != text\n"
+            "text = 'mysql -u admin -p Z' * 55_000\n"
+            "assert redact(text).text == text\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

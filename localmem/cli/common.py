@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -80,10 +81,17 @@ def token_argument(args: argparse.Namespace, env: str, out: Output) -> str | Non
     """``--token``, else ``$env``. A token given as an argument is said to be readable: any local
     user sees a running process's arguments (ps, /proc/PID/cmdline), its environment only the same user."""
     if args.token is None:
-        return os.environ.get(env)
-    out.note(f"warning: --token can be read by every user of this machine while localmem runs "
-             f"(ps, /proc/<pid>/cmdline); set ${env} instead")
-    return args.token
+        token, where = os.environ.get(env), f"${env}"
+    else:
+        out.note(f"warning: --token can be read by every user of this machine while localmem runs "
+                 f"(ps, /proc/<pid>/cmdline); set ${env} instead")
+        token, where = args.token, "--token"
+    # The token travels in an HTTP header, which cannot carry a line break or another control
+    # character: refused here by name rather than as a traceback from the HTTP library.
+    if token is not None and any(unicodedata.category(char) in ("Cc", "Cs") for char in token.strip()):
+        raise ValidationError(f"{where} holds a control character (a line break?) or bytes that are not UTF-8: "
+                              "an API token is sent in an HTTP header, which cannot carry them; give the token alone")
+    return token
 
 
 # Said in the help of every argument that takes memory text or a query: what is typed on a command

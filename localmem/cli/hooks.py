@@ -115,6 +115,7 @@ def _status(args: argparse.Namespace, out: Output) -> int:
     from ..hooks.project import project_names
     from ..hooks.scope import resolve, some_project_tags
     from ..hooks.settings import HookSettings
+    from ..text import visible
 
     folder = os.path.abspath(os.path.expanduser(args.client or "."))
     if not os.path.isdir(folder):
@@ -129,21 +130,26 @@ def _status(args: argparse.Namespace, out: Output) -> int:
                   **scope.describe(), "current": sum(m[2] for m in scope.matches),
                   "total": sum(m[3] for m in scope.matches), "other_project_tags": known})
         return EXIT_OK
+
+    def shown(text: str) -> None:
+        # A folder's name may hold control characters (an unpacked archive's): shown as U+FFFD, as stored text is.
+        out.line(visible(text))
+
     if names.primary is None:
-        out.line(f"{folder}: no project" + (f" ({names.found})" if names.found else ""))
+        shown(f"{folder}: no project" + (f" ({names.found})" if names.found else ""))
         return EXIT_OK
     above = names.root not in (None, folder)  # named for a folder above this one (or its real path)
-    out.line(f"{folder} is project {names.primary}" + (f" (checkout {names.root})" if above else ""))
+    shown(f"{folder} is project {names.primary}" + (f" (checkout {names.root})" if above else ""))
     if names.found:
-        out.line(f"  folder: {names.found}")
+        shown(f"  folder: {names.found}")
     for item in found:
-        out.line(f"  name {item['name']!r}: from {item['how']}")
+        shown(f"  name {item['name']!r}: from {item['how']}")
     if not scope.matches:
-        out.line("  no note carries a matching project tag; the hooks inject none of this project's notes")
-        out.line(f"  project tags in the store: {', '.join(known) if known else 'none'}")
+        shown("  no note carries a matching project tag; the hooks inject none of this project's notes")
+        shown(f"  project tags in the store: {', '.join(known) if known else 'none'}")
         out.note("note: name the project in .localmem.json ({\"project\": \"NAME\"}) or $LOCALMEM_HOOK_PROJECT")
         return EXIT_OK
     for tag, how, current, total in scope.matches:
-        out.line(f"  {tag}: {current} current of {total} notes (matched by {how})")
-    out.line(f"  in all: {sum(m[2] for m in scope.matches)} current of {sum(m[3] for m in scope.matches)} notes")
+        shown(f"  {tag}: {current} current of {total} notes (matched by {how})")
+    shown(f"  in all: {sum(m[2] for m in scope.matches)} current of {sum(m[3] for m in scope.matches)} notes")
     return EXIT_OK

@@ -436,11 +436,13 @@ def _explain(report: Any) -> None:
     """-v: the decisions the answer explained (its report's ``explain`` lines), then why nothing was said."""
     if not isinstance(report, dict):
         return
+    from ..text import visible  # a folder's name (the payload's cwd) may hold control characters
+
     lines = report.get("explain")
     for line in lines if isinstance(lines, list) else []:
-        sys.stderr.write(f"localmem hook:   {str(line)[:400]}\n")
+        sys.stderr.write(f"localmem hook:   {visible(str(line)[:400])}\n")
     if report.get("reason"):
-        sys.stderr.write(f"localmem hook:   {str(report['reason'])[:400]}\n")
+        sys.stderr.write(f"localmem hook:   {visible(str(report['reason'])[:400])}\n")
 
 
 def run(argv: list[str], *, hard_exit: bool = False) -> int:

@@ -131,9 +131,9 @@ _SAME: dict[str, Callable[[_Pair, _Pair], bool]] = {
     "tags": lambda node, payload: (own_tags(_strings(node.get("tags")), SERVER_TAG_PREFIX)
                                    == own_tags(payload["tags"], SERVER_TAG_PREFIX)),
     "type": lambda node, payload: node.get("type") == payload["type"],
-    "importance": lambda node, payload: close_enough(node.get("importance"), payload["importance"]),
+    "importance": lambda node, payload: _close(node.get("importance"), payload["importance"]),
     "confidence": lambda node, payload: (payload["confidence"] is None
-                                         or close_enough(node.get("confidence"), payload["confidence"])),
+                                         or _close(node.get("confidence"), payload["confidence"])),
     "timestamp": lambda node, payload: same_instant(node.get("timestamp"), payload["timestamp"]),
     "metadata": lambda node, payload: _own_metadata(node.get("metadata")) == _own_metadata(payload["metadata"]),
     # A memory stored without a t_valid is valid from its timestamp: either spelling is the same version.
@@ -143,8 +143,17 @@ _SAME: dict[str, Callable[[_Pair, _Pair], bool]] = {
     "summary": lambda node, payload: node.get("summary") == payload.get("summary"),
     "context": lambda node, payload: node.get("context") == payload.get("context"),
     "archived": lambda node, payload: bool(node.get("archived")) == bool(payload.get("archived")),
-    "relevance_score": lambda node, payload: close_enough(node.get("relevance_score"), payload.get("relevance_score")),
+    "relevance_score": lambda node, payload: _close(node.get("relevance_score"), payload.get("relevance_score")),
 }
+
+
+def _close(theirs: Any, mine: Any) -> bool:
+    """``close_enough`` for a value the server answered: one that is not a number (a server that lies: text, a
+    list, an integer past a float's range) is another value, never a traceback that stops every push."""
+    if theirs is not None and (isinstance(theirs, bool) or not isinstance(theirs, (int, float))
+                               or (isinstance(theirs, int) and abs(theirs) > 2 ** 53)):
+        return False
+    return close_enough(theirs, mine)
 
 
 def _strings(value: Any) -> list[str]:
@@ -156,7 +165,7 @@ def _own_metadata(value: Any) -> dict[str, Any] | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # a server's text nested past the recursion limit: unreadable
             return None
     if not isinstance(value, dict):
         return None

@@ -149,11 +149,18 @@ def normalize_url(url: str, *, insecure: bool = False) -> str:
     """The server's base URL as ``scheme://host[:port][/path]``; ``ValidationError`` if unusable."""
     if not isinstance(url, str) or not url.strip():
         raise ValidationError("URL is required (such as https://automem.example.com)")
-    parts = urlsplit(url.strip())
+    # A space or a control character would go on the request line as written (http.client refuses some, later).
+    if any(char.isspace() or not char.isprintable() for char in url.strip()):
+        raise ValidationError(f"URL must not hold spaces or control characters: {url!r}")
+    try:
+        parts = urlsplit(url.strip())
+        hostname = parts.hostname  # a bracketed host that is no IPv6 address raises only here
+    except ValueError as exc:  # urllib's own words: "Invalid IPv6 URL", "'zz' does not appear to be ..."
+        raise ValidationError(f"URL is not a usable URL ({exc}): {url!r}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise ValidationError(f"URL must start with http:// or https://, got {url!r}")
-    if not parts.hostname:
+    if not hostname:
         raise ValidationError(f"URL has no host: {url!r}")
     if parts.username or parts.password:
         raise ValidationError("URL must not carry credentials; give the token with --token or $AUTOMEM_API_TOKEN")
@@ -163,12 +170,12 @@ def normalize_url(url: str, *, insecure: bool = False) -> str:
         port = parts.port
     except ValueError:
         raise ValidationError(f"URL has a bad port: {url!r}") from None
-    if scheme == "http" and not is_loopback(parts.hostname) and not insecure:
+    if scheme == "http" and not is_loopback(hostname) and not insecure:
         raise ValidationError(
-            f"refusing plain http:// to {parts.hostname}, which is not this machine: the token and "
+            f"refusing plain http:// to {hostname}, which is not this machine: the token and "
             "every memory would cross the network unencrypted. Use https://, or --insecure "
             "if the network is trusted")
-    host = parts.hostname.lower()
+    host = hostname.lower()
     if ":" in host:
         host = f"[{host}]"
     default = 443 if scheme == "https" else 80
@@ -240,11 +247,13 @@ class PushClient:
         return quote(memory_id, safe="")
 
     def _once(self, method: str, path: str, body: Any, admin: bool) -> Response:
-        headers = {"Accept": "application/json"}
+        headers: dict[str, str | bytes] = {"Accept": "application/json"}
+        # The tokens' UTF-8 bytes, as localmem serve compares them (and curl sends them): http.client
+        # would encode a str header as Latin-1, which no non-ASCII token matches.
         if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+            headers["Authorization"] = b"Bearer " + self.token.encode("utf-8")
         if admin and self.admin_token:
-            headers["X-Admin-Token"] = self.admin_token
+            headers["X-Admin-Token"] = self.admin_token.encode("utf-8")
         data = None
         if body is not None:
             data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
