@@ -262,6 +262,13 @@ def test_bad_token_configuration_is_refused(text):
         parse_scoped_tokens(text)
 
 
+@pytest.mark.parametrize("text", ["alice=work , bob=*", "alice=work,bob=*", "a b=work"])
+def test_entries_joined_by_commas_or_spaces_are_refused_not_read_as_one_token(text):
+    # Before, "alice=work , bob=*" was one token "alice=work , bob" granted every context.
+    with pytest.raises(ConfigError, match="separate entries with ';'"):
+        parse_scoped_tokens(text)
+
+
 def test_a_token_has_one_scope(store, monkeypatch):
     monkeypatch.setenv("LOCALMEM_API_TOKENS", f"{ADMIN}=work")
     with pytest.raises(ConfigError, match="one scope"):

@@ -120,6 +120,11 @@ def parse_scoped_tokens(text: str) -> dict[str, frozenset[str] | None]:
         label = f"{SCOPED_TOKENS_ENV_VAR} entry {number}"
         if not sep or not token:
             raise ConfigError(f"{label} must look like TOKEN=context1,context2 or TOKEN=*")
+        odd = next((c for c in token if c.isspace() or c == ","), None)
+        if odd is not None:
+            # "a=work , b=*" would otherwise be one token "a=work , b" for every context.
+            raise ConfigError(f"{label}: its token holds {'a comma' if odd == ',' else 'a space'}; "
+                              "separate entries with ';' (tokenA=ctx1,ctx2; tokenB=*)")
         if token in scopes:
             raise ConfigError(f"{label}: the same token is listed twice")
         scopes[token] = _context_set(label, contexts)
