@@ -19,10 +19,15 @@ from pathlib import Path
 import pytest
 
 from localmem import MemoryStore
+from localmem.replication import pair_token
+from localmem.replication.hlc import MAX_SKEW_MS
 from localmem.replication.push_client import PushClient
+from localmem.replication.seen import Seen
 from localmem.replication.sync import sync_stores
+from localmem.replication.sync_rules import MemoryState, decide
 from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
+from localmem.replication.sync_wire import STORE_ID
 from test_sync_hostile_remote import cli
 from test_sync_http import TOKEN, served
 
@@ -87,18 +92,16 @@ def test_a_dry_run_reports_the_full_comparison_and_draws_no_token(tmp_path):
                           b.conn.execute("SELECT * FROM sync_pair_tokens").fetchall()]
 
 
-# -- a version made before the rollback and lost there should not be "seen" by the store's later stamps --
+# -- a version made before the rollback and lost there is not "seen" by the store's later stamps --
 #
-# The store's stamps of one memory are in order (seen.py), so its later stamps cover every earlier
-# stamp of its identity. A store rolled back in place stamps anew from an older history: its edits
-# after the rollback are concurrent with the version it made before and lost, which its peer still
-# holds. That version is overwritten (or deleted) with no conflict copy: lost everywhere. The tests
-# marked NOT_FIXED say what a fix must do; the rule branch rollback16 built passed them but not its
-# pre-registration (a fresh stateful seed brought back a conflict copy a store had deleted), so it
-# was not shipped (docs/results/history.md, branch rollback16).
+# The store's stamps of one memory are in order (seen.py), so its later stamps used to cover every
+# earlier stamp of its identity. A store rolled back in place stamps anew from an older history: its
+# edits after the rollback are concurrent with the version it made before and lost, which its peer
+# still holds. Before branch rollback17, that version was overwritten (or deleted) with no conflict
+# copy: lost everywhere. What stays NOT_FIXED is the path no pair token sees.
 
 NOT_FIXED = pytest.mark.xfail(strict=True, reason="written down, not fixed (docs/sync.md, Limits; "
-                              "docs/results/history.md, branch rollback16)")
+                              "docs/results/history.md, branches rollback16 and rollback17)")
 
 
 def edit(path: Path, memory_id: str, text: str) -> None:
@@ -136,7 +139,6 @@ def lose_an_edit_to_a_rollback(tmp_path: Path) -> tuple[Path, Path, str]:
     return x, p, note
 
 
-@NOT_FIXED
 @pytest.mark.parametrize("edits", [1, 2])
 @pytest.mark.parametrize("run_from", ["rolled back store", "peer"])
 def test_an_edit_lost_to_a_rollback_is_kept_as_a_conflict_copy_when_the_store_edits_the_note_again(
@@ -155,7 +157,7 @@ def test_an_edit_lost_to_a_rollback_is_kept_as_a_conflict_copy_when_the_store_ed
     assert again.conflicts == [] and again.full_comparison is None
 
 
-@pytest.mark.parametrize("edit_first", [False, pytest.param(True, marks=NOT_FIXED)])
+@pytest.mark.parametrize("edit_first", [False, True])
 def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_path, edit_first):
     """The rolled-back store deletes the note (after an edit, or not): its delete had not seen the
     version it lost, which the peer holds, so that edit survives the delete (docs/sync.md)."""
@@ -168,7 +170,6 @@ def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_pat
     assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
 
 
-@NOT_FIXED
 def test_a_delete_stamped_as_the_lost_version_was_does_not_delete_it(tmp_path):
     """The restored clock stamps anew from the snapshot's: while the machine's clock is behind it
     (here a peer's clock an hour ahead moved it, within the 24-hour bound), the rolled-back store's
@@ -218,7 +219,6 @@ def test_the_lost_version_is_kept_when_the_later_edit_reaches_its_holder_through
     assert conflict_copies(p) == ["the plan, as edited before the rollback"]
 
 
-@NOT_FIXED
 def test_the_rollback_story_through_the_cli(tmp_path):
     """A user's story: `cp` the snapshot back over the store, `localmem update`, `localmem sync`."""
     x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
@@ -285,13 +285,66 @@ def test_a_full_comparison_does_not_undo_a_delete_of_a_version_the_pair_agreed_o
     assert summary.edits_kept_over_deletes == [] and held(x, note) is None and held(p, note) is None, summary
 
 
+# -- the pieces: the counted token, and the rule in decide -----------------------------------
+
+
+def test_the_pair_token_counts_the_pairs_syncs_and_names_the_store_behind():
+    first = pair_token.draw((None, None))
+    second = pair_token.draw((first, first))
+    assert STORE_ID.fullmatch(first) and STORE_ID.fullmatch(second)  # what a server stores
+    assert (pair_token.count(first), pair_token.count(second)) == (1, 2)
+    assert pair_token.draw((first, second)) != second and pair_token.count(pair_token.draw((first, second))) == 3
+    assert pair_token.behind(second, second) == (False, False)
+    assert pair_token.behind(first, second) == (True, False)  # the first store holds the older token
+    assert pair_token.behind(second, first) == (False, True)
+    assert pair_token.behind(None, first) == (True, False)
+    old, other = "ab" * 16, "cd" * 16  # tokens drawn before the count tell nothing: both doubted
+    assert pair_token.behind(old, other) == (True, True) == pair_token.behind(old, second)
+
+
+ROLLED, PEER = "a" * 32, "b" * 32
+
+
+def at(wall: int, store: str) -> str:
+    return f"{wall:015d}-{0:010d}-{store}"
+
+
+def version(text: str, hlc: str, seen: Seen = Seen()) -> MemoryState:
+    record = {"id": "m", "content": text, "updated_at": f"2026-12-06T10:00:0{len(text) % 10}+00:00"}
+    return MemoryState("m", record=record, hlc=hlc, seen=seen)
+
+
+def test_no_stamp_of_a_doubted_store_vouches_for_a_version_it_stamped_but_the_very_version():
+    now = 1_796_457_350_000
+    horizon, doubted = now + MAX_SKEW_MS, frozenset({ROLLED})
+    lost = version("made before the rollback", at(now - 5000, ROLLED))
+    later = version("made after", at(now, ROLLED), Seen((at(now - 1000, ROLLED),)))
+    assert decide(later, lost, None, horizon).note == "copied"  # without a rollback: built on it
+    assert decide(later, lost, None, horizon, doubted).note == "conflict"
+    assert decide(lost, later, None, horizon, doubted).note == "conflict"
+    # The restored clock stamped its later version below the lost one, which the peer's summary
+    # holds: that entry does not show the peer had seen the later version (seed 4030635602).
+    restamped = version("made after, stamped low", at(now - 9000, ROLLED))
+    peers = version("the peer's edit", at(now, PEER), Seen((at(now - 5000, ROLLED),)))
+    assert decide(peers, restamped, None, horizon).note == "copied"
+    assert decide(peers, restamped, None, horizon, doubted).note == "conflict"
+    # The peer's own versions are vouched for: its later one is built on its earlier one.
+    theirs_old, theirs_new = version("p's first", at(now - 5000, PEER)), version("p's second", at(now, PEER))
+    assert decide(theirs_new, theirs_old, None, horizon, doubted).note == "copied"
+    # A delete on the rolled-back store after the rollback has not seen the version it lost.
+    deletion = MemoryState("m", deleted_at="2026-12-06T10:00:09+00:00", hlc=at(now + 10, ROLLED),
+                           deleted_hlc=at(now, ROLLED), deleted_updated_at="2026-12-06T10:00:08+00:00",
+                           seen=Seen((at(now + 10, ROLLED),)))
+    assert decide(deletion, lost, None, horizon).note == "deleted"
+    assert decide(deletion, lost, None, horizon, doubted).note == "edit_kept"
+
+
 def sync_with_server(local: Path, url: str):
     with MemoryStore(local, embedder="hash") as store, PushClient(url, token=TOKEN) as client:
         here = StoreSide(store, "laptop")
         return sync_stores(here, RemoteSide(client, here.store_id), allow_deletes=100)
 
 
-@NOT_FIXED
 def test_a_server_rolled_back_in_place_keeps_the_version_it_lost_as_a_conflict_copy(tmp_path):
     """The rolled-back store is a `localmem serve` (stopped, its file put back, started again); the
     sync is run from the peer, which cannot read the server's record of their last agreed versions:

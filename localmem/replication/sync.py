@@ -12,7 +12,6 @@ then edges, which need their memories.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from .sync_rules import (
     decide,
     decide_edge,
 )
+from . import pair_token
 from .conflict_copy import conflict_copy_record, conflict_link, is_conflict_copy
 from .deletion_guard import check_deletions
 from .seen import Seen, join
@@ -86,6 +86,8 @@ class Sync:
         # cannot vouch for it.
         clocks = [wall for wall in (local.wall_ms(), peer.wall_ms()) if wall is not None]
         self.horizon_ms = min(clocks) + MAX_SKEW_MS
+        # The identity of each store that may have been rolled back in place (run() reads the tokens).
+        self.doubted: dict[str, bool] = {local.store_id: False, peer.store_id: False}
 
     def run(self) -> SyncSummary:
         directions = ((self.local, self.peer), (self.peer, self.local))
@@ -95,6 +97,8 @@ class Sync:
                 "the two stores do not hold the same token from their last sync (one was rolled back "
                 "in place, or is a copy, or a sync between them was stopped at its very end): "
                 "everything was compared")
+            # The store holding the older token may have lost versions it made: its stamps vouch for none.
+            self.doubted = dict(zip((self.local.store_id, self.peer.store_id), pair_token.behind(*tokens)))
         marks = {side.store_id: (0 if self.summary.full_comparison else side.sent_to(other.store_id), side.clock())
                  for side, other in directions}
         if not self.dry_run:
@@ -114,7 +118,7 @@ class Sync:
                 self.merge_edges(source, target, edges)
                 self.progress("edges", len(edges))
         if not self.dry_run:
-            token = secrets.token_hex(16)
+            token = pair_token.draw((tokens[0], tokens[1]))  # counts one sync past both
             for side, other in directions:
                 side.record_sent(other.store_id, marks[side.store_id][1], token)
         return self.summary
@@ -138,7 +142,8 @@ class Sync:
                 for state in page:
                     other = theirs.get(state.id, MemoryState(state.id))
                     if other.exists and not other.problem:
-                        decision = decide(state, other, bases.get(state.id), self.horizon_ms)
+                        decision = decide(state, other, bases.get(state.id), self.horizon_ms,
+                                          self.doubted_ids())
                         planned += decision.to_target is not None and decision.to_target.record is None
             check_deletions(planned, target.memory_count(), self.allow_deletes, target.label)
 
@@ -166,7 +171,7 @@ class Sync:
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
                 unmerged.add(state.id)
                 continue
-            decision = decide(state, other, bases.get(state.id), self.horizon_ms)
+            decision = decide(state, other, bases.get(state.id), self.horizon_ms, self.doubted_ids())
             for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
                 if chosen is not None:
                     states[chosen.id] = chosen
@@ -279,15 +284,31 @@ class Sync:
             read[id(source)][copy_id] = read[id(target)][copy_id] = ABSENT
         return held
 
+    def doubted_ids(self) -> frozenset[str]:
+        return frozenset(store_id for store_id, doubt in self.doubted.items() if doubt)
+
     def bases(self, ids: list[str]) -> dict[str, str]:
         """The last version of each memory both stores agreed on. Both sides record it; a side
         that took a new identity (a backup copy, a restored store) still holds its own record,
-        under the identity of the peer, which has none for the new one: read it there too."""
+        under the identity of the peer, which has none for the new one: read it there too.
+        After a rollback, the record of the store that may have been rolled back: the other's may
+        name a version that store made and lost, which it never built on (a server does not
+        answer for its bases: none; both doubted: those the two records agree on)."""
+        if any(self.doubted.values()):
+            return self.doubted_bases(ids)
         bases = self.local.bases(self.peer.store_id, ids)
         missing = [i for i in ids if i not in bases]
         if missing and isinstance(self.peer, StoreSide):  # a server does not answer for its bases
             bases.update(self.peer.bases(self.local.store_id, missing))
         return bases
+
+    def doubted_bases(self, ids: list[str]) -> dict[str, str]:
+        """The bases the doubted store holds (both doubted: those both records agree on)."""
+        records = [side.bases(other.store_id, ids) if isinstance(side, StoreSide) else {}
+                   for side, other in ((self.local, self.peer), (self.peer, self.local))
+                   if self.doubted[side.store_id]]
+        first = records[0]
+        return {i: v for i, v in first.items() if all(record.get(i) == v for record in records[1:])}
 
     def bring_edges_back(self, keeper: Side, other: Side, ids: list[str]) -> None:
         """A memory brought back where it was deleted lost its edges there with it: link again,

@@ -154,9 +154,10 @@ def orders_after(stamp: str | None, version: Version | None, other_stamp: str | 
 
 
 def decide(source: MemoryState, target: MemoryState, base: str | None,
-           horizon_ms: int | None = None) -> Decision:
+           horizon_ms: int | None = None, doubted: frozenset[str] = frozenset()) -> Decision:
     """Merge one memory seen changed on ``source`` with its state on ``target``. ``horizon_ms``:
-    now plus the bounded skew on the store that decides (stamps past it order nothing)."""
+    now plus the bounded skew on the store that decides (stamps past it order nothing);
+    ``doubted``: the identities of stores that may have been rolled back in place (``_doubted``)."""
     mine, theirs = source.version, target.version
     if source.purged != target.purged:  # a purge is final, whatever the clocks say
         if source.purged:
@@ -170,9 +171,10 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
     if source.exists and target.exists:
         changed_here = base != mine.text()
         changed_there = base != theirs.text()
-        if changed_here and changed_there and _built_on(target, source, horizon_ms):
+        both = changed_here and changed_there
+        if both and not _doubted(source, doubted, base) and _built_on(target, source, horizon_ms):
             changed_here = False  # the source's version is one the target had seen and moved on from
-        elif changed_here and changed_there and _built_on(source, target, horizon_ms):
+        elif both and not _doubted(target, doubted, base) and _built_on(source, target, horizon_ms):
             changed_there = False
         if changed_here != changed_there and not _stamped_after(*((source, target) if changed_here
                                                                   else (target, source)), horizon_ms):
@@ -197,7 +199,7 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
         return _two_deletions(source, target, mine, theirs, horizon_ms)
     record_key, deleted_key = stamp_key(record.hlc, horizon_ms), stamp_key(deletion.deleted_hlc, horizon_ms)
     if record.record is not None and record_key is not None and deleted_key is not None:
-        later = deletion if _seen_by_deleter(record, deletion) else record
+        later = deletion if _seen_by_deleter(record, deletion, _doubted(record, doubted, base)) else record
     elif record.record is not None and deletion.deleted_updated_at is not None:
         edited_after = moment(record.record.get("updated_at")) > moment(deletion.deleted_updated_at)
         later = record if edited_after else deletion
@@ -208,6 +210,20 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
                         "edit_kept", winner=later.version)
     return Decision(None if later is source else later, None if later is target else later,
                     "deleted", winner=later.version)
+
+
+def _doubted(state: MemoryState, doubted: frozenset[str], base: str | None) -> bool:
+    """Whether ``state``'s version was stamped by a store that may have been rolled back in place
+    (``pair_token.behind``). Such a store stamps anew from an older history: a version it made
+    before the rollback and lost may be held by the other store, and its restored clock may stamp
+    its later versions at or below that one's stamp (while its machine's clock is behind it). So
+    no stamp of its identity (a later one, a summary's entry) shows that a version it stamped was
+    seen, but the very version: such a version is a conflict against an edit, and survives a
+    delete that did not delete it. Except the ``base`` (the version the doubted store's record
+    says the two agreed on): the other store had it, and what the doubted store made and lost
+    came after it."""
+    return bool(doubted) and state.stamp is not None and replica(state.stamp) in doubted and (
+        state.version is None or state.version.text() != base)
 
 
 def _stamped_after(changed: MemoryState, other: MemoryState, horizon_ms: int | None) -> bool:
@@ -237,17 +253,22 @@ def _built_on(newer: MemoryState, older: MemoryState, horizon_ms: int | None) ->
         for entry in (*newer.seen.stamps, newer.hlc))
 
 
-def _seen_by_deleter(record: MemoryState, deletion: MemoryState) -> bool:
+def _seen_by_deleter(record: MemoryState, deletion: MemoryState, doubted: bool = False) -> bool:
     """Whether the store that made ``deletion`` had seen ``record``'s version: it is the deleted
     version, or an earlier one of the replica that made that version, or one the deleter had
     seen otherwise (its own earlier versions, and what syncs merged into them). Not the clock:
-    an edit made without seeing the delete survives it whichever stamp is later."""
+    an edit made without seeing the delete survives it whichever stamp is later. ``doubted``: the
+    version was stamped by a store that may have been rolled back (``_doubted``): only the very
+    version deleted counts as seen, by its stamp and its ``updated_at`` (the restored clock may
+    give a later version the stamp a lost one had)."""
     assert record.record is not None and record.hlc is not None and deletion.deleted_hlc is not None
     if deletion.hlc is not None and record.hlc > deletion.hlc and record.hlc != deletion.deleted_hlc and (
             replica(record.hlc) == replica(deletion.hlc) or record.seen.covers(deletion.hlc)):
         # Made after the delete, by the deleting store or by one that had taken the delete in (its
         # summary holds the deletion's stamp): an import there of the version deleted, say.
         return False
+    if doubted:  # its restored clock may stamp anew what it stamped before: the very version, by both
+        return record.hlc == deletion.deleted_hlc and record.record.get("updated_at") == deletion.deleted_updated_at
     if record.record.get("updated_at") == deletion.deleted_updated_at or record.hlc == deletion.deleted_hlc:
         return True
     if replica(record.hlc) == replica(deletion.deleted_hlc) and record.hlc < deletion.deleted_hlc:
