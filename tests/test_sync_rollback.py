@@ -24,7 +24,8 @@ from localmem.replication.hlc import MAX_SKEW_MS
 from localmem.replication.push_client import PushClient
 from localmem.replication.seen import Seen
 from localmem.replication.sync import sync_stores
-from localmem.replication.sync_rules import MemoryState, decide
+from localmem.replication.conflict_copy import conflict_copy_record
+from localmem.replication.sync_rules import MemoryState, copy_as_made, decide
 from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
 from localmem.replication.sync_wire import STORE_ID
@@ -194,6 +195,41 @@ def test_a_delete_stamped_as_the_lost_version_was_does_not_delete_it(tmp_path):
     assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
 
 
+def test_a_conflict_copy_a_third_store_held_edited_and_deleted_stays_deleted(tmp_path):
+    """Seed 424483797 as a story: the version x lost is kept as a conflict copy, which carries its
+    stamp (x's). c takes the copy from p, edits it and deletes it; at c's next sync with x (a full
+    comparison: x lost the token of their sync after the snapshot, so x is doubted), c's delete had
+    seen the copy as it was made (its id derives from the version it keeps), so it stays deleted on
+    both (branch rollback16's rule kept it over the delete: a delete undone)."""
+    x, p, c, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "c.db", tmp_path / "snapshot.db"
+    note = write(x, "the plan, as first written")
+    sync(x, p)
+    shutil.copyfile(x, saved)
+    edit(x, note, "the plan, as edited before the rollback")
+    sync(x, p), sync(x, c)
+    roll_back_in_place(x, saved)
+    edit(x, note, "the plan, edited after the rollback")
+    sync(x, p)
+    (copy,) = copy_ids(p)
+    assert held(x, copy) == held(p, copy) == "the plan, as edited before the rollback"
+    sync(c, p)
+    edit(c, copy, "the kept plan, edited on c")
+    delete(c, copy)
+    summary = sync(x, c)
+    assert summary.full_comparison is not None
+    assert summary.edits_kept_over_deletes == [], summary
+    assert held(x, copy) is None and held(c, copy) is None
+    sync(x, p)
+    assert copy_ids(x) == copy_ids(p) == copy_ids(c) == []
+    assert held(x, note) == held(p, note) == held(c, note) == "the plan, edited after the rollback"
+
+
+def copy_ids(path: Path) -> list[str]:
+    with MemoryStore(path, embedder="hash", read_only=True) as store:
+        return sorted(row[0] for row in store.conn.execute(
+            "SELECT id FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' IS NOT NULL"))
+
+
 def change_stamp(path: Path, memory_id: str) -> str:
     with MemoryStore(path, embedder="hash", read_only=True) as store:
         return store.conn.execute("SELECT c.hlc FROM memory_changes AS c JOIN memories AS m ON m.pk = c.pk "
@@ -337,6 +373,28 @@ def test_no_stamp_of_a_doubted_store_vouches_for_a_version_it_stamped_but_the_ve
                            seen=Seen((at(now + 10, ROLLED),)))
     assert decide(deletion, lost, None, horizon).note == "deleted"
     assert decide(deletion, lost, None, horizon, doubted).note == "edit_kept"
+
+
+def test_a_conflict_copy_as_made_is_vouched_for_and_an_edited_one_is_doubted():
+    """A copy's id derives from the version it keeps, so the copy as made is one version on every
+    store: a doubted store's stamp on it names it (seed 424483797). An edit of the copy no longer
+    derives its id and stays doubted: a delete that had not seen that edit does not delete it."""
+    now = 1_796_457_350_000
+    horizon, doubted = now + MAX_SKEW_MS, frozenset({ROLLED})
+    lost = version("made before the rollback", at(now - 5000, ROLLED)).record
+    assert lost is not None
+    record = conflict_copy_record("m", lost, "2026-12-06T10:00:09+00:00", "a conflict")
+    made = MemoryState(record["id"], record=record, hlc=at(now - 5000, ROLLED))
+    edited = MemoryState(record["id"], record={**record, "content": "edited", "updated_at": "2026-12-06T11:00:00+00:00"},
+                         hlc=at(now - 6000, ROLLED))  # a restored clock may stamp it below
+    assert copy_as_made(made) and not copy_as_made(edited)
+    assert not copy_as_made(version("m's own version", at(now, ROLLED)))
+    deletion = MemoryState(record["id"], deleted_at="2026-12-06T12:00:00+00:00", hlc=at(now + 20, PEER),
+                           deleted_hlc=at(now + 10, PEER), deleted_updated_at="2026-12-06T11:30:00+00:00",
+                           seen=Seen((at(now - 5000, ROLLED), at(now + 20, PEER))))
+    assert decide(made, deletion, None, horizon, doubted).note == "deleted"
+    assert decide(edited, deletion, None, horizon).note == "deleted"  # without the doubt: covered
+    assert decide(edited, deletion, None, horizon, doubted).note == "edit_kept"
 
 
 def sync_with_server(local: Path, url: str):

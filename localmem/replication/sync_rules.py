@@ -43,6 +43,9 @@ SYNCED_FIELDS = ("content", "summary", "type", "confidence", "importance", "tags
                  "relevance_score")
 CONFLICT_NAMESPACE = uuid.UUID("5d1f7c3e-8a0b-4c39-9a57-2f4f0e6b1c10")
 CONFLICT_RELATION = "INVALIDATED_BY"  # conflict copy -> the version that won
+CONFLICT_KEY = "sync_conflict"  # the metadata key that marks a conflict copy (and names its memory)
+# What a conflict copy adds to the losing version's metadata (``conflict_copy.conflict_copy_record``).
+COPY_METADATA_KEYS = ("deprecated", "superseded_by", "supersede_relation", CONFLICT_KEY)
 DERIVED_REPLICA = "0" * 32  # the store part of stamps derived on upgrade to schema 15, from every store
 ABSENT = "absent"  # the version of a memory a side holds neither a record nor a tombstone of
 _EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)
@@ -223,7 +226,28 @@ def _doubted(state: MemoryState, doubted: frozenset[str], base: str | None) -> b
     says the two agreed on): the other store had it, and what the doubted store made and lost
     came after it."""
     return bool(doubted) and state.stamp is not None and replica(state.stamp) in doubted and (
-        state.version is None or state.version.text() != base)
+        state.version is None or state.version.text() != base) and not copy_as_made(state)
+
+
+def copy_as_made(state: MemoryState) -> bool:
+    """Whether ``state`` is a conflict copy as a sync made it, changed by no store since: its id is
+    the one its own fields derive (``conflict_copy_id`` of the memory its marker names and of the
+    losing version, which is the record without what the copy added: those metadata keys, and a
+    ``t_invalid`` of its own). Such a copy is one version on every store, with the stamp of the
+    version it keeps, so a summary that covers that stamp saw it, even a doubted store's stamp: a
+    restored clock stamping anew would stamp an edit of the copy, whose fields no longer give its
+    id. (A losing version that had its own ``t_invalid`` or those keys does not derive either: its
+    copy stays doubted, which keeps it, losing nothing.)"""
+    metadata = state.record.get("metadata") if state.record is not None else None
+    marker = metadata.get(CONFLICT_KEY) if isinstance(metadata, dict) else None
+    if state.record is None or not isinstance(marker, dict) or not isinstance(marker.get("memory_id"), str):
+        return False
+    assert isinstance(metadata, dict)
+    kept = {key: value for key, value in metadata.items() if key not in COPY_METADATA_KEYS}
+    # A losing version without metadata gave the copy an empty dict: either may be what it held.
+    return any(conflict_copy_id(marker["memory_id"], memory_version({**state.record, "metadata": held,
+                                                                     "t_invalid": None})) == state.id
+               for held in ((kept, None) if not kept else (kept,)))
 
 
 def _stamped_after(changed: MemoryState, other: MemoryState, horizon_ms: int | None) -> bool:
