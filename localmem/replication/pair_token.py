@@ -5,7 +5,7 @@ Both stores keep the token of their last sync (``sync_pair_tokens``). A store ro
 place (a file-system or disk snapshot put back: same file, identity and home) holds an older one.
 The token counts the pair's syncs, so the next sync also knows *which* store is behind: that
 store's own stamps made before the rollback may cover versions it no longer holds, and are not
-taken as having seen them (``sync_rules.Rollback``). A token is 32 hexadecimal characters, as
+taken as having seen them (``sync_rules._doubted``). A token is 32 hexadecimal characters, as
 before (a server stores it as it is given): ``TAG``, the count (16 digits), 8 random digits.
 Tokens drawn before the count (all random) tell nothing: both stores are then doubted.
 """

@@ -86,8 +86,8 @@ class Sync:
         # cannot vouch for it.
         clocks = [wall for wall in (local.wall_ms(), peer.wall_ms()) if wall is not None]
         self.horizon_ms = min(clocks) + MAX_SKEW_MS
-        # The identity of each store that may have been rolled back in place (run() reads the tokens).
-        self.doubted: dict[str, bool] = {local.store_id: False, peer.store_id: False}
+        # The identities of the stores that may have been rolled back in place (run() reads the tokens).
+        self.doubted: frozenset[str] = frozenset()
 
     def run(self) -> SyncSummary:
         directions = ((self.local, self.peer), (self.peer, self.local))
@@ -98,7 +98,8 @@ class Sync:
                 "in place, or is a copy, or a sync between them was stopped at its very end): "
                 "everything was compared")
             # The store holding the older token may have lost versions it made: its stamps vouch for none.
-            self.doubted = dict(zip((self.local.store_id, self.peer.store_id), pair_token.behind(*tokens)))
+            self.doubted = frozenset(side.store_id for side, behind in zip((self.local, self.peer),
+                                                                           pair_token.behind(*tokens)) if behind)
         marks = {side.store_id: (0 if self.summary.full_comparison else side.sent_to(other.store_id), side.clock())
                  for side, other in directions}
         if not self.dry_run:
@@ -142,8 +143,7 @@ class Sync:
                 for state in page:
                     other = theirs.get(state.id, MemoryState(state.id))
                     if other.exists and not other.problem:
-                        decision = decide(state, other, bases.get(state.id), self.horizon_ms,
-                                          self.doubted_ids())
+                        decision = decide(state, other, bases.get(state.id), self.horizon_ms, self.doubted)
                         planned += decision.to_target is not None and decision.to_target.record is None
             check_deletions(planned, target.memory_count(), self.allow_deletes, target.label)
 
@@ -171,7 +171,7 @@ class Sync:
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
                 unmerged.add(state.id)
                 continue
-            decision = decide(state, other, bases.get(state.id), self.horizon_ms, self.doubted_ids())
+            decision = decide(state, other, bases.get(state.id), self.horizon_ms, self.doubted)
             for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
                 if chosen is not None:
                     states[chosen.id] = chosen
@@ -284,9 +284,6 @@ class Sync:
             read[id(source)][copy_id] = read[id(target)][copy_id] = ABSENT
         return held
 
-    def doubted_ids(self) -> frozenset[str]:
-        return frozenset(store_id for store_id, doubt in self.doubted.items() if doubt)
-
     def bases(self, ids: list[str]) -> dict[str, str]:
         """The last version of each memory both stores agreed on. Both sides record it; a side
         that took a new identity (a backup copy, a restored store) still holds its own record,
@@ -294,7 +291,7 @@ class Sync:
         After a rollback, the record of the store that may have been rolled back: the other's may
         name a version that store made and lost, which it never built on (a server does not
         answer for its bases: none; both doubted: those the two records agree on)."""
-        if any(self.doubted.values()):
+        if self.doubted:
             return self.doubted_bases(ids)
         bases = self.local.bases(self.peer.store_id, ids)
         missing = [i for i in ids if i not in bases]
@@ -306,7 +303,7 @@ class Sync:
         """The bases the doubted store holds (both doubted: those both records agree on)."""
         records = [side.bases(other.store_id, ids) if isinstance(side, StoreSide) else {}
                    for side, other in ((self.local, self.peer), (self.peer, self.local))
-                   if self.doubted[side.store_id]]
+                   if side.store_id in self.doubted]
         first = records[0]
         return {i: v for i, v in first.items() if all(record.get(i) == v for record in records[1:])}
 

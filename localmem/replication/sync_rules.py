@@ -224,7 +224,7 @@ def _doubted(state: MemoryState, doubted: frozenset[str], base: str | None) -> b
     seen, but the very version: such a version is a conflict against an edit, and survives a
     delete that did not delete it. Except the ``base`` (the version the doubted store's record
     says the two agreed on): the other store had it, and what the doubted store made and lost
-    came after it."""
+    came after it; and a conflict copy as made (``copy_as_made``)."""
     return bool(doubted) and state.stamp is not None and replica(state.stamp) in doubted and (
         state.version is None or state.version.text() != base) and not copy_as_made(state)
 
