@@ -19,16 +19,12 @@ from pathlib import Path
 import pytest
 
 from localmem import MemoryStore
-from localmem.replication import pair_token
-from localmem.replication.hlc import MAX_SKEW_MS
+from localmem.maintenance.export import dump_line, iter_export
+from localmem.maintenance.importer import import_jsonl
 from localmem.replication.push_client import PushClient
-from localmem.replication.seen import Seen
 from localmem.replication.sync import sync_stores
-from localmem.replication.conflict_copy import conflict_copy_record
-from localmem.replication.sync_rules import MemoryState, copy_as_made, decide
 from localmem.replication.sync_remote import RemoteSide
 from localmem.replication.sync_side import StoreSide
-from localmem.replication.sync_wire import STORE_ID
 from test_sync_hostile_remote import cli
 from test_sync_http import TOKEN, served
 
@@ -93,13 +89,17 @@ def test_a_dry_run_reports_the_full_comparison_and_draws_no_token(tmp_path):
                           b.conn.execute("SELECT * FROM sync_pair_tokens").fetchall()]
 
 
-# -- a version made before the rollback and lost there is not "seen" by the store's later stamps --
+# -- a version made before the rollback and lost there should not be "seen" by the store's later stamps --
 #
-# The store's stamps of one memory are in order (seen.py), so its later stamps used to cover every
-# earlier stamp of its identity. A store rolled back in place stamps anew from an older history: its
-# edits after the rollback are concurrent with the version it made before and lost, which its peer
-# still holds. Before branch rollback17, that version was overwritten (or deleted) with no conflict
-# copy: lost everywhere. What stays NOT_FIXED is the path no pair token sees.
+# The store's stamps of one memory are in order (seen.py), so its later stamps cover every earlier
+# stamp of its identity. A store rolled back in place stamps anew from an older history: its edits
+# after the rollback are concurrent with the version it made before and lost, which its peer still
+# holds. That version is overwritten (or deleted) with no conflict copy: lost everywhere. The tests
+# marked NOT_FIXED say what a fix must do. The rule branch rollback16 built (and rollback17 mended
+# for a conflict copy) passed them but not its pre-registration: fresh stateful seeds brought back a
+# conflict copy a store had deleted (rollback16), and made a conflict copy nobody needed after a
+# sync stopped at its very end (rollback17: the guard below), so it was not shipped
+# (docs/results/history.md, branches rollback16 and rollback17).
 
 NOT_FIXED = pytest.mark.xfail(strict=True, reason="written down, not fixed (docs/sync.md, Limits; "
                               "docs/results/history.md, branches rollback16 and rollback17)")
@@ -140,6 +140,7 @@ def lose_an_edit_to_a_rollback(tmp_path: Path) -> tuple[Path, Path, str]:
     return x, p, note
 
 
+@NOT_FIXED
 @pytest.mark.parametrize("edits", [1, 2])
 @pytest.mark.parametrize("run_from", ["rolled back store", "peer"])
 def test_an_edit_lost_to_a_rollback_is_kept_as_a_conflict_copy_when_the_store_edits_the_note_again(
@@ -158,7 +159,7 @@ def test_an_edit_lost_to_a_rollback_is_kept_as_a_conflict_copy_when_the_store_ed
     assert again.conflicts == [] and again.full_comparison is None
 
 
-@pytest.mark.parametrize("edit_first", [False, True])
+@pytest.mark.parametrize("edit_first", [False, pytest.param(True, marks=NOT_FIXED)])
 def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_path, edit_first):
     """The rolled-back store deletes the note (after an edit, or not): its delete had not seen the
     version it lost, which the peer holds, so that edit survives the delete (docs/sync.md)."""
@@ -171,6 +172,7 @@ def test_a_delete_after_a_rollback_does_not_delete_the_edit_it_never_saw(tmp_pat
     assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
 
 
+@NOT_FIXED
 def test_a_delete_stamped_as_the_lost_version_was_does_not_delete_it(tmp_path):
     """The restored clock stamps anew from the snapshot's: while the machine's clock is behind it
     (here a peer's clock an hour ahead moved it, within the 24-hour bound), the rolled-back store's
@@ -195,12 +197,14 @@ def test_a_delete_stamped_as_the_lost_version_was_does_not_delete_it(tmp_path):
     assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
 
 
+@NOT_FIXED
 def test_a_conflict_copy_a_third_store_held_edited_and_deleted_stays_deleted(tmp_path):
     """Seed 424483797 as a story: the version x lost is kept as a conflict copy, which carries its
     stamp (x's). c takes the copy from p, edits it and deletes it; at c's next sync with x (a full
-    comparison: x lost the token of their sync after the snapshot, so x is doubted), c's delete had
-    seen the copy as it was made (its id derives from the version it keeps), so it stays deleted on
-    both (branch rollback16's rule kept it over the delete: a delete undone)."""
+    comparison: x lost the token of their sync after the snapshot), c's delete had seen the copy as
+    it was made, so it stays deleted on both. On main's code no copy is made (the loss above); branch
+    rollback16's rule made it and then kept it over c's delete (a delete undone); rollback17's
+    change (a conflict copy whose id its own fields derive is vouched for) passed this."""
     x, p, c, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "c.db", tmp_path / "snapshot.db"
     note = write(x, "the plan, as first written")
     sync(x, p)
@@ -255,6 +259,7 @@ def test_the_lost_version_is_kept_when_the_later_edit_reaches_its_holder_through
     assert conflict_copies(p) == ["the plan, as edited before the rollback"]
 
 
+@NOT_FIXED
 def test_the_rollback_story_through_the_cli(tmp_path):
     """A user's story: `cp` the snapshot back over the store, `localmem update`, `localmem sync`."""
     x, p, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "snapshot.db"
@@ -321,80 +326,27 @@ def test_a_full_comparison_does_not_undo_a_delete_of_a_version_the_pair_agreed_o
     assert summary.edits_kept_over_deletes == [] and held(x, note) is None and held(p, note) is None, summary
 
 
-# -- the pieces: the counted token, and the rule in decide -----------------------------------
-
-
-def test_the_pair_token_counts_the_pairs_syncs_and_names_the_store_behind():
-    first = pair_token.draw((None, None))
-    second = pair_token.draw((first, first))
-    assert STORE_ID.fullmatch(first) and STORE_ID.fullmatch(second)  # what a server stores
-    assert (pair_token.count(first), pair_token.count(second)) == (1, 2)
-    assert pair_token.draw((first, second)) != second and pair_token.count(pair_token.draw((first, second))) == 3
-    assert pair_token.behind(second, second) == (False, False)
-    assert pair_token.behind(first, second) == (True, False)  # the first store holds the older token
-    assert pair_token.behind(second, first) == (False, True)
-    assert pair_token.behind(None, first) == (True, False)
-    old, other = "ab" * 16, "cd" * 16  # tokens drawn before the count tell nothing: both doubted
-    assert pair_token.behind(old, other) == (True, True) == pair_token.behind(old, second)
-
-
-ROLLED, PEER = "a" * 32, "b" * 32
-
-
-def at(wall: int, store: str) -> str:
-    return f"{wall:015d}-{0:010d}-{store}"
-
-
-def version(text: str, hlc: str, seen: Seen = Seen()) -> MemoryState:
-    record = {"id": "m", "content": text, "updated_at": f"2026-12-06T10:00:0{len(text) % 10}+00:00"}
-    return MemoryState("m", record=record, hlc=hlc, seen=seen)
-
-
-def test_no_stamp_of_a_doubted_store_vouches_for_a_version_it_stamped_but_the_very_version():
-    now = 1_796_457_350_000
-    horizon, doubted = now + MAX_SKEW_MS, frozenset({ROLLED})
-    lost = version("made before the rollback", at(now - 5000, ROLLED))
-    later = version("made after", at(now, ROLLED), Seen((at(now - 1000, ROLLED),)))
-    assert decide(later, lost, None, horizon).note == "copied"  # without a rollback: built on it
-    assert decide(later, lost, None, horizon, doubted).note == "conflict"
-    assert decide(lost, later, None, horizon, doubted).note == "conflict"
-    # The restored clock stamped its later version below the lost one, which the peer's summary
-    # holds: that entry does not show the peer had seen the later version (seed 4030635602).
-    restamped = version("made after, stamped low", at(now - 9000, ROLLED))
-    peers = version("the peer's edit", at(now, PEER), Seen((at(now - 5000, ROLLED),)))
-    assert decide(peers, restamped, None, horizon).note == "copied"
-    assert decide(peers, restamped, None, horizon, doubted).note == "conflict"
-    # The peer's own versions are vouched for: its later one is built on its earlier one.
-    theirs_old, theirs_new = version("p's first", at(now - 5000, PEER)), version("p's second", at(now, PEER))
-    assert decide(theirs_new, theirs_old, None, horizon, doubted).note == "copied"
-    # A delete on the rolled-back store after the rollback has not seen the version it lost.
-    deletion = MemoryState("m", deleted_at="2026-12-06T10:00:09+00:00", hlc=at(now + 10, ROLLED),
-                           deleted_hlc=at(now, ROLLED), deleted_updated_at="2026-12-06T10:00:08+00:00",
-                           seen=Seen((at(now + 10, ROLLED),)))
-    assert decide(deletion, lost, None, horizon).note == "deleted"
-    assert decide(deletion, lost, None, horizon, doubted).note == "edit_kept"
-
-
-def test_a_conflict_copy_as_made_is_vouched_for_and_an_edited_one_is_doubted():
-    """A copy's id derives from the version it keeps, so the copy as made is one version on every
-    store: a doubted store's stamp on it names it (seed 424483797). An edit of the copy no longer
-    derives its id and stays doubted: a delete that had not seen that edit does not delete it."""
-    now = 1_796_457_350_000
-    horizon, doubted = now + MAX_SKEW_MS, frozenset({ROLLED})
-    lost = version("made before the rollback", at(now - 5000, ROLLED)).record
-    assert lost is not None
-    record = conflict_copy_record("m", lost, "2026-12-06T10:00:09+00:00", "a conflict")
-    made = MemoryState(record["id"], record=record, hlc=at(now - 5000, ROLLED))
-    edited = MemoryState(record["id"], record={**record, "content": "edited", "updated_at": "2026-12-06T11:00:00+00:00"},
-                         hlc=at(now - 6000, ROLLED))  # a restored clock may stamp it below
-    assert copy_as_made(made) and not copy_as_made(edited)
-    assert not copy_as_made(version("m's own version", at(now, ROLLED)))
-    deletion = MemoryState(record["id"], deleted_at="2026-12-06T12:00:00+00:00", hlc=at(now + 20, PEER),
-                           deleted_hlc=at(now + 10, PEER), deleted_updated_at="2026-12-06T11:30:00+00:00",
-                           seen=Seen((at(now - 5000, ROLLED), at(now + 20, PEER))))
-    assert decide(made, deletion, None, horizon, doubted).note == "deleted"
-    assert decide(edited, deletion, None, horizon).note == "deleted"  # without the doubt: covered
-    assert decide(edited, deletion, None, horizon, doubted).note == "edit_kept"
+def test_a_sync_stopped_at_its_very_end_then_an_import_and_an_exporters_edit_make_no_conflict_copy(tmp_path):
+    """Guard for a fix of the rollback: x and i sync, the sync stopped before x kept the pair's
+    token (i did), so their next sync is a full comparison in which x's token is the older. i
+    imports x's export of a new note, and x edits it: i never changed the note and x had seen the
+    version i holds, so the edit is copied with no conflict copy, as after any import (a rule that
+    doubted every version x stamped made one: stateful seed 1018173515, branch rollback17)."""
+    x, i = tmp_path / "x.db", tmp_path / "i.db"
+    write(x, "a first note")
+    sync(x, i)
+    with MemoryStore(x, embedder="hash") as store:
+        store.conn.execute("DELETE FROM sync_pair_tokens")  # as a sync stopped before x kept the token
+        note = store.store("the plan, as exported")
+        lines = [dump_line(value) for value in iter_export(store)]
+    with MemoryStore(i, embedder="hash") as store:
+        import_jsonl(store, lines, skip_existing=True)
+    edit(x, note, "the plan, edited by its exporter")
+    summary = sync(x, i)
+    assert summary.full_comparison is not None
+    assert summary.conflicts == [], summary
+    assert held(x, note) == held(i, note) == "the plan, edited by its exporter"
+    assert conflict_copies(x) == conflict_copies(i) == []
 
 
 def sync_with_server(local: Path, url: str):
@@ -403,6 +355,7 @@ def sync_with_server(local: Path, url: str):
         return sync_stores(here, RemoteSide(client, here.store_id), allow_deletes=100)
 
 
+@NOT_FIXED
 def test_a_server_rolled_back_in_place_keeps_the_version_it_lost_as_a_conflict_copy(tmp_path):
     """The rolled-back store is a `localmem serve` (stopped, its file put back, started again); the
     sync is run from the peer, which cannot read the server's record of their last agreed versions:

@@ -70,7 +70,6 @@ from localmem.replication.sync_side import StoreSide
 from localmem.trash import restore
 from stateful_budget import ConvergesAtTeardown, stateful_settings
 from sync_model_imports import REPLICAS, ImportRules
-from sync_model_rollback import RollbackRules
 SKEWS = st.sampled_from([timedelta(0), timedelta(hours=3), -timedelta(hours=2), timedelta(minutes=1),
                          timedelta(hours=7)])
 
@@ -98,7 +97,7 @@ class RacingSide(StoreSide):
         return super().put_memories(states, peer, expect)
 
 
-class Replicas(ImportRules, RollbackRules, RuleBasedStateMachine):
+class Replicas(ImportRules, RuleBasedStateMachine):
     @initialize(skews=st.lists(SKEWS, min_size=REPLICAS, max_size=REPLICAS),
                 order=st.permutations(range(REPLICAS)))
     def open_stores(self, skews, order):

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..storage import edges as edge_store
 from ..storage.records import rows_as_dicts
-from .sync_rules import CONFLICT_KEY, CONFLICT_RELATION, EdgeState, MemoryState, conflict_copy_id, memory_version
+from .sync_rules import CONFLICT_RELATION, EdgeState, MemoryState, conflict_copy_id, memory_version
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
+CONFLICT_KEY = "sync_conflict"  # the metadata key that marks a conflict copy (and names its memory)
 CONFLICT_LINK = {"reason": "sync conflict"}  # the properties that mark a sync's link from a copy to its winner
 
 
@@ -24,7 +25,6 @@ def conflict_copy_record(memory_id: str, losing: dict[str, Any], winner_at: str,
     shows the winner and hides the copy."""
     copy_id = conflict_copy_id(memory_id, memory_version(losing))
     metadata = dict(losing.get("metadata") or {})
-    # The keys sync_rules.COPY_METADATA_KEYS names: a sync tells a copy as made by them (copy_as_made).
     metadata.update({"deprecated": True, "superseded_by": memory_id, "supersede_relation": CONFLICT_RELATION,
                      CONFLICT_KEY: {"memory_id": memory_id, "kept_because": kept_because}})
     return {**losing, "id": copy_id, "metadata": metadata, "t_invalid": winner_at}

@@ -12,6 +12,7 @@ then edges, which need their memories.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,6 @@ from .sync_rules import (
     decide,
     decide_edge,
 )
-from . import pair_token
 from .conflict_copy import conflict_copy_record, conflict_link, is_conflict_copy
 from .deletion_guard import check_deletions
 from .seen import Seen, join
@@ -86,8 +86,6 @@ class Sync:
         # cannot vouch for it.
         clocks = [wall for wall in (local.wall_ms(), peer.wall_ms()) if wall is not None]
         self.horizon_ms = min(clocks) + MAX_SKEW_MS
-        # The identities of the stores that may have been rolled back in place (run() reads the tokens).
-        self.doubted: frozenset[str] = frozenset()
 
     def run(self) -> SyncSummary:
         directions = ((self.local, self.peer), (self.peer, self.local))
@@ -97,9 +95,6 @@ class Sync:
                 "the two stores do not hold the same token from their last sync (one was rolled back "
                 "in place, or is a copy, or a sync between them was stopped at its very end): "
                 "everything was compared")
-            # The store holding the older token may have lost versions it made: its stamps vouch for none.
-            self.doubted = frozenset(side.store_id for side, behind in zip((self.local, self.peer),
-                                                                           pair_token.behind(*tokens)) if behind)
         marks = {side.store_id: (0 if self.summary.full_comparison else side.sent_to(other.store_id), side.clock())
                  for side, other in directions}
         if not self.dry_run:
@@ -119,7 +114,7 @@ class Sync:
                 self.merge_edges(source, target, edges)
                 self.progress("edges", len(edges))
         if not self.dry_run:
-            token = pair_token.draw((tokens[0], tokens[1]))  # counts one sync past both
+            token = secrets.token_hex(16)
             for side, other in directions:
                 side.record_sent(other.store_id, marks[side.store_id][1], token)
         return self.summary
@@ -143,7 +138,7 @@ class Sync:
                 for state in page:
                     other = theirs.get(state.id, MemoryState(state.id))
                     if other.exists and not other.problem:
-                        decision = decide(state, other, bases.get(state.id), self.horizon_ms, self.doubted)
+                        decision = decide(state, other, bases.get(state.id), self.horizon_ms)
                         planned += decision.to_target is not None and decision.to_target.record is None
             check_deletions(planned, target.memory_count(), self.allow_deletes, target.label)
 
@@ -171,7 +166,7 @@ class Sync:
                 self.summary.refused.append({"id": state.id, "side": side.label, "reason": damaged.problem})
                 unmerged.add(state.id)
                 continue
-            decision = decide(state, other, bases.get(state.id), self.horizon_ms, self.doubted)
+            decision = decide(state, other, bases.get(state.id), self.horizon_ms)
             for states, chosen in ((to_source, decision.to_source), (to_target, decision.to_target)):
                 if chosen is not None:
                     states[chosen.id] = chosen
@@ -287,25 +282,12 @@ class Sync:
     def bases(self, ids: list[str]) -> dict[str, str]:
         """The last version of each memory both stores agreed on. Both sides record it; a side
         that took a new identity (a backup copy, a restored store) still holds its own record,
-        under the identity of the peer, which has none for the new one: read it there too.
-        After a rollback, the record of the store that may have been rolled back: the other's may
-        name a version that store made and lost, which it never built on (a server does not
-        answer for its bases: none; both doubted: those the two records agree on)."""
-        if self.doubted:
-            return self.doubted_bases(ids)
+        under the identity of the peer, which has none for the new one: read it there too."""
         bases = self.local.bases(self.peer.store_id, ids)
         missing = [i for i in ids if i not in bases]
         if missing and isinstance(self.peer, StoreSide):  # a server does not answer for its bases
             bases.update(self.peer.bases(self.local.store_id, missing))
         return bases
-
-    def doubted_bases(self, ids: list[str]) -> dict[str, str]:
-        """The bases the doubted store holds (both doubted: those both records agree on)."""
-        records = [side.bases(other.store_id, ids) if isinstance(side, StoreSide) else {}
-                   for side, other in ((self.local, self.peer), (self.peer, self.local))
-                   if side.store_id in self.doubted]
-        first = records[0]
-        return {i: v for i, v in first.items() if all(record.get(i) == v for record in records[1:])}
 
     def bring_edges_back(self, keeper: Side, other: Side, ids: list[str]) -> None:
         """A memory brought back where it was deleted lost its edges there with it: link again,

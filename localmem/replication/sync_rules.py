@@ -43,9 +43,6 @@ SYNCED_FIELDS = ("content", "summary", "type", "confidence", "importance", "tags
                  "relevance_score")
 CONFLICT_NAMESPACE = uuid.UUID("5d1f7c3e-8a0b-4c39-9a57-2f4f0e6b1c10")
 CONFLICT_RELATION = "INVALIDATED_BY"  # conflict copy -> the version that won
-CONFLICT_KEY = "sync_conflict"  # the metadata key that marks a conflict copy (and names its memory)
-# What a conflict copy adds to the losing version's metadata (``conflict_copy.conflict_copy_record``).
-COPY_METADATA_KEYS = ("deprecated", "superseded_by", "supersede_relation", CONFLICT_KEY)
 DERIVED_REPLICA = "0" * 32  # the store part of stamps derived on upgrade to schema 15, from every store
 ABSENT = "absent"  # the version of a memory a side holds neither a record nor a tombstone of
 _EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)
@@ -157,10 +154,9 @@ def orders_after(stamp: str | None, version: Version | None, other_stamp: str | 
 
 
 def decide(source: MemoryState, target: MemoryState, base: str | None,
-           horizon_ms: int | None = None, doubted: frozenset[str] = frozenset()) -> Decision:
+           horizon_ms: int | None = None) -> Decision:
     """Merge one memory seen changed on ``source`` with its state on ``target``. ``horizon_ms``:
-    now plus the bounded skew on the store that decides (stamps past it order nothing);
-    ``doubted``: the identities of stores that may have been rolled back in place (``_doubted``)."""
+    now plus the bounded skew on the store that decides (stamps past it order nothing)."""
     mine, theirs = source.version, target.version
     if source.purged != target.purged:  # a purge is final, whatever the clocks say
         if source.purged:
@@ -174,10 +170,9 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
     if source.exists and target.exists:
         changed_here = base != mine.text()
         changed_there = base != theirs.text()
-        both = changed_here and changed_there
-        if both and not _doubted(source, doubted, base) and _built_on(target, source, horizon_ms):
+        if changed_here and changed_there and _built_on(target, source, horizon_ms):
             changed_here = False  # the source's version is one the target had seen and moved on from
-        elif both and not _doubted(target, doubted, base) and _built_on(source, target, horizon_ms):
+        elif changed_here and changed_there and _built_on(source, target, horizon_ms):
             changed_there = False
         if changed_here != changed_there and not _stamped_after(*((source, target) if changed_here
                                                                   else (target, source)), horizon_ms):
@@ -202,7 +197,7 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
         return _two_deletions(source, target, mine, theirs, horizon_ms)
     record_key, deleted_key = stamp_key(record.hlc, horizon_ms), stamp_key(deletion.deleted_hlc, horizon_ms)
     if record.record is not None and record_key is not None and deleted_key is not None:
-        later = deletion if _seen_by_deleter(record, deletion, _doubted(record, doubted, base)) else record
+        later = deletion if _seen_by_deleter(record, deletion) else record
     elif record.record is not None and deletion.deleted_updated_at is not None:
         edited_after = moment(record.record.get("updated_at")) > moment(deletion.deleted_updated_at)
         later = record if edited_after else deletion
@@ -213,41 +208,6 @@ def decide(source: MemoryState, target: MemoryState, base: str | None,
                         "edit_kept", winner=later.version)
     return Decision(None if later is source else later, None if later is target else later,
                     "deleted", winner=later.version)
-
-
-def _doubted(state: MemoryState, doubted: frozenset[str], base: str | None) -> bool:
-    """Whether ``state``'s version was stamped by a store that may have been rolled back in place
-    (``pair_token.behind``). Such a store stamps anew from an older history: a version it made
-    before the rollback and lost may be held by the other store, and its restored clock may stamp
-    its later versions at or below that one's stamp (while its machine's clock is behind it). So
-    no stamp of its identity (a later one, a summary's entry) shows that a version it stamped was
-    seen, but the very version: such a version is a conflict against an edit, and survives a
-    delete that did not delete it. Except the ``base`` (the version the doubted store's record
-    says the two agreed on): the other store had it, and what the doubted store made and lost
-    came after it; and a conflict copy as made (``copy_as_made``)."""
-    return bool(doubted) and state.stamp is not None and replica(state.stamp) in doubted and (
-        state.version is None or state.version.text() != base) and not copy_as_made(state)
-
-
-def copy_as_made(state: MemoryState) -> bool:
-    """Whether ``state`` is a conflict copy as a sync made it, changed by no store since: its id is
-    the one its own fields derive (``conflict_copy_id`` of the memory its marker names and of the
-    losing version, which is the record without what the copy added: those metadata keys, and a
-    ``t_invalid`` of its own). Such a copy is one version on every store, with the stamp of the
-    version it keeps, so a summary that covers that stamp saw it, even a doubted store's stamp: a
-    restored clock stamping anew would stamp an edit of the copy, whose fields no longer give its
-    id. (A losing version that had its own ``t_invalid`` or those keys does not derive either: its
-    copy stays doubted, which keeps it, losing nothing.)"""
-    metadata = state.record.get("metadata") if state.record is not None else None
-    marker = metadata.get(CONFLICT_KEY) if isinstance(metadata, dict) else None
-    if state.record is None or not isinstance(marker, dict) or not isinstance(marker.get("memory_id"), str):
-        return False
-    assert isinstance(metadata, dict)
-    kept = {key: value for key, value in metadata.items() if key not in COPY_METADATA_KEYS}
-    # A losing version without metadata gave the copy an empty dict: either may be what it held.
-    return any(conflict_copy_id(marker["memory_id"], memory_version({**state.record, "metadata": held,
-                                                                     "t_invalid": None})) == state.id
-               for held in ((kept, None) if not kept else (kept,)))
 
 
 def _stamped_after(changed: MemoryState, other: MemoryState, horizon_ms: int | None) -> bool:
@@ -277,22 +237,17 @@ def _built_on(newer: MemoryState, older: MemoryState, horizon_ms: int | None) ->
         for entry in (*newer.seen.stamps, newer.hlc))
 
 
-def _seen_by_deleter(record: MemoryState, deletion: MemoryState, doubted: bool = False) -> bool:
+def _seen_by_deleter(record: MemoryState, deletion: MemoryState) -> bool:
     """Whether the store that made ``deletion`` had seen ``record``'s version: it is the deleted
     version, or an earlier one of the replica that made that version, or one the deleter had
     seen otherwise (its own earlier versions, and what syncs merged into them). Not the clock:
-    an edit made without seeing the delete survives it whichever stamp is later. ``doubted``: the
-    version was stamped by a store that may have been rolled back (``_doubted``): only the very
-    version deleted counts as seen, by its stamp and its ``updated_at`` (the restored clock may
-    give a later version the stamp a lost one had)."""
+    an edit made without seeing the delete survives it whichever stamp is later."""
     assert record.record is not None and record.hlc is not None and deletion.deleted_hlc is not None
     if deletion.hlc is not None and record.hlc > deletion.hlc and record.hlc != deletion.deleted_hlc and (
             replica(record.hlc) == replica(deletion.hlc) or record.seen.covers(deletion.hlc)):
         # Made after the delete, by the deleting store or by one that had taken the delete in (its
         # summary holds the deletion's stamp): an import there of the version deleted, say.
         return False
-    if doubted:  # its restored clock may stamp anew what it stamped before: the very version, by both
-        return record.hlc == deletion.deleted_hlc and record.record.get("updated_at") == deletion.deleted_updated_at
     if record.record.get("updated_at") == deletion.deleted_updated_at or record.hlc == deletion.deleted_hlc:
         return True
     if replica(record.hlc) == replica(deletion.deleted_hlc) and record.hlc < deletion.deleted_hlc:
