@@ -3,7 +3,8 @@ sync of N memories, then 100 changes into a store of BIG), run in alternating su
 (order flipped every round) so a loaded machine's drift falls on both trees alike. The third case
 (``full_ms``) is the same 100 changes synced as a full comparison: the small store's pair token
 removed first, as after a rollback to before the pair's first sync (the two tokens differ: the
-sync compares every memory; since branch rollback17 that store is also doubted, sync_rules._doubted).
+sync compares every memory; the rollback rule branches rollback16 and rollback17 built, not
+shipped, also doubted that store's stamps there).
 
     python benchmarks/replication/sync_paired.py BASE_TREE [--n 2000] [--big 6000] [--rounds 4]
 
