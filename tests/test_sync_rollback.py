@@ -115,10 +115,12 @@ def delete(path: Path, memory_id: str) -> None:
         store.delete(memory_id)
 
 
-def conflict_copies(path: Path) -> list[str]:
+def conflict_copies(path: Path, column: str = "content") -> list[str]:
+    """The ``content`` (or ``id``) of each conflict copy held in ``path``."""
+    assert column in ("content", "id")
     with MemoryStore(path, embedder="hash", read_only=True) as store:
         return sorted(row[0] for row in store.conn.execute(
-            "SELECT content FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' IS NOT NULL"))
+            f"SELECT {column} FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' IS NOT NULL"))
 
 
 def held(path: Path, memory_id: str) -> str | None:
@@ -214,7 +216,7 @@ def test_a_conflict_copy_a_third_store_held_edited_and_deleted_stays_deleted(tmp
     roll_back_in_place(x, saved)
     edit(x, note, "the plan, edited after the rollback")
     sync(x, p)
-    (copy,) = copy_ids(p)
+    (copy,) = conflict_copies(p, "id")
     assert held(x, copy) == held(p, copy) == "the plan, as edited before the rollback"
     sync(c, p)
     edit(c, copy, "the kept plan, edited on c")
@@ -224,14 +226,8 @@ def test_a_conflict_copy_a_third_store_held_edited_and_deleted_stays_deleted(tmp
     assert summary.edits_kept_over_deletes == [], summary
     assert held(x, copy) is None and held(c, copy) is None
     sync(x, p)
-    assert copy_ids(x) == copy_ids(p) == copy_ids(c) == []
+    assert conflict_copies(x) == conflict_copies(p) == conflict_copies(c) == []
     assert held(x, note) == held(p, note) == held(c, note) == "the plan, edited after the rollback"
-
-
-def copy_ids(path: Path) -> list[str]:
-    with MemoryStore(path, embedder="hash", read_only=True) as store:
-        return sorted(row[0] for row in store.conn.execute(
-            "SELECT id FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' IS NOT NULL"))
 
 
 def change_stamp(path: Path, memory_id: str) -> str:
