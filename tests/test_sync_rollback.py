@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from localmem import MemoryStore
+from localmem.maintenance.export import dump_line, iter_export
+from localmem.maintenance.importer import import_jsonl
 from localmem.replication.push_client import PushClient
 from localmem.replication.sync import sync_stores
 from localmem.replication.sync_remote import RemoteSide
@@ -93,12 +95,14 @@ def test_a_dry_run_reports_the_full_comparison_and_draws_no_token(tmp_path):
 # stamp of its identity. A store rolled back in place stamps anew from an older history: its edits
 # after the rollback are concurrent with the version it made before and lost, which its peer still
 # holds. That version is overwritten (or deleted) with no conflict copy: lost everywhere. The tests
-# marked NOT_FIXED say what a fix must do; the rule branch rollback16 built passed them but not its
-# pre-registration (a fresh stateful seed brought back a conflict copy a store had deleted), so it
-# was not shipped (docs/results/history.md, branch rollback16).
+# marked NOT_FIXED say what a fix must do. The rule branch rollback16 built (and rollback17 mended
+# for a conflict copy) passed them but not its pre-registration: fresh stateful seeds brought back a
+# conflict copy a store had deleted (rollback16), and made a conflict copy nobody needed after a
+# sync stopped at its very end (rollback17: the guard below), so it was not shipped
+# (docs/results/history.md, branches rollback16 and rollback17).
 
 NOT_FIXED = pytest.mark.xfail(strict=True, reason="written down, not fixed (docs/sync.md, Limits; "
-                              "docs/results/history.md, branch rollback16)")
+                              "docs/results/history.md, branches rollback16 and rollback17)")
 
 
 def edit(path: Path, memory_id: str, text: str) -> None:
@@ -111,10 +115,12 @@ def delete(path: Path, memory_id: str) -> None:
         store.delete(memory_id)
 
 
-def conflict_copies(path: Path) -> list[str]:
+def conflict_copies(path: Path, column: str = "content") -> list[str]:
+    """The ``content`` (or ``id``) of each conflict copy held in ``path``."""
+    assert column in ("content", "id")
     with MemoryStore(path, embedder="hash", read_only=True) as store:
         return sorted(row[0] for row in store.conn.execute(
-            "SELECT content FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' IS NOT NULL"))
+            f"SELECT {column} FROM memories WHERE metadata ->> '$.sync_conflict.memory_id' IS NOT NULL"))
 
 
 def held(path: Path, memory_id: str) -> str | None:
@@ -191,6 +197,37 @@ def test_a_delete_stamped_as_the_lost_version_was_does_not_delete_it(tmp_path):
     summary = sync(x, p)
     assert summary.edits_kept_over_deletes == [note], summary
     assert held(x, note) == held(p, note) == "the plan, as edited before the rollback"
+
+
+@NOT_FIXED
+def test_a_conflict_copy_a_third_store_held_edited_and_deleted_stays_deleted(tmp_path):
+    """Seed 424483797 as a story: the version x lost is kept as a conflict copy, which carries its
+    stamp (x's). c takes the copy from p, edits it and deletes it; at c's next sync with x (a full
+    comparison: x lost the token of their sync after the snapshot), c's delete had seen the copy as
+    it was made, so it stays deleted on both. On main's code no copy is made (the loss above); branch
+    rollback16's rule made it and then kept it over c's delete (a delete undone); rollback17's
+    change (a conflict copy whose id its own fields derive is vouched for) passed this."""
+    x, p, c, saved = tmp_path / "x.db", tmp_path / "p.db", tmp_path / "c.db", tmp_path / "snapshot.db"
+    note = write(x, "the plan, as first written")
+    sync(x, p)
+    shutil.copyfile(x, saved)
+    edit(x, note, "the plan, as edited before the rollback")
+    sync(x, p), sync(x, c)
+    roll_back_in_place(x, saved)
+    edit(x, note, "the plan, edited after the rollback")
+    sync(x, p)
+    (copy,) = conflict_copies(p, "id")
+    assert held(x, copy) == held(p, copy) == "the plan, as edited before the rollback"
+    sync(c, p)
+    edit(c, copy, "the kept plan, edited on c")
+    delete(c, copy)
+    summary = sync(x, c)
+    assert summary.full_comparison is not None
+    assert summary.edits_kept_over_deletes == [], summary
+    assert held(x, copy) is None and held(c, copy) is None
+    sync(x, p)
+    assert conflict_copies(x) == conflict_copies(p) == conflict_copies(c) == []
+    assert held(x, note) == held(p, note) == held(c, note) == "the plan, edited after the rollback"
 
 
 def change_stamp(path: Path, memory_id: str) -> str:
@@ -283,6 +320,29 @@ def test_a_full_comparison_does_not_undo_a_delete_of_a_version_the_pair_agreed_o
     summary = sync(x, p)
     assert summary.full_comparison is not None
     assert summary.edits_kept_over_deletes == [] and held(x, note) is None and held(p, note) is None, summary
+
+
+def test_a_sync_stopped_at_its_very_end_then_an_import_and_an_exporters_edit_make_no_conflict_copy(tmp_path):
+    """Guard for a fix of the rollback: x and i sync, the sync stopped before x kept the pair's
+    token (i did), so their next sync is a full comparison in which x's token is the older. i
+    imports x's export of a new note, and x edits it: i never changed the note and x had seen the
+    version i holds, so the edit is copied with no conflict copy, as after any import (a rule that
+    doubted every version x stamped made one: stateful seed 1018173515, branch rollback17)."""
+    x, i = tmp_path / "x.db", tmp_path / "i.db"
+    write(x, "a first note")
+    sync(x, i)
+    with MemoryStore(x, embedder="hash") as store:
+        store.conn.execute("DELETE FROM sync_pair_tokens")  # as a sync stopped before x kept the token
+        note = store.store("the plan, as exported")
+        lines = [dump_line(value) for value in iter_export(store)]
+    with MemoryStore(i, embedder="hash") as store:
+        import_jsonl(store, lines, skip_existing=True)
+    edit(x, note, "the plan, edited by its exporter")
+    summary = sync(x, i)
+    assert summary.full_comparison is not None
+    assert summary.conflicts == [], summary
+    assert held(x, note) == held(i, note) == "the plan, edited by its exporter"
+    assert conflict_copies(x) == conflict_copies(i) == []
 
 
 def sync_with_server(local: Path, url: str):
