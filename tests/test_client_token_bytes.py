@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from localmem import MemoryStore
-from serving import stop, wait_until_healthy
-from test_sync_http import free_port
+from test_sync_http import free_port, served
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,26 +31,17 @@ def cli(db: Path, *args: str, **env_vars: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("token", ["pässwörd-0123456789", "密码-0123456789-令牌"])
 def test_a_non_ascii_token_set_for_serve_and_sync_is_accepted(tmp_path, token):
-    served = tmp_path / "served.db"
-    with MemoryStore(served, embedder="hash") as store:
+    served_db = tmp_path / "served.db"
+    with MemoryStore(served_db, embedder="hash") as store:
         store.store("a note that lives on the server")
     with MemoryStore(tmp_path / "laptop.db", embedder="hash") as store:
         store.store("a note from the laptop")
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "LOCALMEM_API_TOKEN": token}
-    process = subprocess.Popen([sys.executable, "-m", "localmem", "--db", str(served), "--embedder", "hash",
-                                "serve", "--port", str(port), "--log-level", "warning"],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(process, url)
+    with served(served_db, token) as url:
         done = cli(tmp_path / "laptop.db", "sync", url, LOCALMEM_API_TOKEN=token)
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr
         wrong = cli(tmp_path / "laptop.db", "sync", url, LOCALMEM_API_TOKEN=token + "x")
         assert wrong.returncode == 1 and "refused the token" in wrong.stderr, wrong.stderr
-    finally:
-        stop(process)
 
 
 @pytest.mark.parametrize("command, variable", [("sync", "LOCALMEM_API_TOKEN"), ("push", "AUTOMEM_API_TOKEN"),

@@ -43,10 +43,10 @@ def server(tmp_path):
 
 
 @contextmanager
-def served(path: Path) -> Iterator[str]:
+def served(path: Path, token: str = TOKEN) -> Iterator[str]:
     """`localmem serve` on ``path`` with the API token (a real server process, stopped on exit); yields its URL."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "LOCALMEM_API_TOKEN": TOKEN}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LOCALMEM_API_TOKEN": token}
     process = subprocess.Popen([sys.executable, "-m", "localmem", "--db", str(path), "--embedder", "hash",
                                 "serve", "--port", str(port), "--log-level", "warning"],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
