@@ -29,8 +29,6 @@ the one every rule running would give (tests/test_redact_prefilter.py); it is on
 from __future__ import annotations
 
 import base64
-import bisect
-import functools
 import math
 import re
 from collections import Counter
@@ -164,32 +162,23 @@ def _argument_value(match: re.Match[str]) -> bool:
                 or len(bare) < 4)
 
 
-# Every start of a mysql or mariadb command (overlapping ones too), with where its match ends.
-_PROMPTING_COMMAND = re.compile(r"(?=(\b(?:mysql|mariadb)[a-z\-]{0,12}[ \t]))")
-
-
-@functools.lru_cache(maxsize=1)  # the rule runs over one text at a time: its last text is enough
-def _prompting_commands(text: str) -> tuple[list[int], list[int], list[int]]:
-    """The starts of ``text``'s mysql/mariadb commands, their ends, and its line breaks, found once per text:
-    searching the line before each match instead made a long line of ``-u … -p …`` quadratic (audit17: 1 MB,
-    half an hour)."""
-    found = [(m.start(), m.end(1)) for m in _PROMPTING_COMMAND.finditer(text)]
-    breaks = [m.start() for m in re.finditer("\n", text)]
-    return [start for start, _ in found], [end for _, end in found], breaks
+_PROMPTING_COMMAND = re.compile(r"\b(?:mysql|mariadb)[a-z\-]{0,12}[ \t]")
+# How far back on its line a match looks for a mysql command: a bound, so that a long line of ``-u … -p …`` is
+# not searched from its start once per match (audit17: 1 MB on one line, half an hour). A command further back
+# than this is not seen, and its ``-p db`` is then redacted: the safe side.
+_COMMAND_REACH = 512
 
 
 def _login_password(match: re.Match[str]) -> bool:
     """A command's password after its user flag (``-U sa -P …``), unless the command is mysql's or mariadb's, whose
     ``-p …`` with a space prompts for the password and takes ``…`` as the database: a mysql command on the match's
-    line, ending before it. (A later command starts no earlier and ends no earlier: the first one after the line's
-    start decides.)"""
+    line, within ``_COMMAND_REACH`` characters before it."""
     if not _argument_value(match):
         return False
-    starts, ends, breaks = _prompting_commands(match.string)
-    before = bisect.bisect_left(breaks, match.start())
-    line_start = breaks[before - 1] + 1 if before else 0
-    first = bisect.bisect_left(starts, line_start)
-    return not (first < len(starts) and ends[first] <= match.start())
+    text, end = match.string, match.start()
+    reach = max(0, end - _COMMAND_REACH)
+    line_start = text.rfind("\n", reach, end) + 1 or reach
+    return not _PROMPTING_COMMAND.search(text, line_start, end)
 
 
 def _user_password_argument(match: re.Match[str]) -> bool:
