@@ -41,7 +41,7 @@ from .expansion import expand_relations, hydrate_relations
 from .gating import apply_score_gates
 from .params import RecallParams, parse_recall_params
 from .query_vectors import QueryVectors
-from .ranking import apply_recency_bias, dedupe, sort_results
+from .ranking import apply_recency_bias, dedupe, priority_first, sort_results
 from .prompt_signals import prompt_inputs
 from .relevance import Evidence, attach_relevance, recall_confidence, with_relevance
 from .scope import passes_scope
@@ -358,9 +358,9 @@ class Recall:
         while True:
             ranked, full = self.ranked_candidates(query, limit, fetch, trending)
             if not self.params.current_only:
-                return self.priority_first(ranked, limit)
+                return priority_first(ranked, self.params.priority_ids, limit)
             kept, block = apply_state_filter(self.backend, ranked, self.now, True, self.in_scope, self.heads)
-            cut = self.priority_first(kept, limit)
+            cut = priority_first(kept, self.params.priority_ids, limit)
             hidden = len(block["suppressed"])
             if len(cut) >= limit or not full or not hidden:
                 break
@@ -472,15 +472,6 @@ class Recall:
             self.score(candidate, query)
         return out
 
-    def priority_first(self, ranked: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-        """Listed priority ids first (in the order given), then the rest, cut to ``limit``."""
-        order = {memory_id: n for n, memory_id in enumerate(self.params.priority_ids)}
-        if not order:
-            return ranked[:limit]
-        first = sorted((r for r in ranked if r["id"] in order), key=lambda r: order[r["id"]])
-        rest = [r for r in ranked if r["id"] not in order]
-        return (first + rest)[:limit]
-
     # -- later stages -----------------------------------------------------
 
     def in_scope(self, memory: dict[str, Any]) -> bool:
@@ -537,7 +528,7 @@ class Recall:
         for query in queries:
             gathered.extend(self.run_query(query, per_query_limit))
         merged, dedup_removed = dedupe(gathered)
-        seeds = self.priority_first(sort_results(merged, params.sort), params.limit)
+        seeds = priority_first(sort_results(merged, params.sort), params.priority_ids, params.limit)
         seen = {r["id"] for r in seeds}
         primary_query = params.query or (params.queries[0] if params.queries else "")
 

@@ -1,8 +1,10 @@
-"""Deduplication and result ordering (AutoMem's _dedupe_results and sort keys), and the recency bias."""
+"""Deduplication and result ordering (AutoMem's _dedupe_results and sort keys), listed priority ids first, and the
+recency bias."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..text import fingerprint
@@ -115,3 +117,14 @@ def apply_recency_bias(results: list[dict[str, Any]], queries: list[str], params
             result["score_components"]["temporal"] = relative
         results.sort(key=lambda r: -r["final_score"])
     return True
+
+
+def priority_first(ranked: list[dict[str, Any]], priority_ids: Sequence[str],
+                   limit: int) -> list[dict[str, Any]]:
+    """Listed priority ids first (in the order given), then the rest, cut to ``limit``."""
+    order = {memory_id: n for n, memory_id in enumerate(priority_ids)}
+    if not order:
+        return ranked[:limit]
+    first = sorted((r for r in ranked if r["id"] in order), key=lambda r: order[r["id"]])
+    rest = [r for r in ranked if r["id"] not in order]
+    return (first + rest)[:limit]
